@@ -1,0 +1,104 @@
+// Command weft runs, validates and inspects Weft agent projects.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of cli.md §2.3.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitDefinitions = 3
+	exitCreation    = 4
+	exitScript      = 5
+	exitInterrupted = 130
+)
+
+// exitError carries the process exit code with the error that caused it.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exit wraps err with an exit code; a nil err means "exit with code, message already printed".
+func exit(code int, err error) error { return &exitError{code: code, err: err} }
+
+// globals are the flags every command shares.
+type globals struct {
+	dir      string
+	logLevel string
+	noColor  bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI and returns the exit code; it is main without the process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "weft: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Errors from cobra itself: unknown commands and flags, wrong argument counts.
+	fmt.Fprintf(stderr, "weft: %v\n", err)
+	return exitUsage
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "weft",
+		Short: "Weft runs AI agents defined in Go or in plain files",
+		Long: `Weft is a runtime for AI agents that implements the Standard Agents specification
+(prompts, tools, agents, models, hooks, threads, subagents) and reads Prompty prompts.
+
+Definitions live in a project directory (default ./agents) with the folders models/,
+providers/, prompts/, agents/ and tools/.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	defDir := os.Getenv("WEFT_DIR")
+	if defDir == "" {
+		defDir = "agents"
+	}
+	root.PersistentFlags().StringVar(&g.dir, "dir", defDir, "project root holding the definitions (env WEFT_DIR)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "disable colored output")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exit(exitUsage, err) })
+	root.AddCommand(newValidateCmd(g), newInitCmd(g))
+	return root
+}

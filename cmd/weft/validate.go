@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/project"
+)
+
+func newValidateCmd(g *globals) *cobra.Command {
+	var strict, asJSON bool
+	c := &cobra.Command{
+		Use:   "validate",
+		Short: "Load and validate all definitions",
+		Long: `Load every definition under --dir and check it: required fields, references between
+definitions, argument schemas, tool entries against their targets, include cycles, variables and
+unknown keys. Every problem is printed as "file: field: message", errors first, then warnings.
+
+Exit status: 0 valid (warnings alone are fine), 2 the directory cannot be read,
+3 invalid definitions (with --strict, warnings count as errors).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := os.Stat(g.dir); err != nil {
+				return exit(exitUsage, fmt.Errorf("cannot read the definitions directory %s: %w", g.dir, unwrapPath(err)))
+			}
+			_, diags := project.Open(g.dir, project.Options{})
+			failed := diags.HasErrors() || (strict && len(diags.Warnings()) > 0)
+			if asJSON {
+				writeDiagnosticsJSON(cmd.OutOrStdout(), diags, failed, strict)
+			} else {
+				writeDiagnostics(cmd.OutOrStdout(), cmd.ErrOrStderr(), diags, strict)
+			}
+			if failed {
+				return exit(exitDefinitions, nil)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"ok", "errors": [{file, path, message}], "warnings": [...]}`)
+	return c
+}
+
+// writeDiagnostics prints one line per problem on out and a summary on errOut.
+func writeDiagnostics(out, errOut io.Writer, diags weft.Diagnostics, strict bool) {
+	errs, warns := diags.Errors(), diags.Warnings()
+	for _, d := range errs {
+		fmt.Fprintln(out, d.String())
+	}
+	prefix := "warning: "
+	if strict {
+		prefix = ""
+	}
+	for _, d := range warns {
+		fmt.Fprintln(out, prefix+d.String())
+	}
+	switch {
+	case len(errs) == 0 && len(warns) == 0:
+		fmt.Fprintln(errOut, "definitions are valid")
+	case len(errs) == 0 && !strict:
+		fmt.Fprintf(errOut, "definitions are valid (%s)\n", plural(len(warns), "warning"))
+	default:
+		fmt.Fprintf(errOut, "%s, %s\n", plural(len(errs), "error"), plural(len(warns), "warning"))
+	}
+}
+
+func writeDiagnosticsJSON(out io.Writer, diags weft.Diagnostics, failed, strict bool) {
+	doc := struct {
+		OK       bool              `json:"ok"`
+		Errors   []weft.Diagnostic `json:"errors"`
+		Warnings []weft.Diagnostic `json:"warnings"`
+	}{OK: !failed, Errors: diags.Errors(), Warnings: diags.Warnings()}
+	if doc.Errors == nil {
+		doc.Errors = []weft.Diagnostic{}
+	}
+	if doc.Warnings == nil {
+		doc.Warnings = []weft.Diagnostic{}
+	}
+	if strict {
+		doc.Errors = append(doc.Errors, doc.Warnings...)
+		doc.Warnings = []weft.Diagnostic{}
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(doc)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,358 @@
+// Package project loads a definitions directory — models, providers, prompts, agents and declarative
+// tools as YAML/JSON files — into a weft.Registry (definitions.md §1), reporting every problem with
+// its file, field path and rule.
+package project
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/weft-agents/weft"
+)
+
+// Options tune loading.
+type Options struct {
+	// Registry receives the definitions; nil creates a new one. Pass a registry that already holds
+	// Go-defined tools, hooks, effects and handlers so that files can reference them.
+	Registry *weft.Registry
+	// LookupEnv reads the process environment for load-time ${env:} in .prompty front matter;
+	// nil = os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// folders are the definition folders of a project and what each holds.
+var folders = []string{"models", "providers", "prompts", "agents", "tools"}
+
+// MaxFileSize bounds one definition file.
+const MaxFileSize = 4 << 20
+
+// Load reads every definition file under dir into the registry and returns it with the problems
+// found while reading (syntax, unknown keys, wrong types). It does not run the cross-definition
+// checks; Open does both.
+func Load(dir string, opt Options) (*weft.Registry, weft.Diagnostics) {
+	reg := opt.Registry
+	if reg == nil {
+		reg = weft.NewRegistry()
+	}
+	var diags weft.Diagnostics
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		diags = append(diags, weft.Diagnostic{Source: dir, Severity: weft.SeverityError, Message: fmt.Sprintf("cannot read the definitions directory: %v", unwrapPathError(err))})
+		return reg, diags
+	case !info.IsDir():
+		diags = append(diags, weft.Diagnostic{Source: dir, Severity: weft.SeverityError, Message: "not a directory"})
+		return reg, diags
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		reg.Root = abs
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if skipped(name) {
+			continue
+		}
+		if !e.IsDir() || !slices.Contains(folders, name) {
+			diags = append(diags, weft.Diagnostic{Source: name, Severity: weft.SeverityWarning,
+				Message: fmt.Sprintf("not a definitions folder (%s); ignored", strings.Join(folders, ", "))})
+		}
+	}
+	l := &loader{dir: dir, reg: reg, diags: &diags, opt: opt}
+	for _, f := range folders {
+		l.folder(f)
+	}
+	return reg, diags
+}
+
+// Open loads dir and validates the result: every problem of the files and of the definitions
+// together, errors first, each group in file order.
+//
+// A field the loader already reported (a wrong type, an invalid shape) is not reported again by the
+// cross-definition checks: one mistake, one line.
+func Open(dir string, opt Options) (*weft.Registry, weft.Diagnostics) {
+	reg, diags := Load(dir, opt)
+	reported := map[[2]string]bool{}
+	for _, d := range diags {
+		if d.Severity == weft.SeverityError {
+			reported[[2]string{d.Source, d.Path}] = true
+		}
+	}
+	for _, d := range reg.Validate() {
+		if !reported[[2]string{d.Source, d.Path}] {
+			diags = append(diags, d)
+		}
+	}
+	return reg, Sort(diags)
+}
+
+// Sort orders diagnostics: errors before warnings, then by source, path and message, without
+// duplicates.
+func Sort(ds weft.Diagnostics) weft.Diagnostics {
+	out := slices.Clone(ds)
+	slices.SortStableFunc(out, func(a, b weft.Diagnostic) int {
+		if a.Severity != b.Severity {
+			if a.Severity == weft.SeverityError {
+				return -1
+			}
+			return 1
+		}
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return slices.CompactFunc(out, func(a, b weft.Diagnostic) bool { return a == b })
+}
+
+type loader struct {
+	dir   string
+	reg   *weft.Registry
+	diags *weft.Diagnostics
+	opt   Options
+}
+
+func skipped(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+
+func (l *loader) errf(src string, format string, args ...any) {
+	*l.diags = append(*l.diags, weft.Diagnostic{Source: src, Severity: weft.SeverityError, Message: fmt.Sprintf(format, args...)})
+}
+
+// folder loads every file below one definitions folder, recursively. Files are read and parsed in
+// parallel, then decoded and registered one by one in lexical order, so results are deterministic.
+func (l *loader) folder(kind string) {
+	root := filepath.Join(l.dir, kind)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var files []*parsed
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(l.dir, p)
+		rel = filepath.ToSlash(rel)
+		if err != nil {
+			l.errf(rel, "cannot read: %v", unwrapPathError(err))
+			return nil
+		}
+		if p != root && skipped(e.Name()) {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.IsDir() {
+			files = append(files, &parsed{full: p, rel: rel})
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	work := make(chan *parsed)
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for f := range work {
+				f.read(kind)
+			}
+		})
+	}
+	for _, f := range files {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	for _, f := range files {
+		l.add(kind, f)
+	}
+}
+
+// parsed is one definition file after the parallel phase: its parsed value or its problem.
+type parsed struct {
+	full, rel string
+	prompty   bool
+	value     any
+	diag      *weft.Diagnostic
+}
+
+// read checks the file type, reads and parses the file; safe to run concurrently.
+func (f *parsed) read(kind string) {
+	fail := func(format string, args ...any) {
+		f.diag = &weft.Diagnostic{Source: f.rel, Severity: weft.SeverityError, Message: fmt.Sprintf(format, args...)}
+	}
+	ext := strings.ToLower(path.Ext(f.rel))
+	switch ext {
+	case ".yaml", ".yml", ".json":
+	case ".prompty":
+		if kind != "prompts" {
+			fail("a .prompty file belongs in prompts/")
+			return
+		}
+		f.prompty = true
+		return
+	default:
+		hint := ""
+		if kind == "prompts" {
+			hint = "; prompts may also be .prompty"
+		}
+		fail("unsupported file type %q (definitions are .yaml, .yml or .json%s)", ext, hint)
+		return
+	}
+	data, err := readLimited(f.full)
+	if err != nil {
+		fail("%v", err)
+		return
+	}
+	f.value, f.diag = parseDefinition(f.rel, data)
+}
+
+// parseDefinition parses a YAML or JSON definition file.
+func parseDefinition(rel string, data []byte) (any, *weft.Diagnostic) {
+	if strings.EqualFold(path.Ext(rel), ".json") {
+		if diag := checkJSON(rel, data); diag != nil {
+			return nil, diag
+		}
+	}
+	return parseYAML(rel, data)
+}
+
+// add registers a parsed file's definition.
+func (l *loader) add(kind string, f *parsed) {
+	switch {
+	case f.diag != nil:
+		*l.diags = append(*l.diags, *f.diag)
+	case f.prompty:
+		l.prompty(f.full, f.rel)
+	default:
+		l.decode(kind, f.rel, f.value)
+	}
+}
+
+// definition parses and registers one YAML/JSON definition given as bytes (used by the fuzzer).
+func (l *loader) definition(kind, rel string, data []byte) {
+	v, diag := parseDefinition(rel, data)
+	if diag != nil {
+		*l.diags = append(*l.diags, *diag)
+		return
+	}
+	l.decode(kind, rel, v)
+}
+
+// decode reads a parsed definition of the given folder kind into the registry.
+func (l *loader) decode(kind, rel string, v any) {
+	d := &decoder{src: rel, diags: l.diags}
+	switch kind {
+	case "models":
+		if m := d.model(v); m != nil {
+			l.reg.AddModelFrom(rel, m)
+		}
+	case "providers":
+		if p := d.provider(v); p != nil {
+			l.reg.AddProviderFrom(rel, p)
+		}
+	case "prompts":
+		if p := d.prompt(v); p != nil {
+			l.reg.AddPromptFrom(rel, p)
+		}
+	case "agents":
+		if a := d.agent(v); a != nil {
+			l.reg.AddAgentFrom(rel, a)
+		}
+	case "tools":
+		stem := strings.TrimSuffix(path.Base(rel), path.Ext(rel))
+		t, s := d.tool(stem, v)
+		switch {
+		case t != nil:
+			l.reg.AddToolFrom(rel, t)
+		case s != nil:
+			l.reg.AddMCPServerFrom(rel, s)
+		}
+	}
+}
+
+func readLimited(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", unwrapPathError(err))
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", unwrapPathError(err))
+	}
+	if info.Size() > MaxFileSize {
+		return nil, fmt.Errorf("file is larger than %d MiB", MaxFileSize>>20)
+	}
+	buf := make([]byte, info.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && info.Size() > 0 {
+		return nil, fmt.Errorf("cannot read: %v", unwrapPathError(err))
+	}
+	return buf, nil
+}
+
+// checkJSON reports a JSON syntax error with its line and column; YAML would accept some invalid JSON
+// (a missing value reads as null).
+func checkJSON(src string, data []byte) *weft.Diagnostic {
+	var v any
+	err := json.Unmarshal(data, &v)
+	if err == nil {
+		return nil
+	}
+	d := &weft.Diagnostic{Source: src, Severity: weft.SeverityError, Message: "syntax error: " + strings.TrimPrefix(err.Error(), "json: ")}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		d.Line, d.Column = lineCol(data, se.Offset)
+	}
+	return d
+}
+
+// lineCol converts a byte offset into a 1-based line and column.
+func lineCol(data []byte, off int64) (int, int) {
+	off = min(max(off, 1), int64(len(data)))
+	line, col := 1, 1
+	for _, c := range data[:off-1] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// syntaxDiagnostic turns a go-yaml error into file:line:column and a one-line message.
+func syntaxDiagnostic(src string, err error) *weft.Diagnostic {
+	d := &weft.Diagnostic{Source: src, Severity: weft.SeverityError}
+	var se yaml.Error
+	if errors.As(err, &se) {
+		if tk := se.GetToken(); tk != nil && tk.Position != nil {
+			d.Line, d.Column = tk.Position.Line, tk.Position.Column
+		}
+		d.Message = "syntax error: " + se.GetMessage()
+		return d
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	d.Message = "syntax error: " + strings.TrimSpace(msg)
+	return d
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

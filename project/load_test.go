@@ -1,0 +1,181 @@
+package project_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/project"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func lines(diags weft.Diagnostics) string {
+	var b strings.Builder
+	for _, d := range diags {
+		if d.Severity == weft.SeverityWarning {
+			b.WriteString("warning: ")
+		}
+		b.WriteString(d.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestFullProject loads a project that uses every definition kind and every tool-entry form
+// (definitions.md §4.4): it must validate without a single diagnostic.
+func TestFullProject(t *testing.T) {
+	reg, diags := project.Open("testdata/full", project.Options{})
+	if len(diags) > 0 {
+		t.Fatalf("want no diagnostics, got:\n%s", lines(diags))
+	}
+	counts := fmt.Sprintf("models=%d providers=%d prompts=%d agents=%d tools=%d mcp=%d",
+		len(reg.Models()), len(reg.Providers()), len(reg.Prompts()), len(reg.Agents()), len(reg.Tools()), len(reg.MCPServers()))
+	if counts != "models=3 providers=1 prompts=8 agents=4 tools=8 mcp=1" {
+		t.Errorf("loaded %s", counts)
+	}
+	h, _ := reg.Prompt("helper")
+	roles := map[string]string{}
+	for _, e := range h.Tools {
+		tgt, ok := reg.Resolve(e)
+		if !ok {
+			t.Fatalf("entry %q unresolved", e.Name)
+		}
+		roles[e.Name] = tgt.Role(e)
+	}
+	want := map[string]string{"word_count": "tool", "lookup_order": "tool", "search_docs": "tool", "fetch_page": "tool",
+		"summarize": "prompt", "translate": "prompt", "support": "handoff", "reviewer": "subagent",
+		"researcher": "resumable subagent", "web_search": "tool", "kb_lookup": "tool"}
+	if fmt.Sprint(roles) != fmt.Sprint(want) {
+		t.Errorf("roles %v\nwant  %v", roles, want)
+	}
+	// Property order of file schemas is kept (it is the order the model sees).
+	sd, _ := reg.Tool("search_docs")
+	if got := strings.Join(sd.Args.PropertyOrder, ","); got != "query,limit,filters" {
+		t.Errorf("property order %s", got)
+	}
+	if got := weft.ToolVariables(sd); len(got) != 1 || got[0].Name != "VECTOR_STORE_ID" || !got[0].Required {
+		t.Errorf("tenvs read as variables: %+v", got)
+	}
+	m, _ := reg.Model("fast")
+	if m.Timeouts.Stall.D().Seconds() != 20 || m.Retry.BaseDelay.D().Milliseconds() != 500 {
+		t.Errorf("durations: %+v %+v", m.Timeouts, m.Retry)
+	}
+}
+
+// TestBrokenProject loads a project with more than twenty distinct mistakes: each is reported once
+// with file, field and rule, and nothing else is reported (golden file).
+func TestBrokenProject(t *testing.T) {
+	_, diags := project.Open("testdata/broken", project.Options{})
+	got := lines(diags)
+	golden := filepath.Join("testdata", "broken.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("diagnostics differ from %s (run go test ./project -update to accept)\ngot:\n%s", golden, got)
+	}
+	if n := len(diags.Errors()); n < 20 {
+		t.Errorf("want at least 20 errors, got %d", n)
+	}
+	// Every broken file is named by at least one diagnostic.
+	files := map[string]bool{}
+	for _, d := range diags {
+		files[d.Source] = true
+	}
+	_ = filepath.Walk("testdata/broken", func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/broken", p)
+		rel = filepath.ToSlash(rel)
+		switch rel {
+		case "models/fast.yaml", "models/dup_a.yaml", "prompts/base.yaml", "prompts/house_rules.yaml", "prompts/summarize.yaml", "tools/count.yaml", "agents/helper.yaml", "prompts/cycle_b.yaml":
+			return nil // valid files other mistakes refer to
+		}
+		if !files[rel] {
+			t.Errorf("%s has a mistake that was not reported", rel)
+		}
+		return nil
+	})
+}
+
+func TestLoadErrors(t *testing.T) {
+	write := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, body := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"missing_dir", nil, "cannot read the definitions directory"},
+		{"empty_file", map[string]string{"models/a.yaml": "  \n"}, "models/a.yaml: file is empty"},
+		{"json_syntax", map[string]string{"models/a.json": "{\"name\": \"a\",\n \"provider\": }"}, "models/a.json:2:"},
+		{"yaml_syntax_line_col", map[string]string{"prompts/p.yaml": "name: p\nprompt: \"unterminated\n"}, "prompts/p.yaml:2:"},
+		{"not_a_mapping", map[string]string{"agents/a.yaml": "- just\n- a list\n"}, "agents/a.yaml: must be a mapping"},
+		{"wrong_type", map[string]string{"models/a.yaml": "{name: a, provider: openai, model: m, fallbacks: fast}"}, "models/a.yaml: fallbacks: must be a list of strings"},
+		{"bad_duration", map[string]string{"models/a.yaml": "{name: a, provider: openai, model: m, timeouts: {stall: soon}}"}, "models/a.yaml: timeouts.stall: invalid duration \"soon\""},
+		{"skipped_names", map[string]string{"models/_draft.yaml": "not: [valid", "models/.hidden/x.yaml": "{"}, ""},
+		{"nested_folders", map[string]string{"models/team/a.yaml": "{name: a, provider: openai, model: m, bogus: 1}"}, "models/team/a.yaml: bogus: unknown key \"bogus\""},
+		{"stray_folder", map[string]string{"schemas/x.json": "{}"}, "warning: schemas: not a definitions folder"},
+		{"tool_name_is_stem", map[string]string{"tools/a.yaml": "{name: b, kind: command, description: d, command: [x]}"}, `tools/a.yaml: name: a tool's name is its file name ("a")`},
+		{"prompty_elsewhere", map[string]string{"agents/a.prompty": "---\n---\n"}, "agents/a.prompty: a .prompty file belongs in prompts/"},
+		{"resumable_true", map[string]string{"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: x, tools: [{name: a, resumable: true}]}"}, "tools[0].resumable: resumable is false or a mapping"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "nope")
+			if tc.files != nil {
+				dir = write(t, tc.files)
+			}
+			_, diags := project.Open(dir, project.Options{})
+			got := lines(diags)
+			if tc.want == "" {
+				if got != "" {
+					t.Errorf("want nothing, got:\n%s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("want %q in:\n%s", tc.want, got)
+			}
+		})
+	}
+}
+
+// TestGoAndFilesTogether: files reference hooks and tools registered in Go.
+func TestGoAndFilesTogether(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddTool(&weft.Tool{Name: "go_tool", Description: "A Go tool.", Execute: weft.ToolFunc(nil)})
+	reg.AddHook(&weft.Hook{ID: "audit", Point: weft.HookAfterRunStopped, Fn: weft.RunStoppedFunc(nil)})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "prompts"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "models"), 0o755)
+	os.WriteFile(filepath.Join(dir, "models/m.yaml"), []byte("{name: m, provider: test}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "prompts/p.yaml"), []byte("{name: p, toolDescription: d, model: m, prompt: x, tools: [go_tool], hooks: [audit]}"), 0o644)
+	_, diags := project.Open(dir, project.Options{Registry: reg})
+	if len(diags) > 0 {
+		t.Fatalf("got:\n%s", lines(diags))
+	}
+}

@@ -1,0 +1,92 @@
+package weft
+
+import "time"
+
+// ThreadStatus is where a thread stands between and during runs.
+type ThreadStatus string
+
+// The thread statuses.
+const (
+	ThreadIdle          ThreadStatus = "idle"
+	ThreadRunning       ThreadStatus = "running"
+	ThreadStopped       ThreadStatus = "stopped"
+	ThreadAwaitingHuman ThreadStatus = "awaiting_human"
+	ThreadFailed        ThreadStatus = "failed"
+	ThreadTerminated    ThreadStatus = "terminated"
+)
+
+// Thread is the durable conversation of one agent: messages, env, KV, files, effects and children.
+type Thread struct {
+	// ID is `thr_` + ULID.
+	ID string `json:"id"`
+	// Agent is the current agent (changes after a handoff).
+	Agent string `json:"agent"`
+	// OriginAgent is the agent the thread was created with.
+	OriginAgent string `json:"origin_agent"`
+	// UserID owns the thread; "" for local use.
+	UserID string `json:"user_id"`
+	// ParentID and RootID place a subagent's thread in its tree; "" and the own id for roots.
+	ParentID string `json:"parent_id,omitempty"`
+	RootID   string `json:"root_id"`
+	// Label names the thread for people (a subagent's label).
+	Label string `json:"label,omitempty"`
+	// Tags and Properties are free annotations.
+	Tags       []string       `json:"tags"`
+	Properties map[string]any `json:"properties"`
+	// Arguments are the validated creation (and handoff) arguments.
+	Arguments map[string]any `json:"arguments"`
+	// Status and StopReason describe the last run.
+	Status     ThreadStatus `json:"status"`
+	StopReason StopReason   `json:"stop_reason,omitempty"`
+	// Times are RFC 3339 UTC.
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	LastActivityAt time.Time `json:"last_activity_at"`
+	// Preview is a short text of the latest message.
+	Preview string `json:"preview,omitempty"`
+}
+
+// StopReason says why a run ended (execution.md §10).
+type StopReason string
+
+// The stop reasons.
+const (
+	StopOnResponse     StopReason = "stop_on_response"
+	StopTool           StopReason = "stop_tool"
+	StopAwaitingHuman  StopReason = "awaiting_human"
+	StopSession        StopReason = "session_stop"
+	StopStateSession   StopReason = "state_stop_session"
+	StopMaxSessionTurn StopReason = "max_session_turns"
+	StopHandlerIdle    StopReason = "handler_idle"
+	StopSessionFail    StopReason = "session_fail"
+	StopStepError      StopReason = "step_error"
+	StopMaxSideSteps   StopReason = "max_side_steps"
+	StopMaxTotalSteps  StopReason = "max_total_steps"
+	StopRepeatedError  StopReason = "repeated_tool_error"
+	StopHookBlocked    StopReason = "hook_blocked"
+	StopAbortedByUser  StopReason = "aborted_by_user"
+	StopAborted        StopReason = "aborted"
+)
+
+// OK reports whether the reason counts as success (`weft run` exit 0).
+func (r StopReason) OK() bool {
+	switch r {
+	case StopOnResponse, StopTool, StopAwaitingHuman, StopSession, StopStateSession, StopMaxSessionTurn, StopHandlerIdle:
+		return true
+	}
+	return false
+}
+
+// StopInfo describes a finished run.
+type StopInfo struct {
+	// RunID identifies the run.
+	RunID string `json:"run_id"`
+	// Reason is why it stopped.
+	Reason StopReason `json:"reason"`
+	// Side is the side acting when it stopped.
+	Side Side `json:"side"`
+	// Error is the failure text for failing reasons.
+	Error string `json:"error,omitempty"`
+	// Steps is the number of steps the run took.
+	Steps int `json:"steps"`
+}

@@ -1,0 +1,888 @@
+package weft
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/weft-agents/weft/schema"
+)
+
+// Validate checks every definition in one pass and returns every problem found, errors and warnings
+// (definitions.md §4.5, §7; seed 000 §9; seed 002 §2, §3, §8). It never stops at the first error.
+func (r *Registry) Validate() Diagnostics {
+	v := &validator{r: r}
+	v.out = append(v.out, r.dups...)
+	for _, m := range r.models.list() {
+		v.model(m)
+	}
+	for _, p := range r.providers.list() {
+		v.provider(p)
+	}
+	for _, t := range r.tools.list() {
+		v.tool(t)
+	}
+	for _, s := range r.mcp.list() {
+		v.mcpServer(s)
+	}
+	for _, p := range r.prompts.list() {
+		v.prompt(p)
+	}
+	v.includeCycles()
+	for _, a := range r.agents.list() {
+		v.agent(a)
+	}
+	for _, h := range r.hooks.list() {
+		v.hook(h)
+	}
+	for _, e := range r.effects.list() {
+		v.effect(e)
+	}
+	for _, h := range r.handlers.list() {
+		v.handler(h)
+	}
+	v.ambiguousNames()
+	return v.out
+}
+
+type validator struct {
+	r   *Registry
+	out Diagnostics
+}
+
+func (v *validator) errf(src, path, format string, args ...any) {
+	v.out = append(v.out, Diagnostic{Source: src, Path: path, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) warnf(src, path, format string, args ...any) {
+	v.out = append(v.out, Diagnostic{Source: src, Path: path, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
+}
+
+var (
+	snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	varName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envRef    = regexp.MustCompile(`\$\{env:([^}:]*)(?::[^}]*)?\}`)
+)
+
+// ---- models and providers ----
+
+func (v *validator) model(m *Model) {
+	src := v.r.models.src[m.Name]
+	if strings.TrimSpace(m.Name) == "" {
+		v.errf(src, "name", "name is required (a non-empty string)")
+	}
+	switch {
+	case m.Provider == "":
+		v.errf(src, "provider", "provider is required")
+	default:
+		if _, ok := ProviderKeyEnv(m.Provider); !ok {
+			if _, ok := v.r.providers.get(m.Provider); !ok {
+				v.errf(src, "provider", "unknown provider %q (built in: %s; or define it in providers/)", m.Provider, strings.Join(builtinProviderNames(), ", "))
+			}
+		}
+	}
+	if m.Model == "" && m.Provider != "test" {
+		v.errf(src, "model", "model is required (the upstream model id)")
+	}
+	if m.Provider == "openai-compatible" {
+		if s, _ := m.ProviderOptions["baseUrl"].(string); s == "" {
+			v.errf(src, "providerOptions.baseUrl", "provider openai-compatible needs providerOptions.baseUrl")
+		}
+	}
+	for i, f := range m.Fallbacks {
+		p := fmt.Sprintf("fallbacks[%d]", i)
+		switch {
+		case f == m.Name:
+			v.errf(src, p, "a model cannot fall back to itself")
+		case f == "":
+			v.errf(src, p, "fallback name is empty")
+		default:
+			if _, ok := v.r.models.get(f); !ok {
+				v.errf(src, p, "no model named %q", f)
+			}
+		}
+	}
+	for _, pr := range []struct {
+		key string
+		val *float64
+	}{{"inputPrice", m.InputPrice}, {"outputPrice", m.OutputPrice}, {"cachedPrice", m.CachedPrice}} {
+		if pr.val != nil && *pr.val < 0 {
+			v.errf(src, pr.key, "price must not be negative")
+		}
+	}
+	if m.Retry.Attempts < 0 {
+		v.errf(src, "retry.attempts", "attempts must be at least 1")
+	}
+	if m.Capabilities.MaxContextTokens < 0 || m.Capabilities.MaxOutputTokens < 0 {
+		v.errf(src, "capabilities", "token limits must not be negative")
+	}
+}
+
+func builtinProviderNames() []string {
+	names := make([]string, 0, len(builtinProviders))
+	for n := range builtinProviders {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (v *validator) provider(p *ProviderDef) {
+	src := v.r.providers.src[p.Name]
+	if p.Name == "" {
+		v.errf(src, "name", "name is required (a non-empty string)")
+	} else if _, builtin := ProviderKeyEnv(p.Name); builtin {
+		v.errf(src, "name", "%q is a built-in provider; choose another name", p.Name)
+	}
+	if _, ok := ProviderKeyEnv(p.Base); !ok || p.Base == "test" {
+		v.errf(src, "base", "base must name a built-in provider, got %q", p.Base)
+	}
+	if p.Base == "openai-compatible" && p.BaseURL == "" {
+		v.errf(src, "baseUrl", "a provider based on openai-compatible needs baseUrl")
+	}
+	if p.APIKeyEnv != "" && !varName.MatchString(p.APIKeyEnv) {
+		v.errf(src, "apiKeyEnv", "invalid variable name %q", p.APIKeyEnv)
+	}
+}
+
+// ---- variables and env ----
+
+func (v *validator) variables(src, base string, vars []VariableDefinition) {
+	seen := map[string]bool{}
+	for i, d := range vars {
+		p := fmt.Sprintf("%s[%d]", base, i)
+		switch {
+		case d.Name == "":
+			v.errf(src, p+".name", "variable name is required")
+		case !varName.MatchString(d.Name):
+			v.errf(src, p+".name", "invalid variable name %q (letters, digits and _, not starting with a digit)", d.Name)
+		case seen[d.Name]:
+			v.warnf(src, p+".name", "variable %q is declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		if d.Type != VarText && d.Type != VarSecret {
+			v.errf(src, p+".type", "type must be text or secret, got %q", d.Type)
+		}
+		if strings.TrimSpace(d.Description) == "" {
+			v.warnf(src, p+".description", "variable %q has no description; people will not know what to provide", d.Name)
+		}
+	}
+}
+
+func (v *validator) env(src, base string, env map[string]string, declared map[string]VarType) {
+	for _, k := range sortedKeys(env) {
+		if !varName.MatchString(k) {
+			v.errf(src, base+"."+k, "invalid variable name %q", k)
+			continue
+		}
+		if declared[k] == VarSecret {
+			if len(env[k]) < 4 {
+				v.warnf(src, base+"."+k, "secret %q is shorter than 4 characters and cannot be redacted reliably", k)
+			}
+			v.warnf(src, base+"."+k, "secret %q has a value in a definition, which is not encrypted; set it per thread or instance instead", k)
+		}
+	}
+}
+
+func declaredTypes(vars []VariableDefinition) map[string]VarType {
+	m := map[string]VarType{}
+	for _, d := range vars {
+		if m[d.Name] != VarSecret {
+			m[d.Name] = d.Type
+		}
+	}
+	return m
+}
+
+// envRefs checks that every ${env:NAME} in s names a declared variable.
+func (v *validator) envRefs(src, p, s string, declared map[string]VarType) {
+	for _, m := range envRef.FindAllStringSubmatch(s, -1) {
+		if _, ok := declared[m[1]]; !ok {
+			v.errf(src, p, "${env:%s} is not declared in variables", m[1])
+		}
+	}
+}
+
+// ---- schemas ----
+
+func (v *validator) schema(src, base string, s *schema.Schema) {
+	for _, pr := range schema.Check(s) {
+		p := base
+		if pr.Path != "" {
+			p += "." + pr.Path
+		}
+		v.errf(src, p, "%s", pr.Message)
+	}
+}
+
+// ---- tools ----
+
+func (v *validator) tool(t *Tool) {
+	src := v.r.tools.src[t.Name]
+	if t.Name == "" {
+		v.errf(src, "name", "name is required (a non-empty string)")
+	} else if !snakeCase.MatchString(t.Name) || len(t.Name) > 64 {
+		v.warnf(src, "name", "tool name %q should be snake_case and 1–64 characters (seed 002 §8.3)", t.Name)
+	}
+	if strings.TrimSpace(t.Description) == "" {
+		v.errf(src, "description", "description is required (a non-empty string that tells the model what the tool does)")
+	}
+	if t.Args != nil {
+		v.schema(src, "args", t.Args)
+	}
+	if t.Tenvs != nil {
+		v.schema(src, "tenvs", t.Tenvs)
+	}
+	v.variables(src, "variables", t.Variables)
+	declared := declaredTypes(ToolVariables(t))
+	switch t.ExecutionMode {
+	case "", ExecLocal:
+		n := 0
+		for _, set := range []bool{t.Execute != nil, t.Command != nil, t.HTTP != nil} {
+			if set {
+				n++
+			}
+		}
+		implPath := "kind"
+		if strings.HasPrefix(src, "go:") {
+			implPath = "Execute"
+		}
+		switch {
+		case n == 0:
+			v.errf(src, implPath, "tool %q has no implementation (a Go function, command or http)", t.Name)
+		case n > 1:
+			v.errf(src, "kind", "a tool has exactly one implementation (Go function, command or http)")
+		}
+	case ExecProvider:
+		if t.ExecutionProvider == "" {
+			v.errf(src, "executionProvider", "executionProvider is required when executionMode is provider")
+		}
+	default:
+		v.errf(src, "executionMode", "executionMode must be local or provider, got %q", t.ExecutionMode)
+	}
+	if t.Timeout < 0 {
+		v.errf(src, "timeout", "timeout must not be negative")
+	}
+	if c := t.Command; c != nil {
+		if len(c.Argv) == 0 || c.Argv[0] == "" {
+			v.errf(src, "command", "command needs a program: [program, args...]")
+		}
+		for i, a := range c.Argv {
+			v.envRefs(src, fmt.Sprintf("command[%d]", i), a, declared)
+		}
+		if c.Dir != "" && (path.IsAbs(c.Dir) || strings.HasPrefix(path.Clean(filepathToSlash(c.Dir)), "..")) {
+			v.errf(src, "cwd", "cwd must be a path inside the project root")
+		}
+		for _, k := range sortedKeys(c.Env) {
+			v.envRefs(src, "env."+k, c.Env[k], declared)
+		}
+	}
+	if h := t.HTTP; h != nil {
+		if h.URL == "" {
+			v.errf(src, "url", "url is required for an http tool")
+		} else if !strings.HasPrefix(h.URL, "http://") && !strings.HasPrefix(h.URL, "https://") && !strings.HasPrefix(h.URL, "${env:") {
+			v.errf(src, "url", "url must start with http:// or https://")
+		}
+		v.envRefs(src, "url", h.URL, declared)
+		switch strings.ToUpper(h.Method) {
+		case "", "GET", "POST":
+		default:
+			v.errf(src, "method", "method must be GET or POST, got %q", h.Method)
+		}
+		for _, k := range sortedKeys(h.Headers) {
+			v.envRefs(src, "headers."+k, h.Headers[k], declared)
+		}
+	}
+	for i, u := range t.Uses {
+		if _, ok := v.r.tools.get(u); !ok && v.r.mcpServerOf(u) == nil {
+			v.errf(src, fmt.Sprintf("uses[%d]", i), "no tool named %q", u)
+		}
+	}
+}
+
+func filepathToSlash(p string) string { return strings.ReplaceAll(p, `\`, "/") }
+
+func (v *validator) mcpServer(s *MCPServer) {
+	src := v.r.mcp.src[s.Name]
+	v.variables(src, "variables", s.Variables)
+	declared := declaredTypes(s.Variables)
+	switch {
+	case len(s.Command) == 0 && s.URL == "":
+		v.errf(src, "server", "server needs a command (stdio) or a url (streamable HTTP)")
+	case len(s.Command) > 0 && s.URL != "":
+		v.errf(src, "server", "server has both a command and a url; give one")
+	}
+	for i, a := range s.Command {
+		v.envRefs(src, fmt.Sprintf("server.command[%d]", i), a, declared)
+	}
+	for _, k := range sortedKeys(s.Env) {
+		v.envRefs(src, "server.env."+k, s.Env[k], declared)
+	}
+	v.envRefs(src, "server.url", s.URL, declared)
+	for _, k := range sortedKeys(s.Headers) {
+		v.envRefs(src, "server.headers."+k, s.Headers[k], declared)
+	}
+	for i, t := range s.Tools {
+		if t == "" {
+			v.errf(src, fmt.Sprintf("tools[%d]", i), "tool name is empty")
+		} else if other, ok := v.r.tools.get(s.Prefix + t); ok {
+			v.errf(src, fmt.Sprintf("tools[%d]", i), "duplicate tool %q (%s, %s)", other.Name, v.r.tools.src[other.Name], src)
+		}
+	}
+}
+
+// ToolVariables returns a tool's variable declarations with its legacy tenvs read as text variables
+// (env.md §1.1).
+func ToolVariables(t *Tool) []VariableDefinition {
+	vars := slices.Clone(t.Variables)
+	if t.Tenvs != nil {
+		req := map[string]bool{}
+		for _, n := range t.Tenvs.Required {
+			req[n] = true
+		}
+		for _, n := range schemaPropertyNames(t.Tenvs) {
+			p := t.Tenvs.Properties[n]
+			vars = append(vars, VariableDefinition{Name: n, Type: VarText, Required: req[n], Description: p.Description})
+		}
+	}
+	return vars
+}
+
+func schemaPropertyNames(s *schema.Schema) []string {
+	names := slices.Clone(s.PropertyOrder)
+	for n := range s.Properties {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > len(s.PropertyOrder) {
+		slices.Sort(names[len(s.PropertyOrder):])
+	}
+	return names
+}
+
+// ---- prompts ----
+
+var reasoningEfforts = []string{"low", "medium", "high"}
+
+func (v *validator) prompt(p *Prompt) {
+	src := v.r.prompts.src[p.Name]
+	// Seed 000 §9.1.
+	if strings.TrimSpace(p.Name) == "" {
+		v.errf(src, "name", "name is required (a non-empty string)")
+	}
+	if strings.TrimSpace(p.ToolDescription) == "" {
+		v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
+	}
+	var model *Model
+	if p.Model == "" {
+		v.errf(src, "model", "model is required (the name of a defined model)")
+	} else if m, ok := v.r.models.get(p.Model); ok {
+		model = m
+	} else {
+		v.errf(src, "model", "no model named %q", p.Model)
+	}
+	if len(p.Prompt) == 0 && p.Template == nil {
+		v.errf(src, "prompt", "prompt is required (a string or a list of parts)")
+	}
+	declared := declaredTypes(p.Variables)
+	for i, part := range p.Prompt {
+		base := fmt.Sprintf("prompt[%d]", i)
+		switch part.Type {
+		case PartKindText:
+		case PartKindInclude:
+			switch {
+			case part.Prompt == "":
+				v.errf(src, base+".prompt", "an include part names a prompt")
+			default:
+				if _, ok := v.r.prompts.get(part.Prompt); !ok {
+					v.errf(src, base+".prompt", "no prompt named %q to include", part.Prompt)
+				}
+			}
+		case PartKindEnv:
+			if part.Property == "" {
+				v.errf(src, base+".property", "an env part names a variable in property")
+			} else if !varName.MatchString(part.Property) {
+				v.errf(src, base+".property", "invalid variable name %q", part.Property)
+			}
+		default:
+			v.errf(src, base+".type", "part type must be text, include or env, got %q", part.Type)
+		}
+	}
+	// Seed 000 §9.2.
+	if !p.ToolChoice.Valid() {
+		v.errf(src, "toolChoice", "toolChoice must be auto, none or required, got %q", p.ToolChoice)
+	}
+	if r := p.Reasoning; r != nil {
+		if r.Effort != "" && !slices.Contains(reasoningEfforts, r.Effort) {
+			v.errf(src, "reasoning.effort", "reasoning.effort must be low, medium or high, got %q", r.Effort)
+		}
+		if r.MaxTokens < 0 {
+			v.errf(src, "reasoning.maxTokens", "reasoning.maxTokens must be a positive integer")
+		}
+		if model != nil && r.Effort != "" && len(model.Capabilities.ReasoningLevels) > 0 && !slices.Contains(model.Capabilities.ReasoningLevels, r.Effort) {
+			v.warnf(src, "reasoning.effort", "model %q does not list reasoning level %q", model.Name, r.Effort)
+		}
+	}
+	if p.RecentImageThreshold < 0 {
+		v.errf(src, "recentImageThreshold", "recentImageThreshold must be a positive integer")
+	}
+	if p.RequiredSchema != nil {
+		v.schema(src, "requiredSchema", p.RequiredSchema)
+	}
+	v.variables(src, "variables", p.Variables)
+	v.env(src, "env", p.Env, declared)
+	for i, h := range p.Hooks {
+		if _, ok := v.r.hooks.get(h); !ok {
+			v.errf(src, fmt.Sprintf("hooks[%d]", i), "no hook with id %q", h)
+		}
+	}
+	offered := v.toolEntries(src, p)
+	if p.ToolChoice == ToolChoiceRequired && offered == 0 && p.Template == nil {
+		v.errf(src, "toolChoice", "toolChoice is required but the prompt offers no tools")
+	}
+	if model != nil && offered > 0 && !model.Capabilities.ToolCalls() {
+		v.warnf(src, "tools", "model %q does not support tool calls; the tools will not be offered", model.Name)
+	}
+}
+
+// entryKeys lists, per key, which target roles accept it (definitions.md §4.4).
+var entryKeys = []struct {
+	key   string
+	roles []string
+	set   func(e ToolEntry) bool
+}{
+	{"env", []string{"tool"}, func(e ToolEntry) bool { return e.Env != nil }},
+	{"options", []string{"tool"}, func(e ToolEntry) bool { return e.Options != nil }},
+	{"includeTextResponse", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeTextResponse != nil }},
+	{"includeToolCalls", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeToolCalls != nil }},
+	{"includeErrors", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeErrors != nil }},
+	{"initUserMessageProperty", []string{"prompt", "handoff", "subagent"}, func(e ToolEntry) bool { return e.InitUserMessageProperty != "" }},
+	{"initAttachmentsProperty", []string{"prompt", "handoff", "subagent"}, func(e ToolEntry) bool { return e.InitAttachmentsProperty != "" }},
+	{"initAgentNameProperty", []string{"subagent"}, func(e ToolEntry) bool { return e.InitAgentNameProperty != "" }},
+	{"blocking", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Blocking != nil }},
+	{"immediate", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Immediate != nil }},
+	{"resumable", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Resumable != nil }},
+}
+
+// toolEntries validates a prompt's tools list and returns how many entries it offers.
+func (v *validator) toolEntries(src string, p *Prompt) int {
+	seen := map[string]int{}
+	offered := 0
+	for i, e := range p.Tools {
+		base := fmt.Sprintf("tools[%d]", i)
+		if e.Name == "" {
+			v.errf(src, base+".name", "a tool entry needs a name")
+			continue
+		}
+		if j, dup := seen[e.Name]; dup {
+			v.errf(src, base, "%q is already listed at tools[%d]", e.Name, j)
+		}
+		seen[e.Name] = i
+		if e.Optional != "" && !varName.MatchString(e.Optional) {
+			v.errf(src, base+".optional", "optional names an environment flag; %q is not a variable name", e.Optional)
+		}
+		t, ok := v.r.Resolve(e)
+		if !ok {
+			v.unresolvedEntry(src, base, e)
+			continue
+		}
+		offered++
+		role := t.Role(e)
+		hint := ""
+		if _, isAgent := v.r.agents.get(e.Name); isAgent && t.Kind != EntryAgent && e.Kind == EntryAny {
+			hint = fmt.Sprintf(" (an agent %q exists too: write agent:%s)", e.Name, e.Name)
+		}
+		for _, k := range entryKeys {
+			if k.set(e) && !slices.Contains(k.roles, role) {
+				v.errf(src, base+"."+k.key, "%s does not apply to %s %q%s", k.key, role, e.Name, hint)
+			}
+		}
+		switch t.Kind {
+		case EntryProvider:
+			if t.Tool.ExecutionMode != ExecProvider {
+				v.errf(src, base, "provider:%s names a tool that is not provider-executed (executionMode: provider)", e.Name)
+			}
+		case EntryPrompt:
+			if !t.Prompt.Exposed() {
+				v.errf(src, base, "prompt %q has exposeAsTool: false and cannot be listed as a tool", e.Name)
+			}
+			if t.Prompt == p {
+				v.errf(src, base, "a prompt cannot list itself as a tool")
+			}
+			v.initProperties(src, base, e, t.Prompt.RequiredSchema, t.Prompt.Name)
+		case EntryAgent:
+			a := t.Agent
+			if !a.ExposeAsTool {
+				v.errf(src, base, "agent %q is not exposed as a tool (set exposeAsTool: true on it)", e.Name)
+			}
+			if sp, ok := v.r.prompts.get(a.SideA.Prompt); ok && role != "resumable subagent" {
+				v.initProperties(src, base, e, sp.RequiredSchema, sp.Name)
+			}
+			if rs := e.Resumable; rs != nil && rs.Enabled {
+				if a.Kind() != DualAI {
+					v.errf(src, base+".resumable", "resumable does not apply to handoff %q", e.Name)
+				}
+				if rs.ReceivesMessages != "side_a" && rs.ReceivesMessages != "side_b" {
+					v.errf(src, base+".resumable.receives_messages", "receives_messages must be side_a or side_b, got %q", rs.ReceivesMessages)
+				}
+				if rs.MaxInstances < 0 {
+					v.errf(src, base+".resumable.maxInstances", "maxInstances must be a positive integer")
+				}
+				if rs.ParentCommunication != "" && rs.ParentCommunication != "implicit" && rs.ParentCommunication != "explicit" {
+					v.errf(src, base+".resumable.parentCommunication", "parentCommunication must be implicit or explicit, got %q", rs.ParentCommunication)
+				}
+			}
+		case EntryTool:
+			if t.Tool != nil && t.Tool.ExecutionMode == ExecProvider {
+				v.warnf(src, base, "%q is provider-executed; it is sent only to models of provider %q", e.Name, t.Tool.ExecutionProvider)
+			}
+		}
+	}
+	return offered
+}
+
+func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
+	what := "tool, prompt or agent"
+	if e.Kind != EntryAny {
+		what = string(e.Kind)
+		if e.Kind == EntryProvider {
+			what = "provider-executed tool"
+		}
+	}
+	if open := v.r.openMCPServers(); len(open) > 0 && (e.Kind == EntryAny || e.Kind == EntryTool) {
+		v.warnf(src, base, "no %s named %q is defined; it may come from MCP server %s, which lists no tools (add a tools allow-list to check it)", what, e.Name, strings.Join(open, ", "))
+		return
+	}
+	v.errf(src, base, "no %s named %q", what, e.Name)
+}
+
+// initProperties checks that init*Property keys name properties of the target's schema.
+func (v *validator) initProperties(src, base string, e ToolEntry, s *schema.Schema, target string) {
+	if s == nil {
+		return
+	}
+	for _, k := range []struct{ key, val string }{
+		{"initUserMessageProperty", e.InitUserMessageProperty},
+		{"initAttachmentsProperty", e.InitAttachmentsProperty},
+		{"initAgentNameProperty", e.InitAgentNameProperty},
+	} {
+		if k.val == "" {
+			continue
+		}
+		if _, ok := s.Properties[k.val]; !ok {
+			v.errf(src, base+"."+k.key, "%q is not a property of %s's requiredSchema", k.val, target)
+		}
+	}
+}
+
+// includeCycles reports every include cycle once, at the include part of the prompt where the
+// cycle is first entered: `prompt[1].prompt: circular include a → b → a`.
+func (v *validator) includeCycles() {
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	type frame struct {
+		name string
+		part int
+	}
+	state := map[string]int{}
+	var stack []frame
+	reported := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		p, ok := v.r.prompts.get(name)
+		if !ok {
+			return
+		}
+		state[name] = active
+		stack = append(stack, frame{name: name})
+		for i, part := range p.Prompt {
+			if part.Type != PartKindInclude {
+				continue
+			}
+			stack[len(stack)-1].part = i
+			switch state[part.Prompt] {
+			case unvisited:
+				visit(part.Prompt)
+			case active:
+				start := slices.IndexFunc(stack, func(f frame) bool { return f.name == part.Prompt })
+				names := make([]string, 0, len(stack)-start+1)
+				for _, f := range stack[start:] {
+					names = append(names, f.name)
+				}
+				key := canonicalCycle(names)
+				names = append(names, part.Prompt)
+				if !reported[key] {
+					reported[key] = true
+					first := stack[start]
+					v.errf(v.r.prompts.src[first.name], fmt.Sprintf("prompt[%d].prompt", first.part), "circular include %s", strings.Join(names, " → "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[name] = done
+	}
+	for _, n := range v.r.prompts.names {
+		if state[n] == unvisited {
+			visit(n)
+		}
+	}
+}
+
+// canonicalCycle names a cycle independently of where it was entered.
+func canonicalCycle(c []string) string {
+	if len(c) == 0 {
+		return ""
+	}
+	min := 0
+	for i := range c {
+		if c[i] < c[min] {
+			min = i
+		}
+	}
+	return strings.Join(append(slices.Clone(c[min:]), c[:min]...), "\x00")
+}
+
+// ---- agents ----
+
+func (v *validator) agent(a *Agent) {
+	src := v.r.agents.src[a.Name]
+	if strings.TrimSpace(a.Name) == "" {
+		v.errf(src, "name", "name is required (a non-empty string)")
+	}
+	switch a.Type {
+	case "", AIHuman, DualAI:
+	default:
+		v.errf(src, "type", "type must be ai_human or dual_ai, got %q", a.Type)
+	}
+	kind := a.Kind()
+	if a.SideA.Human {
+		v.errf(src, "sideA", "sideA is the AI side; a human side can only be sideB of an ai_human agent")
+	} else {
+		v.side(src, "sideA", a.SideA)
+	}
+	switch kind {
+	case AIHuman:
+		if a.SideB != nil && !a.SideB.Human {
+			v.errf(src, "sideB", "sideB of an ai_human agent is the human side ({human: true}) or absent")
+		}
+		if a.SideB != nil && a.SideB.Human {
+			v.humanSide(src, "sideB", *a.SideB)
+		}
+	case DualAI:
+		switch {
+		case a.SideB == nil:
+			v.errf(src, "sideB", "a dual_ai agent needs an AI sideB (a prompt or handler)")
+		case a.SideB.Human:
+			v.errf(src, "sideB", "sideB of a dual_ai agent must be an AI side, not human")
+		default:
+			v.side(src, "sideB", *a.SideB)
+		}
+		ends := a.MaxSessionTurns > 0
+		for _, s := range []*AgentSide{&a.SideA, a.SideB} {
+			if s != nil && (s.SessionStop != nil || s.SessionFail != nil) {
+				ends = true
+			}
+		}
+		if !ends {
+			v.warnf(src, "", "dual_ai agent %q has no session end (sessionStop, sessionFail or maxSessionTurns); it runs until a step cap", a.Name)
+		}
+	}
+	if a.MaxSessionTurns < 0 {
+		v.errf(src, "maxSessionTurns", "maxSessionTurns must be a positive integer")
+	}
+	if a.ExposeAsTool && strings.TrimSpace(a.ToolDescription) == "" {
+		v.errf(src, "toolDescription", "toolDescription is required when exposeAsTool is true")
+	}
+	for i, h := range a.Hooks {
+		if _, ok := v.r.hooks.get(h); !ok {
+			v.errf(src, fmt.Sprintf("hooks[%d]", i), "no hook with id %q", h)
+		}
+	}
+	v.env(src, "env", a.Env, v.agentDeclared(a))
+}
+
+func (v *validator) agentDeclared(a *Agent) map[string]VarType {
+	m := map[string]VarType{}
+	for _, s := range []AgentSide{a.SideA, a.Side(SideB)} {
+		if p, ok := v.r.prompts.get(s.Prompt); ok {
+			for k, t := range declaredTypes(p.Variables) {
+				m[k] = t
+			}
+		}
+	}
+	return m
+}
+
+func (v *validator) humanSide(src, base string, s AgentSide) {
+	if s.Prompt != "" || s.Handler != "" || s.StopTool != "" || s.SessionStop != nil || s.SessionFail != nil || s.SessionStatus != nil || s.MaxSteps != 0 {
+		v.errf(src, base, "a human side takes only label")
+	}
+}
+
+func (v *validator) side(src, base string, s AgentSide) {
+	if s == (AgentSide{}) {
+		v.errf(src, base, "%s is required ({prompt: NAME} or {handler: NAME})", base)
+		return
+	}
+	switch {
+	case s.Prompt != "" && s.Handler != "":
+		v.errf(src, base, "a side has exactly one of prompt or handler")
+	case s.Prompt == "" && s.Handler == "":
+		v.errf(src, base+".prompt", "an AI side needs a prompt (or a Go handler)")
+	}
+	var p *Prompt
+	if s.Prompt != "" {
+		if pp, ok := v.r.prompts.get(s.Prompt); ok {
+			p = pp
+		} else {
+			v.errf(src, base+".prompt", "no prompt named %q", s.Prompt)
+		}
+	}
+	if s.Handler != "" {
+		if _, ok := v.r.handlers.get(s.Handler); !ok {
+			v.errf(src, base+".handler", "no handler named %q (handlers are registered in Go)", s.Handler)
+		}
+	}
+	if s.MaxSteps < 0 {
+		v.errf(src, base+".maxSteps", "maxSteps must be a positive integer")
+	}
+	if s.StopToolResponseProperty != "" && s.StopTool == "" {
+		v.errf(src, base+".stopToolResponseProperty", "stopToolResponseProperty needs stopTool")
+	}
+	if s.StopTool != "" {
+		if t := v.sideTool(src, base+".stopTool", p, s.StopTool); t != nil && s.StopToolResponseProperty != "" {
+			v.stringArg(src, base+".stopToolResponseProperty", t, s.StopToolResponseProperty)
+		}
+	}
+	for _, st := range []struct {
+		key string
+		t   *SessionTool
+	}{{"sessionStop", s.SessionStop}, {"sessionFail", s.SessionFail}, {"sessionStatus", s.SessionStatus}} {
+		if st.t == nil {
+			continue
+		}
+		if st.t.Name == "" {
+			v.errf(src, base+"."+st.key+".name", "%s names a tool", st.key)
+			continue
+		}
+		t := v.sideTool(src, base+"."+st.key, p, st.t.Name)
+		if t != nil && st.t.MessageProperty != "" {
+			v.stringArg(src, base+"."+st.key+".messageProperty", t, st.t.MessageProperty)
+		}
+		if t != nil && st.t.AttachmentsProperty != "" && (t.Args == nil || t.Args.Properties[st.t.AttachmentsProperty] == nil) {
+			v.errf(src, base+"."+st.key+".attachmentsProperty", "%q is not an argument of tool %q", st.t.AttachmentsProperty, t.Name)
+		}
+	}
+}
+
+// sideTool checks that name is a tool offered by the side's prompt and returns it.
+func (v *validator) sideTool(src, p string, pr *Prompt, name string) *Tool {
+	if pr != nil && pr.Template == nil {
+		listed := false
+		for _, e := range pr.Tools {
+			if e.Name == name {
+				listed = true
+			}
+		}
+		if !listed {
+			v.errf(src, p, "%q is not among the tools of prompt %q", name, pr.Name)
+		}
+	}
+	t, ok := v.r.tools.get(name)
+	if !ok {
+		if v.r.mcpServerOf(name) == nil {
+			v.errf(src, p, "no tool named %q", name)
+		}
+		return nil
+	}
+	return t
+}
+
+func (v *validator) stringArg(src, p string, t *Tool, prop string) {
+	if t.Args == nil || t.Args.Properties[prop] == nil {
+		v.errf(src, p, "%q is not an argument of tool %q", prop, t.Name)
+		return
+	}
+	ps := t.Args.Properties[prop]
+	if ps.Type != "" && ps.Type != "string" || len(ps.Types) > 0 && !slices.Contains(ps.Types, "string") {
+		v.errf(src, p, "argument %q of tool %q must be a string", prop, t.Name)
+	}
+}
+
+// ---- Go-only definitions ----
+
+func (v *validator) hook(h *Hook) {
+	src := v.r.hooks.src[h.ID]
+	if h.ID == "" {
+		v.errf(src, "ID", "hook id is required")
+	}
+	if err := h.CheckFn(); err != nil {
+		v.errf(src, "Fn", "%v", err)
+	}
+}
+
+func (v *validator) effect(e *Effect) {
+	src := v.r.effects.src[e.Name]
+	if e.Name == "" {
+		v.errf(src, "Name", "effect name is required")
+	}
+	if e.Run == nil {
+		v.errf(src, "Run", "effect %q has no Run function", e.Name)
+	}
+	if e.Args != nil {
+		v.schema(src, "Args", e.Args)
+	}
+	if e.MaxAttempts < 0 {
+		v.errf(src, "MaxAttempts", "MaxAttempts must not be negative")
+	}
+}
+
+func (v *validator) handler(h *Handler) {
+	src := v.r.handlers.src[h.Name]
+	if h.Name == "" {
+		v.errf(src, "Name", "handler name is required")
+	}
+	if h.Fn == nil {
+		v.errf(src, "Fn", "handler %q has no function", h.Name)
+	}
+}
+
+// ambiguousNames warns where a bare tool entry resolves to a tool although a prompt or agent has the
+// same name (definitions.md §1.3: prefixes force the kind).
+func (v *validator) ambiguousNames() {
+	for _, p := range v.r.prompts.list() {
+		for i, e := range p.Tools {
+			if e.Kind != EntryAny {
+				continue
+			}
+			var kinds []string
+			if _, ok := v.r.tools.get(e.Name); ok {
+				kinds = append(kinds, "tool")
+			}
+			if _, ok := v.r.prompts.get(e.Name); ok {
+				kinds = append(kinds, "prompt")
+			}
+			if _, ok := v.r.agents.get(e.Name); ok {
+				kinds = append(kinds, "agent")
+			}
+			if len(kinds) > 1 {
+				v.warnf(v.r.prompts.src[p.Name], fmt.Sprintf("tools[%d]", i), "%q names both %s; the bare name resolves to the %s (write %s:%s for the other)", e.Name, strings.Join(kinds, " and "), kinds[0], kinds[1], e.Name)
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
