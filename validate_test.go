@@ -113,7 +113,10 @@ func TestPromptValidation(t *testing.T) {
 func TestIncludes(t *testing.T) {
 	t.Run("S000_2_4_circular_includes_rejected", func(t *testing.T) {
 		r := base()
-		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "a"; p.Prompt = weft.PromptContent{weft.TextPart("A"), weft.IncludePart("b")} }))
+		r.AddPrompt(prompt(func(p *weft.Prompt) {
+			p.Name = "a"
+			p.Prompt = weft.PromptContent{weft.TextPart("A"), weft.IncludePart("b")}
+		}))
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "b"; p.Prompt = weft.PromptContent{weft.IncludePart("c")} }))
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "c"; p.Prompt = weft.PromptContent{weft.IncludePart("a")} }))
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "self"; p.Prompt = weft.PromptContent{weft.IncludePart("self")} }))
@@ -330,7 +333,10 @@ func TestToolEntryTargets(t *testing.T) {
 			e.Resumable = &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}
 		}
 		rr := registry()
-		rr.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "caller_" + strings.TrimSuffix(target, "~"); p.Tools = []weft.ToolEntry{e} }))
+		rr.AddPrompt(prompt(func(p *weft.Prompt) {
+			p.Name = "caller_" + strings.TrimSuffix(target, "~")
+			p.Tools = []weft.ToolEntry{e}
+		}))
 		var got []string
 		for _, d := range rr.Validate().Errors() {
 			if strings.Contains(d.Message, "does not apply") {
