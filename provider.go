@@ -1,0 +1,243 @@
+package weft
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Provider talks to a model service. One Call is one model attempt; the engine owns retries,
+// fallbacks and timeouts. Implementations must be safe for concurrent use.
+type Provider interface {
+	// Call sends the request and returns the complete response. Streamed text and reasoning are
+	// reported through onChunk as they arrive (onChunk may be nil). A failure is returned as a
+	// *ProviderError so the engine can classify it; ctx cancellation aborts the call.
+	Call(ctx context.Context, req *Request, onChunk func(Chunk)) (*Response, error)
+}
+
+// ProviderFunc adapts a function to a Provider.
+type ProviderFunc func(ctx context.Context, req *Request, onChunk func(Chunk)) (*Response, error)
+
+// Call calls f.
+func (f ProviderFunc) Call(ctx context.Context, req *Request, onChunk func(Chunk)) (*Response, error) {
+	return f(ctx, req, onChunk)
+}
+
+// Request is one provider-neutral model call.
+type Request struct {
+	// Model is the definition being attempted (a fallback's during fallback).
+	Model *Model
+	// Messages are system first, then the assembled context.
+	Messages []LLMMessage
+	// Tools are offered to the model; empty sends none (toolChoice none sends none either).
+	Tools []ToolSpec
+	// ToolChoice is auto, none or required as sent.
+	ToolChoice ToolChoice
+	// ParallelToolCalls lets the model return several calls in one reply.
+	ParallelToolCalls bool
+	// Reasoning configures extended thinking; nil sends none.
+	Reasoning *Reasoning
+	// Options are the model's providerOptions overlaid by the prompt's modelOptions.
+	Options map[string]any
+	// Timeouts are the model's effective timeouts (providers with virtual time honour them).
+	Timeouts Timeouts
+	// APIKey is the resolved key for the provider ("" when none is needed); never logged.
+	APIKey string
+	// Prompt, Agent, Side and Depth say who is calling: the prompt of this request, the thread's
+	// current agent, the acting side and the sub-prompt depth within the thread.
+	Prompt string
+	Agent  string
+	Side   Side
+	Depth  int
+}
+
+// ToolSpec is a tool as offered to a model.
+type ToolSpec struct {
+	// Name is the tool name the model calls.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description"`
+	// Parameters is the argument schema ({"type":"object","properties":{}} for none).
+	Parameters *Schema `json:"parameters"`
+	// Provider, when set, marks a provider-executed tool (web search, code interpreter) of that
+	// provider.
+	Provider string `json:"provider,omitempty"`
+}
+
+// Chunk is a streamed piece of a reply.
+type Chunk struct {
+	// Text is a text delta.
+	Text string
+	// Reasoning is a reasoning delta.
+	Reasoning string
+}
+
+// Response is a complete model reply.
+type Response struct {
+	// Text is the assistant text.
+	Text string
+	// Reasoning is the reasoning text, when the provider returns it.
+	Reasoning string
+	// ReasoningBlocks are provider reasoning blocks kept verbatim for replay (e.g. Anthropic thinking
+	// with signatures).
+	ReasoningBlocks json.RawMessage
+	// ToolCalls are the calls the model made, in order.
+	ToolCalls []ToolCall
+	// FinishReason is stop, tool_calls, length, content_filter or the provider's own word.
+	FinishReason string
+	// Usage counts tokens and, when the provider reports it, cost.
+	Usage Usage
+	// ModelID is the upstream model that answered, when reported.
+	ModelID string
+	// RequestBody and ResponseBody are the wire payloads for the log (redacted before storing).
+	RequestBody, ResponseBody json.RawMessage
+}
+
+// Usage counts the tokens of one model attempt.
+type Usage struct {
+	InputTokens     int `json:"input_tokens"`
+	OutputTokens    int `json:"output_tokens"`
+	CachedTokens    int `json:"cached_tokens"`
+	ReasoningTokens int `json:"reasoning_tokens"`
+	// Cost is the provider-reported cost in USD; nil when not reported.
+	Cost *float64 `json:"cost,omitempty"`
+}
+
+// ErrorType classifies a provider failure; it decides retries and fallbacks (execution.md §11).
+type ErrorType string
+
+// The provider error types.
+const (
+	ErrAuth              ErrorType = "auth_error"
+	ErrInvalidRequest    ErrorType = "invalid_request"
+	ErrRateLimit         ErrorType = "rate_limit"
+	ErrServer            ErrorType = "server_error"
+	ErrTimeout           ErrorType = "timeout"
+	ErrUnknown           ErrorType = "unknown"
+	ErrExpectationFailed ErrorType = "expectation_failed"
+	ErrScriptExhausted   ErrorType = "script_exhausted"
+)
+
+// ProviderError is a classified failure of one model attempt.
+type ProviderError struct {
+	// Type classifies the failure.
+	Type ErrorType
+	// Status is the HTTP status, 0 when there was none.
+	Status int
+	// Message is the provider's message, secret-free.
+	Message string
+	// RetryAfter is the provider's requested wait, 0 when none.
+	RetryAfter time.Duration
+	// Err is the underlying cause.
+	Err error
+}
+
+// Error formats the failure with its type and status.
+func (e *ProviderError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s (%d): %s", e.Type, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Type, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the same model may be tried again (execution.md §11.2): auth and invalid
+// request errors go straight to fallbacks, timeouts and stalls too; script failures never retry.
+func (e *ProviderError) Retryable() bool {
+	switch e.Type {
+	case ErrRateLimit, ErrServer, ErrUnknown:
+		return true
+	}
+	return false
+}
+
+// Fallible reports whether fallback models may be tried after this failure.
+func (e *ProviderError) Fallible() bool {
+	return e.Type != ErrExpectationFailed && e.Type != ErrScriptExhausted
+}
+
+// ErrorTypeForStatus classifies an HTTP status: 401/403 auth, 400/404/422 invalid request, 408
+// timeout, 429 rate limit, ≥500 server error (529 overloaded included), else unknown.
+func ErrorTypeForStatus(status int) ErrorType {
+	switch {
+	case status == 401 || status == 403:
+		return ErrAuth
+	case status == 400 || status == 404 || status == 422:
+		return ErrInvalidRequest
+	case status == 408:
+		return ErrTimeout
+	case status == 429:
+		return ErrRateLimit
+	case status >= 500:
+		return ErrServer
+	}
+	return ErrUnknown
+}
+
+// Clock tells time and waits; the engine uses it for retries and backoff so that scripted runs can
+// use virtual time.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx is done.
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// traceLine is the JSON shape of a request in `--trace-requests` and in model-script expectations.
+type traceLine struct {
+	Model      string       `json:"model"`
+	Prompt     string       `json:"prompt"`
+	Agent      string       `json:"agent"`
+	Side       Side         `json:"side"`
+	Depth      int          `json:"depth"`
+	ToolChoice ToolChoice   `json:"tool_choice"`
+	Tools      []ToolSpec   `json:"tools"`
+	Messages   []LLMMessage `json:"messages"`
+}
+
+// TraceJSON serialises the request as one `--trace-requests` line: {model, prompt, agent, side,
+// depth, tool_choice, tools, messages} with the model's definition name and LLMMessage messages.
+func (r *Request) TraceJSON() []byte {
+	t := traceLine{Prompt: r.Prompt, Agent: r.Agent, Side: r.Side, Depth: r.Depth, ToolChoice: r.ToolChoice,
+		Tools: r.Tools, Messages: r.Messages}
+	if r.Model != nil {
+		t.Model = r.Model.Name
+	}
+	if t.ToolChoice == "" {
+		t.ToolChoice = ToolChoiceAuto
+	}
+	if t.Tools == nil {
+		t.Tools = []ToolSpec{}
+	}
+	if t.Messages == nil {
+		t.Messages = []LLMMessage{}
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return b
+}

@@ -1,0 +1,263 @@
+package weft
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Store persists threads and everything in them: messages, tool calls, the queue, run state, logs,
+// files, KV and env values (storage.md). Reads are methods of the Store; every write of a run goes
+// through Tx, one transaction per step boundary, fenced by the run's lease. Implementations (sqlite,
+// postgres, memstore) must behave identically; storetest checks them. Safe for concurrent use.
+type Store interface {
+	// CreateThread stores a new thread together with its thread-layer env values, atomically.
+	CreateThread(ctx context.Context, t *Thread, env []EnvValue) error
+	// Thread returns a thread or ErrNotFound.
+	Thread(ctx context.Context, id string) (*Thread, error)
+	// Threads lists threads matching q and the total count before paging.
+	Threads(ctx context.Context, q ThreadQuery) ([]*Thread, int, error)
+	// DeleteThread deletes a thread, its descendants and all their rows.
+	DeleteThread(ctx context.Context, id string) error
+
+	// Messages lists a thread's messages ordered by seq.
+	Messages(ctx context.Context, threadID string, q MessageQuery) ([]Message, error)
+	// Message returns one message or ErrNotFound.
+	Message(ctx context.Context, threadID, id string) (Message, error)
+	// ToolCalls lists a thread's tool calls with one of the given statuses (all when none given),
+	// in call order.
+	ToolCalls(ctx context.Context, threadID string, status ...CallStatus) ([]ToolCallRecord, error)
+	// ExecState returns the thread's run-state documents by key.
+	ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
+	// Queued lists the thread's queued messages in order without draining them.
+	Queued(ctx context.Context, threadID string) ([]QueuedMessage, error)
+	// PushQueue queues a message for the thread's next step boundary (no fence: callers outside runs).
+	PushQueue(ctx context.Context, q *QueuedMessage) error
+
+	// Logs lists a thread's log rows in creation order; Log returns one with its bodies.
+	Logs(ctx context.Context, threadID string, q LogQuery) ([]LogEntry, error)
+	Log(ctx context.Context, threadID, id string) (LogEntry, error)
+
+	// GetKV returns a thread's KV value; found is false when absent. ListKV returns all keys.
+	GetKV(ctx context.Context, threadID, key string) (value json.RawMessage, found bool, err error)
+	ListKV(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
+
+	// Files reads a thread's filesystem.
+	Files() FileReader
+
+	// Env returns the decrypted values of one env scope (thread, user or instance) and owner.
+	Env(ctx context.Context, scope EnvScope, owner string) ([]EnvValue, error)
+	// SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner.
+	SetEnv(ctx context.Context, scope EnvScope, owner string, values []EnvValue) error
+
+	// Tx runs fn in one transaction on the thread's rows: everything fn writes becomes visible at
+	// once, or nothing does when fn returns an error. With a fence, the thread's lease must still be
+	// held with that token, else ErrLeaseLost and nothing is written.
+	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
+
+	// AcquireLease takes the thread's lease for node if it is free or expired, returning a fence
+	// with a token higher than any before; ErrLeaseHeld if another node holds it.
+	AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, error)
+	// RenewLease extends a held lease; ErrLeaseLost if it is no longer held with that token.
+	RenewLease(ctx context.Context, f Fence, ttl time.Duration) error
+	// ReleaseLease frees a held lease (no error if it was already lost).
+	ReleaseLease(ctx context.Context, f Fence) error
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Tx is the write side of one transaction on one thread's rows.
+type Tx interface {
+	// UpdateThread changes thread fields.
+	UpdateThread(p ThreadPatch) error
+	// InsertMessage inserts m, assigning ID (when empty), ThreadID, Seq (next gap-free number) and
+	// CreatedAt (when zero).
+	InsertMessage(m *Message) error
+	// UpdateMessage changes a message.
+	UpdateMessage(id string, c MessageChange) error
+	// DeleteMessage removes a message.
+	DeleteMessage(id string) error
+	// PutToolCall inserts or replaces a tool-call record (keyed by thread and call id).
+	PutToolCall(c *ToolCallRecord) error
+	// DrainQueue removes and returns the queued messages in order.
+	DrainQueue() ([]QueuedMessage, error)
+	// SetExecState stores a run-state document under key (nil deletes it).
+	SetExecState(key string, value json.RawMessage) error
+	// PutLog inserts or replaces a log row (keyed by id).
+	PutLog(l *LogEntry) error
+	// SetKV stores a JSON value (nil deletes it).
+	SetKV(key string, value json.RawMessage) error
+	// WriteFile stores a file (chunked above ChunkSize), creating parent directories.
+	WriteFile(f *FileInfo, data []byte) error
+	// Mkdir creates a directory and its parents.
+	Mkdir(path string) error
+	// RemoveFile removes a file; RemoveDir a directory (non-empty only when recursive).
+	RemoveFile(path string) error
+	RemoveDir(path string, recursive bool) error
+	// RenameFile moves a file; the target must not exist.
+	RenameFile(from, to string) error
+}
+
+// FileReader reads a thread's filesystem. Paths are absolute, /-separated and cleaned
+// (CleanPath); an invalid one is ErrInvalidPath, a missing one ErrNotFound.
+type FileReader interface {
+	Stat(ctx context.Context, threadID, path string) (FileInfo, error)
+	ReadFile(ctx context.Context, threadID, path string) ([]byte, error)
+	// Open streams a file, chunked ones included.
+	Open(ctx context.Context, threadID, path string) (io.ReadCloser, error)
+	// ReadDir lists a directory's direct entries sorted by name.
+	ReadDir(ctx context.Context, threadID, path string) ([]FileInfo, error)
+	Grep(ctx context.Context, threadID, pattern string, o GrepOptions) ([]GrepMatch, error)
+	// Find lists files matching a ** glob, sorted by path.
+	Find(ctx context.Context, threadID, glob string) ([]FileInfo, error)
+	Usage(ctx context.Context, threadID string) (FileStats, error)
+}
+
+// Fence identifies a held lease; writes of a run carry it.
+type Fence struct {
+	// Node is the lease owner.
+	Node string
+	// Token increases with every acquisition of the thread's lease.
+	Token int64
+	// ThreadID is the leased thread.
+	ThreadID string
+}
+
+// ErrLeaseHeld is returned by AcquireLease when another node holds a live lease.
+var ErrLeaseHeld = Errorf(EConflict, "thread is running elsewhere")
+
+// ThreadQuery filters and pages a thread listing.
+type ThreadQuery struct {
+	UserID, Agent, ParentID, Tag, Search string
+	Status                               ThreadStatus
+	// RootsOnly lists only threads without a parent (unless ParentID is set).
+	RootsOnly bool
+	// Sort is activity (default), created or oldest.
+	Sort          string
+	Limit, Offset int
+}
+
+// ThreadPatch changes thread fields; nil fields are left alone.
+type ThreadPatch struct {
+	Agent          *string
+	Label          *string
+	Tags           []string
+	Properties     map[string]any
+	Arguments      map[string]any
+	Status         *ThreadStatus
+	StopReason     *StopReason
+	LastActivityAt *time.Time
+	Preview        *string
+}
+
+// MessageChange changes a stored message; nil fields are left alone.
+type MessageChange struct {
+	Content     *string
+	Status      *MessageStatus
+	ToolCalls   *[]ToolCall
+	Attachments *[]Attachment
+	Metadata    map[string]any // replaces the metadata when non-nil
+	Silent      *bool
+	Reasoning   *string
+	LogID       *string
+}
+
+// CallStatus is the execution state of a tool call (execution.md §13).
+type CallStatus string
+
+// The tool-call states.
+const (
+	CallPending CallStatus = "pending"
+	CallRunning CallStatus = "running"
+	CallDone    CallStatus = "done"
+)
+
+// ToolCallRecord tracks one tool call's execution so a resumed run never re-runs a stored result.
+type ToolCallRecord struct {
+	ThreadID  string     `json:"thread_id"`
+	CallID    string     `json:"call_id"`
+	MessageID string     `json:"message_id"`
+	Name      string     `json:"name"`
+	Arguments string     `json:"arguments"`
+	Status    CallStatus `json:"status"`
+	// ResultMessageID is the tool message holding the result, once done.
+	ResultMessageID string `json:"result_message_id,omitempty"`
+	Idempotent      bool   `json:"idempotent"`
+	// Seq orders calls within the thread (assigned on first insert).
+	Seq        int64           `json:"seq"`
+	Meta       json.RawMessage `json:"meta,omitempty"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+}
+
+// QueuedMessage is a message waiting for the thread's next step boundary.
+type QueuedMessage struct {
+	ID          string         `json:"id"`
+	ThreadID    string         `json:"thread_id"`
+	Seq         int64          `json:"seq"`
+	Role        Role           `json:"role"`
+	Content     string         `json:"content"`
+	Attachments []Attachment   `json:"attachments,omitempty"`
+	Silent      bool           `json:"silent,omitempty"`
+	Metadata    map[string]any `json:"metadata,omitempty"`
+	CreatedAt   time.Time      `json:"created_at"`
+}
+
+// EnvScope is the layer an env value is stored in.
+type EnvScope string
+
+// The stored env scopes.
+const (
+	EnvThread   EnvScope = "thread"
+	EnvUser     EnvScope = "user"
+	EnvInstance EnvScope = "instance"
+)
+
+// EnvValue is one variable value of a scope. Values are encrypted at rest by the store.
+type EnvValue struct {
+	Name  string
+	Value string
+	Type  VarType
+	// Delete removes the value in SetEnv.
+	Delete    bool
+	UpdatedAt time.Time
+}
+
+// NewID returns a new sortable id with the given prefix (thr_, msg_, log_, eff_, req_, key_, run_).
+func NewID(prefix string) string {
+	return prefix + strings.ToLower(ulid.Make().String())
+}
+
+// CleanPath validates and cleans a thread-filesystem path (threadstate.md §3): absolute,
+// /-separated, at most 1024 bytes, no NUL, no empty segments ("//"), and no ".." escaping the root.
+// "." segments and ".." within the tree are resolved; a trailing slash is dropped.
+func CleanPath(p string) (string, error) {
+	if p == "" || p[0] != '/' || len(p) > 1024 || strings.ContainsRune(p, 0) || strings.ContainsRune(p, '\\') {
+		return "", ErrInvalidPath
+	}
+	if p == "/" {
+		return p, nil
+	}
+	parts := strings.Split(strings.TrimSuffix(p[1:], "/"), "/")
+	out := make([]string, 0, len(parts))
+	for _, s := range parts {
+		switch s {
+		case "":
+			return "", ErrInvalidPath
+		case ".":
+		case "..":
+			if len(out) == 0 {
+				return "", ErrInvalidPath
+			}
+			out = out[:len(out)-1]
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/"), nil
+}
