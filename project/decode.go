@@ -255,50 +255,7 @@ func (o *obj) schemaAt(key string) *schema.Schema {
 		o.d.errf(p, "invalid schema: %v", err)
 		return nil
 	}
-	setOrder(s, v)
 	return s
-}
-
-// setOrder restores property order from the ordered source value (schema.Parse does not keep it).
-func setOrder(s *schema.Schema, v any) {
-	m, ok := v.(yaml.MapSlice)
-	if !ok || s == nil {
-		return
-	}
-	for _, it := range m {
-		k, _ := it.Key.(string)
-		switch k {
-		case "properties":
-			if props, ok := it.Value.(yaml.MapSlice); ok {
-				s.PropertyOrder = s.PropertyOrder[:0]
-				for _, p := range props {
-					name := fmt.Sprint(p.Key)
-					s.PropertyOrder = append(s.PropertyOrder, name)
-					setOrder(s.Properties[name], p.Value)
-				}
-			}
-		case "items":
-			setOrder(s.Items, it.Value)
-		case "additionalProperties":
-			setOrder(s.AdditionalProperties, it.Value)
-		case "anyOf", "oneOf":
-			branches := s.AnyOf
-			if k == "oneOf" {
-				branches = s.OneOf
-			}
-			if l, ok := it.Value.([]any); ok {
-				for i := range min(len(l), len(branches)) {
-					setOrder(branches[i], l[i])
-				}
-			}
-		case "$defs":
-			if defs, ok := it.Value.(yaml.MapSlice); ok {
-				for _, dv := range defs {
-					setOrder(s.Defs[fmt.Sprint(dv.Key)], dv.Value)
-				}
-			}
-		}
-	}
 }
 
 // orderedJSON encodes a decoded YAML value as JSON, keeping mapping order.

@@ -12,14 +12,22 @@ import (
 	"unicode/utf8"
 )
 
-// allowedTypes are the JSON types of Weft's subset (seed 002 §3.2 plus integer).
-var allowedTypes = [...]string{"string", "number", "integer", "boolean", "null", "object", "array"}
+// knownType reports whether t is a JSON type of Weft's subset (seed 002 §3.2 plus integer).
+func knownType(t string) bool {
+	switch t {
+	case "string", "number", "integer", "boolean", "null", "object", "array":
+		return true
+	}
+	return false
+}
 
 // Check reports every problem of s against Weft's subset (definitions §5.1–5.2): keywords outside
 // the subset, a root that is not an object, values that cannot work (unknown types, patterns Go's
 // RE2 cannot compile, negative bounds, required properties never declared, empty enums, defaults
-// that fail their own schema, dangling or recursive $refs) and nesting deeper than MaxDepth. It
-// never stops at the first problem; nil means s is fine. Problems come sorted by path, then message.
+// that fail their own schema, dangling or recursive $refs) and nesting deeper than MaxDepth. A
+// root `$schema` is accepted and ignored, and draft-07 `definitions` count as `$defs`, since
+// generators (zod-to-json-schema, many MCP servers) emit them. It never stops at the first
+// problem; nil means s is fine. Problems come sorted by path, then message.
 func Check(s *Schema) []Problem {
 	if s == nil {
 		return []Problem{{Path: "", Message: "schema is missing"}}
@@ -84,7 +92,7 @@ func (c *checker) node(s *Schema, isRoot bool) {
 	case s.Type != "" && s.Types != nil:
 		c.add("both Type and Types are set", "type")
 	case s.Type != "":
-		if !slices.Contains(allowedTypes[:], s.Type) {
+		if !knownType(s.Type) {
 			c.add(fmt.Sprintf("unknown type %q", s.Type), "type")
 		}
 	case s.Types != nil:
@@ -92,7 +100,7 @@ func (c *checker) node(s *Schema, isRoot bool) {
 			c.add("type list is empty", "type")
 		}
 		for i, t := range s.Types {
-			if !slices.Contains(allowedTypes[:], t) {
+			if !knownType(t) {
 				c.add(fmt.Sprintf("unknown type %q", t), "type")
 			} else if slices.Contains(s.Types[:i], t) {
 				c.add(fmt.Sprintf("type %q is listed twice", t), "type")
@@ -110,6 +118,11 @@ func (c *checker) node(s *Schema, isRoot bool) {
 			c.add(fmt.Sprintf("property %q is required twice", name), "required")
 		case s.Properties[name] == nil && !isRecord(s):
 			c.add(fmt.Sprintf("required property %q is not declared in properties", name), "required")
+		}
+	}
+	for i, name := range s.PropertyOrder {
+		if slices.Contains(s.PropertyOrder[:i], name) {
+			c.add(fmt.Sprintf("PropertyOrder lists %q twice", name), "properties")
 		}
 	}
 	if ap := s.AdditionalProperties; ap != nil && !isFalse(ap) {

@@ -59,19 +59,14 @@ func ForType(t reflect.Type) (*Schema, error) {
 	return s, nil
 }
 
-var (
-	timeType          = reflect.TypeFor[time.Time]()
-	rawMessageType    = reflect.TypeFor[json.RawMessage]()
-	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-)
-
 // reflector builds schemas from types; active holds the struct types being built (recursion).
 type reflector struct {
 	active map[reflect.Type]bool
 }
 
-func implements(t, iface reflect.Type) bool {
+// implements reports whether T or *T implements the interface I.
+func implements[I any](t reflect.Type) bool {
+	iface := reflect.TypeFor[I]()
 	return t.Implements(iface) || reflect.PointerTo(t).Implements(iface)
 }
 
@@ -81,13 +76,13 @@ func (r reflector) typ(t reflect.Type, path string) (*Schema, error) {
 		t = t.Elem()
 	}
 	switch {
-	case t == timeType:
+	case t == reflect.TypeFor[time.Time]():
 		return &Schema{Type: "string", Format: "date-time"}, nil
-	case t == rawMessageType:
+	case t == reflect.TypeFor[json.RawMessage]():
 		return &Schema{}, nil
-	case implements(t, jsonMarshalerType):
+	case implements[json.Marshaler](t):
 		return &Schema{}, nil // its JSON form is its own business
-	case implements(t, textMarshalerType):
+	case implements[encoding.TextMarshaler](t):
 		return &Schema{Type: "string"}, nil
 	}
 	switch t.Kind() {
@@ -105,7 +100,7 @@ func (r reflector) typ(t reflect.Type, path string) (*Schema, error) {
 	case reflect.Interface:
 		return &Schema{}, nil
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 && !implements(t.Elem(), jsonMarshalerType) && !implements(t.Elem(), textMarshalerType) {
+		if t.Elem().Kind() == reflect.Uint8 && !implements[json.Marshaler](t.Elem()) && !implements[encoding.TextMarshaler](t.Elem()) {
 			return String(), nil // encoding/json writes base64
 		}
 		items, err := r.typ(t.Elem(), path+"[]")
@@ -186,7 +181,7 @@ func (r reflector) fields(t reflect.Type, path string, depth int, optional bool,
 			if et.Kind() == reflect.Pointer {
 				et = et.Elem()
 			}
-			if et.Kind() == reflect.Struct && et != timeType && !implements(et, jsonMarshalerType) {
+			if et.Kind() == reflect.Struct && et != reflect.TypeFor[time.Time]() && !implements[json.Marshaler](et) {
 				var sub []field
 				if err := r.fields(et, path, depth+1, optional || ft.Kind() == reflect.Pointer, &sub); err != nil {
 					return err

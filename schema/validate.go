@@ -65,10 +65,12 @@ func compileRaw(s *Schema) (*sj.Schema, error) {
 	return sch, nil
 }
 
-// Validate checks args, the decoded JSON arguments (map[string]any and friends; nil means absent,
-// i.e. {}), after applying defaults: every absent property with a `default` gets it, recursively
-// into objects that are present or defaulted (a null property is not absent). args is not changed;
-// the defaulted value is returned. On failure the error is a *ValidationError listing every failure.
+// Validate checks args, the decoded JSON arguments (map[string]any and friends, float64 or
+// json.Number numbers; nil means absent, i.e. {}; other Go values are converted through JSON),
+// after applying defaults: every absent property with a `default` gets it, recursively into
+// objects that are present or defaulted, record values and array items (a null property is not
+// absent; union branches get no defaults). args is not changed; the defaulted value is returned.
+// On failure the error is a *ValidationError listing every failure.
 func (v *Validator) Validate(args any) (any, error) {
 	if args == nil {
 		args = map[string]any{}

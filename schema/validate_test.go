@@ -75,6 +75,8 @@ func TestValidateAllowedTypes(t *testing.T) {
 					`{"n":5,"s":"ab","x":1}`:   "", // open object: fine
 					`{"n":5.5,"s":"ab","a":1}`: "/v/a: got number, want array",
 				}},
+			{"optional", Object(OptionalField("o", String())), []string{`{}`, `{"o":"x"}`}, map[string]string{`{"o":1}`: "/v/o: got number, want string"}},
+			{"default", Object(OptionalField("n", WithDefault(Integer(), 3))), []string{`{}`, `{"n":4}`}, map[string]string{`{"n":"x"}`: "/v/n: got string, want integer"}},
 			{"closed", Strict(Object(Field("a", String())), Closed), []string{`{"a":"x"}`}, map[string]string{`{"a":"x","b":1}`: `/v: unknown property "b"`}},
 			{"format is annotation", &Schema{Type: "string", Format: "date-time"}, []string{`"not a date"`}, nil},
 		}
