@@ -1,0 +1,90 @@
+package weft_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft/internal/sharedtest"
+)
+
+// pendingRules are conformance rules whose capability has not landed yet, with the issue that
+// brings it. A rule leaves this list in the change that adds its test.
+var pendingRules = map[string]string{
+	"S000_3_2_tool_env_defaults":            "engine (#4)",
+	"S000_3_3_init_properties":              "engine (#4)",
+	"S000_3_3_subprompt_result_string":      "engine (#4)",
+	"S000_4_2_none_sends_no_tools":          "engine (#4)",
+	"S000_6_reasoning":                      "engine (#4)",
+	"S000_7_recent_image_threshold":         "engine (#4)",
+	"S002_4_3_actionable_errors_no_secrets": "engine (#4)",
+	"S002_5_2_attachments_stored":           "engine (#4)",
+	"S002_5_2_no_downsampling":              "engine (#4)",
+	"S002_5_2_path_traversal":               "engine (#4)",
+	"S002_5_3_attachment_refs":              "engine (#4)",
+	"S002_7_2_abort_signal":                 "engine (#4)",
+	"S002_9_3_required_tenvs_fail_creation": "engine (#4)",
+	"S002_9_4_tenv_merge_order":             "engine (#4)",
+	"S003_5_immediate":                      "subagents (#7)",
+	"S003_5_optional_flag":                  "subagents (#7)",
+	"S003_5_subagent_blocking":              "subagents (#7)",
+	"S003_6_env_required_bootstrap":         "subagents (#7)",
+	"S003_6_lifecycle_tools":                "subagents (#7)",
+	"S003_7_attachments_across_threads":     "subagents (#7)",
+	"S003_8_errors_as_results":              "engine (#4)",
+	"S003_8_results_persisted":              "engine (#4)",
+	"S003_8_sequential_order":               "engine (#4)",
+	"S004_chunking":                         "engine (#4)",
+}
+
+// TestConformanceCoverage checks that every rule ID of spec/conformance.md is carried by a test
+// name somewhere in the module, or is listed as pending with the issue that will bring it.
+func TestConformanceCoverage(t *testing.T) {
+	spec, err := os.ReadFile(sharedtest.Path(t, "spec", "conformance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := regexp.MustCompile(`(?m)^\| (S00\d_[0-9A-Za-z_]+) \|`).FindAllStringSubmatch(string(spec), -1)
+	if len(ids) < 50 {
+		t.Fatalf("found only %d rule IDs in conformance.md", len(ids))
+	}
+	var tests strings.Builder
+	_ = filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, "_test.go") && p != "conformance_test.go" {
+			b, _ := os.ReadFile(p)
+			tests.Write(b)
+		}
+		return nil
+	})
+	// An ID counts when it names a test: a Test function, or a string that starts with the ID (a
+	// subtest name, directly or through a table).
+	names := regexp.MustCompile(`func (Test\w+)|t\.Run\("([^"]+)"|"(S00\d_[^"]+)"`).FindAllStringSubmatch(tests.String(), -1)
+	var all strings.Builder
+	for _, n := range names {
+		all.WriteString(n[1] + n[2] + n[3] + "\n")
+	}
+	var missing, stale []string
+	for _, m := range ids {
+		id := m[1]
+		covered := strings.Contains(all.String(), id)
+		_, pending := pendingRules[id]
+		switch {
+		case !covered && !pending:
+			missing = append(missing, id)
+		case covered && pending:
+			stale = append(stale, id)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(stale)
+	if len(missing) > 0 {
+		t.Errorf("rules without a test: %s", strings.Join(missing, ", "))
+	}
+	if len(stale) > 0 {
+		t.Errorf("rules now tested; remove them from pendingRules: %s", strings.Join(stale, ", "))
+	}
+}
