@@ -1,6 +1,7 @@
 package project_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -35,7 +36,7 @@ func TestFullProject(t *testing.T) {
 	}
 	counts := fmt.Sprintf("models=%d providers=%d prompts=%d agents=%d tools=%d mcp=%d",
 		len(reg.Models()), len(reg.Providers()), len(reg.Prompts()), len(reg.Agents()), len(reg.Tools()), len(reg.MCPServers()))
-	if counts != "models=3 providers=1 prompts=8 agents=4 tools=8 mcp=1" {
+	if counts != "models=3 providers=1 prompts=9 agents=4 tools=8 mcp=1" {
 		t.Errorf("loaded %s", counts)
 	}
 	h, _ := reg.Prompt("helper")
@@ -60,6 +61,18 @@ func TestFullProject(t *testing.T) {
 	}
 	if got := weft.ToolVariables(sd); len(got) != 1 || got[0].Name != "VECTOR_STORE_ID" || !got[0].Required {
 		t.Errorf("tenvs read as variables: %+v", got)
+	}
+	// A .prompty prompt: inputs become the requiredSchema in file order, the template renders.
+	cl, _ := reg.Prompt("classify")
+	if cl.Template == nil || strings.Join(cl.RequiredSchema.PropertyOrder, ",") != "request,categories" || cl.ToolDescription != "Classify a support request into a category." {
+		t.Fatalf("classify: %+v", cl)
+	}
+	out, err := cl.Template.RenderPrompt(context.Background(), weft.TemplateInput{Args: map[string]any{"request": "Where is my parcel?", "categories": []any{"billing", "shipping"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.System != "You classify requests for the billing shipping teams of support." || len(out.Suffix) != 1 || out.Suffix[0].Content != "Where is my parcel?" || out.Suffix[0].Name != "customer" {
+		t.Errorf("rendered %q prefix=%v suffix=%+v", out.System, out.Prefix, out.Suffix)
 	}
 	m, _ := reg.Model("fast")
 	if m.Timeouts.Stall.D().Seconds() != 20 || m.Retry.BaseDelay.D().Milliseconds() != 500 {

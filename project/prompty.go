@@ -1,6 +1,241 @@
 package project
 
-// prompty loads a .prompty prompt file.
-func (l *loader) prompty(_, rel string) {
-	l.errf(rel, "unsupported file type \".prompty\": Prompty prompts are not supported yet")
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/prompty"
+	"github.com/weft-agents/weft/schema"
+)
+
+// prompty loads a .prompty file of prompts/ as a Weft prompt (prompty.md §6): the template renders
+// each step's system text and the messages around the history; front-matter fields fill the prompt.
+func (l *loader) prompty(full, rel string) {
+	f, err := prompty.Load(full, prompty.Options{Root: l.dir, LookupEnv: l.opt.LookupEnv})
+	if err != nil {
+		d := weft.Diagnostic{Source: rel, Severity: weft.SeverityError, Message: err.Error()}
+		var pe *prompty.Error
+		if errors.As(err, &pe) {
+			d.Line, d.Column, d.Message = pe.Line, pe.Col, pe.Msg
+		}
+		*l.diags = append(*l.diags, d)
+		return
+	}
+	d := &decoder{src: rel, diags: l.diags}
+	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
+		Template: &promptyTemplate{f: f, src: rel}}
+	// The Weft keys of the front matter read exactly as in YAML prompts (typos are errors there);
+	// other unknown keys stay in the file's metadata.
+	fields := ordered(f.Fields).(yaml.MapSlice)
+	o := &obj{d: d, items: fields, used: map[string]bool{}}
+	p.IncludeChat = o.boolean("includeChat")
+	p.IncludePastTools = o.boolean("includePastTools")
+	p.ParallelToolCalls = o.boolean("parallelToolCalls")
+	p.ToolChoice = weft.ToolChoice(o.str("toolChoice"))
+	p.Variables = o.variables("variables")
+	p.Env = o.envAlias()
+	p.ExposeAsTool = o.boolPtr("exposeAsTool")
+	if r := o.sub("reasoning"); r != nil {
+		p.Reasoning = &weft.Reasoning{Effort: r.str("effort"), MaxTokens: r.positive("maxTokens"), Exclude: r.boolean("exclude"), Include: r.boolean("include")}
+		r.done()
+	}
+	if o.has("recentImageThreshold") {
+		if n, ok := o.integer("recentImageThreshold"); ok && n < 1 {
+			d.errf("recentImageThreshold", "recentImageThreshold must be a positive integer, got %d", n)
+		} else {
+			p.RecentImageThreshold = n
+		}
+	}
+	if o.has("hooks") {
+		p.Hooks = o.strList("hooks")
+		if p.Hooks == nil {
+			p.Hooks = []string{}
+		}
+	}
+	if mo := o.anyMap("modelOptions"); mo != nil {
+		p.ModelOptions = mergeMaps(p.ModelOptions, mo)
+	}
+	switch {
+	case o.has("requiredSchema") && f.InputSchema != nil:
+		d.errf("requiredSchema", "give inputs or requiredSchema, not both")
+	case o.has("requiredSchema"):
+		p.RequiredSchema = o.schemaAt("requiredSchema")
+	case f.InputSchema != nil:
+		p.RequiredSchema = inputSchema(d, f)
+	}
+	o.done()
+	l.implicitModel(d, rel, f, p)
+	for i, t := range f.Tools {
+		if e, ok := frontMatterTool(d, index("tools", i), t); ok {
+			p.Tools = append(p.Tools, e)
+		}
+	}
+	l.reg.AddPromptFrom(rel, p)
 }
+
+// implicitModel registers `model: {id, provider, connection}` (v2) as a model named after its id
+// when no model of that name is defined (prompty.md §2.2).
+func (l *loader) implicitModel(d *decoder, rel string, f *prompty.File, p *weft.Prompt) {
+	ref := f.ModelRef
+	if ref == nil || ref.Provider == "" || ref.ID == "" {
+		return
+	}
+	if _, ok := l.reg.Model(ref.ID); ok {
+		return
+	}
+	m := &weft.Model{Name: ref.ID, Provider: ref.Provider, Model: ref.ID}
+	if c := ref.Connection; c != nil {
+		if c.Endpoint != "" {
+			m.ProviderOptions = map[string]any{"baseUrl": c.Endpoint}
+		}
+		if c.APIKey != "" {
+			d.warnf("model.connection.apiKey", "connection.apiKey is ignored; give the key in the provider's key variable")
+		}
+	}
+	p.Model = ref.ID
+	l.reg.AddModelFrom(rel, m)
+}
+
+// inputSchema builds the requiredSchema of the inputs in their file order.
+func inputSchema(d *decoder, f *prompty.File) *schema.Schema {
+	s, err := schema.FromMap(f.InputSchema)
+	if err != nil {
+		d.errf("inputs", "invalid inputs: %v", err)
+		return nil
+	}
+	s.PropertyOrder = s.PropertyOrder[:0]
+	for _, in := range f.Inputs {
+		if _, ok := s.Properties[in.Name]; ok {
+			s.PropertyOrder = append(s.PropertyOrder, in.Name)
+		}
+	}
+	return s
+}
+
+// frontMatterTool maps one front-matter tools entry (prompty.md §2.3): strings and objects without
+// kind/type are Weft tool entries; kind function binds the Weft tool of that name; mcp and native
+// kinds are not bound here and are reported.
+func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
+	v = ordered(v)
+	if s, ok := v.(string); ok {
+		name, kind := entryName(s)
+		return weft.ToolEntry{Name: name, Kind: kind}, true
+	}
+	m, ok := v.(yaml.MapSlice)
+	if !ok {
+		d.errf(path, "a tool entry is a name or a mapping, got %s", describe(v))
+		return weft.ToolEntry{}, false
+	}
+	kind := ""
+	for _, it := range m {
+		if k := fmt.Sprint(it.Key); k == "kind" || k == "type" {
+			kind, _ = it.Value.(string)
+		}
+	}
+	switch kind {
+	case "":
+		return d.toolEntry(path, m), true
+	case "function":
+		name := ""
+		for _, it := range m {
+			if k := fmt.Sprint(it.Key); k == "name" || (k == "id" && name == "") {
+				name, _ = it.Value.(string)
+			}
+		}
+		if name == "" {
+			d.errf(path+".name", "a function tool names the Weft tool it binds")
+			return weft.ToolEntry{}, false
+		}
+		return weft.ToolEntry{Name: name, Kind: weft.EntryTool}, true
+	case "mcp":
+		d.warnf(path, "mcp tools in .prompty front matter are not bound; declare the server in tools/ (kind: mcp)")
+	default:
+		d.warnf(path, "tool kind %q is not available for this prompt and is ignored", kind)
+	}
+	return weft.ToolEntry{}, false
+}
+
+// ordered turns decoded map[string]any values into ordered mappings (sorted keys) so the YAML
+// decoders can read them.
+func ordered(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		m := make(yaml.MapSlice, 0, len(x))
+		for _, k := range keys {
+			m = append(m, yaml.MapItem{Key: k, Value: ordered(x[k])})
+		}
+		return m
+	case yaml.MapSlice:
+		out := make(yaml.MapSlice, len(x))
+		for i, it := range x {
+			out[i] = yaml.MapItem{Key: it.Key, Value: ordered(it.Value)}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = ordered(e)
+		}
+		return out
+	case int:
+		return int64(x)
+	}
+	return v
+}
+
+func mergeMaps(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// promptyTemplate renders a .prompty prompt per step (weft.PromptTemplate).
+type promptyTemplate struct {
+	f   *prompty.File
+	src string
+}
+
+// RenderPrompt renders the template with the step's arguments and env.
+func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInput) (*weft.RenderedPrompt, error) {
+	r, err := t.f.Render(prompty.RenderInput{Args: in.Args, Env: in.Env})
+	if err != nil {
+		return nil, err
+	}
+	out := &weft.RenderedPrompt{System: r.System, Prefix: r.Prefix, Suffix: r.Suffix, HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
+	if len(r.Tools) > 0 {
+		var diags weft.Diagnostics
+		d := &decoder{src: t.src, diags: &diags}
+		for i, e := range r.Tools {
+			if te, ok := frontMatterTool(d, index("tools", i), e); ok {
+				out.Tools = append(out.Tools, te)
+			}
+		}
+		if diags.HasErrors() {
+			msgs := make([]string, 0, len(diags))
+			for _, x := range diags.Errors() {
+				msgs = append(msgs, x.String())
+			}
+			return nil, fmt.Errorf("tools section: %s", strings.Join(msgs, "; "))
+		}
+	}
+	return out, nil
+}
+
+// SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
+func (t *promptyTemplate) SampleArgs() map[string]any { return t.f.SampleArgs() }
