@@ -15,30 +15,12 @@ import (
 // pendingRules are conformance rules whose capability has not landed yet, with the issue that
 // brings it. A rule leaves this list in the change that adds its test.
 var pendingRules = map[string]string{
-	"S000_3_2_tool_env_defaults":            "engine (#4)",
-	"S000_3_3_init_properties":              "engine (#4)",
-	"S000_3_3_subprompt_result_string":      "engine (#4)",
-	"S000_4_2_none_sends_no_tools":          "engine (#4)",
-	"S000_6_reasoning":                      "engine (#4)",
-	"S000_7_recent_image_threshold":         "engine (#4)",
-	"S002_4_3_actionable_errors_no_secrets": "engine (#4)",
-	"S002_5_2_attachments_stored":           "engine (#4)",
-	"S002_5_2_no_downsampling":              "engine (#4)",
-	"S002_5_2_path_traversal":               "engine (#4)",
-	"S002_5_3_attachment_refs":              "engine (#4)",
-	"S002_7_2_abort_signal":                 "engine (#4)",
-	"S002_9_3_required_tenvs_fail_creation": "engine (#4)",
-	"S002_9_4_tenv_merge_order":             "engine (#4)",
-	"S003_5_immediate":                      "subagents (#7)",
-	"S003_5_optional_flag":                  "subagents (#7)",
-	"S003_5_subagent_blocking":              "subagents (#7)",
-	"S003_6_env_required_bootstrap":         "subagents (#7)",
-	"S003_6_lifecycle_tools":                "subagents (#7)",
-	"S003_7_attachments_across_threads":     "subagents (#7)",
-	"S003_8_errors_as_results":              "engine (#4)",
-	"S003_8_results_persisted":              "engine (#4)",
-	"S003_8_sequential_order":               "engine (#4)",
-	"S004_chunking":                         "engine (#4)",
+	"S003_5_immediate":                  "subagents (#7)",
+	"S003_5_optional_flag":              "subagents (#7)",
+	"S003_5_subagent_blocking":          "subagents (#7)",
+	"S003_6_env_required_bootstrap":     "subagents (#7)",
+	"S003_6_lifecycle_tools":            "subagents (#7)",
+	"S003_7_attachments_across_threads": "subagents (#7)",
 }
 
 // TestConformanceCoverage checks that every rule ID of spec/conformance.md is carried by a test

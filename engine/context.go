@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
+)
+
+// scope is the prompt a step runs: the top-level side's prompt, or a sub-prompt at depth > 0.
+type scope struct {
+	prompt *weft.Prompt
+	depth  int
+	side   weft.Side
+	// parentID is the caller's tool message id for sub-prompt rows.
+	parentID string
+	// args are the validated arguments the prompt renders with.
+	args map[string]any
+	// offered are the tools offered to the model, by name and in order.
+	offered map[string]*offered
+	specs   []weft.ToolSpec
+	env     *envView
+	// rendered holds the template rendering of this step (prefix/suffix messages), if any.
+	rendered *weft.RenderedPrompt
+	// nested are the rows of a sub-prompt's own run (its init message, calls and results).
+	nested []weft.Message
+	// toolCalled: a tool was called in the current turn (toolChoice required).
+	toolCalled bool
+}
+
+// offered is a tool offered in a scope.
+type offered struct {
+	entry  weft.ToolEntry
+	target weft.Target
+	spec   weft.ToolSpec
+}
+
+// newScope resolves a prompt's enabled tool entries into offered tools.
+func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[string]any) (*scope, error) {
+	s := &scope{prompt: p, depth: depth, side: side, args: args, offered: map[string]*offered{},
+		env: r.env.with(p.Env, nil)}
+	if p.Template != nil {
+		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: r.envLookup(s.env)})
+		if err != nil {
+			return nil, fmt.Errorf("rendering prompt %q: %w", p.Name, err)
+		}
+		s.rendered = out
+	}
+	entries := p.Tools
+	if s.rendered != nil && len(s.rendered.Tools) > 0 {
+		entries = append(append([]weft.ToolEntry(nil), entries...), s.rendered.Tools...)
+	}
+	model, _ := r.e.reg.Model(p.Model)
+	for _, e := range entries {
+		if e.Optional != "" {
+			v, ok := s.env.lookup(e.Optional)
+			if !ok || !flagOn(v.value) {
+				continue
+			}
+		}
+		t, ok := r.e.reg.Resolve(e)
+		if !ok {
+			return nil, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)
+		}
+		o := &offered{entry: e, target: t}
+		switch {
+		case t.Tool != nil:
+			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Tool.Description, Parameters: argsSchema(t.Tool.Args)}
+			if t.Tool.ExecutionMode == weft.ExecProvider {
+				if model == nil || model.Provider != t.Tool.ExecutionProvider {
+					r.e.log.Warn("provider-executed tool omitted: the model's provider does not run it",
+						"tool", t.Name, "provider", t.Tool.ExecutionProvider)
+					continue
+				}
+				o.spec.Provider = t.Tool.ExecutionProvider
+			}
+		case t.Prompt != nil:
+			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Prompt.ToolDescription, Parameters: argsSchema(t.Prompt.RequiredSchema)}
+		case t.Agent != nil:
+			desc := t.Agent.ToolDescription
+			var params *schema.Schema
+			if sp, ok := r.e.reg.Prompt(t.Agent.SideA.Prompt); ok && sp.RequiredSchema != nil {
+				params = sp.RequiredSchema
+			} else {
+				params = schema.Object(schema.Field("message", schema.String()),
+					schema.OptionalField("attachments", schema.Array(schema.String())))
+			}
+			o.spec = weft.ToolSpec{Name: t.Name, Description: desc, Parameters: params}
+		case t.MCP != nil:
+			o.spec = weft.ToolSpec{Name: t.Name, Description: "Tool " + t.Name + " of MCP server " + t.MCP.Name, Parameters: schema.NoArgs()}
+		}
+		if _, dup := s.offered[o.spec.Name]; dup {
+			continue
+		}
+		s.offered[o.spec.Name] = o
+		s.specs = append(s.specs, o.spec)
+	}
+	return s, nil
+}
+
+func argsSchema(s *schema.Schema) *schema.Schema {
+	if s == nil {
+		return schema.NoArgs()
+	}
+	return s
+}
+
+// envLookup adapts an env view to the EnvLookup prompts render with.
+func (r *run) envLookup(v *envView) weft.EnvLookup {
+	return func(name string) (string, bool, bool) {
+		x, ok := v.lookup(name)
+		return x.value, x.typ == weft.VarSecret, ok
+	}
+}
+
+// systemText renders the scope's system prompt and runs after_system_message.
+func (r *run) systemText(s *scope) (string, error) {
+	var text string
+	if s.rendered != nil {
+		text = s.rendered.System
+	} else {
+		var err error
+		text, err = r.e.reg.RenderSystem(r.ctx, s.prompt.Name, s.args, r.envLookup(s.env))
+		if err != nil {
+			return "", err
+		}
+	}
+	return r.hookSystemMessage(s, text), nil
+}
+
+// history selects the stored rows sent to the model for a top-level step of side (execution.md
+// §3.2–3.4), before conversion.
+func (r *run) history(s *scope) []weft.Message {
+	p := s.prompt
+	window := r.state.window(s.side)
+	out := make([]weft.Message, 0, len(r.rows))
+	for _, m := range r.rows {
+		if m.Status != weft.MessageCompleted || m.Depth != 0 {
+			continue
+		}
+		if ex, _ := m.Metadata["exclude_from_context"].(bool); ex {
+			continue
+		}
+		if m.Seq <= window {
+			if !p.IncludeChat {
+				continue
+			}
+			if !p.IncludePastTools {
+				if m.Role == weft.RoleTool {
+					continue
+				}
+				if len(m.ToolCalls) > 0 {
+					m.ToolCalls = nil
+					if strings.TrimSpace(m.Content) == "" && len(m.Attachments) == 0 {
+						continue
+					}
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// buildRequest assembles a step's provider request: system → template prefix → history → template
+// suffix (execution.md §3).
+func (r *run) buildRequest(s *scope, rows []weft.Message) (*weft.Request, error) {
+	sys, err := r.systemText(s)
+	if err != nil {
+		return nil, err
+	}
+	rows = r.hookFilterMessages(s, rows)
+	msgs := make([]weft.LLMMessage, 0, len(rows)+4)
+	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
+	if s.rendered != nil {
+		msgs = append(msgs, s.rendered.Prefix...)
+	}
+	hist := r.convert(s, rows)
+	if s.rendered != nil && s.rendered.HistoryLimit > 0 && len(hist) > s.rendered.HistoryLimit {
+		hist = pair(hist[len(hist)-s.rendered.HistoryLimit:])
+	}
+	msgs = append(msgs, hist...)
+	if s.rendered != nil {
+		msgs = append(msgs, s.rendered.Suffix...)
+	}
+	msgs, err = r.hookPrefilter(s, msgs)
+	if err != nil {
+		return nil, err
+	}
+	p := s.prompt
+	req := &weft.Request{Messages: msgs, ToolChoice: p.ToolChoice, ParallelToolCalls: p.ParallelToolCalls,
+		Reasoning: p.Reasoning, Prompt: p.Name, Agent: r.thread.Agent, Side: s.side, Depth: s.depth}
+	if req.ToolChoice == "" {
+		req.ToolChoice = weft.ToolChoiceAuto
+	}
+	switch {
+	case req.ToolChoice == weft.ToolChoiceNone:
+		// seed 000 §4.2: no tool definitions are sent.
+	case req.ToolChoice == weft.ToolChoiceRequired && s.toolCalled:
+		req.ToolChoice = weft.ToolChoiceAuto
+		req.Tools = s.specs
+	default:
+		req.Tools = s.specs
+	}
+	return req, nil
+}
+
+// convert turns stored rows into provider-neutral messages: perspective, attachments and images,
+// then pairing (execution.md §3.6–3.8).
+func (r *run) convert(s *scope, rows []weft.Message) []weft.LLMMessage {
+	threshold := s.prompt.ImageThreshold()
+	out := make([]weft.LLMMessage, 0, len(rows))
+	for i, m := range rows {
+		recent := len(rows)-i <= threshold
+		lm := weft.LLMMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolStatus: m.ToolStatus}
+		// Perspective: the acting side's rows are its own (assistant, calls kept); the other side's
+		// are user messages without calls, and its tool messages are dropped.
+		switch m.Role {
+		case weft.RoleAssistant, weft.RoleUser:
+			if rowSide(m) == s.side {
+				lm.Role = weft.RoleAssistant
+				lm.ToolCalls = m.ToolCalls
+				if rs := s.prompt.Reasoning; rs != nil && rs.Include && m.Prompt == s.prompt.Name && m.Reasoning != "" {
+					lm.Metadata = map[string]any{"reasoning": m.Reasoning}
+				}
+			} else {
+				lm.Role = weft.RoleUser
+				lm.ToolCalls = nil
+			}
+			lm.Name = ""
+		case weft.RoleTool:
+			if rowSide(m) != s.side {
+				continue
+			}
+		}
+		r.attach(&lm, m, recent)
+		out = append(out, lm)
+	}
+	return pair(out)
+}
+
+// rowSide is the side a stored row belongs to: its side, else assistant → A and user → B.
+func rowSide(m weft.Message) weft.Side {
+	switch {
+	case m.Side != "":
+		return m.Side
+	case m.Role == weft.RoleUser:
+		return weft.SideB
+	}
+	return weft.SideA
+}
+
+// attach adds a row's attachments: recent images as image parts (inlined as data: URIs), older
+// ones as text, other files as a listing (execution.md §3.8, seed 000 §7).
+func (r *run) attach(lm *weft.LLMMessage, m weft.Message, recent bool) {
+	if len(m.Attachments) == 0 {
+		return
+	}
+	var parts []weft.ContentPart
+	var texts, files []string
+	for _, a := range m.Attachments {
+		isImage := strings.HasPrefix(a.MimeType, "image/")
+		switch {
+		case isImage && recent:
+			data, err := r.e.store.Files().ReadFile(r.ctx, r.thread.ID, a.Path)
+			if err != nil {
+				texts = append(texts, fmt.Sprintf("[Image: %s (unavailable)]", a.Name))
+				continue
+			}
+			parts = append(parts, weft.ContentPart{Type: weft.PartImage, MimeType: a.MimeType, Description: a.Description,
+				URL: "data:" + a.MimeType + ";base64," + base64.StdEncoding.EncodeToString(data)})
+		case isImage:
+			switch {
+			case a.Description != "":
+				texts = append(texts, fmt.Sprintf("[Image: %s] %s", a.Name, a.Description))
+			case a.Width > 0 && a.Height > 0:
+				texts = append(texts, fmt.Sprintf("[Image: %s (%dx%d)]", a.Name, a.Width, a.Height))
+			default:
+				texts = append(texts, fmt.Sprintf("[Image: %s]", a.Name))
+			}
+		default:
+			files = append(files, fmt.Sprintf("%s (%s)", a.Name, a.Path))
+		}
+	}
+	text := lm.Content
+	for _, t := range texts {
+		text = joinNonEmpty(text, t, "\n")
+	}
+	if len(files) > 0 {
+		text = joinNonEmpty(text, "[Attached files: "+strings.Join(files, ", ")+"]", "\n")
+	}
+	if len(parts) == 0 {
+		lm.Content = text
+		return
+	}
+	if lm.Role == weft.RoleTool {
+		// Tool-result images go in a user message after the results block (adapters that allow
+		// images in tool results may move them back).
+		lm.Content = text
+		lm.Metadata = map[string]any{"images": parts}
+		return
+	}
+	lm.Parts = append([]weft.ContentPart{{Type: weft.PartText, Text: text}}, parts...)
+	if text == "" {
+		lm.Parts = parts
+	}
+	lm.Content = ""
+}
+
+func joinNonEmpty(a, b, sep string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + sep + b
+}
+
+// missingResult is the synthetic result of a call whose result was never stored.
+const missingResult = "Tool result missing (execution was interrupted)"
+
+// pair makes every assistant message with calls be followed by exactly its results in call order
+// (synthesising missing ones), drops orphan tool messages and empty assistant messages, and moves
+// tool-result images into a user message after the results block (execution.md §3.7).
+func pair(in []weft.LLMMessage) []weft.LLMMessage {
+	out := make([]weft.LLMMessage, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		m := in[i]
+		switch {
+		case m.Role == weft.RoleTool:
+			continue // orphan: results are placed with their calls below
+		case m.Role == weft.RoleAssistant && len(m.ToolCalls) > 0:
+			out = append(out, m)
+			results := map[string]weft.LLMMessage{}
+			for j := i + 1; j < len(in) && in[j].Role == weft.RoleTool; j++ {
+				results[in[j].ToolCallID] = in[j]
+			}
+			var images []weft.ContentPart
+			for _, c := range m.ToolCalls {
+				res, ok := results[c.ID]
+				if !ok {
+					res = weft.LLMMessage{Role: weft.RoleTool, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
+						Content: "Failed to execute tool: " + missingResult}
+				}
+				if imgs, ok := res.Metadata["images"].([]weft.ContentPart); ok {
+					images = append(images, imgs...)
+					res.Metadata = nil
+				}
+				out = append(out, res)
+			}
+			if len(images) > 0 {
+				out = append(out, weft.LLMMessage{Role: weft.RoleUser, Parts: append([]weft.ContentPart{{Type: weft.PartText, Text: "Images from the tool results above:"}}, images...)})
+			}
+			for i+1 < len(in) && in[i+1].Role == weft.RoleTool {
+				i++
+			}
+		case m.Role == weft.RoleAssistant && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0:
+			continue // empty assistant message
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}

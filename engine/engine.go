@@ -1,0 +1,261 @@
+// Package engine runs agents: threads whose runs alternate model steps and tool calls, with every
+// message persisted through a weft.Store and every model call made through a weft.Provider
+// (execution.md). It knows the root interfaces only — never a concrete store or provider.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Registry holds the validated definitions.
+	Registry *weft.Registry
+	// Store persists threads.
+	Store weft.Store
+	// Providers returns the provider for a model's provider name (built-in or custom).
+	Providers func(model *weft.Model) (weft.Provider, error)
+	// Override, when set, answers every model call (a model script).
+	Override weft.Provider
+	// Clock tells time and waits (retries, backoff); nil = the system clock.
+	Clock weft.Clock
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// NodeID names this process for leases; "" = a random id.
+	NodeID string
+	// LookupEnv reads the process environment for provider keys; nil = os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
+	OnEvent func(Event)
+	// OnRequest sees every provider request before the last-line redaction pass (trace files).
+	OnRequest func(req *weft.Request)
+	// LeaseTTL is how long a run's lease lasts between renewals (default 30s).
+	LeaseTTL time.Duration
+}
+
+// Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is
+// only its rows in the store.
+type Engine struct {
+	reg   *weft.Registry
+	store weft.Store
+	opt   Options
+	clock weft.Clock
+	log   *slog.Logger
+	node  string
+
+	validators sync.Map // *schema.Schema → *schema.Validator
+
+	mu      sync.Mutex
+	running map[string]*activeRun // thread id → its run in this process
+	idle    *sync.Cond
+}
+
+// New returns an engine over a registry and a store.
+func New(opt Options) (*Engine, error) {
+	if opt.Registry == nil || opt.Store == nil {
+		return nil, errors.New("engine: Registry and Store are required")
+	}
+	if opt.Providers == nil && opt.Override == nil {
+		return nil, errors.New("engine: a provider resolver or an override provider is required")
+	}
+	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
+		running: map[string]*activeRun{}}
+	e.idle = sync.NewCond(&e.mu)
+	if e.clock == nil {
+		e.clock = weft.SystemClock{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.node == "" {
+		e.node = weft.NewID("node_")
+	}
+	if e.opt.LookupEnv == nil {
+		e.opt.LookupEnv = os.LookupEnv
+	}
+	if e.opt.LeaseTTL == 0 {
+		e.opt.LeaseTTL = 30 * time.Second
+	}
+	return e, nil
+}
+
+// Registry returns the engine's definitions.
+func (e *Engine) Registry() *weft.Registry { return e.reg }
+
+// Store returns the engine's store.
+func (e *Engine) Store() weft.Store { return e.store }
+
+// validator returns the compiled validator of a schema, compiling it once.
+func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
+	if v, ok := e.validators.Load(s); ok {
+		return v.(*schema.Validator), nil
+	}
+	v, err := schema.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	e.validators.Store(s, v)
+	return v, nil
+}
+
+// NewThread describes a thread to create.
+type NewThread struct {
+	// Agent names the agent; required.
+	Agent string
+	// UserID owns the thread ("" for local use).
+	UserID string
+	// Env holds thread-layer values; EnvTypes gives the type of values not declared anywhere
+	// (undeclared, untyped values are stored as secret).
+	Env      map[string]string
+	EnvTypes map[string]weft.VarType
+	// Arguments are validated against side A's requiredSchema.
+	Arguments map[string]any
+	// Tags, Properties and Label annotate the thread.
+	Tags       []string
+	Properties map[string]any
+	Label      string
+}
+
+// CreateThread validates the arguments and the required variables of the agent's graph and stores
+// the thread; nothing is stored when either check fails (seed 002 §9.3).
+func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, error) {
+	a, ok := e.reg.Agent(nt.Agent)
+	if !ok {
+		return nil, weft.Errorf(weft.ENotFound, "no agent named %q", nt.Agent)
+	}
+	args, err := e.validateArguments(a, nt.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	_, user, instance, err := loadEnv(ctx, e.store, "", nt.UserID)
+	if err != nil {
+		return nil, err
+	}
+	g := newGraph(e.reg, a, nil)
+	decls := g.declared()
+	declared := declaredTypes(decls)
+	thread := map[string]weft.EnvValue{}
+	for k, v := range nt.Env {
+		t, ok := declared[k]
+		if !ok {
+			t = nt.EnvTypes[k]
+		}
+		if t == "" {
+			t = weft.VarSecret
+		}
+		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+	}
+	view := &envView{thread: thread, agent: a.Env, user: toMap(user), instance: toMap(instance), declared: declared}
+	// Optional entries count only when their flag resolves true (env.md §1.3).
+	g = newGraph(e.reg, a, func(flag string) bool {
+		v, ok := view.lookup(flag)
+		return ok && flagOn(v.value)
+	})
+	decls = g.declared()
+	if missing := missingVariables(decls, view); len(missing) > 0 {
+		return nil, &MissingVariablesError{Missing: missing}
+	}
+	now := e.clock.Now().UTC()
+	t := &weft.Thread{ID: weft.NewID("thr_"), Agent: a.Name, OriginAgent: a.Name, UserID: nt.UserID,
+		Label: nt.Label, Tags: nt.Tags, Properties: nt.Properties, Arguments: args, Status: weft.ThreadIdle,
+		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
+	t.RootID = t.ID
+	if t.Tags == nil {
+		t.Tags = []string{}
+	}
+	if t.Properties == nil {
+		t.Properties = map[string]any{}
+	}
+	env := make([]weft.EnvValue, 0, len(thread))
+	for _, v := range thread {
+		env = append(env, v)
+	}
+	if err := e.store.CreateThread(ctx, t, env); err != nil {
+		return nil, err
+	}
+	e.emit(Event{Type: "thread_created", ThreadID: t.ID})
+	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// validateArguments checks creation arguments against side A's requiredSchema, applying defaults.
+func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[string]any, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	p, ok := e.reg.Prompt(a.SideA.Prompt)
+	if !ok || p.RequiredSchema == nil {
+		return args, nil
+	}
+	v, err := e.validator(p.RequiredSchema)
+	if err != nil {
+		return nil, fmt.Errorf("prompt %q: requiredSchema: %w", p.Name, err)
+	}
+	out, err := v.Validate(args)
+	if err != nil {
+		return nil, &weft.Error{Code: weft.EInvalid, Message: "invalid arguments", Err: err}
+	}
+	m, _ := out.(map[string]any)
+	return m, nil
+}
+
+// Send queues a message on a thread. A user message clears the thread's stop flag. The message is
+// handled by the next run (Run, or the worker that owns the thread).
+func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return "", err
+	}
+	if t.Status == weft.ThreadTerminated {
+		return "", weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
+	}
+	if m.Role == "" {
+		m.Role = weft.RoleUser
+	}
+	switch m.Role {
+	case weft.RoleUser, weft.RoleAssistant, weft.RoleSystem:
+	default:
+		return "", weft.Errorf(weft.EInvalid, "a posted message's role is user, assistant or system, not %q", m.Role)
+	}
+	if m.Content == "" && len(m.Attachments) == 0 {
+		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
+	}
+	st := &threadState{e: e, thread: t}
+	atts, err := st.storeAttachments(ctx, m.Attachments)
+	if err != nil {
+		return "", err
+	}
+	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
+		Attachments: atts, Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
+	if err := e.store.PushQueue(ctx, q); err != nil {
+		return "", err
+	}
+	return q.ID, nil
+}
+
+// Event is something that happened in a thread, for streams (http-api.md §4).
+type Event struct {
+	// Type is the event type: message, message_chunk, run_started, step_started, tool_started, …
+	Type string `json:"type"`
+	// ThreadID is the thread it happened in.
+	ThreadID string `json:"thread_id"`
+	// Data is the payload (already redacted).
+	Data map[string]any `json:"data,omitempty"`
+}
+
+func (e *Engine) emit(ev Event) {
+	if e.opt.OnEvent != nil {
+		e.opt.OnEvent(ev)
+	}
+}

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/weft-agents/weft"
+)
+
+// activeHooks returns the hooks of a point active for the executing prompt: the prompt's `hooks`
+// when set (even empty), else the agent's (seed 000 §8), in listed order.
+func (r *run) activeHooks(x *execution, point weft.HookPoint) []*weft.Hook {
+	ids := r.agent.Hooks
+	if x != nil && x.s != nil && x.s.prompt.Hooks != nil {
+		ids = x.s.prompt.Hooks
+	}
+	return r.e.hooksFor(ids, point)
+}
+
+func (e *Engine) hooksFor(ids []string, point weft.HookPoint) []*weft.Hook {
+	var out []*weft.Hook
+	for _, id := range ids {
+		if h, ok := e.reg.Hook(id); ok && h.Point == point {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadState) {
+	x := &execution{r: r, s: s}
+	return r.activeHooks(x, point), &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
+}
+
+// hookFailed logs a hook's error or panic; the hook is skipped (definitions.md §8).
+func (r *run) hookFailed(h *weft.Hook, err error) {
+	r.e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", r.thread.ID, "error", r.red.Error(err))
+	l := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, Kind: "hook_error",
+		Error: r.red.Error(err), ErrorOrigin: "hook:" + h.ID, CreatedAt: r.now()}
+	_ = r.tx(func(tx weft.Tx) error { return tx.PutLog(l) })
+}
+
+// call runs fn, turning a panic into an error.
+func call(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("hook panicked: %v", p)
+		}
+	}()
+	return fn()
+}
+
+func (r *run) hookSystemMessage(s *scope, text string) string {
+	hooks, st := r.scopeHooks(s, weft.HookAfterSystemMessage)
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.SystemMessageFunc](*h)
+		var out string
+		if err := call(func() (err error) { out, err = f(r.ctx, st, text); return }); err != nil {
+			r.hookFailed(h, err)
+			continue
+		}
+		text = out
+	}
+	return text
+}
+
+func (r *run) hookFilterMessages(s *scope, rows []weft.Message) []weft.Message {
+	hooks, st := r.scopeHooks(s, weft.HookFilterMessages)
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
+		var out []weft.Message
+		if err := call(func() (err error) { out, err = f(r.ctx, st, rows); return }); err != nil {
+			r.hookFailed(h, err)
+			continue
+		}
+		rows = out
+	}
+	return rows
+}
+
+// hookPrefilter runs prefilter_llm_history on the final list; weft.Block stops the run.
+func (r *run) hookPrefilter(s *scope, msgs []weft.LLMMessage) ([]weft.LLMMessage, error) {
+	hooks, st := r.scopeHooks(s, weft.HookPrefilterLLMHistory)
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.PrefilterHistoryFunc](*h)
+		var out []weft.LLMMessage
+		err := call(func() (err error) { out, err = f(r.ctx, st, msgs); return })
+		var be *weft.BlockedError
+		switch {
+		case errors.As(err, &be):
+			return nil, be
+		case err != nil:
+			r.hookFailed(h, err)
+			continue
+		}
+		msgs = out
+	}
+	return msgs, nil
+}
+
+func asBlocked(err error, be **weft.BlockedError) bool { return errors.As(err, be) }
+
+// hookToolCall runs tool_call_started (res nil) or tool_call_done; they only observe.
+func (r *run) hookToolCall(s *scope, st *threadState, point weft.HookPoint, c weft.ToolCall, res *weft.ToolResult) {
+	for _, h := range r.activeHooks(st.exec, point) {
+		var err error
+		if res == nil {
+			f, _ := weft.HookFunc[weft.ToolCallFunc](*h)
+			err = call(func() error { return f(r.ctx, st, c) })
+		} else {
+			f, _ := weft.HookFunc[weft.ToolCallDoneFunc](*h)
+			err = call(func() error { return f(r.ctx, st, c, *res) })
+		}
+		if err != nil {
+			r.hookFailed(h, err)
+		}
+	}
+}
+
+// hookAfterToolCall runs after_tool_call_success or _failure; keep is false when a hook returned nil
+// (the call is removed and no tool message stored).
+func (r *run) hookAfterToolCall(s *scope, st *threadState, c weft.ToolCall, res weft.ToolResult) (weft.ToolResult, bool) {
+	point := weft.HookAfterToolCallSuccess
+	if res.Status == weft.ToolError {
+		point = weft.HookAfterToolCallFailure
+	}
+	for _, h := range r.activeHooks(st.exec, point) {
+		f, _ := weft.HookFunc[weft.ToolResultFunc](*h)
+		var out *weft.ToolResult
+		if err := call(func() (err error) { out, err = f(r.ctx, st, c, res); return }); err != nil {
+			r.hookFailed(h, err)
+			continue
+		}
+		if out == nil {
+			return res, false
+		}
+		res = *out
+	}
+	return res, true
+}
+
+func (r *run) hookBeforeStore(s *scope, st *threadState, c weft.ToolCall, res weft.ToolResult) weft.ToolResult {
+	for _, h := range r.activeHooks(st.exec, weft.HookBeforeStoreToolResult) {
+		f, _ := weft.HookFunc[weft.StoreToolResultFunc](*h)
+		var out weft.ToolResult
+		if err := call(func() (err error) { out, err = f(r.ctx, st, c, res); return }); err != nil {
+			r.hookFailed(h, err)
+			continue
+		}
+		res = out
+	}
+	return res
+}
+
+func (r *run) runStoppedHooks(info weft.StopInfo) {
+	st := &threadState{e: r.e, thread: r.thread, r: r, ctx: context.WithoutCancel(r.ctx)}
+	for _, h := range r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped) {
+		f, _ := weft.HookFunc[weft.RunStoppedFunc](*h)
+		if err := call(func() error { return f(st.ctx, st, info) }); err != nil {
+			r.hookFailed(h, err)
+		}
+	}
+}
+
+// runThreadCreatedHooks runs after_thread_created with a State outside any run.
+func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *weft.Agent) error {
+	st := &threadState{e: e, thread: t, ctx: ctx}
+	for _, h := range e.hooksFor(a.Hooks, weft.HookAfterThreadCreated) {
+		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
+		if err := call(func() error { return f(ctx, st) }); err != nil {
+			e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", t.ID, "error", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,429 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// requiredNote is appended when a reply ignores toolChoice required (execution.md §4.3).
+const requiredNote = "You must respond by calling one of the available tools."
+
+// modelResult is the outcome of a step's model call.
+type modelResult struct {
+	resp  *weft.Response
+	model *weft.Model
+	log   *weft.LogEntry
+	// logs are the log rows of every attempt, the successful one last.
+	logs []*weft.LogEntry
+}
+
+// callModel performs the step's model call: retries, fallbacks and the toolChoice required loop.
+// Every attempt gets a log row; the rows are returned for the step's transaction.
+func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelResult, error) {
+	enforce := req.ToolChoice == weft.ToolChoiceRequired && len(req.Tools) > 0
+	res := &modelResult{}
+	for attempt := 1; ; attempt++ {
+		resp, model, logs, err := r.callWithFallbacks(s, req, messageID)
+		res.logs = append(res.logs, logs...)
+		if err != nil {
+			return res, err
+		}
+		if enforce && len(resp.ToolCalls) == 0 {
+			last := logs[len(logs)-1]
+			last.Error = "reply discarded: no tool call although toolChoice is required"
+			if attempt == 3 {
+				return res, fmt.Errorf(`model did not call a tool although toolChoice is "required" (3 attempts)`)
+			}
+			req = withNote(req, requiredNote)
+			continue
+		}
+		res.resp, res.model, res.log = resp, model, logs[len(logs)-1]
+		return res, nil
+	}
+}
+
+func withNote(req *weft.Request, note string) *weft.Request {
+	c := *req
+	c.Messages = append(append([]weft.LLMMessage(nil), req.Messages...), weft.LLMMessage{Role: weft.RoleSystem, Content: note})
+	return &c
+}
+
+// callWithFallbacks tries the prompt's model with its retries, then each fallback in order
+// (execution.md §11).
+func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) (*weft.Response, *weft.Model, []*weft.LogEntry, error) {
+	primary, ok := r.e.reg.Model(s.prompt.Model)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("model %q is not defined", s.prompt.Model)
+	}
+	models := []*weft.Model{primary}
+	for _, f := range primary.Fallbacks {
+		if m, ok := r.e.reg.Model(f); ok {
+			models = append(models, m)
+		}
+	}
+	var logs []*weft.LogEntry
+	var lastErr error
+	var retryOf string
+	for mi, m := range models {
+		if mi > 0 {
+			r.emit("fallback_triggered", map[string]any{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
+		}
+		policy := m.Retry.WithDefaults()
+	attempts:
+		for n := 1; n <= policy.Attempts; n++ {
+			resp, log, err := r.attempt(s, base, m, messageID, retryOf)
+			logs = append(logs, log)
+			retryOf = log.ID
+			if err == nil {
+				return resp, m, logs, nil
+			}
+			lastErr = err
+			if r.ctx.Err() != nil {
+				return nil, m, logs, err
+			}
+			var pe *weft.ProviderError
+			if !errors.As(err, &pe) {
+				break attempts
+			}
+			if !pe.Fallible() {
+				return nil, m, logs, err
+			}
+			if !pe.Retryable() || n == policy.Attempts {
+				break attempts
+			}
+			if pe.RetryAfter > policy.MaxRetryAfter.D() {
+				break attempts
+			}
+			delay := min(time.Duration(float64(policy.BaseDelay.D())*math.Pow(2, float64(n-1))), policy.MaxDelay.D())
+			delay = max(delay, pe.RetryAfter)
+			if err := r.e.clock.Sleep(r.ctx, delay); err != nil {
+				return nil, m, logs, err
+			}
+		}
+	}
+	return nil, nil, logs, fmt.Errorf("All retry attempts exhausted for model %s and %d fallbacks: %s", primary.Name, len(models)-1, r.red.Error(lastErr))
+}
+
+func errorType(err error) string {
+	var pe *weft.ProviderError
+	if errors.As(err, &pe) {
+		return string(pe.Type)
+	}
+	return string(weft.ErrUnknown)
+}
+
+// attempt makes one provider call and returns its log row.
+func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string) (*weft.Response, *weft.LogEntry, error) {
+	req := *base
+	req.Model = m
+	req.Timeouts = m.Timeouts.WithDefaults()
+	req.Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
+	if !m.Capabilities.ToolCalls() {
+		req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, weft.ToolChoiceNone, false
+	}
+	if !m.Capabilities.Images() {
+		req.Messages = withoutImages(req.Messages)
+	}
+	start := r.now()
+	log := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, MessageID: messageID,
+		RetryOfLogID: retryOf, Kind: "llm", Provider: m.Provider, Model: m.Name, ModelID: m.Model, Prompt: s.prompt.Name,
+		Side: s.side, Depth: s.depth, ToolChoice: string(req.ToolChoice), CreatedAt: start}
+	for _, t := range req.Tools {
+		log.ToolsOffered = append(log.ToolsOffered, t.Name)
+	}
+	r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
+	p, key, err := r.provider(m)
+	if err == nil {
+		req.APIKey = key
+		if r.e.opt.OnRequest != nil {
+			r.e.opt.OnRequest(&req)
+		}
+		// Last line of defence: no secret leaves in a request (env.md §6.3).
+		r.lastLineRedact(&req)
+		var resp *weft.Response
+		resp, err = r.callProvider(p, &req, log, start)
+		if err == nil {
+			r.finishLog(log, m, resp, start)
+			return resp, log, nil
+		}
+	}
+	log.Error = r.red.Error(err)
+	log.ErrorType = errorType(err)
+	log.ErrorOrigin = "provider:" + m.Provider
+	var pe *weft.ProviderError
+	if errors.As(err, &pe) {
+		log.StatusCode = pe.Status
+	} else if r.ctx.Err() == nil {
+		log.ErrorOrigin = "runtime"
+		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
+	}
+	log.LatencyMS = r.now().Sub(start).Milliseconds()
+	r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
+	return nil, log, err
+}
+
+// callProvider runs the call under the first-chunk and stall timeouts (execution.md §11.4).
+func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntry, start time.Time) (*weft.Response, error) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	var first time.Time
+	var timer *time.Timer
+	to := req.Timeouts
+	if to.FirstChunk > 0 {
+		timer = time.AfterFunc(to.FirstChunk.D(), func() {
+			cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no output within %s", to.FirstChunk)})
+		})
+		defer timer.Stop()
+	}
+	if to.Total > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeoutCause(ctx, to.Total.D(), &weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no complete reply within %s", to.Total)})
+		defer c()
+	}
+	depth := req.Depth
+	onChunk := func(c weft.Chunk) {
+		mu.Lock()
+		if first.IsZero() {
+			first = r.now()
+		}
+		mu.Unlock()
+		if timer != nil && to.Stall > 0 {
+			timer.Reset(to.Stall.D())
+		}
+		if c.Text != "" {
+			r.emit("message_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Text)})
+		}
+		if c.Reasoning != "" {
+			r.emit("reasoning_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Reasoning)})
+		}
+	}
+	resp, err := p.Call(ctx, req, onChunk)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && r.ctx.Err() == nil {
+			var pe *weft.ProviderError
+			if errors.As(cause, &pe) {
+				return nil, pe
+			}
+		}
+		return nil, err
+	}
+	if resp == nil {
+		return nil, &weft.ProviderError{Type: weft.ErrUnknown, Message: "provider returned no response"}
+	}
+	mu.Lock()
+	if !first.IsZero() {
+		log.TimeToFirstTokenMS = first.Sub(start).Milliseconds()
+	}
+	mu.Unlock()
+	return resp, nil
+}
+
+// finishLog fills a successful attempt's usage, cost and timing.
+func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, start time.Time) {
+	u := resp.Usage
+	log.FinishReason = resp.FinishReason
+	log.IsComplete = true
+	log.InputTokens, log.OutputTokens, log.CachedTokens, log.ReasoningTokens = u.InputTokens, u.OutputTokens, u.CachedTokens, u.ReasoningTokens
+	log.TotalTokens = u.InputTokens + u.OutputTokens
+	if resp.ModelID != "" {
+		log.ModelID = resp.ModelID
+	}
+	log.CostInput, log.CostCached, log.CostOutput, log.CostTotal = cost(m, u)
+	log.LatencyMS = r.now().Sub(start).Milliseconds()
+	log.GenerationMS = log.LatencyMS - log.TimeToFirstTokenMS
+	for _, c := range resp.ToolCalls {
+		log.ToolsCalled = append(log.ToolsCalled, c.Name)
+	}
+	if len(resp.RequestBody) > 0 {
+		log.RequestBody = json.RawMessage(r.red.String(string(resp.RequestBody)))
+	}
+	if len(resp.ResponseBody) > 0 {
+		log.ResponseBody = json.RawMessage(r.red.String(string(resp.ResponseBody)))
+	}
+	r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "ok", "input_tokens": u.InputTokens,
+		"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
+}
+
+// cost prices an attempt (definitions.md §2): a provider-reported cost wins; without prices and
+// without a reported cost it is unknown (nil).
+func cost(m *weft.Model, u weft.Usage) (in, cached, out, total *float64) {
+	if u.Cost != nil {
+		c := *u.Cost
+		return nil, nil, nil, &c
+	}
+	if m.InputPrice == nil && m.OutputPrice == nil {
+		return nil, nil, nil, nil
+	}
+	ip, op := deref(m.InputPrice), deref(m.OutputPrice)
+	cp := ip
+	if m.CachedPrice != nil {
+		cp = *m.CachedPrice
+	}
+	i := float64(u.InputTokens-u.CachedTokens) * ip / 1e6
+	c := float64(u.CachedTokens) * cp / 1e6
+	o := float64(u.OutputTokens+u.ReasoningTokens) * op / 1e6
+	t := i + c + o
+	return &i, &c, &o, &t
+}
+
+func deref(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}
+
+func mergeOptions(provider, prompt map[string]any) map[string]any {
+	if len(prompt) == 0 {
+		return provider
+	}
+	out := make(map[string]any, len(provider)+len(prompt))
+	for k, v := range provider {
+		out[k] = v
+	}
+	for k, v := range prompt {
+		out[k] = v
+	}
+	return out
+}
+
+// withoutImages removes image parts for models without vision (definitions.md §2).
+func withoutImages(msgs []weft.LLMMessage) []weft.LLMMessage {
+	out := make([]weft.LLMMessage, len(msgs))
+	for i, m := range msgs {
+		if len(m.Parts) > 0 {
+			var parts []weft.ContentPart
+			for _, p := range m.Parts {
+				if p.Type != weft.PartImage {
+					parts = append(parts, p)
+				}
+			}
+			m.Parts = parts
+			if len(parts) == 0 && m.Role == weft.RoleUser {
+				m.Content = "[Image omitted: model does not support vision]"
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// provider returns the provider of a model and its API key (definitions.md §3.2: thread env → user
+// env → instance env → process env).
+func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
+	if r.e.opt.Override != nil {
+		return r.e.opt.Override, "", nil
+	}
+	p, err := r.e.opt.Providers(m)
+	if err != nil {
+		return nil, "", err
+	}
+	keyVar, base := r.keyVar(m.Provider)
+	if keyVar == "" {
+		return p, "", nil
+	}
+	if key, ok := r.lookupKey(keyVar); ok {
+		return p, key, nil
+	}
+	if base == "ollama" || base == "test" {
+		return p, "", nil
+	}
+	return nil, "", fmt.Errorf("No API key found for provider %q (set %s)", m.Provider, keyVar)
+}
+
+// keyVar returns the variable holding a provider's key and the provider's built-in base.
+func (r *run) keyVar(provider string) (string, string) {
+	if v, ok := weft.ProviderKeyEnv(provider); ok {
+		return v, provider
+	}
+	if cp, ok := r.e.reg.Provider(provider); ok {
+		if cp.APIKeyEnv != "" {
+			return cp.APIKeyEnv, cp.Base
+		}
+		v, _ := weft.ProviderKeyEnv(cp.Base)
+		return v, cp.Base
+	}
+	return "", ""
+}
+
+func (r *run) lookupKey(name string) (string, bool) {
+	if v, ok := r.env.thread[name]; ok {
+		return v.Value, true
+	}
+	if v, ok := r.env.user[name]; ok {
+		return v.Value, true
+	}
+	if v, ok := r.env.instance[name]; ok {
+		return v.Value, true
+	}
+	return r.e.opt.LookupEnv(name)
+}
+
+// providerKeys returns the keys of every provider the registry's models use, for redaction.
+func (r *run) providerKeys() []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, m := range r.e.reg.Models() {
+		v, _ := r.keyVar(m.Provider)
+		if v == "" || seen[v] {
+			continue
+		}
+		seen[v] = true
+		if k, ok := r.lookupKey(v); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// lastLineRedact replaces any secret left in the request's messages and counts the hits.
+func (r *run) lastLineRedact(req *weft.Request) {
+	if r.red.r == nil {
+		return
+	}
+	var msgs []weft.LLMMessage
+	for i, m := range req.Messages {
+		n := r.red.Count(m.Content)
+		for _, p := range m.Parts {
+			n += r.red.Count(p.Text)
+		}
+		for _, c := range m.ToolCalls {
+			n += r.red.Count(c.Arguments)
+		}
+		if n == 0 {
+			continue
+		}
+		if msgs == nil {
+			msgs = append([]weft.LLMMessage(nil), req.Messages...)
+		}
+		r.lastLine += n
+		m.Content = r.red.String(m.Content)
+		if len(m.Parts) > 0 {
+			parts := append([]weft.ContentPart(nil), m.Parts...)
+			for j := range parts {
+				parts[j].Text = r.red.String(parts[j].Text)
+			}
+			m.Parts = parts
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := append([]weft.ToolCall(nil), m.ToolCalls...)
+			for j := range calls {
+				calls[j].Arguments = r.red.String(calls[j].Arguments)
+			}
+			m.ToolCalls = calls
+		}
+		msgs[i] = m
+	}
+	if msgs != nil {
+		req.Messages = msgs
+	}
+}
+

@@ -1,0 +1,595 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// execState is a thread's persisted run state (storage.md exec_state, key "run").
+type execState struct {
+	// Stopped is the stop flag: nothing runs until a user message or continue.
+	Stopped bool `json:"stopped,omitempty"`
+	// Side is the side due to act next.
+	Side weft.Side `json:"side"`
+	// TurnsA and TurnsB count completed turns in the session.
+	TurnsA int `json:"turns_a"`
+	TurnsB int `json:"turns_b"`
+	// WindowA and WindowB are the seq of the last row of each side's previous completed turn: a
+	// side's window is the rows after it.
+	WindowA int64 `json:"window_a"`
+	WindowB int64 `json:"window_b"`
+	// ToolCalled records that the acting side called a tool in the current turn (toolChoice
+	// required is enforced until it has).
+	ToolCalled bool `json:"tool_called,omitempty"`
+	// QueuedTools numbers QueueTool calls (queued_<n> ids).
+	QueuedTools int `json:"queued_tools,omitempty"`
+}
+
+func (s *execState) turns(side weft.Side) int {
+	if side == weft.SideA {
+		return s.TurnsA
+	}
+	return s.TurnsB
+}
+
+func (s *execState) window(side weft.Side) int64 {
+	if side == weft.SideA {
+		return s.WindowA
+	}
+	return s.WindowB
+}
+
+// completeTurn counts a completed turn of side ending at seq.
+func (s *execState) completeTurn(side weft.Side, seq int64) {
+	if side == weft.SideA {
+		s.TurnsA++
+		s.WindowA = seq
+	} else {
+		s.TurnsB++
+		s.WindowB = seq
+	}
+	s.ToolCalled = false
+}
+
+const execKey = "run"
+
+func loadExecState(ctx context.Context, st weft.Store, threadID string) (execState, error) {
+	docs, err := st.ExecState(ctx, threadID)
+	if err != nil {
+		return execState{}, err
+	}
+	s := execState{Side: weft.SideA}
+	if raw, ok := docs[execKey]; ok {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *execState) encode() json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// activeRun is a run in progress in this process.
+type activeRun struct {
+	cancel context.CancelCauseFunc
+	stop   atomic.Bool
+	done   chan struct{}
+}
+
+// errStopped is the cancellation cause of a user stop.
+var errStopped = errors.New("execution stopped by user")
+
+// RunResult describes what Run did.
+type RunResult struct {
+	// Stops lists each run's stop, in order.
+	Stops []weft.StopInfo
+	// Steps is the number of steps over all runs.
+	Steps int
+}
+
+// Last returns the last stop.
+func (r *RunResult) Last() weft.StopInfo {
+	if len(r.Stops) == 0 {
+		return weft.StopInfo{}
+	}
+	return r.Stops[len(r.Stops)-1]
+}
+
+// Run runs the thread until it is quiescent: runs follow each other while messages are queued and
+// the thread is not stopped. It returns when the last run stops. Only one run per thread happens
+// at a time cluster-wide (the lease); a thread running elsewhere is weft.ErrLeaseHeld.
+func (e *Engine) Run(ctx context.Context, threadID string) (*RunResult, error) {
+	return e.run(ctx, threadID, "message", "")
+}
+
+// Continue starts a run without a new message: side "" = the side due next.
+func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) (*RunResult, error) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == weft.ThreadTerminated {
+		return nil, weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
+	}
+	return e.run(ctx, threadID, "continue", side)
+}
+
+func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
+	res := &RunResult{}
+	for i := 0; ; i++ {
+		q, err := e.store.Queued(ctx, threadID)
+		if err != nil {
+			return res, err
+		}
+		if i > 0 && len(q) == 0 {
+			return res, nil
+		}
+		if i == 0 && len(q) == 0 && trigger == "message" {
+			return res, nil
+		}
+		info, err := e.runOnce(ctx, threadID, trigger, side)
+		if err != nil {
+			return res, err
+		}
+		res.Stops = append(res.Stops, info)
+		res.Steps += info.Steps
+		trigger, side = "message", ""
+		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted {
+			return res, nil
+		}
+	}
+}
+
+// Stop stops the thread's run (if any) and sets the stop flag: the pending message is failed,
+// unanswered calls are answered and a notice is stored (execution.md §10).
+func (e *Engine) Stop(ctx context.Context, threadID string) error {
+	e.mu.Lock()
+	ar := e.running[threadID]
+	e.mu.Unlock()
+	if ar != nil {
+		ar.stop.Store(true)
+		ar.cancel(errStopped)
+		<-ar.done
+		return nil
+	}
+	if _, err := e.store.Thread(ctx, threadID); err != nil {
+		return err
+	}
+	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+		s, err := loadExecState(ctx, e.store, threadID)
+		if err != nil {
+			return err
+		}
+		s.Stopped = true
+		return tx.SetExecState(execKey, s.encode())
+	})
+}
+
+// runOnce performs one run from a trigger to a stop reason.
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (weft.StopInfo, error) {
+	fence, err := e.store.AcquireLease(ctx, threadID, e.node, e.opt.LeaseTTL)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	e.running[threadID] = ar
+	e.mu.Unlock()
+	defer func() {
+		cancel(nil)
+		e.mu.Lock()
+		delete(e.running, threadID)
+		e.mu.Unlock()
+		close(ar.done)
+		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+	}()
+	stopRenew := e.renewLease(runCtx, fence, cancel)
+	defer stopRenew()
+
+	r, err := e.newRun(runCtx, ar, fence, threadID)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	return r.loop(trigger, forceSide)
+}
+
+// renewLease renews the run's lease every TTL/3; losing it cancels the run.
+func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(e.opt.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := e.store.RenewLease(ctx, f, e.opt.LeaseTTL); err != nil {
+					if ctx.Err() == nil {
+						cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
+					}
+					return
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// run is one run of a thread.
+type run struct {
+	e      *Engine
+	ctx    context.Context
+	ar     *activeRun
+	fence  weft.Fence
+	id     string
+	thread *weft.Thread
+	agent  *weft.Agent
+	state  execState
+
+	// rows caches the thread's top-level messages (completed and pending) in seq order.
+	rows    []weft.Message
+	lastSeq int64
+	callIDs map[string]bool
+
+	steps     int
+	sideSteps [2]int
+	ceiling   int
+
+	env    *envView
+	red    *redactor
+	memory sync.Map
+
+	queuedTools []queuedTool
+	lastLine    int // last-line redaction hits
+}
+
+type queuedTool struct {
+	name string
+	args json.RawMessage
+}
+
+func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, threadID string) (*run, error) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := e.reg.Agent(t.Agent)
+	if !ok {
+		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", threadID, t.Agent)
+	}
+	s, err := loadExecState(ctx, e.store, threadID)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{e: e, ctx: ctx, ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
+		callIDs: map[string]bool{}}
+	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
+	if err := r.refreshRows(); err != nil {
+		return nil, err
+	}
+	if err := r.loadEnv(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// refreshRows appends rows written since the last read (the run is the only writer of run rows,
+// but tools and the API may inject messages).
+func (r *run) refreshRows() error {
+	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{AfterSeq: r.lastSeq, Limit: 1 << 30})
+	if err != nil {
+		return err
+	}
+	for _, m := range rows {
+		r.addRow(m)
+	}
+	return nil
+}
+
+func (r *run) addRow(m weft.Message) {
+	if m.Seq > r.lastSeq {
+		r.lastSeq = m.Seq
+	}
+	for _, c := range m.ToolCalls {
+		r.callIDs[c.ID] = true
+	}
+	if m.Depth == 0 {
+		r.rows = append(r.rows, m)
+	}
+}
+
+// replaceRow updates a cached row after an update in the store.
+func (r *run) replaceRow(m weft.Message) {
+	for i := len(r.rows) - 1; i >= 0; i-- {
+		if r.rows[i].ID == m.ID {
+			r.rows[i] = m
+			return
+		}
+	}
+}
+
+func (r *run) loadEnv() error {
+	thread, user, instance, err := loadEnv(r.ctx, r.e.store, r.thread.ID, r.thread.UserID)
+	if err != nil {
+		return err
+	}
+	g := newGraph(r.e.reg, r.agent, nil)
+	r.env = &envView{thread: toMap(thread), agent: r.agent.Env, user: toMap(user), instance: toMap(instance),
+		declared: declaredTypes(g.declared())}
+	r.red = newRedactor(r.env.secrets(), r.providerKeys())
+	return nil
+}
+
+// tx writes in one fenced transaction of this run.
+func (r *run) tx(fn func(weft.Tx) error) error {
+	return r.e.store.Tx(context.WithoutCancel(r.ctx), r.thread.ID, &r.fence, fn)
+}
+
+func (r *run) emit(typ string, data map[string]any) {
+	r.e.emit(Event{Type: typ, ThreadID: r.thread.ID, Data: data})
+}
+
+func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
+
+// stopRequested reports a user stop or a cancelled context.
+func (r *run) stopRequested() bool {
+	return r.ar.stop.Load() || r.state.Stopped || r.ctx.Err() != nil
+}
+
+// loop runs steps until a stop reason (execution.md §2).
+func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
+	if trigger == "continue" {
+		r.state.Stopped = false
+		if forceSide != "" {
+			r.state.Side = forceSide
+		}
+	}
+	r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
+	for {
+		// S1: stop flag or cancellation.
+		if r.stopRequested() {
+			return r.stop(r.abortReason(), "")
+		}
+		// S2: drain the queue at the step boundary.
+		if err := r.drain(); err != nil {
+			return r.fail(err)
+		}
+		side := r.state.Side
+		def := r.agent.Side(side)
+		// S5: a human side parks the run.
+		if def.Human || !def.IsAI() {
+			return r.stop(weft.StopAwaitingHuman, "")
+		}
+		if def.Handler != "" {
+			return r.fail(weft.Errorf(weft.EInvalid, "handler sides are not supported yet (side %s of agent %q)", side, r.agent.Name))
+		}
+		// S7: step caps.
+		if def.MaxSteps > 0 && r.sideSteps[sideIndex(side)] >= def.MaxSteps {
+			return r.stop(weft.StopMaxSideSteps, fmt.Sprintf("side %s reached maxSteps (%d)", side, def.MaxSteps))
+		}
+		if r.steps >= r.ceiling {
+			return r.stop(weft.StopMaxTotalSteps, fmt.Sprintf("run reached %d steps", r.ceiling))
+		}
+		p, ok := r.e.reg.Prompt(def.Prompt)
+		if !ok {
+			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
+		}
+		out, err := r.step(p, side, def)
+		if err != nil {
+			return r.fail(err)
+		}
+		if out.stop != "" {
+			return r.stop(out.stop, out.stopText)
+		}
+		// S12: turn completion.
+		if out.turnDone {
+			r.state.completeTurn(side, r.lastSeq)
+			next := side.Other()
+			if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
+				reason := weft.StopOnResponse
+				if out.byStopTool {
+					reason = weft.StopTool
+				}
+				r.state.Side = next
+				return r.stop(reason, "")
+			}
+			r.state.Side = next
+		}
+		if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, r.state.encode()) }); err != nil {
+			return r.fail(err)
+		}
+	}
+}
+
+func sideIndex(s weft.Side) int {
+	if s == weft.SideB {
+		return 1
+	}
+	return 0
+}
+
+func (r *run) abortReason() weft.StopReason {
+	if r.ar.stop.Load() || r.state.Stopped || errors.Is(context.Cause(r.ctx), errStopped) {
+		return weft.StopAbortedByUser
+	}
+	return weft.StopAborted
+}
+
+// drain moves queued messages into the thread (S2). The acting side of a new turn follows the first
+// drained row: user/system → A, assistant → B. An inbound human message is a completed B turn.
+func (r *run) drain() error {
+	var drained []weft.Message
+	err := r.tx(func(tx weft.Tx) error {
+		qs, err := tx.DrainQueue()
+		if err != nil || len(qs) == 0 {
+			return err
+		}
+		for i, q := range qs {
+			m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
+				Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
+			switch q.Role {
+			case weft.RoleUser:
+				m.Side = weft.SideB
+			case weft.RoleAssistant:
+				m.Side = weft.SideA
+			}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+			if i == 0 {
+				if q.Role == weft.RoleAssistant {
+					r.state.Side = weft.SideB
+				} else {
+					r.state.Side = weft.SideA
+				}
+			}
+			drained = append(drained, *m)
+		}
+		if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
+			// The human's messages complete a B turn.
+			r.state.TurnsB++
+			r.state.WindowB = drained[len(drained)-1].Seq
+		}
+		r.state.Stopped = false
+		preview := preview(drained[len(drained)-1].Content)
+		now := r.now()
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
+			return err
+		}
+		return tx.SetExecState(execKey, r.state.encode())
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range drained {
+		r.addRow(m)
+		r.emitMessage(m)
+	}
+	return nil
+}
+
+func (r *run) emitMessage(m weft.Message) {
+	if r.e.opt.OnEvent == nil {
+		return
+	}
+	m.Content = r.red.String(m.Content)
+	r.emit("message", map[string]any{"message": m})
+}
+
+func preview(s string) string {
+	s = strings.TrimSpace(s)
+	if len([]rune(s)) > 200 {
+		return string([]rune(s)[:200])
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// fail stops the run with step_error.
+func (r *run) fail(err error) (weft.StopInfo, error) {
+	if errors.Is(err, weft.ErrLeaseLost) || errors.Is(context.Cause(r.ctx), weft.ErrLeaseLost) {
+		// Another node owns the thread now: write nothing more.
+		return weft.StopInfo{RunID: r.id, Reason: weft.StopAborted, Side: r.state.Side, Error: r.red.Error(err), Steps: r.steps}, nil
+	}
+	if r.stopRequested() {
+		return r.stop(r.abortReason(), "")
+	}
+	return r.stop(weft.StopStepError, r.red.Error(err))
+}
+
+// stop ends the run: persists state, status and stop reason in one transaction, then runs the
+// after_run_stopped hooks (execution.md §10).
+func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	info := weft.StopInfo{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps}
+	status := weft.ThreadIdle
+	switch {
+	case reason == weft.StopAbortedByUser:
+		status = weft.ThreadStopped
+		r.state.Stopped = true
+	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
+		status = weft.ThreadAwaitingHuman
+	case !reason.OK():
+		status = weft.ThreadFailed
+	}
+	var notice *weft.Message
+	err := r.tx(func(tx weft.Tx) error {
+		if reason == weft.StopAbortedByUser {
+			var err error
+			if notice, err = r.stopRows(tx); err != nil {
+				return err
+			}
+		}
+		now := r.now()
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
+			return err
+		}
+		return tx.SetExecState(execKey, r.state.encode())
+	})
+	if notice != nil && err == nil {
+		r.addRow(*notice)
+		r.emitMessage(*notice)
+	}
+	r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text})
+	r.runStoppedHooks(info)
+	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
+		return info, err
+	}
+	return info, nil
+}
+
+// stopRows answers unanswered calls, fails the pending message and stores the stop notice.
+func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
+	answered := map[string]bool{}
+	for _, m := range r.rows {
+		if m.Role == weft.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, m := range r.rows {
+		if m.Status == weft.MessagePending {
+			if err := tx.UpdateMessage(m.ID, weft.MessageChange{Status: ptr(weft.MessageFailed)}); err != nil {
+				return nil, err
+			}
+		}
+		if m.Role != weft.RoleAssistant || m.Status == weft.MessagePending {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if answered[c.ID] {
+				continue
+			}
+			tm := &weft.Message{Role: weft.RoleTool, Side: m.Side, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
+				Content: "Failed to execute tool: Execution stopped by user", Status: weft.MessageCompleted, RunID: r.id}
+			if err := tx.InsertMessage(tm); err != nil {
+				return nil, err
+			}
+			if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: m.ID, Name: c.Name, Arguments: c.Arguments,
+				Status: weft.CallDone, ResultMessageID: tm.ID}); err != nil {
+				return nil, err
+			}
+			r.addRow(*tm)
+		}
+	}
+	notice := &weft.Message{Role: weft.RoleSystem, Content: "Execution stopped by user.", Status: weft.MessageCompleted, RunID: r.id}
+	if err := tx.InsertMessage(notice); err != nil {
+		return nil, err
+	}
+	return notice, nil
+}

@@ -1,0 +1,612 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// execution is the Execution of a tool or hook inside a run.
+type execution struct {
+	r        *run
+	s        *scope
+	call     *weft.ToolCall
+	entry    weft.ToolEntry
+	resultID string
+}
+
+func (x *execution) RunID() string   { return x.r.id }
+func (x *execution) Side() weft.Side { return x.s.side }
+func (x *execution) StepCount() int  { return x.r.steps }
+func (x *execution) SideStepCount(s weft.Side) int {
+	return x.r.sideSteps[sideIndex(s)]
+}
+func (x *execution) TurnCount(s weft.Side) int     { return x.r.state.turns(s) }
+func (x *execution) Depth() int                    { return x.s.depth }
+func (x *execution) PromptName() string            { return x.s.prompt.Name }
+func (x *execution) ToolCall() *weft.ToolCall      { return x.call }
+func (x *execution) ToolOptions() map[string]any   { return x.entry.Options }
+func (x *execution) Memory() *sync.Map             { return &x.r.memory }
+func (x *execution) ForceTurn(weft.Side)           {}
+func (x *execution) Stop()                         { x.r.ar.stop.Store(true) }
+func (x *execution) Stopped() bool                 { return x.r.stopRequested() }
+
+// state_ returns the State a tool or hook of this run sees.
+func (r *run) state_(x *execution) *threadState {
+	return &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
+}
+
+// threadState implements weft.State for one thread, inside a run (r set) or outside (r nil).
+type threadState struct {
+	e      *Engine
+	thread *weft.Thread
+	r      *run
+	exec   *execution
+	ctx    context.Context
+}
+
+var _ weft.State = (*threadState)(nil)
+
+// State returns the State of a thread outside any run (for effects, endpoints and library users).
+func (e *Engine) State(ctx context.Context, threadID string) (weft.State, error) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return &threadState{e: e, thread: t, ctx: ctx}, nil
+}
+
+func (s *threadState) ThreadID() string              { return s.thread.ID }
+func (s *threadState) AgentName() string             { return s.thread.Agent }
+func (s *threadState) UserID() string                { return s.thread.UserID }
+func (s *threadState) ParentID() string              { return s.thread.ParentID }
+func (s *threadState) RootID() string                { return s.thread.RootID }
+func (s *threadState) CreatedAt() time.Time          { return s.thread.CreatedAt }
+func (s *threadState) Arguments() map[string]any     { return s.thread.Arguments }
+func (s *threadState) Root() weft.State              { return s }
+func (s *threadState) Files() weft.FileSystem        { return &threadFS{s: s} }
+func (s *threadState) LoadPrompt(n string) (*weft.Prompt, error) { return load(s.e.reg.Prompt, "prompt", n) }
+func (s *threadState) LoadAgent(n string) (*weft.Agent, error)   { return load(s.e.reg.Agent, "agent", n) }
+func (s *threadState) LoadModel(n string) (*weft.Model, error)   { return load(s.e.reg.Model, "model", n) }
+
+func load[T any](get func(string) (*T, bool), kind, name string) (*T, error) {
+	if v, ok := get(name); ok {
+		c := *v
+		return &c, nil
+	}
+	return nil, fmt.Errorf("no %s named %q: %w", kind, name, weft.ErrNotFound)
+}
+
+func (s *threadState) Execution() weft.Execution {
+	if s.exec == nil {
+		return nil
+	}
+	return s.exec
+}
+
+func (s *threadState) Terminated(ctx context.Context) (bool, error) {
+	t, err := s.e.store.Thread(ctx, s.thread.ID)
+	if err != nil {
+		return false, err
+	}
+	return t.Status == weft.ThreadTerminated, nil
+}
+
+func (s *threadState) Messages(ctx context.Context, q weft.MessageQuery) ([]weft.Message, error) {
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	return s.e.store.Messages(ctx, s.thread.ID, q)
+}
+
+func (s *threadState) Message(ctx context.Context, id string) (weft.Message, error) {
+	return s.e.store.Message(ctx, s.thread.ID, id)
+}
+
+// InjectMessage persists a row now; the model sees it from the next step. It never starts a run.
+func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (weft.Message, error) {
+	if err := s.beforeCreate(ctx, &nm); err != nil {
+		return weft.Message{}, err
+	}
+	atts, err := s.storeAttachments(ctx, nm.Attachments)
+	if err != nil {
+		return weft.Message{}, err
+	}
+	m := &weft.Message{Role: nm.Role, Content: nm.Content, Attachments: atts, Silent: nm.Silent, Metadata: nm.Metadata,
+		Status: weft.MessageCompleted}
+	switch nm.Role {
+	case weft.RoleUser:
+		m.Side = weft.SideB
+	case weft.RoleAssistant:
+		m.Side = weft.SideA
+	case weft.RoleSystem:
+	default:
+		return weft.Message{}, weft.Errorf(weft.EInvalid, "an injected message's role is user, assistant or system")
+	}
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.fence
+		m.RunID = s.r.id
+	}
+	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+		return weft.Message{}, err
+	}
+	if s.r != nil {
+		s.r.addRow(*m)
+		s.r.emitMessage(*m)
+	}
+	return *m, nil
+}
+
+func (s *threadState) beforeCreate(ctx context.Context, nm *weft.NewMessage) error {
+	if s.r == nil {
+		return nil
+	}
+	for _, h := range s.r.activeHooks(s.exec, weft.HookBeforeCreateMessage) {
+		f, _ := weft.HookFunc[weft.BeforeCreateMessageFunc](*h)
+		if err := f(ctx, s, nm); err != nil {
+			return fmt.Errorf("hook %s rejected the message: %w", h.ID, err)
+		}
+	}
+	return nil
+}
+
+// QueueMessage queues a row for the next step boundary.
+func (s *threadState) QueueMessage(ctx context.Context, nm weft.NewMessage) (string, error) {
+	if err := s.beforeCreate(ctx, &nm); err != nil {
+		return "", err
+	}
+	return s.e.Send(ctx, s.thread.ID, nm)
+}
+
+func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.MessageUpdate) (weft.Message, error) {
+	c := weft.MessageChange{Content: u.Content, Silent: u.Silent, Metadata: u.Metadata}
+	if u.ExcludeFromContext != nil {
+		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
+		if err != nil {
+			return weft.Message{}, err
+		}
+		meta := map[string]any{}
+		for k, v := range cur.Metadata {
+			meta[k] = v
+		}
+		for k, v := range u.Metadata {
+			meta[k] = v
+		}
+		meta["exclude_from_context"] = *u.ExcludeFromContext
+		c.Metadata = meta
+	}
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.fence
+	}
+	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }); err != nil {
+		return weft.Message{}, err
+	}
+	m, err := s.e.store.Message(ctx, s.thread.ID, id)
+	if err == nil && s.r != nil {
+		s.r.replaceRow(m)
+	}
+	return m, err
+}
+
+func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.fence
+	}
+	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
+	if err == nil && s.r != nil {
+		for i, m := range s.r.rows {
+			if m.ID == id {
+				s.r.rows = append(s.r.rows[:i], s.r.rows[i+1:]...)
+				break
+			}
+		}
+	}
+	return err
+}
+
+func (s *threadState) Logs(ctx context.Context, q weft.LogQuery) ([]weft.LogEntry, error) {
+	return s.e.store.Logs(ctx, s.thread.ID, q)
+}
+
+// view returns the env view for this state: the run's (with the executing tool's entry and prompt
+// layers), or one loaded for a state outside runs.
+func (s *threadState) view(ctx context.Context) (*envView, error) {
+	thread, user, instance, err := loadEnv(ctx, s.e.store, s.thread.ID, s.thread.UserID)
+	if err != nil {
+		return nil, err
+	}
+	var v *envView
+	if s.r != nil {
+		c := *s.r.env
+		v = &c
+		if s.exec != nil {
+			v.prompt = s.exec.s.prompt.Env
+			v.entry = s.exec.entry.Env
+		}
+	} else {
+		a, _ := s.e.reg.Agent(s.thread.Agent)
+		v = &envView{}
+		if a != nil {
+			v.agent = a.Env
+			v.declared = declaredTypes(newGraph(s.e.reg, a, nil).declared())
+		}
+	}
+	v.thread, v.user, v.instance = toMap(thread), toMap(user), toMap(instance)
+	return v, nil
+}
+
+func (s *threadState) Env(ctx context.Context, name string) (string, error) {
+	v, ok, err := s.LookupEnv(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
+	}
+	return v, nil
+}
+
+func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool, error) {
+	v, err := s.view(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	x, ok := v.lookup(name)
+	return x.value, ok, nil
+}
+
+func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, error) {
+	v, err := s.view(ctx)
+	if err != nil {
+		return "", err
+	}
+	x, ok := v.lookup(name)
+	if !ok {
+		if t, ok := v.declared[name]; ok {
+			return t, nil
+		}
+		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
+	}
+	return x.typ, nil
+}
+
+func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
+	if t != weft.VarText && t != weft.VarSecret {
+		return weft.Errorf(weft.EInvalid, "variable type must be text or secret")
+	}
+	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
+	if err == nil && s.r != nil {
+		s.r.env.thread[name] = weft.EnvValue{Name: name, Value: value, Type: t}
+		s.r.red = newRedactor(s.r.env.secrets(), s.r.providerKeys())
+	}
+	return err
+}
+
+// Tenvs is the seed 002 view: the executing tool's tenv properties decoded per schema type.
+func (s *threadState) Tenvs(ctx context.Context) (map[string]any, error) {
+	if s.exec == nil || s.exec.s.offered[s.exec.call.Name] == nil {
+		return nil, weft.ErrNotInRun
+	}
+	t := s.exec.s.offered[s.exec.call.Name].target.Tool
+	out := map[string]any{}
+	if t == nil || t.Tenvs == nil {
+		return out, nil
+	}
+	v, err := s.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]bool{}
+	for _, n := range t.Tenvs.Required {
+		req[n] = true
+	}
+	for name, ps := range t.Tenvs.Properties {
+		x, ok := v.lookup(name)
+		if !ok {
+			if req[name] {
+				return nil, fmt.Errorf("Missing required variable %s for tool %s", name, t.Name)
+			}
+			continue
+		}
+		out[name] = decodeTenv(x.value, ps.Type)
+	}
+	return out, nil
+}
+
+// decodeTenv parses a tenv value per its schema type; unparsable values stay strings.
+func decodeTenv(v, typ string) any {
+	switch typ {
+	case "number":
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+	case "integer":
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return i
+		}
+	case "boolean":
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	case "object", "array":
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			return x
+		}
+	}
+	return v
+}
+
+func (s *threadState) GetValue(ctx context.Context, key string, dst any) (bool, error) {
+	raw, found, err := s.e.store.GetKV(ctx, s.thread.ID, key)
+	if err != nil || !found {
+		return false, err
+	}
+	return true, json.Unmarshal(raw, dst)
+}
+
+// SetValue writes a JSON value to the thread's KV store; nil deletes it.
+func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
+	if key == "" || len(key) > 256 {
+		return weft.Errorf(weft.EInvalid, "KV keys are 1 to 256 bytes")
+	}
+	if key == "context_usage" {
+		return weft.Errorf(weft.EInvalid, "KV key %q is written by the runtime", key)
+	}
+	var raw json.RawMessage
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("KV value for %q: %w", key, err)
+		}
+		if len(b) > 1<<20 {
+			return weft.Errorf(weft.EInvalid, "KV values are at most 1 MiB")
+		}
+		raw = b
+	}
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.fence
+	}
+	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
+	if err == nil {
+		s.e.emit(Event{Type: "kv_changed", ThreadID: s.thread.ID, Data: map[string]any{"key": key}})
+	}
+	return err
+}
+
+// QueueTool runs a tool after the current calls of the root run (execution.md §5.4).
+func (s *threadState) QueueTool(ctx context.Context, name string, args any) error {
+	if s.r == nil {
+		return weft.ErrNotInRun
+	}
+	if err := s.checkUses(name); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	if args == nil {
+		raw = []byte("{}")
+	}
+	s.r.queuedTools = append(s.r.queuedTools, queuedTool{name: name, args: raw})
+	return nil
+}
+
+func (s *threadState) checkUses(name string) error {
+	if _, ok := s.e.reg.Tool(name); !ok {
+		return fmt.Errorf("%w: %q", weft.ErrUnknownTool, name)
+	}
+	if s.exec != nil && s.exec.s.offered[s.exec.call.Name] != nil {
+		if t := s.exec.s.offered[s.exec.call.Name].target.Tool; t != nil && t.Uses != nil {
+			for _, u := range t.Uses {
+				if u == name {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: %q is not in the uses of tool %q", weft.ErrUnknownTool, name, t.Name)
+		}
+	}
+	return nil
+}
+
+// InvokeTool runs a tool synchronously and stores nothing.
+func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (weft.ToolResult, error) {
+	if err := s.checkUses(name); err != nil {
+		return weft.ToolResult{}, err
+	}
+	t, _ := s.e.reg.Tool(name)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return weft.ToolResult{}, err
+	}
+	var decoded any
+	_ = json.Unmarshal(raw, &decoded)
+	if decoded == nil {
+		decoded = map[string]any{}
+	}
+	v, err := s.e.validator(argsSchema(t.Args))
+	if err != nil {
+		return weft.ToolResult{}, err
+	}
+	out, err := v.Validate(decoded)
+	if err != nil {
+		return weft.Failure("Tool argument validation failed: " + err.Error()), nil
+	}
+	raw, _ = json.Marshal(out)
+	if t.Execute == nil {
+		return weft.ToolResult{}, fmt.Errorf("tool %q has no Go implementation to invoke", name)
+	}
+	return t.Execute.Call(ctx, s, raw)
+}
+
+func (s *threadState) Emit(ctx context.Context, event string, data any) error {
+	s.e.emit(Event{Type: "event", ThreadID: s.thread.ID, Data: map[string]any{"name": event, "data": data}})
+	return nil
+}
+
+// The family and effect methods arrive with subagents and effects.
+
+func (s *threadState) ScheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
+	return "", weft.Errorf(weft.EInternal, "ScheduleEffect: effects are not available in this version of Weft")
+}
+func (s *threadState) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord, error) {
+	return nil, nil
+}
+func (s *threadState) CancelEffect(ctx context.Context, id string) error {
+	return fmt.Errorf("effect %s: %w", id, weft.ErrNotFound)
+}
+func (s *threadState) NotifyParent(ctx context.Context, text string, attachments ...string) error {
+	return weft.ErrNoParent
+}
+func (s *threadState) SetStatus(ctx context.Context, text string) error { return nil }
+func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions) error {
+	return weft.Errorf(weft.EInternal, "StopSession: sessions are not available in this version of Weft")
+}
+func (s *threadState) Terminate(ctx context.Context) error {
+	return weft.Errorf(weft.EInternal, "Terminate: not available in this version of Weft")
+}
+func (s *threadState) Parent(ctx context.Context) (weft.State, error) { return nil, weft.ErrNoParent }
+func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error) {
+	return nil, fmt.Errorf("subagent %s: %w", ref, weft.ErrNotFound)
+}
+func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error) { return nil, nil }
+
+// storeAttachments writes new attachments (data) under /attachments/ and resolves references.
+func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
+	var out []weft.Attachment
+	var files []newFile
+	now := s.e.clock.Now()
+	for _, a := range in {
+		if a.IsRef() {
+			p, err := weft.CleanPath(a.Path)
+			if err != nil {
+				return nil, fmt.Errorf("attachment path %q: %w", a.Path, err)
+			}
+			fi, err := s.e.store.Files().Stat(ctx, s.thread.ID, p)
+			if err != nil {
+				return nil, fmt.Errorf("Attachment not found: %s", a.Path)
+			}
+			out = append(out, weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: orDefault(a.Name, fi.Name), MimeType: fi.MimeType, Size: fi.Size,
+				Width: fi.Width, Height: fi.Height, Description: fi.Description})
+			continue
+		}
+		mt := a.MimeType
+		if mt == "" {
+			mt = mime.TypeByExtension(path.Ext(a.Name))
+		}
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		p := attachmentPath(now, a.Name, mt)
+		f := newFile{info: weft.FileInfo{Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
+			data: a.Data, att: weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height}}
+		files = append(files, f)
+		out = append(out, f.att)
+	}
+	if len(files) == 0 {
+		return out, nil
+	}
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.fence
+	}
+	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error {
+		for _, f := range files {
+			if err := tx.WriteFile(&f.info, f.data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// threadFS is a thread's filesystem for tools: reads from the store, writes in their own
+// transaction (fenced inside a run).
+type threadFS struct{ s *threadState }
+
+func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
+	var fence *weft.Fence
+	if f.s.r != nil {
+		fence = &f.s.r.fence
+	}
+	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
+}
+
+func (f *threadFS) changed(p, op string) {
+	f.s.e.emit(Event{Type: "file_changed", ThreadID: f.s.thread.ID, Data: map[string]any{"path": p, "op": op}})
+}
+
+func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {
+	clean, err := weft.CleanPath(p)
+	if err != nil {
+		return weft.FileInfo{}, fmt.Errorf("%q: %w", p, err)
+	}
+	mt := o.MimeType
+	if mt == "" {
+		mt = mime.TypeByExtension(path.Ext(clean))
+	}
+	info := weft.FileInfo{Path: clean, Name: path.Base(clean), MimeType: mt, Size: int64(len(data)), Width: o.Width, Height: o.Height,
+		Description: o.Description, Metadata: o.Metadata}
+	if err := f.write(ctx, func(tx weft.Tx) error { return tx.WriteFile(&info, data) }); err != nil {
+		return weft.FileInfo{}, err
+	}
+	f.changed(clean, "write")
+	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, clean)
+}
+
+func (f *threadFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	return f.s.e.store.Files().ReadFile(ctx, f.s.thread.ID, p)
+}
+func (f *threadFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
+	return f.s.e.store.Files().Open(ctx, f.s.thread.ID, p)
+}
+func (f *threadFS) Stat(ctx context.Context, p string) (weft.FileInfo, error) {
+	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, p)
+}
+func (f *threadFS) ReadDir(ctx context.Context, p string) ([]weft.FileInfo, error) {
+	return f.s.e.store.Files().ReadDir(ctx, f.s.thread.ID, p)
+}
+func (f *threadFS) Mkdir(ctx context.Context, p string) error {
+	return f.write(ctx, func(tx weft.Tx) error { return tx.Mkdir(p) })
+}
+func (f *threadFS) Remove(ctx context.Context, p string) error {
+	err := f.write(ctx, func(tx weft.Tx) error { return tx.RemoveFile(p) })
+	if err == nil {
+		f.changed(p, "delete")
+	}
+	return err
+}
+func (f *threadFS) RemoveDir(ctx context.Context, p string, recursive bool) error {
+	return f.write(ctx, func(tx weft.Tx) error { return tx.RemoveDir(p, recursive) })
+}
+func (f *threadFS) Rename(ctx context.Context, from, to string) error {
+	err := f.write(ctx, func(tx weft.Tx) error { return tx.RenameFile(from, to) })
+	if err == nil {
+		f.changed(to, "rename")
+	}
+	return err
+}
+func (f *threadFS) Grep(ctx context.Context, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
+	return f.s.e.store.Files().Grep(ctx, f.s.thread.ID, pattern, o)
+}
+func (f *threadFS) Find(ctx context.Context, glob string) ([]weft.FileInfo, error) {
+	return f.s.e.store.Files().Find(ctx, f.s.thread.ID, glob)
+}
+func (f *threadFS) Usage(ctx context.Context) (weft.FileStats, error) {
+	return f.s.e.store.Files().Usage(ctx, f.s.thread.ID)
+}
+

@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/weft-agents/weft"
+)
+
+// stepOutcome is what a step decided.
+type stepOutcome struct {
+	turnDone   bool
+	byStopTool bool
+	stop       weft.StopReason
+	stopText   string
+}
+
+// emptyReply is the synthetic call stored for a reply with nothing in it (execution.md §7.1).
+const (
+	emptyReplyTool  = "invalid_assistant_response"
+	emptyReplyError = "Your response was empty. Reply with text or call a tool."
+)
+
+// step runs one top-level step of side with prompt p.
+func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+	r.steps++
+	r.sideSteps[sideIndex(side)]++
+	s, err := r.newScope(p, 0, side, r.thread.Arguments)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	s.toolCalled = r.state.ToolCalled
+	r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
+	req, err := r.buildRequest(s, r.history(s))
+	if err != nil {
+		var be *weft.BlockedError
+		if asBlocked(err, &be) {
+			return r.blocked(side, p, be.Reason)
+		}
+		return stepOutcome{}, err
+	}
+	msg, calls, err := r.modelStep(s, req, "")
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	results, err := r.executeCalls(s, msg, calls)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if err := r.runQueuedTools(s); err != nil {
+		return stepOutcome{}, err
+	}
+	r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
+	if len(calls) > 0 {
+		r.state.ToolCalled = true
+	}
+	if reason := r.repeatedError(); reason != "" {
+		if err := r.insertAssistant(side, p.Name, reason); err != nil {
+			return stepOutcome{}, err
+		}
+		return stepOutcome{stop: weft.StopRepeatedError, stopText: reason}, nil
+	}
+	return r.turnCompletion(def, msg, calls, results)
+}
+
+// turnCompletion decides whether the step completed the side's turn (execution.md §9.1).
+func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft.ToolCall, results []callResult) (stepOutcome, error) {
+	if msg.Metadata != nil && msg.Metadata["empty_reply"] == true {
+		return stepOutcome{}, nil
+	}
+	if def.StopTool != "" {
+		for _, res := range results {
+			if res.call.Name != def.StopTool || res.result.Status != weft.ToolSuccess || res.removed {
+				continue
+			}
+			if prop := def.StopToolResponseProperty; prop != "" {
+				if text, ok := res.args[prop].(string); ok {
+					if err := r.updateContent(msg, text); err != nil {
+						return stepOutcome{}, err
+					}
+				}
+			}
+			return stepOutcome{turnDone: true, byStopTool: true}, nil
+		}
+	}
+	if def.StopsOnResponse() {
+		if len(calls) == 0 && strings.TrimSpace(msg.Content) != "" {
+			return stepOutcome{turnDone: true}, nil
+		}
+		return stepOutcome{}, nil
+	}
+	if def.StopTool == "" {
+		// Neither configured: every step completes the turn.
+		return stepOutcome{turnDone: true}, nil
+	}
+	return stepOutcome{}, nil
+}
+
+func (r *run) updateContent(msg *weft.Message, text string) error {
+	err := r.tx(func(tx weft.Tx) error { return tx.UpdateMessage(msg.ID, weft.MessageChange{Content: &text}) })
+	if err == nil {
+		msg.Content = text
+		r.replaceRow(*msg)
+	}
+	return err
+}
+
+// modelStep calls the model and persists the reply with its calls, logs and run state in one
+// transaction (S9–S10). parentID places sub-prompt rows under the caller's tool message.
+func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Message, []weft.ToolCall, error) {
+	msgID := weft.NewID("msg_")
+	res, err := r.callModel(s, req, msgID)
+	if err != nil {
+		if len(res.logs) > 0 {
+			_ = r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) })
+		}
+		return nil, nil, err
+	}
+	resp := res.resp
+	calls := r.uniqueCallIDs(resp.ToolCalls)
+	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
+		ToolCalls: calls, Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
+		LogID: res.log.ID, RunID: r.id}
+	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
+		msg.Reasoning = r.red.String(resp.Reasoning)
+	}
+	if s.side == weft.SideB {
+		// Side B's replies are stored as user rows (execution.md §3.6).
+		msg.Role = weft.RoleUser
+	}
+	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
+		msg.Metadata = map[string]any{"provider_call_ids": ids}
+	}
+	empty := strings.TrimSpace(resp.Text) == "" && len(calls) == 0
+	var emptyResult *weft.Message
+	if empty {
+		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
+		call := weft.ToolCall{ID: r.freshCallID(), Name: emptyReplyTool, Arguments: "{}"}
+		msg.ToolCalls = []weft.ToolCall{call}
+		msg.Metadata = map[string]any{"empty_reply": true}
+		emptyResult = &weft.Message{Role: weft.RoleTool, Side: s.side, Name: emptyReplyTool, ToolCallID: call.ID,
+			ToolStatus: weft.ToolError, Content: "Failed to execute tool: " + emptyReplyError, Status: weft.MessageCompleted,
+			Depth: s.depth, ParentID: parentID, RunID: r.id}
+	}
+	err = r.tx(func(tx weft.Tx) error {
+		if err := tx.InsertMessage(msg); err != nil {
+			return err
+		}
+		for _, c := range calls {
+			if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}); err != nil {
+				return err
+			}
+		}
+		if emptyResult != nil {
+			if err := tx.InsertMessage(emptyResult); err != nil {
+				return err
+			}
+		}
+		if err := putLogs(tx, res.logs); err != nil {
+			return err
+		}
+		return tx.SetExecState(execKey, r.state.encode())
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.addRow(*msg)
+	r.emitMessage(*msg)
+	if emptyResult != nil {
+		r.addRow(*emptyResult)
+		r.emitMessage(*emptyResult)
+		if s.depth > 0 {
+			s.nested = append(s.nested, *msg, *emptyResult)
+		}
+		return msg, nil, nil
+	}
+	if s.depth > 0 {
+		s.nested = append(s.nested, *msg)
+	}
+	return msg, calls, nil
+}
+
+func putLogs(tx weft.Tx, logs []*weft.LogEntry) error {
+	for _, l := range logs {
+		if err := tx.PutLog(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uniqueCallIDs replaces missing or already used call ids by fresh ones (execution.md §5.5).
+func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]weft.ToolCall, len(in))
+	for i, c := range in {
+		if c.ID == "" || r.callIDs[c.ID] {
+			c.ID = r.freshCallID()
+		}
+		if c.Arguments == "" {
+			c.Arguments = "{}"
+		}
+		r.callIDs[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+func (r *run) freshCallID() string {
+	id := "call_" + strings.TrimPrefix(weft.NewID(""), "")
+	r.callIDs[id] = true
+	return id
+}
+
+// providerIDs maps fresh ids back to the provider's originals when any were replaced.
+func providerIDs(orig, used []weft.ToolCall) map[string]any {
+	var m map[string]any
+	for i := range used {
+		if orig[i].ID != used[i].ID {
+			if m == nil {
+				m = map[string]any{}
+			}
+			m[used[i].ID] = orig[i].ID
+		}
+	}
+	return m
+}
+
+func (r *run) idempotent(s *scope, name string) bool {
+	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
+		return o.target.Tool.Idempotent
+	}
+	return false
+}
+
+// insertAssistant stores an assistant note of the runtime (repeated errors, hook blocks).
+func (r *run) insertAssistant(side weft.Side, prompt, text string) error {
+	m := &weft.Message{Role: weft.RoleAssistant, Side: side, Content: text, Status: weft.MessageCompleted, Prompt: prompt, RunID: r.id}
+	if side == weft.SideB {
+		m.Role = weft.RoleUser
+	}
+	if err := r.tx(func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+		return err
+	}
+	r.addRow(*m)
+	r.emitMessage(*m)
+	return nil
+}
+
+// blocked stops the run because prefilter_llm_history blocked it; the reason becomes the assistant
+// message.
+func (r *run) blocked(side weft.Side, p *weft.Prompt, reason string) (stepOutcome, error) {
+	if err := r.insertAssistant(side, p.Name, reason); err != nil {
+		return stepOutcome{}, err
+	}
+	return stepOutcome{stop: weft.StopHookBlocked, stopText: reason}, nil
+}
+
+var (
+	errorIDs     = regexp.MustCompile(`[A-Za-z]+_[0-9A-Za-z]{6,}|[0-9]+`)
+	errorSpacing = regexp.MustCompile(`\s+`)
+)
+
+// repeatedError reports a repeated_tool_error stop text when the 8 latest top-level tool messages
+// are errors with the same text, ids and numbers masked (execution.md §7.2).
+func (r *run) repeatedError() string {
+	const n = 8
+	var texts []string
+	for i := len(r.rows) - 1; i >= 0 && len(texts) < n; i-- {
+		m := r.rows[i]
+		if m.Role != weft.RoleTool {
+			continue
+		}
+		if m.ToolStatus != weft.ToolError {
+			return ""
+		}
+		texts = append(texts, errorSpacing.ReplaceAllString(errorIDs.ReplaceAllString(m.Content, "#"), " "))
+	}
+	if len(texts) < n {
+		return ""
+	}
+	for _, t := range texts[1:] {
+		if t != texts[0] {
+			return ""
+		}
+	}
+	return fmt.Sprintf("I stopped because the same tool error repeated %d times: %s", n, r.rows[len(r.rows)-1].Content)
+}

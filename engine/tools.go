@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"path"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// callResult is the outcome of one executed call.
+type callResult struct {
+	call   weft.ToolCall
+	args   map[string]any
+	result weft.ToolResult
+	// removed: an after_tool_call hook returned nil; the call left the assistant message.
+	removed bool
+	msg     *weft.Message
+}
+
+// executeCalls runs a reply's calls strictly sequentially in returned order (seed 003 §8), each
+// persisted as a tool message before the next starts.
+func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
+	results := make([]callResult, 0, len(calls))
+	for _, c := range calls {
+		res, err := r.executeCall(s, msg, c)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// executeCall runs one call and stores its result (execution.md §5.2).
+func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callResult, error) {
+	res := callResult{call: c}
+	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
+	resultID := weft.NewID("msg_")
+	var tool *offered
+	var exec *execution
+	switch {
+	case r.ar.stop.Load() || r.ctx.Err() != nil:
+		res.result = weft.Failure("Execution stopped by user")
+	default:
+		var errText string
+		tool, res.args, errText = r.prepareCall(s, c)
+		if errText != "" {
+			res.result = weft.Failure(errText)
+			break
+		}
+		if !r.idempotent(s, c.Name) {
+			now := r.now()
+			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments, Status: weft.CallRunning, StartedAt: &now}
+			if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
+				return res, err
+			}
+		}
+		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
+		st := r.state_(exec)
+		r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
+		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
+		res.result = r.invoke(s, st, tool, c, res.args, msg)
+		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
+		replaced, keep := r.hookAfterToolCall(s, st, c, res.result)
+		if !keep {
+			res.removed = true
+			return res, r.removeCall(msg, c)
+		}
+		res.result = replaced
+		res.result = r.hookBeforeStore(s, st, c, res.result)
+	}
+	m, err := r.storeResult(s, msg, c, res.result, resultID)
+	if err != nil {
+		return res, err
+	}
+	res.msg = m
+	r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
+	return res, nil
+}
+
+// prepareCall resolves, parses and validates a call; a non-empty errText is the error result.
+func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, string) {
+	o, ok := s.offered[c.Name]
+	if !ok || s.prompt.ToolChoice == weft.ToolChoiceNone {
+		names := make([]string, 0, len(s.specs))
+		for _, sp := range s.specs {
+			names = append(names, sp.Name)
+		}
+		if s.prompt.ToolChoice == weft.ToolChoiceNone {
+			names = nil
+		}
+		list := strings.Join(names, ", ")
+		if list == "" {
+			list = "none"
+		}
+		return nil, nil, fmt.Sprintf("Tool %q is not available for this prompt. Available tools: %s", c.Name, list)
+	}
+	var raw any
+	args := strings.TrimSpace(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if err := json.Unmarshal([]byte(args), &raw); err != nil {
+		return nil, nil, "Tool arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+	}
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	params := o.spec.Parameters
+	v, err := r.e.validator(params)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("Tool %q has an invalid argument schema: %v", c.Name, err)
+	}
+	out, err := v.Validate(raw)
+	if err != nil {
+		return nil, nil, "Tool argument validation failed: " + err.Error()
+	}
+	m, _ := out.(map[string]any)
+	if t := o.target.Tool; t != nil {
+		env := s.env.with(s.prompt.Env, o.entry.Env)
+		for _, vd := range weft.ToolVariables(t) {
+			if vd.Required {
+				if _, ok := env.lookup(vd.Name); !ok {
+					return nil, nil, fmt.Sprintf("Missing required variable %s for tool %s", vd.Name, t.Name)
+				}
+			}
+		}
+	}
+	return o, m, ""
+}
+
+// invoke runs the call's target and turns every failure into an error result.
+func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, msg *weft.Message) (res weft.ToolResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}
+		}
+	}()
+	t := o.target
+	switch {
+	case t.Prompt != nil:
+		return r.callSubPrompt(s, o, c, args, st.exec.resultID)
+	case t.Agent != nil:
+		return weft.Failure(fmt.Sprintf("Agent %q cannot be called as a tool by this version of Weft (handoffs and subagents are not available yet).", t.Name))
+	case t.MCP != nil:
+		return weft.Failure(fmt.Sprintf("Tool %q belongs to MCP server %q; MCP servers are not available in this version of Weft.", t.Name, t.MCP.Name))
+	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
+		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
+	}
+	raw, _ := json.Marshal(args)
+	if args == nil {
+		raw = []byte("{}")
+	}
+	ctx := st.ctx
+	if t.Tool.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Tool.Timeout.D())
+		defer cancel()
+	}
+	var out weft.ToolResult
+	var err error
+	switch {
+	case t.Tool.Execute != nil:
+		out, err = t.Tool.Execute.Call(ctx, st, raw)
+	case t.Tool.Command != nil:
+		out, err = r.runCommand(ctx, st, t.Tool, raw)
+	case t.Tool.HTTP != nil:
+		out, err = r.runHTTP(ctx, st, t.Tool, args)
+	default:
+		err = fmt.Errorf("tool %q has no implementation", t.Name)
+	}
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil {
+			return weft.Failure(fmt.Sprintf("tool %s timed out after %s", t.Name, t.Tool.Timeout))
+		}
+		return weft.ToolResult{Status: weft.ToolError, Error: err.Error(), Attachments: out.Attachments}
+	}
+	if out.Status == "" {
+		out.Status = weft.ToolSuccess
+	}
+	return out
+}
+
+// storeResult persists a call's tool message with its new attachments and marks the call done, in
+// one transaction (storage.md §3.4).
+func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string) (*weft.Message, error) {
+	res.Result = r.red.String(res.Result)
+	res.Error = r.red.String(res.Error)
+	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
+		ToolStatus: res.Status, Status: weft.MessageCompleted, Depth: s.depth, ParentID: msg.ParentID, RunID: r.id}
+	if s.depth > 0 {
+		tm.ParentID = s.parentID
+	}
+	if res.Status == weft.ToolSuccess {
+		tm.Content = strings.TrimSpace(res.Result)
+		if tm.Content == "" {
+			tm.Content = "Tool executed successfully"
+		}
+	} else {
+		tm.Content = "Failed to execute tool: " + strings.TrimSpace(res.Error)
+	}
+	meta := map[string]any{}
+	if res.Stack != "" {
+		meta["stack"] = r.red.String(res.Stack)
+	}
+	if res.ErrorCode != "" {
+		meta["error_code"] = res.ErrorCode
+		meta["error_data"] = res.ErrorData
+	}
+	if len(meta) > 0 {
+		tm.Metadata = meta
+	}
+	files, refs, err := r.prepareAttachments(res.Attachments)
+	if err != nil {
+		tm.ToolStatus = weft.ToolError
+		tm.Content = "Failed to execute tool: " + err.Error()
+		files, refs = nil, nil
+	}
+	for _, f := range files {
+		tm.Attachments = append(tm.Attachments, f.att)
+		tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.att.Name, f.att.Path)
+	}
+	tm.Attachments = append(tm.Attachments, refs...)
+	now := r.now()
+	err = r.tx(func(tx weft.Tx) error {
+		for _, f := range files {
+			if err := tx.WriteFile(&f.info, f.data); err != nil {
+				return err
+			}
+		}
+		if err := tx.InsertMessage(tm); err != nil {
+			return err
+		}
+		return tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+			Status: weft.CallDone, ResultMessageID: tm.ID, Idempotent: r.idempotent(s, c.Name), FinishedAt: &now})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.addRow(*tm)
+	r.emitMessage(*tm)
+	if s.depth > 0 {
+		s.nested = append(s.nested, *tm)
+	}
+	return tm, nil
+}
+
+// newFile is an attachment to write with the tool message.
+type newFile struct {
+	info weft.FileInfo
+	data []byte
+	att  weft.Attachment
+}
+
+// prepareAttachments turns a result's attachments into files to store under /attachments/ (new,
+// byte-identical: never downsampled) and references to existing files (seed 002 §5).
+func (r *run) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.Attachment, error) {
+	var files []newFile
+	var refs []weft.Attachment
+	for _, a := range in {
+		if a.IsRef() {
+			p, err := weft.CleanPath(a.Path)
+			if err != nil {
+				return nil, nil, fmt.Errorf("attachment %q: invalid path %q", a.Name, a.Path)
+			}
+			fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, p)
+			if err != nil || fi.IsDir {
+				return nil, nil, fmt.Errorf("attachment %q: no file %s in this thread", a.Name, p)
+			}
+			refs = append(refs, weft.Attachment{ID: orDefault(a.ID, weft.NewID("att_")), Path: p, Name: orDefault(a.Name, fi.Name),
+				MimeType: orDefault(a.MimeType, fi.MimeType), Size: fi.Size, Width: a.Width, Height: a.Height, Description: a.Description})
+			continue
+		}
+		if a.Data == nil {
+			return nil, nil, fmt.Errorf("attachment %q has neither data nor a path", a.Name)
+		}
+		p := attachmentPath(r.now(), a.Name, a.MimeType)
+		files = append(files, newFile{
+			info: weft.FileInfo{Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
+			data: a.Data,
+			att:  weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
+		})
+	}
+	return files, refs, nil
+}
+
+// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext> (definitions.md §6.3).
+func attachmentPath(now time.Time, name, mimeType string) string {
+	ext := strings.ToLower(path.Ext(name))
+	if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "/\\") {
+		ext = ""
+		if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+			ext = exts[0]
+		}
+	}
+	id := weft.NewID("")
+	return fmt.Sprintf("/attachments/%d-%s%s", now.UnixMilli(), id[len(id)-8:], ext)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// removeCall drops a call from its assistant message after a hook returned nil (definitions.md §8);
+// an assistant message left empty is deleted.
+func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
+	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
+	now := r.now()
+	err := r.tx(func(tx weft.Tx) error {
+		if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+			Status: weft.CallDone, FinishedAt: &now}); err != nil {
+			return err
+		}
+		if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
+			return tx.DeleteMessage(msg.ID)
+		}
+		return tx.UpdateMessage(msg.ID, weft.MessageChange{ToolCalls: &calls})
+	})
+	if err != nil {
+		return err
+	}
+	msg.ToolCalls = calls
+	r.replaceRow(*msg)
+	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
+		r.rows = slices.DeleteFunc(r.rows, func(m weft.Message) bool { return m.ID == msg.ID })
+	}
+	return nil
+}
+
+// runQueuedTools runs tools queued with QueueTool after the current calls (execution.md §5.4):
+// their messages (tool_call_id queued_<n>) have no matching call and are not shown to the model.
+func (r *run) runQueuedTools(s *scope) error {
+	for len(r.queuedTools) > 0 {
+		q := r.queuedTools[0]
+		r.queuedTools = r.queuedTools[1:]
+		r.state.QueuedTools++
+		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
+		t, ok := r.e.reg.Tool(q.name)
+		var res weft.ToolResult
+		if !ok {
+			res = weft.Failure(fmt.Sprintf("Tool %q is not defined", q.name))
+		} else {
+			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env}
+			o := &offered{entry: weft.ToolEntry{Name: q.name}, target: weft.Target{Kind: weft.EntryTool, Name: q.name, Tool: t},
+				spec: weft.ToolSpec{Name: q.name, Description: t.Description, Parameters: argsSchema(t.Args)}}
+			qs.offered[q.name] = o
+			qs.specs = []weft.ToolSpec{o.spec}
+			_, args, errText := r.prepareCall(qs, c)
+			if errText != "" {
+				res = weft.Failure(errText)
+			} else {
+				exec := &execution{r: r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
+				res = r.invoke(qs, r.state_(exec), o, c, args, &weft.Message{})
+			}
+		}
+		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
+			Status: weft.MessageCompleted, RunID: r.id, Metadata: map[string]any{"queued": true}}
+		if res.Status == weft.ToolSuccess {
+			tm.Content = orDefault(strings.TrimSpace(r.red.String(res.Result)), "Tool executed successfully")
+		} else {
+			tm.Content = "Failed to execute tool: " + r.red.String(res.Error)
+		}
+		if err := r.tx(func(tx weft.Tx) error {
+			if err := tx.InsertMessage(tm); err != nil {
+				return err
+			}
+			return tx.SetExecState(execKey, r.state.encode())
+		}); err != nil {
+			return err
+		}
+		r.addRow(*tm)
+		r.emitMessage(*tm)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package envcrypt
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSealOpen(t *testing.T) {
+	t.Parallel()
+	c, err := New(NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", "x", "sk-secret-value", strings.Repeat("long ", 1000)} {
+		a, b := c.Seal([]byte(p)), c.Seal([]byte(p))
+		if bytes.Equal(a, b) {
+			t.Errorf("two seals of %q are equal", p)
+		}
+		if len(p) >= 4 && bytes.Contains(a, []byte(p)) {
+			t.Errorf("ciphertext contains plaintext %q", p)
+		}
+		got, err := c.Open(a)
+		if err != nil || string(got) != p {
+			t.Errorf("Open = %q, %v; want %q", got, err, p)
+		}
+	}
+	other, _ := New(NewKey())
+	if _, err := other.Open(c.Seal([]byte("x"))); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("Open with other key: %v, want ErrDecrypt", err)
+	}
+	if _, err := c.Open([]byte("short")); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("Open short: %v", err)
+	}
+	if other.KeyID() == c.KeyID() || len(c.KeyID()) != 12 {
+		t.Errorf("key ids %q %q", c.KeyID(), other.KeyID())
+	}
+	if _, err := New(make([]byte, 16)); err == nil {
+		t.Error("New accepted a 16-byte key")
+	}
+}
+
+func TestCheckKey(t *testing.T) {
+	t.Parallel()
+	a, _ := New(NewKey())
+	b, _ := New(NewKey())
+	check := a.NewCheck()
+	if err := a.CheckKey(check, a.KeyID()); err != nil {
+		t.Fatal(err)
+	}
+	err := b.CheckKey(check, a.KeyID())
+	want := "wrong encryption key for this database (key id " + b.KeyID() + ", database expects " + a.KeyID() + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("CheckKey = %v, want %s", err, want)
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	t.Parallel()
+	k := NewKey()
+	for _, s := range []string{
+		hex.EncodeToString(k), strings.ToUpper(hex.EncodeToString(k)), base64.StdEncoding.EncodeToString(k),
+		base64.RawURLEncoding.EncodeToString(k), "  " + base64.StdEncoding.EncodeToString(k) + "\n",
+	} {
+		got, err := ParseKey(s)
+		if err != nil || !bytes.Equal(got, k) {
+			t.Errorf("ParseKey(%q) = %x, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "abc", base64.StdEncoding.EncodeToString(k[:16]), strings.Repeat("z", 64)} {
+		if _, err := ParseKey(s); err == nil {
+			t.Errorf("ParseKey(%q) accepted", s)
+		}
+	}
+}
+
+func TestLoadOrCreateKey(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	k1, created, err := LoadOrCreateKey(dir)
+	if err != nil || !created || len(k1) != KeySize {
+		t.Fatalf("first: %x %v %v", k1, created, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, KeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode: %v %v", fi, err)
+	}
+	k2, created, err := LoadOrCreateKey(dir)
+	if err != nil || created || !bytes.Equal(k1, k2) {
+		t.Fatalf("second: %x %v %v", k2, created, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadOrCreateKey(dir); err == nil || !strings.Contains(err.Error(), KeyFile) {
+		t.Fatalf("garbage key file: %v", err)
+	}
+}

@@ -1,0 +1,440 @@
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// Tx runs fn as one transaction on the thread: fn's writes are staged and applied together when it
+// returns nil, and dropped when it returns an error or panics. Transactions on one thread run one
+// at a time; fn may read the store (it sees committed data) but must not start another Tx on the same
+// thread, nor keep the Tx after returning. With a fence, the lease of fence.ThreadID (the Tx's thread
+// when empty) must be live and held with fence's node and token both before fn and at commit, else
+// ErrLeaseLost and nothing is written. An unknown thread is ErrNotFound.
+func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	th, err := s.get(threadID)
+	if err != nil {
+		return err
+	}
+	lease := th
+	if fence != nil && fence.ThreadID != "" && fence.ThreadID != threadID {
+		if lease = s.lookup(fence.ThreadID); lease == nil {
+			return fmt.Errorf("thread %s: %w", fence.ThreadID, weft.ErrLeaseLost)
+		}
+	}
+	th.writer.Lock()
+	defer th.writer.Unlock()
+	if th.deleted {
+		return notFound(threadID)
+	}
+	if fence != nil {
+		if err := s.checkFence(lease, fence); err != nil {
+			return err
+		}
+	}
+	t := s.txPool.Get().(*tx)
+	t.th, t.id = th, threadID
+	defer t.release()
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.commit(fence, lease)
+}
+
+// tx stages one transaction's writes. Writes to messages, calls, logs and the thread are applied at
+// commit; files are edited in a private copy of the file map that commit swaps in.
+type tx struct {
+	s  *Store
+	th *thread
+	id string
+
+	now time.Time // read once per transaction
+
+	inserted []*weft.Message // new rows by seq; nil once deleted again
+	changed  []*weft.Message // replacements of committed rows
+	deleted  []string        // ids of committed rows to delete
+
+	calls    []*weft.ToolCallRecord // puts in order
+	newCalls int64
+
+	drainedTo int64 // queue rows with seq ≤ this were drained
+
+	exec []kvOp
+	kv   []kvOp
+	logs []*weft.LogEntry
+
+	meta    *weft.Thread // nil, or &metaBuf once UpdateThread was called
+	metaBuf weft.Thread
+	files   map[string]*file
+}
+
+type kvOp struct {
+	key   string
+	value json.RawMessage // nil deletes
+}
+
+// release clears the tx and returns it to the pool.
+func (t *tx) release() {
+	clear(t.inserted)
+	clear(t.changed)
+	clear(t.deleted)
+	clear(t.calls)
+	clear(t.exec)
+	clear(t.kv)
+	clear(t.logs)
+	*t = tx{s: t.s, inserted: t.inserted[:0], changed: t.changed[:0], deleted: t.deleted[:0], calls: t.calls[:0],
+		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0]}
+	t.s.txPool.Put(t)
+}
+
+func (t *tx) clock() time.Time {
+	if t.now.IsZero() {
+		t.now = t.s.nowUTC()
+	}
+	return t.now
+}
+
+// commit applies the staged writes under the thread's data lock.
+func (t *tx) commit(fence *weft.Fence, lease *thread) error {
+	th := t.th
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if th.deleted {
+		return notFound(t.id)
+	}
+	if fence != nil {
+		if err := t.s.checkFence(lease, fence); err != nil {
+			return err
+		}
+	}
+	if t.meta != nil {
+		th.meta = *t.meta
+	}
+	for _, m := range t.changed {
+		th.msgs[th.msgIndex(m.Seq)] = m
+		th.byID[m.ID] = m
+	}
+	for _, id := range t.deleted {
+		m := th.byID[id]
+		delete(th.byID, id)
+		th.msgs = slices.Delete(th.msgs, th.msgIndex(m.Seq), th.msgIndex(m.Seq)+1)
+	}
+	for _, m := range t.inserted {
+		if m != nil {
+			th.msgs = append(th.msgs, m)
+			th.byID[m.ID] = m
+		}
+	}
+	th.msgSeq += int64(len(t.inserted))
+	for _, c := range t.calls {
+		if i, ok := th.callIdx[c.CallID]; ok {
+			th.calls[i] = c
+		} else {
+			th.callIdx[c.CallID] = len(th.calls)
+			th.calls = append(th.calls, c)
+		}
+	}
+	th.callSeq += t.newCalls
+	if t.drainedTo > 0 {
+		i := sort.Search(len(th.queue), func(i int) bool { return th.queue[i].Seq > t.drainedTo })
+		clear(th.queue[:i])
+		th.queue = th.queue[i:]
+	}
+	for _, op := range t.exec {
+		if op.value == nil {
+			delete(th.exec, op.key)
+		} else {
+			th.exec[op.key] = op.value
+		}
+	}
+	for _, l := range t.logs {
+		if i, ok := th.logIdx[l.ID]; ok {
+			th.logs[i] = l
+		} else {
+			th.logIdx[l.ID] = len(th.logs)
+			th.logs = append(th.logs, l)
+		}
+	}
+	for _, op := range t.kv {
+		if op.value == nil {
+			delete(th.kv, op.key)
+		} else {
+			th.kv[op.key] = op.value
+		}
+	}
+	if t.files != nil {
+		th.files = t.files
+	}
+	return nil
+}
+
+// msgIndex finds a stored message's position by seq. Caller holds the thread's locks.
+func (th *thread) msgIndex(seq int64) int {
+	return sort.Search(len(th.msgs), func(i int) bool { return th.msgs[i].Seq >= seq })
+}
+
+// UpdateThread stages thread field changes; UpdatedAt becomes now.
+func (t *tx) UpdateThread(p weft.ThreadPatch) error {
+	if t.meta == nil {
+		t.metaBuf = t.th.meta
+		t.meta = &t.metaBuf
+	}
+	m := t.meta
+	if p.Agent != nil {
+		m.Agent = *p.Agent
+	}
+	if p.Label != nil {
+		m.Label = *p.Label
+	}
+	if p.Tags != nil {
+		m.Tags = slices.Clone(p.Tags)
+	}
+	if p.Properties != nil {
+		v, err := normJSONMap(p.Properties)
+		if err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.id, err)
+		}
+		m.Properties = v
+	}
+	if p.Arguments != nil {
+		v, err := normJSONMap(p.Arguments)
+		if err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
+		}
+		m.Arguments = v
+	}
+	if p.Status != nil {
+		m.Status = *p.Status
+	}
+	if p.StopReason != nil {
+		m.StopReason = *p.StopReason
+	}
+	if p.LastActivityAt != nil {
+		m.LastActivityAt = p.LastActivityAt.UTC()
+	}
+	if p.Preview != nil {
+		m.Preview = *p.Preview
+	}
+	m.UpdatedAt = t.clock()
+	return nil
+}
+
+// findMsg returns the message id as this transaction sees it; staged reports whether the pointer is
+// private to the transaction (inserted or already changed here) and may be edited in place.
+func (t *tx) findMsg(id string) (m *weft.Message, staged bool) {
+	for _, m := range t.inserted {
+		if m != nil && m.ID == id {
+			return m, true
+		}
+	}
+	for _, m := range t.changed {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	if slices.Contains(t.deleted, id) {
+		return nil, false
+	}
+	return t.th.byID[id], false
+}
+
+// InsertMessage stages m with the next seq, assigning ID, ThreadID, Seq and CreatedAt on m.
+func (t *tx) InsertMessage(m *weft.Message) error {
+	md, err := normJSONMap(m.Metadata)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: message metadata: %v", t.id, err)
+	}
+	if m.ID == "" {
+		m.ID = weft.NewID("msg_")
+	} else if old, _ := t.findMsg(m.ID); old != nil {
+		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = t.clock()
+	} else {
+		m.CreatedAt = m.CreatedAt.UTC()
+	}
+	m.ThreadID = t.id
+	m.Seq = t.th.msgSeq + int64(len(t.inserted)) + 1
+	c := *m
+	c.ToolCalls = slices.Clone(m.ToolCalls)
+	c.Attachments = slices.Clone(m.Attachments)
+	c.Metadata = md
+	t.inserted = append(t.inserted, &c)
+	return nil
+}
+
+// UpdateMessage stages a change of a message (inserted earlier in this Tx or committed).
+func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
+	m, staged := t.findMsg(id)
+	if m == nil {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	}
+	var md map[string]any
+	if ch.Metadata != nil {
+		var err error
+		if md, err = normJSONMap(ch.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
+		}
+	}
+	if !staged {
+		c := *m
+		m = &c
+		t.changed = append(t.changed, m)
+	}
+	if ch.Content != nil {
+		m.Content = *ch.Content
+	}
+	if ch.Status != nil {
+		m.Status = *ch.Status
+	}
+	if ch.ToolCalls != nil {
+		m.ToolCalls = nilIfEmpty(slices.Clone(*ch.ToolCalls))
+	}
+	if ch.Attachments != nil {
+		m.Attachments = nilIfEmpty(slices.Clone(*ch.Attachments))
+	}
+	if md != nil {
+		m.Metadata = md
+	}
+	if ch.Silent != nil {
+		m.Silent = *ch.Silent
+	}
+	if ch.Reasoning != nil {
+		m.Reasoning = *ch.Reasoning
+	}
+	if ch.LogID != nil {
+		m.LogID = *ch.LogID
+	}
+	return nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// DeleteMessage stages the removal of a message; its seq is not reused.
+func (t *tx) DeleteMessage(id string) error {
+	for i, m := range t.inserted {
+		if m != nil && m.ID == id {
+			t.inserted[i] = nil
+			return nil
+		}
+	}
+	for i, m := range t.changed {
+		if m.ID == id {
+			t.changed = slices.Delete(t.changed, i, i+1)
+			t.deleted = append(t.deleted, id)
+			return nil
+		}
+	}
+	if _, ok := t.th.byID[id]; !ok || slices.Contains(t.deleted, id) {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	}
+	t.deleted = append(t.deleted, id)
+	return nil
+}
+
+// PutToolCall stages a tool-call record, assigning ThreadID and Seq (kept from an earlier put of the
+// same call; Status defaults to pending).
+func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
+	if c.CallID == "" {
+		return weft.Errorf(weft.EInvalid, "thread %s: tool call without id", t.id)
+	}
+	if len(c.Meta) > 0 && !json.Valid(c.Meta) {
+		return weft.Errorf(weft.EInvalid, "thread %s: tool call %s: meta is not valid JSON", t.id, c.CallID)
+	}
+	if c.Status == "" {
+		c.Status = weft.CallPending
+	}
+	c.ThreadID = t.id
+	seq := int64(0)
+	for i := len(t.calls) - 1; i >= 0; i-- {
+		if t.calls[i].CallID == c.CallID {
+			seq = t.calls[i].Seq
+			break
+		}
+	}
+	if seq == 0 {
+		if i, ok := t.th.callIdx[c.CallID]; ok {
+			seq = t.th.calls[i].Seq
+		} else {
+			t.newCalls++
+			seq = t.th.callSeq + t.newCalls
+		}
+	}
+	c.Seq = seq
+	r := copyCall(c)
+	t.calls = append(t.calls, &r)
+	return nil
+}
+
+// DrainQueue returns the queued messages not yet drained in this Tx and stages their removal.
+func (t *tx) DrainQueue() ([]weft.QueuedMessage, error) {
+	th := t.th
+	th.mu.RLock()
+	out := copyQueue(th.queue, t.drainedTo)
+	th.mu.RUnlock()
+	if len(out) > 0 {
+		t.drainedTo = out[len(out)-1].Seq
+	}
+	return out, nil
+}
+
+// SetExecState stages a run-state document (nil deletes it).
+func (t *tx) SetExecState(key string, value json.RawMessage) error {
+	if err := checkExecState(t.id, key, value); err != nil {
+		return err
+	}
+	t.exec = append(t.exec, kvOp{key, cloneRaw(value)})
+	return nil
+}
+
+func cloneRaw(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return append(json.RawMessage{}, v...)
+}
+
+// PutLog stages a log row, assigning ID (when empty), ThreadID and CreatedAt (when zero).
+func (t *tx) PutLog(l *weft.LogEntry) error {
+	if l.ID == "" {
+		l.ID = weft.NewID("log_")
+	}
+	for _, b := range []json.RawMessage{l.RequestBody, l.ResponseBody} {
+		if len(b) > 0 && !json.Valid(b) {
+			return weft.Errorf(weft.EInvalid, "thread %s: log %s: body is not valid JSON", t.id, l.ID)
+		}
+	}
+	l.ThreadID = t.id
+	if l.CreatedAt.IsZero() {
+		l.CreatedAt = t.clock()
+	} else {
+		l.CreatedAt = l.CreatedAt.UTC()
+	}
+	c := copyLog(l)
+	t.logs = append(t.logs, &c)
+	return nil
+}
+
+// SetKV stages a JSON value (nil deletes it).
+func (t *tx) SetKV(key string, value json.RawMessage) error {
+	if err := checkKV(t.id, key, value); err != nil {
+		return err
+	}
+	t.kv = append(t.kv, kvOp{key, cloneRaw(value)})
+	return nil
+}
