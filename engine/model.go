@@ -426,4 +426,3 @@ func (r *run) lastLineRedact(req *weft.Request) {
 		req.Messages = msgs
 	}
 }
-

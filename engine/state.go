@@ -29,15 +29,15 @@ func (x *execution) StepCount() int  { return x.r.steps }
 func (x *execution) SideStepCount(s weft.Side) int {
 	return x.r.sideSteps[sideIndex(s)]
 }
-func (x *execution) TurnCount(s weft.Side) int     { return x.r.state.turns(s) }
-func (x *execution) Depth() int                    { return x.s.depth }
-func (x *execution) PromptName() string            { return x.s.prompt.Name }
-func (x *execution) ToolCall() *weft.ToolCall      { return x.call }
-func (x *execution) ToolOptions() map[string]any   { return x.entry.Options }
-func (x *execution) Memory() *sync.Map             { return &x.r.memory }
-func (x *execution) ForceTurn(weft.Side)           {}
-func (x *execution) Stop()                         { x.r.ar.stop.Store(true) }
-func (x *execution) Stopped() bool                 { return x.r.stopRequested() }
+func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.turns(s) }
+func (x *execution) Depth() int                  { return x.s.depth }
+func (x *execution) PromptName() string          { return x.s.prompt.Name }
+func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
+func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
+func (x *execution) Memory() *sync.Map           { return &x.r.memory }
+func (x *execution) ForceTurn(weft.Side)         {}
+func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
+func (x *execution) Stopped() bool               { return x.r.stopRequested() }
 
 // state_ returns the State a tool or hook of this run sees.
 func (r *run) state_(x *execution) *threadState {
@@ -64,18 +64,24 @@ func (e *Engine) State(ctx context.Context, threadID string) (weft.State, error)
 	return &threadState{e: e, thread: t, ctx: ctx}, nil
 }
 
-func (s *threadState) ThreadID() string              { return s.thread.ID }
-func (s *threadState) AgentName() string             { return s.thread.Agent }
-func (s *threadState) UserID() string                { return s.thread.UserID }
-func (s *threadState) ParentID() string              { return s.thread.ParentID }
-func (s *threadState) RootID() string                { return s.thread.RootID }
-func (s *threadState) CreatedAt() time.Time          { return s.thread.CreatedAt }
-func (s *threadState) Arguments() map[string]any     { return s.thread.Arguments }
-func (s *threadState) Root() weft.State              { return s }
-func (s *threadState) Files() weft.FileSystem        { return &threadFS{s: s} }
-func (s *threadState) LoadPrompt(n string) (*weft.Prompt, error) { return load(s.e.reg.Prompt, "prompt", n) }
-func (s *threadState) LoadAgent(n string) (*weft.Agent, error)   { return load(s.e.reg.Agent, "agent", n) }
-func (s *threadState) LoadModel(n string) (*weft.Model, error)   { return load(s.e.reg.Model, "model", n) }
+func (s *threadState) ThreadID() string          { return s.thread.ID }
+func (s *threadState) AgentName() string         { return s.thread.Agent }
+func (s *threadState) UserID() string            { return s.thread.UserID }
+func (s *threadState) ParentID() string          { return s.thread.ParentID }
+func (s *threadState) RootID() string            { return s.thread.RootID }
+func (s *threadState) CreatedAt() time.Time      { return s.thread.CreatedAt }
+func (s *threadState) Arguments() map[string]any { return s.thread.Arguments }
+func (s *threadState) Root() weft.State          { return s }
+func (s *threadState) Files() weft.FileSystem    { return &threadFS{s: s} }
+func (s *threadState) LoadPrompt(n string) (*weft.Prompt, error) {
+	return load(s.e.reg.Prompt, "prompt", n)
+}
+func (s *threadState) LoadAgent(n string) (*weft.Agent, error) {
+	return load(s.e.reg.Agent, "agent", n)
+}
+func (s *threadState) LoadModel(n string) (*weft.Model, error) {
+	return load(s.e.reg.Model, "model", n)
+}
 
 func load[T any](get func(string) (*T, bool), kind, name string) (*T, error) {
 	if v, ok := get(name); ok {
@@ -609,4 +615,3 @@ func (f *threadFS) Find(ctx context.Context, glob string) ([]weft.FileInfo, erro
 func (f *threadFS) Usage(ctx context.Context) (weft.FileStats, error) {
 	return f.s.e.store.Files().Usage(ctx, f.s.thread.ID)
 }
-

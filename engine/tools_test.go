@@ -75,7 +75,9 @@ func TestS003_8_errors_as_results(t *testing.T) {
 			Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) { return fn(ctx) })}
 	}
 	tools := []*weft.Tool{
-		tool("fails", func(context.Context) (weft.ToolResult, error) { return weft.Failure("quota exceeded, retry tomorrow"), nil }),
+		tool("fails", func(context.Context) (weft.ToolResult, error) {
+			return weft.Failure("quota exceeded, retry tomorrow"), nil
+		}),
 		tool("errs", func(context.Context) (weft.ToolResult, error) { return weft.ToolResult{}, errors.New("disk full") }),
 		tool("panics", func(context.Context) (weft.ToolResult, error) { panic("boom") }),
 		tool("slow", func(ctx context.Context) (weft.ToolResult, error) { <-ctx.Done(); return weft.ToolResult{}, ctx.Err() }),
