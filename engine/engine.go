@@ -36,8 +36,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
 	OnEvent func(Event)
-	// OnRequest sees every provider request before the last-line redaction pass (trace files).
+	// OnRequest sees every provider request before the last-line redaction pass (tests).
 	OnRequest func(req *weft.Request)
+	// OnTrace receives every request as a redacted `--trace-requests` JSON line.
+	OnTrace func(line []byte)
 	// LeaseTTL is how long a run's lease lasts between renewals (default 30s).
 	LeaseTTL time.Duration
 }
@@ -258,4 +260,14 @@ func (e *Engine) emit(ev Event) {
 	if e.opt.OnEvent != nil {
 		e.opt.OnEvent(ev)
 	}
+}
+
+// Redactor returns a function replacing the thread's secret values (every env layer) and the
+// provider keys by [redacted], for output that leaves Weft (CLI, API).
+func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
+	r, err := e.newRun(ctx, &activeRun{}, weft.Fence{}, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return r.red.String, nil
 }

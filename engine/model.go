@@ -145,8 +145,13 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		if r.e.opt.OnRequest != nil {
 			r.e.opt.OnRequest(&req)
 		}
-		// Last line of defence: no secret leaves in a request (env.md §6.3).
-		r.lastLineRedact(&req)
+		// Last line of defence: no secret leaves in a request (env.md §6.3). A model script sees the
+		// request before this pass so its expectations catch what earlier rules missed; its hits are
+		// counted (weft run exits 5 on them) instead (env.md §6.5).
+		r.lastLineRedact(&req, r.e.opt.Override == nil)
+		if r.e.opt.OnTrace != nil {
+			r.e.opt.OnTrace([]byte(r.red.String(string(req.TraceJSON()))))
+		}
 		var resp *weft.Response
 		resp, err = r.callProvider(p, &req, log, start)
 		if err == nil {
@@ -384,8 +389,8 @@ func (r *run) providerKeys() []string {
 	return keys
 }
 
-// lastLineRedact replaces any secret left in the request's messages and counts the hits.
-func (r *run) lastLineRedact(req *weft.Request) {
+// lastLineRedact counts the secrets left in the request's messages and, with apply, replaces them.
+func (r *run) lastLineRedact(req *weft.Request, apply bool) {
 	if r.red.r == nil {
 		return
 	}
@@ -401,10 +406,13 @@ func (r *run) lastLineRedact(req *weft.Request) {
 		if n == 0 {
 			continue
 		}
+		r.lastLine += n
+		if !apply {
+			continue
+		}
 		if msgs == nil {
 			msgs = append([]weft.LLMMessage(nil), req.Messages...)
 		}
-		r.lastLine += n
 		m.Content = r.red.String(m.Content)
 		if len(m.Parts) > 0 {
 			parts := append([]weft.ContentPart(nil), m.Parts...)

@@ -96,6 +96,8 @@ type RunResult struct {
 	Stops []weft.StopInfo
 	// Steps is the number of steps over all runs.
 	Steps int
+	// LastLineRedactions counts secrets the last-line pass found in requests (env.md §6.3).
+	LastLineRedactions int
 }
 
 // Last returns the last stop.
@@ -138,7 +140,8 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 		if i == 0 && len(q) == 0 && trigger == "message" {
 			return res, nil
 		}
-		info, err := e.runOnce(ctx, threadID, trigger, side)
+		info, hits, err := e.runOnce(ctx, threadID, trigger, side)
+		res.LastLineRedactions += hits
 		if err != nil {
 			return res, err
 		}
@@ -177,10 +180,10 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 }
 
 // runOnce performs one run from a trigger to a stop reason.
-func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (weft.StopInfo, error) {
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (weft.StopInfo, int, error) {
 	fence, err := e.store.AcquireLease(ctx, threadID, e.node, e.opt.LeaseTTL)
 	if err != nil {
-		return weft.StopInfo{}, err
+		return weft.StopInfo{}, 0, err
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
@@ -200,9 +203,10 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 
 	r, err := e.newRun(runCtx, ar, fence, threadID)
 	if err != nil {
-		return weft.StopInfo{}, err
+		return weft.StopInfo{}, 0, err
 	}
-	return r.loop(trigger, forceSide)
+	info, err := r.loop(trigger, forceSide)
+	return info, r.lastLine, err
 }
 
 // renewLease renews the run's lease every TTL/3; losing it cancels the run.

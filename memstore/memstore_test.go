@@ -38,3 +38,16 @@ func TestEnvEncrypted(t *testing.T) {
 		t.Error("New accepted a short key")
 	}
 }
+
+func bench(b *testing.B, fn func(*testing.B, weft.Store)) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	fn(b, s)
+}
+
+func BenchmarkStepTx(b *testing.B)          { bench(b, storetest.StepTx) }
+func BenchmarkToolTurn(b *testing.B)        { bench(b, storetest.ToolTurn) }
+func BenchmarkMessagesContext(b *testing.B) { bench(b, storetest.MessagesContext) }

@@ -53,6 +53,7 @@ and .env.example. A non-empty DIR is refused unless --force is given.`,
 				fmt.Fprintf(out, "  cd %s\n", dir)
 			}
 			fmt.Fprintln(out, "  weft validate")
+			fmt.Fprintln(out, `  weft run assistant "What time is it?" --model-script examples/hello.script.yaml`)
 			return nil
 		},
 	}

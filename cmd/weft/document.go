@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"slices"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/scripted"
+)
+
+// document is the `weft run --json` document (cli.md §3).
+type document struct {
+	Thread   *weft.Thread   `json:"thread"`
+	Result   runResult      `json:"result"`
+	Messages []weft.Message `json:"messages"`
+	Usage    usage          `json:"usage"`
+	Children []any          `json:"children"`
+	Effects  []any          `json:"effects"`
+	Script   *scriptStats   `json:"script"`
+}
+
+type runResult struct {
+	Reason weft.StopReason `json:"reason"`
+	OK     bool            `json:"ok"`
+	Error  *string         `json:"error"`
+	Text   string          `json:"text"`
+	Steps  int             `json:"steps"`
+}
+
+type usage struct {
+	Calls              int      `json:"calls"`
+	InputTokens        int      `json:"input_tokens"`
+	OutputTokens       int      `json:"output_tokens"`
+	CachedTokens       int      `json:"cached_tokens"`
+	ReasoningTokens    int      `json:"reasoning_tokens"`
+	CostTotal          *float64 `json:"cost_total"`
+	RedactionsLastLine int      `json:"redactions_last_line"`
+}
+
+type scriptStats struct {
+	Consumed  int `json:"consumed"`
+	Remaining int `json:"remaining"`
+}
+
+func buildDocument(ctx context.Context, st weft.Store, threadID string, res *engine.RunResult, script *scripted.Provider) (*document, error) {
+	th, err := st.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := st.Messages(ctx, threadID, weft.MessageQuery{Limit: 1 << 30, MaxDepth: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	logs, err := st.Logs(ctx, threadID, weft.LogQuery{Limit: 1 << 30, MaxDepth: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	doc := &document{Thread: th, Messages: msgs, Children: []any{}, Effects: []any{}}
+	if doc.Messages == nil {
+		doc.Messages = []weft.Message{}
+	}
+	last := res.Last()
+	reason := last.Reason
+	if reason == "" {
+		reason = th.StopReason
+	}
+	doc.Result = runResult{Reason: reason, OK: reason.OK(), Steps: res.Steps, Text: resultText(msgs)}
+	if last.Error != "" {
+		e := last.Error
+		doc.Result.Error = &e
+	}
+	for _, l := range logs {
+		if l.Kind != "llm" {
+			continue
+		}
+		doc.Usage.Calls++
+		doc.Usage.InputTokens += l.InputTokens
+		doc.Usage.OutputTokens += l.OutputTokens
+		doc.Usage.CachedTokens += l.CachedTokens
+		doc.Usage.ReasoningTokens += l.ReasoningTokens
+		if l.CostTotal != nil {
+			c := *l.CostTotal
+			if doc.Usage.CostTotal != nil {
+				c += *doc.Usage.CostTotal
+			}
+			doc.Usage.CostTotal = &c
+		}
+	}
+	doc.Usage.RedactionsLastLine = res.LastLineRedactions
+	if script != nil {
+		doc.Script = &scriptStats{Consumed: script.Consumed(), Remaining: script.Remaining()}
+	}
+	return doc, nil
+}
+
+// resultText is the text of the last completed top-level message authored by an AI side: side A's
+// assistant rows and side B's replies of a dual_ai agent (cli.md §2.2).
+func resultText(msgs []weft.Message) string {
+	for _, m := range slices.Backward(msgs) {
+		if m.Depth != 0 || m.Status != weft.MessageCompleted || m.Prompt == "" {
+			continue
+		}
+		if m.Role == weft.RoleAssistant || m.Role == weft.RoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/scripted"
+)
+
+type runFlags struct {
+	env, args, attach      []string
+	envFile, argsJSON      string
+	script, db, thread     string
+	trace                  string
+	asJSON, verbose, quiet bool
+	timeout                time.Duration
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run AGENT [MESSAGE|-]",
+		Short: "Create a thread, post a message and run it until it is quiet",
+		Long: `Create a thread of AGENT (or continue one with --thread), post MESSAGE ("-" reads standard
+input), run until no run is active or queued, and print the result: the text of the last reply of
+the agent's AI side. With --json the whole thread is printed as a JSON document.
+
+Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max steps, …),
+2 usage, 3 invalid definitions, 4 thread creation failed (missing variables, invalid arguments),
+5 model script mismatch, 130 interrupted.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error { return runAgent(cmd, g, f, args) },
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&f.env, "env", nil, "thread env value K=V (repeatable)")
+	fl.StringVar(&f.envFile, "env-file", "", "dotenv file of thread env values")
+	fl.StringArrayVar(&f.args, "arg", nil, "thread argument K=V (V parsed as JSON when it parses; repeatable)")
+	fl.StringVar(&f.argsJSON, "args", "", "thread arguments as a JSON object")
+	fl.StringArrayVar(&f.attach, "attach", nil, "attach a file to the message (repeatable)")
+	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the whole thread as JSON")
+	fl.StringVar(&f.db, "db", envOr("WEFT_DB", ":memory:"), "store: SQLite file or :memory: (env WEFT_DB)")
+	fl.StringVar(&f.thread, "thread", "", "continue an existing thread (needs a persistent --db)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "wall-clock limit; on expiry the run is stopped")
+	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
+	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
+	fl.StringVar(&f.trace, "trace-requests", "", "append every model request (redacted) as a JSON line to FILE")
+	return c
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	reg, err := loadProject(g.dir)
+	if err != nil {
+		return err
+	}
+	agent := args[0]
+	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
+		return exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
+	}
+	message, err := readMessage(cmd.InOrStdin(), args)
+	if err != nil {
+		return err
+	}
+	env, err := parseEnv(f.env, f.envFile)
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	threadArgs, err := parseArgs(f.args, f.argsJSON)
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	attachments, err := readAttachments(f.attach)
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	script, err := loadScript(f.script)
+	if err != nil {
+		return err
+	}
+	log := newLogger(g.logLevel, os.Stderr)
+	store, err := openStore(ctx, f.db, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return exit(exitUsage, fmt.Errorf("--db %s: %w", f.db, err))
+	}
+	defer store.Close()
+
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(scripted.New(nil))}
+	if script != nil {
+		opt.Override, opt.Clock = script, script.Clock()
+	}
+	if f.verbose && !f.quiet {
+		opt.OnEvent = func(e engine.Event) { printEvent(stderr, e) }
+	}
+	if f.trace != "" {
+		tf, err := os.OpenFile(f.trace, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return exit(exitUsage, fmt.Errorf("--trace-requests: %w", unwrapPath(err)))
+		}
+		defer tf.Close()
+		tw := bufio.NewWriter(tf)
+		defer tw.Flush()
+		opt.OnTrace = func(line []byte) { tw.Write(line); tw.WriteByte('\n') }
+	}
+	eng, err := engine.New(opt)
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+
+	var th *weft.Thread
+	if f.thread != "" {
+		if th, err = store.Thread(ctx, f.thread); err != nil {
+			return exit(exitUsage, fmt.Errorf("thread %s: %w", f.thread, err))
+		}
+	} else {
+		th, err = eng.CreateThread(ctx, engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs})
+		if err != nil {
+			switch weft.ErrorCode(err) {
+			case weft.EMissingVariables, weft.EInvalid:
+				return exit(exitCreation, err)
+			}
+			return exit(exitFailure, err)
+		}
+	}
+	if message != "" || len(attachments) > 0 {
+		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}); err != nil {
+			return exit(exitUsage, err)
+		}
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	var res *engine.RunResult
+	if message == "" && len(attachments) == 0 {
+		res, err = eng.Continue(runCtx, th.ID, "")
+	} else {
+		res, err = eng.Run(runCtx, th.ID)
+	}
+	interrupted := ctx.Err() != nil
+	if err != nil && !interrupted {
+		return exit(exitFailure, err)
+	}
+	redact, err := eng.Redactor(context.WithoutCancel(ctx), th.ID)
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	doc, err := buildDocument(context.WithoutCancel(ctx), store, th.ID, res, script)
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	if f.asJSON {
+		b, _ := json.MarshalIndent(doc, "", "  ")
+		fmt.Fprintln(stdout, redact(string(b)))
+	} else if doc.Result.Text != "" {
+		fmt.Fprintln(stdout, redact(doc.Result.Text))
+	}
+	switch {
+	case interrupted:
+		return exit(exitInterrupted, nil)
+	case script != nil && scriptFailed(script, res):
+		for _, f := range script.Failures() {
+			fmt.Fprintf(stderr, "weft: %s\n", f)
+		}
+		if script.Strict() && script.Remaining() > 0 {
+			fmt.Fprintf(stderr, "weft: model script has %d responses left over (strict)\n", script.Remaining())
+		}
+		if res.LastLineRedactions > 0 {
+			fmt.Fprintf(stderr, "weft: %d secret value(s) reached a model request and were caught by the last redaction pass\n", res.LastLineRedactions)
+		}
+		return exit(exitScript, nil)
+	case !doc.Result.OK:
+		if !f.quiet {
+			fmt.Fprintf(stderr, "weft: run stopped: %s", doc.Result.Reason)
+			if doc.Result.Error != nil {
+				fmt.Fprintf(stderr, ": %s", redact(*doc.Result.Error))
+			}
+			fmt.Fprintln(stderr)
+		}
+		return exit(exitFailure, nil)
+	}
+	return nil
+}
+
+func scriptFailed(s *scripted.Provider, res *engine.RunResult) bool {
+	return len(s.Failures()) > 0 || (s.Strict() && s.Remaining() > 0 && len(res.Stops) > 0) || res.LastLineRedactions > 0
+}
+
+func readMessage(stdin io.Reader, args []string) (string, error) {
+	if len(args) < 2 {
+		return "", nil
+	}
+	if args[1] != "-" {
+		return args[1], nil
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, 20<<20))
+	if err != nil {
+		return "", exit(exitUsage, fmt.Errorf("reading the message from standard input: %w", err))
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+// parseEnv reads --env K=V values and a dotenv file.
+func parseEnv(pairs []string, file string) (map[string]string, error) {
+	env := map[string]string{}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--env-file: %w", unwrapPath(err))
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			line = strings.TrimPrefix(line, "export ")
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: want NAME=value", file, i+1)
+			}
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+				v = v[1 : len(v)-1]
+			}
+			env[strings.TrimSpace(k)] = v
+		}
+	}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: want NAME=value", p)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// parseArgs reads --args JSON then --arg K=V (V as JSON when it parses, else a string).
+func parseArgs(pairs []string, raw string) (map[string]any, error) {
+	args := map[string]any{}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			return nil, fmt.Errorf("--args: not a JSON object: %v", err)
+		}
+	}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--arg %q: want NAME=value", p)
+		}
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			args[k] = x
+		} else {
+			args[k] = v
+		}
+	}
+	return args, nil
+}
+
+func readAttachments(paths []string) ([]weft.ToolAttachment, error) {
+	var out []weft.ToolAttachment
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--attach %s: %w", p, unwrapPath(err))
+		}
+		mt := mime.TypeByExtension(filepath.Ext(p))
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		out = append(out, weft.ToolAttachment{Name: filepath.Base(p), MimeType: mt, Data: data})
+	}
+	return out, nil
+}
+
+func printEvent(w io.Writer, e engine.Event) {
+	switch e.Type {
+	case "message_chunk", "reasoning_chunk":
+		return
+	case "message":
+		if m, ok := e.Data["message"].(weft.Message); ok {
+			fmt.Fprintf(w, "[%s] %s: %s\n", e.Type, m.Role, oneLine(m.Content))
+		}
+		return
+	}
+	b, _ := json.Marshal(e.Data)
+	fmt.Fprintf(w, "[%s] %s\n", e.Type, b)
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

@@ -1,0 +1,766 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// readStmts caches prepared statements of the read pool by SQL text (database/sql prepares each
+// on every pooled connection as needed).
+type readStmts struct {
+	db    *sql.DB
+	mu    sync.Mutex
+	cache map[string]*sql.Stmt
+}
+
+func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+	r.db, r.cache = db, map[string]*sql.Stmt{}
+	for _, q := range []string{qThread, qMessagesAsc, qMessagesDesc, qMessage} {
+		if _, err := r.stmt(ctx, q); err != nil {
+			return fmt.Errorf("sqlite: prepare: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *readStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cache == nil {
+		return nil, errClosed
+	}
+	if st, ok := r.cache[q]; ok {
+		return st, nil
+	}
+	st, err := r.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	r.cache[q] = st
+	return st, nil
+}
+
+func (r *readStmts) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, st := range r.cache {
+		st.Close()
+	}
+	r.cache = nil
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.rq.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *Store) row(ctx context.Context, q string, dest []any, args ...any) error {
+	st, err := s.rq.stmt(ctx, q)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// --- threads ---
+
+const threadCols = `id, agent, origin_agent, user_id, COALESCE(parent_id, ''), root_id, label, tags, properties,
+	arguments, status, stop_reason, preview, created_at, updated_at, last_activity_at`
+
+const qThread = `SELECT ` + threadCols + ` FROM threads WHERE id = ?`
+
+func scanThread(sc scanner) (*weft.Thread, error) {
+	var t weft.Thread
+	var tags, props, args string
+	var created, updated, act int64
+	err := sc.Scan(&t.ID, &t.Agent, &t.OriginAgent, &t.UserID, &t.ParentID, &t.RootID, &t.Label, &tags, &props, &args,
+		&t.Status, &t.StopReason, &t.Preview, &created, &updated, &act)
+	if err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.UpdatedAt, t.LastActivityAt = fromNanos(created), fromNanos(updated), fromNanos(act)
+	t.Tags, t.Properties, t.Arguments = []string{}, map[string]any{}, map[string]any{}
+	if err := errors.Join(json.Unmarshal([]byte(tags), &t.Tags), json.Unmarshal([]byte(props), &t.Properties),
+		json.Unmarshal([]byte(args), &t.Arguments)); err != nil {
+		return nil, fmt.Errorf("thread %s: %w", t.ID, err)
+	}
+	if t.Tags == nil {
+		t.Tags = []string{}
+	}
+	if t.Properties == nil {
+		t.Properties = map[string]any{}
+	}
+	if t.Arguments == nil {
+		t.Arguments = map[string]any{}
+	}
+	return &t, nil
+}
+
+// CreateThread stores t and its thread-layer env values in one transaction. Empty fields get
+// defaults, written back to t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's
+// root), Status (idle), times (now). A missing parent is ErrNotFound; an existing id a conflict.
+func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
+	if t.Agent == "" {
+		return weft.Errorf(weft.EInvalid, "thread %s: agent is required", t.ID)
+	}
+	if t.ID == "" {
+		t.ID = weft.NewID("thr_")
+	}
+	for _, v := range env {
+		if _, err := checkEnvValue(weft.EnvThread, t.ID, v); err != nil {
+			return err
+		}
+	}
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	tagsJSON, err := marshal(tags)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: tags: %v", t.ID, err)
+	}
+	props, err := marshalMap(t.Properties)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.ID, err)
+	}
+	args, err := marshalMap(t.Arguments)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.ID, err)
+	}
+	return s.write(ctx, func(w *writer) error {
+		var parent any
+		if t.ParentID != "" {
+			parent = t.ParentID
+			var root string
+			if err := w.row(ctx, `SELECT root_id FROM threads WHERE id = ?`, []any{&root}, t.ParentID); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("thread %s: parent thread %s: %w", t.ID, t.ParentID, weft.ErrNotFound)
+				}
+				return err
+			}
+			if t.RootID == "" {
+				t.RootID = root
+			}
+		} else if t.RootID == "" {
+			t.RootID = t.ID
+		}
+		if t.OriginAgent == "" {
+			t.OriginAgent = t.Agent
+		}
+		if t.Status == "" {
+			t.Status = weft.ThreadIdle
+		}
+		now := s.now().UTC()
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = now
+		}
+		if t.UpdatedAt.IsZero() {
+			t.UpdatedAt = t.CreatedAt
+		}
+		if t.LastActivityAt.IsZero() {
+			t.LastActivityAt = t.CreatedAt
+		}
+		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, origin_agent, user_id, parent_id, root_id, label, tags,
+			properties, arguments, status, stop_reason, preview, created_at, updated_at, last_activity_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Agent, t.OriginAgent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), props, args,
+			string(t.Status), string(t.StopReason), t.Preview, nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.LastActivityAt))
+		if isConstraint(err, "UNIQUE") {
+			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create thread %s: %w", t.ID, err)
+		}
+		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
+	})
+}
+
+func marshalMap(m map[string]any) (string, error) {
+	if m == nil {
+		return "{}", nil
+	}
+	b, err := marshal(m)
+	return string(b), err
+}
+
+// Thread returns a thread or ErrNotFound.
+func (s *Store) Thread(ctx context.Context, id string) (*weft.Thread, error) {
+	st, err := s.rq.stmt(ctx, qThread)
+	if err != nil {
+		return nil, err
+	}
+	t, err := scanThread(st.QueryRowContext(ctx, id))
+	if err != nil {
+		return nil, s.noThread(id, err)
+	}
+	return t, nil
+}
+
+// Threads lists threads matching q (see weft.ThreadQuery; Limit 0 means no limit) and the number
+// matching before paging. Search matches label, preview and agent, ignoring ASCII case.
+func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
+	var order string
+	switch q.Sort {
+	case "", "activity":
+		order = "last_activity_at DESC, id DESC"
+	case "created":
+		order = "created_at DESC, id DESC"
+	case "oldest":
+		order = "created_at ASC, id ASC"
+	default:
+		return nil, 0, weft.Errorf(weft.EInvalid, "unknown thread sort %q (want activity, created or oldest)", q.Sort)
+	}
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if q.UserID != "" {
+		add("user_id = ?", q.UserID)
+	}
+	if q.Agent != "" {
+		add("agent = ?", q.Agent)
+	}
+	if q.ParentID != "" {
+		add("parent_id = ?", q.ParentID)
+	} else if q.RootsOnly {
+		add("parent_id IS NULL")
+	}
+	if q.Status != "" {
+		add("status = ?", string(q.Status))
+	}
+	if q.Tag != "" {
+		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)
+	}
+	if q.Search != "" {
+		s := asciiLower(q.Search)
+		add("(instr(lower(label), ?) > 0 OR instr(lower(preview), ?) > 0 OR instr(lower(agent), ?) > 0)", s, s, s)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var total int
+	if err := s.row(ctx, "SELECT COUNT(*) FROM threads"+cond, []any{&total}, args...); err != nil {
+		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.query(ctx, "SELECT "+threadCols+" FROM threads"+cond+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+		append(args, limit, max(q.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	defer rows.Close()
+	var out []*weft.Thread
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteThread deletes a thread, its descendants and all their rows and env values.
+func (s *Store) DeleteThread(ctx context.Context, id string) error {
+	return s.write(ctx, func(w *writer) error {
+		_, err := w.exec(ctx, `WITH RECURSIVE sub(id) AS (
+				SELECT id FROM threads WHERE id = ?1
+				UNION ALL SELECT t.id FROM threads t JOIN sub ON t.parent_id = sub.id)
+			DELETE FROM env WHERE scope = 'thread' AND owner IN (SELECT id FROM sub)`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+		}
+		n, err := w.execN(ctx, `DELETE FROM threads WHERE id = ?`, id) // cascades to rows and descendants
+		if err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("thread %s: %w", id, weft.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// --- messages ---
+
+const msgCols = `id, seq, role, side, content, name, tool_calls, tool_call_id, tool_status, status, silent, depth,
+	parent_id, prompt, reasoning, attachments, metadata, log_id, run_id, created_at`
+
+const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
+	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
+
+const (
+	qMessagesAsc  = `SELECT ` + msgCols + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
+	qMessagesDesc = `SELECT ` + msgCols + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
+	qMessage      = `SELECT ` + msgCols + ` FROM messages WHERE thread_id = ? AND id = ?`
+)
+
+func scanMessage(sc scanner, threadID string) (weft.Message, error) {
+	var m weft.Message
+	var calls, atts, md string
+	var created int64
+	err := sc.Scan(&m.ID, &m.Seq, &m.Role, &m.Side, &m.Content, &m.Name, &calls, &m.ToolCallID, &m.ToolStatus, &m.Status,
+		&m.Silent, &m.Depth, &m.ParentID, &m.Prompt, &m.Reasoning, &atts, &md, &m.LogID, &m.RunID, &created)
+	if err != nil {
+		return m, err
+	}
+	m.ThreadID, m.CreatedAt = threadID, fromNanos(created)
+	if calls != "" {
+		if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+			return m, fmt.Errorf("message %s tool calls: %w", m.ID, err)
+		}
+	}
+	if atts != "" {
+		if err := json.Unmarshal([]byte(atts), &m.Attachments); err != nil {
+			return m, fmt.Errorf("message %s attachments: %w", m.ID, err)
+		}
+	}
+	if md != "" {
+		if err := json.Unmarshal([]byte(md), &m.Metadata); err != nil {
+			return m, fmt.Errorf("message %s metadata: %w", m.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// Messages lists a thread's messages ordered by seq (see weft.MessageQuery; Limit 0 means 100 and a
+// negative Limit no limit). An unknown thread has no messages.
+func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQuery) ([]weft.Message, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = 100
+	case limit < 0:
+		limit = -1
+	}
+	roles := ""
+	if len(q.Roles) > 0 {
+		var b strings.Builder
+		b.WriteByte(',')
+		for _, r := range q.Roles {
+			b.WriteString(string(r))
+			b.WriteByte(',')
+		}
+		roles = b.String()
+	}
+	query := qMessagesAsc
+	if q.Desc {
+		query = qMessagesDesc
+	}
+	rows, err := s.query(ctx, query, threadID, q.AfterSeq, q.MaxDepth, boolInt(q.ExcludeSilent), roles, limit, max(q.Offset, 0))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: messages: %w", threadID, err)
+	}
+	defer rows.Close()
+	out := make([]weft.Message, 0, min(max(limit, 16), 128))
+	for rows.Next() {
+		m, err := scanMessage(rows, threadID)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Message returns one message or ErrNotFound.
+func (s *Store) Message(ctx context.Context, threadID, id string) (weft.Message, error) {
+	st, err := s.rq.stmt(ctx, qMessage)
+	if err != nil {
+		return weft.Message{}, err
+	}
+	m, err := scanMessage(st.QueryRowContext(ctx, threadID, id), threadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("thread %s: message %s: %w", threadID, id, weft.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("sqlite: thread %s: message %s: %w", threadID, id, err)
+	}
+	return m, nil
+}
+
+// --- tool calls, exec state, queue ---
+
+// ToolCalls lists a thread's tool calls with one of the given statuses (all when none), by seq.
+func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.CallStatus) ([]weft.ToolCallRecord, error) {
+	sts := ""
+	if len(status) > 0 {
+		var b strings.Builder
+		b.WriteByte(',')
+		for _, st := range status {
+			b.WriteString(string(st))
+			b.WriteByte(',')
+		}
+		sts = b.String()
+	}
+	rows, err := s.query(ctx, `SELECT call_id, message_id, name, arguments, status, result_message_id, idempotent, seq,
+		meta, started_at, finished_at FROM tool_calls WHERE thread_id = ?1 AND (?2 = '' OR instr(?2, ',' || status || ',') > 0)
+		ORDER BY seq`, threadID, sts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []weft.ToolCallRecord
+	for rows.Next() {
+		c := weft.ToolCallRecord{ThreadID: threadID}
+		var meta string
+		var started, finished int64
+		if err := rows.Scan(&c.CallID, &c.MessageID, &c.Name, &c.Arguments, &c.Status, &c.ResultMessageID, &c.Idempotent,
+			&c.Seq, &meta, &started, &finished); err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
+		}
+		if meta != "" {
+			c.Meta = json.RawMessage(meta)
+		}
+		c.StartedAt, c.FinishedAt = fromNanosPtr(started), fromNanosPtr(finished)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ExecState returns the thread's run-state documents by key.
+func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
+	return s.jsonMap(ctx, `SELECT key, value FROM exec_state WHERE thread_id = ?`, threadID, "exec state")
+}
+
+func (s *Store) jsonMap(ctx context.Context, q, threadID, what string) (map[string]json.RawMessage, error) {
+	rows, err := s.query(ctx, q, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: %s: %w", threadID, what, err)
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: %s: %w", threadID, what, err)
+		}
+		out[k] = json.RawMessage(v)
+	}
+	return out, rows.Err()
+}
+
+const queueCols = `id, seq, role, content, attachments, silent, metadata, created_at, thread_id`
+
+func scanQueue(rows *sql.Rows) ([]weft.QueuedMessage, error) {
+	defer rows.Close()
+	var out []weft.QueuedMessage
+	for rows.Next() {
+		var q weft.QueuedMessage
+		var atts, md string
+		var created int64
+		if err := rows.Scan(&q.ID, &q.Seq, &q.Role, &q.Content, &atts, &q.Silent, &md, &created, &q.ThreadID); err != nil {
+			return nil, err
+		}
+		q.CreatedAt = fromNanos(created)
+		if atts != "" {
+			if err := json.Unmarshal([]byte(atts), &q.Attachments); err != nil {
+				return nil, fmt.Errorf("queued message %s: %w", q.ID, err)
+			}
+		}
+		if md != "" {
+			if err := json.Unmarshal([]byte(md), &q.Metadata); err != nil {
+				return nil, fmt.Errorf("queued message %s: %w", q.ID, err)
+			}
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// Queued lists the thread's queued messages in order without draining them.
+func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessage, error) {
+	rows, err := s.query(ctx, `SELECT `+queueCols+` FROM queue WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
+	}
+	out, err := scanQueue(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
+// Role defaults to user. An unknown thread is ErrNotFound.
+func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
+	atts, err := jsonText(q.Attachments)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: queued message attachments: %v", q.ThreadID, err)
+	}
+	md, err := mapText(q.Metadata)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
+	}
+	if q.ID == "" {
+		q.ID = weft.NewID("que_")
+	}
+	if q.Role == "" {
+		q.Role = weft.RoleUser
+	}
+	if q.CreatedAt.IsZero() {
+		q.CreatedAt = s.now()
+	}
+	q.CreatedAt = q.CreatedAt.UTC()
+	return s.write(ctx, func(w *writer) error {
+		var seq int64
+		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq`, []any{&seq}, q.ThreadID); err != nil {
+			return s.noThread(q.ThreadID, err)
+		}
+		_, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, id, role, content, attachments, silent, metadata, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.ThreadID, seq, q.ID, string(q.Role), q.Content, atts, boolInt(q.Silent), md, nanos(q.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
+		}
+		q.Seq = seq
+		return nil
+	})
+}
+
+// --- logs and kv ---
+
+const logCols = `id, run_id, message_id, parent_log_id, retry_of_log_id, kind, provider, model, model_id, prompt, side,
+	depth, status_code, finish_reason, error, error_type, error_origin, is_complete, input_tokens, cached_tokens,
+	output_tokens, reasoning_tokens, total_tokens, cost_input, cost_cached, cost_output, cost_total, latency_ms,
+	time_to_first_token_ms, generation_ms, tools_offered, tools_called, queued_tools, tool_choice, created_at`
+
+func scanLog(sc scanner, threadID string, bodies bool) (weft.LogEntry, error) {
+	l := weft.LogEntry{ThreadID: threadID}
+	var offered, called, queued, req, resp string
+	var created int64
+	var ci, cc, co, ct sql.NullFloat64
+	dest := []any{&l.ID, &l.RunID, &l.MessageID, &l.ParentLogID, &l.RetryOfLogID, &l.Kind, &l.Provider, &l.Model,
+		&l.ModelID, &l.Prompt, &l.Side, &l.Depth, &l.StatusCode, &l.FinishReason, &l.Error, &l.ErrorType, &l.ErrorOrigin,
+		&l.IsComplete, &l.InputTokens, &l.CachedTokens, &l.OutputTokens, &l.ReasoningTokens, &l.TotalTokens,
+		&ci, &cc, &co, &ct, &l.LatencyMS, &l.TimeToFirstTokenMS, &l.GenerationMS, &offered, &called, &queued,
+		&l.ToolChoice, &created}
+	if bodies {
+		dest = append(dest, &req, &resp)
+	}
+	if err := sc.Scan(dest...); err != nil {
+		return l, err
+	}
+	l.CreatedAt = fromNanos(created)
+	l.CostInput, l.CostCached, l.CostOutput, l.CostTotal = nullFloat(ci), nullFloat(cc), nullFloat(co), nullFloat(ct)
+	for _, p := range []struct {
+		s   string
+		dst *[]string
+	}{{offered, &l.ToolsOffered}, {called, &l.ToolsCalled}, {queued, &l.QueuedTools}} {
+		if p.s != "" {
+			if err := json.Unmarshal([]byte(p.s), p.dst); err != nil {
+				return l, fmt.Errorf("log %s: %w", l.ID, err)
+			}
+		}
+	}
+	if req != "" {
+		l.RequestBody = json.RawMessage(req)
+	}
+	if resp != "" {
+		l.ResponseBody = json.RawMessage(resp)
+	}
+	return l, nil
+}
+
+func nullFloat(f sql.NullFloat64) *float64 {
+	if !f.Valid {
+		return nil
+	}
+	return &f.Float64
+}
+
+// Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
+// means no limit).
+func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.query(ctx, `SELECT `+logCols+` FROM logs WHERE thread_id = ? AND depth <= ? ORDER BY n LIMIT ? OFFSET ?`,
+		threadID, q.MaxDepth, limit, max(q.Offset, 0))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []weft.LogEntry
+	for rows.Next() {
+		l, err := scanLog(rows, threadID, false)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// Log returns one log row with its bodies, or ErrNotFound.
+func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
+	st, err := s.rq.stmt(ctx, `SELECT `+logCols+`, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`)
+	if err != nil {
+		return weft.LogEntry{}, err
+	}
+	l, err := scanLog(st.QueryRowContext(ctx, threadID, id), threadID, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
+	}
+	if err != nil {
+		return l, fmt.Errorf("sqlite: thread %s: log %s: %w", threadID, id, err)
+	}
+	return l, nil
+}
+
+// GetKV returns a thread's KV value; found is false when absent.
+func (s *Store) GetKV(ctx context.Context, threadID, key string) (json.RawMessage, bool, error) {
+	var v string
+	err := s.row(ctx, `SELECT value FROM kv WHERE thread_id = ? AND key = ?`, []any{&v}, threadID, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: thread %s: kv %s: %w", threadID, key, err)
+	}
+	return json.RawMessage(v), true, nil
+}
+
+// ListKV returns all of a thread's KV values by key.
+func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
+	return s.jsonMap(ctx, `SELECT key, value FROM kv WHERE thread_id = ?`, threadID, "kv")
+}
+
+// --- env ---
+
+// Env returns the decrypted values of one scope and owner, sorted by name. A value sealed with
+// another key than the store's fails with an error naming both key ids.
+func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
+	rows, err := s.query(ctx, `SELECT name, value_enc, key_id, type, updated_at FROM env WHERE scope = ? AND owner = ? ORDER BY name`,
+		string(scope), owner)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: env %s %s: %w", scope, owner, err)
+	}
+	defer rows.Close()
+	out := []weft.EnvValue{}
+	for rows.Next() {
+		var v weft.EnvValue
+		var enc []byte
+		var keyID string
+		var updated int64
+		if err := rows.Scan(&v.Name, &enc, &keyID, &v.Type, &updated); err != nil {
+			return nil, fmt.Errorf("sqlite: env %s %s: %w", scope, owner, err)
+		}
+		if keyID != s.cipher.KeyID() {
+			return nil, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, v.Name, keyID, s.cipher.KeyID())
+		}
+		p, err := s.cipher.Open(enc)
+		if err != nil {
+			return nil, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, v.Name, err)
+		}
+		v.Value, v.UpdatedAt = string(p), fromNanos(updated)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner, atomically.
+// An empty Type is stored as secret.
+func (s *Store) SetEnv(ctx context.Context, scope weft.EnvScope, owner string, values []weft.EnvValue) error {
+	for _, v := range values {
+		if _, err := checkEnvValue(scope, owner, v); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(w *writer) error { return s.setEnv(ctx, w, scope, owner, values, s.now()) })
+}
+
+// setEnv writes checked values inside a write transaction.
+func (s *Store) setEnv(ctx context.Context, w *writer, scope weft.EnvScope, owner string, values []weft.EnvValue, now time.Time) error {
+	for _, v := range values {
+		var err error
+		if v.Delete {
+			_, err = w.exec(ctx, `DELETE FROM env WHERE scope = ? AND owner = ? AND name = ?`, string(scope), owner, v.Name)
+		} else {
+			typ, _ := checkEnvValue(scope, owner, v)
+			_, err = w.exec(ctx, `INSERT INTO env (scope, owner, name, value_enc, key_id, type, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (scope, owner, name) DO UPDATE SET value_enc = excluded.value_enc, key_id = excluded.key_id,
+				type = excluded.type, updated_at = excluded.updated_at`,
+				string(scope), owner, v.Name, s.cipher.Seal([]byte(v.Value)), s.cipher.KeyID(), string(typ), nanos(now))
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: env %s %s: variable %s: %w", scope, owner, v.Name, err)
+		}
+	}
+	return nil
+}
+
+// --- leases ---
+
+// AcquireLease takes the thread's lease for node if it is free or expired, with a token higher than
+// any before; ErrLeaseHeld while another acquisition is live (whichever node holds it).
+func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, error) {
+	f := weft.Fence{Node: node, ThreadID: threadID}
+	err := s.write(ctx, func(w *writer) error {
+		now := s.now()
+		var owner sql.NullString
+		var expires sql.NullInt64
+		if err := w.row(ctx, `SELECT l.owner, l.expires_at FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`,
+			[]any{&owner, &expires}, threadID); err != nil {
+			return s.noThread(threadID, err)
+		}
+		if owner.String != "" && now.UnixNano() < expires.Int64 {
+			return fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner.String, weft.ErrLeaseHeld)
+		}
+		return w.row(ctx, `INSERT INTO leases (thread_id, owner, token, expires_at) VALUES (?1, ?2, 1, ?3)
+			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, token = token + 1, expires_at = excluded.expires_at
+			RETURNING token`, []any{&f.Token}, threadID, node, now.Add(ttl).UnixNano())
+	})
+	if err != nil {
+		return weft.Fence{}, err
+	}
+	return f, nil
+}
+
+// RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
+// took it since); ErrLeaseLost otherwise.
+func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
+	return s.write(ctx, func(w *writer) error {
+		n, err := w.execN(ctx, `UPDATE leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND token = ?`,
+			s.now().Add(ttl).UnixNano(), f.ThreadID, f.Node, f.Token)
+		if err != nil {
+			return fmt.Errorf("sqlite: thread %s: renew lease: %w", f.ThreadID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("thread %s: lease token %d of %s: %w", f.ThreadID, f.Token, f.Node, weft.ErrLeaseLost)
+		}
+		return nil
+	})
+}
+
+// ReleaseLease frees a lease held with f's token; no error if it was already lost. The token stays,
+// so the next acquisition gets a higher one.
+func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
+	return s.write(ctx, func(w *writer) error {
+		_, err := w.exec(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE thread_id = ? AND owner = ? AND token = ?`,
+			f.ThreadID, f.Node, f.Token)
+		if err != nil {
+			return fmt.Errorf("sqlite: thread %s: release lease: %w", f.ThreadID, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,420 @@
+// Package sqlite is the default weft.Store: one SQLite file in WAL mode (or a shared in-memory
+// database), through the pure-Go modernc.org/sqlite driver (storage.md).
+//
+// All writes go through one dedicated connection with cached prepared statements, each in a
+// BEGIN IMMEDIATE transaction; reads use a separate pool of read-only connections, so they never
+// wait for writers (WAL). The schema is migrated at Open from embedded SQL files, recorded in
+// schema_migrations; a database written by a newer Weft is refused. Env values are sealed with
+// envcrypt, and a check value sealed with the key makes Open fail loudly on a wrong key.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/envcrypt"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// MemoryDSN opens a database that lives in process memory, shared by every connection of the store.
+const MemoryDSN = ":memory:"
+
+// Options configure Open.
+type Options struct {
+	// Key encrypts env values (32 bytes, e.g. from envcrypt.ParseKey). When nil, a file database uses
+	// envcrypt.LoadOrCreateKey in the database file's folder (warning when it creates the key), and
+	// an in-memory database a throwaway random key.
+	Key []byte
+	// Now is the clock for timestamps and lease expiry; nil means time.Now.
+	Now func() time.Time
+	// Logger receives warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// ReadConns caps the read pool; 0 means max(4, 2×GOMAXPROCS).
+	ReadConns int
+}
+
+// Store is a weft.Store on SQLite. It is safe for concurrent use.
+type Store struct {
+	file   string // absolute path of the database file, or ":memory:"
+	memory bool
+	now    func() time.Time
+	log    *slog.Logger
+	cipher *envcrypt.Cipher
+
+	rdb *sql.DB // read-only pool
+	rq  readStmts
+
+	wmu   sync.Mutex // serializes use of the write connection
+	wdb   *sql.DB
+	wconn *sql.Conn
+	w     *writer
+
+	files fileReader
+}
+
+var _ weft.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one embedded schema step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order; files are named NNNN_name.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %s: name must start with a version number", e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
+	return out, nil
+}
+
+// SchemaVersion is the schema version this binary migrates to.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// Open opens (creating if needed) the database at dsn — a file path, or ":memory:" — migrates it and
+// verifies the encryption key.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	s := &Store{now: opts.Now, log: opts.Logger, memory: dsn == MemoryDSN, file: MemoryDSN}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.files.s = s
+	key := opts.Key
+	var base string
+	if s.memory {
+		base = "file:/weft-" + randomHex() + "?vfs=memdb"
+		if key == nil {
+			key = envcrypt.NewKey()
+		}
+	} else {
+		if dsn == "" {
+			return nil, errors.New("sqlite: empty database path")
+		}
+		abs, err := filepath.Abs(strings.TrimPrefix(dsn, "file:"))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: database path %s: %w", dsn, err)
+		}
+		s.file = abs
+		base = "file:" + uriEscape(filepath.ToSlash(abs)) + "?"
+		if key == nil {
+			dir := filepath.Dir(abs)
+			k, created, err := envcrypt.LoadOrCreateKey(dir)
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: encryption key for %s: %w", abs, err)
+			}
+			if created {
+				s.log.Warn("no encryption key configured: created a key file; keep it with the database, env values cannot be read without it",
+					"key_file", filepath.Join(dir, envcrypt.KeyFile), "database", abs)
+			}
+			key = k
+		}
+	}
+	c, err := envcrypt.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	s.cipher = c
+	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	if !s.memory {
+		common += "&_pragma=synchronous(NORMAL)"
+	}
+	if err := s.openWriter(ctx, base+common); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.checkKey(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.openReaders(ctx, base+common+"&_pragma=query_only(1)", opts.ReadConns); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.prepareWriter(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// path returns the database file's path (":memory:" for an in-memory database).
+func (s *Store) path() string { return s.file }
+
+func randomHex() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// uriEscape escapes the characters that end or alter the path of an SQLite URI filename.
+func uriEscape(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '%', '?', '#', ' ':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func (s *Store) openWriter(ctx context.Context, dsn string) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.file, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	s.wdb = db
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("sqlite: open %s: %w", s.file, err)
+	}
+	s.wconn = conn
+	if !s.memory {
+		var mode string
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+			s.Close()
+			return fmt.Errorf("sqlite: open %s: set WAL: %w", s.file, err)
+		}
+		if !strings.EqualFold(mode, "wal") {
+			s.Close()
+			return fmt.Errorf("sqlite: open %s: journal mode is %s, WAL unavailable", s.file, mode)
+		}
+	}
+	return nil
+}
+
+func (s *Store) openReaders(ctx context.Context, dsn string, n int) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	if n <= 0 {
+		n = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxLifetime(0)
+	s.rdb = db
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	return s.rq.prepare(ctx, db)
+}
+
+// migrate applies the embedded migrations the database lacks, in one transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	latest := ms[len(ms)-1].version
+	return s.rawWrite(ctx, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var cur int
+		if err := c.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&cur); err != nil {
+			return err
+		}
+		if cur > latest {
+			return fmt.Errorf("database schema version %d is newer than this Weft supports (%d): upgrade Weft", cur, latest)
+		}
+		for _, m := range ms {
+			if m.version <= cur {
+				continue
+			}
+			if _, err := c.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if _, err := c.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, s.now().UnixNano()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// checkKey stores a check value on first use and verifies the key against it afterwards.
+func (s *Store) checkKey(ctx context.Context) error {
+	return s.rawWrite(ctx, func(c *sql.Conn) error {
+		var id sql.NullString
+		var check []byte
+		err := c.QueryRowContext(ctx, `SELECT (SELECT CAST(value AS TEXT) FROM settings WHERE name = 'key_id'),
+			(SELECT value FROM settings WHERE name = 'key_check')`).Scan(&id, &check)
+		if err != nil {
+			return err
+		}
+		if check == nil {
+			_, err := c.ExecContext(ctx, "INSERT INTO settings (name, value) VALUES ('key_id', ?), ('key_check', ?)",
+				s.cipher.KeyID(), s.cipher.NewCheck())
+			return err
+		}
+		return s.cipher.CheckKey(check, id.String)
+	})
+}
+
+// rawWrite runs fn in a BEGIN IMMEDIATE transaction on the write connection (setup and tests).
+func (s *Store) rawWrite(ctx context.Context, fn func(*sql.Conn) error) (err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	defer func() {
+		if err == nil {
+			if _, err = s.wconn.ExecContext(ctx, "COMMIT"); err == nil {
+				return
+			}
+		}
+		s.wconn.ExecContext(context.Background(), "ROLLBACK")
+		var wk *envcrypt.WrongKeyError
+		if !errors.As(err, &wk) {
+			err = fmt.Errorf("sqlite: %s: %w", s.file, err)
+		}
+	}()
+	return fn(s.wconn)
+}
+
+// Close closes every connection. The in-memory database disappears with its last connection.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var errs []error
+	if s.w != nil {
+		s.w.close()
+		s.w = nil
+	}
+	s.rq.close()
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+		s.rdb = nil
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+		s.wconn = nil
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+		s.wdb = nil
+	}
+	return errors.Join(errs...)
+}
+
+// --- value encoding shared by reads and writes ---
+
+// nanos encodes a time as Unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos decodes nanos; 0 is the zero time.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func nanosPtr(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return nanos(*t)
+}
+
+func fromNanosPtr(n int64) *time.Time {
+	if n == 0 {
+		return nil
+	}
+	t := fromNanos(n)
+	return &t
+}
+
+// jsonText marshals v for a JSON column; empty slices and nil give "".
+func jsonText[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "", nil
+	}
+	b, err := marshal(v)
+	return string(b), err
+}
+
+// mapText marshals a map for a JSON column; nil gives "" (an empty map "{}").
+func mapText(m map[string]any) (string, error) {
+	if m == nil {
+		return "", nil
+	}
+	b, err := marshal(m)
+	return string(b), err
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// isConstraint reports whether err is an SQLite constraint violation of the given kind ("UNIQUE",
+// "FOREIGN KEY", "NOT NULL").
+func isConstraint(err error, kind string) bool {
+	return err != nil && strings.Contains(err.Error(), kind+" constraint failed")
+}

@@ -1,0 +1,273 @@
+package sqlite
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/storetest"
+)
+
+func openFile(t *testing.T) weft.Store {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func openMemory(t *testing.T) weft.Store {
+	s, err := Open(t.Context(), MemoryDSN, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformanceFile(t *testing.T)   { storetest.Run(t, openFile) }
+func TestConformanceMemory(t *testing.T) { storetest.Run(t, openMemory) }
+
+func TestReopen(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	key := envcrypt.NewKey()
+	s, err := Open(ctx, path, Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, []weft.EnvValue{{Name: "K", Value: "v1", Type: weft.VarText}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &weft.Message{Role: weft.RoleUser, Content: "persisted"}
+	if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		if err := tx.InsertMessage(m); err != nil {
+			return err
+		}
+		return tx.WriteFile(&weft.FileInfo{Path: "/big.bin"}, bytes.Repeat([]byte("x"), weft.ChunkSize+1))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // re-open twice: migrations are idempotent
+		s, err = Open(ctx, path, Options{Key: key})
+		if err != nil {
+			t.Fatalf("re-open: %v", err)
+		}
+		got, err := s.Message(ctx, th.ID, m.ID)
+		if err != nil || got.Content != "persisted" || got.Seq != 1 {
+			t.Errorf("message after re-open: %+v %v", got, err)
+		}
+		if env, err := s.Env(ctx, weft.EnvThread, th.ID); err != nil || len(env) != 1 || env[0].Value != "v1" {
+			t.Errorf("env after re-open: %+v %v", env, err)
+		}
+		if st, err := s.Files().Stat(ctx, th.ID, "/big.bin"); err != nil || st.Size != weft.ChunkSize+1 {
+			t.Errorf("file after re-open: %+v %v", st, err)
+		}
+		var versions, count int
+		if err := s.rdb.QueryRow(`SELECT MAX(version), COUNT(*) FROM schema_migrations`).Scan(&versions, &count); err != nil ||
+			versions != SchemaVersion() || count != SchemaVersion() {
+			t.Errorf("schema_migrations: max %d count %d (%v), want %d", versions, count, err, SchemaVersion())
+		}
+		next := &weft.Message{Role: weft.RoleUser}
+		if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.InsertMessage(next) }); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	key := envcrypt.NewKey()
+	s, err := Open(ctx, path, Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rawWrite(ctx, func(c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(ctx, path, Options{Key: key})
+	if err == nil || !strings.Contains(err.Error(), "schema version 999 is newer than this Weft supports") {
+		t.Fatalf("Open of a newer schema: %v", err)
+	}
+}
+
+func TestWrongKey(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	goodKey := envcrypt.NewKey()
+	good, _ := envcrypt.New(goodKey)
+	s, err := Open(ctx, path, Options{Key: goodKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	badKey := envcrypt.NewKey()
+	bad, _ := envcrypt.New(badKey)
+	_, err = Open(ctx, path, Options{Key: badKey})
+	want := "wrong encryption key for this database (key id " + bad.KeyID() + ", database expects " + good.KeyID() + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Open with the wrong key: %v\nwant %s", err, want)
+	}
+	var wk *envcrypt.WrongKeyError
+	if !errors.As(err, &wk) {
+		t.Errorf("error is not a *envcrypt.WrongKeyError")
+	}
+	if s, err := Open(ctx, path, Options{Key: goodKey}); err != nil {
+		t.Errorf("Open with the right key after a failed one: %v", err)
+	} else {
+		s.Close()
+	}
+}
+
+func TestKeyFileCreated(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := Open(ctx, filepath.Join(dir, "weft.db"), Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetEnv(ctx, weft.EnvInstance, "", []weft.EnvValue{{Name: "A", Value: "secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), envcrypt.KeyFile) {
+		t.Errorf("no warning about the created key file: %s", logs.String())
+	}
+	if fi, err := os.Stat(filepath.Join(dir, envcrypt.KeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	logs.Reset()
+	s, err = Open(ctx, filepath.Join(dir, "weft.db"), Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("re-open with the key file: %v", err)
+	}
+	defer s.Close()
+	if env, err := s.Env(ctx, weft.EnvInstance, ""); err != nil || len(env) != 1 || env[0].Value != "secret" {
+		t.Errorf("env with the key file: %v %v", env, err)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("re-open warned again: %s", logs.String())
+	}
+}
+
+func TestEnvCiphertext(t *testing.T) {
+	ctx := t.Context()
+	s := openFile(t).(*Store)
+	defer s.Close()
+	const secret = "sk-very-secret-plaintext"
+	var seen [][]byte
+	for range 2 {
+		if err := s.SetEnv(ctx, weft.EnvUser, "u1", []weft.EnvValue{{Name: "KEY", Value: secret, Type: weft.VarSecret}}); err != nil {
+			t.Fatal(err)
+		}
+		var enc []byte
+		var keyID string
+		if err := s.rdb.QueryRow(`SELECT value_enc, key_id FROM env WHERE scope = 'user' AND owner = 'u1' AND name = 'KEY'`).Scan(&enc, &keyID); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(enc, []byte(secret)) || keyID != s.cipher.KeyID() {
+			t.Errorf("stored value %x (key id %s) leaks the plaintext or lacks the key id", enc, keyID)
+		}
+		seen = append(seen, enc)
+	}
+	if bytes.Equal(seen[0], seen[1]) {
+		t.Error("two writes of the same value stored the same ciphertext")
+	}
+	// Nothing in the database file holds the plaintext.
+	s.Close()
+	raw, err := os.ReadFile(s.path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, _ := os.ReadFile(s.path() + "-wal")
+	if bytes.Contains(raw, []byte(secret)) || bytes.Contains(wal, []byte(secret)) {
+		t.Error("database file contains the plaintext secret")
+	}
+}
+
+func TestMemoryStoresAreSeparate(t *testing.T) {
+	ctx := t.Context()
+	a, b := openMemory(t), openMemory(t)
+	defer a.Close()
+	defer b.Close()
+	th := &weft.Thread{Agent: "a"}
+	if err := a.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Thread(ctx, th.ID); !errors.Is(err, weft.ErrNotFound) {
+		t.Errorf("second in-memory store sees the first one's thread: %v", err)
+	}
+	// Readers share the writer's database: a read on the pool sees the committed write.
+	if _, err := a.Thread(ctx, th.ID); err != nil {
+		t.Errorf("read pool does not share the in-memory database: %v", err)
+	}
+}
+
+func TestStreamOfReplacedFileFails(t *testing.T) {
+	ctx := t.Context()
+	s := openFile(t)
+	defer s.Close()
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	write := func(b byte) {
+		err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			return tx.WriteFile(&weft.FileInfo{Path: "/f.bin"}, bytes.Repeat([]byte{b}, 2*weft.ChunkSize+1))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write('a')
+	rc, err := s.Files().Open(ctx, th.ID, "/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(rc, buf); err != nil || buf[0] != 'a' {
+		t.Fatalf("first read: %q %v", buf, err)
+	}
+	write('b')
+	_, err = io.ReadAll(rc)
+	if err == nil || !strings.Contains(err.Error(), "changed while being read") {
+		t.Errorf("stream of a replaced file: %v", err)
+	}
+}
+
+func bench(b *testing.B, dsn string, fn func(*testing.B, weft.Store)) {
+	if dsn == "" {
+		dsn = filepath.Join(b.TempDir(), "weft.db")
+	}
+	s, err := Open(b.Context(), dsn, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	fn(b, s)
+}
+
+func BenchmarkStepTx(b *testing.B)          { bench(b, "", storetest.StepTx) }
+func BenchmarkToolTurn(b *testing.B)        { bench(b, "", storetest.ToolTurn) }
+func BenchmarkMessagesContext(b *testing.B) { bench(b, "", storetest.MessagesContext) }
+func BenchmarkStepTxMemory(b *testing.B)    { bench(b, MemoryDSN, storetest.StepTx) }
