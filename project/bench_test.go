@@ -9,9 +9,19 @@ import (
 	"github.com/weft-agents/weft/project"
 )
 
-// BenchmarkOpen1000 loads and validates a generated project of 1,000 prompts, 1,000 tools and 1,000
-// agents (plus models): the start-up cost of a large project.
-func BenchmarkOpen1000(b *testing.B) {
+// BenchmarkOpen loads and validates generated projects: 1,000 definitions in all (334 prompts, 333
+// tools, 333 agents) and 1,000 of each kind: the start-up cost of a large project.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range []int{333, 1000} {
+		name := "1000_in_all"
+		if n == 1000 {
+			name = "1000_each"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkOpen(b, n) })
+	}
+}
+
+func benchmarkOpen(b *testing.B, n int) {
 	dir := b.TempDir()
 	for _, d := range []string{"models", "prompts", "agents", "tools"} {
 		os.MkdirAll(filepath.Join(dir, d), 0o755)
@@ -22,7 +32,7 @@ func BenchmarkOpen1000(b *testing.B) {
 		}
 	}
 	put("models/fast.yaml", "{name: fast, provider: openai, model: gpt-4o-mini, inputPrice: 0.15, outputPrice: 0.6}")
-	for i := range 1000 {
+	for i := range n {
 		put(fmt.Sprintf("tools/tool_%d.yaml", i), fmt.Sprintf(`kind: command
 description: Tool number %d; searches something and returns JSON.
 args:
@@ -46,7 +56,7 @@ prompt:
 tools: [tool_%d, {name: tool_%d, env: {REGION: eu}}]
 variables: [{name: LANGUAGE, type: text, required: false, description: Language}]
 requiredSchema: {type: object, properties: {question: {type: string}}, required: [question]}
-`, i, i, i, i, (i+1)%1000))
+`, i, i, i, i, (i+1)%n))
 		put(fmt.Sprintf("agents/agent_%d.yaml", i), fmt.Sprintf("{name: agent_%d, type: ai_human, sideA: {prompt: prompt_%d, maxSteps: 10}}\n", i, i))
 	}
 	b.ResetTimer()

@@ -163,7 +163,7 @@ func (l *loader) folder(kind string) {
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
 			for f := range work {
-				f.read(kind)
+				l.read(kind, f)
 			}
 		})
 	}
@@ -177,18 +177,28 @@ func (l *loader) folder(kind string) {
 	}
 }
 
-// parsed is one definition file after the parallel phase: its parsed value or its problem.
+// parsed is one definition file after the parallel phase: its definitions and its problems.
 type parsed struct {
 	full, rel string
-	prompty   bool
-	value     any
-	diag      *weft.Diagnostic
+	diags     weft.Diagnostics
+	defs      []definition
 }
 
-// read checks the file type, reads and parses the file; safe to run concurrently.
-func (f *parsed) read(kind string) {
+// definition is one decoded definition, registered in the sequential phase.
+type definition struct {
+	model    *weft.Model
+	provider *weft.ProviderDef
+	prompt   *weft.Prompt
+	agent    *weft.Agent
+	tool     *weft.Tool
+	mcp      *weft.MCPServer
+}
+
+// read checks the file type, reads, parses and decodes the file. It runs concurrently with other
+// files of the same folder and only reads the registry (earlier folders).
+func (l *loader) read(kind string, f *parsed) {
 	fail := func(format string, args ...any) {
-		f.diag = &weft.Diagnostic{Source: f.rel, Severity: weft.SeverityError, Message: fmt.Sprintf(format, args...)}
+		f.diags = append(f.diags, weft.Diagnostic{Source: f.rel, Severity: weft.SeverityError, Message: fmt.Sprintf(format, args...)})
 	}
 	ext := strings.ToLower(path.Ext(f.rel))
 	switch ext {
@@ -198,7 +208,7 @@ func (f *parsed) read(kind string) {
 			fail("a .prompty file belongs in prompts/")
 			return
 		}
-		f.prompty = true
+		l.prompty(f)
 		return
 	default:
 		hint := ""
@@ -213,7 +223,7 @@ func (f *parsed) read(kind string) {
 		fail("%v", err)
 		return
 	}
-	f.value, f.diag = parseDefinition(f.rel, data)
+	f.defs = decodeDefinition(kind, f.rel, data, &f.diags)
 }
 
 // parseDefinition parses a YAML or JSON definition file.
@@ -226,58 +236,64 @@ func parseDefinition(rel string, data []byte) (any, *weft.Diagnostic) {
 	return parseYAML(rel, data)
 }
 
-// add registers a parsed file's definition.
-func (l *loader) add(kind string, f *parsed) {
+// add registers a parsed file's definitions and records its problems.
+func (l *loader) add(_ string, f *parsed) {
+	*l.diags = append(*l.diags, f.diags...)
+	for _, d := range f.defs {
+		l.register(f.rel, d)
+	}
+}
+
+func (l *loader) register(rel string, d definition) {
 	switch {
-	case f.diag != nil:
-		*l.diags = append(*l.diags, *f.diag)
-	case f.prompty:
-		l.prompty(f.full, f.rel)
-	default:
-		l.decode(kind, f.rel, f.value)
+	case d.model != nil:
+		l.reg.AddModelFrom(rel, d.model)
+	case d.provider != nil:
+		l.reg.AddProviderFrom(rel, d.provider)
+	case d.prompt != nil:
+		l.reg.AddPromptFrom(rel, d.prompt)
+	case d.agent != nil:
+		l.reg.AddAgentFrom(rel, d.agent)
+	case d.tool != nil:
+		l.reg.AddToolFrom(rel, d.tool)
+	case d.mcp != nil:
+		l.reg.AddMCPServerFrom(rel, d.mcp)
 	}
 }
 
 // definition parses and registers one YAML/JSON definition given as bytes (used by the fuzzer).
 func (l *loader) definition(kind, rel string, data []byte) {
-	v, diag := parseDefinition(rel, data)
-	if diag != nil {
-		*l.diags = append(*l.diags, *diag)
-		return
+	for _, d := range decodeDefinition(kind, rel, data, l.diags) {
+		l.register(rel, d)
 	}
-	l.decode(kind, rel, v)
 }
 
-// decode reads a parsed definition of the given folder kind into the registry.
-func (l *loader) decode(kind, rel string, v any) {
-	d := &decoder{src: rel, diags: l.diags}
+// decodeDefinition parses and decodes one YAML/JSON definition of the given folder kind.
+func decodeDefinition(kind, rel string, data []byte, diags *weft.Diagnostics) []definition {
+	v, diag := parseDefinition(rel, data)
+	if diag != nil {
+		*diags = append(*diags, *diag)
+		return nil
+	}
+	d := &decoder{src: rel, diags: diags}
+	var def definition
 	switch kind {
 	case "models":
-		if m := d.model(v); m != nil {
-			l.reg.AddModelFrom(rel, m)
-		}
+		def.model = d.model(v)
 	case "providers":
-		if p := d.provider(v); p != nil {
-			l.reg.AddProviderFrom(rel, p)
-		}
+		def.provider = d.provider(v)
 	case "prompts":
-		if p := d.prompt(v); p != nil {
-			l.reg.AddPromptFrom(rel, p)
-		}
+		def.prompt = d.prompt(v)
 	case "agents":
-		if a := d.agent(v); a != nil {
-			l.reg.AddAgentFrom(rel, a)
-		}
+		def.agent = d.agent(v)
 	case "tools":
 		stem := strings.TrimSuffix(path.Base(rel), path.Ext(rel))
-		t, s := d.tool(stem, v)
-		switch {
-		case t != nil:
-			l.reg.AddToolFrom(rel, t)
-		case s != nil:
-			l.reg.AddMCPServerFrom(rel, s)
-		}
+		def.tool, def.mcp = d.tool(stem, v)
 	}
+	if def == (definition{}) {
+		return nil
+	}
+	return []definition{def}
 }
 
 func readLimited(p string) ([]byte, error) {

@@ -16,18 +16,19 @@ import (
 
 // prompty loads a .prompty file of prompts/ as a Weft prompt (prompty.md §6): the template renders
 // each step's system text and the messages around the history; front-matter fields fill the prompt.
-func (l *loader) prompty(full, rel string) {
-	f, err := prompty.Load(full, prompty.Options{Root: l.dir, LookupEnv: l.opt.LookupEnv})
+func (l *loader) prompty(pf *parsed) {
+	rel := pf.rel
+	f, err := prompty.Load(pf.full, prompty.Options{Root: l.dir, LookupEnv: l.opt.LookupEnv})
 	if err != nil {
 		d := weft.Diagnostic{Source: rel, Severity: weft.SeverityError, Message: err.Error()}
 		var pe *prompty.Error
 		if errors.As(err, &pe) {
 			d.Line, d.Column, d.Message = pe.Line, pe.Col, pe.Msg
 		}
-		*l.diags = append(*l.diags, d)
+		pf.diags = append(pf.diags, d)
 		return
 	}
-	d := &decoder{src: rel, diags: l.diags}
+	d := &decoder{src: rel, diags: &pf.diags}
 	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
 		Template: &promptyTemplate{f: f, src: rel}}
 	// The Weft keys of the front matter read exactly as in YAML prompts (typos are errors there);
@@ -70,24 +71,26 @@ func (l *loader) prompty(full, rel string) {
 		p.RequiredSchema = inputSchema(d, f)
 	}
 	o.done()
-	l.implicitModel(d, rel, f, p)
+	if m := l.implicitModel(d, f, p); m != nil {
+		pf.defs = append(pf.defs, definition{model: m})
+	}
 	for i, t := range f.Tools {
 		if e, ok := frontMatterTool(d, index("tools", i), t); ok {
 			p.Tools = append(p.Tools, e)
 		}
 	}
-	l.reg.AddPromptFrom(rel, p)
+	pf.defs = append(pf.defs, definition{prompt: p})
 }
 
-// implicitModel registers `model: {id, provider, connection}` (v2) as a model named after its id
+// implicitModel returns the model of `model: {id, provider, connection}` (v2), named after its id,
 // when no model of that name is defined (prompty.md §2.2).
-func (l *loader) implicitModel(d *decoder, rel string, f *prompty.File, p *weft.Prompt) {
+func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) *weft.Model {
 	ref := f.ModelRef
 	if ref == nil || ref.Provider == "" || ref.ID == "" {
-		return
+		return nil
 	}
 	if _, ok := l.reg.Model(ref.ID); ok {
-		return
+		return nil
 	}
 	m := &weft.Model{Name: ref.ID, Provider: ref.Provider, Model: ref.ID}
 	if c := ref.Connection; c != nil {
@@ -99,7 +102,7 @@ func (l *loader) implicitModel(d *decoder, rel string, f *prompty.File, p *weft.
 		}
 	}
 	p.Model = ref.ID
-	l.reg.AddModelFrom(rel, m)
+	return m
 }
 
 // inputSchema builds the requiredSchema of the inputs in their file order.
