@@ -367,8 +367,8 @@ func pair(in []weft.LLMMessage) []weft.LLMMessage {
 			for i+1 < len(in) && in[i+1].Role == weft.RoleTool {
 				i++
 			}
-		case m.Role == weft.RoleAssistant && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0:
-			continue // empty assistant message
+		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0:
+			continue // empty message (an empty reply, or the other side's calls stripped)
 		default:
 			out = append(out, m)
 		}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/scripted"
+)
+
+func newRenderCmd(g *globals) *cobra.Command {
+	var env, argPairs []string
+	var argsJSON, thread, db string
+	var asJSON, tools bool
+	c := &cobra.Command{
+		Use:   "render PROMPT",
+		Short: "Print the messages and tools a prompt sends to the model",
+		Long: `Render PROMPT as the model would receive it: the system prompt, the template's messages and the
+offered tools. Missing arguments of a .prompty prompt take their samples. With --thread the next
+step of that thread is rendered with its history. Secrets print as [redacted].
+
+Exit status: 0 rendered, 2 usage (unknown prompt or thread), 3 invalid definitions or a template
+error, 4 invalid arguments.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			reg, err := loadProject(g.dir)
+			if err != nil {
+				return err
+			}
+			if _, ok := reg.Prompt(a[0]); !ok {
+				return exit(exitUsage, fmt.Errorf("no prompt named %q in %s", a[0], g.dir))
+			}
+			envMap, err := parseEnv(env, "")
+			if err != nil {
+				return exit(exitUsage, err)
+			}
+			args, err := parseArgs(argPairs, argsJSON)
+			if err != nil {
+				return exit(exitUsage, err)
+			}
+			log := newLogger(g.logLevel, os.Stderr)
+			store, err := openStore(cmd.Context(), db, log)
+			if err != nil {
+				return exit(exitUsage, err)
+			}
+			defer store.Close()
+			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Logger: log, Override: scripted.New(nil)})
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			req, err := eng.Preview(cmd.Context(), engine.PreviewInput{Prompt: a[0], Args: args, Env: envMap, ThreadID: thread})
+			if err != nil {
+				switch weft.ErrorCode(err) {
+				case weft.EInvalid:
+					return exit(exitCreation, err)
+				case weft.ENotFound:
+					return exit(exitUsage, err)
+				}
+				return exit(exitDefinitions, err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeRenderJSON(out, req)
+			}
+			if tools {
+				b, _ := json.MarshalIndent(toolList(req), "", "  ")
+				fmt.Fprintln(out, string(b))
+				return nil
+			}
+			writeRenderText(out, req)
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&argPairs, "arg", nil, "argument K=V (V parsed as JSON when it parses; repeatable)")
+	fl.StringVar(&argsJSON, "args", "", "arguments as a JSON object")
+	fl.StringArrayVar(&env, "env", nil, "env value K=V (repeatable)")
+	fl.StringVar(&thread, "thread", "", "render the next step of this thread (needs --db)")
+	fl.StringVar(&db, "db", envOr("WEFT_DB", ":memory:"), "store holding --thread (env WEFT_DB)")
+	fl.BoolVar(&asJSON, "json", false, `print {"messages": [...], "tools": [...]}`)
+	fl.BoolVar(&tools, "tools", false, "print the offered tools' schemas")
+	return c
+}
+
+type renderedTool struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Parameters  *weft.Schema `json:"parameters"`
+}
+
+func toolList(req *weft.Request) []renderedTool {
+	out := make([]renderedTool, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		out = append(out, renderedTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return out
+}
+
+func writeRenderJSON(w io.Writer, req *weft.Request) error {
+	doc := struct {
+		Messages []weft.LLMMessage `json:"messages"`
+		Tools    []renderedTool    `json:"tools"`
+	}{Messages: req.Messages, Tools: toolList(req)}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// writeRenderText prints each message under a role header, and the offered tools' names.
+func writeRenderText(w io.Writer, req *weft.Request) {
+	for i, m := range req.Messages {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		head := string(m.Role)
+		if m.Name != "" {
+			head += fmt.Sprintf("[name=%q]", m.Name)
+		}
+		if m.ToolCallID != "" {
+			head += fmt.Sprintf("[tool_call_id=%q]", m.ToolCallID)
+		}
+		fmt.Fprintln(w, head+":")
+		if text := m.Text(); text != "" {
+			fmt.Fprintln(w, text)
+		}
+		for _, p := range m.Parts {
+			if p.Type != weft.PartText {
+				fmt.Fprintf(w, "[%s %s]\n", p.Type, shortURL(p.URL))
+			}
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(w, "→ %s(%s) id=%s\n", c.Name, c.Arguments, c.ID)
+		}
+	}
+	if len(req.Tools) > 0 {
+		names := make([]string, len(req.Tools))
+		for i, t := range req.Tools {
+			names[i] = t.Name
+		}
+		fmt.Fprintf(w, "\ntools (%s): %s\n", req.ToolChoice, strings.Join(names, ", "))
+	}
+}
+
+func shortURL(u string) string {
+	if strings.HasPrefix(u, "data:") && len(u) > 48 {
+		return u[:48] + "…"
+	}
+	return u
+}

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weft-agents/weft"
+)
+
+// PreviewInput names what to render.
+type PreviewInput struct {
+	// Prompt names the prompt.
+	Prompt string
+	// Args are the prompt's arguments, validated against its requiredSchema (defaults applied).
+	// Missing inputs of a template prompt take their samples.
+	Args map[string]any
+	// Env holds thread-layer values (types as declared, else secret).
+	Env map[string]string
+	// ThreadID, when set, renders the next step of that thread: its history and acting side.
+	ThreadID string
+}
+
+// sampler is implemented by template prompts that have sample arguments.
+type sampler interface{ SampleArgs() map[string]any }
+
+// Preview returns the request the prompt would send, without calling a model or storing anything
+// (`weft render`). Secrets render as [redacted].
+func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, error) {
+	p, ok := e.reg.Prompt(in.Prompt)
+	if !ok {
+		return nil, weft.Errorf(weft.ENotFound, "no prompt named %q", in.Prompt)
+	}
+	var r *run
+	if in.ThreadID != "" {
+		var err error
+		if r, err = e.newRun(ctx, &activeRun{}, weft.Fence{}, in.ThreadID); err != nil {
+			return nil, err
+		}
+		if len(in.Args) == 0 {
+			in.Args = r.thread.Arguments
+		}
+		// The next step of the side this prompt drives (a human side due next means the AI side
+		// after the human's message).
+		if def := r.agent.Side(r.state.Side); def.Prompt != p.Name {
+			other := r.state.Side.Other()
+			if r.agent.Side(other).Prompt == p.Name || !def.IsAI() {
+				r.state.Side = other
+			}
+		}
+	} else {
+		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
+		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
+			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}}
+		_, user, instance, err := loadEnv(ctx, e.store, "", "")
+		if err != nil {
+			return nil, err
+		}
+		declared := declaredTypes(newGraph(e.reg, a, nil).declared())
+		thread := map[string]weft.EnvValue{}
+		for k, v := range in.Env {
+			t, ok := declared[k]
+			if !ok {
+				t = weft.VarSecret
+			}
+			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+		}
+		r.env = &envView{thread: thread, user: toMap(user), instance: toMap(instance), declared: declared}
+		r.red = newRedactor(r.env.secrets(), r.providerKeys())
+	}
+	args := in.Args
+	if sp, ok := p.Template.(sampler); ok {
+		merged := map[string]any{}
+		for k, v := range sp.SampleArgs() {
+			merged[k] = v
+		}
+		for k, v := range args {
+			merged[k] = v
+		}
+		args = merged
+	}
+	if p.RequiredSchema != nil {
+		v, err := e.validator(p.RequiredSchema)
+		if err != nil {
+			return nil, err
+		}
+		out, err := v.Validate(args)
+		if err != nil {
+			return nil, &weft.Error{Code: weft.EInvalid, Message: fmt.Sprintf("arguments of prompt %q", p.Name), Err: err}
+		}
+		args, _ = out.(map[string]any)
+	}
+	s, err := r.newScope(p, 0, r.state.Side, args)
+	if err != nil {
+		return nil, err
+	}
+	var rows []weft.Message
+	if in.ThreadID != "" {
+		rows = r.history(s)
+	}
+	req, err := r.buildRequest(s, rows)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := e.reg.Model(p.Model); ok {
+		req.Model = m
+	}
+	r.lastLineRedact(req, true)
+	return req, nil
+}
