@@ -2,8 +2,10 @@ package weft
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -228,9 +230,24 @@ type EnvValue struct {
 	UpdatedAt time.Time
 }
 
-// NewID returns a new sortable id with the given prefix (thr_, msg_, log_, eff_, req_, key_, run_).
+// NewID returns a new sortable id with the given prefix (thr_, msg_, log_, eff_, req_, key_, run_):
+// a ULID (48-bit millisecond time, 80 random bits) in lowercase Crockford base32. Ids are unique
+// and sort by creation time to the millisecond; they are not secrets (API keys use crypto/rand).
 func NewID(prefix string) string {
-	return prefix + strings.ToLower(ulid.Make().String())
+	var id ulid.ULID
+	_ = id.SetTime(ulid.Timestamp(time.Now()))
+	hi, lo := rand.Uint64(), rand.Uint32()
+	binary.BigEndian.PutUint64(id[6:14], hi)
+	binary.BigEndian.PutUint16(id[14:16], uint16(lo))
+	buf := make([]byte, len(prefix)+ulid.EncodedSize)
+	copy(buf, prefix)
+	_ = id.MarshalTextTo(buf[len(prefix):])
+	for i := len(prefix); i < len(buf); i++ {
+		if c := buf[i]; c >= 'A' && c <= 'Z' {
+			buf[i] = c + 'a' - 'A'
+		}
+	}
+	return string(buf)
 }
 
 // CleanPath validates and cleans a thread-filesystem path (threadstate.md §3): absolute,

@@ -131,17 +131,20 @@ func (r *run) systemText(s *scope) (string, error) {
 }
 
 // history selects the stored rows sent to the model for a top-level step of side (execution.md
-// §3.2–3.4), before conversion.
-func (r *run) history(s *scope) []weft.Message {
+// §3.2–3.4), before conversion. Rows are shared with the run's cache, not copied; only rows whose
+// earlier tool calls are hidden are copies.
+func (r *run) history(s *scope) []*weft.Message {
 	p := s.prompt
 	window := r.state.window(s.side)
-	out := make([]weft.Message, 0, len(r.rows))
+	out := make([]*weft.Message, 0, len(r.rows))
 	for _, m := range r.rows {
 		if m.Status != weft.MessageCompleted || m.Depth != 0 {
 			continue
 		}
-		if ex, _ := m.Metadata["exclude_from_context"].(bool); ex {
-			continue
+		if len(m.Metadata) > 0 {
+			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex {
+				continue
+			}
 		}
 		if m.Seq <= window {
 			if !p.IncludeChat {
@@ -152,10 +155,12 @@ func (r *run) history(s *scope) []weft.Message {
 					continue
 				}
 				if len(m.ToolCalls) > 0 {
-					m.ToolCalls = nil
 					if strings.TrimSpace(m.Content) == "" && len(m.Attachments) == 0 {
 						continue
 					}
+					c := *m
+					c.ToolCalls = nil
+					m = &c
 				}
 			}
 		}
@@ -166,22 +171,27 @@ func (r *run) history(s *scope) []weft.Message {
 
 // buildRequest assembles a step's provider request: system → template prefix → history → template
 // suffix (execution.md §3).
-func (r *run) buildRequest(s *scope, rows []weft.Message) (*weft.Request, error) {
+func (r *run) buildRequest(s *scope, rows []*weft.Message) (*weft.Request, error) {
 	sys, err := r.systemText(s)
 	if err != nil {
 		return nil, err
 	}
 	rows = r.hookFilterMessages(s, rows)
-	msgs := make([]weft.LLMMessage, 0, len(rows)+4)
+	extra := 1
+	if s.rendered != nil {
+		extra += len(s.rendered.Prefix) + len(s.rendered.Suffix)
+	}
+	msgs := make([]weft.LLMMessage, 0, len(rows)+extra+1)
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Prefix...)
 	}
-	hist := r.convert(s, rows)
-	if s.rendered != nil && s.rendered.HistoryLimit > 0 && len(hist) > s.rendered.HistoryLimit {
-		hist = pair(hist[len(hist)-s.rendered.HistoryLimit:])
+	start := len(msgs)
+	msgs = r.convert(s, rows, msgs)
+	if s.rendered != nil && s.rendered.HistoryLimit > 0 && len(msgs)-start > s.rendered.HistoryLimit {
+		hist := pair(msgs[len(msgs)-s.rendered.HistoryLimit:])
+		msgs = append(msgs[:start], hist...)
 	}
-	msgs = append(msgs, hist...)
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Suffix...)
 	}
@@ -207,11 +217,11 @@ func (r *run) buildRequest(s *scope, rows []weft.Message) (*weft.Request, error)
 	return req, nil
 }
 
-// convert turns stored rows into provider-neutral messages: perspective, attachments and images,
-// then pairing (execution.md §3.6–3.8).
-func (r *run) convert(s *scope, rows []weft.Message) []weft.LLMMessage {
+// convert appends stored rows to out as provider-neutral messages: perspective, attachments and
+// images, then pairing (execution.md §3.6–3.8).
+func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []weft.LLMMessage {
 	threshold := s.prompt.ImageThreshold()
-	out := make([]weft.LLMMessage, 0, len(rows))
+	start := len(out)
 	for i, m := range rows {
 		recent := len(rows)-i <= threshold
 		lm := weft.LLMMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolStatus: m.ToolStatus}
@@ -238,11 +248,14 @@ func (r *run) convert(s *scope, rows []weft.Message) []weft.LLMMessage {
 		r.attach(&lm, m, recent)
 		out = append(out, lm)
 	}
-	return pair(out)
+	if !needsPairing(out[start:]) {
+		return out
+	}
+	return append(out[:start], pair(out[start:])...)
 }
 
 // rowSide is the side a stored row belongs to: its side, else assistant → A and user → B.
-func rowSide(m weft.Message) weft.Side {
+func rowSide(m *weft.Message) weft.Side {
 	switch {
 	case m.Side != "":
 		return m.Side
@@ -254,7 +267,7 @@ func rowSide(m weft.Message) weft.Side {
 
 // attach adds a row's attachments: recent images as image parts (inlined as data: URIs), older
 // ones as text, other files as a listing (execution.md §3.8, seed 000 §7).
-func (r *run) attach(lm *weft.LLMMessage, m weft.Message, recent bool) {
+func (r *run) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 	if len(m.Attachments) == 0 {
 		return
 	}
@@ -331,6 +344,29 @@ func joinNonEmpty(a, b, sep string) string {
 
 // missingResult is the synthetic result of a call whose result was never stored.
 const missingResult = "Tool result missing (execution was interrupted)"
+
+// needsPairing reports whether pair would change the list: an assistant message whose calls are
+// not followed by exactly their results in order, an orphan tool message, an empty message, or
+// tool-result images to move.
+func needsPairing(in []weft.LLMMessage) bool {
+	for i := 0; i < len(in); i++ {
+		m := in[i]
+		switch {
+		case m.Role == weft.RoleTool:
+			return true
+		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && len(m.ToolCalls) == 0 && len(m.Parts) == 0 && strings.TrimSpace(m.Content) == "":
+			return true
+		case m.Role == weft.RoleAssistant && len(m.ToolCalls) > 0:
+			for _, c := range m.ToolCalls {
+				i++
+				if i >= len(in) || in[i].Role != weft.RoleTool || in[i].ToolCallID != c.ID || in[i].Metadata != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // pair makes every assistant message with calls be followed by exactly its results in call order
 // (synthesising missing ones), drops orphan tool messages and empty assistant messages, and moves

@@ -55,6 +55,11 @@ type Engine struct {
 	node  string
 
 	validators sync.Map // *schema.Schema → *schema.Validator
+	declared   sync.Map // agent name → map[string]weft.VarType
+
+	keysOnce sync.Once
+	keyVars  []string          // the key variables of the providers the registry's models use
+	procKeys map[string]string // their values in the process environment
 
 	mu      sync.Mutex
 	running map[string]*activeRun // thread id → its run in this process
@@ -107,6 +112,17 @@ func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
 	}
 	e.validators.Store(s, v)
 	return v, nil
+}
+
+// declaredOf returns the declared variable types of an agent's graph (cached: definitions are
+// immutable after start).
+func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
+	if v, ok := e.declared.Load(a.Name); ok {
+		return v.(map[string]weft.VarType)
+	}
+	d := declaredTypes(newGraph(e.reg, a, nil).declared())
+	e.declared.Store(a.Name, d)
+	return d
 }
 
 // NewThread describes a thread to create.

@@ -29,6 +29,13 @@ func (e *Engine) hooksFor(ids []string, point weft.HookPoint) []*weft.Hook {
 }
 
 func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadState) {
+	ids := r.agent.Hooks
+	if s.prompt.Hooks != nil {
+		ids = s.prompt.Hooks
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	x := &execution{r: r, s: s}
 	return r.activeHooks(x, point), &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
 }
@@ -65,16 +72,27 @@ func (r *run) hookSystemMessage(s *scope, text string) string {
 	return text
 }
 
-func (r *run) hookFilterMessages(s *scope, rows []weft.Message) []weft.Message {
+func (r *run) hookFilterMessages(s *scope, rows []*weft.Message) []*weft.Message {
 	hooks, st := r.scopeHooks(s, weft.HookFilterMessages)
+	if len(hooks) == 0 {
+		return rows
+	}
+	vals := make([]weft.Message, len(rows))
+	for i, m := range rows {
+		vals[i] = *m
+	}
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
 		var out []weft.Message
-		if err := call(func() (err error) { out, err = f(r.ctx, st, rows); return }); err != nil {
+		if err := call(func() (err error) { out, err = f(r.ctx, st, vals); return }); err != nil {
 			r.hookFailed(h, err)
 			continue
 		}
-		rows = out
+		vals = out
+	}
+	rows = make([]*weft.Message, len(vals))
+	for i := range vals {
+		rows[i] = &vals[i]
 	}
 	return rows
 }

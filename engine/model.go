@@ -73,7 +73,9 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	var retryOf string
 	for mi, m := range models {
 		if mi > 0 {
-			r.emit("fallback_triggered", map[string]any{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
+			if r.e.opt.OnEvent != nil {
+				r.emit("fallback_triggered", map[string]any{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
+			}
 		}
 		policy := m.Retry.WithDefaults()
 	attempts:
@@ -138,7 +140,9 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	for _, t := range req.Tools {
 		log.ToolsOffered = append(log.ToolsOffered, t.Name)
 	}
-	r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
+	if r.e.opt.OnEvent != nil {
+		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
+	}
 	p, key, err := r.provider(m)
 	if err == nil {
 		req.APIKey = key
@@ -170,7 +174,9 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
 	}
 	log.LatencyMS = r.now().Sub(start).Milliseconds()
-	r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
+	if r.e.opt.OnEvent != nil {
+		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
+	}
 	return nil, log, err
 }
 
@@ -204,10 +210,14 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 			timer.Reset(to.Stall.D())
 		}
 		if c.Text != "" {
-			r.emit("message_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Text)})
+			if r.e.opt.OnEvent != nil {
+				r.emit("message_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Text)})
+			}
 		}
 		if c.Reasoning != "" {
-			r.emit("reasoning_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Reasoning)})
+			if r.e.opt.OnEvent != nil {
+				r.emit("reasoning_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Reasoning)})
+			}
 		}
 	}
 	resp, err := p.Call(ctx, req, onChunk)
@@ -253,8 +263,10 @@ func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, 
 	if len(resp.ResponseBody) > 0 {
 		log.ResponseBody = json.RawMessage(r.red.String(string(resp.ResponseBody)))
 	}
-	r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "ok", "input_tokens": u.InputTokens,
-		"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
+	if r.e.opt.OnEvent != nil {
+		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "ok", "input_tokens": u.InputTokens,
+			"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
+	}
 }
 
 // cost prices an attempt (definitions.md §2): a provider-reported cost wins; without prices and
@@ -369,19 +381,34 @@ func (r *run) lookupKey(name string) (string, bool) {
 	if v, ok := r.env.instance[name]; ok {
 		return v.Value, true
 	}
+	if r.e.procKeys != nil {
+		if v, ok := r.e.procKeys[name]; ok {
+			return v, true
+		}
+	}
 	return r.e.opt.LookupEnv(name)
 }
 
 // providerKeys returns the keys of every provider the registry's models use, for redaction.
 func (r *run) providerKeys() []string {
-	var keys []string
-	seen := map[string]bool{}
-	for _, m := range r.e.reg.Models() {
-		v, _ := r.keyVar(m.Provider)
-		if v == "" || seen[v] {
-			continue
+	e := r.e
+	e.keysOnce.Do(func() {
+		e.procKeys = map[string]string{}
+		seen := map[string]bool{}
+		for _, m := range e.reg.Models() {
+			v, _ := r.keyVar(m.Provider)
+			if v == "" || seen[v] {
+				continue
+			}
+			seen[v] = true
+			e.keyVars = append(e.keyVars, v)
+			if k, ok := e.opt.LookupEnv(v); ok {
+				e.procKeys[v] = k
+			}
 		}
-		seen[v] = true
+	})
+	var keys []string
+	for _, v := range e.keyVars {
 		if k, ok := r.lookupKey(v); ok {
 			keys = append(keys, k)
 		}

@@ -93,7 +93,7 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 	if err != nil {
 		return nil, err
 	}
-	var rows []weft.Message
+	var rows []*weft.Message
 	if in.ThreadID != "" {
 		rows = r.history(s)
 	}

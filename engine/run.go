@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,30 +210,34 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	return info, r.lastLine, err
 }
 
-// renewLease renews the run's lease every TTL/3; losing it cancels the run.
+// renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
+// the lease cancels the run.
 func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(e.opt.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := e.store.RenewLease(ctx, f, e.opt.LeaseTTL); err != nil {
-					if ctx.Err() == nil {
-						cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
-					}
-					return
-				}
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	t = time.AfterFunc(e.opt.LeaseTTL/3, func() {
+		if ctx.Err() != nil {
+			return
 		}
+		if err := e.store.RenewLease(ctx, f, e.opt.LeaseTTL); err != nil {
+			if ctx.Err() == nil {
+				cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
+			}
+			return
+		}
+		mu.Lock()
+		if !stopped {
+			t.Reset(e.opt.LeaseTTL / 3)
+		}
+		mu.Unlock()
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // run is one run of a thread.
@@ -247,7 +252,7 @@ type run struct {
 	state  execState
 
 	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows    []weft.Message
+	rows    []*weft.Message
 	lastSeq int64
 	callIDs map[string]bool
 
@@ -261,6 +266,8 @@ type run struct {
 
 	queuedTools []queuedTool
 	lastLine    int // last-line redaction hits
+	// savedState is the run state as last persisted.
+	savedState []byte
 }
 
 type queuedTool struct {
@@ -300,21 +307,33 @@ func (r *run) refreshRows() error {
 	if err != nil {
 		return err
 	}
-	for _, m := range rows {
-		r.addRow(m)
+	if r.rows == nil {
+		r.rows = make([]*weft.Message, 0, len(rows)+16)
+	}
+	for i := range rows {
+		m := &rows[i]
+		r.noteRow(m)
+		if m.Depth == 0 {
+			r.rows = append(r.rows, m)
+		}
 	}
 	return nil
 }
 
-func (r *run) addRow(m weft.Message) {
+// noteRow records a row's seq and call ids.
+func (r *run) noteRow(m *weft.Message) {
 	if m.Seq > r.lastSeq {
 		r.lastSeq = m.Seq
 	}
 	for _, c := range m.ToolCalls {
 		r.callIDs[c.ID] = true
 	}
+}
+
+func (r *run) addRow(m weft.Message) {
+	r.noteRow(&m)
 	if m.Depth == 0 {
-		r.rows = append(r.rows, m)
+		r.rows = append(r.rows, &m)
 	}
 }
 
@@ -322,7 +341,7 @@ func (r *run) addRow(m weft.Message) {
 func (r *run) replaceRow(m weft.Message) {
 	for i := len(r.rows) - 1; i >= 0; i-- {
 		if r.rows[i].ID == m.ID {
-			r.rows[i] = m
+			r.rows[i] = &m
 			return
 		}
 	}
@@ -333,9 +352,8 @@ func (r *run) loadEnv() error {
 	if err != nil {
 		return err
 	}
-	g := newGraph(r.e.reg, r.agent, nil)
 	r.env = &envView{thread: toMap(thread), agent: r.agent.Env, user: toMap(user), instance: toMap(instance),
-		declared: declaredTypes(g.declared())}
+		declared: r.e.declaredOf(r.agent)}
 	r.red = newRedactor(r.env.secrets(), r.providerKeys())
 	return nil
 }
@@ -364,7 +382,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			r.state.Side = forceSide
 		}
 	}
-	r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
+	if r.e.opt.OnEvent != nil {
+		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
+	}
 	for {
 		// S1: stop flag or cancellation.
 		if r.stopRequested() {
@@ -415,10 +435,23 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			}
 			r.state.Side = next
 		}
-		if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, r.state.encode()) }); err != nil {
+		if err := r.saveState(); err != nil {
 			return r.fail(err)
 		}
 	}
+}
+
+// saveState persists the run state when it changed since it was last written.
+func (r *run) saveState() error {
+	enc := r.state.encode()
+	if bytes.Equal(enc, r.savedState) {
+		return nil
+	}
+	if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) }); err != nil {
+		return err
+	}
+	r.savedState = enc
+	return nil
 }
 
 func sideIndex(s weft.Side) int {
@@ -493,7 +526,9 @@ func (r *run) emitMessage(m weft.Message) {
 		return
 	}
 	m.Content = r.red.String(m.Content)
-	r.emit("message", map[string]any{"message": m})
+	if r.e.opt.OnEvent != nil {
+		r.emit("message", map[string]any{"message": m})
+	}
 }
 
 func preview(s string) string {
@@ -550,7 +585,9 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
 	}
-	r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text})
+	if r.e.opt.OnEvent != nil {
+		r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text})
+	}
 	r.runStoppedHooks(info)
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
 		return info, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -211,12 +212,7 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
 	if err == nil && s.r != nil {
-		for i, m := range s.r.rows {
-			if m.ID == id {
-				s.r.rows = append(s.r.rows[:i], s.r.rows[i+1:]...)
-				break
-			}
-		}
+		s.r.rows = slices.DeleteFunc(s.r.rows, func(m *weft.Message) bool { return m.ID == id })
 	}
 	return err
 }

@@ -31,7 +31,9 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 		return stepOutcome{}, err
 	}
 	s.toolCalled = r.state.ToolCalled
-	r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
+	if r.e.opt.OnEvent != nil {
+		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
+	}
 	req, err := r.buildRequest(s, r.history(s))
 	if err != nil {
 		var be *weft.BlockedError
@@ -51,9 +53,8 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	if err := r.runQueuedTools(s); err != nil {
 		return stepOutcome{}, err
 	}
-	r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
-	if len(calls) > 0 {
-		r.state.ToolCalled = true
+	if r.e.opt.OnEvent != nil {
+		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
 	}
 	if reason := r.repeatedError(); reason != "" {
 		if err := r.insertAssistant(side, p.Name, reason); err != nil {
@@ -133,6 +134,10 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		msg.Metadata = map[string]any{"provider_call_ids": ids}
 	}
 	empty := strings.TrimSpace(resp.Text) == "" && len(calls) == 0
+	if len(calls) > 0 && s.depth == 0 {
+		r.state.ToolCalled = true
+	}
+	state := r.state.encode()
 	var emptyResult *weft.Message
 	if empty {
 		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
@@ -161,11 +166,12 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		if err := putLogs(tx, res.logs); err != nil {
 			return err
 		}
-		return tx.SetExecState(execKey, r.state.encode())
+		return tx.SetExecState(execKey, state)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	r.savedState = state
 	r.addRow(*msg)
 	r.emitMessage(*msg)
 	if emptyResult != nil {
@@ -288,5 +294,12 @@ func (r *run) repeatedError() string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("I stopped because the same tool error repeated %d times: %s", n, r.rows[len(r.rows)-1].Content)
+	var last string
+	for i := len(r.rows) - 1; i >= 0; i-- {
+		if r.rows[i].Role == weft.RoleTool {
+			last = r.rows[i].Content
+			break
+		}
+	}
+	return fmt.Sprintf("I stopped because the same tool error repeated %d times: %s", n, strings.TrimPrefix(last, "Failed to execute tool: "))
 }

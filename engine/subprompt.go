@@ -77,13 +77,16 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 
 // subHistory is a sub-prompt's context: the caller's top-level history when the callee has
 // includeChat (its includePastTools applies), then its own rows.
-func (r *run) subHistory(caller *scope, s *scope) []weft.Message {
-	var rows []weft.Message
+func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
+	var rows []*weft.Message
 	if s.prompt.IncludeChat {
 		top := &scope{prompt: s.prompt, side: caller.side}
-		rows = append(rows, r.history(top)...)
+		rows = r.history(top)
 	}
-	return append(rows, s.nested...)
+	for i := range s.nested {
+		rows = append(rows, &s.nested[i])
+	}
+	return rows
 }
 
 // initMessage builds the sub-prompt's first user message (seed 000 §3.3): the initUserMessageProperty

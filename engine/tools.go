@@ -64,7 +64,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callRes
 		}
 		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := r.state_(exec)
-		r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
+		if r.e.opt.OnEvent != nil {
+			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
+		}
 		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
 		res.result = r.invoke(s, st, tool, c, res.args, msg)
 		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
@@ -81,7 +83,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callRes
 		return res, err
 	}
 	res.msg = m
-	r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
+	if r.e.opt.OnEvent != nil {
+		r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
+	}
 	return res, nil
 }
 
@@ -332,7 +336,7 @@ func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	msg.ToolCalls = calls
 	r.replaceRow(*msg)
 	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
-		r.rows = slices.DeleteFunc(r.rows, func(m weft.Message) bool { return m.ID == msg.ID })
+		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
 	}
 	return nil
 }

@@ -58,6 +58,11 @@ func fromNode(n *yaml3.Node, depth int) (any, *nodeError) {
 			if err != nil {
 				return nil, err
 			}
+			switch k.(type) {
+			case goyaml.MapSlice, []any:
+				kn := n.Content[i]
+				return nil, &nodeError{kn.Line, kn.Column, "syntax error: mapping keys must be plain values, not lists or mappings"}
+			}
 			for _, it := range m {
 				if it.Key == k {
 					return nil, &nodeError{n.Content[i].Line, n.Content[i].Column, fmt.Sprintf("syntax error: mapping key %v is repeated", k)}
