@@ -192,3 +192,34 @@ func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *w
 	}
 	return nil
 }
+
+// beforeInsert runs before_create_message on a row the engine is about to store; hooks may change
+// its content, silence and metadata. Their errors are logged (only inserts by tools and the API
+// can be refused).
+func (r *run) beforeInsert(s *scope, m *weft.Message) {
+	hooks, st := r.scopeHooks(s, weft.HookBeforeCreateMessage)
+	if len(hooks) == 0 {
+		return
+	}
+	nm := weft.NewMessage{Role: m.Role, Content: m.Content, Silent: m.Silent, Metadata: m.Metadata}
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.BeforeCreateMessageFunc](*h)
+		if err := call(func() error { return f(r.ctx, st, &nm) }); err != nil {
+			r.hookFailed(h, err)
+		}
+	}
+	m.Content, m.Silent, m.Metadata = r.red.String(nm.Content), nm.Silent, nm.Metadata
+}
+
+// afterInsert runs after_create_message on stored rows.
+func (r *run) afterInsert(s *scope, msgs ...*weft.Message) {
+	hooks, st := r.scopeHooks(s, weft.HookAfterCreateMessage)
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.MessageFunc](*h)
+		for _, m := range msgs {
+			if err := call(func() error { return f(r.ctx, st, *m) }); err != nil {
+				r.hookFailed(h, err)
+			}
+		}
+	}
+}

@@ -175,6 +175,14 @@ func (s *threadState) QueueMessage(ctx context.Context, nm weft.NewMessage) (str
 }
 
 func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.MessageUpdate) (weft.Message, error) {
+	if s.r != nil {
+		for _, h := range s.r.activeHooks(s.exec, weft.HookBeforeUpdateMessage) {
+			f, _ := weft.HookFunc[weft.BeforeUpdateMessageFunc](*h)
+			if err := f(ctx, s, id, &u); err != nil {
+				return weft.Message{}, fmt.Errorf("hook %s rejected the update: %w", h.ID, err)
+			}
+		}
+	}
 	c := weft.MessageChange{Content: u.Content, Silent: u.Silent, Metadata: u.Metadata}
 	if u.ExcludeFromContext != nil {
 		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
@@ -201,6 +209,12 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	m, err := s.e.store.Message(ctx, s.thread.ID, id)
 	if err == nil && s.r != nil {
 		s.r.replaceRow(m)
+		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
+			f, _ := weft.HookFunc[weft.MessageFunc](*h)
+			if herr := call(func() error { return f(ctx, s, m) }); herr != nil {
+				s.r.hookFailed(h, herr)
+			}
+		}
 	}
 	return m, err
 }

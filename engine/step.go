@@ -137,7 +137,6 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	if len(calls) > 0 && s.depth == 0 {
 		r.state.ToolCalled = true
 	}
-	state := r.state.encode()
 	var emptyResult *weft.Message
 	if empty {
 		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
@@ -148,6 +147,11 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			ToolStatus: weft.ToolError, Content: "Failed to execute tool: " + emptyReplyError, Status: weft.MessageCompleted,
 			Depth: s.depth, ParentID: parentID, RunID: r.id}
 	}
+	r.beforeInsert(s, msg)
+	if emptyResult != nil {
+		r.beforeInsert(s, emptyResult)
+	}
+	state := r.state.encode()
 	err = r.tx(func(tx weft.Tx) error {
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
@@ -172,6 +176,10 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		return nil, nil, err
 	}
 	r.savedState = state
+	r.afterInsert(s, msg)
+	if emptyResult != nil {
+		r.afterInsert(s, emptyResult)
+	}
 	r.addRow(*msg)
 	r.emitMessage(*msg)
 	if emptyResult != nil {

@@ -232,6 +232,7 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.att.Name, f.att.Path)
 	}
 	tm.Attachments = append(tm.Attachments, refs...)
+	r.beforeInsert(s, tm)
 	now := r.now()
 	err = r.tx(func(tx weft.Tx) error {
 		for _, f := range files {
@@ -248,6 +249,7 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	if err != nil {
 		return nil, err
 	}
+	r.afterInsert(s, tm)
 	r.addRow(*tm)
 	r.emitMessage(*tm)
 	if s.depth > 0 {

@@ -1,0 +1,185 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/schema"
+	"github.com/weft-agents/weft/scripted"
+)
+
+func TestRetriesAndFallbacks(t *testing.T) {
+	// cli.md §4's retry and fallback script: a 429 with retry_after 2 s, a 503, then the fallback.
+	reg := registry(nil, nil)
+	m, _ := reg.Model("fast")
+	m.Fallbacks = []string{"backup"}
+	reg.AddModel(&weft.Model{Name: "backup", Provider: "test", Model: "b"})
+	h := newHarness(t, reg, `
+- {match: {model: fast}, error: {status: 429, retry_after: 2}}
+- {match: {model: fast}, error: {status: 503}}
+- {match: {model: backup}, text: Answer from the fallback.}
+`)
+	start := h.script.Clock().Now()
+	th, res := h.run("assistant", "go", nil)
+	if res.Last().Reason != weft.StopOnResponse || h.transcript(th.ID)[1] != "assistant: Answer from the fallback." {
+		t.Fatalf("%+v", res.Last())
+	}
+	// Virtual time: the retry waited max(base delay, retry_after) = 2 s without sleeping.
+	if waited := h.script.Clock().Now().Sub(start); waited < 2*time.Second || waited > 3*time.Second {
+		t.Errorf("virtual wait %s", waited)
+	}
+	logs, _ := h.store.Logs(context.Background(), th.ID, weft.LogQuery{Limit: 10})
+	var got []string
+	for _, l := range logs {
+		got = append(got, fmt.Sprintf("%s %s %d %v", l.Model, l.ErrorType, l.StatusCode, l.IsComplete))
+	}
+	if strings.Join(got, "; ") != "fast rate_limit 429 false; fast server_error 503 false; backup  0 true" {
+		t.Errorf("one log row per attempt: %v", got)
+	}
+	if logs[1].RetryOfLogID != logs[0].ID || logs[2].RetryOfLogID != logs[1].ID {
+		t.Error("attempts are linked")
+	}
+	t.Run("exhausted", func(t *testing.T) {
+		h := newHarness(t, registry(nil, nil), "- {error: {status: 500}}\n- {error: {status: 502, message: bad gateway}}\n")
+		_, res := h.run("assistant", "go", nil)
+		if res.Last().Reason != weft.StopStepError || res.Last().Error != "All retry attempts exhausted for model fast and 0 fallbacks: server_error (502): bad gateway" {
+			t.Errorf("%+v", res.Last())
+		}
+	})
+	t.Run("auth_skips_retries", func(t *testing.T) {
+		h := newHarness(t, registry(nil, nil), "- {error: {status: 401, message: bad key}}\n")
+		_, res := h.run("assistant", "go", nil)
+		if res.Last().Reason != weft.StopStepError || h.script.Remaining() != 0 {
+			t.Errorf("%+v", res.Last())
+		}
+	})
+}
+
+func TestHTTPTool(t *testing.T) {
+	var gotQuery, gotAuth string
+	var gotBody []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			gotAuth = r.Header.Get("Authorization")
+			gotQuery = r.URL.RawQuery
+			if r.URL.Query().Get("id") == "404" {
+				http.Error(w, "no such order", http.StatusNotFound)
+				return
+			}
+			fmt.Fprint(w, `{"status":"success","result":"order found"}`)
+		case http.MethodPost:
+			gotBody, _ = io.ReadAll(r.Body)
+			fmt.Fprint(w, "  created  ")
+		}
+	}))
+	defer srv.Close()
+	vars := []weft.VariableDefinition{{Name: "TOKEN", Type: weft.VarSecret, Required: true, Description: "t"}}
+	get := &weft.Tool{Name: "get_order", Description: "d", Variables: vars, Args: schema.Object(schema.Field("id", schema.Integer())),
+		HTTP: &weft.HTTPSpec{URL: srv.URL + "/orders", Method: "GET", Headers: map[string]string{"Authorization": "Bearer ${env:TOKEN}"}}}
+	post := &weft.Tool{Name: "create", Description: "d", Args: schema.Object(schema.Field("title", schema.String())), HTTP: &weft.HTTPSpec{URL: srv.URL + "/items"}}
+	h := newHarness(t, registry([]*weft.Tool{get, post}, nil), `
+- tool_calls: [{name: get_order, arguments: {id: 7}}, {name: get_order, arguments: {id: 404}}, {name: create, arguments: {title: x}}]
+- expect: {not_contains: s3cr3t-token}
+  text: ok
+`)
+	th, _ := h.run("assistant", "go", map[string]string{"TOKEN": "s3cr3t-token"})
+	wantTranscript(t, h.transcript(th.ID)[2:5],
+		"tool:get_order: order found",
+		"tool:get_order: Failed to execute tool: HTTP 404: no such order",
+		"tool:create: created")
+	if gotAuth != "Bearer s3cr3t-token" || gotQuery != "id=404" || string(gotBody) != `{"title":"x"}` {
+		t.Errorf("auth %q query %q body %s", gotAuth, gotQuery, gotBody)
+	}
+}
+
+// boundaryStore cancels the run's context right after the n-th write transaction commits.
+type boundaryStore struct {
+	weft.Store
+	n, at  int
+	cancel context.CancelFunc
+}
+
+func (s *boundaryStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	err := s.Store.Tx(ctx, id, f, fn)
+	if f != nil {
+		s.n++
+		if s.n == s.at {
+			s.cancel()
+		}
+	}
+	return err
+}
+
+// TestCancelAtEveryStepBoundary kills a tool turn's run right after each of its transactions, then
+// continues the thread: nothing persisted is lost or duplicated and the turn still completes.
+func TestCancelAtEveryStepBoundary(t *testing.T) {
+	script := "options: {on_exhausted: repeat_last}\nresponses:\n" +
+		"- {match: {depth: 0}, expect: {last_role: user}, tool_calls: [{name: lookup, arguments: {id: 1}}]}\n"
+	for at := 1; at <= 12; at++ {
+		t.Run(fmt.Sprint("tx_", at), func(t *testing.T) {
+			var calls []string
+			reg := registry([]*weft.Tool{recorder("lookup", &calls, "found")}, nil)
+			mem, _ := memstore.New(memstore.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			bs := &boundaryStore{Store: mem, at: at, cancel: cancel}
+			sc, _ := scripted.Parse("s", []byte(script+"- {text: done}\n"))
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: bs, Override: scripted.New(sc)})
+			th, _ := eng.CreateThread(context.Background(), engine.NewThread{Agent: "assistant"})
+			eng.Send(context.Background(), th.ID, weft.NewMessage{Content: "go"})
+			eng.Run(ctx, th.ID)
+			before, _ := mem.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: 100})
+			// A fresh process (engine) continues the thread.
+			sc2, _ := scripted.Parse("s2", []byte("options: {on_exhausted: repeat_last}\nresponses:\n- {text: done}\n"))
+			eng2, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: scripted.New(sc2)})
+			res, err := eng2.Continue(context.Background(), th.ID, weft.SideA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, _ := mem.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: 100})
+			seen := map[string]bool{}
+			for i, m := range after {
+				if seen[m.ID] || m.Seq != int64(i+1) {
+					t.Fatalf("duplicate or gap at %d: %+v", i, m)
+				}
+				seen[m.ID] = true
+			}
+			for _, m := range before {
+				if !seen[m.ID] {
+					t.Errorf("persisted message %s lost", m.ID)
+				}
+			}
+			if len(calls) > 1 {
+				t.Errorf("the tool ran %d times", len(calls))
+			}
+			if last := after[len(after)-1]; last.Content != "done" && res.Last().Reason != weft.StopOnResponse {
+				t.Errorf("the thread did not complete: %+v %+v", res.Last(), last)
+			}
+		})
+	}
+}
+
+// TestIdleThreadHoldsNothing: after a run, no goroutine of the engine stays behind.
+func TestIdleThreadHoldsNothing(t *testing.T) {
+	h := newHarness(t, registry(nil, nil), "options: {on_exhausted: repeat_last}\nresponses:\n- {text: ok}\n")
+	h.run("assistant", "warm up", nil)
+	runtime.GC()
+	before := runtime.NumGoroutine()
+	for range 50 {
+		h.run("assistant", "hello", nil)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("goroutines %d → %d after 50 idle threads", before, after)
+	}
+}
