@@ -207,3 +207,74 @@ func BenchmarkToolTurn(b *testing.B) {
 		b.Run(kind, func(b *testing.B) { benchTurns(b, kind, true) })
 	}
 }
+
+// threeSteps answers two tool calls, then text: a 3-step conversation.
+func threeSteps() weft.Provider {
+	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == weft.RoleTool {
+				tools++
+			}
+		}
+		if tools < 2 {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprintf("call_%d", tools+1), Name: "lookup", Arguments: `{"order_id":42}`}}}, nil
+		}
+		return &weft.Response{Text: "done"}, nil
+	})
+}
+
+// BenchmarkConcurrentThreads runs 1,000 threads' 3-step conversations at once and reports steps/s.
+func BenchmarkConcurrentThreads(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		b.Run(kind, func(b *testing.B) {
+			const threads = 1000
+			st := openBenchStore(b, kind)
+			eng, err := engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: threeSteps()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			var total time.Duration
+			steps := 0
+			for b.Loop() {
+				b.StopTimer()
+				ids := make([]string, threads)
+				for i := range ids {
+					th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "support"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ids[i] = th.ID
+					if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "Where is my order 42?"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				start := time.Now()
+				var done atomic.Int64
+				errs := make(chan error, threads)
+				for _, id := range ids {
+					go func() {
+						res, err := eng.Run(ctx, id)
+						if err == nil && res.Last().Reason != weft.StopOnResponse {
+							err = fmt.Errorf("stop %+v", res.Last())
+						}
+						if err == nil {
+							done.Add(int64(res.Steps))
+						}
+						errs <- err
+					}()
+				}
+				for range ids {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				total += time.Since(start)
+				steps += int(done.Load())
+			}
+			b.ReportMetric(float64(steps)/total.Seconds(), "steps/s")
+		})
+	}
+}
