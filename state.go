@@ -135,7 +135,7 @@ type Execution interface {
 
 // MessageQuery selects messages.
 type MessageQuery struct {
-	// Limit (default 100) and Offset page the result.
+	// Limit (0 = 100, negative = no limit) and Offset page the result.
 	Limit, Offset int
 	// Desc orders newest first.
 	Desc bool
@@ -173,7 +173,7 @@ type MessageUpdate struct {
 
 // LogQuery selects log rows.
 type LogQuery struct {
-	// Limit and Offset page the result.
+	// Limit (0 = no limit) and Offset page the result.
 	Limit, Offset int
 	// MaxDepth includes sub-prompt rows up to this depth.
 	MaxDepth int

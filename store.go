@@ -57,8 +57,10 @@ type Store interface {
 	SetEnv(ctx context.Context, scope EnvScope, owner string, values []EnvValue) error
 
 	// Tx runs fn in one transaction on the thread's rows: everything fn writes becomes visible at
-	// once, or nothing does when fn returns an error. With a fence, the thread's lease must still be
-	// held with that token, else ErrLeaseLost and nothing is written.
+	// once, or nothing does when fn returns an error. With a fence, the lease of fence.ThreadID (the
+	// Tx's own thread when empty, so a run can write a child thread under its own fence) must still
+	// be held with that token, else ErrLeaseLost and nothing is written. fn may read through the
+	// Store (it sees committed data) but must not call a Store write method: that deadlocks.
 	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
 
 	// AcquireLease takes the thread's lease for node if it is free or expired, returning a fence
@@ -133,7 +135,8 @@ type Fence struct {
 // ErrLeaseHeld is returned by AcquireLease when another node holds a live lease.
 var ErrLeaseHeld = Errorf(EConflict, "thread is running elsewhere")
 
-// ThreadQuery filters and pages a thread listing.
+// ThreadQuery filters and pages a thread listing. An empty UserID lists every user's threads;
+// Limit 0 means no limit.
 type ThreadQuery struct {
 	UserID, Agent, ParentID, Tag, Search string
 	Status                               ThreadStatus

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"io"
 	"path"
 	"slices"
@@ -37,7 +38,7 @@ func (r *fileReader) read(threadID, p string, fn func(files map[string]*file, p 
 	if r.s.closed.Load() {
 		return errClosed
 	}
-	p, err := cleanPath(threadID, p)
+	p, err := storecontract.CleanPath(threadID, p)
 	if err != nil {
 		return err
 	}
@@ -51,6 +52,24 @@ func (r *fileReader) read(threadID, p string, fn func(files map[string]*file, p 
 		return notFound(threadID)
 	}
 	return fn(th.files, p)
+}
+
+// list runs fn with the thread's committed file map under its read lock; an unknown thread has no
+// files.
+func (r *fileReader) list(threadID string, fn func(files map[string]*file)) error {
+	if r.s.closed.Load() {
+		return errClosed
+	}
+	th := r.s.lookup(threadID)
+	if th == nil {
+		return nil
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	if !th.deleted {
+		fn(th.files)
+	}
+	return nil
 }
 
 func fileNotFound(threadID, p string) error {
@@ -133,7 +152,7 @@ func (r *fileReader) ReadDir(ctx context.Context, threadID, p string) ([]weft.Fi
 			}
 		}
 		for fp, f := range files {
-			if parentDir(fp) == p {
+			if storecontract.ParentDir(fp) == p {
 				out = append(out, f.infoCopy())
 			}
 		}
@@ -145,16 +164,16 @@ func (r *fileReader) ReadDir(ctx context.Context, threadID, p string) ([]weft.Fi
 
 // Grep searches text files (sorted by path) for lines matching an RE2 pattern.
 func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	re, err := compileGrep(threadID, pattern, o.IgnoreCase)
+	re, err := storecontract.CompileGrep(threadID, pattern, o.IgnoreCase)
 	if err != nil {
 		return nil, err
 	}
-	prefix, err := grepPrefix(threadID, o)
+	prefix, err := storecontract.GrepPrefix(threadID, o)
 	if err != nil {
 		return nil, err
 	}
 	if o.Glob != "" {
-		if _, err := matchGlob(o.Glob, "/"); err != nil {
+		if _, err := storecontract.MatchGlob(o.Glob, "/"); err != nil {
 			return nil, err
 		}
 	}
@@ -163,19 +182,18 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 		maxResults = 100
 	}
 	var cands []*file
-	err = r.read(threadID, "/", func(files map[string]*file, _ string) error {
+	err = r.list(threadID, func(files map[string]*file) {
 		for fp, f := range files {
-			if !f.text || !within(fp, prefix) {
+			if !f.text || !storecontract.Within(fp, prefix) {
 				continue
 			}
 			if o.Glob != "" {
-				if ok, _ := matchGlob(o.Glob, fp); !ok {
+				if ok, _ := storecontract.MatchGlob(o.Glob, fp); !ok {
 					continue
 				}
 			}
 			cands = append(cands, f)
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -183,7 +201,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 	slices.SortFunc(cands, func(a, b *file) int { return strings.Compare(a.info.Path, b.info.Path) })
 	out := []weft.GrepMatch{}
 	for _, f := range cands {
-		full, err := grepReader(re, f.info.Path, bytes.NewReader(f.data), &out, maxResults)
+		full, err := storecontract.GrepReader(re, f.info.Path, bytes.NewReader(f.data), &out, maxResults)
 		if err != nil || full {
 			return out, err
 		}
@@ -193,17 +211,16 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 
 // Find lists files (not directories) matching a ** glob, sorted by path.
 func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.FileInfo, error) {
-	if _, err := matchGlob(glob, "/"); err != nil {
+	if _, err := storecontract.MatchGlob(glob, "/"); err != nil {
 		return nil, err
 	}
 	out := []weft.FileInfo{}
-	err := r.read(threadID, "/", func(files map[string]*file, _ string) error {
+	err := r.list(threadID, func(files map[string]*file) {
 		for fp, f := range files {
-			if ok, _ := matchGlob(glob, fp); ok && !f.info.IsDir {
+			if ok, _ := storecontract.MatchGlob(glob, fp); ok && !f.info.IsDir {
 				out = append(out, f.infoCopy())
 			}
 		}
-		return nil
 	})
 	slices.SortFunc(out, func(a, b weft.FileInfo) int { return strings.Compare(a.Path, b.Path) })
 	return out, err
@@ -212,14 +229,13 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 // Usage counts the thread's files and their bytes.
 func (r *fileReader) Usage(ctx context.Context, threadID string) (weft.FileStats, error) {
 	var st weft.FileStats
-	err := r.read(threadID, "/", func(files map[string]*file, _ string) error {
+	err := r.list(threadID, func(files map[string]*file) {
 		for _, f := range files {
 			if !f.info.IsDir {
 				st.Files++
 				st.Bytes += f.info.Size
 			}
 		}
-		return nil
 	})
 	return st, err
 }
@@ -237,7 +253,7 @@ func (t *tx) fileMap() map[string]*file {
 
 // mkdirs creates p's missing ancestors; an ancestor that is a file is an error.
 func (t *tx) mkdirs(files map[string]*file, p string) error {
-	for _, d := range ancestors(p) {
+	for _, d := range storecontract.Ancestors(p) {
 		if err := t.mkdir(files, d); err != nil {
 			return err
 		}
@@ -260,7 +276,7 @@ func (t *tx) mkdir(files map[string]*file, d string) error {
 // WriteFile stores a file, replacing an existing one, and creates its parent directories. It sets
 // f's Path (cleaned), Name, Size, MimeType (detected when empty) and times.
 func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
-	p, err := cleanPath(t.id, f.Path)
+	p, err := storecontract.CleanPath(t.id, f.Path)
 	if err != nil {
 		return err
 	}
@@ -279,7 +295,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	now := t.clock()
 	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
 	if f.MimeType == "" {
-		f.MimeType = detectMIME(f.Name, data)
+		f.MimeType = storecontract.DetectMIME(f.Name, data)
 	}
 	f.CreatedAt, f.UpdatedAt = now, now
 	if exists {
@@ -287,13 +303,13 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	}
 	info := *f
 	info.Metadata = md
-	files[p] = &file{info: info, data: bytes.Clone(data), text: textMIME(f.MimeType)}
+	files[p] = &file{info: info, data: bytes.Clone(data), text: storecontract.TextMIME(f.MimeType)}
 	return nil
 }
 
 // Mkdir creates a directory and its parents; an existing directory is fine.
 func (t *tx) Mkdir(p string) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil || p == "/" {
 		return err
 	}
@@ -306,7 +322,7 @@ func (t *tx) Mkdir(p string) error {
 
 // RemoveFile removes a file (not a directory).
 func (t *tx) RemoveFile(p string) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil {
 		return err
 	}
@@ -320,7 +336,7 @@ func (t *tx) RemoveFile(p string) error {
 
 // RemoveDir removes a directory; a non-empty one only when recursive (then with everything below).
 func (t *tx) RemoveDir(p string, recursive bool) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil {
 		return err
 	}
@@ -337,7 +353,7 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 	}
 	var below []string
 	for fp := range files {
-		if fp != p && within(fp, p) {
+		if fp != p && storecontract.Within(fp, p) {
 			below = append(below, fp)
 		}
 	}
@@ -354,11 +370,11 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 // RenameFile moves a file or a directory with its contents; the target must not exist. Parent
 // directories of the target are created.
 func (t *tx) RenameFile(from, to string) error {
-	from, err := cleanPath(t.id, from)
+	from, err := storecontract.CleanPath(t.id, from)
 	if err != nil {
 		return err
 	}
-	if to, err = cleanPath(t.id, to); err != nil {
+	if to, err = storecontract.CleanPath(t.id, to); err != nil {
 		return err
 	}
 	if from == "/" || to == "/" {
@@ -372,7 +388,7 @@ func (t *tx) RenameFile(from, to string) error {
 	if _, ok := files[to]; ok {
 		return weft.Errorf(weft.EConflict, "thread %s: rename %s: target %s already exists", t.id, from, to)
 	}
-	if within(to, from) {
+	if storecontract.Within(to, from) {
 		return weft.Errorf(weft.EInvalid, "thread %s: cannot move %s into itself (%s)", t.id, from, to)
 	}
 	if err := t.mkdirs(files, to); err != nil {
@@ -386,7 +402,7 @@ func (t *tx) RenameFile(from, to string) error {
 	}
 	if f.info.IsDir {
 		for fp, e := range files {
-			if fp != from && within(fp, from) {
+			if fp != from && storecontract.Within(fp, from) {
 				move(fp, to+fp[len(from):], e)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"slices"
 	"sort"
 	"strings"
@@ -168,7 +169,7 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		t.ID = weft.NewID("thr_")
 	}
 	for _, v := range env {
-		if _, err := checkEnvValue(weft.EnvThread, t.ID, v); err != nil {
+		if _, err := storecontract.CheckEnvValue(weft.EnvThread, t.ID, v); err != nil {
 			return err
 		}
 	}
@@ -301,7 +302,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	default:
 		return nil, 0, weft.Errorf(weft.EInvalid, "unknown thread sort %q (want activity, created or oldest)", q.Sort)
 	}
-	search := asciiLower(q.Search)
+	search := storecontract.ASCIILower(q.Search)
 	var out []*weft.Thread
 	s.threads.Range(func(_, v any) bool {
 		th := v.(*thread)
@@ -331,8 +332,8 @@ func threadMatches(t *weft.Thread, q *weft.ThreadQuery, search string) bool {
 		q.Tag != "" && !slices.Contains(t.Tags, q.Tag):
 		return false
 	}
-	if search != "" && !strings.Contains(asciiLower(t.Label), search) &&
-		!strings.Contains(asciiLower(t.Preview), search) && !strings.Contains(asciiLower(t.Agent), search) {
+	if search != "" && !strings.Contains(storecontract.ASCIILower(t.Label), search) &&
+		!strings.Contains(storecontract.ASCIILower(t.Preview), search) && !strings.Contains(storecontract.ASCIILower(t.Agent), search) {
 		return false
 	}
 	return true
@@ -384,7 +385,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 	}
 	th := s.lookup(threadID)
 	if th == nil {
-		return nil, nil
+		return []weft.Message{}, nil
 	}
 	limit := q.Limit
 	if limit == 0 {
@@ -551,7 +552,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	}
 	q.CreatedAt = q.CreatedAt.UTC()
 	c := *q
-	c.Attachments = slices.Clone(q.Attachments)
+	c.Attachments = nilIfEmpty(slices.Clone(q.Attachments))
 	c.Metadata = md
 	th.mu.Lock()
 	defer th.mu.Unlock()
@@ -690,7 +691,7 @@ func (s *Store) SetEnv(ctx context.Context, scope weft.EnvScope, owner string, v
 		return errClosed
 	}
 	for _, v := range values {
-		if _, err := checkEnvValue(scope, owner, v); err != nil {
+		if _, err := storecontract.CheckEnvValue(scope, owner, v); err != nil {
 			return err
 		}
 	}
@@ -713,7 +714,7 @@ func (s *Store) setEnvLocked(scope weft.EnvScope, owner string, values []weft.En
 			rows = map[string]envRow{}
 			s.env[key] = rows
 		}
-		typ, _ := checkEnvValue(scope, owner, v)
+		typ, _ := storecontract.CheckEnvValue(scope, owner, v)
 		rows[v.Name] = envRow{enc: s.cipher.Seal([]byte(v.Value)), keyID: s.cipher.KeyID(), typ: typ, updated: now}
 	}
 	if len(rows) == 0 {

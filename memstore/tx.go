@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"slices"
 	"sort"
 	"time"
@@ -266,8 +267,8 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	m.ThreadID = t.id
 	m.Seq = t.th.msgSeq + int64(len(t.inserted)) + 1
 	c := *m
-	c.ToolCalls = slices.Clone(m.ToolCalls)
-	c.Attachments = slices.Clone(m.Attachments)
+	c.ToolCalls = nilIfEmpty(slices.Clone(m.ToolCalls))
+	c.Attachments = nilIfEmpty(slices.Clone(m.Attachments))
 	c.Metadata = md
 	t.inserted = append(t.inserted, &c)
 	return nil
@@ -377,6 +378,7 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	}
 	c.Seq = seq
 	r := copyCall(c)
+	r.Meta = nilIfEmpty(r.Meta)
 	t.calls = append(t.calls, &r)
 	return nil
 }
@@ -395,7 +397,7 @@ func (t *tx) DrainQueue() ([]weft.QueuedMessage, error) {
 
 // SetExecState stages a run-state document (nil deletes it).
 func (t *tx) SetExecState(key string, value json.RawMessage) error {
-	if err := checkExecState(t.id, key, value); err != nil {
+	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
 		return err
 	}
 	t.exec = append(t.exec, kvOp{key, cloneRaw(value)})
@@ -409,15 +411,11 @@ func cloneRaw(v json.RawMessage) json.RawMessage {
 	return append(json.RawMessage{}, v...)
 }
 
-// PutLog stages a log row, assigning ID (when empty), ThreadID and CreatedAt (when zero).
+// PutLog stages a log row (keyed by id; a replaced row keeps its place), assigning ID (when empty),
+// ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
 func (t *tx) PutLog(l *weft.LogEntry) error {
 	if l.ID == "" {
 		l.ID = weft.NewID("log_")
-	}
-	for _, b := range []json.RawMessage{l.RequestBody, l.ResponseBody} {
-		if len(b) > 0 && !json.Valid(b) {
-			return weft.Errorf(weft.EInvalid, "thread %s: log %s: body is not valid JSON", t.id, l.ID)
-		}
 	}
 	l.ThreadID = t.id
 	if l.CreatedAt.IsZero() {
@@ -426,13 +424,15 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		l.CreatedAt = l.CreatedAt.UTC()
 	}
 	c := copyLog(l)
+	c.RequestBody, c.ResponseBody = nilIfEmpty(c.RequestBody), nilIfEmpty(c.ResponseBody)
+	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = nilIfEmpty(c.ToolsOffered), nilIfEmpty(c.ToolsCalled), nilIfEmpty(c.QueuedTools)
 	t.logs = append(t.logs, &c)
 	return nil
 }
 
 // SetKV stages a JSON value (nil deletes it).
 func (t *tx) SetKV(key string, value json.RawMessage) error {
-	if err := checkKV(t.id, key, value); err != nil {
+	if err := storecontract.CheckKV(t.id, key, value); err != nil {
 		return err
 	}
 	t.kv = append(t.kv, kvOp{key, cloneRaw(value)})

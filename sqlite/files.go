@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"io"
 	"path"
 	"strings"
@@ -70,11 +71,11 @@ func (r *fileReader) stat(ctx context.Context, threadID, p string) (fileRow, err
 		}
 		return fileRow{info: weft.FileInfo{Path: "/", IsDir: true}}, nil
 	}
-	st, err := r.s.rq.stmt(ctx, `SELECT `+fileCols+` FROM files WHERE thread_id = ? AND path = ?`)
+	row, err := r.s.rowOf(ctx, `SELECT `+fileCols+` FROM files WHERE thread_id = ? AND path = ?`, threadID, p)
 	if err != nil {
 		return fileRow{}, err
 	}
-	f, err := scanFile(st.QueryRowContext(ctx, threadID, p))
+	f, err := scanFile(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, r.missing(ctx, threadID, p)
 	}
@@ -86,7 +87,7 @@ func (r *fileReader) stat(ctx context.Context, threadID, p string) (fileRow, err
 
 // Stat describes a file or directory.
 func (r *fileReader) Stat(ctx context.Context, threadID, p string) (weft.FileInfo, error) {
-	p, err := cleanPath(threadID, p)
+	p, err := storecontract.CleanPath(threadID, p)
 	if err != nil {
 		return weft.FileInfo{}, err
 	}
@@ -96,7 +97,7 @@ func (r *fileReader) Stat(ctx context.Context, threadID, p string) (weft.FileInf
 
 // regular reads the row of a regular file.
 func (r *fileReader) regular(ctx context.Context, threadID, p string) (fileRow, error) {
-	p, err := cleanPath(threadID, p)
+	p, err := storecontract.CleanPath(threadID, p)
 	if err != nil {
 		return fileRow{}, err
 	}
@@ -109,7 +110,7 @@ func (r *fileReader) regular(ctx context.Context, threadID, p string) (fileRow, 
 
 // ReadFile returns a file's bytes, reading the row and its chunks in one read transaction.
 func (r *fileReader) ReadFile(ctx context.Context, threadID, p string) ([]byte, error) {
-	cp, err := cleanPath(threadID, p)
+	cp, err := storecontract.CleanPath(threadID, p)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +189,7 @@ type chunkReader struct {
 	closedErr error
 }
 
+// Read reads from the current chunk, fetching the next one when it is used up.
 func (c *chunkReader) Read(p []byte) (int, error) {
 	if c.closedErr != nil {
 		return 0, c.closedErr
@@ -211,6 +213,7 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Close ends the stream; later reads fail.
 func (c *chunkReader) Close() error {
 	c.closedErr, c.buf = errors.New("read of closed file"), nil
 	return nil
@@ -218,7 +221,7 @@ func (c *chunkReader) Close() error {
 
 // ReadDir lists a directory's direct entries sorted by name.
 func (r *fileReader) ReadDir(ctx context.Context, threadID, p string) ([]weft.FileInfo, error) {
-	p, err := cleanPath(threadID, p)
+	p, err := storecontract.CleanPath(threadID, p)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +279,7 @@ func globDir(glob string) string {
 
 // Find lists files (not directories) matching a ** glob, sorted by path.
 func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.FileInfo, error) {
-	if _, err := matchGlob(glob, "/"); err != nil {
+	if _, err := storecontract.MatchGlob(glob, "/"); err != nil {
 		return nil, err
 	}
 	cond, args := below(globDir(glob))
@@ -287,7 +290,7 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 	}
 	out := []weft.FileInfo{}
 	for _, f := range all {
-		if ok, _ := matchGlob(glob, f.Path); ok {
+		if ok, _ := storecontract.MatchGlob(glob, f.Path); ok {
 			out = append(out, f)
 		}
 	}
@@ -296,16 +299,16 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 
 // Grep searches text files (sorted by path) for lines matching an RE2 pattern.
 func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	re, err := compileGrep(threadID, pattern, o.IgnoreCase)
+	re, err := storecontract.CompileGrep(threadID, pattern, o.IgnoreCase)
 	if err != nil {
 		return nil, err
 	}
-	prefix, err := grepPrefix(threadID, o)
+	prefix, err := storecontract.GrepPrefix(threadID, o)
 	if err != nil {
 		return nil, err
 	}
 	if o.Glob != "" {
-		if _, err := matchGlob(o.Glob, "/"); err != nil {
+		if _, err := storecontract.MatchGlob(o.Glob, "/"); err != nil {
 			return nil, err
 		}
 	}
@@ -334,7 +337,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 			return nil, fmt.Errorf("sqlite: thread %s: grep: %w", threadID, err)
 		}
 		if o.Glob != "" {
-			if ok, _ := matchGlob(o.Glob, c.path); !ok {
+			if ok, _ := storecontract.MatchGlob(o.Glob, c.path); !ok {
 				continue
 			}
 		}
@@ -360,7 +363,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 			}
 			src = bytes.NewReader(data)
 		}
-		full, err := grepReader(re, c.path, src, &out, maxResults)
+		full, err := storecontract.GrepReader(re, c.path, src, &out, maxResults)
 		if err != nil {
 			return nil, err
 		}
@@ -411,7 +414,7 @@ func (t *tx) mkdir(d string) error {
 	}
 	now := nanos(t.clock())
 	_, err = t.w.exec(t.ctx, `INSERT INTO files (thread_id, path, parent, name, is_dir, created_at, updated_at)
-		VALUES (?, ?, ?, ?, 1, ?, ?)`, t.id, d, parentDir(d), path.Base(d), now, now)
+		VALUES (?, ?, ?, ?, 1, ?, ?)`, t.id, d, storecontract.ParentDir(d), path.Base(d), now, now)
 	if err != nil {
 		return t.fail("mkdir "+d, err)
 	}
@@ -419,7 +422,7 @@ func (t *tx) mkdir(d string) error {
 }
 
 func (t *tx) mkdirs(p string) error {
-	for _, d := range ancestors(p) {
+	for _, d := range storecontract.Ancestors(p) {
 		if err := t.mkdir(d); err != nil {
 			return err
 		}
@@ -431,7 +434,7 @@ func (t *tx) mkdirs(p string) error {
 // its parent directories. It sets f's Path (cleaned), Name, Size, MimeType (detected when empty)
 // and times.
 func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
-	p, err := cleanPath(t.id, f.Path)
+	p, err := storecontract.CleanPath(t.id, f.Path)
 	if err != nil {
 		return err
 	}
@@ -457,7 +460,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	now := t.clock()
 	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
 	if f.MimeType == "" {
-		f.MimeType = detectMIME(f.Name, data)
+		f.MimeType = storecontract.DetectMIME(f.Name, data)
 	}
 	f.CreatedAt, f.UpdatedAt = now, now
 	if exists {
@@ -473,7 +476,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	var id int64
 	err = t.w.row(t.ctx, `INSERT INTO files (thread_id, path, parent, name, is_text, mime_type, size, data, chunk_count,
 		width, height, description, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING id`, []any{&id}, t.id, p, parentDir(p), f.Name, boolInt(textMIME(f.MimeType)), f.MimeType, f.Size, inline,
+		RETURNING id`, []any{&id}, t.id, p, storecontract.ParentDir(p), f.Name, boolInt(storecontract.TextMIME(f.MimeType)), f.MimeType, f.Size, inline,
 		chunks, f.Width, f.Height, f.Description, md, nanos(f.CreatedAt), nanos(f.UpdatedAt))
 	if err != nil {
 		return t.fail("write "+p, err)
@@ -489,7 +492,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 
 // Mkdir creates a directory and its parents; an existing directory is fine.
 func (t *tx) Mkdir(p string) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil || p == "/" {
 		return err
 	}
@@ -501,7 +504,7 @@ func (t *tx) Mkdir(p string) error {
 
 // RemoveFile removes a file (not a directory).
 func (t *tx) RemoveFile(p string) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil {
 		return err
 	}
@@ -522,7 +525,7 @@ func (t *tx) RemoveFile(p string) error {
 
 // RemoveDir removes a directory; a non-empty one only when recursive (then with everything below).
 func (t *tx) RemoveDir(p string, recursive bool) error {
-	p, err := cleanPath(t.id, p)
+	p, err := storecontract.CleanPath(t.id, p)
 	if err != nil {
 		return err
 	}
@@ -561,11 +564,11 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 // RenameFile moves a file or a directory with its contents; the target must not exist. Parent
 // directories of the target are created. Chunks follow their file by id.
 func (t *tx) RenameFile(from, to string) error {
-	from, err := cleanPath(t.id, from)
+	from, err := storecontract.CleanPath(t.id, from)
 	if err != nil {
 		return err
 	}
-	if to, err = cleanPath(t.id, to); err != nil {
+	if to, err = storecontract.CleanPath(t.id, to); err != nil {
 		return err
 	}
 	if from == "/" || to == "/" {
@@ -584,7 +587,7 @@ func (t *tx) RenameFile(from, to string) error {
 		}
 		return weft.Errorf(weft.EConflict, "thread %s: rename %s: target %s already exists", t.id, from, to)
 	}
-	if within(to, from) {
+	if storecontract.Within(to, from) {
 		return weft.Errorf(weft.EInvalid, "thread %s: cannot move %s into itself (%s)", t.id, from, to)
 	}
 	if err := t.mkdirs(to); err != nil {
@@ -615,12 +618,12 @@ func (t *tx) RenameFile(from, to string) error {
 			return t.fail("rename "+from, err)
 		}
 		for _, m := range moves {
-			if _, err := t.w.exec(t.ctx, `UPDATE files SET path = ?, parent = ? WHERE id = ?`, m.path, parentDir(m.path), m.id); err != nil {
+			if _, err := t.w.exec(t.ctx, `UPDATE files SET path = ?, parent = ? WHERE id = ?`, m.path, storecontract.ParentDir(m.path), m.id); err != nil {
 				return t.fail("rename "+from, err)
 			}
 		}
 	}
-	if _, err := t.w.exec(t.ctx, `UPDATE files SET path = ?, parent = ?, name = ? WHERE id = ?`, to, parentDir(to), path.Base(to), id); err != nil {
+	if _, err := t.w.exec(t.ctx, `UPDATE files SET path = ?, parent = ?, name = ? WHERE id = ?`, to, storecontract.ParentDir(to), path.Base(to), id); err != nil {
 		return t.fail("rename "+from, err)
 	}
 	return nil

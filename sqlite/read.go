@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"strings"
 	"sync"
 	"time"
@@ -57,20 +58,39 @@ func (r *readStmts) close() {
 	r.cache = nil
 }
 
+// Reads, like writes, check ctx before a statement and run it with a context that is never
+// cancelled (see writer.exec): the statements are short, and long reads (chunked files) check ctx
+// between chunks.
+
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	st, err := s.rq.stmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(context.Background(), args...)
+}
+
+// rowOf runs a single-row query and returns the row to scan.
+func (s *Store) rowOf(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st, err := s.rq.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(context.Background(), args...), nil
 }
 
 func (s *Store) row(ctx context.Context, q string, dest []any, args ...any) error {
-	st, err := s.rq.stmt(ctx, q)
+	r, err := s.rowOf(ctx, q, args...)
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return r.Scan(dest...)
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -120,7 +140,7 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		t.ID = weft.NewID("thr_")
 	}
 	for _, v := range env {
-		if _, err := checkEnvValue(weft.EnvThread, t.ID, v); err != nil {
+		if _, err := storecontract.CheckEnvValue(weft.EnvThread, t.ID, v); err != nil {
 			return err
 		}
 	}
@@ -198,11 +218,11 @@ func marshalMap(m map[string]any) (string, error) {
 
 // Thread returns a thread or ErrNotFound.
 func (s *Store) Thread(ctx context.Context, id string) (*weft.Thread, error) {
-	st, err := s.rq.stmt(ctx, qThread)
+	row, err := s.rowOf(ctx, qThread, id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := scanThread(st.QueryRowContext(ctx, id))
+	t, err := scanThread(row)
 	if err != nil {
 		return nil, s.noThread(id, err)
 	}
@@ -247,7 +267,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)
 	}
 	if q.Search != "" {
-		s := asciiLower(q.Search)
+		s := storecontract.ASCIILower(q.Search)
 		add("(instr(lower(label), ?) > 0 OR instr(lower(preview), ?) > 0 OR instr(lower(agent), ?) > 0)", s, s, s)
 	}
 	cond := ""
@@ -302,42 +322,23 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 
 // --- messages ---
 
-const msgCols = `id, seq, role, side, content, name, tool_calls, tool_call_id, tool_status, status, silent, depth,
-	parent_id, prompt, reasoning, attachments, metadata, log_id, run_id, created_at`
-
 const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
 	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
 
 const (
-	qMessagesAsc  = `SELECT ` + msgCols + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
-	qMessagesDesc = `SELECT ` + msgCols + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
-	qMessage      = `SELECT ` + msgCols + ` FROM messages WHERE thread_id = ? AND id = ?`
+	qMessagesAsc  = `SELECT seq, content, doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
+	qMessagesDesc = `SELECT seq, content, doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
+	qMessage      = `SELECT seq, content, doc FROM messages WHERE thread_id = ? AND id = ?`
 )
 
 func scanMessage(sc scanner, threadID string) (weft.Message, error) {
-	var m weft.Message
-	var calls, atts, md string
-	var created int64
-	err := sc.Scan(&m.ID, &m.Seq, &m.Role, &m.Side, &m.Content, &m.Name, &calls, &m.ToolCallID, &m.ToolStatus, &m.Status,
-		&m.Silent, &m.Depth, &m.ParentID, &m.Prompt, &m.Reasoning, &atts, &md, &m.LogID, &m.RunID, &created)
-	if err != nil {
+	m := weft.Message{ThreadID: threadID}
+	var doc string
+	if err := sc.Scan(&m.Seq, &m.Content, &doc); err != nil {
 		return m, err
 	}
-	m.ThreadID, m.CreatedAt = threadID, fromNanos(created)
-	if calls != "" {
-		if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
-			return m, fmt.Errorf("message %s tool calls: %w", m.ID, err)
-		}
-	}
-	if atts != "" {
-		if err := json.Unmarshal([]byte(atts), &m.Attachments); err != nil {
-			return m, fmt.Errorf("message %s attachments: %w", m.ID, err)
-		}
-	}
-	if md != "" {
-		if err := json.Unmarshal([]byte(md), &m.Metadata); err != nil {
-			return m, fmt.Errorf("message %s metadata: %w", m.ID, err)
-		}
+	if err := decodeMessage(doc, &m); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.Seq, err)
 	}
 	return m, nil
 }
@@ -371,7 +372,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 		return nil, fmt.Errorf("sqlite: thread %s: messages: %w", threadID, err)
 	}
 	defer rows.Close()
-	out := make([]weft.Message, 0, min(max(limit, 16), 128))
+	out := make([]weft.Message, 0, min(uint(limit), 32)) // limit -1 is huge as uint
 	for rows.Next() {
 		m, err := scanMessage(rows, threadID)
 		if err != nil {
@@ -384,11 +385,11 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 
 // Message returns one message or ErrNotFound.
 func (s *Store) Message(ctx context.Context, threadID, id string) (weft.Message, error) {
-	st, err := s.rq.stmt(ctx, qMessage)
+	row, err := s.rowOf(ctx, qMessage, threadID, id)
 	if err != nil {
 		return weft.Message{}, err
 	}
-	m, err := scanMessage(st.QueryRowContext(ctx, threadID, id), threadID)
+	m, err := scanMessage(row, threadID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("thread %s: message %s: %w", threadID, id, weft.ErrNotFound)
 	}
@@ -412,9 +413,8 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 		}
 		sts = b.String()
 	}
-	rows, err := s.query(ctx, `SELECT call_id, message_id, name, arguments, status, result_message_id, idempotent, seq,
-		meta, started_at, finished_at FROM tool_calls WHERE thread_id = ?1 AND (?2 = '' OR instr(?2, ',' || status || ',') > 0)
-		ORDER BY seq`, threadID, sts)
+	rows, err := s.query(ctx, `SELECT call_id, seq, status, doc FROM tool_calls
+		WHERE thread_id = ?1 AND (?2 = '' OR instr(?2, ',' || status || ',') > 0) ORDER BY seq`, threadID, sts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
 	}
@@ -422,16 +422,14 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 	var out []weft.ToolCallRecord
 	for rows.Next() {
 		c := weft.ToolCallRecord{ThreadID: threadID}
-		var meta string
-		var started, finished int64
-		if err := rows.Scan(&c.CallID, &c.MessageID, &c.Name, &c.Arguments, &c.Status, &c.ResultMessageID, &c.Idempotent,
-			&c.Seq, &meta, &started, &finished); err != nil {
+		var doc string
+		err := rows.Scan(&c.CallID, &c.Seq, &c.Status, &doc)
+		if err == nil {
+			err = decodeCall(doc, &c)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
 		}
-		if meta != "" {
-			c.Meta = json.RawMessage(meta)
-		}
-		c.StartedAt, c.FinishedAt = fromNanosPtr(started), fromNanosPtr(finished)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -538,38 +536,18 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 
 // --- logs and kv ---
 
-const logCols = `id, run_id, message_id, parent_log_id, retry_of_log_id, kind, provider, model, model_id, prompt, side,
-	depth, status_code, finish_reason, error, error_type, error_origin, is_complete, input_tokens, cached_tokens,
-	output_tokens, reasoning_tokens, total_tokens, cost_input, cost_cached, cost_output, cost_total, latency_ms,
-	time_to_first_token_ms, generation_ms, tools_offered, tools_called, queued_tools, tool_choice, created_at`
-
 func scanLog(sc scanner, threadID string, bodies bool) (weft.LogEntry, error) {
 	l := weft.LogEntry{ThreadID: threadID}
-	var offered, called, queued, req, resp string
-	var created int64
-	var ci, cc, co, ct sql.NullFloat64
-	dest := []any{&l.ID, &l.RunID, &l.MessageID, &l.ParentLogID, &l.RetryOfLogID, &l.Kind, &l.Provider, &l.Model,
-		&l.ModelID, &l.Prompt, &l.Side, &l.Depth, &l.StatusCode, &l.FinishReason, &l.Error, &l.ErrorType, &l.ErrorOrigin,
-		&l.IsComplete, &l.InputTokens, &l.CachedTokens, &l.OutputTokens, &l.ReasoningTokens, &l.TotalTokens,
-		&ci, &cc, &co, &ct, &l.LatencyMS, &l.TimeToFirstTokenMS, &l.GenerationMS, &offered, &called, &queued,
-		&l.ToolChoice, &created}
+	var doc, req, resp string
+	dest := []any{&l.ID, &doc}
 	if bodies {
 		dest = append(dest, &req, &resp)
 	}
 	if err := sc.Scan(dest...); err != nil {
 		return l, err
 	}
-	l.CreatedAt = fromNanos(created)
-	l.CostInput, l.CostCached, l.CostOutput, l.CostTotal = nullFloat(ci), nullFloat(cc), nullFloat(co), nullFloat(ct)
-	for _, p := range []struct {
-		s   string
-		dst *[]string
-	}{{offered, &l.ToolsOffered}, {called, &l.ToolsCalled}, {queued, &l.QueuedTools}} {
-		if p.s != "" {
-			if err := json.Unmarshal([]byte(p.s), p.dst); err != nil {
-				return l, fmt.Errorf("log %s: %w", l.ID, err)
-			}
-		}
+	if err := decodeLog(doc, &l); err != nil {
+		return l, fmt.Errorf("log %s: %w", l.ID, err)
 	}
 	if req != "" {
 		l.RequestBody = json.RawMessage(req)
@@ -580,13 +558,6 @@ func scanLog(sc scanner, threadID string, bodies bool) (weft.LogEntry, error) {
 	return l, nil
 }
 
-func nullFloat(f sql.NullFloat64) *float64 {
-	if !f.Valid {
-		return nil
-	}
-	return &f.Float64
-}
-
 // Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
 // means no limit).
 func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error) {
@@ -594,7 +565,7 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.query(ctx, `SELECT `+logCols+` FROM logs WHERE thread_id = ? AND depth <= ? ORDER BY n LIMIT ? OFFSET ?`,
+	rows, err := s.query(ctx, `SELECT id, doc FROM logs WHERE thread_id = ? AND depth <= ? ORDER BY n LIMIT ? OFFSET ?`,
 		threadID, q.MaxDepth, limit, max(q.Offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
@@ -613,11 +584,11 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 
 // Log returns one log row with its bodies, or ErrNotFound.
 func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
-	st, err := s.rq.stmt(ctx, `SELECT `+logCols+`, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`)
+	row, err := s.rowOf(ctx, `SELECT id, doc, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`, threadID, id)
 	if err != nil {
 		return weft.LogEntry{}, err
 	}
-	l, err := scanLog(st.QueryRowContext(ctx, threadID, id), threadID, true)
+	l, err := scanLog(row, threadID, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
 	}
@@ -682,7 +653,7 @@ func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]w
 // An empty Type is stored as secret.
 func (s *Store) SetEnv(ctx context.Context, scope weft.EnvScope, owner string, values []weft.EnvValue) error {
 	for _, v := range values {
-		if _, err := checkEnvValue(scope, owner, v); err != nil {
+		if _, err := storecontract.CheckEnvValue(scope, owner, v); err != nil {
 			return err
 		}
 	}
@@ -696,7 +667,7 @@ func (s *Store) setEnv(ctx context.Context, w *writer, scope weft.EnvScope, owne
 		if v.Delete {
 			_, err = w.exec(ctx, `DELETE FROM env WHERE scope = ? AND owner = ? AND name = ?`, string(scope), owner, v.Name)
 		} else {
-			typ, _ := checkEnvValue(scope, owner, v)
+			typ, _ := storecontract.CheckEnvValue(scope, owner, v)
 			_, err = w.exec(ctx, `INSERT INTO env (scope, owner, name, value_enc, key_id, type, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (scope, owner, name) DO UPDATE SET value_enc = excluded.value_enc, key_id = excluded.key_id,
 				type = excluded.type, updated_at = excluded.updated_at`,

@@ -1,5 +1,5 @@
-// Package sqlite is the default weft.Store: one SQLite file in WAL mode (or a shared in-memory
-// database), through the pure-Go modernc.org/sqlite driver (storage.md).
+// Package sqlite is the default weft.Store: one SQLite file in WAL mode, through the pure-Go
+// modernc.org/sqlite driver (storage.md).
 //
 // All writes go through one dedicated connection with cached prepared statements, each in a
 // BEGIN IMMEDIATE transaction; reads use a separate pool of read-only connections, so they never
@@ -10,14 +10,13 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -32,14 +31,20 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// MemoryDSN opens a database that lives in process memory, shared by every connection of the store.
+// MemoryDSN opens a throwaway database, shared by every connection of the store and removed by
+// Close, with a throwaway encryption key (env.md §6.2).
+//
+// It is a WAL file in a private temporary directory (synchronous=OFF) rather than SQLite's own
+// in-memory database: those (memdb VFS, shared cache) have no WAL, so an open write transaction
+// blocks every reader, and a read made inside Tx's fn would wait for its own transaction. As a WAL
+// file it behaves exactly like a file store.
 const MemoryDSN = ":memory:"
 
 // Options configure Open.
 type Options struct {
 	// Key encrypts env values (32 bytes, e.g. from envcrypt.ParseKey). When nil, a file database uses
 	// envcrypt.LoadOrCreateKey in the database file's folder (warning when it creates the key), and
-	// an in-memory database a throwaway random key.
+	// MemoryDSN a throwaway random key (no file, no warning).
 	Key []byte
 	// Now is the clock for timestamps and lease expiry; nil means time.Now.
 	Now func() time.Time
@@ -51,11 +56,12 @@ type Options struct {
 
 // Store is a weft.Store on SQLite. It is safe for concurrent use.
 type Store struct {
-	file   string // absolute path of the database file, or ":memory:"
-	memory bool
-	now    func() time.Time
-	log    *slog.Logger
-	cipher *envcrypt.Cipher
+	file    string // absolute path of the database file
+	memory  bool   // throwaway database (MemoryDSN)
+	tempDir string // the throwaway database's directory, removed by Close
+	now     func() time.Time
+	log     *slog.Logger
+	cipher  *envcrypt.Cipher
 
 	rdb *sql.DB // read-only pool
 	rq  readStmts
@@ -64,6 +70,7 @@ type Store struct {
 	wdb   *sql.DB
 	wconn *sql.Conn
 	w     *writer
+	ckpt  *checkpointer
 
 	files fileReader
 }
@@ -115,7 +122,7 @@ func SchemaVersion() int {
 // Open opens (creating if needed) the database at dsn — a file path, or ":memory:" — migrates it and
 // verifies the encryption key.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	s := &Store{now: opts.Now, log: opts.Logger, memory: dsn == MemoryDSN, file: MemoryDSN}
+	s := &Store{now: opts.Now, log: opts.Logger, memory: dsn == MemoryDSN}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -124,9 +131,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.files.s = s
 	key := opts.Key
-	var base string
 	if s.memory {
-		base = "file:/weft-" + randomHex() + "?vfs=memdb"
+		dir, err := os.MkdirTemp("", "weft-memory-")
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: throwaway database: %w", err)
+		}
+		s.tempDir, s.file = dir, filepath.Join(dir, "weft.db")
 		if key == nil {
 			key = envcrypt.NewKey()
 		}
@@ -139,7 +149,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: database path %s: %w", dsn, err)
 		}
 		s.file = abs
-		base = "file:" + uriEscape(filepath.ToSlash(abs)) + "?"
 		if key == nil {
 			dir := filepath.Dir(abs)
 			k, created, err := envcrypt.LoadOrCreateKey(dir)
@@ -155,14 +164,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	c, err := envcrypt.New(key)
 	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	s.cipher = c
-	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
-	if !s.memory {
-		common += "&_pragma=synchronous(NORMAL)"
+	base := "file:" + uriEscape(filepath.ToSlash(s.file)) + "?"
+	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	if s.memory {
+		common = "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)"
 	}
 	if err := s.openWriter(ctx, base+common); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
@@ -181,17 +193,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.startCheckpointer(ctx, base+common); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-// path returns the database file's path (":memory:" for an in-memory database).
+// path returns the database file's path.
 func (s *Store) path() string { return s.file }
-
-func randomHex() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // uriEscape escapes the characters that end or alter the path of an SQLite URI filename.
 func uriEscape(p string) string {
@@ -218,20 +228,15 @@ func (s *Store) openWriter(ctx context.Context, dsn string) error {
 	s.wdb = db
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		db.Close()
 		return fmt.Errorf("sqlite: open %s: %w", s.file, err)
 	}
 	s.wconn = conn
-	if !s.memory {
-		var mode string
-		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-			s.Close()
-			return fmt.Errorf("sqlite: open %s: set WAL: %w", s.file, err)
-		}
-		if !strings.EqualFold(mode, "wal") {
-			s.Close()
-			return fmt.Errorf("sqlite: open %s: journal mode is %s, WAL unavailable", s.file, mode)
-		}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: open %s: set WAL: %w", s.file, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: journal mode is %s, WAL unavailable", s.file, mode)
 	}
 	return nil
 }
@@ -330,19 +335,22 @@ func (s *Store) rawWrite(ctx context.Context, fn func(*sql.Conn) error) (err err
 	return fn(s.wconn)
 }
 
-// Close closes every connection. The in-memory database disappears with its last connection.
+// Close closes every connection; a throwaway (MemoryDSN) database is deleted.
 func (s *Store) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.stop())
+		s.ckpt = nil
+	}
 	if s.w != nil {
 		s.w.close()
 		s.w = nil
 	}
 	s.rq.close()
 	if s.rdb != nil {
-		errs = append(errs, s.rdb.Close())
-		s.rdb = nil
+		errs = append(errs, s.rdb.Close()) // idempotent; kept so late readers get "database is closed"
 	}
 	if s.wconn != nil {
 		errs = append(errs, s.wconn.Close())
@@ -351,6 +359,10 @@ func (s *Store) Close() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 		s.wdb = nil
+	}
+	if s.tempDir != "" {
+		errs = append(errs, os.RemoveAll(s.tempDir))
+		s.tempDir = ""
 	}
 	return errors.Join(errs...)
 }
@@ -371,21 +383,6 @@ func fromNanos(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
-}
-
-func nanosPtr(t *time.Time) int64 {
-	if t == nil {
-		return 0
-	}
-	return nanos(*t)
-}
-
-func fromNanosPtr(n int64) *time.Time {
-	if n == 0 {
-		return nil
-	}
-	t := fromNanos(n)
-	return &t
 }
 
 // jsonText marshals v for a JSON column; empty slices and nil give "".

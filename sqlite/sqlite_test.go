@@ -271,3 +271,32 @@ func BenchmarkStepTx(b *testing.B)          { bench(b, "", storetest.StepTx) }
 func BenchmarkToolTurn(b *testing.B)        { bench(b, "", storetest.ToolTurn) }
 func BenchmarkMessagesContext(b *testing.B) { bench(b, "", storetest.MessagesContext) }
 func BenchmarkStepTxMemory(b *testing.B)    { bench(b, MemoryDSN, storetest.StepTx) }
+
+func TestMemoryRemovedOnClose(t *testing.T) {
+	s, err := Open(t.Context(), MemoryDSN, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := s.tempDir
+	if _, err := os.Stat(filepath.Join(dir, "weft.db")); err != nil {
+		t.Fatalf("throwaway database file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, envcrypt.KeyFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("throwaway database wrote a key file: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory left after Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.Thread(t.Context(), "thr_x"); err == nil {
+		t.Error("read after Close succeeded")
+	}
+	if err := s.Tx(t.Context(), "thr_x", nil, func(weft.Tx) error { return nil }); err == nil {
+		t.Error("Tx after Close succeeded")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/internal/storecontract"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -42,12 +43,19 @@ func (w *writer) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// Statements on the write connection run with a context that is never cancelled: modernc watches
+// a cancellable context with a goroutine per statement, which costs more than the short write
+// statements themselves. ctx is checked before each statement instead.
+
 func (w *writer) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	st, err := w.stmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	return st.ExecContext(context.Background(), args...)
 }
 
 // execN runs a statement and returns the number of rows it changed.
@@ -61,19 +69,25 @@ func (w *writer) execN(ctx context.Context, q string, args ...any) (int64, error
 
 // row runs a query and scans its first row into dest; sql.ErrNoRows when there is none.
 func (w *writer) row(ctx context.Context, q string, dest []any, args ...any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	st, err := w.stmt(ctx, q)
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return st.QueryRowContext(context.Background(), args...).Scan(dest...)
 }
 
 func (w *writer) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	st, err := w.stmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(context.Background(), args...)
 }
 
 func (w *writer) close() {
@@ -106,7 +120,8 @@ func (s *Store) write(ctx context.Context, fn func(w *writer) error) (err error)
 	err = fn(w)
 	done = true
 	if err == nil {
-		if _, err = w.exec(ctx, "COMMIT"); err == nil {
+		if _, err = w.exec(context.Background(), "COMMIT"); err == nil {
+			s.ckpt.committed()
 			return nil
 		}
 		err = fmt.Errorf("sqlite: commit: %w", err)
@@ -120,45 +135,22 @@ const (
 	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
 	qFence        = `SELECT l.owner, l.token, l.expires_at FROM threads t LEFT JOIN leases l ON l.thread_id = ?2 WHERE t.id = ?1`
 	// The messages_seq trigger advances threads.msg_seq.
-	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, side, content, name, tool_calls, tool_call_id, tool_status,
-		status, silent, depth, parent_id, prompt, reasoning, attachments, metadata, log_id, run_id, created_at)
-		VALUES (?1, (SELECT msg_seq + 1 FROM threads WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
-		?15, ?16, ?17, ?18, ?19, ?20) RETURNING seq`
-	qUpdateMsg = `UPDATE messages SET content = COALESCE(?3, content), status = COALESCE(?4, status),
-		tool_calls = COALESCE(?5, tool_calls), attachments = COALESCE(?6, attachments), metadata = COALESCE(?7, metadata),
-		silent = COALESCE(?8, silent), reasoning = COALESCE(?9, reasoning), log_id = COALESCE(?10, log_id)
-		WHERE thread_id = ?1 AND id = ?2`
-	qDeleteMsg  = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
-	qPutToolCal = `INSERT INTO tool_calls (thread_id, call_id, seq, message_id, name, arguments, status, result_message_id,
-		idempotent, meta, started_at, finished_at)
-		VALUES (?1, ?2, (SELECT call_seq + 1 FROM threads WHERE id = ?1), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-		ON CONFLICT (thread_id, call_id) DO UPDATE SET message_id = excluded.message_id, name = excluded.name,
-		arguments = excluded.arguments, status = excluded.status, result_message_id = excluded.result_message_id,
-		idempotent = excluded.idempotent, meta = excluded.meta, started_at = excluded.started_at, finished_at = excluded.finished_at
+	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, content, doc)
+		VALUES (?1, (SELECT msg_seq + 1 FROM threads WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq`
+	qGetMsgDoc = `SELECT seq, content, doc FROM messages WHERE thread_id = ? AND id = ?`
+	qUpdateMsg = `UPDATE messages SET silent = ?, content = ?, doc = ? WHERE thread_id = ? AND seq = ?`
+	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
+	// The tool_calls_seq trigger advances threads.call_seq.
+	qPutToolCal = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
+		VALUES (?1, ?2, (SELECT call_seq + 1 FROM threads WHERE id = ?1), ?3, ?4)
+		ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
 		RETURNING seq`
 	qSetExec = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`
 	qDelExec = `DELETE FROM exec_state WHERE thread_id = ? AND key = ?`
-	qPutLog  = `INSERT INTO logs (thread_id, id, run_id, message_id, parent_log_id, retry_of_log_id, kind, provider, model,
-		model_id, prompt, side, depth, status_code, finish_reason, error, error_type, error_origin, is_complete,
-		input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens, cost_input, cost_cached, cost_output,
-		cost_total, latency_ms, time_to_first_token_ms, generation_ms, request_body, response_body, tools_offered,
-		tools_called, queued_tools, tool_choice, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, id) DO UPDATE SET run_id = excluded.run_id, message_id = excluded.message_id,
-		parent_log_id = excluded.parent_log_id, retry_of_log_id = excluded.retry_of_log_id, kind = excluded.kind,
-		provider = excluded.provider, model = excluded.model, model_id = excluded.model_id, prompt = excluded.prompt,
-		side = excluded.side, depth = excluded.depth, status_code = excluded.status_code,
-		finish_reason = excluded.finish_reason, error = excluded.error, error_type = excluded.error_type,
-		error_origin = excluded.error_origin, is_complete = excluded.is_complete, input_tokens = excluded.input_tokens,
-		cached_tokens = excluded.cached_tokens, output_tokens = excluded.output_tokens,
-		reasoning_tokens = excluded.reasoning_tokens, total_tokens = excluded.total_tokens,
-		cost_input = excluded.cost_input, cost_cached = excluded.cost_cached, cost_output = excluded.cost_output,
-		cost_total = excluded.cost_total, latency_ms = excluded.latency_ms,
-		time_to_first_token_ms = excluded.time_to_first_token_ms, generation_ms = excluded.generation_ms,
-		request_body = excluded.request_body, response_body = excluded.response_body,
-		tools_offered = excluded.tools_offered, tools_called = excluded.tools_called, queued_tools = excluded.queued_tools,
-		tool_choice = excluded.tool_choice, created_at = excluded.created_at`
+	qPutLog  = `INSERT INTO logs (thread_id, id, depth, created_at, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, created_at = excluded.created_at,
+		doc = excluded.doc, request_body = excluded.request_body, response_body = excluded.response_body`
 	qUpdateThread = `UPDATE threads SET agent = COALESCE(?2, agent), label = COALESCE(?3, label), tags = COALESCE(?4, tags),
 		properties = COALESCE(?5, properties), arguments = COALESCE(?6, arguments), status = COALESCE(?7, status),
 		stop_reason = COALESCE(?8, stop_reason), last_activity_at = COALESCE(?9, last_activity_at),
@@ -283,17 +275,12 @@ func strPtr(p *string) any {
 // InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and CreatedAt
 // (when zero).
 func (t *tx) InsertMessage(m *weft.Message) error {
-	calls, err := jsonText(m.ToolCalls)
-	if err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: message tool calls: %v", t.id, err)
-	}
-	atts, err := jsonText(m.Attachments)
-	if err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: message attachments: %v", t.id, err)
-	}
-	md, err := mapText(m.Metadata)
-	if err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: message metadata: %v", t.id, err)
+	var md []byte
+	if m.Metadata != nil {
+		var err error
+		if md, err = marshal(m.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message metadata: %v", t.id, err)
+		}
 	}
 	if m.ID == "" {
 		m.ID = weft.NewID("msg_")
@@ -303,9 +290,8 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 		created = t.clock()
 	}
 	var seq int64
-	err = t.w.row(t.ctx, qInsertMsg, []any{&seq}, t.id, m.ID, string(m.Role), string(m.Side), m.Content, m.Name, calls,
-		m.ToolCallID, string(m.ToolStatus), string(m.Status), boolInt(m.Silent), m.Depth, m.ParentID, m.Prompt,
-		m.Reasoning, atts, md, m.LogID, m.RunID, nanos(created))
+	err := t.w.row(t.ctx, qInsertMsg, []any{&seq}, t.id, m.ID, string(m.Role), boolInt(m.Silent), m.Depth, m.Content,
+		messageDoc(m, created, md))
 	switch {
 	case isConstraint(err, "UNIQUE"):
 		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
@@ -320,39 +306,50 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 
 // UpdateMessage changes a message; ErrNotFound if it does not exist.
 func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
-	var calls, atts, md any
-	if ch.ToolCalls != nil {
-		v, err := jsonText(*ch.ToolCalls)
-		if err != nil {
-			return weft.Errorf(weft.EInvalid, "thread %s: message %s tool calls: %v", t.id, id, err)
-		}
-		calls = v
+	var m weft.Message
+	var doc string
+	err := t.w.row(t.ctx, qGetMsgDoc, []any{&m.Seq, &m.Content, &doc}, t.id, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
 	}
-	if ch.Attachments != nil {
-		v, err := jsonText(*ch.Attachments)
-		if err != nil {
-			return weft.Errorf(weft.EInvalid, "thread %s: message %s attachments: %v", t.id, id, err)
-		}
-		atts = v
+	if err == nil {
+		err = decodeMessage(doc, &m)
 	}
-	if ch.Metadata != nil {
-		v, err := mapText(ch.Metadata)
-		if err != nil {
-			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
-		}
-		md = v
-	}
-	var silent any
-	if ch.Silent != nil {
-		silent = boolInt(*ch.Silent)
-	}
-	n, err := t.w.execN(t.ctx, qUpdateMsg, t.id, id, strPtr(ch.Content), strPtr((*string)(ch.Status)), calls, atts, md,
-		silent, strPtr(ch.Reasoning), strPtr(ch.LogID))
 	if err != nil {
 		return t.fail("update message "+id, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	if ch.Content != nil {
+		m.Content = *ch.Content
+	}
+	if ch.Status != nil {
+		m.Status = *ch.Status
+	}
+	if ch.ToolCalls != nil {
+		m.ToolCalls = *ch.ToolCalls
+	}
+	if ch.Attachments != nil {
+		m.Attachments = *ch.Attachments
+	}
+	if ch.Metadata != nil {
+		m.Metadata = ch.Metadata
+	}
+	if ch.Silent != nil {
+		m.Silent = *ch.Silent
+	}
+	if ch.Reasoning != nil {
+		m.Reasoning = *ch.Reasoning
+	}
+	if ch.LogID != nil {
+		m.LogID = *ch.LogID
+	}
+	var md []byte
+	if m.Metadata != nil {
+		if md, err = marshal(m.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
+		}
+	}
+	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), m.Content, messageDoc(&m, m.CreatedAt, md), t.id, m.Seq); err != nil {
+		return t.fail("update message "+id, err)
 	}
 	return nil
 }
@@ -382,8 +379,7 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 		c.Status = weft.CallPending
 	}
 	var seq int64
-	err := t.w.row(t.ctx, qPutToolCal, []any{&seq}, t.id, c.CallID, c.MessageID, c.Name, c.Arguments, string(c.Status),
-		c.ResultMessageID, boolInt(c.Idempotent), string(c.Meta), nanosPtr(c.StartedAt), nanosPtr(c.FinishedAt))
+	err := t.w.row(t.ctx, qPutToolCal, []any{&seq}, t.id, c.CallID, string(c.Status), callDoc(c))
 	if err != nil {
 		return t.fail("put tool call "+c.CallID, err)
 	}
@@ -411,7 +407,7 @@ func (t *tx) DrainQueue() ([]weft.QueuedMessage, error) {
 
 // SetExecState stores a run-state document (nil deletes it).
 func (t *tx) SetExecState(key string, value json.RawMessage) error {
-	if err := checkExecState(t.id, key, value); err != nil {
+	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
 		return err
 	}
 	var err error
@@ -427,32 +423,16 @@ func (t *tx) SetExecState(key string, value json.RawMessage) error {
 }
 
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
-// (when empty), ThreadID and CreatedAt (when zero).
+// (when empty), ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
 func (t *tx) PutLog(l *weft.LogEntry) error {
 	if l.ID == "" {
 		l.ID = weft.NewID("log_")
-	}
-	for _, b := range []json.RawMessage{l.RequestBody, l.ResponseBody} {
-		if len(b) > 0 && !json.Valid(b) {
-			return weft.Errorf(weft.EInvalid, "thread %s: log %s: body is not valid JSON", t.id, l.ID)
-		}
-	}
-	offered, err1 := jsonText(l.ToolsOffered)
-	called, err2 := jsonText(l.ToolsCalled)
-	queued, err3 := jsonText(l.QueuedTools)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: log %s: %v", t.id, l.ID, err)
 	}
 	created := l.CreatedAt
 	if created.IsZero() {
 		created = t.clock()
 	}
-	_, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, l.RunID, l.MessageID, l.ParentLogID, l.RetryOfLogID, l.Kind, l.Provider,
-		l.Model, l.ModelID, l.Prompt, string(l.Side), l.Depth, l.StatusCode, l.FinishReason, l.Error, l.ErrorType,
-		l.ErrorOrigin, boolInt(l.IsComplete), l.InputTokens, l.CachedTokens, l.OutputTokens, l.ReasoningTokens,
-		l.TotalTokens, floatPtr(l.CostInput), floatPtr(l.CostCached), floatPtr(l.CostOutput), floatPtr(l.CostTotal),
-		l.LatencyMS, l.TimeToFirstTokenMS, l.GenerationMS, string(l.RequestBody), string(l.ResponseBody), offered,
-		called, queued, l.ToolChoice, nanos(created))
+	_, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, l.Depth, nanos(created), logDoc(l, created), string(l.RequestBody), string(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
 	}
@@ -460,16 +440,9 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	return nil
 }
 
-func floatPtr(f *float64) any {
-	if f == nil {
-		return nil
-	}
-	return *f
-}
-
 // SetKV stores a JSON value (nil deletes it).
 func (t *tx) SetKV(key string, value json.RawMessage) error {
-	if err := checkKV(t.id, key, value); err != nil {
+	if err := storecontract.CheckKV(t.id, key, value); err != nil {
 		return err
 	}
 	var err error

@@ -63,6 +63,24 @@ func stepTx(threadID string, n int) func(weft.Tx) error {
 	}
 }
 
+// rotateEvery bounds a benchmark thread's growth: after this many iterations the thread is replaced
+// (outside the timer) by a fresh one with 21 messages, so results do not drift with thread length
+// or heap size.
+const rotateEvery = 256
+
+// rotate replaces the thread every rotateEvery iterations.
+func rotate(b *testing.B, s weft.Store, id *string, i int) {
+	if i == 0 || i%rotateEvery != 0 {
+		return
+	}
+	b.StopTimer()
+	if err := s.DeleteThread(b.Context(), *id); err != nil {
+		b.Fatal(err)
+	}
+	*id = benchThread(b, s)
+	b.StartTimer()
+}
+
 // StepTx measures one engine-step transaction on a thread that already holds 21 messages.
 func StepTx(b *testing.B, s weft.Store) {
 	id := benchThread(b, s)
@@ -70,6 +88,7 @@ func StepTx(b *testing.B, s weft.Store) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
+		rotate(b, s, &id, i)
 		if err := s.Tx(ctx, id, nil, stepTx(id, i)); err != nil {
 			b.Fatal(err)
 		}
@@ -85,6 +104,7 @@ func ToolTurn(b *testing.B, s weft.Store) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
+		rotate(b, s, &id, i)
 		callID := fmt.Sprintf("call_b%d", i)
 		if err := s.Tx(ctx, id, nil, stepTx(id, i)); err != nil {
 			b.Fatal(err)

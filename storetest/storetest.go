@@ -53,6 +53,8 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"Env", testEnv},
 		{"TxAllOrNothing", testTxAllOrNothing},
 		{"TxPanic", testTxPanic},
+		{"TxReadsInside", testTxReadsInside},
+		{"UnknownThread", testUnknownThread},
 		{"FenceStale", testFenceStale},
 		{"LeaseExpiry", testLeaseExpiry},
 	}
@@ -1488,6 +1490,81 @@ func testTxPanic(t *testing.T, s weft.Store) {
 	}()
 	checkUntouched(t, s, th.ID)
 	insert(t, s, th.ID, &weft.Message{Role: weft.RoleUser}) // the thread is not left locked
+}
+
+func testTxReadsInside(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	insert(t, s, th.ID, &weft.Message{Role: weft.RoleUser, Content: "committed"})
+	mustTx(t, s, th.ID, func(tx weft.Tx) error {
+		if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: "staged"}); err != nil {
+			return err
+		}
+		// Reads inside fn see committed data only, and do not deadlock.
+		ms, err := s.Messages(ctx, th.ID, weft.MessageQuery{})
+		if err != nil || len(ms) != 1 || ms[0].Content != "committed" {
+			t.Errorf("read inside Tx: %v %v", ms, err)
+		}
+		_, err = s.Thread(ctx, th.ID)
+		return err
+	})
+	if ms, _ := s.Messages(ctx, th.ID, weft.MessageQuery{}); len(ms) != 2 {
+		t.Errorf("after Tx: %d messages", len(ms))
+	}
+}
+
+func testUnknownThread(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	const id = "thr_unknown"
+	// Lists are empty; single things are ErrNotFound; writes are ErrNotFound.
+	if ms, err := s.Messages(ctx, id, weft.MessageQuery{}); err != nil || len(ms) != 0 {
+		t.Errorf("Messages: %v %v", ms, err)
+	}
+	if cs, err := s.ToolCalls(ctx, id); err != nil || len(cs) != 0 {
+		t.Errorf("ToolCalls: %v %v", cs, err)
+	}
+	if st, err := s.ExecState(ctx, id); err != nil || len(st) != 0 {
+		t.Errorf("ExecState: %v %v", st, err)
+	}
+	if q, err := s.Queued(ctx, id); err != nil || len(q) != 0 {
+		t.Errorf("Queued: %v %v", q, err)
+	}
+	if ls, err := s.Logs(ctx, id, weft.LogQuery{}); err != nil || len(ls) != 0 {
+		t.Errorf("Logs: %v %v", ls, err)
+	}
+	if _, found, err := s.GetKV(ctx, id, "k"); err != nil || found {
+		t.Errorf("GetKV: %v %v", found, err)
+	}
+	if kv, err := s.ListKV(ctx, id); err != nil || len(kv) != 0 {
+		t.Errorf("ListKV: %v %v", kv, err)
+	}
+	if u, err := s.Files().Usage(ctx, id); err != nil || u.Files != 0 {
+		t.Errorf("Usage: %v %v", u, err)
+	}
+	if fs, err := s.Files().Find(ctx, id, "**"); err != nil || len(fs) != 0 {
+		t.Errorf("Find: %v %v", fs, err)
+	}
+	if gs, err := s.Files().Grep(ctx, id, "x", weft.GrepOptions{}); err != nil || len(gs) != 0 {
+		t.Errorf("Grep: %v %v", gs, err)
+	}
+	_, err := s.Message(ctx, id, "msg_x")
+	wantErr(t, "Message", err, weft.ErrNotFound)
+	_, err = s.Log(ctx, id, "log_x")
+	wantErr(t, "Log", err, weft.ErrNotFound)
+	_, err = s.Files().Stat(ctx, id, "/")
+	wantErr(t, "Stat(/)", err, weft.ErrNotFound)
+	_, err = s.Files().ReadDir(ctx, id, "/")
+	wantErr(t, "ReadDir(/)", err, weft.ErrNotFound)
+	_, err = s.Files().ReadFile(ctx, id, "/f")
+	wantErr(t, "ReadFile", err, weft.ErrNotFound)
+	// A deleted thread is unknown too.
+	th := newThread(t, s, nil)
+	if err := s.DeleteThread(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.InsertMessage(&weft.Message{Role: weft.RoleUser}) })
+	wantErr(t, "Tx on a deleted thread", err, weft.ErrNotFound)
+	wantErr(t, "PushQueue on a deleted thread", s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID}), weft.ErrNotFound)
 }
 
 func testFenceStale(t *testing.T, s weft.Store) {

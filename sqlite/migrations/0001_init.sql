@@ -32,28 +32,17 @@ CREATE INDEX threads_user_activity ON threads (user_id, last_activity_at);
 CREATE INDEX threads_activity ON threads (last_activity_at);
 CREATE INDEX threads_created ON threads (created_at);
 
+-- Hot tables keep the columns that queries filter on and pack the other fields into doc, a compact
+-- tagged binary encoding (codec.go).
 CREATE TABLE messages (
-    thread_id    TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-    seq          INTEGER NOT NULL,
-    id           TEXT NOT NULL,
-    role         TEXT NOT NULL,
-    side         TEXT NOT NULL DEFAULT '',
-    content      TEXT NOT NULL DEFAULT '',
-    name         TEXT NOT NULL DEFAULT '',
-    tool_calls   TEXT NOT NULL DEFAULT '',
-    tool_call_id TEXT NOT NULL DEFAULT '',
-    tool_status  TEXT NOT NULL DEFAULT '',
-    status       TEXT NOT NULL DEFAULT '',
-    silent       INTEGER NOT NULL DEFAULT 0,
-    depth        INTEGER NOT NULL DEFAULT 0,
-    parent_id    TEXT NOT NULL DEFAULT '',
-    prompt       TEXT NOT NULL DEFAULT '',
-    reasoning    TEXT NOT NULL DEFAULT '',
-    attachments  TEXT NOT NULL DEFAULT '',
-    metadata     TEXT NOT NULL DEFAULT '',
-    log_id       TEXT NOT NULL DEFAULT '',
-    run_id       TEXT NOT NULL DEFAULT '',
-    created_at   INTEGER NOT NULL,
+    thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    id        TEXT NOT NULL,
+    role      TEXT NOT NULL,
+    silent    INTEGER NOT NULL,
+    depth     INTEGER NOT NULL,
+    content   TEXT NOT NULL,
+    doc       BLOB NOT NULL,
     PRIMARY KEY (thread_id, seq)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX messages_id ON messages (thread_id, id);
@@ -64,18 +53,11 @@ CREATE TRIGGER messages_seq AFTER INSERT ON messages BEGIN
 END;
 
 CREATE TABLE tool_calls (
-    thread_id         TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-    call_id           TEXT NOT NULL,
-    seq               INTEGER NOT NULL,
-    message_id        TEXT NOT NULL DEFAULT '',
-    name              TEXT NOT NULL DEFAULT '',
-    arguments         TEXT NOT NULL DEFAULT '',
-    status            TEXT NOT NULL,
-    result_message_id TEXT NOT NULL DEFAULT '',
-    idempotent        INTEGER NOT NULL DEFAULT 0,
-    meta              TEXT NOT NULL DEFAULT '',
-    started_at        INTEGER NOT NULL DEFAULT 0,
-    finished_at       INTEGER NOT NULL DEFAULT 0,
+    thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    call_id   TEXT NOT NULL,
+    seq       INTEGER NOT NULL,
+    status    TEXT NOT NULL,
+    doc       BLOB NOT NULL,
     PRIMARY KEY (thread_id, call_id)
 ) WITHOUT ROWID;
 CREATE TRIGGER tool_calls_seq AFTER INSERT ON tool_calls BEGIN
@@ -103,45 +85,14 @@ CREATE TABLE exec_state (
 ) WITHOUT ROWID;
 
 CREATE TABLE logs (
-    n                      INTEGER PRIMARY KEY, -- creation order
-    thread_id              TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-    id                     TEXT NOT NULL,
-    run_id                 TEXT NOT NULL DEFAULT '',
-    message_id             TEXT NOT NULL DEFAULT '',
-    parent_log_id          TEXT NOT NULL DEFAULT '',
-    retry_of_log_id        TEXT NOT NULL DEFAULT '',
-    kind                   TEXT NOT NULL DEFAULT '',
-    provider               TEXT NOT NULL DEFAULT '',
-    model                  TEXT NOT NULL DEFAULT '',
-    model_id               TEXT NOT NULL DEFAULT '',
-    prompt                 TEXT NOT NULL DEFAULT '',
-    side                   TEXT NOT NULL DEFAULT '',
-    depth                  INTEGER NOT NULL DEFAULT 0,
-    status_code            INTEGER NOT NULL DEFAULT 0,
-    finish_reason          TEXT NOT NULL DEFAULT '',
-    error                  TEXT NOT NULL DEFAULT '',
-    error_type             TEXT NOT NULL DEFAULT '',
-    error_origin           TEXT NOT NULL DEFAULT '',
-    is_complete            INTEGER NOT NULL DEFAULT 0,
-    input_tokens           INTEGER NOT NULL DEFAULT 0,
-    cached_tokens          INTEGER NOT NULL DEFAULT 0,
-    output_tokens          INTEGER NOT NULL DEFAULT 0,
-    reasoning_tokens       INTEGER NOT NULL DEFAULT 0,
-    total_tokens           INTEGER NOT NULL DEFAULT 0,
-    cost_input             REAL,
-    cost_cached            REAL,
-    cost_output            REAL,
-    cost_total             REAL,
-    latency_ms             INTEGER NOT NULL DEFAULT 0,
-    time_to_first_token_ms INTEGER NOT NULL DEFAULT 0,
-    generation_ms          INTEGER NOT NULL DEFAULT 0,
-    request_body           TEXT NOT NULL DEFAULT '',
-    response_body          TEXT NOT NULL DEFAULT '',
-    tools_offered          TEXT NOT NULL DEFAULT '',
-    tools_called           TEXT NOT NULL DEFAULT '',
-    queued_tools           TEXT NOT NULL DEFAULT '',
-    tool_choice            TEXT NOT NULL DEFAULT '',
-    created_at             INTEGER NOT NULL
+    n             INTEGER PRIMARY KEY, -- creation order
+    thread_id     TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    id            TEXT NOT NULL,
+    depth         INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    doc           BLOB NOT NULL,
+    request_body  TEXT NOT NULL,
+    response_body TEXT NOT NULL
 );
 CREATE UNIQUE INDEX logs_id ON logs (thread_id, id);
 

@@ -1,8 +1,7 @@
-package memstore
-
-// This file is kept identical in memstore and sqlite (package clause aside) so both back ends share
-// the same path, glob, MIME, JSON and grep rules. It belongs in an internal package once the layout
-// allows one.
+// Package storecontract holds the rules every weft.Store implementation applies identically —
+// value limits, thread-filesystem paths, globs, text detection and grep — so that memstore,
+// sqlite and later back ends cannot drift apart.
+package storecontract
 
 import (
 	"bufio"
@@ -11,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"path"
 	"regexp"
@@ -26,8 +24,8 @@ const (
 	maxKVValue = 1 << 20
 )
 
-// checkKV validates a KV key and, when non-nil, its JSON value.
-func checkKV(threadID, key string, value json.RawMessage) error {
+// CheckKV validates a KV key and, when non-nil, its JSON value.
+func CheckKV(threadID, key string, value json.RawMessage) error {
 	if key == "" || len(key) > maxKVKey {
 		return weft.Errorf(weft.EInvalid, "thread %s: kv key must be 1 to %d bytes", threadID, maxKVKey)
 	}
@@ -42,8 +40,8 @@ func checkKV(threadID, key string, value json.RawMessage) error {
 	return nil
 }
 
-// checkExecState validates a run-state key and, when non-nil, its JSON value.
-func checkExecState(threadID, key string, value json.RawMessage) error {
+// CheckExecState validates a run-state key and, when non-nil, its JSON value.
+func CheckExecState(threadID, key string, value json.RawMessage) error {
 	if key == "" {
 		return weft.Errorf(weft.EInvalid, "thread %s: empty exec-state key", threadID)
 	}
@@ -53,8 +51,8 @@ func checkExecState(threadID, key string, value json.RawMessage) error {
 	return nil
 }
 
-// checkEnvValue validates one env value and returns its type (secret when unset, env.md §6.1).
-func checkEnvValue(scope weft.EnvScope, owner string, v weft.EnvValue) (weft.VarType, error) {
+// CheckEnvValue validates one env value and returns its type (secret when unset, env.md §6.1).
+func CheckEnvValue(scope weft.EnvScope, owner string, v weft.EnvValue) (weft.VarType, error) {
 	switch scope {
 	case weft.EnvThread, weft.EnvUser, weft.EnvInstance:
 	default:
@@ -72,8 +70,8 @@ func checkEnvValue(scope weft.EnvScope, owner string, v weft.EnvValue) (weft.Var
 	return "", weft.Errorf(weft.EInvalid, "env %s %s: variable %s: unknown type %q", scope, owner, v.Name, v.Type)
 }
 
-// cleanPath wraps weft.CleanPath with the thread and the offending path.
-func cleanPath(threadID, p string) (string, error) {
+// CleanPath wraps weft.CleanPath with the thread and the offending path.
+func CleanPath(threadID, p string) (string, error) {
 	c, err := weft.CleanPath(p)
 	if err != nil {
 		return "", fmt.Errorf("thread %s: path %q: %w", threadID, p, err)
@@ -81,8 +79,8 @@ func cleanPath(threadID, p string) (string, error) {
 	return c, nil
 }
 
-// parentDir returns the directory holding p ("/" for top-level entries).
-func parentDir(p string) string {
+// ParentDir returns the directory holding p ("/" for top-level entries).
+func ParentDir(p string) string {
 	i := strings.LastIndexByte(p, '/')
 	if i <= 0 {
 		return "/"
@@ -90,8 +88,8 @@ func parentDir(p string) string {
 	return p[:i]
 }
 
-// ancestors returns p's ancestor directories below the root, outermost first.
-func ancestors(p string) []string {
+// Ancestors returns p's ancestor directories below the root, outermost first.
+func Ancestors(p string) []string {
 	var out []string
 	for i := 1; i < len(p); i++ {
 		if p[i] == '/' {
@@ -101,18 +99,18 @@ func ancestors(p string) []string {
 	return out
 }
 
-// within reports whether p is dir or lies below it.
-func within(p, dir string) bool {
+// Within reports whether p is dir or lies below it.
+func Within(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}
 	return p == dir || (len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir))
 }
 
-// matchGlob matches a cleaned absolute path against a glob: `*`, `?` and `[...]` within one path
+// MatchGlob matches a cleaned absolute path against a glob: `*`, `?` and `[...]` Within one path
 // segment (path.Match), `**` across any number of segments (zero included). A pattern without a
 // leading slash is relative to the root.
-func matchGlob(pattern, p string) (bool, error) {
+func MatchGlob(pattern, p string) (bool, error) {
 	pattern = strings.TrimPrefix(pattern, "/")
 	ps := strings.Split(pattern, "/")
 	for _, s := range ps {
@@ -152,9 +150,9 @@ func matchSegments(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
-// textMIME reports whether files of a media type are indexed for Grep (threadstate.md §4): text/*,
+// TextMIME reports whether files of a media type are indexed for Grep (threadstate.md §4): text/*,
 // JSON, YAML, XML, JavaScript, CSV and Markdown (suffixes +json, +xml and +yaml included).
-func textMIME(m string) bool {
+func TextMIME(m string) bool {
 	if i := strings.IndexByte(m, ';'); i >= 0 {
 		m = m[:i]
 	}
@@ -171,8 +169,8 @@ func textMIME(m string) bool {
 	return false
 }
 
-// extMIME maps common extensions to media types; the table is fixed so that every machine agrees.
-func extMIME(ext string) string {
+// ExtMIME maps common extensions to media types; the table is fixed so that every machine agrees.
+func ExtMIME(ext string) string {
 	switch ext {
 	case ".txt":
 		return "text/plain; charset=utf-8"
@@ -230,9 +228,9 @@ func extMIME(ext string) string {
 	return ""
 }
 
-// detectMIME guesses a media type from the file name, else from the leading bytes.
-func detectMIME(name string, data []byte) string {
-	if m := extMIME(strings.ToLower(path.Ext(name))); m != "" {
+// DetectMIME guesses a media type from the file name, else from the leading bytes.
+func DetectMIME(name string, data []byte) string {
+	if m := ExtMIME(strings.ToLower(path.Ext(name))); m != "" {
 		return m
 	}
 	if len(data) == 0 {
@@ -241,8 +239,8 @@ func detectMIME(name string, data []byte) string {
 	return http.DetectContentType(data)
 }
 
-// compileGrep compiles an RE2 pattern for Grep.
-func compileGrep(threadID, pattern string, ignoreCase bool) (*regexp.Regexp, error) {
+// CompileGrep compiles an RE2 pattern for Grep.
+func CompileGrep(threadID, pattern string, ignoreCase bool) (*regexp.Regexp, error) {
 	if ignoreCase {
 		pattern = "(?i)" + pattern
 	}
@@ -253,17 +251,17 @@ func compileGrep(threadID, pattern string, ignoreCase bool) (*regexp.Regexp, err
 	return re, nil
 }
 
-// grepPrefix returns the cleaned directory a Grep is limited to ("/" for none).
-func grepPrefix(threadID string, o weft.GrepOptions) (string, error) {
+// GrepPrefix returns the cleaned directory a Grep is limited to ("/" for none).
+func GrepPrefix(threadID string, o weft.GrepOptions) (string, error) {
 	if o.Path == "" {
 		return "/", nil
 	}
-	return cleanPath(threadID, o.Path)
+	return CleanPath(threadID, o.Path)
 }
 
-// grepReader appends the lines of r matching re to out (1-based line numbers, trailing CR dropped)
+// GrepReader appends the lines of r matching re to out (1-based line numbers, trailing CR dropped)
 // until out holds max matches; it reports whether the limit was reached.
-func grepReader(re *regexp.Regexp, p string, r io.Reader, out *[]weft.GrepMatch, max int) (bool, error) {
+func GrepReader(re *regexp.Regexp, p string, r io.Reader, out *[]weft.GrepMatch, max int) (bool, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
@@ -293,8 +291,8 @@ func grepReader(re *regexp.Regexp, p string, r io.Reader, out *[]weft.GrepMatch,
 	}
 }
 
-// asciiLower lowers ASCII letters only, as SQLite's lower() does, so searches match alike.
-func asciiLower(s string) string {
+// ASCIILower lowers ASCII letters only, as SQLite's lower() does, so searches match alike.
+func ASCIILower(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; 'A' <= c && c <= 'Z' {
 			b := []byte(s)
@@ -307,74 +305,4 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
-}
-
-// normJSONMap returns a deep copy of m holding only what a JSON round trip yields (map[string]any,
-// []any, string, float64, bool, nil), so that every back end returns the same values. nil stays nil.
-func normJSONMap(m map[string]any) (map[string]any, error) {
-	if m == nil {
-		return nil, nil
-	}
-	v, err := normJSON(m)
-	if err != nil {
-		return nil, err
-	}
-	return v.(map[string]any), nil
-}
-
-func normJSON(v any) (any, error) {
-	switch x := v.(type) {
-	case nil, string, bool:
-		return x, nil
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("unsupported JSON number %v", x)
-		}
-		return x, nil
-	case int:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case int32:
-		return float64(x), nil
-	case uint:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case json.Number:
-		return x.Float64()
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			n, err := normJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			n, err := normJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	case []string:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = e
-		}
-		return out, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	err = json.Unmarshal(b, &out)
-	return out, err
 }
