@@ -161,6 +161,9 @@ type ToolEntry struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Options are static options the tool reads through Execution().ToolOptions() (ToolConfig).
 	Options map[string]any `json:"options,omitempty"`
+	// Bindings fill tool parameters from the prompt's arguments (parameter → argument name); bound
+	// parameters are not offered to the model (a Prompty v2 function tool's `bindings`).
+	Bindings map[string]string `json:"bindings,omitempty"`
 	// IncludeTextResponse, IncludeToolCalls and IncludeErrors shape a sub-prompt's result string;
 	// nil = true (SubpromptConfig).
 	IncludeTextResponse *bool `json:"includeTextResponse,omitempty"`

@@ -63,6 +63,12 @@ type Store interface {
 	// Store (it sees committed data) but must not call a Store write method: that deadlocks.
 	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
 
+	// BeginRun starts a run in one transaction: it takes the thread's lease for node exactly as
+	// AcquireLease does (ErrLeaseHeld if another node holds it) and returns everything a run loads:
+	// the thread, its run state, its top-level messages (all statuses), its queued messages, and
+	// the env values of the thread, of its user (when UserID is set) and of the instance.
+	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, *RunStart, error)
+
 	// AcquireLease takes the thread's lease for node if it is free or expired, returning a fence
 	// with a token higher than any before; ErrLeaseHeld if another node holds it.
 	AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, error)
@@ -88,8 +94,9 @@ type Tx interface {
 	DeleteMessage(id string) error
 	// PutToolCall inserts or replaces a tool-call record (keyed by thread and call id).
 	PutToolCall(c *ToolCallRecord) error
-	// DrainQueue removes and returns the queued messages in order.
-	DrainQueue() ([]QueuedMessage, error)
+	// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all of them
+	// when upTo ≤ 0): a run drains exactly the rows it has shown the model.
+	DrainQueue(upTo int64) ([]QueuedMessage, error)
 	// SetExecState stores a run-state document under key (nil deletes it).
 	SetExecState(key string, value json.RawMessage) error
 	// PutLog inserts or replaces a log row (keyed by id).
@@ -105,6 +112,21 @@ type Tx interface {
 	RemoveDir(path string, recursive bool) error
 	// RenameFile moves a file; the target must not exist.
 	RenameFile(from, to string) error
+	// ReleaseLease frees the Tx's fence lease when the transaction commits (no-op without a fence):
+	// a run's last transaction ends it.
+	ReleaseLease() error
+}
+
+// RunStart is what BeginRun loads for a run.
+type RunStart struct {
+	Thread    *Thread
+	ExecState map[string]json.RawMessage
+	// Messages are the top-level (depth 0) messages in seq order.
+	Messages []Message
+	// Queued are the queued messages in order.
+	Queued []QueuedMessage
+	// ThreadEnv, UserEnv and InstanceEnv are the decrypted env values of those scopes.
+	ThreadEnv, UserEnv, InstanceEnv []EnvValue
 }
 
 // FileReader reads a thread's filesystem. Paths are absolute, /-separated and cleaned

@@ -455,6 +455,7 @@ var entryKeys = []struct {
 	set   func(e ToolEntry) bool
 }{
 	{"env", []string{"tool"}, func(e ToolEntry) bool { return e.Env != nil }},
+	{"bindings", []string{"tool"}, func(e ToolEntry) bool { return e.Bindings != nil }},
 	{"options", []string{"tool"}, func(e ToolEntry) bool { return e.Options != nil }},
 	{"includeTextResponse", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeTextResponse != nil }},
 	{"includeToolCalls", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeToolCalls != nil }},
@@ -536,6 +537,13 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 				}
 			}
 		case EntryTool:
+			for _, param := range sortedKeys(e.Bindings) {
+				if t.Tool == nil || t.Tool.Args == nil || t.Tool.Args.Properties[param] == nil {
+					v.errf(src, base+".bindings."+param, "%q is not a parameter of tool %q", param, e.Name)
+				} else if arg := e.Bindings[param]; p.RequiredSchema == nil || p.RequiredSchema.Properties[arg] == nil {
+					v.errf(src, base+".bindings."+param, "%q is not an input of prompt %q", arg, p.Name)
+				}
+			}
 			if t.Tool != nil && t.Tool.ExecutionMode == ExecProvider {
 				v.warnf(src, base, "%q is provider-executed; it is sent only to models of provider %q", e.Name, t.Tool.ExecutionProvider)
 			}

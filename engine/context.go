@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -28,6 +29,8 @@ type scope struct {
 	nested []weft.Message
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
+	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).
+	final func(text string) weft.StopReason
 }
 
 // offered is a tool offered in a scope.
@@ -67,7 +70,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		o := &offered{entry: e, target: t}
 		switch {
 		case t.Tool != nil:
-			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Tool.Description, Parameters: argsSchema(t.Tool.Args)}
+			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Tool.Description, Parameters: unbound(argsSchema(t.Tool.Args), e.Bindings)}
 			if t.Tool.ExecutionMode == weft.ExecProvider {
 				if model == nil || model.Provider != t.Tool.ExecutionProvider {
 					r.e.log.Warn("provider-executed tool omitted: the model's provider does not run it",
@@ -98,6 +101,24 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		s.specs = append(s.specs, o.spec)
 	}
 	return s, nil
+}
+
+// unbound returns the schema offered for a tool whose bound parameters are filled from the prompt's
+// arguments: those parameters removed (a shallow copy; the tool's own schema is untouched).
+func unbound(s *schema.Schema, bindings map[string]string) *schema.Schema {
+	if len(bindings) == 0 {
+		return s
+	}
+	c := *s
+	c.Properties = map[string]*schema.Schema{}
+	for k, v := range s.Properties {
+		if _, bound := bindings[k]; !bound {
+			c.Properties[k] = v
+		}
+	}
+	c.Required = slices.DeleteFunc(slices.Clone(s.Required), func(k string) bool { _, b := bindings[k]; return b })
+	c.PropertyOrder = slices.DeleteFunc(slices.Clone(s.PropertyOrder), func(k string) bool { _, b := bindings[k]; return b })
+	return &c
 }
 
 func argsSchema(s *schema.Schema) *schema.Schema {

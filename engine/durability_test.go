@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -181,5 +182,37 @@ func TestIdleThreadHoldsNothing(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("goroutines %d → %d after 50 idle threads", before, after)
+	}
+}
+
+// TestMessagePostedDuringRun: a message queued while the run executes a tool joins the thread at
+// the next step boundary, after the tool result, exactly once, and the model sees it.
+func TestMessagePostedDuringRun(t *testing.T) {
+	var h *harness
+	var threadID string
+	poster := &weft.Tool{Name: "poster", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		if _, err := h.eng.Send(ctx, threadID, weft.NewMessage{Content: "also: cancel order 7"}); err != nil {
+			return weft.ToolResult{}, err
+		}
+		return weft.Success("posted"), nil
+	})}
+	h = newHarness(t, registry([]*weft.Tool{poster}, nil), `
+- tool_calls: [{name: poster}]
+- expect: {last_contains: "also: cancel order 7", roles: [user, assistant, tool, user]}
+  text: Noted both.
+`)
+	th, err := h.eng.CreateThread(context.Background(), engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threadID = th.ID
+	res := h.send(th.ID, "first question")
+	if res.Last().Reason != weft.StopOnResponse || len(res.Stops) != 1 {
+		t.Fatalf("%+v", res.Stops)
+	}
+	wantTranscript(t, h.transcript(th.ID), "user: first question", "assistant:  [poster {}]", "tool:poster: posted",
+		"user: also: cancel order 7", "assistant: Noted both.")
+	if q, _ := h.store.Queued(context.Background(), th.ID); len(q) != 0 {
+		t.Errorf("queue not empty: %+v", q)
 	}
 }

@@ -281,7 +281,7 @@ func (e *Engine) emit(ev Event) {
 // Redactor returns a function replacing the thread's secret values (every env layer) and the
 // provider keys by [redacted], for output that leaves Weft (CLI, API).
 func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
-	r, err := e.newRun(ctx, &activeRun{}, weft.Fence{}, threadID)
+	r, err := e.loadRun(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 	var r *run
 	if in.ThreadID != "" {
 		var err error
-		if r, err = e.newRun(ctx, &activeRun{}, weft.Fence{}, in.ThreadID); err != nil {
+		if r, err = e.loadRun(ctx, in.ThreadID); err != nil {
 			return nil, err
 		}
 		if len(in.Args) == 0 {

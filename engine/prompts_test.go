@@ -387,3 +387,38 @@ func TestEmptyReplyAndCaps(t *testing.T) {
 		}
 	})
 }
+
+func TestToolBindings(t *testing.T) {
+	type args struct {
+		Location string `json:"location"`
+		Unit     string `json:"unit" jsonschema:"enum=celsius|fahrenheit"`
+	}
+	var got []args
+	tool := weft.NewTool("get_weather", "Weather.", func(ctx context.Context, st weft.State, a args) (weft.ToolResult, error) {
+		got = append(got, a)
+		return weft.Success("sunny"), nil
+	})
+	reg := registry([]*weft.Tool{tool}, func(p *weft.Prompt) {
+		p.Tools = []weft.ToolEntry{{Name: "get_weather", Bindings: map[string]string{"unit": "preferred_unit"}}}
+		p.RequiredSchema = schema.Object(schema.OptionalField("preferred_unit", schema.WithDefault(schema.String(), "fahrenheit")))
+	})
+	var offered []string
+	h := newHarness(t, reg, "- tool_calls: [{name: get_weather, arguments: {location: Paris}}]\n- text: ok\n")
+	h.eng, _ = engine.New(engine.Options{Registry: reg, Store: h.store, Override: h.script, Clock: h.script.Clock(),
+		OnRequest: func(req *weft.Request) {
+			for _, ts := range req.Tools {
+				offered = append(offered, strings.Join(ts.Parameters.PropertyOrder, ","))
+			}
+		}})
+	th, err := h.eng.CreateThread(context.Background(), engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send(th.ID, "weather?")
+	if len(offered) == 0 || offered[0] != "location" {
+		t.Errorf("the bound parameter is not offered: %v", offered)
+	}
+	if len(got) != 1 || got[0] != (args{Location: "Paris", Unit: "fahrenheit"}) {
+		t.Errorf("the tool got %+v", got)
+	}
+}

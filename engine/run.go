@@ -131,18 +131,18 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
-		q, err := e.store.Queued(ctx, threadID)
-		if err != nil {
-			return res, err
-		}
-		if i > 0 && len(q) == 0 {
-			return res, nil
-		}
-		if i == 0 && len(q) == 0 && trigger == "message" {
-			return res, nil
+		if i > 0 {
+			// A run that stops with a non-empty queue is followed by a new run.
+			q, err := e.store.Queued(ctx, threadID)
+			if err != nil || len(q) == 0 {
+				return res, err
+			}
 		}
 		info, hits, err := e.runOnce(ctx, threadID, trigger, side)
 		res.LastLineRedactions += hits
+		if errors.Is(err, errNothingQueued) {
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}
@@ -182,12 +182,13 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 
 // runOnce performs one run from a trigger to a stop reason.
 func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (weft.StopInfo, int, error) {
-	fence, err := e.store.AcquireLease(ctx, threadID, e.node, e.opt.LeaseTTL)
+	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL)
 	if err != nil {
 		return weft.StopInfo{}, 0, err
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
+	released := false
 	e.mu.Lock()
 	e.running[threadID] = ar
 	e.mu.Unlock()
@@ -197,18 +198,27 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		delete(e.running, threadID)
 		e.mu.Unlock()
 		close(ar.done)
-		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+		if !released {
+			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+		}
 	}()
 	stopRenew := e.renewLease(runCtx, fence, cancel)
 	defer stopRenew()
 
-	r, err := e.newRun(runCtx, ar, fence, threadID)
+	r, err := e.newRun(runCtx, ar, fence, start)
 	if err != nil {
 		return weft.StopInfo{}, 0, err
 	}
+	if trigger == "message" && len(start.Queued) == 0 {
+		return weft.StopInfo{}, 0, errNothingQueued
+	}
 	info, err := r.loop(trigger, forceSide)
+	released = r.released
 	return info, r.lastLine, err
 }
+
+// errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
+var errNothingQueued = errors.New("nothing queued")
 
 // renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
 // the lease cancels the run.
@@ -251,10 +261,17 @@ type run struct {
 	agent  *weft.Agent
 	state  execState
 
+	// wctx is ctx without cancellation, for writes that must finish.
+	wctx context.Context
 	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows    []*weft.Message
-	lastSeq int64
-	callIDs map[string]bool
+	rows []*weft.Message
+	// queued holds queue rows read but not yet drained; drained are rows moved into rows whose
+	// insert waits for the run's next transaction (drainedUpTo is the last queue seq taken).
+	queued      []weft.QueuedMessage
+	drained     []*weft.Message
+	drainedUpTo int64
+	lastSeq     int64
+	callIDs     map[string]bool
 
 	steps     int
 	sideSteps [2]int
@@ -268,6 +285,10 @@ type run struct {
 	lastLine    int // last-line redaction hits
 	// savedState is the run state as last persisted.
 	savedState []byte
+	// finished is the stop reason the final step already persisted with its reply.
+	finished weft.StopReason
+	// releasing: the current transaction releases the lease; released: one that did committed.
+	releasing, released bool
 }
 
 type queuedTool struct {
@@ -275,38 +296,52 @@ type queuedTool struct {
 	args json.RawMessage
 }
 
-func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, threadID string) (*run, error) {
+func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
+	t := start.Thread
+	a, ok := e.reg.Agent(t.Agent)
+	if !ok {
+		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", t.ID, t.Agent)
+	}
+	s := execState{Side: weft.SideA}
+	if raw, ok := start.ExecState[execKey]; ok {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
+		}
+	}
+	r := &run{e: e, ctx: ctx, wctx: context.WithoutCancel(ctx), ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
+		callIDs: map[string]bool{}, queued: start.Queued}
+	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
+	r.addRows(start.Messages)
+	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
+		declared: e.declaredOf(a)}
+	r.red = newRedactor(r.env.secrets(), r.providerKeys())
+	return r, nil
+}
+
+// loadRun loads a thread's run state without taking its lease (previews, redaction).
+func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
 	t, err := e.store.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	a, ok := e.reg.Agent(t.Agent)
-	if !ok {
-		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", threadID, t.Agent)
-	}
-	s, err := loadExecState(ctx, e.store, threadID)
+	docs, err := e.store.ExecState(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, ctx: ctx, ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
-		callIDs: map[string]bool{}}
-	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
-	if err := r.refreshRows(); err != nil {
+	msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1})
+	if err != nil {
 		return nil, err
 	}
-	if err := r.loadEnv(); err != nil {
+	thread, user, instance, err := loadEnv(ctx, e.store, threadID, t.UserID)
+	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return e.newRun(ctx, &activeRun{}, weft.Fence{}, &weft.RunStart{Thread: t, ExecState: docs, Messages: msgs,
+		ThreadEnv: thread, UserEnv: user, InstanceEnv: instance})
 }
 
-// refreshRows appends rows written since the last read (the run is the only writer of run rows,
-// but tools and the API may inject messages).
-func (r *run) refreshRows() error {
-	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{AfterSeq: r.lastSeq, Limit: 1 << 30})
-	if err != nil {
-		return err
-	}
+// addRows appends stored top-level rows to the run's cache (by pointer into rows: no copies).
+func (r *run) addRows(rows []weft.Message) {
 	if r.rows == nil {
 		r.rows = make([]*weft.Message, 0, len(rows)+16)
 	}
@@ -317,7 +352,6 @@ func (r *run) refreshRows() error {
 			r.rows = append(r.rows, m)
 		}
 	}
-	return nil
 }
 
 // noteRow records a row's seq and call ids.
@@ -347,20 +381,48 @@ func (r *run) replaceRow(m weft.Message) {
 	}
 }
 
-func (r *run) loadEnv() error {
-	thread, user, instance, err := loadEnv(r.ctx, r.e.store, r.thread.ID, r.thread.UserID)
-	if err != nil {
-		return err
+// tx writes in one fenced transaction of this run. Messages drained at the step boundary are
+// stored by the run's next transaction, whatever it is: until then they stay in the queue, so a
+// crash loses nothing.
+func (r *run) tx(fn func(weft.Tx) error) error {
+	r.releasing = false
+	err := r.txDrain(fn)
+	if err == nil && r.releasing {
+		r.released = true
 	}
-	r.env = &envView{thread: toMap(thread), agent: r.agent.Env, user: toMap(user), instance: toMap(instance),
-		declared: r.e.declaredOf(r.agent)}
-	r.red = newRedactor(r.env.secrets(), r.providerKeys())
-	return nil
+	r.releasing = false
+	return err
 }
 
-// tx writes in one fenced transaction of this run.
-func (r *run) tx(fn func(weft.Tx) error) error {
-	return r.e.store.Tx(context.WithoutCancel(r.ctx), r.thread.ID, &r.fence, fn)
+func (r *run) txDrain(fn func(weft.Tx) error) error {
+	if len(r.drained) == 0 {
+		return r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, fn)
+	}
+	drained := r.drained
+	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
+		if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
+			return err
+		}
+		for _, m := range drained {
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+		}
+		preview := preview(drained[len(drained)-1].Content)
+		now := r.now()
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		r.drained = nil
+		for _, m := range drained {
+			r.noteRow(m)
+			r.emitMessage(*m)
+		}
+	}
+	return err
 }
 
 func (r *run) emit(typ string, data map[string]any) {
@@ -468,56 +530,58 @@ func (r *run) abortReason() weft.StopReason {
 	return weft.StopAborted
 }
 
-// drain moves queued messages into the thread (S2). The acting side of a new turn follows the first
-// drained row: user/system → A, assistant → B. An inbound human message is a completed B turn.
+// drain moves queued messages into the thread (S2): they join the context now and are stored by
+// the run's next transaction. The acting side of a new turn follows the first drained row:
+// user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
-	var drained []weft.Message
-	err := r.tx(func(tx weft.Tx) error {
-		qs, err := tx.DrainQueue()
-		if err != nil || len(qs) == 0 {
+	if r.queued == nil && r.steps > 0 {
+		q, err := r.e.store.Queued(r.ctx, r.thread.ID)
+		if err != nil {
 			return err
 		}
-		for i, q := range qs {
-			m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
-				Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
-			switch q.Role {
-			case weft.RoleUser:
-				m.Side = weft.SideB
-			case weft.RoleAssistant:
-				m.Side = weft.SideA
-			}
-			if err := tx.InsertMessage(m); err != nil {
-				return err
-			}
-			if i == 0 {
-				if q.Role == weft.RoleAssistant {
-					r.state.Side = weft.SideB
-				} else {
-					r.state.Side = weft.SideA
-				}
-			}
-			drained = append(drained, *m)
-		}
-		if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
-			// The human's messages complete a B turn.
-			r.state.TurnsB++
-			r.state.WindowB = drained[len(drained)-1].Seq
-		}
-		r.state.Stopped = false
-		preview := preview(drained[len(drained)-1].Content)
-		now := r.now()
-		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
-			return err
-		}
-		return tx.SetExecState(execKey, r.state.encode())
-	})
-	if err != nil {
-		return err
+		r.queued = q
 	}
-	for _, m := range drained {
-		r.addRow(m)
-		r.emitMessage(m)
+	qs := r.queued
+	r.queued = nil
+	if len(qs) == 0 {
+		return nil
 	}
+	first := true
+	for _, q := range qs {
+		if q.Seq <= r.drainedUpTo {
+			continue // taken already; its insert waits for the next transaction
+		}
+		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
+			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
+		switch q.Role {
+		case weft.RoleUser:
+			m.Side = weft.SideB
+		case weft.RoleAssistant:
+			m.Side = weft.SideA
+		}
+		// Provisional seq until the insert assigns the real one (the run holds the lease).
+		m.Seq = r.lastSeq + int64(len(r.drained)) + 1
+		if first {
+			first = false
+			if q.Role == weft.RoleAssistant {
+				r.state.Side = weft.SideB
+			} else {
+				r.state.Side = weft.SideA
+			}
+		}
+		r.drained = append(r.drained, m)
+		r.rows = append(r.rows, m)
+		r.drainedUpTo = max(r.drainedUpTo, q.Seq)
+	}
+	if first {
+		return nil
+	}
+	if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
+		// The human's messages complete a B turn.
+		r.state.TurnsB++
+		r.state.WindowB = r.drained[len(r.drained)-1].Seq
+	}
+	r.state.Stopped = false
 	return nil
 }
 
@@ -568,19 +632,19 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		status = weft.ThreadFailed
 	}
 	var notice *weft.Message
-	err := r.tx(func(tx weft.Tx) error {
-		if reason == weft.StopAbortedByUser {
-			var err error
-			if notice, err = r.stopRows(tx); err != nil {
-				return err
+	var err error
+	if r.finished != reason || reason == "" {
+		// (The final step of a turn persists its stop together with its reply.)
+		err = r.tx(func(tx weft.Tx) error {
+			if reason == weft.StopAbortedByUser {
+				var err error
+				if notice, err = r.stopRows(tx); err != nil {
+					return err
+				}
 			}
-		}
-		now := r.now()
-		if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
-			return err
-		}
-		return tx.SetExecState(execKey, r.state.encode())
-	})
+			return r.persistStop(tx, status, reason)
+		})
+	}
 	if notice != nil && err == nil {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
@@ -593,6 +657,19 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return info, err
 	}
 	return info, nil
+}
+
+// persistStop writes a stop: thread status and reason, run state, and the lease's release.
+func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) error {
+	now := r.now()
+	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
+		return err
+	}
+	if err := tx.SetExecState(execKey, r.state.encode()); err != nil {
+		return err
+	}
+	r.releasing = true
+	return tx.ReleaseLease()
 }
 
 // stopRows answers unanswered calls, fails the pending message and stores the stop notice.

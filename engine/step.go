@@ -31,6 +31,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 		return stepOutcome{}, err
 	}
 	s.toolCalled = r.state.ToolCalled
+	s.final = r.finalPlan(def, side)
 	if r.e.opt.OnEvent != nil {
 		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
 	}
@@ -45,6 +46,10 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	msg, calls, err := r.modelStep(s, req, "")
 	if err != nil {
 		return stepOutcome{}, err
+	}
+	if r.finished != "" {
+		// The reply completed the turn and its transaction persisted the stop.
+		return stepOutcome{stop: r.finished}, nil
 	}
 	results, err := r.executeCalls(s, msg, calls)
 	if err != nil {
@@ -63,6 +68,25 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 		return stepOutcome{stop: weft.StopRepeatedError, stopText: reason}, nil
 	}
 	return r.turnCompletion(def, msg, calls, results)
+}
+
+// finalPlan returns, for a side whose completed turn hands over to a human, a function telling
+// whether a reply without tool calls completes the turn (and with which stop reason); nil when
+// the run goes on after the turn.
+func (r *run) finalPlan(def weft.AgentSide, side weft.Side) func(text string) weft.StopReason {
+	next := r.agent.Side(side.Other())
+	if !(next.Human || !next.IsAI()) {
+		return nil
+	}
+	return func(text string) weft.StopReason {
+		switch {
+		case def.StopsOnResponse() && strings.TrimSpace(text) != "":
+			return weft.StopOnResponse
+		case !def.StopsOnResponse() && def.StopTool == "":
+			return weft.StopOnResponse
+		}
+		return ""
+	}
 }
 
 // turnCompletion decides whether the step completed the side's turn (execution.md §9.1).
@@ -152,13 +176,36 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.beforeInsert(s, emptyResult)
 	}
 	state := r.state.encode()
+	final := weft.StopReason("")
+	if s.final != nil && len(calls) == 0 && !empty && len(r.queuedTools) == 0 {
+		final = s.final(msg.Content)
+	}
+	var finalState []byte
+	prev := r.state
+	if final != "" {
+		// The reply completes the turn and a human is next: the stop goes into this transaction.
+		r.state.completeTurn(s.side, 0)
+		r.state.Side = s.side.Other()
+	}
 	err = r.tx(func(tx weft.Tx) error {
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
 		}
-		for _, c := range calls {
-			if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
-				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}); err != nil {
+		if final != "" {
+			if s.side == weft.SideA {
+				r.state.WindowA = msg.Seq
+			} else {
+				r.state.WindowB = msg.Seq
+			}
+			finalState = r.state.encode()
+		}
+		for i, c := range calls {
+			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
+			if i == 0 {
+				r.markRunning(s, rec)
+			}
+			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
 		}
@@ -170,12 +217,22 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		if err := putLogs(tx, res.logs); err != nil {
 			return err
 		}
+		if final != "" {
+			if err := tx.SetExecState(execKey, finalState); err != nil {
+				return err
+			}
+			return r.persistStop(tx, weft.ThreadAwaitingHuman, final)
+		}
 		return tx.SetExecState(execKey, state)
 	})
 	if err != nil {
+		r.state = prev
 		return nil, nil, err
 	}
 	r.savedState = state
+	if final != "" {
+		r.savedState, r.finished = finalState, final
+	}
 	r.afterInsert(s, msg)
 	if emptyResult != nil {
 		r.afterInsert(s, emptyResult)

@@ -28,8 +28,12 @@ type callResult struct {
 // persisted as a tool message before the next starts.
 func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
 	results := make([]callResult, 0, len(calls))
-	for _, c := range calls {
-		res, err := r.executeCall(s, msg, c)
+	for i, c := range calls {
+		var next *weft.ToolCall
+		if i+1 < len(calls) {
+			next = &calls[i+1]
+		}
+		res, err := r.executeCall(s, msg, c, next)
 		if err != nil {
 			return results, err
 		}
@@ -38,8 +42,10 @@ func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) (
 	return results, nil
 }
 
-// executeCall runs one call and stores its result (execution.md §5.2).
-func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callResult, error) {
+// executeCall runs one call and stores its result (execution.md §5.2). The call was marked running
+// by the last transaction before it (the reply's, or the previous call's result); its own result
+// transaction marks next running.
+func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
 	res := callResult{call: c}
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
@@ -54,13 +60,6 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callRes
 		if errText != "" {
 			res.result = weft.Failure(errText)
 			break
-		}
-		if !r.idempotent(s, c.Name) {
-			now := r.now()
-			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments, Status: weft.CallRunning, StartedAt: &now}
-			if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
-				return res, err
-			}
 		}
 		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := r.state_(exec)
@@ -78,7 +77,7 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall) (callRes
 		res.result = replaced
 		res.result = r.hookBeforeStore(s, st, c, res.result)
 	}
-	m, err := r.storeResult(s, msg, c, res.result, resultID)
+	m, err := r.storeResult(s, msg, c, res.result, resultID, next)
 	if err != nil {
 		return res, err
 	}
@@ -118,6 +117,17 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 		raw = map[string]any{}
 	}
 	params := o.spec.Parameters
+	if len(o.entry.Bindings) > 0 && o.target.Tool != nil {
+		// Bound parameters come from the prompt's arguments; the tool's full schema validates.
+		params = argsSchema(o.target.Tool.Args)
+		if obj, ok := raw.(map[string]any); ok {
+			for param, arg := range o.entry.Bindings {
+				if val, ok := s.args[arg]; ok {
+					obj[param] = val
+				}
+			}
+		}
+	}
 	v, err := r.e.validator(params)
 	if err != nil {
 		return nil, nil, fmt.Sprintf("Tool %q has an invalid argument schema: %v", c.Name, err)
@@ -194,7 +204,7 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 
 // storeResult persists a call's tool message with its new attachments and marks the call done, in
 // one transaction (storage.md §3.4).
-func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string) (*weft.Message, error) {
+func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
 	res.Result = r.red.String(res.Result)
 	res.Error = r.red.String(res.Error)
 	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
@@ -243,6 +253,15 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		if err := tx.InsertMessage(tm); err != nil {
 			return err
 		}
+		if next != nil {
+			rec := &weft.ToolCallRecord{CallID: next.ID, MessageID: msg.ID, Name: next.Name, Arguments: next.Arguments,
+				Status: weft.CallPending, Idempotent: r.idempotent(s, next.Name)}
+			if r.markRunning(s, rec) {
+				if err := tx.PutToolCall(rec); err != nil {
+					return err
+				}
+			}
+		}
 		return tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
 			Status: weft.CallDone, ResultMessageID: tm.ID, Idempotent: r.idempotent(s, c.Name), FinishedAt: &now})
 	})
@@ -256,6 +275,18 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		s.nested = append(s.nested, *tm)
 	}
 	return tm, nil
+}
+
+// markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
+// not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
+// way). It reports whether the record changed.
+func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
+	if rec.Idempotent {
+		return false
+	}
+	now := r.now()
+	rec.Status, rec.StartedAt = weft.CallRunning, &now
+	return true
 }
 
 // newFile is an attachment to write with the tool message.

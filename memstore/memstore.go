@@ -513,13 +513,16 @@ func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessa
 	}
 	th.mu.RLock()
 	defer th.mu.RUnlock()
-	return copyQueue(th.queue, 0), nil
+	return copyQueue(th.queue, 0, 0), nil
 }
 
-// copyQueue copies the queued rows with seq > after.
-func copyQueue(q []weft.QueuedMessage, after int64) []weft.QueuedMessage {
+// copyQueue copies the queued rows with after < seq ≤ upTo (no upper bound when upTo ≤ 0).
+func copyQueue(q []weft.QueuedMessage, after, upTo int64) []weft.QueuedMessage {
 	var out []weft.QueuedMessage
 	for i := range q {
+		if upTo > 0 && q[i].Seq > upTo {
+			break
+		}
 		if q[i].Seq > after {
 			c := q[i]
 			c.Attachments = slices.Clone(c.Attachments)
@@ -668,6 +671,11 @@ func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]w
 	}
 	s.envMu.RLock()
 	defer s.envMu.RUnlock()
+	return s.envLocked(scope, owner)
+}
+
+// envLocked decrypts the values of one scope and owner, sorted by name; caller holds envMu.
+func (s *Store) envLocked(scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
 	rows := s.env[envOwner{scope, owner}]
 	out := make([]weft.EnvValue, 0, len(rows))
 	for name, r := range rows {
@@ -736,6 +744,11 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 	if err != nil {
 		return weft.Fence{}, err
 	}
+	return s.acquire(th, threadID, node, ttl)
+}
+
+// acquire takes th's lease for node unless another acquisition is live.
+func (s *Store) acquire(th *thread, threadID, node string, ttl time.Duration) (weft.Fence, error) {
 	now := s.now()
 	th.leaseMu.Lock()
 	defer th.leaseMu.Unlock()
@@ -745,6 +758,76 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 	th.leaseToken++
 	th.leaseOwner, th.leaseExpires = node, now.Add(ttl)
 	return weft.Fence{Node: node, Token: th.leaseToken, ThreadID: threadID}, nil
+}
+
+// BeginRun takes the thread's lease for node as AcquireLease does and returns, read under the
+// thread's lock together with the lease, the thread, its run state, its top-level messages, its
+// queue and the env values of the thread, its user (when UserID is set) and the instance, all
+// copies. An unknown thread is ErrNotFound; nothing is taken when it fails.
+func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+	if err := ctx.Err(); err != nil {
+		return weft.Fence{}, nil, err
+	}
+	th, err := s.get(threadID)
+	if err != nil {
+		return weft.Fence{}, nil, err
+	}
+	th.mu.RLock()
+	deleted, userID := th.deleted, th.meta.UserID // UserID never changes
+	th.mu.RUnlock()
+	if deleted {
+		return weft.Fence{}, nil, notFound(threadID)
+	}
+	// Env first: it is the only part that can fail, and it must not fail with the lease taken.
+	rs := &weft.RunStart{}
+	if err := s.runEnv(rs, threadID, userID); err != nil {
+		return weft.Fence{}, nil, err
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	if th.deleted {
+		return weft.Fence{}, nil, notFound(threadID)
+	}
+	f, err := s.acquire(th, threadID, node, ttl)
+	if err != nil {
+		return weft.Fence{}, nil, err
+	}
+	rs.Thread = th.threadCopy()
+	rs.ExecState = make(map[string]json.RawMessage, len(th.exec))
+	for k, v := range th.exec {
+		rs.ExecState[k] = slices.Clone(v)
+	}
+	n := 0
+	for _, m := range th.msgs {
+		if m.Depth <= 0 {
+			n++
+		}
+	}
+	rs.Messages = make([]weft.Message, 0, n)
+	for _, m := range th.msgs {
+		if m.Depth <= 0 {
+			rs.Messages = append(rs.Messages, copyMessage(m))
+		}
+	}
+	rs.Queued = copyQueue(th.queue, 0, 0)
+	return f, rs, nil
+}
+
+// runEnv fills the env values of a RunStart.
+func (s *Store) runEnv(rs *weft.RunStart, threadID, userID string) error {
+	s.envMu.RLock()
+	defer s.envMu.RUnlock()
+	var err error
+	if rs.ThreadEnv, err = s.envLocked(weft.EnvThread, threadID); err != nil {
+		return err
+	}
+	if userID != "" {
+		if rs.UserEnv, err = s.envLocked(weft.EnvUser, userID); err != nil {
+			return err
+		}
+	}
+	rs.InstanceEnv, err = s.envLocked(weft.EnvInstance, "")
+	return err
 }
 
 // RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
@@ -777,11 +860,15 @@ func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	return nil
 }
 
-// checkFence reports ErrLeaseLost unless th's lease is live and held with f.
-func (s *Store) checkFence(th *thread, f *weft.Fence) error {
+// checkFence reports ErrLeaseLost unless th's lease is live and held with f; when it is and release
+// is set, the lease is freed (keeping its token).
+func (s *Store) checkFence(th *thread, f *weft.Fence, release bool) error {
 	now := s.now()
 	th.leaseMu.Lock()
 	ok := th.leaseOwner == f.Node && th.leaseToken == f.Token && now.Before(th.leaseExpires)
+	if ok && release {
+		th.leaseOwner, th.leaseExpires = "", time.Time{}
+	}
 	th.leaseMu.Unlock()
 	if !ok {
 		return fmt.Errorf("thread %s: lease token %d of %s: %w", f.ThreadID, f.Token, f.Node, weft.ErrLeaseLost)

@@ -51,3 +51,4 @@ func bench(b *testing.B, fn func(*testing.B, weft.Store)) {
 func BenchmarkStepTx(b *testing.B)          { bench(b, storetest.StepTx) }
 func BenchmarkToolTurn(b *testing.B)        { bench(b, storetest.ToolTurn) }
 func BenchmarkMessagesContext(b *testing.B) { bench(b, storetest.MessagesContext) }
+func BenchmarkBeginRun(b *testing.B)        { bench(b, storetest.BeginRun) }

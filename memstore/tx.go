@@ -38,7 +38,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		return notFound(threadID)
 	}
 	if fence != nil {
-		if err := s.checkFence(lease, fence); err != nil {
+		if err := s.checkFence(lease, fence, false); err != nil {
 			return err
 		}
 	}
@@ -67,7 +67,8 @@ type tx struct {
 	calls    []*weft.ToolCallRecord // puts in order
 	newCalls int64
 
-	drainedTo int64 // queue rows with seq ≤ this were drained
+	drainedTo    int64 // queue rows with seq ≤ this were drained
+	releaseLease bool  // free the fence's lease at commit
 
 	exec []kvOp
 	kv   []kvOp
@@ -113,7 +114,9 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 		return notFound(t.id)
 	}
 	if fence != nil {
-		if err := t.s.checkFence(lease, fence); err != nil {
+		// Freed under th.mu with the writes applied below, so a BeginRun taking the lease next (it
+		// reads under th.mu) sees them; a Tx of the next holder waits for th.writer.
+		if err := t.s.checkFence(lease, fence, t.releaseLease); err != nil {
 			return err
 		}
 	}
@@ -383,11 +386,12 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	return nil
 }
 
-// DrainQueue returns the queued messages not yet drained in this Tx and stages their removal.
-func (t *tx) DrainQueue() ([]weft.QueuedMessage, error) {
+// DrainQueue returns the queued messages with seq ≤ upTo (all when upTo ≤ 0) not yet drained in
+// this Tx, in order, and stages their removal.
+func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
 	th := t.th
 	th.mu.RLock()
-	out := copyQueue(th.queue, t.drainedTo)
+	out := copyQueue(th.queue, t.drainedTo, upTo)
 	th.mu.RUnlock()
 	if len(out) > 0 {
 		t.drainedTo = out[len(out)-1].Seq
@@ -436,5 +440,12 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 		return err
 	}
 	t.kv = append(t.kv, kvOp{key, cloneRaw(value)})
+	return nil
+}
+
+// ReleaseLease stages the release of the fence's lease: it is freed at commit, together with the
+// writes (a no-op for a Tx without a fence).
+func (t *tx) ReleaseLease() error {
+	t.releaseLease = true
 	return nil
 }

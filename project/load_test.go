@@ -36,7 +36,7 @@ func TestFullProject(t *testing.T) {
 	}
 	counts := fmt.Sprintf("models=%d providers=%d prompts=%d agents=%d tools=%d mcp=%d",
 		len(reg.Models()), len(reg.Providers()), len(reg.Prompts()), len(reg.Agents()), len(reg.Tools()), len(reg.MCPServers()))
-	if counts != "models=3 providers=1 prompts=9 agents=4 tools=8 mcp=1" {
+	if counts != "models=3 providers=1 prompts=10 agents=4 tools=9 mcp=1" {
 		t.Errorf("loaded %s", counts)
 	}
 	h, _ := reg.Prompt("helper")
@@ -73,6 +73,11 @@ func TestFullProject(t *testing.T) {
 	}
 	if out.System != "You classify requests for the billing shipping teams of support." || len(out.Suffix) != 1 || out.Suffix[0].Content != "Where is my parcel?" || out.Suffix[0].Name != "customer" {
 		t.Errorf("rendered %q prefix=%v suffix=%+v", out.System, out.Prefix, out.Suffix)
+	}
+	// A v2 function tool binds a parameter to an input.
+	w, _ := reg.Prompt("weather")
+	if len(w.Tools) != 1 || w.Tools[0].Name != "get_weather" || w.Tools[0].Bindings["unit"] != "preferred_unit" {
+		t.Errorf("weather tools %+v", w.Tools)
 	}
 	m, _ := reg.Model("fast")
 	if m.Timeouts.Stall.D().Seconds() != 20 || m.Retry.BaseDelay.D().Milliseconds() != 500 {

@@ -155,7 +155,35 @@ func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
 			return weft.ToolEntry{}, false
 		}
-		return weft.ToolEntry{Name: name, Kind: weft.EntryTool}, true
+		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool}
+		for _, it := range m {
+			if fmt.Sprint(it.Key) != "bindings" {
+				continue
+			}
+			bm, ok := it.Value.(yaml.MapSlice)
+			if !ok {
+				d.errf(path+".bindings", "bindings map tool parameters to inputs")
+				continue
+			}
+			e.Bindings = map[string]string{}
+			for _, b := range bm {
+				param := fmt.Sprint(b.Key)
+				switch x := b.Value.(type) {
+				case string:
+					e.Bindings[param] = x
+				case yaml.MapSlice:
+					for _, kv := range x {
+						if fmt.Sprint(kv.Key) == "input" {
+							e.Bindings[param], _ = kv.Value.(string)
+						}
+					}
+				}
+				if e.Bindings[param] == "" {
+					d.errf(path+".bindings."+param, "a binding names an input: {input: NAME}")
+				}
+			}
+		}
+		return e, true
 	case "mcp":
 		d.warnf(path, "mcp tools in .prompty front matter are not bound; declare the server in tools/ (kind: mcp)")
 	default:

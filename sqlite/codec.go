@@ -1,8 +1,11 @@
 package sqlite
 
-// Rows of the hot tables (messages, tool_calls, logs) keep the columns that queries filter on and
-// pack every other field into one "doc" column: SQLite through modernc costs ~175 ns per column value
-// read, so a 20-column message row took ~4 µs to scan, the packed one a fraction of that.
+// Rows of the hot tables (threads, messages, queue, tool_calls, logs, env) keep the columns that
+// queries filter on and pack the fields into one "doc" column: SQLite through modernc costs ~175 ns
+// per column value read, and each column of a result adds ~0.3 µs to every query, so a 20-column
+// message row took ~4 µs to scan, the packed one a fraction of that. Threads, messages, queue and
+// env rows are read from doc alone; their docs begin with a field present in every one (id, seq,
+// seq, name), so that docs concatenated by group_concat can be split again (docList, run.go).
 //
 // A doc is a sequence of fields, each a tag byte, a uvarint length and that many bytes; zero values
 // are left out and unknown tags are skipped, so fields can be added later. Decoding works on a
@@ -12,6 +15,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -149,7 +153,7 @@ func (r *docReader) json(v string, dst any) {
 	}
 }
 
-// --- messages: columns thread_id, seq, id, role, silent, depth, content; the rest in doc ---
+// --- messages: columns thread_id, seq, id, role, silent, depth; every field in doc ---
 
 const (
 	mSide = iota + 1
@@ -170,6 +174,8 @@ const (
 	mRole
 	mSilent
 	mDepth
+	mSeq
+	mContent
 )
 
 const (
@@ -199,9 +205,9 @@ func putToolCalls(w *docWriter, calls []weft.ToolCall) {
 	}
 }
 
-func putAttachments(w *docWriter, atts []weft.Attachment) {
+func putAttachments(w *docWriter, tag byte, atts []weft.Attachment) {
 	for _, a := range atts {
-		w.nested(mAttachment, func(n *docWriter) {
+		w.nested(tag, func(n *docWriter) {
 			n.str(atID, a.ID)
 			n.str(atPath, a.Path)
 			n.str(atName, a.Name)
@@ -214,10 +220,13 @@ func putAttachments(w *docWriter, atts []weft.Attachment) {
 	}
 }
 
-// messageDoc packs the message fields that have no column of their own (id, role, silent and depth
-// are repeated so that a row decodes from seq, content and doc alone). metadata is JSON or nil.
-func messageDoc(m *weft.Message, created time.Time, metadata []byte) []byte {
-	w := docWriter{b: make([]byte, 0, 128)}
+// messageDoc packs every field of a message but its thread (those with a column of their own are
+// repeated, so that a row decodes from doc alone), with the given seq and creation time. metadata is
+// JSON or nil.
+func messageDoc(m *weft.Message, seq int64, created time.Time, metadata []byte) []byte {
+	w := docWriter{b: make([]byte, 0, 128+len(m.Content))}
+	w.int(mSeq, seq)
+	w.str(mContent, m.Content)
 	w.str(mID, m.ID)
 	w.str(mRole, string(m.Role))
 	w.bool(mSilent, m.Silent)
@@ -231,7 +240,7 @@ func messageDoc(m *weft.Message, created time.Time, metadata []byte) []byte {
 	w.str(mParentID, m.ParentID)
 	w.str(mPrompt, m.Prompt)
 	w.str(mReasoning, m.Reasoning)
-	putAttachments(&w, m.Attachments)
+	putAttachments(&w, mAttachment, m.Attachments)
 	w.bytes(mMetadata, metadata)
 	w.str(mLogID, m.LogID)
 	w.str(mRunID, m.RunID)
@@ -248,6 +257,10 @@ func decodeMessage(doc string, m *weft.Message) error {
 			break
 		}
 		switch tag {
+		case mSeq:
+			m.Seq = r.int(v)
+		case mContent:
+			m.Content = v
 		case mID:
 			m.ID = v
 		case mRole:
@@ -341,6 +354,63 @@ func decodeAttachment(r *docReader, v string) weft.Attachment {
 	return a
 }
 
+// --- queue: columns thread_id, seq; every field in doc ---
+
+const (
+	qSeq = iota + 1
+	qID
+	qRole
+	qContent
+	qAttachment // repeated, nested
+	qSilent
+	qMetadata // JSON
+	qCreatedAt
+)
+
+// queueDoc packs a queued message but its thread. metadata is JSON or nil.
+func queueDoc(q *weft.QueuedMessage, metadata []byte) []byte {
+	w := docWriter{b: make([]byte, 0, 64+len(q.Content))}
+	w.int(qSeq, q.Seq)
+	w.str(qID, q.ID)
+	w.str(qRole, string(q.Role))
+	w.str(qContent, q.Content)
+	putAttachments(&w, qAttachment, q.Attachments)
+	w.bool(qSilent, q.Silent)
+	w.bytes(qMetadata, metadata)
+	w.time(qCreatedAt, q.CreatedAt)
+	return w.b
+}
+
+// decodeQueued fills q from its doc.
+func decodeQueued(doc string, q *weft.QueuedMessage) error {
+	r := docReader{s: doc}
+	for {
+		tag, v, ok := r.next()
+		if !ok {
+			break
+		}
+		switch tag {
+		case qSeq:
+			q.Seq = r.int(v)
+		case qID:
+			q.ID = v
+		case qRole:
+			q.Role = weft.Role(v)
+		case qContent:
+			q.Content = v
+		case qAttachment:
+			q.Attachments = append(q.Attachments, decodeAttachment(&r, v))
+		case qSilent:
+			q.Silent = true
+		case qMetadata:
+			r.json(v, &q.Metadata)
+		case qCreatedAt:
+			q.CreatedAt = r.time(v)
+		}
+	}
+	return r.err
+}
+
 // --- tool calls: columns thread_id, call_id, seq, status; the rest in doc ---
 
 const (
@@ -402,7 +472,7 @@ func decodeCall(doc string, c *weft.ToolCallRecord) error {
 	return r.err
 }
 
-// --- logs: columns n, thread_id, id, depth, created_at, request_body, response_body; the rest in doc ---
+// --- logs: columns thread_id, id, n, depth, request_body, response_body; the rest in doc ---
 
 const (
 	lRunID = iota + 1
@@ -565,4 +635,174 @@ func decodeLog(doc string, l *weft.LogEntry) error {
 		}
 	}
 	return r.err
+}
+
+// --- threads: columns id, agent, user_id, parent_id, root_id, label, tags, status, preview,
+// created_at, last_activity_at (for listings) and the counters; every field in doc ---
+
+const (
+	tID = iota + 1
+	tAgent
+	tOriginAgent
+	tUserID
+	tParentID
+	tRootID
+	tLabel
+	tTag        // repeated
+	tProperties // JSON object
+	tArguments  // JSON object
+	tStatus
+	tStopReason
+	tPreview
+	tCreatedAt
+	tUpdatedAt
+	tLastActivityAt
+)
+
+// threadDoc packs a thread; props and args are its maps as JSON, nil when empty.
+func threadDoc(t *weft.Thread, props, args []byte) []byte {
+	w := docWriter{b: make([]byte, 0, 160+len(props)+len(args)+len(t.Preview))}
+	w.str(tID, t.ID)
+	w.str(tAgent, t.Agent)
+	w.str(tOriginAgent, t.OriginAgent)
+	w.str(tUserID, t.UserID)
+	w.str(tParentID, t.ParentID)
+	w.str(tRootID, t.RootID)
+	w.str(tLabel, t.Label)
+	for _, tag := range t.Tags {
+		w.nested(tTag, func(n *docWriter) { n.b = append(n.b, tag...) }) // kept when empty
+	}
+	w.bytes(tProperties, props)
+	w.bytes(tArguments, args)
+	w.str(tStatus, string(t.Status))
+	w.str(tStopReason, string(t.StopReason))
+	w.str(tPreview, t.Preview)
+	w.time(tCreatedAt, t.CreatedAt)
+	w.time(tUpdatedAt, t.UpdatedAt)
+	w.time(tLastActivityAt, t.LastActivityAt)
+	return w.b
+}
+
+// mapJSON marshals a thread map for threadDoc (nil when empty).
+func mapJSON(m map[string]any) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return marshal(m)
+}
+
+// decodeThreadDoc fills t from its doc but for its maps, returned as JSON ("" when empty). Tags is
+// never nil.
+func decodeThreadDoc(doc string, t *weft.Thread) (props, args string, err error) {
+	r := docReader{s: doc}
+	t.Tags = []string{}
+	for {
+		tag, v, ok := r.next()
+		if !ok {
+			break
+		}
+		switch tag {
+		case tID:
+			t.ID = v
+		case tAgent:
+			t.Agent = v
+		case tOriginAgent:
+			t.OriginAgent = v
+		case tUserID:
+			t.UserID = v
+		case tParentID:
+			t.ParentID = v
+		case tRootID:
+			t.RootID = v
+		case tLabel:
+			t.Label = v
+		case tTag:
+			t.Tags = append(t.Tags, v)
+		case tProperties:
+			props = v
+		case tArguments:
+			args = v
+		case tStatus:
+			t.Status = weft.ThreadStatus(v)
+		case tStopReason:
+			t.StopReason = weft.StopReason(v)
+		case tPreview:
+			t.Preview = v
+		case tCreatedAt:
+			t.CreatedAt = r.time(v)
+		case tUpdatedAt:
+			t.UpdatedAt = r.time(v)
+		case tLastActivityAt:
+			t.LastActivityAt = r.time(v)
+		}
+	}
+	return props, args, r.err
+}
+
+// decodeThread decodes a thread doc; its maps are never nil.
+func decodeThread(doc string) (*weft.Thread, error) {
+	t := &weft.Thread{Properties: map[string]any{}, Arguments: map[string]any{}}
+	props, args, err := decodeThreadDoc(doc, t)
+	if err == nil && props != "" {
+		err = json.Unmarshal([]byte(props), &t.Properties)
+	}
+	if err == nil && args != "" {
+		err = json.Unmarshal([]byte(args), &t.Arguments)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+// --- env: columns scope, owner, name; the value in doc ---
+
+const (
+	eName = iota + 1
+	eSealed
+	eKeyID
+	eType
+	eUpdatedAt
+)
+
+// envDoc packs a sealed env value.
+func envDoc(name string, sealed []byte, keyID string, typ weft.VarType, updated time.Time) []byte {
+	w := docWriter{b: make([]byte, 0, 32+len(name)+len(sealed)+len(keyID))}
+	w.str(eName, name)
+	w.bytes(eSealed, sealed)
+	w.str(eKeyID, keyID)
+	w.str(eType, string(typ))
+	w.time(eUpdatedAt, updated)
+	return w.b
+}
+
+// envRow is a decoded env doc, its value still sealed.
+type envRow struct {
+	name, sealed, keyID string
+	typ                 weft.VarType
+	updated             time.Time
+}
+
+func decodeEnv(doc string) (envRow, error) {
+	var e envRow
+	r := docReader{s: doc}
+	for {
+		tag, v, ok := r.next()
+		if !ok {
+			break
+		}
+		switch tag {
+		case eName:
+			e.name = v
+		case eSealed:
+			e.sealed = v
+		case eKeyID:
+			e.keyID = v
+		case eType:
+			e.typ = weft.VarType(v)
+		case eUpdatedAt:
+			e.updated = r.time(v)
+		}
+	}
+	return e, r.err
 }

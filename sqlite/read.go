@@ -97,36 +97,15 @@ type scanner interface{ Scan(dest ...any) error }
 
 // --- threads ---
 
-const threadCols = `id, agent, origin_agent, user_id, COALESCE(parent_id, ''), root_id, label, tags, properties,
-	arguments, status, stop_reason, preview, created_at, updated_at, last_activity_at`
+const qThread = `SELECT doc FROM threads WHERE id = ?`
 
-const qThread = `SELECT ` + threadCols + ` FROM threads WHERE id = ?`
-
-func scanThread(sc scanner) (*weft.Thread, error) {
-	var t weft.Thread
-	var tags, props, args string
-	var created, updated, act int64
-	err := sc.Scan(&t.ID, &t.Agent, &t.OriginAgent, &t.UserID, &t.ParentID, &t.RootID, &t.Label, &tags, &props, &args,
-		&t.Status, &t.StopReason, &t.Preview, &created, &updated, &act)
-	if err != nil {
+// scanThread scans a row of a thread doc, followed by the extra columns into extra.
+func scanThread(sc scanner, extra ...any) (*weft.Thread, error) {
+	var doc string
+	if err := sc.Scan(append([]any{&doc}, extra...)...); err != nil {
 		return nil, err
 	}
-	t.CreatedAt, t.UpdatedAt, t.LastActivityAt = fromNanos(created), fromNanos(updated), fromNanos(act)
-	t.Tags, t.Properties, t.Arguments = []string{}, map[string]any{}, map[string]any{}
-	if err := errors.Join(json.Unmarshal([]byte(tags), &t.Tags), json.Unmarshal([]byte(props), &t.Properties),
-		json.Unmarshal([]byte(args), &t.Arguments)); err != nil {
-		return nil, fmt.Errorf("thread %s: %w", t.ID, err)
-	}
-	if t.Tags == nil {
-		t.Tags = []string{}
-	}
-	if t.Properties == nil {
-		t.Properties = map[string]any{}
-	}
-	if t.Arguments == nil {
-		t.Arguments = map[string]any{}
-	}
-	return &t, nil
+	return decodeThread(doc)
 }
 
 // CreateThread stores t and its thread-layer env values in one transaction. Empty fields get
@@ -152,11 +131,11 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: tags: %v", t.ID, err)
 	}
-	props, err := marshalMap(t.Properties)
+	props, err := mapJSON(t.Properties)
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.ID, err)
 	}
-	args, err := marshalMap(t.Arguments)
+	args, err := mapJSON(t.Arguments)
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.ID, err)
 	}
@@ -193,11 +172,12 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		if t.LastActivityAt.IsZero() {
 			t.LastActivityAt = t.CreatedAt
 		}
-		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, origin_agent, user_id, parent_id, root_id, label, tags,
-			properties, arguments, status, stop_reason, preview, created_at, updated_at, last_activity_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Agent, t.OriginAgent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), props, args,
-			string(t.Status), string(t.StopReason), t.Preview, nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.LastActivityAt))
+		stored := *t
+		stored.Tags = tags
+		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
+			created_at, last_activity_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
+			nanos(t.CreatedAt), nanos(t.LastActivityAt), threadDoc(&stored, props, args))
 		if isConstraint(err, "UNIQUE") {
 			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
 		}
@@ -206,14 +186,6 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		}
 		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
 	})
-}
-
-func marshalMap(m map[string]any) (string, error) {
-	if m == nil {
-		return "{}", nil
-	}
-	b, err := marshal(m)
-	return string(b), err
 }
 
 // Thread returns a thread or ErrNotFound.
@@ -282,7 +254,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.query(ctx, "SELECT "+threadCols+" FROM threads"+cond+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+	rows, err := s.query(ctx, "SELECT doc FROM threads"+cond+" ORDER BY "+order+" LIMIT ? OFFSET ?",
 		append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
@@ -326,15 +298,16 @@ const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= 
 	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
 
 const (
-	qMessagesAsc  = `SELECT seq, content, doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
-	qMessagesDesc = `SELECT seq, content, doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
-	qMessage      = `SELECT seq, content, doc FROM messages WHERE thread_id = ? AND id = ?`
+	qMessagesAsc  = `SELECT doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
+	qMessagesDesc = `SELECT doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
+	qMessage      = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
 )
 
+// scanMessage scans a row of one doc column.
 func scanMessage(sc scanner, threadID string) (weft.Message, error) {
 	m := weft.Message{ThreadID: threadID}
 	var doc string
-	if err := sc.Scan(&m.Seq, &m.Content, &doc); err != nil {
+	if err := sc.Scan(&doc); err != nil {
 		return m, err
 	}
 	if err := decodeMessage(doc, &m); err != nil {
@@ -457,28 +430,18 @@ func (s *Store) jsonMap(ctx context.Context, q, threadID, what string) (map[stri
 	return out, rows.Err()
 }
 
-const queueCols = `id, seq, role, content, attachments, silent, metadata, created_at, thread_id`
-
-func scanQueue(rows *sql.Rows) ([]weft.QueuedMessage, error) {
+// scanQueue scans rows of one doc column into queued messages of threadID.
+func scanQueue(rows *sql.Rows, threadID string) ([]weft.QueuedMessage, error) {
 	defer rows.Close()
 	var out []weft.QueuedMessage
 	for rows.Next() {
-		var q weft.QueuedMessage
-		var atts, md string
-		var created int64
-		if err := rows.Scan(&q.ID, &q.Seq, &q.Role, &q.Content, &atts, &q.Silent, &md, &created, &q.ThreadID); err != nil {
+		q := weft.QueuedMessage{ThreadID: threadID}
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
 			return nil, err
 		}
-		q.CreatedAt = fromNanos(created)
-		if atts != "" {
-			if err := json.Unmarshal([]byte(atts), &q.Attachments); err != nil {
-				return nil, fmt.Errorf("queued message %s: %w", q.ID, err)
-			}
-		}
-		if md != "" {
-			if err := json.Unmarshal([]byte(md), &q.Metadata); err != nil {
-				return nil, fmt.Errorf("queued message %s: %w", q.ID, err)
-			}
+		if err := decodeQueued(doc, &q); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.Seq, err)
 		}
 		out = append(out, q)
 	}
@@ -487,11 +450,11 @@ func scanQueue(rows *sql.Rows) ([]weft.QueuedMessage, error) {
 
 // Queued lists the thread's queued messages in order without draining them.
 func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessage, error) {
-	rows, err := s.query(ctx, `SELECT `+queueCols+` FROM queue WHERE thread_id = ? ORDER BY seq`, threadID)
+	rows, err := s.query(ctx, qQueued, threadID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
 	}
-	out, err := scanQueue(rows)
+	out, err := scanQueue(rows, threadID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
 	}
@@ -501,13 +464,12 @@ func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessa
 // PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
 // Role defaults to user. An unknown thread is ErrNotFound.
 func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
-	atts, err := jsonText(q.Attachments)
-	if err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: queued message attachments: %v", q.ThreadID, err)
-	}
-	md, err := mapText(q.Metadata)
-	if err != nil {
-		return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
+	var md []byte
+	if q.Metadata != nil {
+		var err error
+		if md, err = marshal(q.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
+		}
 	}
 	if q.ID == "" {
 		q.ID = weft.NewID("que_")
@@ -524,12 +486,11 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq`, []any{&seq}, q.ThreadID); err != nil {
 			return s.noThread(q.ThreadID, err)
 		}
-		_, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, id, role, content, attachments, silent, metadata, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, q.ThreadID, seq, q.ID, string(q.Role), q.Content, atts, boolInt(q.Silent), md, nanos(q.CreatedAt))
-		if err != nil {
+		q.Seq = seq
+		if _, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, q.ThreadID, seq, queueDoc(q, md)); err != nil {
+			q.Seq = 0
 			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
 		}
-		q.Seq = seq
 		return nil
 	})
 }
@@ -621,32 +582,41 @@ func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.Ra
 // Env returns the decrypted values of one scope and owner, sorted by name. A value sealed with
 // another key than the store's fails with an error naming both key ids.
 func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
-	rows, err := s.query(ctx, `SELECT name, value_enc, key_id, type, updated_at FROM env WHERE scope = ? AND owner = ? ORDER BY name`,
-		string(scope), owner)
+	rows, err := s.query(ctx, `SELECT doc FROM env WHERE scope = ? AND owner = ? ORDER BY name`, string(scope), owner)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: env %s %s: %w", scope, owner, err)
 	}
 	defer rows.Close()
 	out := []weft.EnvValue{}
 	for rows.Next() {
-		var v weft.EnvValue
-		var enc []byte
-		var keyID string
-		var updated int64
-		if err := rows.Scan(&v.Name, &enc, &keyID, &v.Type, &updated); err != nil {
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
 			return nil, fmt.Errorf("sqlite: env %s %s: %w", scope, owner, err)
 		}
-		if keyID != s.cipher.KeyID() {
-			return nil, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, v.Name, keyID, s.cipher.KeyID())
-		}
-		p, err := s.cipher.Open(enc)
+		v, err := s.openEnv(scope, owner, doc)
 		if err != nil {
-			return nil, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, v.Name, err)
+			return nil, err
 		}
-		v.Value, v.UpdatedAt = string(p), fromNanos(updated)
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// openEnv decodes and decrypts a stored value. A value sealed with another key than the store's
+// fails with an error naming both key ids.
+func (s *Store) openEnv(scope weft.EnvScope, owner, doc string) (weft.EnvValue, error) {
+	e, err := decodeEnv(doc)
+	if err != nil {
+		return weft.EnvValue{}, fmt.Errorf("sqlite: env %s %s: variable %s: %w", scope, owner, e.name, err)
+	}
+	if e.keyID != s.cipher.KeyID() {
+		return weft.EnvValue{}, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, e.name, e.keyID, s.cipher.KeyID())
+	}
+	p, err := s.cipher.Open([]byte(e.sealed))
+	if err != nil {
+		return weft.EnvValue{}, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, e.name, err)
+	}
+	return weft.EnvValue{Name: e.name, Value: string(p), Type: e.typ, UpdatedAt: e.updated}, nil
 }
 
 // SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner, atomically.
@@ -668,70 +638,13 @@ func (s *Store) setEnv(ctx context.Context, w *writer, scope weft.EnvScope, owne
 			_, err = w.exec(ctx, `DELETE FROM env WHERE scope = ? AND owner = ? AND name = ?`, string(scope), owner, v.Name)
 		} else {
 			typ, _ := storecontract.CheckEnvValue(scope, owner, v)
-			_, err = w.exec(ctx, `INSERT INTO env (scope, owner, name, value_enc, key_id, type, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (scope, owner, name) DO UPDATE SET value_enc = excluded.value_enc, key_id = excluded.key_id,
-				type = excluded.type, updated_at = excluded.updated_at`,
-				string(scope), owner, v.Name, s.cipher.Seal([]byte(v.Value)), s.cipher.KeyID(), string(typ), nanos(now))
+			_, err = w.exec(ctx, `INSERT INTO env (scope, owner, name, doc) VALUES (?, ?, ?, ?)
+				ON CONFLICT (scope, owner, name) DO UPDATE SET doc = excluded.doc`,
+				string(scope), owner, v.Name, envDoc(v.Name, s.cipher.Seal([]byte(v.Value)), s.cipher.KeyID(), typ, now))
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: env %s %s: variable %s: %w", scope, owner, v.Name, err)
 		}
 	}
 	return nil
-}
-
-// --- leases ---
-
-// AcquireLease takes the thread's lease for node if it is free or expired, with a token higher than
-// any before; ErrLeaseHeld while another acquisition is live (whichever node holds it).
-func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, error) {
-	f := weft.Fence{Node: node, ThreadID: threadID}
-	err := s.write(ctx, func(w *writer) error {
-		now := s.now()
-		var owner sql.NullString
-		var expires sql.NullInt64
-		if err := w.row(ctx, `SELECT l.owner, l.expires_at FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`,
-			[]any{&owner, &expires}, threadID); err != nil {
-			return s.noThread(threadID, err)
-		}
-		if owner.String != "" && now.UnixNano() < expires.Int64 {
-			return fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner.String, weft.ErrLeaseHeld)
-		}
-		return w.row(ctx, `INSERT INTO leases (thread_id, owner, token, expires_at) VALUES (?1, ?2, 1, ?3)
-			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, token = token + 1, expires_at = excluded.expires_at
-			RETURNING token`, []any{&f.Token}, threadID, node, now.Add(ttl).UnixNano())
-	})
-	if err != nil {
-		return weft.Fence{}, err
-	}
-	return f, nil
-}
-
-// RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
-// took it since); ErrLeaseLost otherwise.
-func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
-	return s.write(ctx, func(w *writer) error {
-		n, err := w.execN(ctx, `UPDATE leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND token = ?`,
-			s.now().Add(ttl).UnixNano(), f.ThreadID, f.Node, f.Token)
-		if err != nil {
-			return fmt.Errorf("sqlite: thread %s: renew lease: %w", f.ThreadID, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("thread %s: lease token %d of %s: %w", f.ThreadID, f.Token, f.Node, weft.ErrLeaseLost)
-		}
-		return nil
-	})
-}
-
-// ReleaseLease frees a lease held with f's token; no error if it was already lost. The token stays,
-// so the next acquisition gets a higher one.
-func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
-	return s.write(ctx, func(w *writer) error {
-		_, err := w.exec(ctx, `UPDATE leases SET owner = '', expires_at = 0 WHERE thread_id = ? AND owner = ? AND token = ?`,
-			f.ThreadID, f.Node, f.Token)
-		if err != nil {
-			return fmt.Errorf("sqlite: thread %s: release lease: %w", f.ThreadID, err)
-		}
-		return nil
-	})
 }

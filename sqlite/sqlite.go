@@ -385,15 +385,6 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// jsonText marshals v for a JSON column; empty slices and nil give "".
-func jsonText[T any](v []T) (string, error) {
-	if len(v) == 0 {
-		return "", nil
-	}
-	b, err := marshal(v)
-	return string(b), err
-}
-
 // mapText marshals a map for a JSON column; nil gives "" (an empty map "{}").
 func mapText(m map[string]any) (string, error) {
 	if m == nil {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
@@ -179,15 +181,15 @@ func TestEnvCiphertext(t *testing.T) {
 		if err := s.SetEnv(ctx, weft.EnvUser, "u1", []weft.EnvValue{{Name: "KEY", Value: secret, Type: weft.VarSecret}}); err != nil {
 			t.Fatal(err)
 		}
-		var enc []byte
-		var keyID string
-		if err := s.rdb.QueryRow(`SELECT value_enc, key_id FROM env WHERE scope = 'user' AND owner = 'u1' AND name = 'KEY'`).Scan(&enc, &keyID); err != nil {
+		var doc string
+		if err := s.rdb.QueryRow(`SELECT doc FROM env WHERE scope = 'user' AND owner = 'u1' AND name = 'KEY'`).Scan(&doc); err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(enc, []byte(secret)) || keyID != s.cipher.KeyID() {
-			t.Errorf("stored value %x (key id %s) leaks the plaintext or lacks the key id", enc, keyID)
+		e, err := decodeEnv(doc)
+		if err != nil || strings.Contains(doc, secret) || e.keyID != s.cipher.KeyID() || e.sealed == "" {
+			t.Errorf("stored value %x (key id %s, %v) leaks the plaintext or lacks the key id", doc, e.keyID, err)
 		}
-		seen = append(seen, enc)
+		seen = append(seen, []byte(e.sealed))
 	}
 	if bytes.Equal(seen[0], seen[1]) {
 		t.Error("two writes of the same value stored the same ciphertext")
@@ -270,6 +272,7 @@ func bench(b *testing.B, dsn string, fn func(*testing.B, weft.Store)) {
 func BenchmarkStepTx(b *testing.B)          { bench(b, "", storetest.StepTx) }
 func BenchmarkToolTurn(b *testing.B)        { bench(b, "", storetest.ToolTurn) }
 func BenchmarkMessagesContext(b *testing.B) { bench(b, "", storetest.MessagesContext) }
+func BenchmarkBeginRun(b *testing.B)        { bench(b, "", storetest.BeginRun) }
 func BenchmarkStepTxMemory(b *testing.B)    { bench(b, MemoryDSN, storetest.StepTx) }
 
 func TestMemoryRemovedOnClose(t *testing.T) {
@@ -298,5 +301,78 @@ func TestMemoryRemovedOnClose(t *testing.T) {
 	}
 	if err := s.Tx(t.Context(), "thr_x", nil, func(weft.Tx) error { return nil }); err == nil {
 		t.Error("Tx after Close succeeded")
+	}
+}
+
+// TestPagesPerCommit pins the number of pages the hot transactions write: with modernc each page a
+// commit writes to the WAL costs several microseconds (two writes and a checksum), more than most
+// statements.
+func TestPagesPerCommit(t *testing.T) {
+	ctx := t.Context()
+	s := openFile(t).(*Store)
+	defer s.Close()
+	th := &weft.Thread{Agent: "a", UserID: "u1"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	// pages runs fn and returns the WAL frames its commits wrote.
+	pages := func(fn func() error) int {
+		t.Helper()
+		ckpt := func(mode string) int {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
+			var busy, frames, done int
+			if err := s.wconn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &done); err != nil {
+				t.Fatal(err)
+			}
+			return frames
+		}
+		ckpt("TRUNCATE")
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+		return ckpt("PASSIVE")
+	}
+	step := func(i int) func() error {
+		return func() error {
+			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+				m := &weft.Message{Role: weft.RoleAssistant, Content: "calling", ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("c", i), Name: "f"}}}
+				if err := tx.InsertMessage(m); err != nil {
+					return err
+				}
+				if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: fmt.Sprint("c", i), MessageID: m.ID, Name: "f"}); err != nil {
+					return err
+				}
+				if err := tx.PutLog(&weft.LogEntry{MessageID: m.ID, Kind: "llm", RequestBody: []byte(`{}`)}); err != nil {
+					return err
+				}
+				return tx.SetExecState("run", []byte(`{"side":"a"}`))
+			})
+		}
+	}
+	pages(step(0)) // first rows of each table
+	for _, c := range []struct {
+		name string
+		max  int
+		fn   func() error
+	}{
+		// thread counters, messages + messages_id, tool_calls, logs; the exec state is unchanged
+		{"step", 5, step(1)},
+		// messages + messages_id: the thread row is not written
+		{"message", 2, func() error {
+			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.InsertMessage(&weft.Message{Role: weft.RoleUser}) })
+		}},
+		{"unchanged exec state", 0, func() error {
+			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.SetExecState("run", []byte(`{"side":"a"}`)) })
+		}},
+		{"thread without activity", 1, func() error {
+			label := "l"
+			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) })
+		}},
+		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond); return err }},
+	} {
+		if got := pages(c.fn); got > c.max {
+			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
+		}
 	}
 }

@@ -79,6 +79,18 @@ func (w *writer) row(ctx context.Context, q string, dest []any, args ...any) err
 	return st.QueryRowContext(context.Background(), args...).Scan(dest...)
 }
 
+// rowOf runs a single-row query and returns the row to scan.
+func (w *writer) rowOf(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(context.Background(), args...), nil
+}
+
 func (w *writer) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -133,39 +145,50 @@ func (s *Store) write(ctx context.Context, fn func(w *writer) error) (err error)
 // Write statements; hotWrites are prepared at Open.
 const (
 	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
-	qFence        = `SELECT l.owner, l.token, l.expires_at FROM threads t LEFT JOIN leases l ON l.thread_id = ?2 WHERE t.id = ?1`
-	// The messages_seq trigger advances threads.msg_seq.
-	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, content, doc)
-		VALUES (?1, (SELECT msg_seq + 1 FROM threads WHERE id = ?1), ?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq`
-	qGetMsgDoc = `SELECT seq, content, doc FROM messages WHERE thread_id = ? AND id = ?`
-	qUpdateMsg = `UPDATE messages SET silent = ?, content = ?, doc = ? WHERE thread_id = ? AND seq = ?`
+	qTxFence      = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0)
+		FROM threads t LEFT JOIN leases l ON l.thread_id = ?2 WHERE t.id = ?1`
+	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
+	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
+		FROM threads WHERE id = ?1`
+	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
+	qSaveSeqs  = `UPDATE threads SET msg_seq = max(msg_seq, ?2), call_seq = ?3, log_seq = ?4 WHERE id = ?1`
+	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
 	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
-	// The tool_calls_seq trigger advances threads.call_seq.
-	qPutToolCal = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
-		VALUES (?1, ?2, (SELECT call_seq + 1 FROM threads WHERE id = ?1), ?3, ?4)
-		ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
-		RETURNING seq`
-	qSetExec = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
+	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
+	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
+	// more than a second statement.
+	qUpdateToolCall = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
+	qToolCallSeq    = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
+	qInsertToolCall = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)`
+	qSetExec        = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`
 	qDelExec = `DELETE FROM exec_state WHERE thread_id = ? AND key = ?`
-	qPutLog  = `INSERT INTO logs (thread_id, id, depth, created_at, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, created_at = excluded.created_at,
-		doc = excluded.doc, request_body = excluded.request_body, response_body = excluded.response_body`
-	qUpdateThread = `UPDATE threads SET agent = COALESCE(?2, agent), label = COALESCE(?3, label), tags = COALESCE(?4, tags),
-		properties = COALESCE(?5, properties), arguments = COALESCE(?6, arguments), status = COALESCE(?7, status),
-		stop_reason = COALESCE(?8, stop_reason), last_activity_at = COALESCE(?9, last_activity_at),
-		preview = COALESCE(?10, preview), updated_at = ?11 WHERE id = ?1`
+	// A replaced log row keeps its n (its place in the listing).
+	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
+		request_body = excluded.request_body, response_body = excluded.response_body`
+	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
+	// Setting last_activity_at rewrites its two indexes (two more pages), so only when it changes.
+	qUpdateThread = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6,
+		doc = ?8 WHERE id = ?1`
+	qUpdateThreadActivity = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6,
+		last_activity_at = ?7, doc = ?8 WHERE id = ?1`
 	qSetKV = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
 	qDelKV      = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
-	qDrainQueue = `SELECT ` + queueCols + ` FROM queue WHERE thread_id = ? ORDER BY seq`
+	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
+	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
 	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
 )
 
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
-	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", qThreadExists, qFence, qInsertMsg,
-		qUpdateMsg, qPutToolCal, qSetExec, qDelExec, qPutLog, qUpdateThread, qSetKV, qDrainQueue, qDelQueue}
+	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
+		qThreadExists, qTxFence, qSeqs, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
+		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qSetKV, qDrainQueue, qDelQueue,
+		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
 }
 
 // Tx runs fn in one BEGIN IMMEDIATE transaction on the write connection: committed when fn returns
@@ -177,6 +200,7 @@ func hotWrites() []string {
 // ErrNotFound.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
 	return s.write(ctx, func(w *writer) error {
+		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence}
 		if fence == nil {
 			var one int
 			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
@@ -187,17 +211,19 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			if leaseThread == "" {
 				leaseThread = threadID
 			}
-			var owner sql.NullString
-			var token, expires sql.NullInt64
-			if err := w.row(ctx, qFence, []any{&owner, &token, &expires}, threadID, leaseThread); err != nil {
+			var owner string
+			var token, expires int64
+			if err := w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread); err != nil {
 				return s.noThread(threadID, err)
 			}
-			if owner.String != fence.Node || token.Int64 != fence.Token || s.now().UnixNano() >= expires.Int64 {
+			if owner != fence.Node || token != fence.Token || s.now().UnixNano() >= expires {
 				return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
 			}
 		}
-		t := tx{s: s, w: w, ctx: ctx, id: threadID}
-		return fn(&t)
+		if err := fn(&t); err != nil {
+			return err
+		}
+		return t.saveSeqs()
 	})
 }
 
@@ -210,12 +236,51 @@ func (s *Store) noThread(threadID string, err error) error {
 }
 
 // tx is the weft.Tx of one Store.Tx call.
+//
+// Sequence numbers are assigned from counters read when the Tx first numbers a row; the Tx is the
+// only writer until it ends. The next message seq is one above the highest stored seq or threads.msg_seq, which
+// only records the seqs of deleted messages, so that inserting a message does not write the thread
+// row (one page less per commit). Calls and logs are numbered from threads.call_seq and log_seq,
+// stored once, before the commit, when they advanced.
 type tx struct {
-	s   *Store
-	w   *writer
-	ctx context.Context
-	id  string
-	now time.Time
+	s     *Store
+	w     *writer
+	ctx   context.Context
+	id    string
+	fence *weft.Fence // nil for an unfenced Tx
+	now   time.Time
+
+	seqsRead                bool  // the counters below were read
+	msgSeq, callSeq, logSeq int64 // last numbers assigned
+	seqsDirty               bool  // callSeq or logSeq advanced
+	deleted                 bool  // a message was deleted: msg_seq must keep msgSeq
+}
+
+// readSeqs reads the counters once per Tx.
+func (t *tx) readSeqs() error {
+	if t.seqsRead {
+		return nil
+	}
+	if err := t.w.row(t.ctx, qSeqs, []any{&t.msgSeq, &t.callSeq, &t.logSeq}, t.id); err != nil {
+		return t.fail("counters", err)
+	}
+	t.seqsRead = true
+	return nil
+}
+
+// saveSeqs stores the counters the Tx advanced.
+func (t *tx) saveSeqs() error {
+	if !t.seqsDirty && !t.deleted {
+		return nil
+	}
+	floor := int64(0)
+	if t.deleted {
+		floor = t.msgSeq
+	}
+	if _, err := t.w.exec(t.ctx, qSaveSeqs, t.id, floor, t.callSeq, t.logSeq); err != nil {
+		return t.fail("save counters", err)
+	}
+	return nil
 }
 
 func (t *tx) clock() time.Time {
@@ -231,45 +296,62 @@ func (t *tx) fail(what string, err error) error {
 
 // UpdateThread changes the thread's fields; UpdatedAt becomes now.
 func (t *tx) UpdateThread(p weft.ThreadPatch) error {
-	var tags, props, args, act any
+	var doc string
+	if err := t.w.row(t.ctx, qThreadDoc, []any{&doc}, t.id); err != nil {
+		return t.fail("update thread", err)
+	}
+	var th weft.Thread
+	oldProps, oldArgs, err := decodeThreadDoc(doc, &th)
+	if err != nil {
+		return t.fail("update thread", err)
+	}
+	props, args := []byte(oldProps), []byte(oldArgs)
+	var tags any // NULL keeps the tags column
 	if p.Tags != nil {
 		b, err := marshal(p.Tags)
 		if err != nil {
 			return weft.Errorf(weft.EInvalid, "thread %s: tags: %v", t.id, err)
 		}
-		tags = string(b)
+		th.Tags, tags = p.Tags, string(b)
 	}
 	if p.Properties != nil {
-		b, err := marshal(p.Properties)
-		if err != nil {
+		if props, err = mapJSON(p.Properties); err != nil {
 			return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.id, err)
 		}
-		props = string(b)
 	}
 	if p.Arguments != nil {
-		b, err := marshal(p.Arguments)
-		if err != nil {
+		if args, err = mapJSON(p.Arguments); err != nil {
 			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
 		}
-		args = string(b)
+	}
+	if p.Agent != nil {
+		th.Agent = *p.Agent
+	}
+	if p.Label != nil {
+		th.Label = *p.Label
+	}
+	if p.Status != nil {
+		th.Status = *p.Status
+	}
+	if p.StopReason != nil {
+		th.StopReason = *p.StopReason
 	}
 	if p.LastActivityAt != nil {
-		act = nanos(*p.LastActivityAt)
+		th.LastActivityAt = p.LastActivityAt.UTC()
 	}
-	_, err := t.w.exec(t.ctx, qUpdateThread, t.id, strPtr(p.Agent), strPtr(p.Label), tags, props, args,
-		strPtr((*string)(p.Status)), strPtr((*string)(p.StopReason)), act, strPtr(p.Preview), nanos(t.clock()))
+	if p.Preview != nil {
+		th.Preview = *p.Preview
+	}
+	th.UpdatedAt = t.clock()
+	q, activity := qUpdateThread, any(nil)
+	if p.LastActivityAt != nil {
+		q, activity = qUpdateThreadActivity, nanos(th.LastActivityAt)
+	}
+	_, err = t.w.exec(t.ctx, q, t.id, th.Agent, th.Label, tags, string(th.Status), th.Preview, activity, threadDoc(&th, props, args))
 	if err != nil {
 		return t.fail("update thread", err)
 	}
 	return nil
-}
-
-// strPtr turns an optional string into a bind value (NULL when absent).
-func strPtr(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and CreatedAt
@@ -289,17 +371,19 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	if created.IsZero() {
 		created = t.clock()
 	}
-	var seq int64
-	err := t.w.row(t.ctx, qInsertMsg, []any{&seq}, t.id, m.ID, string(m.Role), boolInt(m.Silent), m.Depth, m.Content,
-		messageDoc(m, created, md))
+	if err := t.readSeqs(); err != nil {
+		return err
+	}
+	seq := t.msgSeq + 1
+	_, err := t.w.exec(t.ctx, qInsertMsg, t.id, seq, m.ID, string(m.Role), boolInt(m.Silent), m.Depth,
+		messageDoc(m, seq, created, md))
 	switch {
 	case isConstraint(err, "UNIQUE"):
 		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
-	case isConstraint(err, "NOT NULL"): // no thread row to take a seq from
-		return fmt.Errorf("thread %s: %w", t.id, weft.ErrNotFound)
 	case err != nil:
 		return t.fail("insert message", err)
 	}
+	t.msgSeq = seq
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
 	return nil
 }
@@ -308,7 +392,7 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	var m weft.Message
 	var doc string
-	err := t.w.row(t.ctx, qGetMsgDoc, []any{&m.Seq, &m.Content, &doc}, t.id, id)
+	err := t.w.row(t.ctx, qGetMsgDoc, []any{&doc}, t.id, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
 	}
@@ -348,7 +432,7 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
 		}
 	}
-	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), m.Content, messageDoc(&m, m.CreatedAt, md), t.id, m.Seq); err != nil {
+	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), messageDoc(&m, m.Seq, m.CreatedAt, md), t.id, m.Seq); err != nil {
 		return t.fail("update message "+id, err)
 	}
 	return nil
@@ -356,6 +440,10 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 
 // DeleteMessage removes a message; its seq is not reused.
 func (t *tx) DeleteMessage(id string) error {
+	// The counters must be read before the delete can lower MAX(seq).
+	if err := t.readSeqs(); err != nil {
+		return err
+	}
 	n, err := t.w.execN(t.ctx, qDeleteMsg, t.id, id)
 	if err != nil {
 		return t.fail("delete message "+id, err)
@@ -363,6 +451,7 @@ func (t *tx) DeleteMessage(id string) error {
 	if n == 0 {
 		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
 	}
+	t.deleted = true
 	return nil
 }
 
@@ -378,8 +467,20 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	if c.Status == "" {
 		c.Status = weft.CallPending
 	}
+	doc := callDoc(c)
+	n, err := t.w.execN(t.ctx, qUpdateToolCall, string(c.Status), doc, t.id, c.CallID)
+	if err != nil {
+		return t.fail("put tool call "+c.CallID, err)
+	}
 	var seq int64
-	err := t.w.row(t.ctx, qPutToolCal, []any{&seq}, t.id, c.CallID, string(c.Status), callDoc(c))
+	if n > 0 {
+		err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.id, c.CallID)
+	} else if err = t.readSeqs(); err == nil {
+		seq = t.callSeq + 1
+		if _, err = t.w.exec(t.ctx, qInsertToolCall, t.id, c.CallID, seq, string(c.Status), doc); err == nil {
+			t.callSeq, t.seqsDirty = seq, true
+		}
+	}
 	if err != nil {
 		return t.fail("put tool call "+c.CallID, err)
 	}
@@ -387,13 +488,13 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	return nil
 }
 
-// DrainQueue removes and returns the queued messages in order.
-func (t *tx) DrainQueue() ([]weft.QueuedMessage, error) {
-	rows, err := t.w.query(t.ctx, qDrainQueue, t.id)
+// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0).
+func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
+	rows, err := t.w.query(t.ctx, qDrainQueue, t.id, upTo)
 	if err != nil {
 		return nil, t.fail("drain queue", err)
 	}
-	out, err := scanQueue(rows)
+	out, err := scanQueue(rows, t.id)
 	if err != nil {
 		return nil, t.fail("drain queue", err)
 	}
@@ -432,10 +533,16 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	if created.IsZero() {
 		created = t.clock()
 	}
-	_, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, l.Depth, nanos(created), logDoc(l, created), string(l.RequestBody), string(l.ResponseBody))
+	if err := t.readSeqs(); err != nil {
+		return err
+	}
+	// A replaced row keeps its n; the number proposed is then unused, a harmless gap.
+	n := t.logSeq + 1
+	_, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, n, l.Depth, logDoc(l, created), string(l.RequestBody), string(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
 	}
+	t.logSeq, t.seqsDirty = n, true
 	l.ThreadID, l.CreatedAt = t.id, created.UTC()
 	return nil
 }
@@ -453,6 +560,19 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 	}
 	if err != nil {
 		return t.fail("kv "+key, err)
+	}
+	return nil
+}
+
+// ReleaseLease frees the fence's lease inside the transaction, so it takes effect exactly when the
+// transaction commits (a no-op without a fence). The fence was checked when the transaction began
+// and the write lock is held since, so the lease is still the fence's.
+func (t *tx) ReleaseLease() error {
+	if t.fence == nil {
+		return nil
+	}
+	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
+		return t.fail("release lease", err)
 	}
 	return nil
 }

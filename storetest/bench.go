@@ -160,3 +160,29 @@ func MessagesContext(b *testing.B, s weft.Store) {
 		}
 	}
 }
+
+// BeginRun measures starting a run on a thread holding 21 messages, an empty queue and two env
+// values (one of the thread, one of its user). The lease is taken with a 1 ns TTL, so each iteration
+// takes over the previous one's expired lease: the same path as taking a released one.
+func BeginRun(b *testing.B, s weft.Store) {
+	id := benchThread(b, s)
+	ctx := b.Context()
+	th, err := s.Thread(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.SetEnv(ctx, weft.EnvThread, id, []weft.EnvValue{{Name: "TOKEN", Value: "sk-thread-secret"}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.SetEnv(ctx, weft.EnvUser, th.UserID, []weft.EnvValue{{Name: "REGION", Value: "eu", Type: weft.VarText}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		_, rs, err := s.BeginRun(ctx, id, "bench", time.Nanosecond)
+		if err != nil || len(rs.Messages) != 21 || len(rs.ThreadEnv)+len(rs.UserEnv) != 2 {
+			b.Fatalf("BeginRun: %v", err)
+		}
+	}
+}

@@ -6,34 +6,36 @@ CREATE TABLE settings (
     value BLOB NOT NULL
 );
 
+-- Threads keep the columns that listings filter and sort on; doc holds every field (codec.go).
 CREATE TABLE threads (
     id               TEXT PRIMARY KEY,
     agent            TEXT NOT NULL,
-    origin_agent     TEXT NOT NULL,
     user_id          TEXT NOT NULL DEFAULT '',
     parent_id        TEXT REFERENCES threads (id) ON DELETE CASCADE,
     root_id          TEXT NOT NULL,
     label            TEXT NOT NULL DEFAULT '',
-    tags             TEXT NOT NULL DEFAULT '[]',
-    properties       TEXT NOT NULL DEFAULT '{}',
-    arguments        TEXT NOT NULL DEFAULT '{}',
+    tags             TEXT NOT NULL DEFAULT '[]', -- JSON array, for the tag filter
     status           TEXT NOT NULL,
-    stop_reason      TEXT NOT NULL DEFAULT '',
     preview          TEXT NOT NULL DEFAULT '',
     created_at       INTEGER NOT NULL,
-    updated_at       INTEGER NOT NULL,
     last_activity_at INTEGER NOT NULL,
-    msg_seq          INTEGER NOT NULL DEFAULT 0, -- last message seq assigned (gap-free counter)
-    call_seq         INTEGER NOT NULL DEFAULT 0, -- last tool-call seq assigned
-    queue_seq        INTEGER NOT NULL DEFAULT 0  -- last queue seq assigned
+    doc              BLOB NOT NULL,
+    -- Sequence counters, kept by the store (write.go): msg_seq is only a floor (the highest seq of a
+    -- deleted message), the next message seq being max(msg_seq, MAX(messages.seq)) + 1, so inserting
+    -- a message does not write the thread row; the others are the last number assigned.
+    msg_seq          INTEGER NOT NULL DEFAULT 0,
+    call_seq         INTEGER NOT NULL DEFAULT 0,
+    log_seq          INTEGER NOT NULL DEFAULT 0,
+    queue_seq        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX threads_parent ON threads (parent_id);
 CREATE INDEX threads_user_activity ON threads (user_id, last_activity_at);
 CREATE INDEX threads_activity ON threads (last_activity_at);
 CREATE INDEX threads_created ON threads (created_at);
 
--- Hot tables keep the columns that queries filter on and pack the other fields into doc, a compact
--- tagged binary encoding (codec.go).
+-- Hot tables keep the columns that queries filter on and pack the fields into doc, a compact tagged
+-- binary encoding (codec.go): reading a row is reading one value. A write touches one page per
+-- b-tree, so each hot table has as few b-trees as its lookups allow.
 CREATE TABLE messages (
     thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     seq       INTEGER NOT NULL,
@@ -41,16 +43,10 @@ CREATE TABLE messages (
     role      TEXT NOT NULL,
     silent    INTEGER NOT NULL,
     depth     INTEGER NOT NULL,
-    content   TEXT NOT NULL,
-    doc       BLOB NOT NULL,
+    doc       BLOB NOT NULL, -- every field, seq and content included
     PRIMARY KEY (thread_id, seq)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX messages_id ON messages (thread_id, id);
--- Inserts take seq = threads.msg_seq + 1 inside the write transaction; the trigger advances the
--- counter, so seqs are gap-free and never reused.
-CREATE TRIGGER messages_seq AFTER INSERT ON messages BEGIN
-    UPDATE threads SET msg_seq = NEW.seq WHERE id = NEW.thread_id;
-END;
 
 CREATE TABLE tool_calls (
     thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
@@ -60,20 +56,11 @@ CREATE TABLE tool_calls (
     doc       BLOB NOT NULL,
     PRIMARY KEY (thread_id, call_id)
 ) WITHOUT ROWID;
-CREATE TRIGGER tool_calls_seq AFTER INSERT ON tool_calls BEGIN
-    UPDATE threads SET call_seq = NEW.seq WHERE id = NEW.thread_id;
-END;
 
 CREATE TABLE queue (
-    thread_id   TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-    seq         INTEGER NOT NULL,
-    id          TEXT NOT NULL,
-    role        TEXT NOT NULL,
-    content     TEXT NOT NULL DEFAULT '',
-    attachments TEXT NOT NULL DEFAULT '',
-    silent      INTEGER NOT NULL DEFAULT 0,
-    metadata    TEXT NOT NULL DEFAULT '',
-    created_at  INTEGER NOT NULL,
+    thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    doc       BLOB NOT NULL, -- every field, seq included
     PRIMARY KEY (thread_id, seq)
 ) WITHOUT ROWID;
 
@@ -84,17 +71,18 @@ CREATE TABLE exec_state (
     PRIMARY KEY (thread_id, key)
 ) WITHOUT ROWID;
 
+-- One b-tree keyed by id; n (from threads.log_seq) is the creation order, which listings sort by.
+-- Bodies come last so that a listing does not read the overflow pages of big rows.
 CREATE TABLE logs (
-    n             INTEGER PRIMARY KEY, -- creation order
     thread_id     TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     id            TEXT NOT NULL,
+    n             INTEGER NOT NULL,
     depth         INTEGER NOT NULL,
-    created_at    INTEGER NOT NULL,
     doc           BLOB NOT NULL,
     request_body  TEXT NOT NULL,
-    response_body TEXT NOT NULL
-);
-CREATE UNIQUE INDEX logs_id ON logs (thread_id, id);
+    response_body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+) WITHOUT ROWID;
 
 CREATE TABLE kv (
     thread_id  TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
@@ -135,18 +123,15 @@ CREATE TABLE file_chunks (
     PRIMARY KEY (file_id, n)
 );
 
--- Env values of every scope, AES-256-GCM sealed (envcrypt); owner is the thread or user id, '' for
--- the instance.
+-- Env values of every scope, AES-256-GCM sealed (envcrypt) in doc with the key id, type and time;
+-- owner is the thread or user id, '' for the instance.
 CREATE TABLE env (
-    scope      TEXT NOT NULL,
-    owner      TEXT NOT NULL,
-    name       TEXT NOT NULL,
-    value_enc  BLOB NOT NULL,
-    key_id     TEXT NOT NULL,
-    type       TEXT NOT NULL,
-    updated_at INTEGER NOT NULL,
+    scope TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    name  TEXT NOT NULL,
+    doc   BLOB NOT NULL,
     PRIMARY KEY (scope, owner, name)
-);
+) WITHOUT ROWID;
 
 -- Thread leases; the row outlives releases so tokens only grow.
 CREATE TABLE leases (
@@ -154,4 +139,4 @@ CREATE TABLE leases (
     owner      TEXT NOT NULL,
     token      INTEGER NOT NULL,
     expires_at INTEGER NOT NULL
-);
+) WITHOUT ROWID;

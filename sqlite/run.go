@@ -1,0 +1,296 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// Lease and run-start statements; all are prepared at Open (hotWrites). A lease row outlives
+// releases, so tokens only grow; token 0 means the thread never had one.
+const (
+	leaseCols   = `COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0)`
+	qLeaseState = `SELECT ` + leaseCols + ` FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`
+	// qRunStart reads everything a run starts from in one statement, one row: with modernc, every
+	// statement, result column and row has a fixed cost well above SQLite's own work, so the rows of
+	// the other tables come concatenated, each set in one value (see runStartRows): the exec-state
+	// rows as framed values, the docs of messages, queue and env rows as they are (a doc begins
+	// with its seq or name field, which marks where the next one starts).
+	qRunStart = `SELECT t.doc, ` + leaseCols + `,
+		(SELECT COALESCE(group_concat(` + framedKey + ` || ` + framedValue + `, ''), '') FROM exec_state WHERE thread_id = t.id),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE t.user_id <> '' AND scope = 'user' AND owner = t.user_id),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = '')
+		FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`
+	// Framed values: a value's length in bytes, ':' and its bytes, which frames reads back whatever
+	// the bytes are.
+	framedKey     = `octet_length(key) || ':' || key`
+	framedValue   = `octet_length(value) || ':' || value`
+	qInsertLease  = `INSERT INTO leases (thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?)`
+	qUpdateLease  = `UPDATE leases SET owner = ?2, token = ?3, expires_at = ?4 WHERE thread_id = ?1`
+	qReleaseLease = `UPDATE leases SET owner = '', expires_at = 0 WHERE thread_id = ? AND owner = ? AND token = ?`
+)
+
+// lease is a thread's lease row as read in a write transaction (token 0: none yet).
+type lease struct {
+	owner          string
+	token, expires int64
+}
+
+// take takes the lease for node, with the next token, unless another acquisition is live. It runs
+// in the write transaction that read l.
+func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration) (weft.Fence, error) {
+	now := s.now()
+	if l.owner != "" && now.UnixNano() < l.expires {
+		return weft.Fence{}, fmt.Errorf("thread %s: lease held by %s: %w", threadID, l.owner, weft.ErrLeaseHeld)
+	}
+	q := qUpdateLease
+	if l.token == 0 {
+		q = qInsertLease
+	}
+	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
+	if _, err := w.exec(ctx, q, threadID, node, f.Token, now.Add(ttl).UnixNano()); err != nil {
+		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
+	}
+	return f, nil
+}
+
+// AcquireLease takes the thread's lease for node if it is free or expired, with a token higher than
+// any before; ErrLeaseHeld while another acquisition is live (whichever node holds it).
+func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, error) {
+	var f weft.Fence
+	err := s.write(ctx, func(w *writer) error {
+		var l lease
+		if err := w.row(ctx, qLeaseState, []any{&l.owner, &l.token, &l.expires}, threadID); err != nil {
+			return s.noThread(threadID, err)
+		}
+		var err error
+		f, err = l.take(ctx, s, w, threadID, node, ttl)
+		return err
+	})
+	if err != nil {
+		return weft.Fence{}, err
+	}
+	return f, nil
+}
+
+// RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
+// took it since); ErrLeaseLost otherwise.
+func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
+	return s.write(ctx, func(w *writer) error {
+		n, err := w.execN(ctx, `UPDATE leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND token = ?`,
+			s.now().Add(ttl).UnixNano(), f.ThreadID, f.Node, f.Token)
+		if err != nil {
+			return fmt.Errorf("sqlite: thread %s: renew lease: %w", f.ThreadID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("thread %s: lease token %d of %s: %w", f.ThreadID, f.Token, f.Node, weft.ErrLeaseLost)
+		}
+		return nil
+	})
+}
+
+// ReleaseLease frees a lease held with f's token; no error if it was already lost. The token stays,
+// so the next acquisition gets a higher one.
+func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
+	return s.write(ctx, func(w *writer) error {
+		if err := s.releaseLease(ctx, w, f, f.ThreadID); err != nil {
+			return fmt.Errorf("sqlite: thread %s: release lease: %w", f.ThreadID, err)
+		}
+		return nil
+	})
+}
+
+// releaseLease frees f's lease (of f.ThreadID, or threadID when that is empty) inside a write.
+func (s *Store) releaseLease(ctx context.Context, w *writer, f weft.Fence, threadID string) error {
+	if f.ThreadID != "" {
+		threadID = f.ThreadID
+	}
+	_, err := w.exec(ctx, qReleaseLease, threadID, f.Node, f.Token)
+	return err
+}
+
+// BeginRun takes the thread's lease for node as AcquireLease does and, in the same write
+// transaction, reads what a run starts from: the thread, its run state, its top-level (depth 0)
+// messages of every status, its queue and the env values of the thread, its user (when UserID is
+// set) and the instance. The result is the caller's to keep. An unknown thread is ErrNotFound, a
+// live lease of another acquisition ErrLeaseHeld; nothing is taken when it fails.
+func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+	var f weft.Fence
+	rs := &weft.RunStart{}
+	err := s.write(ctx, func(w *writer) error {
+		var l lease
+		var sets runStartSets
+		row, err := w.rowOf(ctx, qRunStart, threadID)
+		if err != nil {
+			return err
+		}
+		if rs.Thread, err = scanThread(row, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
+			&sets.env[0], &sets.env[1], &sets.env[2]); err != nil {
+			return s.noThread(threadID, err)
+		}
+		if f, err = l.take(ctx, s, w, threadID, node, ttl); err != nil {
+			return err
+		}
+		if err := s.runStartRows(rs, &sets); err != nil {
+			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return weft.Fence{}, nil, err
+	}
+	return f, rs, nil
+}
+
+// runStartSets are the concatenated row sets of qRunStart.
+type runStartSets struct {
+	exec, messages, queue string
+	env                   [3]string // thread, user, instance
+}
+
+// runStartRows decodes the row sets of qRunStart into rs. Decoded strings share the sets' memory.
+func (s *Store) runStartRows(rs *weft.RunStart, sets *runStartSets) error {
+	id := rs.Thread.ID
+	rs.ExecState = map[string]json.RawMessage{}
+	for f := (frames{s: sets.exec}); f.more(); {
+		k, v := f.next(), f.next()
+		if f.err != nil {
+			return fmt.Errorf("exec state: %w", f.err)
+		}
+		rs.ExecState[k] = json.RawMessage(v)
+	}
+
+	rs.Messages = make([]weft.Message, 0, 32)
+	for docs := (docList{s: sets.messages, first: mSeq}); docs.more(); {
+		doc := docs.next()
+		if docs.err != nil {
+			return fmt.Errorf("messages: %w", docs.err)
+		}
+		rs.Messages = append(rs.Messages, weft.Message{ThreadID: id})
+		m := &rs.Messages[len(rs.Messages)-1]
+		if err := decodeMessage(doc, m); err != nil {
+			return fmt.Errorf("message %d: %w", m.Seq, err)
+		}
+	}
+	// SQLite returns them in primary-key order; the sort guards the order whatever the plan.
+	if !slices.IsSortedFunc(rs.Messages, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) }) {
+		slices.SortFunc(rs.Messages, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+
+	for docs := (docList{s: sets.queue, first: qSeq}); docs.more(); {
+		doc := docs.next()
+		if docs.err != nil {
+			return fmt.Errorf("queue: %w", docs.err)
+		}
+		q := weft.QueuedMessage{ThreadID: id}
+		if err := decodeQueued(doc, &q); err != nil {
+			return fmt.Errorf("queued message %d: %w", q.Seq, err)
+		}
+		rs.Queued = append(rs.Queued, q)
+	}
+	if !slices.IsSortedFunc(rs.Queued, func(a, b weft.QueuedMessage) int { return cmp.Compare(a.Seq, b.Seq) }) {
+		slices.SortFunc(rs.Queued, func(a, b weft.QueuedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+
+	var err error
+	if rs.ThreadEnv, err = s.envSet(weft.EnvThread, id, sets.env[0]); err != nil {
+		return err
+	}
+	if rs.Thread.UserID != "" {
+		if rs.UserEnv, err = s.envSet(weft.EnvUser, rs.Thread.UserID, sets.env[1]); err != nil {
+			return err
+		}
+	}
+	rs.InstanceEnv, err = s.envSet(weft.EnvInstance, "", sets.env[2])
+	return err
+}
+
+// envSet decrypts a concatenation of env docs of one scope and owner, sorted by name as Env sorts.
+func (s *Store) envSet(scope weft.EnvScope, owner, set string) ([]weft.EnvValue, error) {
+	out := []weft.EnvValue{}
+	for docs := (docList{s: set, first: eName}); docs.more(); {
+		doc := docs.next()
+		if docs.err != nil {
+			return nil, fmt.Errorf("env %s %s: %w", scope, owner, docs.err)
+		}
+		v, err := s.openEnv(scope, owner, doc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	// SQLite returns them in primary-key (name) order; the sort guards it whatever the plan.
+	if !slices.IsSortedFunc(out, func(a, b weft.EnvValue) int { return strings.Compare(a.Name, b.Name) }) {
+		slices.SortFunc(out, func(a, b weft.EnvValue) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return out, nil
+}
+
+// frames reads back a concatenation of framed values: each is its length in decimal, ':' and that
+// many bytes.
+type frames struct {
+	s   string
+	err error
+}
+
+func (f *frames) more() bool { return f.s != "" && f.err == nil }
+
+// next returns the next value; "" with f.err set when the input is corrupt.
+func (f *frames) next() string {
+	if f.err != nil {
+		return ""
+	}
+	n, rest, ok := strings.Cut(f.s, ":")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size < 0 || size > len(rest) {
+		f.err = errBadDoc
+		return ""
+	}
+	v := rest[:size]
+	f.s = rest[size:]
+	return v
+}
+
+// docList splits a concatenation of docs, each beginning with a field tagged first (and holding
+// no other field tagged so at the top level).
+type docList struct {
+	s     string
+	first byte
+	err   error
+}
+
+func (d *docList) more() bool { return d.s != "" && d.err == nil }
+
+// next returns the next doc; "" with d.err set when the input is corrupt.
+func (d *docList) next() string {
+	if d.s[0] != d.first {
+		d.err = errBadDoc
+		return ""
+	}
+	r := docReader{s: d.s}
+	end := 0
+	for {
+		tag, _, ok := r.next()
+		if !ok || (tag == d.first && end > 0) {
+			break
+		}
+		end = len(d.s) - len(r.s)
+	}
+	if r.err != nil {
+		d.err = r.err
+		return ""
+	}
+	doc := d.s[:end]
+	d.s = d.s[end:]
+	return doc
+}
