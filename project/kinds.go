@@ -126,18 +126,10 @@ func (d *decoder) prompt(v any) *weft.Prompt {
 // promptFields reads the prompt keys of definitions.md §4.1 from o.
 func (d *decoder) promptFields(o *obj) *weft.Prompt {
 	p := &weft.Prompt{
-		Name:              o.str("name"),
-		ToolDescription:   o.str("toolDescription"),
-		Model:             o.str("model"),
-		IncludeChat:       o.boolean("includeChat"),
-		IncludePastTools:  o.boolean("includePastTools"),
-		ParallelToolCalls: o.boolean("parallelToolCalls"),
-		ToolChoice:        weft.ToolChoice(o.str("toolChoice")),
-		RequiredSchema:    o.schemaAt("requiredSchema"),
-		Variables:         o.variables("variables"),
-		Env:               o.envAlias(),
-		ExposeAsTool:      o.boolPtr("exposeAsTool"),
-		ModelOptions:      o.anyMap("modelOptions"),
+		Name:            o.str("name"),
+		ToolDescription: o.str("toolDescription"),
+		Model:           o.str("model"),
+		RequiredSchema:  o.schemaAt("requiredSchema"),
 	}
 	if raw, ok := o.get("prompt"); ok {
 		p.Prompt = d.promptContent("prompt", raw)
@@ -145,6 +137,21 @@ func (d *decoder) promptFields(o *obj) *weft.Prompt {
 	if raw, ok := o.get("tools"); ok && raw != nil {
 		p.Tools = d.toolEntries("tools", raw)
 	}
+	d.promptOptions(o, p)
+	return p
+}
+
+// promptOptions reads the optional behaviour keys every prompt has, in YAML/JSON files and in
+// .prompty front matter alike: includeChat, includePastTools, parallelToolCalls, toolChoice,
+// variables, env (alias tenvs), exposeAsTool, reasoning, recentImageThreshold, hooks, modelOptions.
+func (d *decoder) promptOptions(o *obj, p *weft.Prompt) {
+	p.IncludeChat = o.boolean("includeChat")
+	p.IncludePastTools = o.boolean("includePastTools")
+	p.ParallelToolCalls = o.boolean("parallelToolCalls")
+	p.ToolChoice = weft.ToolChoice(o.str("toolChoice"))
+	p.Variables = o.variables("variables")
+	p.Env = o.envAlias()
+	p.ExposeAsTool = o.boolPtr("exposeAsTool")
 	if r := o.sub("reasoning"); r != nil {
 		p.Reasoning = &weft.Reasoning{Effort: r.str("effort"), MaxTokens: r.positive("maxTokens"),
 			Exclude: r.boolean("exclude"), Include: r.boolean("include")}
@@ -153,7 +160,7 @@ func (d *decoder) promptFields(o *obj) *weft.Prompt {
 	if o.has("recentImageThreshold") {
 		if n, ok := o.integer("recentImageThreshold"); ok {
 			if n < 1 {
-				d.errf("recentImageThreshold", "recentImageThreshold must be a positive integer, got %d", n)
+				d.errf(join(o.path, "recentImageThreshold"), "recentImageThreshold must be a positive integer, got %d", n)
 			} else {
 				p.RecentImageThreshold = n
 			}
@@ -165,14 +172,16 @@ func (d *decoder) promptFields(o *obj) *weft.Prompt {
 			p.Hooks = []string{}
 		}
 	}
+	if mo := o.anyMap("modelOptions"); mo != nil {
+		p.ModelOptions = mergeMaps(p.ModelOptions, mo)
+	}
 	for _, k := range sortedAnyKeys(p.ModelOptions) {
 		switch k {
 		case "temperature", "maxOutputTokens", "topP", "stop", "seed", "topK", "frequencyPenalty", "presencePenalty":
 		default:
-			d.warnf("modelOptions."+k, "unknown model option %q is passed to the provider as is", k)
+			d.warnf(join(o.path, "modelOptions."+k), "unknown model option %q is passed to the provider as is", k)
 		}
 	}
-	return p
 }
 
 // promptContent reads a string or a part list (seed 000 §2).

@@ -35,33 +35,7 @@ func (l *loader) prompty(pf *parsed) {
 	// other unknown keys stay in the file's metadata.
 	fields := ordered(f.Fields).(yaml.MapSlice)
 	o := &obj{d: d, items: fields, used: map[string]bool{}}
-	p.IncludeChat = o.boolean("includeChat")
-	p.IncludePastTools = o.boolean("includePastTools")
-	p.ParallelToolCalls = o.boolean("parallelToolCalls")
-	p.ToolChoice = weft.ToolChoice(o.str("toolChoice"))
-	p.Variables = o.variables("variables")
-	p.Env = o.envAlias()
-	p.ExposeAsTool = o.boolPtr("exposeAsTool")
-	if r := o.sub("reasoning"); r != nil {
-		p.Reasoning = &weft.Reasoning{Effort: r.str("effort"), MaxTokens: r.positive("maxTokens"), Exclude: r.boolean("exclude"), Include: r.boolean("include")}
-		r.done()
-	}
-	if o.has("recentImageThreshold") {
-		if n, ok := o.integer("recentImageThreshold"); ok && n < 1 {
-			d.errf("recentImageThreshold", "recentImageThreshold must be a positive integer, got %d", n)
-		} else {
-			p.RecentImageThreshold = n
-		}
-	}
-	if o.has("hooks") {
-		p.Hooks = o.strList("hooks")
-		if p.Hooks == nil {
-			p.Hooks = []string{}
-		}
-	}
-	if mo := o.anyMap("modelOptions"); mo != nil {
-		p.ModelOptions = mergeMaps(p.ModelOptions, mo)
-	}
+	d.promptOptions(o, p)
 	switch {
 	case o.has("requiredSchema") && f.InputSchema != nil:
 		d.errf("requiredSchema", "give inputs or requiredSchema, not both")
