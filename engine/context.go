@@ -389,26 +389,32 @@ func needsPairing(in []weft.LLMMessage) bool {
 	return false
 }
 
-// pair makes every assistant message with calls be followed by exactly its results in call order
-// (synthesising missing ones), drops orphan tool messages and empty assistant messages, and moves
+// pair makes every assistant message with calls be followed by exactly its results in call order,
+// wherever those results were stored (a message injected while a tool ran sits between them),
+// synthesises missing results, drops orphan tool messages and empty messages, and moves
 // tool-result images into a user message after the results block (execution.md §3.7).
 func pair(in []weft.LLMMessage) []weft.LLMMessage {
 	out := make([]weft.LLMMessage, 0, len(in))
-	for i := 0; i < len(in); i++ {
-		m := in[i]
+	used := make([]bool, len(in))
+	for i, m := range in {
+		if used[i] {
+			continue
+		}
 		switch {
 		case m.Role == weft.RoleTool:
-			continue // orphan: results are placed with their calls below
+			continue // orphan: results are placed with their calls
 		case m.Role == weft.RoleAssistant && len(m.ToolCalls) > 0:
 			out = append(out, m)
-			results := map[string]weft.LLMMessage{}
-			for j := i + 1; j < len(in) && in[j].Role == weft.RoleTool; j++ {
-				results[in[j].ToolCallID] = in[j]
-			}
 			var images []weft.ContentPart
 			for _, c := range m.ToolCalls {
-				res, ok := results[c.ID]
-				if !ok {
+				res, found := weft.LLMMessage{}, false
+				for j := i + 1; j < len(in); j++ {
+					if !used[j] && in[j].Role == weft.RoleTool && in[j].ToolCallID == c.ID {
+						res, found, used[j] = in[j], true, true
+						break
+					}
+				}
+				if !found {
 					res = weft.LLMMessage{Role: weft.RoleTool, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
 						Content: "Failed to execute tool: " + missingResult}
 				}
@@ -420,9 +426,6 @@ func pair(in []weft.LLMMessage) []weft.LLMMessage {
 			}
 			if len(images) > 0 {
 				out = append(out, weft.LLMMessage{Role: weft.RoleUser, Parts: append([]weft.ContentPart{{Type: weft.PartText, Text: "Images from the tool results above:"}}, images...)})
-			}
-			for i+1 < len(in) && in[i+1].Role == weft.RoleTool {
-				i++
 			}
 		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0:
 			continue // empty message (an empty reply, or the other side's calls stripped)

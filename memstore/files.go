@@ -3,14 +3,13 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"io"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // file is one stored file or directory; never changed once stored.
@@ -72,10 +71,6 @@ func (r *fileReader) list(threadID string, fn func(files map[string]*file)) erro
 	return nil
 }
 
-func fileNotFound(threadID, p string) error {
-	return fmt.Errorf("thread %s: file %s: %w", threadID, p, weft.ErrNotFound)
-}
-
 // Stat describes a file or directory.
 func (r *fileReader) Stat(ctx context.Context, threadID, p string) (weft.FileInfo, error) {
 	var fi weft.FileInfo
@@ -86,7 +81,7 @@ func (r *fileReader) Stat(ctx context.Context, threadID, p string) (weft.FileInf
 		}
 		f, ok := files[p]
 		if !ok {
-			return fileNotFound(threadID, p)
+			return storecontract.FileNotFound(threadID, p)
 		}
 		fi = f.infoCopy()
 		return nil
@@ -117,7 +112,7 @@ func regularFile(threadID string, files map[string]*file, p string) (*file, erro
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: %s is a directory", threadID, p)
 	}
 	if !ok {
-		return nil, fileNotFound(threadID, p)
+		return nil, storecontract.FileNotFound(threadID, p)
 	}
 	return f, nil
 }
@@ -145,7 +140,7 @@ func (r *fileReader) ReadDir(ctx context.Context, threadID, p string) ([]weft.Fi
 		if p != "/" {
 			f, ok := files[p]
 			if !ok {
-				return fileNotFound(threadID, p)
+				return storecontract.FileNotFound(threadID, p)
 			}
 			if !f.info.IsDir {
 				return weft.Errorf(weft.EInvalid, "thread %s: %s is not a directory", threadID, p)
@@ -164,35 +159,16 @@ func (r *fileReader) ReadDir(ctx context.Context, threadID, p string) ([]weft.Fi
 
 // Grep searches text files (sorted by path) for lines matching an RE2 pattern.
 func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	re, err := storecontract.CompileGrep(threadID, pattern, o.IgnoreCase)
+	plan, err := storecontract.PlanGrep(threadID, pattern, o)
 	if err != nil {
 		return nil, err
-	}
-	prefix, err := storecontract.GrepPrefix(threadID, o)
-	if err != nil {
-		return nil, err
-	}
-	if o.Glob != "" {
-		if _, err := storecontract.MatchGlob(o.Glob, "/"); err != nil {
-			return nil, err
-		}
-	}
-	maxResults := o.MaxResults
-	if maxResults <= 0 {
-		maxResults = 100
 	}
 	var cands []*file
 	err = r.list(threadID, func(files map[string]*file) {
 		for fp, f := range files {
-			if !f.text || !storecontract.Within(fp, prefix) {
-				continue
+			if f.text && plan.Selects(fp) {
+				cands = append(cands, f)
 			}
-			if o.Glob != "" {
-				if ok, _ := storecontract.MatchGlob(o.Glob, fp); !ok {
-					continue
-				}
-			}
-			cands = append(cands, f)
 		}
 	})
 	if err != nil {
@@ -201,7 +177,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 	slices.SortFunc(cands, func(a, b *file) int { return strings.Compare(a.info.Path, b.info.Path) })
 	out := []weft.GrepMatch{}
 	for _, f := range cands {
-		full, err := storecontract.GrepReader(re, f.info.Path, bytes.NewReader(f.data), &out, maxResults)
+		full, err := plan.Search(f.info.Path, bytes.NewReader(f.data), &out)
 		if err != nil || full {
 			return out, err
 		}
@@ -211,7 +187,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 
 // Find lists files (not directories) matching a ** glob, sorted by path.
 func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.FileInfo, error) {
-	if _, err := storecontract.MatchGlob(glob, "/"); err != nil {
+	if err := storecontract.CheckGlob(glob); err != nil {
 		return nil, err
 	}
 	out := []weft.FileInfo{}
@@ -292,12 +268,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	if err := t.mkdirs(files, p); err != nil {
 		return err
 	}
-	now := t.clock()
-	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
-	if f.MimeType == "" {
-		f.MimeType = storecontract.DetectMIME(f.Name, data)
-	}
-	f.CreatedAt, f.UpdatedAt = now, now
+	storecontract.StampWrittenFile(f, p, data, t.clock())
 	if exists {
 		f.CreatedAt = old.info.CreatedAt
 	}
@@ -336,17 +307,14 @@ func (t *tx) RemoveFile(p string) error {
 
 // RemoveDir removes a directory; a non-empty one only when recursive (then with everything below).
 func (t *tx) RemoveDir(p string, recursive bool) error {
-	p, err := storecontract.CleanPath(t.id, p)
+	p, err := storecontract.CleanRemoveDir(t.id, p)
 	if err != nil {
 		return err
-	}
-	if p == "/" {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot remove the root directory", t.id)
 	}
 	files := t.fileMap()
 	f, ok := files[p]
 	if !ok {
-		return fileNotFound(t.id, p)
+		return storecontract.FileNotFound(t.id, p)
 	}
 	if !f.info.IsDir {
 		return weft.Errorf(weft.EInvalid, "thread %s: %s is not a directory", t.id, p)
@@ -370,26 +338,20 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 // RenameFile moves a file or a directory with its contents; the target must not exist. Parent
 // directories of the target are created.
 func (t *tx) RenameFile(from, to string) error {
-	from, err := storecontract.CleanPath(t.id, from)
+	from, to, err := storecontract.CleanRename(t.id, from, to)
 	if err != nil {
 		return err
-	}
-	if to, err = storecontract.CleanPath(t.id, to); err != nil {
-		return err
-	}
-	if from == "/" || to == "/" {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot move the root directory", t.id)
 	}
 	files := t.fileMap()
 	f, ok := files[from]
 	if !ok {
-		return fileNotFound(t.id, from)
+		return storecontract.FileNotFound(t.id, from)
 	}
 	if _, ok := files[to]; ok {
 		return weft.Errorf(weft.EConflict, "thread %s: rename %s: target %s already exists", t.id, from, to)
 	}
-	if storecontract.Within(to, from) {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot move %s into itself (%s)", t.id, from, to)
+	if err := storecontract.CheckRenameInto(t.id, from, to); err != nil {
+		return err
 	}
 	if err := t.mkdirs(files, to); err != nil {
 		return err

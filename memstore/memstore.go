@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Options configure a Store.
@@ -162,16 +162,8 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if s.closed.Load() {
 		return errClosed
 	}
-	if t.Agent == "" {
-		return weft.Errorf(weft.EInvalid, "thread %s: agent is required", t.ID)
-	}
-	if t.ID == "" {
-		t.ID = weft.NewID("thr_")
-	}
-	for _, v := range env {
-		if _, err := storecontract.CheckEnvValue(weft.EnvThread, t.ID, v); err != nil {
-			return err
-		}
+	if err := storecontract.PrepareThread(t, env); err != nil {
+		return err
 	}
 	if t.ParentID != "" {
 		p := s.lookup(t.ParentID)
@@ -183,25 +175,9 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 			t.RootID = p.meta.RootID
 			p.mu.RUnlock()
 		}
-	} else if t.RootID == "" {
-		t.RootID = t.ID
-	}
-	if t.OriginAgent == "" {
-		t.OriginAgent = t.Agent
-	}
-	if t.Status == "" {
-		t.Status = weft.ThreadIdle
 	}
 	now := s.nowUTC()
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = now
-	}
-	if t.UpdatedAt.IsZero() {
-		t.UpdatedAt = t.CreatedAt
-	}
-	if t.LastActivityAt.IsZero() {
-		t.LastActivityAt = t.CreatedAt
-	}
+	storecontract.DefaultThread(t, now)
 	meta, err := normThread(t)
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: %v", t.ID, err)
@@ -279,28 +255,28 @@ func (s *Store) Thread(ctx context.Context, id string) (*weft.Thread, error) {
 	return th.threadCopy(), nil
 }
 
+// threadOrder compares two threads in each thread listing order.
+var threadOrder = [...]func(a, b *weft.Thread) int{
+	storecontract.SortByActivity: func(a, b *weft.Thread) int {
+		return cmp.Or(b.LastActivityAt.Compare(a.LastActivityAt), strings.Compare(b.ID, a.ID))
+	},
+	storecontract.SortByCreated: func(a, b *weft.Thread) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	},
+	storecontract.SortByOldest: func(a, b *weft.Thread) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	},
+}
+
 // Threads lists threads matching q (see weft.ThreadQuery; Limit 0 means no limit) and the number
 // matching before paging.
 func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
 	if s.closed.Load() {
 		return nil, 0, errClosed
 	}
-	var less func(a, b *weft.Thread) int
-	switch q.Sort {
-	case "", "activity":
-		less = func(a, b *weft.Thread) int {
-			return cmp.Or(b.LastActivityAt.Compare(a.LastActivityAt), strings.Compare(b.ID, a.ID))
-		}
-	case "created":
-		less = func(a, b *weft.Thread) int {
-			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
-		}
-	case "oldest":
-		less = func(a, b *weft.Thread) int {
-			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-		}
-	default:
-		return nil, 0, weft.Errorf(weft.EInvalid, "unknown thread sort %q (want activity, created or oldest)", q.Sort)
+	by, err := storecontract.ParseThreadSort(q.Sort)
+	if err != nil {
+		return nil, 0, err
 	}
 	search := storecontract.ASCIILower(q.Search)
 	var out []*weft.Thread
@@ -313,7 +289,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 		th.mu.RUnlock()
 		return true
 	})
-	slices.SortFunc(out, less)
+	slices.SortFunc(out, threadOrder[by])
 	total := len(out)
 	out = out[min(max(q.Offset, 0), len(out)):]
 	if q.Limit > 0 && len(out) > q.Limit {
@@ -387,10 +363,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 	if th == nil {
 		return []weft.Message{}, nil
 	}
-	limit := q.Limit
-	if limit == 0 {
-		limit = 100
-	}
+	limit := storecontract.MessageLimit(q.Limit)
 	th.mu.RLock()
 	defer th.mu.RUnlock()
 	msgs := th.msgs
@@ -544,16 +517,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
 	}
-	if q.ID == "" {
-		q.ID = weft.NewID("que_")
-	}
-	if q.Role == "" {
-		q.Role = weft.RoleUser
-	}
-	if q.CreatedAt.IsZero() {
-		q.CreatedAt = s.nowUTC()
-	}
-	q.CreatedAt = q.CreatedAt.UTC()
+	storecontract.PrepareQueued(q, s.nowUTC)
 	c := *q
 	c.Attachments = nilIfEmpty(slices.Clone(q.Attachments))
 	c.Metadata = md

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Tx runs fn as one transaction on the thread: fn's writes are staged and applied together when it
@@ -193,12 +193,6 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 		t.meta = &t.metaBuf
 	}
 	m := t.meta
-	if p.Agent != nil {
-		m.Agent = *p.Agent
-	}
-	if p.Label != nil {
-		m.Label = *p.Label
-	}
 	if p.Tags != nil {
 		m.Tags = slices.Clone(p.Tags)
 	}
@@ -216,19 +210,7 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 		}
 		m.Arguments = v
 	}
-	if p.Status != nil {
-		m.Status = *p.Status
-	}
-	if p.StopReason != nil {
-		m.StopReason = *p.StopReason
-	}
-	if p.LastActivityAt != nil {
-		m.LastActivityAt = p.LastActivityAt.UTC()
-	}
-	if p.Preview != nil {
-		m.Preview = *p.Preview
-	}
-	m.UpdatedAt = t.clock()
+	storecontract.ApplyThreadPatch(m, p, t.clock())
 	return nil
 }
 
@@ -295,12 +277,7 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 		m = &c
 		t.changed = append(t.changed, m)
 	}
-	if ch.Content != nil {
-		m.Content = *ch.Content
-	}
-	if ch.Status != nil {
-		m.Status = *ch.Status
-	}
+	storecontract.ApplyMessageChange(m, ch)
 	if ch.ToolCalls != nil {
 		m.ToolCalls = nilIfEmpty(slices.Clone(*ch.ToolCalls))
 	}
@@ -309,15 +286,6 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	}
 	if md != nil {
 		m.Metadata = md
-	}
-	if ch.Silent != nil {
-		m.Silent = *ch.Silent
-	}
-	if ch.Reasoning != nil {
-		m.Reasoning = *ch.Reasoning
-	}
-	if ch.LogID != nil {
-		m.LogID = *ch.LogID
 	}
 	return nil
 }
@@ -354,14 +322,8 @@ func (t *tx) DeleteMessage(id string) error {
 // PutToolCall stages a tool-call record, assigning ThreadID and Seq (kept from an earlier put of the
 // same call; Status defaults to pending).
 func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
-	if c.CallID == "" {
-		return weft.Errorf(weft.EInvalid, "thread %s: tool call without id", t.id)
-	}
-	if len(c.Meta) > 0 && !json.Valid(c.Meta) {
-		return weft.Errorf(weft.EInvalid, "thread %s: tool call %s: meta is not valid JSON", t.id, c.CallID)
-	}
-	if c.Status == "" {
-		c.Status = weft.CallPending
+	if err := storecontract.PrepareToolCall(t.id, c); err != nil {
+		return err
 	}
 	c.ThreadID = t.id
 	seq := int64(0)

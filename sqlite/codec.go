@@ -27,22 +27,30 @@ var errBadDoc = errors.New("corrupt packed row")
 // docWriter builds a doc.
 type docWriter struct{ b []byte }
 
+// appendField appends one field to a doc: its tag, the uvarint length of v and v.
+func appendField[T string | []byte](b []byte, tag byte, v T) []byte {
+	b = append(b, tag)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
 func (w *docWriter) bytes(tag byte, v []byte) {
-	if len(v) == 0 {
-		return
+	if len(v) > 0 {
+		w.b = appendField(w.b, tag, v)
 	}
-	w.b = append(w.b, tag)
-	w.b = binary.AppendUvarint(w.b, uint64(len(v)))
-	w.b = append(w.b, v...)
 }
 
 func (w *docWriter) str(tag byte, v string) {
-	if v == "" {
-		return
+	if v != "" {
+		w.b = appendField(w.b, tag, v)
 	}
-	w.b = append(w.b, tag)
-	w.b = binary.AppendUvarint(w.b, uint64(len(v)))
-	w.b = append(w.b, v...)
+}
+
+// strs writes one field per element of a repeated string field, empty strings included.
+func (w *docWriter) strs(tag byte, vs []string) {
+	for _, v := range vs {
+		w.b = appendField(w.b, tag, v)
+	}
 }
 
 func (w *docWriter) int(tag byte, v int64) {
@@ -79,9 +87,7 @@ func (w *docWriter) float(tag byte, f *float64) {
 func (w *docWriter) nested(tag byte, fn func(*docWriter)) {
 	var sub docWriter
 	fn(&sub)
-	w.b = append(w.b, tag)
-	w.b = binary.AppendUvarint(w.b, uint64(len(sub.b)))
-	w.b = append(w.b, sub.b...)
+	w.b = appendField(w.b, tag, sub.b)
 }
 
 // docReader walks the fields of a doc.
@@ -251,11 +257,7 @@ func messageDoc(m *weft.Message, seq int64, created time.Time, metadata []byte) 
 // decodeMessage fills m from its doc.
 func decodeMessage(doc string, m *weft.Message) error {
 	r := docReader{s: doc}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case mSeq:
 			m.Seq = r.int(v)
@@ -274,26 +276,7 @@ func decodeMessage(doc string, m *weft.Message) error {
 		case mName:
 			m.Name = v
 		case mToolCall:
-			var c weft.ToolCall
-			n := docReader{s: v}
-			for {
-				t, f, ok := n.next()
-				if !ok {
-					break
-				}
-				switch t {
-				case tcID:
-					c.ID = f
-				case tcName:
-					c.Name = f
-				case tcArguments:
-					c.Arguments = f
-				}
-			}
-			if n.err != nil {
-				r.err = n.err
-			}
-			m.ToolCalls = append(m.ToolCalls, c)
+			m.ToolCalls = append(m.ToolCalls, decodeToolCall(&r, v))
 		case mToolCallID:
 			m.ToolCallID = v
 		case mToolStatus:
@@ -321,14 +304,31 @@ func decodeMessage(doc string, m *weft.Message) error {
 	return r.err
 }
 
+// decodeToolCall decodes the nested doc v of a message's tool call; corruption is passed on to r.
+func decodeToolCall(r *docReader, v string) weft.ToolCall {
+	var c weft.ToolCall
+	n := docReader{s: v}
+	for t, f, ok := n.next(); ok; t, f, ok = n.next() {
+		switch t {
+		case tcID:
+			c.ID = f
+		case tcName:
+			c.Name = f
+		case tcArguments:
+			c.Arguments = f
+		}
+	}
+	if n.err != nil {
+		r.err = n.err
+	}
+	return c
+}
+
+// decodeAttachment decodes the nested doc v of an attachment; corruption is passed on to r.
 func decodeAttachment(r *docReader, v string) weft.Attachment {
 	var a weft.Attachment
 	n := docReader{s: v}
-	for {
-		t, f, ok := n.next()
-		if !ok {
-			break
-		}
+	for t, f, ok := n.next(); ok; t, f, ok = n.next() {
 		switch t {
 		case atID:
 			a.ID = f
@@ -384,11 +384,7 @@ func queueDoc(q *weft.QueuedMessage, metadata []byte) []byte {
 // decodeQueued fills q from its doc.
 func decodeQueued(doc string, q *weft.QueuedMessage) error {
 	r := docReader{s: doc}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case qSeq:
 			q.Seq = r.int(v)
@@ -443,11 +439,7 @@ func callDoc(c *weft.ToolCallRecord) []byte {
 
 func decodeCall(doc string, c *weft.ToolCallRecord) error {
 	r := docReader{s: doc}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case cMessageID:
 			c.MessageID = v
@@ -542,15 +534,9 @@ func logDoc(l *weft.LogEntry, created time.Time) []byte {
 	w.int(lLatencyMS, l.LatencyMS)
 	w.int(lTTFTMS, l.TimeToFirstTokenMS)
 	w.int(lGenerationMS, l.GenerationMS)
-	for _, t := range l.ToolsOffered {
-		w.nested(lToolOffered, func(n *docWriter) { n.b = append(n.b, t...) })
-	}
-	for _, t := range l.ToolsCalled {
-		w.nested(lToolCalled, func(n *docWriter) { n.b = append(n.b, t...) })
-	}
-	for _, t := range l.QueuedTools {
-		w.nested(lQueuedTool, func(n *docWriter) { n.b = append(n.b, t...) })
-	}
+	w.strs(lToolOffered, l.ToolsOffered)
+	w.strs(lToolCalled, l.ToolsCalled)
+	w.strs(lQueuedTool, l.QueuedTools)
 	w.str(lToolChoice, l.ToolChoice)
 	w.time(lCreatedAt, created)
 	return w.b
@@ -558,11 +544,7 @@ func logDoc(l *weft.LogEntry, created time.Time) []byte {
 
 func decodeLog(doc string, l *weft.LogEntry) error {
 	r := docReader{s: doc}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case lRunID:
 			l.RunID = v
@@ -669,9 +651,7 @@ func threadDoc(t *weft.Thread, props, args []byte) []byte {
 	w.str(tParentID, t.ParentID)
 	w.str(tRootID, t.RootID)
 	w.str(tLabel, t.Label)
-	for _, tag := range t.Tags {
-		w.nested(tTag, func(n *docWriter) { n.b = append(n.b, tag...) }) // kept when empty
-	}
+	w.strs(tTag, t.Tags) // an empty tag is kept
 	w.bytes(tProperties, props)
 	w.bytes(tArguments, args)
 	w.str(tStatus, string(t.Status))
@@ -696,11 +676,7 @@ func mapJSON(m map[string]any) ([]byte, error) {
 func decodeThreadDoc(doc string, t *weft.Thread) (props, args string, err error) {
 	r := docReader{s: doc}
 	t.Tags = []string{}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case tID:
 			t.ID = v
@@ -786,11 +762,7 @@ type envRow struct {
 func decodeEnv(doc string) (envRow, error) {
 	var e envRow
 	r := docReader{s: doc}
-	for {
-		tag, v, ok := r.next()
-		if !ok {
-			break
-		}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
 		switch tag {
 		case eName:
 			e.name = v

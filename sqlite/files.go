@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"io"
 	"path"
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // fileReader implements weft.FileReader over a Store.
@@ -49,17 +49,13 @@ func scanFile(sc scanner) (fileRow, error) {
 	return r, nil
 }
 
-func fileNotFound(threadID, p string) error {
-	return fmt.Errorf("thread %s: file %s: %w", threadID, p, weft.ErrNotFound)
-}
-
 // missing distinguishes an unknown thread from a missing file.
 func (r *fileReader) missing(ctx context.Context, threadID, p string) error {
 	var one int
 	if err := r.s.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
 		return r.s.noThread(threadID, err)
 	}
-	return fileNotFound(threadID, p)
+	return storecontract.FileNotFound(threadID, p)
 }
 
 // stat reads a file row; the root is an implicit directory.
@@ -279,7 +275,7 @@ func globDir(glob string) string {
 
 // Find lists files (not directories) matching a ** glob, sorted by path.
 func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.FileInfo, error) {
-	if _, err := storecontract.MatchGlob(glob, "/"); err != nil {
+	if err := storecontract.CheckGlob(glob); err != nil {
 		return nil, err
 	}
 	cond, args := below(globDir(glob))
@@ -299,25 +295,12 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 
 // Grep searches text files (sorted by path) for lines matching an RE2 pattern.
 func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	re, err := storecontract.CompileGrep(threadID, pattern, o.IgnoreCase)
+	plan, err := storecontract.PlanGrep(threadID, pattern, o)
 	if err != nil {
 		return nil, err
-	}
-	prefix, err := storecontract.GrepPrefix(threadID, o)
-	if err != nil {
-		return nil, err
-	}
-	if o.Glob != "" {
-		if _, err := storecontract.MatchGlob(o.Glob, "/"); err != nil {
-			return nil, err
-		}
-	}
-	maxResults := o.MaxResults
-	if maxResults <= 0 {
-		maxResults = 100
 	}
 	cond, args := "", []any{threadID}
-	if prefix != "/" { // the prefix itself (a file) or anything below it
+	if prefix := plan.Prefix; prefix != "/" { // the prefix itself (a file) or anything below it
 		cond, args = " AND (path = ? OR (path > ? AND path < ?))", append(args, prefix, prefix+"/", prefix+"0")
 	}
 	rows, err := r.s.query(ctx, `SELECT id, path, chunk_count FROM files WHERE thread_id = ? AND is_text = 1 AND is_dir = 0`+cond+` ORDER BY path`, args...)
@@ -336,12 +319,9 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 			rows.Close()
 			return nil, fmt.Errorf("sqlite: thread %s: grep: %w", threadID, err)
 		}
-		if o.Glob != "" {
-			if ok, _ := storecontract.MatchGlob(o.Glob, c.path); !ok {
-				continue
-			}
+		if plan.Selects(c.path) {
+			cands = append(cands, c)
 		}
-		cands = append(cands, c)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -363,7 +343,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 			}
 			src = bytes.NewReader(data)
 		}
-		full, err := storecontract.GrepReader(re, c.path, src, &out, maxResults)
+		full, err := plan.Search(c.path, src, &out)
 		if err != nil {
 			return nil, err
 		}
@@ -457,12 +437,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 			return t.fail("replace "+p, err)
 		}
 	}
-	now := t.clock()
-	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
-	if f.MimeType == "" {
-		f.MimeType = storecontract.DetectMIME(f.Name, data)
-	}
-	f.CreatedAt, f.UpdatedAt = now, now
+	storecontract.StampWrittenFile(f, p, data, t.clock())
 	if exists {
 		f.CreatedAt = fromNanos(created)
 	}
@@ -515,7 +490,7 @@ func (t *tx) RemoveFile(p string) error {
 	case p == "/" || isDir:
 		return weft.Errorf(weft.EInvalid, "thread %s: %s is a directory", t.id, p)
 	case !exists:
-		return fileNotFound(t.id, p)
+		return storecontract.FileNotFound(t.id, p)
 	}
 	if _, err := t.w.exec(t.ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
 		return t.fail("remove "+p, err)
@@ -525,19 +500,16 @@ func (t *tx) RemoveFile(p string) error {
 
 // RemoveDir removes a directory; a non-empty one only when recursive (then with everything below).
 func (t *tx) RemoveDir(p string, recursive bool) error {
-	p, err := storecontract.CleanPath(t.id, p)
+	p, err := storecontract.CleanRemoveDir(t.id, p)
 	if err != nil {
 		return err
-	}
-	if p == "/" {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot remove the root directory", t.id)
 	}
 	exists, isDir, id, _, err := t.fileKind(p)
 	switch {
 	case err != nil:
 		return err
 	case !exists:
-		return fileNotFound(t.id, p)
+		return storecontract.FileNotFound(t.id, p)
 	case !isDir:
 		return weft.Errorf(weft.EInvalid, "thread %s: %s is not a directory", t.id, p)
 	}
@@ -564,22 +536,16 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 // RenameFile moves a file or a directory with its contents; the target must not exist. Parent
 // directories of the target are created. Chunks follow their file by id.
 func (t *tx) RenameFile(from, to string) error {
-	from, err := storecontract.CleanPath(t.id, from)
+	from, to, err := storecontract.CleanRename(t.id, from, to)
 	if err != nil {
 		return err
-	}
-	if to, err = storecontract.CleanPath(t.id, to); err != nil {
-		return err
-	}
-	if from == "/" || to == "/" {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot move the root directory", t.id)
 	}
 	exists, isDir, id, _, err := t.fileKind(from)
 	if err != nil {
 		return err
 	}
 	if !exists {
-		return fileNotFound(t.id, from)
+		return storecontract.FileNotFound(t.id, from)
 	}
 	if taken, _, _, _, err := t.fileKind(to); err != nil || taken {
 		if err != nil {
@@ -587,8 +553,8 @@ func (t *tx) RenameFile(from, to string) error {
 		}
 		return weft.Errorf(weft.EConflict, "thread %s: rename %s: target %s already exists", t.id, from, to)
 	}
-	if storecontract.Within(to, from) {
-		return weft.Errorf(weft.EInvalid, "thread %s: cannot move %s into itself (%s)", t.id, from, to)
+	if err := storecontract.CheckRenameInto(t.id, from, to); err != nil {
+		return err
 	}
 	if err := t.mkdirs(to); err != nil {
 		return err

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // readStmts caches prepared statements of the read pool by SQL text (database/sql prepares each
@@ -112,16 +112,8 @@ func scanThread(sc scanner, extra ...any) (*weft.Thread, error) {
 // defaults, written back to t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's
 // root), Status (idle), times (now). A missing parent is ErrNotFound; an existing id a conflict.
 func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
-	if t.Agent == "" {
-		return weft.Errorf(weft.EInvalid, "thread %s: agent is required", t.ID)
-	}
-	if t.ID == "" {
-		t.ID = weft.NewID("thr_")
-	}
-	for _, v := range env {
-		if _, err := storecontract.CheckEnvValue(weft.EnvThread, t.ID, v); err != nil {
-			return err
-		}
+	if err := storecontract.PrepareThread(t, env); err != nil {
+		return err
 	}
 	tags := t.Tags
 	if tags == nil {
@@ -153,25 +145,9 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 			if t.RootID == "" {
 				t.RootID = root
 			}
-		} else if t.RootID == "" {
-			t.RootID = t.ID
-		}
-		if t.OriginAgent == "" {
-			t.OriginAgent = t.Agent
-		}
-		if t.Status == "" {
-			t.Status = weft.ThreadIdle
 		}
 		now := s.now().UTC()
-		if t.CreatedAt.IsZero() {
-			t.CreatedAt = now
-		}
-		if t.UpdatedAt.IsZero() {
-			t.UpdatedAt = t.CreatedAt
-		}
-		if t.LastActivityAt.IsZero() {
-			t.LastActivityAt = t.CreatedAt
-		}
+		storecontract.DefaultThread(t, now)
 		stored := *t
 		stored.Tags = tags
 		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
@@ -201,20 +177,21 @@ func (s *Store) Thread(ctx context.Context, id string) (*weft.Thread, error) {
 	return t, nil
 }
 
+// threadOrder is the ORDER BY clause of each thread listing order.
+var threadOrder = [...]string{
+	storecontract.SortByActivity: "last_activity_at DESC, id DESC",
+	storecontract.SortByCreated:  "created_at DESC, id DESC",
+	storecontract.SortByOldest:   "created_at ASC, id ASC",
+}
+
 // Threads lists threads matching q (see weft.ThreadQuery; Limit 0 means no limit) and the number
 // matching before paging. Search matches label, preview and agent, ignoring ASCII case.
 func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
-	var order string
-	switch q.Sort {
-	case "", "activity":
-		order = "last_activity_at DESC, id DESC"
-	case "created":
-		order = "created_at DESC, id DESC"
-	case "oldest":
-		order = "created_at ASC, id ASC"
-	default:
-		return nil, 0, weft.Errorf(weft.EInvalid, "unknown thread sort %q (want activity, created or oldest)", q.Sort)
+	by, err := storecontract.ParseThreadSort(q.Sort)
+	if err != nil {
+		return nil, 0, err
 	}
+	order := threadOrder[by]
 	var where []string
 	var args []any
 	add := func(cond string, a ...any) {
@@ -319,12 +296,9 @@ func scanMessage(sc scanner, threadID string) (weft.Message, error) {
 // Messages lists a thread's messages ordered by seq (see weft.MessageQuery; Limit 0 means 100 and a
 // negative Limit no limit). An unknown thread has no messages.
 func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQuery) ([]weft.Message, error) {
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = 100
-	case limit < 0:
-		limit = -1
+	limit := storecontract.MessageLimit(q.Limit)
+	if limit < 0 {
+		limit = -1 // SQLite's LIMIT for none
 	}
 	roles := ""
 	if len(q.Roles) > 0 {
@@ -471,16 +445,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
 		}
 	}
-	if q.ID == "" {
-		q.ID = weft.NewID("que_")
-	}
-	if q.Role == "" {
-		q.Role = weft.RoleUser
-	}
-	if q.CreatedAt.IsZero() {
-		q.CreatedAt = s.now()
-	}
-	q.CreatedAt = q.CreatedAt.UTC()
+	storecontract.PrepareQueued(q, s.now)
 	return s.write(ctx, func(w *writer) error {
 		var seq int64
 		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq`, []any{&seq}, q.ThreadID); err != nil {

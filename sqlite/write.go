@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-agents/weft/internal/storecontract"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 var errClosed = errors.New("sqlite: store is closed")
@@ -324,25 +324,7 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
 		}
 	}
-	if p.Agent != nil {
-		th.Agent = *p.Agent
-	}
-	if p.Label != nil {
-		th.Label = *p.Label
-	}
-	if p.Status != nil {
-		th.Status = *p.Status
-	}
-	if p.StopReason != nil {
-		th.StopReason = *p.StopReason
-	}
-	if p.LastActivityAt != nil {
-		th.LastActivityAt = p.LastActivityAt.UTC()
-	}
-	if p.Preview != nil {
-		th.Preview = *p.Preview
-	}
-	th.UpdatedAt = t.clock()
+	storecontract.ApplyThreadPatch(&th, p, t.clock())
 	q, activity := qUpdateThread, any(nil)
 	if p.LastActivityAt != nil {
 		q, activity = qUpdateThreadActivity, nanos(th.LastActivityAt)
@@ -402,12 +384,7 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	if err != nil {
 		return t.fail("update message "+id, err)
 	}
-	if ch.Content != nil {
-		m.Content = *ch.Content
-	}
-	if ch.Status != nil {
-		m.Status = *ch.Status
-	}
+	storecontract.ApplyMessageChange(&m, ch)
 	if ch.ToolCalls != nil {
 		m.ToolCalls = *ch.ToolCalls
 	}
@@ -416,15 +393,6 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	}
 	if ch.Metadata != nil {
 		m.Metadata = ch.Metadata
-	}
-	if ch.Silent != nil {
-		m.Silent = *ch.Silent
-	}
-	if ch.Reasoning != nil {
-		m.Reasoning = *ch.Reasoning
-	}
-	if ch.LogID != nil {
-		m.LogID = *ch.LogID
 	}
 	var md []byte
 	if m.Metadata != nil {
@@ -458,14 +426,8 @@ func (t *tx) DeleteMessage(id string) error {
 // PutToolCall inserts or replaces a tool-call record, assigning ThreadID and Seq (kept from the
 // first insert); Status defaults to pending.
 func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
-	if c.CallID == "" {
-		return weft.Errorf(weft.EInvalid, "thread %s: tool call without id", t.id)
-	}
-	if len(c.Meta) > 0 && !json.Valid(c.Meta) {
-		return weft.Errorf(weft.EInvalid, "thread %s: tool call %s: meta is not valid JSON", t.id, c.CallID)
-	}
-	if c.Status == "" {
-		c.Status = weft.CallPending
+	if err := storecontract.PrepareToolCall(t.id, c); err != nil {
+		return err
 	}
 	doc := callDoc(c)
 	n, err := t.w.execN(t.ctx, qUpdateToolCall, string(c.Status), doc, t.id, c.CallID)

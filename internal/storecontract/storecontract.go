@@ -1,19 +1,16 @@
 // Package storecontract holds the rules every weft.Store implementation applies identically —
-// value limits, thread-filesystem paths, globs, text detection and grep — so that memstore,
+// argument checks and defaults of threads, messages, the queue and tool calls (records.go), value
+// limits, thread-filesystem paths, globs, text detection and grep (grep.go) — so that memstore,
 // sqlite and later back ends cannot drift apart.
 package storecontract
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
-	"regexp"
 	"strings"
+	"time"
 
 	"github.com/weft-agents/weft"
 )
@@ -79,6 +76,59 @@ func CleanPath(threadID, p string) (string, error) {
 	return c, nil
 }
 
+// FileNotFound is the ErrNotFound of a missing file or directory p of a thread.
+func FileNotFound(threadID, p string) error {
+	return fmt.Errorf("thread %s: file %s: %w", threadID, p, weft.ErrNotFound)
+}
+
+// CleanRemoveDir cleans the path of a RemoveDir call; the root cannot be removed (EInvalid).
+func CleanRemoveDir(threadID, p string) (string, error) {
+	p, err := CleanPath(threadID, p)
+	if err != nil {
+		return "", err
+	}
+	if p == "/" {
+		return "", weft.Errorf(weft.EInvalid, "thread %s: cannot remove the root directory", threadID)
+	}
+	return p, nil
+}
+
+// CleanRename cleans both paths of a RenameFile call; the root can be neither moved nor replaced
+// (EInvalid).
+func CleanRename(threadID, from, to string) (string, string, error) {
+	from, err := CleanPath(threadID, from)
+	if err != nil {
+		return "", "", err
+	}
+	if to, err = CleanPath(threadID, to); err != nil {
+		return "", "", err
+	}
+	if from == "/" || to == "/" {
+		return "", "", weft.Errorf(weft.EInvalid, "thread %s: cannot move the root directory", threadID)
+	}
+	return from, to, nil
+}
+
+// CheckRenameInto refuses (EInvalid) to move from to a target inside itself. Stores check it after
+// finding that from exists and to does not, so that those errors come first.
+func CheckRenameInto(threadID, from, to string) error {
+	if Within(to, from) {
+		return weft.Errorf(weft.EInvalid, "thread %s: cannot move %s into itself (%s)", threadID, from, to)
+	}
+	return nil
+}
+
+// StampWrittenFile sets the fields of f that WriteFile of data at the cleaned path p reports back:
+// Path, Name, Size, IsDir (false), MimeType (detected when empty), and CreatedAt and UpdatedAt
+// (now). A store replacing an existing file then restores its CreatedAt.
+func StampWrittenFile(f *weft.FileInfo, p string, data []byte, now time.Time) {
+	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
+	if f.MimeType == "" {
+		f.MimeType = DetectMIME(f.Name, data)
+	}
+	f.CreatedAt, f.UpdatedAt = now, now
+}
+
 // ParentDir returns the directory holding p ("/" for top-level entries).
 func ParentDir(p string) string {
 	i := strings.LastIndexByte(p, '/')
@@ -105,6 +155,12 @@ func Within(p, dir string) bool {
 		return true
 	}
 	return p == dir || (len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir))
+}
+
+// CheckGlob reports a malformed glob as EInvalid (see MatchGlob).
+func CheckGlob(pattern string) error {
+	_, err := MatchGlob(pattern, "/")
+	return err
 }
 
 // MatchGlob matches a cleaned absolute path against a glob: `*`, `?` and `[...]` Within one path
@@ -237,58 +293,6 @@ func DetectMIME(name string, data []byte) string {
 		return "application/octet-stream"
 	}
 	return http.DetectContentType(data)
-}
-
-// CompileGrep compiles an RE2 pattern for Grep.
-func CompileGrep(threadID, pattern string, ignoreCase bool) (*regexp.Regexp, error) {
-	if ignoreCase {
-		pattern = "(?i)" + pattern
-	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, weft.Errorf(weft.EInvalid, "thread %s: grep pattern: %v", threadID, err)
-	}
-	return re, nil
-}
-
-// GrepPrefix returns the cleaned directory a Grep is limited to ("/" for none).
-func GrepPrefix(threadID string, o weft.GrepOptions) (string, error) {
-	if o.Path == "" {
-		return "/", nil
-	}
-	return CleanPath(threadID, o.Path)
-}
-
-// GrepReader appends the lines of r matching re to out (1-based line numbers, trailing CR dropped)
-// until out holds max matches; it reports whether the limit was reached.
-func GrepReader(re *regexp.Regexp, p string, r io.Reader, out *[]weft.GrepMatch, max int) (bool, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) { // a long line: collect it whole
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) > 0 {
-			l := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-			if re.Match(l) {
-				*out = append(*out, weft.GrepMatch{Path: p, Line: n, Text: string(l)})
-				if len(*out) >= max {
-					return true, nil
-				}
-			}
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
 }
 
 // ASCIILower lowers ASCII letters only, as SQLite's lower() does, so searches match alike.
