@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +65,32 @@ func TestRenderJSONAndThread(t *testing.T) {
 	out, errOut, code = runWeft(t, proj, "render", "assistant", "--thread", run.Thread.ID, "--db", db)
 	if code != 0 || !strings.Contains(out, "user:\nWhat time is it?") || !strings.Contains(out, "assistant:\nI checked the clock") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestEncryptionKeyFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := filepath.Join(dir, "p")
+	db := filepath.Join(dir, "weft.db")
+	run := func(key string) (string, int) {
+		cmd := exec.Command(binary, "run", "assistant", "hi", "--model-script", "examples/hello.script.yaml", "--db", db)
+		cmd.Dir = proj
+		cmd.Env = append(os.Environ(), "WEFT_ENCRYPTION_KEY="+key)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	key := strings.Repeat("ab", 32) // 32 bytes, hex
+	if out, code := run(key); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "weft.key")); err == nil {
+		t.Error("with WEFT_ENCRYPTION_KEY no key file is created")
+	}
+	if out, code := run(strings.Repeat("cd", 32)); code == 0 || !strings.Contains(out, "wrong encryption key") {
+		t.Errorf("a wrong key must fail loudly: exit %d %s", code, out)
+	}
+	if out, code := run("short"); code != 2 || !strings.Contains(out, "WEFT_ENCRYPTION_KEY") {
+		t.Errorf("a malformed key: exit %d %s", code, out)
 	}
 }
