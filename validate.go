@@ -397,8 +397,11 @@ func (v *validator) prompt(p *Prompt) {
 			case part.Prompt == "":
 				v.errf(src, base+".prompt", "an include part names a prompt")
 			default:
-				if _, ok := v.r.prompts.get(part.Prompt); !ok {
+				inc, ok := v.r.prompts.get(part.Prompt)
+				if !ok {
 					v.errf(src, base+".prompt", "no prompt named %q to include", part.Prompt)
+				} else if so, ok := inc.Template.(interface{ SystemOnly() bool }); ok && !so.SystemOnly() {
+					v.errf(src, base+".prompt", "prompt %q has messages besides its system text and cannot be included", part.Prompt)
 				}
 			}
 		case PartKindEnv:

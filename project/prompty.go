@@ -29,8 +29,12 @@ func (l *loader) prompty(pf *parsed) {
 		return
 	}
 	d := &decoder{src: rel, diags: &pf.diags}
+	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true}
+	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
+		tpl.systemOnly = len(r.Prefix) == 0 && len(r.Suffix) == 0
+	}
 	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
-		Template: &promptyTemplate{f: f, src: rel}}
+		Template: tpl}
 	// The Weft keys of the front matter read exactly as in YAML prompts (typos are errors there);
 	// other unknown keys stay in the file's metadata.
 	fields := ordered(f.Fields).(yaml.MapSlice)
@@ -214,7 +218,13 @@ func mergeMaps(a, b map[string]any) map[string]any {
 type promptyTemplate struct {
 	f   *prompty.File
 	src string
+	// systemOnly: a sample rendering has no messages besides the system text.
+	systemOnly bool
 }
+
+// SystemOnly reports whether the template renders only system text, so that it can be included
+// (definitions.md §4.3).
+func (t *promptyTemplate) SystemOnly() bool { return t.systemOnly }
 
 // RenderPrompt renders the template with the step's arguments and env.
 func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInput) (*weft.RenderedPrompt, error) {

@@ -64,7 +64,7 @@ func TestValidateCommand(t *testing.T) {
 		notInOut string
 	}{
 		{"full_project_valid", []string{"validate", "--dir", testdata("full")}, 0, "", "definitions are valid", ""},
-		{"broken_project", []string{"validate", "--dir", testdata("broken")}, 3, "prompts/cycle_a.yaml: prompt[1].prompt: circular include cycle_a → cycle_b → cycle_a", "37 errors, 2 warnings", ""},
+		{"broken_project", []string{"validate", "--dir", testdata("broken")}, 3, "prompts/cycle_a.yaml: prompt[1].prompt: circular include cycle_a → cycle_b → cycle_a", "38 errors, 2 warnings", ""},
 		{"strict_makes_warnings_fatal", []string{"validate", "--strict", "--dir", testdata("broken")}, 3, "tools/BadName.yaml: name: tool name", "", "warning:"},
 		{"missing_dir", []string{"validate", "--dir", "/nonexistent/agents"}, 2, "", "weft: cannot read the definitions directory", ""},
 		{"unknown_flag", []string{"validate", "--bogus"}, 2, "", "unknown flag: --bogus", ""},
@@ -103,7 +103,7 @@ func TestValidateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if doc.OK || len(doc.Errors) != 37 || len(doc.Warnings) != 2 {
+	if doc.OK || len(doc.Errors) != 38 || len(doc.Warnings) != 2 {
 		t.Fatalf("ok=%v errors=%d warnings=%d", doc.OK, len(doc.Errors), len(doc.Warnings))
 	}
 	e := doc.Errors[0]
