@@ -444,6 +444,13 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			r.state.Side = forceSide
 		}
 	}
+	resumed, err := r.resume()
+	if err != nil {
+		return r.fail(err)
+	}
+	if resumed {
+		trigger = "resume"
+	}
 	if r.e.opt.OnEvent != nil {
 		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
 	}

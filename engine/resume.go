@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"github.com/weft-agents/weft"
+)
+
+// interruptedResult answers a non-idempotent call that was running when the process died
+// (execution.md §13.3, Δref 14).
+const interruptedResult = "Tool execution was interrupted by a restart; it may or may not have completed."
+
+// resume finishes the tool calls a crashed run left without results (execution.md §13): a stored
+// result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
+// interrupted error; pending calls run normally. It returns whether anything was resumed.
+func (r *run) resume() (bool, error) {
+	answered := map[string]bool{}
+	var open []*weft.Message
+	for _, m := range r.rows {
+		if m.Role == weft.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, m := range r.rows {
+		if m.Role == weft.RoleTool || len(m.ToolCalls) == 0 || m.Status != weft.MessageCompleted {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				open = append(open, m)
+				break
+			}
+		}
+	}
+	if len(open) == 0 {
+		return false, nil
+	}
+	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
+	if err != nil {
+		return false, err
+	}
+	status := make(map[string]weft.ToolCallRecord, len(recs))
+	for _, rec := range recs {
+		status[rec.CallID] = rec
+	}
+	for _, m := range open {
+		p, ok := r.e.reg.Prompt(m.Prompt)
+		if !ok {
+			continue // the pairing step answers these calls as missing
+		}
+		s, err := r.newScope(p, 0, rowSide(m), r.thread.Arguments)
+		if err != nil {
+			return true, err
+		}
+		var pending []weft.ToolCall
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				pending = append(pending, c)
+			}
+		}
+		for i, c := range pending {
+			var next *weft.ToolCall
+			if i+1 < len(pending) {
+				next = &pending[i+1]
+			}
+			rec, known := status[c.ID]
+			if known && rec.Status == weft.CallRunning && !rec.Idempotent {
+				res := weft.Failure(interruptedResult)
+				if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {
+					return true, err
+				}
+				continue
+			}
+			if _, err := r.executeCall(s, m, c, next); err != nil {
+				return true, err
+			}
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,142 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+)
+
+var errCrashed = errors.New("process crashed")
+
+// crashStore lets n write transactions commit, then fails every write as if the process had died
+// at that point (the lease is not released).
+type crashStore struct {
+	weft.Store
+	n, after int
+}
+
+func (s *crashStore) dead() bool { return s.n >= s.after }
+
+func (s *crashStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	if f == nil {
+		return s.Store.Tx(ctx, id, f, fn)
+	}
+	if s.dead() {
+		return errCrashed
+	}
+	if err := s.Store.Tx(ctx, id, f, fn); err != nil {
+		return err
+	}
+	s.n++
+	return nil
+}
+func (s *crashStore) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
+	if s.dead() {
+		return errCrashed
+	}
+	return s.Store.RenewLease(ctx, f, ttl)
+}
+func (s *crashStore) ReleaseLease(ctx context.Context, f weft.Fence) error {
+	if s.dead() {
+		return errCrashed
+	}
+	return s.Store.ReleaseLease(ctx, f)
+}
+
+// modelByHistory calls both tools after a user message and answers once it sees their results.
+var modelByHistory = weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+	if last := req.Messages[len(req.Messages)-1]; last.Role == weft.RoleUser {
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "charge", Arguments: `{}`}, {ID: "c2", Name: "lookup", Arguments: `{}`}}}, nil
+	}
+	var results []string
+	for _, m := range req.Messages {
+		if m.Role == weft.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	return &weft.Response{Text: "final: " + strings.Join(results, " | ")}, nil
+})
+
+func TestResumeAfterCrash(t *testing.T) {
+	for after := 0; after <= 4; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			var charges, lookups atomic.Int64
+			count := func(name string, n *atomic.Int64, idempotent bool) *weft.Tool {
+				return &weft.Tool{Name: name, Description: "d", Idempotent: idempotent, Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+					n.Add(1)
+					return weft.Success(name + " ok"), nil
+				})}
+			}
+			reg := registry([]*weft.Tool{count("charge", &charges, false), count("lookup", &lookups, true)}, nil)
+			mem, _ := memstore.New(memstore.Options{})
+			cs := &crashStore{Store: mem, after: after}
+			ctx := context.Background()
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: modelByHistory, LeaseTTL: 30 * time.Millisecond})
+			th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+				t.Fatal(err)
+			}
+			first.Run(ctx, th.ID) // dies after `after` commits
+			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+
+			// A fresh process takes over once the dead one's lease has expired.
+			time.Sleep(40 * time.Millisecond)
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory})
+			res, err := second.Continue(ctx, th.ID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, _ := mem.Queued(ctx, th.ID); len(q) > 0 {
+				res, err = second.Run(ctx, th.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			after, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			ids := map[string]bool{}
+			for i, m := range after {
+				if ids[m.ID] || m.Seq != int64(i+1) {
+					t.Fatalf("duplicate or gap at %d: %+v", i, m)
+				}
+				ids[m.ID] = true
+			}
+			for _, m := range before {
+				if !ids[m.ID] {
+					t.Errorf("persisted message lost: %+v", m)
+				}
+			}
+			if charges.Load() > 1 {
+				t.Errorf("the non-idempotent tool ran %d times", charges.Load())
+			}
+			last := after[len(after)-1]
+			if ok := res.Last().Reason == weft.StopOnResponse || res.Last().Reason == weft.StopAwaitingHuman; !ok || !strings.HasPrefix(last.Content, "final: ") {
+				t.Fatalf("thread did not finish: %+v last %q", res.Last(), last.Content)
+			}
+			// Every call has exactly one result.
+			results := map[string]int{}
+			for _, m := range after {
+				if m.Role == weft.RoleTool {
+					results[m.ToolCallID]++
+				}
+			}
+			if results["c1"] != 1 || results["c2"] != 1 {
+				t.Errorf("results per call: %v", results)
+			}
+			if charges.Load() == 0 && !strings.Contains(last.Content, "interrupted by a restart") && !strings.Contains(last.Content, "charge ok") {
+				t.Errorf("final answer %q", last.Content)
+			}
+			if lookups.Load() > 2 {
+				t.Errorf("the idempotent tool ran %d times", lookups.Load())
+			}
+		})
+	}
+}
