@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+)
+
+func newLogsCmd() *cobra.Command {
+	var db string
+	var full, asJSON bool
+	c := &cobra.Command{
+		Use:   "logs THREAD",
+		Short: "Print a thread's model calls: time, model, tokens, cost, latency, status",
+		Long: `Print one line per model attempt of THREAD (every depth): time, model, tokens in/out, cost,
+latency and status, then the thread's total cost. --full adds the redacted request and response
+bodies; --json prints the log rows.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.Thread(cmd.Context(), a[0]); err != nil {
+				return exit(threadExit(err), err)
+			}
+			logs, err := st.Logs(cmd.Context(), a[0], weft.LogQuery{MaxDepth: 1 << 20})
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			if full || asJSON {
+				for i := range logs {
+					if l, err := st.Log(cmd.Context(), a[0], logs[i].ID); err == nil {
+						logs[i] = l
+					}
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(logs)
+			}
+			writeLogs(out, logs, full)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	c.Flags().BoolVar(&full, "full", false, "add the redacted request and response bodies")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the log rows as JSON")
+	return c
+}
+
+func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tKIND\tMODEL\tIN\tOUT\tCOST\tLATENCY\tSTATUS")
+	var total float64
+	unknown := 0
+	calls := 0
+	for _, l := range logs {
+		status := "ok"
+		switch {
+		case l.Error != "":
+			status = l.ErrorType
+			if status == "" {
+				status = "error"
+			}
+			status += ": " + oneLine(l.Error)
+		case l.FinishReason != "":
+			status = l.FinishReason
+		}
+		cost := "—"
+		if l.Kind == "llm" {
+			calls++
+			if l.CostTotal != nil {
+				cost = fmt.Sprintf("$%.6f", *l.CostTotal)
+				total += *l.CostTotal
+			} else {
+				unknown++
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%dms\t%s\n", l.CreatedAt.Local().Format(time.TimeOnly), l.Kind, l.Model,
+			l.InputTokens, l.OutputTokens, cost, l.LatencyMS, status)
+		if full {
+			w.Flush()
+			if len(l.RequestBody) > 0 {
+				fmt.Fprintf(out, "  request:  %s\n", l.RequestBody)
+			}
+			if len(l.ResponseBody) > 0 {
+				fmt.Fprintf(out, "  response: %s\n", l.ResponseBody)
+			}
+		}
+	}
+	w.Flush()
+	switch {
+	case calls == 0:
+		fmt.Fprintln(out, "no model calls")
+	case unknown == calls:
+		fmt.Fprintf(out, "%d calls, cost unknown (the models have no prices)\n", calls)
+	case unknown > 0:
+		fmt.Fprintf(out, "%d calls, total cost $%.6f (%d calls without a price)\n", calls, total, unknown)
+	default:
+		fmt.Fprintf(out, "%d calls, total cost $%.6f\n", calls, total)
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/scripted"
+)
+
+// defaultDB is the store of the commands that inspect persisted threads (cli.md: default
+// .weft/weft.db, except for run).
+func defaultDB() string { return envOr("WEFT_DB", ".weft/weft.db") }
+
+func newThreadsCmd(g *globals) *cobra.Command {
+	var db string
+	c := &cobra.Command{
+		Use:   "threads",
+		Short: "List, show, export, stop or delete persisted threads",
+		Long: `Inspect the threads of a store (--db, default .weft/weft.db; env WEFT_DB):
+
+  weft threads list [--agent A] [--limit N]
+  weft threads show ID        the thread's messages
+  weft threads export ID      the thread as the weft run --json document
+  weft threads stop ID        stop its run and set the stop flag
+  weft threads delete ID      delete it and its descendants`,
+	}
+	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	var agent string
+	var limit int
+	list := &cobra.Command{
+		Use: "list", Short: "List threads, most recently active first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			threads, total, err := st.Threads(cmd.Context(), weft.ThreadQuery{Agent: agent, Limit: limit})
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tAGENT\tSTATUS\tREASON\tLAST ACTIVITY\tPREVIEW")
+			for _, t := range threads {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Status, t.StopReason,
+					t.LastActivityAt.Local().Format(time.DateTime), oneLine(t.Preview))
+			}
+			w.Flush()
+			if total > len(threads) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d threads\n", len(threads), total)
+			}
+			return nil
+		},
+	}
+	list.Flags().StringVar(&agent, "agent", "", "only threads of this agent")
+	list.Flags().IntVar(&limit, "limit", 50, "at most this many threads")
+	show := &cobra.Command{
+		Use: "show ID", Short: "Print a thread's messages", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			msgs, err := st.Messages(cmd.Context(), a[0], weft.MessageQuery{Limit: -1, MaxDepth: 1 << 20})
+			if err != nil {
+				return exit(threadExit(err), err)
+			}
+			if _, err := st.Thread(cmd.Context(), a[0]); err != nil {
+				return exit(threadExit(err), err)
+			}
+			printMessages(cmd.OutOrStdout(), msgs)
+			return nil
+		},
+	}
+	export := &cobra.Command{
+		Use: "export ID", Short: "Print a thread as the weft run --json document", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			doc, err := buildDocument(cmd.Context(), st, a[0], &engine.RunResult{}, nil)
+			if err != nil {
+				return exit(threadExit(err), err)
+			}
+			b, _ := json.MarshalIndent(doc, "", "  ")
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return nil
+		},
+	}
+	stop := &cobra.Command{
+		Use: "stop ID", Short: "Stop a thread: nothing runs again until a user message or continue", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			reg, err := loadProject(g.dir)
+			if err != nil {
+				return err
+			}
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(nil)})
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			if err := eng.Stop(cmd.Context(), a[0]); err != nil {
+				return exit(threadExit(err), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stopped %s\n", a[0])
+			return nil
+		},
+	}
+	del := &cobra.Command{
+		Use: "delete ID", Short: "Delete a thread and its descendants", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			st, err := openExisting(cmd, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.DeleteThread(cmd.Context(), a[0]); err != nil {
+				return exit(threadExit(err), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", a[0])
+			return nil
+		},
+	}
+	c.AddCommand(list, show, export, stop, del)
+	return c
+}
+
+// openExisting opens a store that must already exist (a missing file is a usage error, not a new
+// empty database).
+func openExisting(cmd *cobra.Command, dsn string) (weft.Store, error) {
+	if dsn != ":memory:" && !strings.HasPrefix(dsn, "postgres") {
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, unwrapPath(err)))
+		}
+	}
+	st, err := openStore(cmd.Context(), dsn, newLogger("warn", os.Stderr))
+	if err != nil {
+		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, err))
+	}
+	return st, nil
+}
+
+func threadExit(err error) int {
+	if weft.ErrorCode(err) == weft.ENotFound {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// printMessages prints messages as `[seq] role: content`, nested rows indented, tool calls shown.
+func printMessages(w io.Writer, msgs []weft.Message) {
+	for _, m := range msgs {
+		indent := strings.Repeat("  ", m.Depth)
+		head := string(m.Role)
+		if m.Name != "" {
+			head += "(" + m.Name + ")"
+		}
+		if m.Silent {
+			head += " [silent]"
+		}
+		if m.Status != weft.MessageCompleted {
+			head += " [" + string(m.Status) + "]"
+		}
+		fmt.Fprintf(w, "%s[%d] %s: %s\n", indent, m.Seq, head, strings.ReplaceAll(m.Content, "\n", "\n"+indent+"    "))
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(w, "%s    → %s(%s) id=%s\n", indent, c.Name, c.Arguments, c.ID)
+		}
+		for _, a := range m.Attachments {
+			fmt.Fprintf(w, "%s    📎 %s (%s, %d bytes) %s\n", indent, a.Name, a.MimeType, a.Size, a.Path)
+		}
+	}
+}
