@@ -110,7 +110,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	defer store.Close()
 
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(scripted.New(nil))}
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil))}
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}

@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/anthropic"
 	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/openai"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
 )
@@ -46,15 +49,66 @@ func redactDSN(dsn string) string {
 	return dsn
 }
 
-// providers resolves a model's provider. The test provider answers "Test response received.";
-// network providers arrive with their adapters.
-func providers(test weft.Provider) func(m *weft.Model) (weft.Provider, error) {
+// defaultBaseURLs are the built-in providers' API roots, version included (definitions.md §3).
+var defaultBaseURLs = map[string]string{
+	"openai":     "https://api.openai.com/v1",
+	"anthropic":  "https://api.anthropic.com/v1",
+	"openrouter": "https://openrouter.ai/api/v1",
+	"groq":       "https://api.groq.com/openai/v1",
+	"xai":        "https://api.x.ai/v1",
+	"deepinfra":  "https://api.deepinfra.com/v1/openai",
+	"cerebras":   "https://api.cerebras.ai/v1",
+	"ollama":     "http://localhost:11434/v1",
+}
+
+// providers resolves a model's provider to an adapter, one per provider name: the OpenAI wire for
+// openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible servers, the
+// Anthropic messages API, custom providers (providers/*.yaml) on their base, and the test provider.
+func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft.Provider, error) {
+	var mu sync.Mutex
+	cache := map[string]weft.Provider{}
 	return func(m *weft.Model) (weft.Provider, error) {
-		if m.Provider == "test" {
-			return test, nil
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := cache[m.Provider]; ok {
+			return p, nil
 		}
-		return nil, fmt.Errorf("provider %q is not available in this version of Weft; run with --model-script FILE", m.Provider)
+		name, base, baseURL := m.Provider, m.Provider, defaultBaseURLs[m.Provider]
+		var headers map[string]string
+		if cp, ok := reg.Provider(name); ok {
+			base = cp.Base
+			if baseURL = cp.BaseURL; baseURL == "" {
+				baseURL = defaultBaseURLs[base]
+			}
+			headers = expandHeaders(cp.Headers)
+		}
+		var p weft.Provider
+		switch base {
+		case "test":
+			p = test
+		case "anthropic":
+			p = anthropic.New(anthropic.Options{BaseURL: baseURL, Headers: headers})
+		case "openai", "openrouter", "groq", "xai", "deepinfra", "cerebras", "ollama", "openai-compatible":
+			p = openai.New(openai.Options{BaseURL: baseURL, Headers: headers, Name: base})
+		default:
+			return nil, fmt.Errorf("provider %q is not available in this version of Weft; run with --model-script FILE", m.Provider)
+		}
+		cache[name] = p
+		return p, nil
 	}
+}
+
+// expandHeaders resolves ${env:NAME} in custom-provider header values from the process
+// environment (definitions.md §3.1).
+func expandHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[k] = os.Expand(strings.ReplaceAll(v, "${env:", "${"), os.Getenv)
+	}
+	return out
 }
 
 // loadScript reads a model script; an unreadable or invalid file is a usage error.

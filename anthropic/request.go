@@ -1,0 +1,517 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/weft-agents/weft"
+)
+
+// wireRequest is the Messages API request body.
+type wireRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	System        string          `json:"system,omitempty"`
+	Messages      []wireMessage   `json:"messages"`
+	Tools         []wireTool      `json:"tools,omitempty"`
+	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`
+	Thinking      *wireThinking   `json:"thinking,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	TopK          *int            `json:"top_k,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+}
+
+// wireMessage is one message; Content is a string or a list of blocks (wireBlock or raw JSON).
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *wireSource     `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   any             `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type wireSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type wireToolChoice struct {
+	Type                   string `json:"type"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// built is an encoded request and the tool-name mapping used for it.
+type built struct {
+	body  []byte
+	names *nameMap
+}
+
+// transportKeys are options that configure the transport (or the adapter) and never reach the body.
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "stream": true}
+
+// mappedKeys are Weft model options translated into Anthropic fields.
+var mappedKeys = map[string]bool{"maxOutputTokens": true, "max_tokens": true, "temperature": true,
+	"topP": true, "top_p": true, "topK": true, "top_k": true, "stop": true, "stop_sequences": true,
+	"seed": true}
+
+// buildRequest encodes req as a Messages API body.
+func buildRequest(req *weft.Request, stream bool) (built, error) {
+	names := newNameMap(req)
+	w := wireRequest{Model: req.Model.Model, Stream: stream}
+	w.MaxTokens = maxTokens(req)
+
+	if v, ok := number(req.Options, "temperature"); ok {
+		w.Temperature = &v
+	}
+	if v, ok := number(req.Options, "topP", "top_p"); ok {
+		w.TopP = &v
+	}
+	if v, ok := number(req.Options, "topK", "top_k"); ok {
+		k := int(v)
+		w.TopK = &k
+	}
+	w.StopSequences = stops(req.Options)
+
+	msgs := req.Messages
+	var system []string
+	for len(msgs) > 0 && (msgs[0].Role == weft.RoleSystem || msgs[0].Role == weft.RoleDeveloper) {
+		if t := msgs[0].Text(); t != "" {
+			system = append(system, t)
+		}
+		msgs = msgs[1:]
+	}
+	w.System = strings.Join(system, "\n\n")
+	var err error
+	if w.Messages, err = convertMessages(msgs, names); err != nil {
+		return built{}, err
+	}
+
+	if len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {
+		for _, t := range req.Tools {
+			if t.Provider != "" {
+				continue // provider-executed tools of other providers are not offered here
+			}
+			schema := json.RawMessage(`{"type":"object","properties":{}}`)
+			if t.Parameters != nil {
+				if schema, err = json.Marshal(t.Parameters); err != nil {
+					return built{}, fmt.Errorf("tool %s: %w", t.Name, err)
+				}
+			}
+			w.Tools = append(w.Tools, wireTool{Name: names.wire(t.Name), Description: t.Description, InputSchema: schema})
+		}
+		if len(w.Tools) > 0 {
+			tc := &wireToolChoice{Type: "auto", DisableParallelToolUse: !req.ParallelToolCalls}
+			if req.ToolChoice == weft.ToolChoiceRequired {
+				tc.Type = "any"
+			}
+			w.ToolChoice = tc
+		}
+	}
+
+	if r := req.Reasoning; r != nil && (r.MaxTokens > 0 || r.Effort != "") {
+		budget := r.MaxTokens
+		if budget == 0 {
+			switch r.Effort {
+			case "low", "minimal":
+				budget = 1024
+			case "high":
+				budget = 16384
+			default:
+				budget = 8192
+			}
+		}
+		budget = max(budget, 1024)
+		// Anthropic requires budget_tokens < max_tokens: make room for the answer.
+		if w.MaxTokens <= budget {
+			w.MaxTokens = budget + DefaultMaxTokens
+		}
+		w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: budget}
+	}
+
+	body, err := json.Marshal(w)
+	if err != nil {
+		return built{}, err
+	}
+	if extra := extraOptions(req); len(extra) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			return built{}, err
+		}
+		for k, v := range extra {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return built{}, fmt.Errorf("option %s: %w", k, err)
+			}
+			m[k] = raw
+		}
+		if body, err = json.Marshal(m); err != nil {
+			return built{}, err
+		}
+	}
+	return built{body: body, names: names}, nil
+}
+
+// extraOptions are the request options merged verbatim into the body.
+func extraOptions(req *weft.Request) map[string]any {
+	var out map[string]any
+	for k, v := range req.Options {
+		if transportKeys[k] || mappedKeys[k] {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// maxTokens applies definitions.md §3.4: modelOptions.maxOutputTokens, else the capability, else 4096.
+func maxTokens(req *weft.Request) int {
+	if v, ok := number(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
+		return int(v)
+	}
+	if n := req.Model.Capabilities.MaxOutputTokens; n > 0 {
+		return n
+	}
+	return DefaultMaxTokens
+}
+
+// number reads the first present numeric option of keys.
+func number(opts map[string]any, keys ...string) (float64, bool) {
+	for _, k := range keys {
+		v, ok := opts[k]
+		if !ok || v == nil {
+			continue
+		}
+		switch x := v.(type) {
+		case float64:
+			return x, true
+		case float32:
+			return float64(x), true
+		case int:
+			return float64(x), true
+		case int64:
+			return float64(x), true
+		case uint64:
+			return float64(x), true
+		case json.Number:
+			if f, err := x.Float64(); err == nil {
+				return f, true
+			}
+		case string:
+			if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(f) {
+				return f, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// stops reads the stop option (a string or a list of strings).
+func stops(opts map[string]any) []string {
+	for _, k := range []string{"stop", "stop_sequences"} {
+		switch x := opts[k].(type) {
+		case string:
+			if x != "" {
+				return []string{x}
+			}
+		case []string:
+			return x
+		case []any:
+			out := make([]string, 0, len(x))
+			for _, s := range x {
+				out = append(out, fmt.Sprint(s))
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// convertMessages translates the conversation after the leading system messages, merging
+// neighbours of the same role because the Messages API requires alternation.
+func convertMessages(msgs []weft.LLMMessage, names *nameMap) ([]wireMessage, error) {
+	out := make([]wireMessage, 0, len(msgs))
+	for _, m := range msgs {
+		var role string
+		var blocks []any
+		switch m.Role {
+		case weft.RoleSystem, weft.RoleDeveloper:
+			role = "user"
+			if t := m.Text(); t != "" {
+				blocks = []any{wireBlock{Type: "text", Text: "System note: " + t}}
+			}
+		case weft.RoleUser:
+			role = "user"
+			if len(m.Parts) == 0 && len(out) == 0 || len(m.Parts) == 0 && out[len(out)-1].Role != "user" {
+				if m.Content != "" {
+					// A lone text message keeps the compact string form.
+					out = append(out, wireMessage{Role: role, Content: m.Content})
+				}
+				continue
+			}
+			blocks = userBlocks(m)
+		case weft.RoleAssistant:
+			role = "assistant"
+			blocks = append(blocks, reasoningBlocks(m.Metadata)...)
+			if t := m.Text(); t != "" {
+				blocks = append(blocks, wireBlock{Type: "text", Text: t})
+			}
+			for _, tc := range m.ToolCalls {
+				input := json.RawMessage(strings.TrimSpace(tc.Arguments))
+				if len(input) == 0 || input[0] != '{' || !json.Valid(input) {
+					input = json.RawMessage(`{}`)
+				}
+				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: names.wire(tc.Name), Input: input})
+			}
+		case weft.RoleTool:
+			role = "user"
+			blocks = []any{toolResult(m)}
+		default:
+			return nil, fmt.Errorf("unsupported message role %q", m.Role)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(asBlocks(out[n-1].Content), blocks...)
+			continue
+		}
+		out = append(out, wireMessage{Role: role, Content: blocks})
+	}
+	return out, nil
+}
+
+// asBlocks turns a string content into a block list.
+func asBlocks(c any) []any {
+	switch x := c.(type) {
+	case string:
+		return []any{wireBlock{Type: "text", Text: x}}
+	case []any:
+		return x
+	}
+	return nil
+}
+
+func userBlocks(m weft.LLMMessage) []any {
+	if len(m.Parts) == 0 {
+		if m.Content == "" {
+			return nil
+		}
+		return []any{wireBlock{Type: "text", Text: m.Content}}
+	}
+	blocks := make([]any, 0, len(m.Parts))
+	for _, p := range m.Parts {
+		if b, ok := partBlock(p); ok {
+			blocks = append(blocks, b)
+		}
+	}
+	return blocks
+}
+
+// partBlock translates a content part: text, images (data: URIs as base64, http(s) URLs by
+// reference), PDF files; other media become a short text note.
+func partBlock(p weft.ContentPart) (wireBlock, bool) {
+	switch p.Type {
+	case weft.PartText:
+		if p.Text == "" {
+			return wireBlock{}, false
+		}
+		return wireBlock{Type: "text", Text: p.Text}, true
+	case weft.PartImage, weft.PartFile:
+		kind := "image"
+		if p.Type == weft.PartFile {
+			kind = "document"
+		}
+		if mt, data, ok := parseDataURI(p.URL); ok {
+			if mt == "" {
+				mt = p.MimeType
+			}
+			if p.Type == weft.PartFile && mt != "application/pdf" {
+				break
+			}
+			return wireBlock{Type: kind, Source: &wireSource{Type: "base64", MediaType: mt, Data: data}}, true
+		}
+		if strings.HasPrefix(p.URL, "http://") || strings.HasPrefix(p.URL, "https://") {
+			return wireBlock{Type: kind, Source: &wireSource{Type: "url", URL: p.URL}}, true
+		}
+	}
+	desc := p.Description
+	if desc == "" {
+		desc = p.URL
+	}
+	return wireBlock{Type: "text", Text: fmt.Sprintf("[%s: %s]", p.Type, desc)}, true
+}
+
+// parseDataURI splits data:<mime>;base64,<data>.
+func parseDataURI(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	head, data, found := strings.Cut(rest, ",")
+	if !found || !strings.HasSuffix(head, ";base64") {
+		return "", "", false
+	}
+	mime, _, _ = strings.Cut(head, ";")
+	return mime, data, true
+}
+
+// toolResult is a tool message as a tool_result block; text-only content is a plain string.
+func toolResult(m weft.LLMMessage) wireBlock {
+	b := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.ToolStatus == weft.ToolError}
+	media := false
+	for _, p := range m.Parts {
+		if p.Type != weft.PartText {
+			media = true
+		}
+	}
+	if media {
+		b.Content = userBlocks(m)
+	} else {
+		b.Content = m.Text()
+	}
+	return b
+}
+
+// reasoningBlocks returns the verbatim thinking blocks kept on an assistant message.
+func reasoningBlocks(md map[string]any) []any {
+	var raw json.RawMessage
+	switch x := md["reasoning_blocks"].(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	case string:
+		raw = json.RawMessage(x)
+	default: // decoded JSON (e.g. metadata read back from a store)
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil
+		}
+		raw = b
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		var one json.RawMessage
+		if json.Unmarshal(raw, &one) != nil || len(one) == 0 || one[0] != '{' {
+			return nil
+		}
+		list = []json.RawMessage{one}
+	}
+	out := make([]any, 0, len(list))
+	for _, b := range list {
+		out = append(out, b)
+	}
+	return out
+}
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// nameMap maps tool names Anthropic would reject to valid ones and back.
+type nameMap struct {
+	toWire   map[string]string
+	fromWire map[string]string
+}
+
+func newNameMap(req *weft.Request) *nameMap {
+	n := &nameMap{}
+	add := func(name string) {
+		if validName.MatchString(name) {
+			return
+		}
+		if _, ok := n.toWire[name]; ok {
+			return
+		}
+		if n.toWire == nil {
+			n.toWire, n.fromWire = map[string]string{}, map[string]string{}
+		}
+		var b strings.Builder
+		for _, r := range name {
+			if r < 128 && (r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte('_')
+			}
+		}
+		base := b.String()
+		if base == "" {
+			base = "tool"
+		}
+		if len(base) > 64 {
+			base = base[:64]
+		}
+		w := base
+		for i := 2; n.fromWire[w] != "" || w != name && taken(req, w); i++ {
+			suf := "_" + strconv.Itoa(i)
+			w = base[:min(len(base), 64-len(suf))] + suf
+		}
+		n.toWire[name], n.fromWire[w] = w, name
+	}
+	for _, t := range req.Tools {
+		add(t.Name)
+	}
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			add(tc.Name)
+		}
+	}
+	return n
+}
+
+// taken reports whether a valid tool name already in use equals w.
+func taken(req *weft.Request, w string) bool {
+	for _, t := range req.Tools {
+		if t.Name == w {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *nameMap) wire(name string) string {
+	if w, ok := n.toWire[name]; ok {
+		return w
+	}
+	return name
+}
+
+func (n *nameMap) weft(name string) string {
+	if n != nil {
+		if w, ok := n.fromWire[name]; ok {
+			return w
+		}
+	}
+	return name
+}

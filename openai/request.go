@@ -1,0 +1,294 @@
+package openai
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/weft-agents/weft"
+)
+
+// toolNames maps wire tool names back to the names the request used.
+type toolNames map[string]string
+
+// original returns the request's name for a wire name.
+func (n toolNames) original(wire string) string {
+	if o, ok := n[wire]; ok {
+		return o
+	}
+	return wire
+}
+
+// WireToolName returns the name sent for a tool: the name itself when it matches
+// ^[a-zA-Z0-9_-]{1,64}$, else a deterministic replacement (invalid characters as '_', cut to fit,
+// with 8 hex digits of the name's SHA-256) that responses map back.
+func WireToolName(name string) string {
+	if validToolName(name) {
+		return name
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 55 {
+		s = s[:55]
+	}
+	sum := sha256.Sum256([]byte(name))
+	return s + "_" + hex.EncodeToString(sum[:4])
+}
+
+func validToolName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// modelOptionKeys maps Weft's camelCase model options to chat-completions fields.
+var modelOptionKeys = map[string]string{
+	"temperature":      "temperature",
+	"maxOutputTokens":  "max_completion_tokens",
+	"topP":             "top_p",
+	"stop":             "stop",
+	"seed":             "seed",
+	"topK":             "top_k",
+	"frequencyPenalty": "frequency_penalty",
+	"presencePenalty":  "presence_penalty",
+}
+
+// transportKeys are options that configure the transport and never go into the body.
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "useResponsesApi": true}
+
+// buildBody builds the JSON request body and the wire→request tool name map.
+func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames, error) {
+	body := map[string]any{}
+	for _, m := range []map[string]any{req.Model.ProviderOptions, req.Options} {
+		for k, v := range m {
+			if transportKeys[k] {
+				continue
+			}
+			if w, ok := modelOptionKeys[k]; ok {
+				k = w
+			}
+			body[k] = v
+		}
+	}
+	names := toolNames{}
+	wire := func(n string) string {
+		w := WireToolName(n)
+		if w != n {
+			names[w] = n
+		}
+		return w
+	}
+
+	msgs := make([]map[string]any, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		msgs = append(msgs, p.message(m, wire))
+	}
+	body["model"] = req.Model.Model
+	body["messages"] = msgs
+
+	caps := req.Model.Capabilities
+	if caps.ToolCalls() && len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {
+		tools := make([]map[string]any, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			if t.Provider != "" {
+				continue // provider-executed tools have no chat-completions form
+			}
+			var params json.RawMessage
+			if t.Parameters != nil {
+				b, err := json.Marshal(t.Parameters)
+				if err != nil {
+					return nil, nil, err
+				}
+				params = b
+			} else {
+				params = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			fn := map[string]any{"name": wire(t.Name), "parameters": params}
+			if t.Description != "" {
+				fn["description"] = t.Description
+			}
+			tools = append(tools, map[string]any{"type": "function", "function": fn})
+		}
+		if len(tools) > 0 {
+			body["tools"] = tools
+			if req.ToolChoice != "" {
+				body["tool_choice"] = string(req.ToolChoice)
+			}
+			body["parallel_tool_calls"] = req.ParallelToolCalls
+		}
+	} else {
+		delete(body, "tools")
+		delete(body, "tool_choice")
+		delete(body, "parallel_tool_calls")
+	}
+
+	if r := req.Reasoning; r != nil {
+		if p.opts.Name == "openrouter" {
+			ro := map[string]any{}
+			if r.Effort != "" {
+				ro["effort"] = r.Effort
+			} else if r.MaxTokens > 0 {
+				ro["max_tokens"] = r.MaxTokens
+			}
+			if r.Exclude {
+				ro["exclude"] = true
+			}
+			if len(ro) > 0 {
+				body["reasoning"] = ro
+			}
+		} else if r.Effort != "" {
+			body["reasoning_effort"] = r.Effort
+		}
+	}
+
+	if stream {
+		body["stream"] = true
+		body["stream_options"] = map[string]any{"include_usage": true}
+	} else {
+		delete(body, "stream")
+		delete(body, "stream_options")
+	}
+	b, err := json.Marshal(body)
+	return b, names, err
+}
+
+// message maps one LLMMessage to its wire form.
+func (p *Provider) message(m weft.LLMMessage, wire func(string) string) map[string]any {
+	out := map[string]any{}
+	switch m.Role {
+	case weft.RoleTool:
+		out["role"] = "tool"
+		out["tool_call_id"] = m.ToolCallID
+		out["content"] = m.Text() // always a plain string
+		return out
+	case weft.RoleDeveloper:
+		if p.opts.Name == "openai" {
+			out["role"] = "developer"
+		} else {
+			out["role"] = "system"
+		}
+		out["content"] = m.Text()
+	case weft.RoleSystem:
+		out["role"] = "system"
+		out["content"] = m.Text()
+	case weft.RoleAssistant:
+		out["role"] = "assistant"
+		text := m.Text()
+		if text != "" || len(m.ToolCalls) == 0 {
+			out["content"] = text
+		} else {
+			out["content"] = nil
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]map[string]any, len(m.ToolCalls))
+			for i, c := range m.ToolCalls {
+				args := c.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				calls[i] = map[string]any{"id": c.ID, "type": "function",
+					"function": map[string]any{"name": wire(c.Name), "arguments": args}}
+			}
+			out["tool_calls"] = calls
+		}
+	default:
+		out["role"] = string(m.Role)
+		if len(m.Parts) == 0 {
+			out["content"] = m.Content
+		} else {
+			out["content"] = contentParts(m.Parts)
+		}
+	}
+	if m.Name != "" {
+		out["name"] = m.Name
+	}
+	return out
+}
+
+// contentParts maps multi-part user content: text, image_url for images, file for data: files,
+// input_audio for data: audio; media the wire cannot carry becomes a text note.
+func contentParts(parts []weft.ContentPart) []map[string]any {
+	out := make([]map[string]any, 0, len(parts))
+	for _, pt := range parts {
+		switch pt.Type {
+		case weft.PartText:
+			out = append(out, map[string]any{"type": "text", "text": pt.Text})
+		case weft.PartImage:
+			if !sendableURL(pt.URL) {
+				out = append(out, note("Image", pt))
+				continue
+			}
+			iu := map[string]any{"url": pt.URL}
+			if d, ok := pt.Options["detail"].(string); ok && d != "" {
+				iu["detail"] = d
+			}
+			out = append(out, map[string]any{"type": "image_url", "image_url": iu})
+		case weft.PartFile:
+			if !strings.HasPrefix(pt.URL, "data:") {
+				out = append(out, note("File", pt))
+				continue
+			}
+			f := map[string]any{"file_data": pt.URL}
+			if pt.Description != "" {
+				f["filename"] = pt.Description
+			} else {
+				f["filename"] = "file"
+			}
+			out = append(out, map[string]any{"type": "file", "file": f})
+		case weft.PartAudio:
+			mime, data, ok := splitDataURI(pt.URL)
+			if !ok {
+				out = append(out, note("Audio", pt))
+				continue
+			}
+			format := "wav"
+			if strings.Contains(mime, "mp3") || strings.Contains(mime, "mpeg") {
+				format = "mp3"
+			}
+			out = append(out, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": format}})
+		default:
+			out = append(out, map[string]any{"type": "text", "text": pt.Text})
+		}
+	}
+	return out
+}
+
+func sendableURL(u string) bool {
+	return strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+}
+
+func note(kind string, pt weft.ContentPart) map[string]any {
+	s := "[" + kind + ": " + pt.URL
+	if pt.Description != "" {
+		s += " (" + pt.Description + ")"
+	}
+	return map[string]any{"type": "text", "text": s + "]"}
+}
+
+// splitDataURI splits data:<mime>;base64,<data>.
+func splitDataURI(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	head, data, found := strings.Cut(rest, ",")
+	if !found || !strings.HasSuffix(head, ";base64") {
+		return "", "", false
+	}
+	return strings.TrimSuffix(head, ";base64"), data, true
+}
