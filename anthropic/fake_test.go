@@ -107,4 +107,3 @@ func (fake) EncodeError(status int, msg string) (string, []byte) {
 func TestConformance(t *testing.T) {
 	providertest.Run(t, func(baseURL string) weft.Provider { return New(Options{BaseURL: baseURL}) }, fake{})
 }
-

@@ -63,7 +63,7 @@ inputPrice: 1
 outputPrice: 2
 providerOptions: {baseUrl: "%s/v1"}
 `, srv.URL),
-		"providers/lab.yaml": "name: lab\nbase: openai-compatible\nbaseUrl: http://127.0.0.1:1/v1\napiKeyEnv: LAB_KEY\n",
+		"providers/lab.yaml":   "name: lab\nbase: openai-compatible\nbaseUrl: http://127.0.0.1:1/v1\napiKeyEnv: LAB_KEY\n",
 		"prompts/counter.yaml": "{name: counter, toolDescription: Counts words, model: local, prompt: Count words with the tool., tools: [word_count]}\n",
 		"tools/word_count.yaml": `kind: command
 description: Count the words of a text.
@@ -86,7 +86,7 @@ command: [sh, -c, "tr -d '{}\":' | sed 's/text//' | wc -w"]
 		Result struct{ Text, Reason string }
 		Usage  struct {
 			Calls                     int
-			InputTokens, OutputTokens int `json:"-"`
+			InputTokens, OutputTokens int      `json:"-"`
 			CostTotal                 *float64 `json:"cost_total"`
 		}
 		Messages []struct{ Role, Content string }
