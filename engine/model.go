@@ -371,22 +371,23 @@ func (r *run) keyVar(provider string) (string, string) {
 	return "", ""
 }
 
+// lookupKey resolves a provider key: thread env → user env → instance env → process env. An
+// empty value counts as unset.
 func (r *run) lookupKey(name string) (string, bool) {
-	if v, ok := r.env.thread[name]; ok {
+	if v, ok := r.env.thread[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.user[name]; ok {
+	if v, ok := r.env.user[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.instance[name]; ok {
+	if v, ok := r.env.instance[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if r.e.procKeys != nil {
-		if v, ok := r.e.procKeys[name]; ok {
-			return v, true
-		}
+	if v, ok := r.e.procKeys[name]; ok && v != "" {
+		return v, true
 	}
-	return r.e.opt.LookupEnv(name)
+	v, ok := r.e.opt.LookupEnv(name)
+	return v, ok && v != ""
 }
 
 // providerKeys returns the keys of every provider the registry's models use, for redaction.
@@ -402,7 +403,7 @@ func (r *run) providerKeys() []string {
 			}
 			seen[v] = true
 			e.keyVars = append(e.keyVars, v)
-			if k, ok := e.opt.LookupEnv(v); ok {
+			if k, ok := e.opt.LookupEnv(v); ok && k != "" {
 				e.procKeys[v] = k
 			}
 		}

@@ -35,7 +35,9 @@ func runWeft(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "WEFT_DIR=")
+	// No test may reach a real provider: blank every provider key a developer may have exported.
+	cmd.Env = append(os.Environ(), "WEFT_DIR=", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "OPENROUTER_API_KEY=",
+		"GOOGLE_API_KEY=", "GEMINI_API_KEY=", "GROQ_API_KEY=", "XAI_API_KEY=", "DEEPINFRA_API_KEY=", "CEREBRAS_API_KEY=")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -90,7 +90,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown_agent", []string{"run", "nobody", "hi"}, 2, "", `no agent named "nobody"`},
 		{"unreadable_script", []string{"run", "assistant", "hi", "--model-script", "nope.yaml"}, 2, "", "nope.yaml"},
 		{"invalid_arguments", []string{"run", "assistant", "hi", "--args", "[1]"}, 2, "", "--args: not a JSON object"},
-		{"no_provider", []string{"run", "assistant", "hi"}, 1, "", `provider "openai" is not available`},
+		{"no_api_key", []string{"run", "assistant", "hi"}, 1, "", `No API key found for provider "openai" (set OPENAI_API_KEY)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
