@@ -111,6 +111,13 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	defer store.Close()
 
 	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil))}
+	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl <= 0 {
+			return exit(exitUsage, fmt.Errorf("WEFT_LEASE_TTL=%q: want a positive duration such as 30s", v))
+		}
+		opt.LeaseTTL = ttl
+	}
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}
