@@ -289,6 +289,8 @@ type run struct {
 	finished weft.StopReason
 	// releasing: the current transaction releases the lease; released: one that did committed.
 	releasing, released bool
+	// stopSession is set by State.StopSession: the session ends after the current step.
+	stopSession *weft.StopSessionOptions
 }
 
 type queuedTool struct {
@@ -465,6 +467,10 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		side := r.state.Side
 		def := r.agent.Side(side)
+		// S4: the session's turn cap.
+		if n := r.agent.MaxSessionTurns; n > 0 && min(r.state.TurnsA, r.state.TurnsB) >= n {
+			return r.endSession(weft.StopMaxSessionTurn, "")
+		}
 		// S5: a human side parks the run.
 		if def.Human || !def.IsAI() {
 			return r.stop(weft.StopAwaitingHuman, "")
@@ -489,6 +495,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		if out.stop != "" {
 			return r.stop(out.stop, out.stopText)
+		}
+		if out.session != "" {
+			return r.endSession(out.session, out.stopText)
 		}
 		// S12: turn completion.
 		if out.turnDone {
@@ -664,6 +673,15 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return info, err
 	}
 	return info, nil
+}
+
+// endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the
+// session's reason. The next inbound message starts a new session.
+func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	r.state.TurnsA, r.state.TurnsB, r.state.ToolCalled = 0, 0, false
+	r.state.WindowA, r.state.WindowB = r.lastSeq, r.lastSeq
+	r.state.Side = weft.SideA
+	return r.stop(reason, text)
 }
 
 // persistStop writes a stop: thread status and reason, run state, and the lease's release.

@@ -488,8 +488,15 @@ func (s *threadState) NotifyParent(ctx context.Context, text string, attachments
 	return weft.ErrNoParent
 }
 func (s *threadState) SetStatus(ctx context.Context, text string) error { return nil }
+
+// StopSession ends the session after the current step (state_stop_session; session_fail with
+// Failed).
 func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions) error {
-	return weft.Errorf(weft.EInternal, "StopSession: sessions are not available in this version of Weft")
+	if s.r == nil {
+		return weft.ErrNotInRun
+	}
+	s.r.stopSession = &o
+	return nil
 }
 func (s *threadState) Terminate(ctx context.Context) error {
 	return weft.Errorf(weft.EInternal, "Terminate: not available in this version of Weft")

@@ -13,7 +13,9 @@ type stepOutcome struct {
 	turnDone   bool
 	byStopTool bool
 	stop       weft.StopReason
-	stopText   string
+	// session ends the session with this reason (session_stop, session_fail, state_stop_session).
+	session  weft.StopReason
+	stopText string
 }
 
 // emptyReply is the synthetic call stored for a reply with nothing in it (execution.md §7.1).
@@ -61,6 +63,9 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	if r.e.opt.OnEvent != nil {
 		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
 	}
+	if out, ended := r.sessionEnd(def, results); ended {
+		return out, nil
+	}
 	if reason := r.repeatedError(); reason != "" {
 		if err := r.insertAssistant(side, p.Name, reason); err != nil {
 			return stepOutcome{}, err
@@ -68,6 +73,45 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 		return stepOutcome{stop: weft.StopRepeatedError, stopText: reason}, nil
 	}
 	return r.turnCompletion(def, msg, calls, results)
+}
+
+// sessionEnd checks the session tools of the side (execution.md §9.3): a successful sessionFail
+// call ends the session with session_fail, else a successful sessionStop with session_stop; a
+// failed call ends nothing. State.StopSession ends it with state_stop_session.
+func (r *run) sessionEnd(def weft.AgentSide, results []callResult) (stepOutcome, bool) {
+	for _, bound := range []struct {
+		tool   *weft.SessionTool
+		reason weft.StopReason
+	}{{def.SessionFail, weft.StopSessionFail}, {def.SessionStop, weft.StopSession}} {
+		if bound.tool == nil {
+			continue
+		}
+		for _, res := range results {
+			if res.call.Name == bound.tool.Name && res.result.Status == weft.ToolSuccess && !res.removed {
+				return stepOutcome{session: bound.reason, stopText: sessionText(bound.tool, res)}, true
+			}
+		}
+	}
+	if o := r.stopSession; o != nil {
+		r.stopSession = nil
+		reason := weft.StopStateSession
+		if o.Failed {
+			reason = weft.StopSessionFail
+		}
+		return stepOutcome{session: reason, stopText: o.Result}, true
+	}
+	return stepOutcome{}, false
+}
+
+// sessionText is the result text of a session tool call: its messageProperty argument, else the
+// tool's result.
+func sessionText(t *weft.SessionTool, res callResult) string {
+	if t.MessageProperty != "" {
+		if v, ok := res.args[t.MessageProperty].(string); ok {
+			return v
+		}
+	}
+	return res.result.Result
 }
 
 // finalPlan returns, for a side whose completed turn hands over to a human, a function telling

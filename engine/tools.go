@@ -212,8 +212,18 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	if s.depth > 0 {
 		tm.ParentID = s.parentID
 	}
+	session := r.sessionTool(s, c.Name)
 	if res.Status == weft.ToolSuccess {
 		tm.Content = strings.TrimSpace(res.Result)
+		if session != nil && session.MessageProperty != "" {
+			// A bound session tool's message is its messageProperty argument (execution.md §6).
+			var args map[string]any
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
+				if v, ok := args[session.MessageProperty].(string); ok {
+					tm.Content = v
+				}
+			}
+		}
 		if tm.Content == "" {
 			tm.Content = "Tool executed successfully"
 		}
@@ -239,7 +249,9 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	}
 	for _, f := range files {
 		tm.Attachments = append(tm.Attachments, f.att)
-		tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.att.Name, f.att.Path)
+		if session == nil {
+			tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.att.Name, f.att.Path)
+		}
 	}
 	tm.Attachments = append(tm.Attachments, refs...)
 	r.beforeInsert(s, tm)
@@ -275,6 +287,21 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		s.nested = append(s.nested, *tm)
 	}
 	return tm, nil
+}
+
+// sessionTool returns the session binding (sessionStop, sessionFail or sessionStatus) of a tool on
+// the acting side at top level, or nil.
+func (r *run) sessionTool(s *scope, name string) *weft.SessionTool {
+	if s.depth != 0 {
+		return nil
+	}
+	def := r.agent.Side(s.side)
+	for _, b := range []*weft.SessionTool{def.SessionStop, def.SessionFail, def.SessionStatus} {
+		if b != nil && b.Name == name {
+			return b
+		}
+	}
+	return nil
 }
 
 // markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
