@@ -291,6 +291,8 @@ type run struct {
 	releasing, released bool
 	// stopSession is set by State.StopSession: the session ends after the current step.
 	stopSession *weft.StopSessionOptions
+	// handoff is a handoff called in this step, applied after it.
+	handoff *pendingHandoff
 }
 
 type queuedTool struct {
@@ -492,6 +494,13 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		out, err := r.step(p, side, def)
 		if err != nil {
 			return r.fail(err)
+		}
+		if r.handoff != nil && out.stop == "" && out.session == "" {
+			// The thread switches agent and goes on at once (subagents.md §8.3).
+			if err := r.applyHandoff(); err != nil {
+				return r.fail(err)
+			}
+			continue
 		}
 		if out.stop != "" {
 			return r.stop(out.stop, out.stopText)

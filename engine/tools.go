@@ -161,8 +161,10 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	switch {
 	case t.Prompt != nil:
 		return r.callSubPrompt(s, o, c, args, st.exec.resultID)
+	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
+		return r.startHandoff(s, o, args)
 	case t.Agent != nil:
-		return weft.Failure(fmt.Sprintf("Agent %q cannot be called as a tool by this version of Weft (handoffs and subagents are not available yet).", t.Name))
+		return weft.Failure(fmt.Sprintf("Agent %q is a dual_ai agent: subagents are not available in this version of Weft.", t.Name))
 	case t.MCP != nil:
 		return weft.Failure(fmt.Sprintf("Tool %q belongs to MCP server %q; MCP servers are not available in this version of Weft.", t.Name, t.MCP.Name))
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/weft-agents/weft"
+)
+
+// pendingHandoff is a handoff called in the current step, applied after it (subagents.md §8).
+type pendingHandoff struct {
+	target *weft.Agent
+	args   map[string]any
+	init   *weft.Message
+}
+
+// startHandoff answers a call of an ai_human agent listed as a tool: it checks the target's required
+// variables (missing → an error listing them, no handoff) and records the handoff for the end of
+// the step.
+func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolResult {
+	target := o.target.Agent
+	flag := func(name string) bool {
+		v, ok := r.env.lookup(name)
+		return ok && flagOn(v.value)
+	}
+	view := &envView{thread: r.env.thread, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
+	if missing := missingVariables(newGraph(r.e.reg, target, flag).declared(), view); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = m.Name
+		}
+		return weft.Failure(fmt.Sprintf("Cannot hand off to %q: missing required variables: %s", target.Name, strings.Join(names, ", ")))
+	}
+	e := o.entry
+	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
+	if sp, ok := r.e.reg.Prompt(target.SideA.Prompt); !ok || sp.RequiredSchema == nil {
+		// The default handoff schema: {message, attachments?}.
+		if msgProp == "" {
+			msgProp = "message"
+		}
+		if attProp == "" {
+			attProp = "attachments"
+		}
+	}
+	init := &weft.Message{Role: weft.RoleUser, Side: weft.SideB, Status: weft.MessageCompleted, RunID: r.id,
+		Metadata: map[string]any{"handoff_from": r.agent.Name}}
+	switch v := args[msgProp].(type) {
+	case nil:
+	case string:
+		init.Content = v
+	default:
+		b, _ := json.Marshal(v)
+		init.Content = string(b)
+	}
+	for _, p := range attachmentPaths(args[attProp]) {
+		clean, err := weft.CleanPath(p)
+		if err != nil {
+			return weft.Failure(fmt.Sprintf("attachment path %q is invalid", p))
+		}
+		fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, clean)
+		if err != nil {
+			return weft.Failure("Attachment not found: " + p)
+		}
+		init.Attachments = append(init.Attachments, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name,
+			MimeType: fi.MimeType, Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+	}
+	r.handoff = &pendingHandoff{target: target, args: args, init: init}
+	return weft.Success("Handoff complete")
+}
+
+func attachmentPaths(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// applyHandoff switches the thread to the handoff's agent after the step: agent (origin kept),
+// side A, turn counters reset, arguments merged, the init message stored; the run goes on with no
+// side switch or turn count.
+func (r *run) applyHandoff() error {
+	h := r.handoff
+	r.handoff = nil
+	args := map[string]any{}
+	for k, v := range r.thread.Arguments {
+		args[k] = v
+	}
+	for k, v := range h.args {
+		args[k] = v
+	}
+	from := r.agent.Name
+	r.state = execState{Side: weft.SideA, WindowA: r.lastSeq, WindowB: r.lastSeq}
+	state := r.state.encode()
+	name := h.target.Name
+	err := r.tx(func(tx weft.Tx) error {
+		if err := tx.UpdateThread(weft.ThreadPatch{Agent: &name, Arguments: args}); err != nil {
+			return err
+		}
+		if h.init.Content != "" || len(h.init.Attachments) > 0 {
+			if err := tx.InsertMessage(h.init); err != nil {
+				return err
+			}
+		}
+		return tx.SetExecState(execKey, state)
+	})
+	if err != nil {
+		return err
+	}
+	r.savedState = state
+	if h.init.ID != "" {
+		r.addRow(*h.init)
+		r.emitMessage(*h.init)
+	}
+	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.target
+	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)
+	r.sideSteps = [2]int{}
+	r.env.agent, r.env.declared = h.target.Env, r.e.declaredOf(h.target)
+	if r.e.opt.OnEvent != nil {
+		r.emit("handoff", map[string]any{"from_agent": from, "to_agent": name})
+	}
+	return nil
+}

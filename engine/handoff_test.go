@@ -1,0 +1,62 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+)
+
+func TestHandoff(t *testing.T) {
+	reg := registry(nil, func(p *weft.Prompt) { p.Tools = []weft.ToolEntry{{Name: "billing", Kind: weft.EntryAgent}} })
+	reg.AddPrompt(&weft.Prompt{Name: "billing", ToolDescription: "Billing.", Model: "fast", Prompt: weft.Text("You handle billing."),
+		Variables: []weft.VariableDefinition{{Name: "BILLING_REGION", Type: weft.VarText, Required: true, Description: "r"}}})
+	reg.AddAgent(&weft.Agent{Name: "billing", ExposeAsTool: true, ToolDescription: "Hand the customer to billing.",
+		SideA: weft.AgentSide{Prompt: "billing"}, Env: map[string]string{"BILLING_REGION": "eu"}})
+	h := newHarness(t, reg, `
+- match: {agent: assistant}
+  expect: {tools: [billing]}
+  tool_calls: [{name: billing, arguments: {message: "Customer says they were charged twice."}}]
+- match: {agent: billing, prompt: billing}
+  expect: {system_contains: You handle billing., roles: [user], last_contains: charged twice}
+  text: I have refunded the duplicate charge.
+`)
+	th, res := h.run("assistant", "I was charged twice!", nil)
+	if res.Last().Reason != weft.StopOnResponse || len(res.Stops) != 1 {
+		t.Fatalf("%+v", res.Stops)
+	}
+	wantTranscript(t, h.transcript(th.ID),
+		"user: I was charged twice!",
+		`assistant:  [billing {"message":"Customer says they were charged twice."}]`,
+		"tool:billing: Handoff complete",
+		"user: Customer says they were charged twice.",
+		"assistant: I have refunded the duplicate charge.")
+	got, _ := h.store.Thread(context.Background(), th.ID)
+	if got.Agent != "billing" || got.OriginAgent != "assistant" || got.Arguments["message"] != "Customer says they were charged twice." {
+		t.Errorf("thread after handoff: %+v", got)
+	}
+	// The next message goes to the new agent.
+	h2 := newHarness(t, reg, "- {match: {agent: billing}, text: \"Anything else\"}\n")
+	h2.store = h.store
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: h.store, Override: h2.script, Clock: h2.script.Clock()})
+	eng.Send(context.Background(), th.ID, weft.NewMessage{Content: "thanks"})
+	if r2, err := eng.Run(context.Background(), th.ID); err != nil || r2.Last().Reason != weft.StopOnResponse || len(h2.script.Failures()) > 0 {
+		t.Errorf("%v %+v %v", err, r2, h2.script.Failures())
+	}
+
+	t.Run("missing_variables_refuse", func(t *testing.T) {
+		reg := registry(nil, func(p *weft.Prompt) { p.Tools = []weft.ToolEntry{{Name: "billing", Kind: weft.EntryAgent}} })
+		reg.AddPrompt(&weft.Prompt{Name: "billing", ToolDescription: "Billing.", Model: "fast", Prompt: weft.Text("x"),
+			Variables: []weft.VariableDefinition{{Name: "BILLING_REGION", Type: weft.VarText, Required: true, Description: "r"}}})
+		reg.AddAgent(&weft.Agent{Name: "billing", ExposeAsTool: true, ToolDescription: "d", SideA: weft.AgentSide{Prompt: "billing"}})
+		h := newHarness(t, reg, "- tool_calls: [{name: billing, arguments: {message: hi}}]\n- text: sorry\n")
+		th, _ := h.run("assistant", "go", nil)
+		if got := h.transcript(th.ID)[2]; got != `tool:billing: Failed to execute tool: Cannot hand off to "billing": missing required variables: BILLING_REGION` {
+			t.Errorf("got %s", got)
+		}
+		if th2, _ := h.store.Thread(context.Background(), th.ID); th2.Agent != "assistant" {
+			t.Errorf("no handoff happened: %s", th2.Agent)
+		}
+	})
+}
