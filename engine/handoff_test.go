@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/weft-agents/weft"
@@ -59,4 +60,41 @@ func TestHandoff(t *testing.T) {
 			t.Errorf("no handoff happened: %s", th2.Agent)
 		}
 	})
+}
+
+func TestStopThenContinue(t *testing.T) {
+	started := make(chan struct{}, 1)
+	block := &weft.Tool{Name: "slow", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return weft.Failure("cancelled"), nil
+	})}
+	h := newHarness(t, registry([]*weft.Tool{block}, nil), `
+- tool_calls: [{name: slow}]
+- expect: {last_contains: Execution stopped by user.}
+  text: Resuming where we were.
+`)
+	ctx := context.Background()
+	th, _ := h.eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	h.eng.Send(ctx, th.ID, weft.NewMessage{Content: "go"})
+	done := make(chan struct{})
+	go func() { h.eng.Run(ctx, th.ID); close(done) }()
+	<-started
+	h.eng.Stop(ctx, th.ID)
+	<-done
+	// Stopped: a plain Run with nothing queued does nothing.
+	if res, _ := h.eng.Run(ctx, th.ID); len(res.Stops) != 0 {
+		t.Errorf("a stopped thread must not run: %+v", res.Stops)
+	}
+	res, err := h.eng.Continue(ctx, th.ID, weft.SideA)
+	if err != nil || res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%v %+v", err, res)
+	}
+	tr := h.transcript(th.ID)
+	if tr[len(tr)-1] != "assistant: Resuming where we were." {
+		t.Errorf("transcript %v", tr)
+	}
+	if got, _ := h.store.Thread(ctx, th.ID); got.Status != weft.ThreadAwaitingHuman {
+		t.Errorf("status %s", got.Status)
+	}
 }
