@@ -350,6 +350,12 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	if key, ok := r.lookupKey(keyVar); ok {
 		return p, key, nil
 	}
+	if base == "google" {
+		// definitions.md §3: GOOGLE_API_KEY, then GEMINI_API_KEY.
+		if key, ok := r.lookupKey("GEMINI_API_KEY"); ok {
+			return p, key, nil
+		}
+	}
 	if base == "ollama" || base == "test" {
 		return p, "", nil
 	}
@@ -402,9 +408,15 @@ func (r *run) providerKeys() []string {
 				continue
 			}
 			seen[v] = true
-			e.keyVars = append(e.keyVars, v)
-			if k, ok := e.opt.LookupEnv(v); ok && k != "" {
-				e.procKeys[v] = k
+			vars := []string{v}
+			if v == "GOOGLE_API_KEY" {
+				vars = append(vars, "GEMINI_API_KEY")
+			}
+			for _, v := range vars {
+				e.keyVars = append(e.keyVars, v)
+				if k, ok := e.opt.LookupEnv(v); ok && k != "" {
+					e.procKeys[v] = k
+				}
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/anthropic"
+	"github.com/weft-agents/weft/gemini"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/openai"
 	"github.com/weft-agents/weft/project"
@@ -53,6 +54,7 @@ func redactDSN(dsn string) string {
 var defaultBaseURLs = map[string]string{
 	"openai":     "https://api.openai.com/v1",
 	"anthropic":  "https://api.anthropic.com/v1",
+	"google":     "https://generativelanguage.googleapis.com/v1beta",
 	"openrouter": "https://openrouter.ai/api/v1",
 	"groq":       "https://api.groq.com/openai/v1",
 	"xai":        "https://api.x.ai/v1",
@@ -63,7 +65,8 @@ var defaultBaseURLs = map[string]string{
 
 // providers resolves a model's provider to an adapter, one per provider name: the OpenAI wire for
 // openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible servers, the
-// Anthropic messages API, custom providers (providers/*.yaml) on their base, and the test provider.
+// Anthropic messages API, Gemini, custom providers (providers/*.yaml) on their base, and the test
+// provider.
 func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft.Provider, error) {
 	var mu sync.Mutex
 	cache := map[string]weft.Provider{}
@@ -88,6 +91,8 @@ func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft
 			p = test
 		case "anthropic":
 			p = anthropic.New(anthropic.Options{BaseURL: baseURL, Headers: headers})
+		case "google":
+			p = gemini.New(gemini.Options{BaseURL: baseURL, Headers: headers})
 		case "openai", "openrouter", "groq", "xai", "deepinfra", "cerebras", "ollama", "openai-compatible":
 			p = openai.New(openai.Options{BaseURL: baseURL, Headers: headers, Name: base})
 		default:
