@@ -6,6 +6,7 @@
 package envcrypt
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -124,36 +125,64 @@ func ParseKey(s string) ([]byte, error) {
 func LoadOrCreateKey(dataDir string) (key []byte, created bool, err error) {
 	path := filepath.Join(dataDir, KeyFile)
 	key, err = readKeyFile(path)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return key, false, err
+	switch {
+	case err == nil:
+		return key, false, nil
+	case errors.Is(err, errEmptyKeyFile):
+		// Only an interrupted creation leaves an empty key file (the key is linked into place whole
+		// below): nothing was ever encrypted with it, so it is replaced.
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return nil, false, fmt.Errorf("envcrypt: replace empty key file: %w", rerr)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, false, err
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("envcrypt: create key directory: %w", err)
 	}
+	// Write the key to a temporary file, sync it, then hard-link it into place: the key file either
+	// does not exist or holds a whole key, even if the process is killed half-way; a link also
+	// fails when another process won the race, and then its key is used.
 	key = NewKey()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) { // another process created it first: use theirs
-		key, err = readKeyFile(path)
-		return key, false, err
-	}
+	tmp, err := os.CreateTemp(dataDir, ".weft.key-*")
 	if err != nil {
 		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
 	}
-	_, err = f.WriteString(EncodeKey(key) + "\n")
-	if cerr := f.Close(); err == nil {
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
+	}
+	_, err = tmp.WriteString(EncodeKey(key) + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
 		return nil, false, fmt.Errorf("envcrypt: write key file %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process created it first: use theirs
+			key, err = readKeyFile(path)
+			return key, false, err
+		}
+		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
 	}
 	return key, true, nil
 }
+
+// errEmptyKeyFile marks a key file with no content.
+var errEmptyKeyFile = errors.New("key file is empty")
 
 func readKeyFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("envcrypt: read key file: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("envcrypt: key file %s: %w", path, errEmptyKeyFile)
 	}
 	k, err := ParseKey(string(b))
 	if err != nil {

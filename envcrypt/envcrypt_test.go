@@ -101,3 +101,27 @@ func TestLoadOrCreateKey(t *testing.T) {
 		t.Fatalf("garbage key file: %v", err)
 	}
 }
+
+// TestLoadOrCreateKeyEmptyFile: a process killed while creating the key file must not leave the
+// database unusable — an empty key file (no value was ever sealed with it) is replaced.
+func TestLoadOrCreateKeyEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, KeyFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, created, err := LoadOrCreateKey(dir)
+	if err != nil || !created || len(key) != KeySize {
+		t.Fatalf("key %d bytes, created %v, err %v", len(key), created, err)
+	}
+	again, created, err := LoadOrCreateKey(dir)
+	if err != nil || created || string(again) != string(key) {
+		t.Fatalf("reload: created %v err %v", created, err)
+	}
+	info, _ := os.Stat(filepath.Join(dir, KeyFile))
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", info.Mode().Perm())
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".weft.key-*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
