@@ -17,9 +17,9 @@ func TestTwoProcessesOneThread(t *testing.T) {
 	dir := t.TempDir()
 	lines := filepath.Join(dir, "lines.txt")
 	files := map[string]string{
-		"models/m.yaml":  "{name: m, provider: test}\n",
-		"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: Work., tools: [work]}\n",
-		"agents/a.yaml":  "{name: a, sideA: {prompt: p}}\n",
+		"models/m.yaml":   "{name: m, provider: test}\n",
+		"prompts/p.yaml":  "{name: p, toolDescription: d, model: m, prompt: Work., tools: [work]}\n",
+		"agents/a.yaml":   "{name: a, sideA: {prompt: p}}\n",
 		"tools/work.yaml": "kind: command\ndescription: Slow work that leaves a line.\ncommand: [sh, -c, \"sleep 0.5; echo ran >> " + lines + "; echo done\"]\n",
 	}
 	for name, body := range files {
