@@ -262,6 +262,16 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	return q.ID, nil
 }
 
+// Terminate stops a thread for good: its run is stopped, its status becomes terminated, and it
+// refuses messages and continue from then on.
+func (e *Engine) Terminate(ctx context.Context, threadID string) error {
+	if err := e.Stop(ctx, threadID); err != nil {
+		return err
+	}
+	status := weft.ThreadTerminated
+	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &status}) })
+}
+
 // Event is something that happened in a thread, for streams (http-api.md §4).
 type Event struct {
 	// Type is the event type: message, message_chunk, run_started, step_started, tool_started, …

@@ -32,6 +32,12 @@ type execState struct {
 	ToolCalled bool `json:"tool_called,omitempty"`
 	// QueuedTools numbers QueueTool calls (queued_<n> ids).
 	QueuedTools int `json:"queued_tools,omitempty"`
+	// HandlerA and HandlerB are the handler sides' delivery watermarks (seq of the last row given).
+	HandlerA int64 `json:"handler_a,omitempty"`
+	HandlerB int64 `json:"handler_b,omitempty"`
+	// IdleA and IdleB record that a handler side's last turn was idle.
+	IdleA bool `json:"idle_a,omitempty"`
+	IdleB bool `json:"idle_b,omitempty"`
 }
 
 func (s *execState) turns(side weft.Side) int {
@@ -293,6 +299,10 @@ type run struct {
 	stopSession *weft.StopSessionOptions
 	// handoff is a handoff called in this step, applied after it.
 	handoff *pendingHandoff
+	// forced is the side Execution.ForceTurn chose for after the step.
+	forced weft.Side
+	// terminate is set by State.Terminate: the run stops after the current tool.
+	terminate bool
 }
 
 type queuedTool struct {
@@ -478,7 +488,41 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			return r.stop(weft.StopAwaitingHuman, "")
 		}
 		if def.Handler != "" {
-			return r.fail(weft.Errorf(weft.EInvalid, "handler sides are not supported yet (side %s of agent %q)", side, r.agent.Name))
+			// S6: a handler turn.
+			idle, err := r.handlerTurn(side, def)
+			if err != nil {
+				return r.fail(err)
+			}
+			if side == weft.SideA {
+				r.state.IdleA = idle
+			} else {
+				r.state.IdleB = idle
+			}
+			// An idle handler gives the other side nothing new: the run stops, unless the other side
+			// is a handler that has not been idle yet (two idle handler sides stop the run).
+			other := r.agent.Side(side.Other())
+			otherIdle := r.state.IdleA
+			if side == weft.SideA {
+				otherIdle = r.state.IdleB
+			}
+			if idle && (other.Handler == "" || otherIdle) {
+				return r.stop(weft.StopHandlerIdle, "")
+			}
+			if !idle {
+				r.state.completeTurn(side, r.lastSeq)
+			}
+			if next := r.applyForcedTurn(); next != "" {
+				r.state.Side = next
+			} else {
+				r.state.Side = side.Other()
+			}
+			if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
+				return r.stop(weft.StopAwaitingHuman, "")
+			}
+			if err := r.saveState(); err != nil {
+				return r.fail(err)
+			}
+			continue
 		}
 		// S7: step caps.
 		if def.MaxSteps > 0 && r.sideSteps[sideIndex(side)] >= def.MaxSteps {
@@ -507,6 +551,23 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		if out.session != "" {
 			return r.endSession(out.session, out.stopText)
+		}
+		if r.terminate {
+			return r.stop(weft.StopAborted, "thread terminated")
+		}
+		if next := r.applyForcedTurn(); next != "" {
+			// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
+			if out.turnDone {
+				r.state.completeTurn(side, r.lastSeq)
+			}
+			r.state.Side = next
+			if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
+				return r.stop(weft.StopAwaitingHuman, "")
+			}
+			if err := r.saveState(); err != nil {
+				return r.fail(err)
+			}
+			continue
 		}
 		// S12: turn completion.
 		if out.turnDone {
@@ -651,6 +712,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	case reason == weft.StopAbortedByUser:
 		status = weft.ThreadStopped
 		r.state.Stopped = true
+	case r.terminate:
+		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
 		status = weft.ThreadAwaitingHuman
 	case !reason.OK():
@@ -682,6 +745,13 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return info, err
 	}
 	return info, nil
+}
+
+// applyForcedTurn returns and clears the side ForceTurn chose.
+func (r *run) applyForcedTurn() weft.Side {
+	f := r.forced
+	r.forced = ""
+	return f
 }
 
 // endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the

@@ -36,7 +36,7 @@ func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
 func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
 func (x *execution) Memory() *sync.Map           { return &x.r.memory }
-func (x *execution) ForceTurn(weft.Side)         {}
+func (x *execution) ForceTurn(s weft.Side)       { x.r.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
 
@@ -498,8 +498,14 @@ func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions
 	s.r.stopSession = &o
 	return nil
 }
+
+// Terminate stops the thread for good: inside a run after the current tool, else at once.
 func (s *threadState) Terminate(ctx context.Context) error {
-	return weft.Errorf(weft.EInternal, "Terminate: not available in this version of Weft")
+	if s.r != nil && s.r.thread.ID == s.thread.ID {
+		s.r.terminate = true
+		return nil
+	}
+	return s.e.Terminate(ctx, s.thread.ID)
 }
 func (s *threadState) Parent(ctx context.Context) (weft.State, error) { return nil, weft.ErrNoParent }
 func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error) {

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/weft-agents/weft"
+)
+
+// handlerTurn drives a side with a Go handler (execution.md §9.4): every completed top-level row
+// on the side's inbound role (A reads user rows, B reads assistant rows) newer than the side's
+// watermark is delivered in order; the watermark is persisted before delivery (each row at most
+// once). Handler errors are logged and delivery goes on. It reports whether the handler was idle
+// (nothing to deliver and nothing produced).
+func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err error) {
+	h, ok := r.e.reg.Handler(def.Handler)
+	if !ok {
+		return false, fmt.Errorf("handler %q is not defined", def.Handler)
+	}
+	inbound := weft.RoleUser
+	if side == weft.SideB {
+		inbound = weft.RoleAssistant
+	}
+	mark := r.state.watermark(side)
+	var rows []weft.Message
+	for _, m := range r.rows {
+		if m.Seq > mark && m.Depth == 0 && m.Status == weft.MessageCompleted && m.Role == inbound {
+			rows = append(rows, *m)
+		}
+	}
+	if len(rows) == 0 {
+		return true, nil
+	}
+	r.state.setWatermark(side, rows[len(rows)-1].Seq)
+	if err := r.saveState(); err != nil {
+		return false, err
+	}
+	r.steps++
+	r.sideSteps[sideIndex(side)]++
+	before := r.lastSeq
+	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env}
+	st := r.state_(&execution{r: r, s: s})
+	for _, m := range rows {
+		if err := call(func() error { return h.Fn(r.ctx, st, m) }); err != nil {
+			r.e.log.Warn("handler failed", "handler", h.Name, "thread", r.thread.ID, "error", r.red.Error(err))
+			l := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, Kind: "handler_error",
+				Error: r.red.Error(err), ErrorOrigin: "handler:" + h.Name, Side: side, CreatedAt: r.now()}
+			_ = r.tx(func(tx weft.Tx) error { return tx.PutLog(l) })
+		}
+	}
+	// What the handler queued joins the thread at the next boundary; what it injected is there.
+	q, err := r.e.store.Queued(r.ctx, r.thread.ID)
+	if err != nil {
+		return false, err
+	}
+	return r.lastSeq == before && len(q) == 0, nil
+}
+
+func (s *execState) watermark(side weft.Side) int64 {
+	if side == weft.SideA {
+		return s.HandlerA
+	}
+	return s.HandlerB
+}
+
+func (s *execState) setWatermark(side weft.Side, seq int64) {
+	if side == weft.SideA {
+		s.HandlerA = seq
+	} else {
+		s.HandlerB = seq
+	}
+}
