@@ -212,17 +212,24 @@ const (
 	EffectCanceled   EffectStatus = "canceled"
 )
 
-// EffectRecord is a stored effect.
+// EffectRecord is a stored effect (definitions.md §9, storage.md §5.1).
 type EffectRecord struct {
-	ID, ThreadID, Name string
-	Args               json.RawMessage
-	RunAt              time.Time
-	Status             EffectStatus
-	Attempts           int
-	MaxAttempts        int
-	Error              string
-	CreatedAt          time.Time
-	FinishedAt         *time.Time
+	ID       string          `json:"id"`
+	ThreadID string          `json:"thread_id"`
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	// RunAt is when the effect is due.
+	RunAt  time.Time    `json:"run_at"`
+	Status EffectStatus `json:"status"`
+	// Attempts counts claims; MaxAttempts > 1 allows retries of failures.
+	Attempts    int    `json:"attempts"`
+	MaxAttempts int    `json:"max_attempts"`
+	Error       string `json:"error,omitempty"`
+	// ClaimedBy and ClaimExpiresAt describe the current claim of a processing effect.
+	ClaimedBy      string     `json:"claimed_by,omitempty"`
+	ClaimExpiresAt *time.Time `json:"claim_expires_at,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 }
 
 // StopSessionOptions ends a session from code.

@@ -69,6 +69,25 @@ type Store interface {
 	// the env values of the thread, of its user (when UserID is set) and of the instance.
 	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, *RunStart, error)
 
+	// ScheduleEffect stores a new effect row (status pending); ID, CreatedAt and Status are filled
+	// when empty. ErrNotFound for an unknown thread.
+	ScheduleEffect(ctx context.Context, e *EffectRecord) error
+	// ClaimEffects claims, for node, up to limit due effects (pending with RunAt ≤ now, or
+	// processing with an expired claim — which counts as an attempt), ordered by RunAt: each becomes
+	// processing with ClaimedBy = node and ClaimExpiresAt = now + claimTTL, Attempts incremented.
+	// Exactly one claimer gets each effect, across processes.
+	ClaimEffects(ctx context.Context, node string, limit int, claimTTL time.Duration) ([]EffectRecord, error)
+	// FinishEffect records a claimed effect's outcome: completed, failed (with errText), or pending
+	// again at retryAt (a retry); ErrNotFound if the effect does not exist.
+	FinishEffect(ctx context.Context, id string, status EffectStatus, errText string, retryAt time.Time) error
+	// CancelEffect cancels a pending effect of the thread; a conflict error (EConflict) when it is
+	// no longer pending, ErrNotFound when unknown.
+	CancelEffect(ctx context.Context, threadID, id string) error
+	// Effects lists a thread's effects by RunAt.
+	Effects(ctx context.Context, threadID string) ([]EffectRecord, error)
+	// NextEffectAt returns when the earliest pending effect is due (zero when none).
+	NextEffectAt(ctx context.Context) (time.Time, error)
+
 	// AcquireLease takes the thread's lease for node if it is free or expired, returning a fence
 	// with a token higher than any before; ErrLeaseHeld if another node holds it.
 	AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, error)

@@ -52,6 +52,21 @@ type threadState struct {
 	r      *run
 	exec   *execution
 	ctx    context.Context
+	// effect is the effect this State runs for; its messages carry metadata.scheduled_effect.
+	effect *weft.EffectRecord
+}
+
+// markEffect tags a message created by an effect (definitions.md §9.3).
+func (s *threadState) markEffect(nm *weft.NewMessage) {
+	if s.effect == nil {
+		return
+	}
+	meta := map[string]any{}
+	for k, v := range nm.Metadata {
+		meta[k] = v
+	}
+	meta["scheduled_effect"] = map[string]any{"id": s.effect.ID, "name": s.effect.Name}
+	nm.Metadata = meta
 }
 
 var _ weft.State = (*threadState)(nil)
@@ -120,6 +135,7 @@ func (s *threadState) Message(ctx context.Context, id string) (weft.Message, err
 
 // InjectMessage persists a row now; the model sees it from the next step. It never starts a run.
 func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (weft.Message, error) {
+	s.markEffect(&nm)
 	if err := s.beforeCreate(ctx, &nm); err != nil {
 		return weft.Message{}, err
 	}
@@ -168,6 +184,7 @@ func (s *threadState) beforeCreate(ctx context.Context, nm *weft.NewMessage) err
 
 // QueueMessage queues a row for the next step boundary.
 func (s *threadState) QueueMessage(ctx context.Context, nm weft.NewMessage) (string, error) {
+	s.markEffect(&nm)
 	if err := s.beforeCreate(ctx, &nm); err != nil {
 		return "", err
 	}
@@ -475,15 +492,25 @@ func (s *threadState) Emit(ctx context.Context, event string, data any) error {
 
 // The family and effect methods arrive with subagents and effects.
 
+// ScheduleEffect stores a durable effect to run after delay and returns its id.
 func (s *threadState) ScheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
-	return "", weft.Errorf(weft.EInternal, "ScheduleEffect: effects are not available in this version of Weft")
+	return s.scheduleEffect(ctx, name, args, delay)
 }
+
+// ScheduledEffects lists the thread's effects.
 func (s *threadState) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord, error) {
-	return nil, nil
+	return s.e.store.Effects(ctx, s.thread.ID)
 }
+
+// CancelEffect cancels a pending effect of the thread.
 func (s *threadState) CancelEffect(ctx context.Context, id string) error {
-	return fmt.Errorf("effect %s: %w", id, weft.ErrNotFound)
+	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
+		return err
+	}
+	s.e.emit(Event{Type: "effect_changed", ThreadID: s.thread.ID, Data: map[string]any{"id": id, "status": weft.EffectCanceled}})
+	return nil
 }
+
 func (s *threadState) NotifyParent(ctx context.Context, text string, attachments ...string) error {
 	return weft.ErrNoParent
 }

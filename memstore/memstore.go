@@ -48,6 +48,8 @@ type Store struct {
 	envMu sync.RWMutex
 	env   map[envOwner]map[string]envRow
 
+	effects effects
+
 	files  fileReader
 	txPool sync.Pool
 }
@@ -115,6 +117,7 @@ func New(opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.effects.init()
 	s.files.s = s
 	s.txPool.New = func() any { return &tx{s: s} }
 	return s, nil
@@ -315,7 +318,7 @@ func threadMatches(t *weft.Thread, q *weft.ThreadQuery, search string) bool {
 	return true
 }
 
-// DeleteThread deletes a thread, its descendants and all their rows and env values.
+// DeleteThread deletes a thread, its descendants and all their rows, effects and env values.
 func (s *Store) DeleteThread(ctx context.Context, id string) error {
 	if _, err := s.get(id); err != nil {
 		return err
@@ -349,6 +352,7 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 		s.envMu.Lock()
 		delete(s.env, envOwner{weft.EnvThread, tid})
 		s.envMu.Unlock()
+		s.effects.deleteThread(tid)
 	}
 	return nil
 }

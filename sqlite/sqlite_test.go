@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -373,6 +374,64 @@ func TestPagesPerCommit(t *testing.T) {
 	} {
 		if got := pages(c.fn); got > c.max {
 			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
+		}
+	}
+}
+
+// Two stores on one file (as two processes would be) claim each effect exactly once.
+func TestEffectClaimTwoStores(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	key := envcrypt.NewKey()
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, path, Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	th := &weft.Thread{Agent: "a"}
+	if err := stores[0].CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		if err := stores[i%2].ScheduleEffect(ctx, &weft.EffectRecord{ThreadID: th.ID, Name: fmt.Sprint("e", i), RunAt: time.Now().Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		s, node := stores[w%2], fmt.Sprint("node-", w)
+		wg.Go(func() {
+			for {
+				es, err := s.ClaimEffects(ctx, node, 2, time.Hour)
+				if err != nil {
+					t.Errorf("ClaimEffects: %v", err)
+					return
+				}
+				if len(es) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, e := range es {
+					seen[e.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d effects claimed, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("effect %s claimed %d times", id, c)
 		}
 	}
 }

@@ -1,7 +1,5 @@
 // Package storetest is the conformance suite of weft.Store (storage.md §6): every back end runs it,
 // the way testing/fstest checks an fs.FS, so that all of them behave identically.
-//
-// Effects (§6.5) are not covered yet: the Store contract has no effect methods so far.
 package storetest
 
 import (
@@ -60,6 +58,9 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"TxReleaseLease", testTxReleaseLease},
 		{"BeginRun", testBeginRun},
+		{"Effects", testEffects},
+		{"EffectClaimConcurrent", testEffectClaimConcurrent},
+		{"EffectClaimExpiry", testEffectClaimExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -174,7 +174,7 @@ func crashSnapshot(t *testing.T, dir, db, threadID string) (crashState, error) {
 		return s, fmt.Errorf("threads export: %v in %s", err, out)
 	}
 	ctx := context.Background()
-	st, err := openSQLite(ctx, db, slog.New(slog.DiscardHandler))
+	st, err := openSQLite(ctx, db, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return s, err
 	}

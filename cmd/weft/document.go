@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -16,7 +17,7 @@ type document struct {
 	Messages []weft.Message `json:"messages"`
 	Usage    usage          `json:"usage"`
 	Children []any          `json:"children"`
-	Effects  []any          `json:"effects"`
+	Effects  []effectRow    `json:"effects"`
 	Script   *scriptStats   `json:"script"`
 }
 
@@ -26,6 +27,15 @@ type runResult struct {
 	Error  *string         `json:"error"`
 	Text   string          `json:"text"`
 	Steps  int             `json:"steps"`
+}
+
+// effectRow lists a thread's effect in the document.
+type effectRow struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Status weft.EffectStatus `json:"status"`
+	RunAt  time.Time         `json:"run_at"`
+	Error  string            `json:"error,omitempty"`
 }
 
 type usage struct {
@@ -56,7 +66,14 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 	if err != nil {
 		return nil, err
 	}
-	doc := &document{Thread: th, Messages: msgs, Children: []any{}, Effects: []any{}}
+	doc := &document{Thread: th, Messages: msgs, Children: []any{}, Effects: []effectRow{}}
+	effects, err := st.Effects(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range effects {
+		doc.Effects = append(doc.Effects, effectRow{ID: e.ID, Name: e.Name, Status: e.Status, RunAt: e.RunAt, Error: e.Error})
+	}
 	if doc.Messages == nil {
 		doc.Messages = []weft.Message{}
 	}

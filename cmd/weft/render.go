@@ -45,7 +45,7 @@ error, 4 invalid arguments.`,
 				return exit(exitUsage, err)
 			}
 			log := newLogger(g.logLevel, os.Stderr)
-			store, err := openStore(cmd.Context(), db, log)
+			store, err := openStore(cmd.Context(), db, log, nil)
 			if err != nil {
 				return exit(exitUsage, err)
 			}

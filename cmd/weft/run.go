@@ -100,7 +100,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return err
 	}
 	log := newLogger(g.logLevel, os.Stderr)
-	store, err := openStore(ctx, f.db, log)
+	var clock weft.Clock = weft.SystemClock{}
+	if script != nil {
+		clock = script.Clock()
+	}
+	store, err := openStore(ctx, f.db, log, clock.Now)
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -168,6 +172,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	} else {
 		res, err = eng.Run(runCtx, th.ID)
 	}
+	if err == nil {
+		err = runEffects(runCtx, eng, clock, th.ID, res, clock.Now().Add(f.timeout))
+	}
 	interrupted := ctx.Err() != nil
 	if err != nil && !interrupted {
 		return exit(exitFailure, err)
@@ -209,6 +216,38 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			fmt.Fprintln(stderr)
 		}
 		return exit(exitFailure, nil)
+	}
+	return nil
+}
+
+// runEffects waits for quiescence (cli.md §2.1): it runs due effects and the runs their queued
+// messages start, until no effect is due before limit. Runs of the root thread join res.
+func runEffects(ctx context.Context, eng *engine.Engine, clock weft.Clock, root string, res *engine.RunResult, limit time.Time) error {
+	for ctx.Err() == nil {
+		rep, err := eng.RunDueEffects(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range rep.Threads {
+			more, err := eng.Run(ctx, id)
+			if err != nil {
+				return err
+			}
+			if id == root {
+				res.Stops = append(res.Stops, more.Stops...)
+				res.Steps += more.Steps
+				res.LastLineRedactions += more.LastLineRedactions
+			}
+		}
+		next, err := eng.NextEffectAt(ctx)
+		if err != nil || next.IsZero() || next.After(limit) {
+			return err
+		}
+		if wait := next.Sub(clock.Now()); wait > 0 {
+			if err := clock.Sleep(ctx, wait); err != nil {
+				return nil
+			}
+		}
 	}
 	return nil
 }

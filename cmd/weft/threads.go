@@ -149,7 +149,7 @@ func openExisting(cmd *cobra.Command, dsn string) (weft.Store, error) {
 			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, unwrapPath(err)))
 		}
 	}
-	st, err := openStore(cmd.Context(), dsn, newLogger("warn", os.Stderr))
+	st, err := openStore(cmd.Context(), dsn, newLogger("warn", os.Stderr), nil)
 	if err != nil {
 		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, err))
 	}

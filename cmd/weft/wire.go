@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/anthropic"
@@ -31,14 +32,14 @@ func loadProject(dir string) (*weft.Registry, error) {
 
 // openStore opens the store a DSN names: ":memory:" (the default for run) keeps everything in
 // process memory.
-func openStore(ctx context.Context, dsn string, log *slog.Logger) (weft.Store, error) {
+func openStore(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
 	switch {
 	case dsn == "" || dsn == ":memory:":
-		return memstore.New(memstore.Options{})
+		return memstore.New(memstore.Options{Now: now})
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		return nil, exit(exitUsage, fmt.Errorf("--db %s: PostgreSQL is not available in this version of Weft", redactDSN(dsn)))
 	}
-	return openSQLite(ctx, dsn, log)
+	return openSQLite(ctx, dsn, log, now)
 }
 
 func redactDSN(dsn string) string {
