@@ -138,4 +138,15 @@ func TestEffects(t *testing.T) {
 	if err := state.CancelEffect(ctx, id); weft.ErrorCode(err) != weft.EConflict {
 		t.Errorf("cancel twice: %v", err)
 	}
+	// Terminating the thread cancels its pending effects.
+	id2, _ := state.ScheduleEffect(ctx, "remind", map[string]any{"text": "never"}, time.Hour)
+	if err := eng2.Terminate(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	effects, _ = st.Effects(ctx, th.ID)
+	for _, e := range effects {
+		if e.ID == id2 && e.Status != weft.EffectCanceled {
+			t.Errorf("pending effect after terminate: %+v", e)
+		}
+	}
 }

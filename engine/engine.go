@@ -265,8 +265,20 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 // Terminate stops a thread for good: its run is stopped, its status becomes terminated, and it
 // refuses messages and continue from then on.
 func (e *Engine) Terminate(ctx context.Context, threadID string) error {
-	if err := e.Stop(ctx, threadID); err != nil {
+	if err := e.Stop(ctx, threadID); err != nil && weft.ErrorCode(err) != weft.EConflict {
 		return err
+	}
+	// Its pending effects are canceled (definitions.md §9.2).
+	effects, err := e.store.Effects(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	for _, ef := range effects {
+		if ef.Status == weft.EffectPending {
+			if err := e.store.CancelEffect(ctx, threadID, ef.ID); err != nil && weft.ErrorCode(err) != weft.EConflict {
+				return err
+			}
+		}
 	}
 	status := weft.ThreadTerminated
 	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &status}) })

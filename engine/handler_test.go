@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/schema"
 )
 
 func TestHandlerSide(t *testing.T) {
@@ -81,4 +82,36 @@ func TestForceTurnAndTerminate(t *testing.T) {
 	if got, _ := h.store.Thread(ctx, th2.ID); got.Status != weft.ThreadTerminated {
 		t.Errorf("status %s", got.Status)
 	}
+}
+
+func TestStopReasons(t *testing.T) {
+	t.Run("stop_tool", func(t *testing.T) {
+		var calls []string
+		reg := registry([]*weft.Tool{recorder("finish", &calls, "ok")}, nil)
+		finish, _ := reg.Tool("finish")
+		finish.Args = schema.Object(schema.Field("answer", schema.String()))
+		a, _ := reg.Agent("assistant")
+		a.SideA.StopTool, a.SideA.StopToolResponseProperty = "finish", "answer"
+		h := newHarness(t, reg, "- {text: thinking, tool_calls: [{name: finish, arguments: {answer: The answer is 42.}}]}\n")
+		th, res := h.run("assistant", "question", nil)
+		if res.Last().Reason != weft.StopTool || h.transcript(th.ID)[1] != `assistant: The answer is 42. [finish {"answer":"The answer is 42."}]` {
+			t.Errorf("%+v %v", res.Last(), h.transcript(th.ID))
+		}
+	})
+	t.Run("max_total_steps", func(t *testing.T) {
+		var calls []string
+		reg := registry([]*weft.Tool{recorder("again", &calls, "more")}, nil)
+		h := newHarness(t, reg, "options: {on_exhausted: repeat_last}\nresponses:\n- tool_calls: [{name: again}]\n")
+		_, res := h.run("assistant", "loop", nil)
+		if res.Last().Reason != weft.StopMaxTotalSteps || len(calls) != 250 {
+			t.Errorf("%+v calls=%d", res.Last(), len(calls))
+		}
+	})
+	t.Run("stop_on_idle_thread_is_an_error", func(t *testing.T) {
+		h := newHarness(t, registry(nil, nil), "- text: hi\n")
+		th, _ := h.run("assistant", "hello", nil)
+		if err := h.eng.Stop(context.Background(), th.ID); weft.ErrorCode(err) != weft.EConflict || !strings.Contains(err.Error(), "not running") {
+			t.Errorf("got %v", err)
+		}
+	})
 }

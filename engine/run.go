@@ -173,9 +173,14 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 		<-ar.done
 		return nil
 	}
-	if _, err := e.store.Thread(ctx, threadID); err != nil {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
 		return err
 	}
+	if t.Status != weft.ThreadRunning {
+		return weft.Errorf(weft.EConflict, "thread %s is not running (status %s): nothing to stop", threadID, t.Status)
+	}
+	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
 	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
 		s, err := loadExecState(ctx, e.store, threadID)
 		if err != nil {

@@ -530,6 +530,15 @@ func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions
 func (s *threadState) Terminate(ctx context.Context) error {
 	if s.r != nil && s.r.thread.ID == s.thread.ID {
 		s.r.terminate = true
+		effects, err := s.e.store.Effects(ctx, s.thread.ID)
+		if err != nil {
+			return err
+		}
+		for _, ef := range effects {
+			if ef.Status == weft.EffectPending {
+				_ = s.e.store.CancelEffect(ctx, s.thread.ID, ef.ID)
+			}
+		}
 		return nil
 	}
 	return s.e.Terminate(ctx, s.thread.ID)

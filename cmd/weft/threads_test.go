@@ -41,8 +41,9 @@ func TestThreadsAndLogs(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 2 {
 		t.Errorf("logs --json: %d %s", code, out)
 	}
-	if out, _, code = runWeft(t, proj, "threads", "stop", id, "--db", db); code != 0 || !strings.Contains(out, "stopped") {
-		t.Errorf("stop: %d %s", code, out)
+	// The thread is idle (awaiting the human): there is nothing to stop, and it says so.
+	if _, errOut, code := runWeft(t, proj, "threads", "stop", id, "--db", db); code != 1 || !strings.Contains(errOut, "is not running (status awaiting_human): nothing to stop") {
+		t.Errorf("stop on an idle thread: %d %s", code, errOut)
 	}
 	if _, errOut, code = runWeft(t, proj, "threads", "show", "thr_nope", "--db", db); code != 2 || !strings.Contains(errOut, "not found") {
 		t.Errorf("unknown thread: %d %s", code, errOut)
