@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -255,6 +256,20 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 				lm.ToolCalls = m.ToolCalls
 				if rs := s.prompt.Reasoning; rs != nil && rs.Include && m.Prompt == s.prompt.Name && m.Reasoning != "" {
 					lm.Metadata = map[string]any{"reasoning": m.Reasoning}
+				}
+				// Provider reasoning blocks go back to the prompt that produced them: always within
+				// the current turn (providers require them to continue after tool use), for earlier
+				// turns only with reasoning.include (execution.md §3.9).
+				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
+					inTurn := m.Seq > r.state.window(s.side) || s.depth > 0
+					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
+						if raw, err := json.Marshal(blocks); err == nil {
+							if lm.Metadata == nil {
+								lm.Metadata = map[string]any{}
+							}
+							lm.Metadata["reasoning_blocks"] = json.RawMessage(raw)
+						}
+					}
 				}
 			} else {
 				lm.Role = weft.RoleUser

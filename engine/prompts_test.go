@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -420,5 +421,47 @@ func TestToolBindings(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != (args{Location: "Paris", Unit: "fahrenheit"}) {
 		t.Errorf("the tool got %+v", got)
+	}
+}
+
+func TestReasoningBlocksReplay(t *testing.T) {
+	const blocks = `[{"type":"thinking","thinking":"Let me look it up.","signature":"sig-abc123=="}]`
+	var calls []string
+	reg := registry([]*weft.Tool{recorder("lookup", &calls, "found")}, func(p *weft.Prompt) {
+		p.IncludeChat = true
+		p.Reasoning = &weft.Reasoning{MaxTokens: 2048}
+	})
+	var seen []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		var got []string
+		for _, m := range req.Messages {
+			if raw, ok := m.Metadata["reasoning_blocks"].(json.RawMessage); ok {
+				got = append(got, string(raw))
+			}
+		}
+		seen = append(seen, strings.Join(got, "|"))
+		switch last := req.Messages[len(req.Messages)-1]; {
+		case last.Role == weft.RoleUser:
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "t1", Name: "lookup", Arguments: "{}"}}, ReasoningBlocks: json.RawMessage(blocks)}, nil
+		default:
+			return &weft.Response{Text: "done"}, nil
+		}
+	})
+	h := newHarness(t, reg, "[]")
+	h.eng, _ = engine.New(engine.Options{Registry: reg, Store: h.store, Override: model})
+	th, _ := h.eng.CreateThread(context.Background(), engine.NewThread{Agent: "assistant"})
+	h.eng.Send(context.Background(), th.ID, weft.NewMessage{Content: "look it up"})
+	h.eng.Run(context.Background(), th.ID)
+	// Second call of the turn: the blocks come back verbatim (as a JSON value of the same meaning).
+	var want, got any
+	json.Unmarshal([]byte(blocks), &want)
+	if len(seen) != 2 || json.Unmarshal([]byte(seen[1]), &got) != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("replayed: %q", seen)
+	}
+	// A later turn without reasoning.include does not send them again.
+	h.eng.Send(context.Background(), th.ID, weft.NewMessage{Content: "and again"})
+	h.eng.Run(context.Background(), th.ID)
+	if seen[2] != "" {
+		t.Errorf("earlier turn's blocks replayed without include: %q", seen[2])
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -200,6 +201,16 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
 		msg.Metadata = map[string]any{"provider_call_ids": ids}
+	}
+	if len(resp.ReasoningBlocks) > 0 && (s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude) {
+		// Provider reasoning blocks (thinking with signatures) are kept verbatim for replay.
+		var blocks any
+		if json.Unmarshal(resp.ReasoningBlocks, &blocks) == nil {
+			if msg.Metadata == nil {
+				msg.Metadata = map[string]any{}
+			}
+			msg.Metadata["reasoning_blocks"] = blocks
+		}
 	}
 	empty := strings.TrimSpace(resp.Text) == "" && len(calls) == 0
 	if len(calls) > 0 && s.depth == 0 {
