@@ -19,12 +19,14 @@ type layerValue struct {
 // envView resolves variables for one thread in one context (active prompt and tool entry) through
 // the layers of env.md §3: thread > inherited > agent > tool entry > prompt > user > instance.
 type envView struct {
-	thread   map[string]weft.EnvValue
-	agent    map[string]string
-	entry    map[string]string
-	prompt   map[string]string
-	user     map[string]weft.EnvValue
-	instance map[string]weft.EnvValue
+	thread map[string]weft.EnvValue
+	// inherited holds ancestor threads' thread-layer values, nearest first (env.md §5).
+	inherited map[string]weft.EnvValue
+	agent     map[string]string
+	entry     map[string]string
+	prompt    map[string]string
+	user      map[string]weft.EnvValue
+	instance  map[string]weft.EnvValue
 	// declared holds the declared type of every variable of the thread's graph (secret wins).
 	declared map[string]weft.VarType
 }
@@ -32,6 +34,9 @@ type envView struct {
 func (v *envView) lookup(name string) (layerValue, bool) {
 	if x, ok := v.thread[name]; ok {
 		return layerValue{x.Value, v.typeOf(name, x.Type), "thread"}, true
+	}
+	if x, ok := v.inherited[name]; ok {
+		return layerValue{x.Value, v.typeOf(name, x.Type), "inherited"}, true
 	}
 	for _, l := range []struct {
 		m    map[string]string
@@ -77,6 +82,9 @@ func (v *envView) secrets() []string {
 		}
 	}
 	for n, x := range v.thread {
+		add(n, x.Value, x.Type)
+	}
+	for n, x := range v.inherited {
 		add(n, x.Value, x.Type)
 	}
 	for _, m := range []map[string]string{v.agent, v.entry, v.prompt} {
@@ -363,4 +371,30 @@ func loadEnv(ctx context.Context, st weft.Store, threadID, userID string) (threa
 	}
 	instance, err = st.Env(ctx, weft.EnvInstance, "")
 	return
+}
+
+// ancestorEnv walks a thread's ancestors and takes, per name, the nearest thread-layer value;
+// names scoped anywhere in the thread's graph are not inherited (env.md §5).
+func ancestorEnv(ctx context.Context, st weft.Store, parentID string, decls map[string]*declaration) (map[string]weft.EnvValue, error) {
+	out := map[string]weft.EnvValue{}
+	for id := parentID; id != ""; {
+		vals, err := st.Env(ctx, weft.EnvThread, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			if d, ok := decls[v.Name]; ok && d.Scoped {
+				continue
+			}
+			if _, seen := out[v.Name]; !seen {
+				out[v.Name] = v
+			}
+		}
+		t, err := st.Thread(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		id = t.ParentID
+	}
+	return out, nil
 }

@@ -333,6 +333,12 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	r.addRows(start.Messages)
 	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
 		declared: e.declaredOf(a)}
+	if t.ParentID != "" {
+		var err error
+		if r.env.inherited, err = ancestorEnv(ctx, e.store, t.ParentID, newGraph(e.reg, a, nil).declared()); err != nil {
+			return nil, err
+		}
+	}
 	r.red = newRedactor(r.env.secrets(), r.providerKeys())
 	return r, nil
 }

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/weft-agents/weft"
+)
+
+// callSubagent answers a call of a dual_ai agent listed as a tool (subagents.md §2): the agent runs
+// in its own child thread and, with blocking (the default), the call waits for the child's run to
+// stop and returns the child's result; the child is then terminated (§2.5).
+func (r *run) callSubagent(s *scope, o *offered, args map[string]any) weft.ToolResult {
+	target, e := o.target.Agent, o.entry
+	switch {
+	case e.Resumable != nil && e.Resumable.Enabled:
+		return weft.Failure(fmt.Sprintf("Agent %q is a resumable subagent: resumable subagents are not available in this version of Weft.", target.Name))
+	case !weft.Flag(e.Blocking, true):
+		return weft.Failure(fmt.Sprintf("Agent %q is a non-blocking subagent: non-blocking subagents are not available in this version of Weft.", target.Name))
+	}
+	child, errText := r.createChild(s, o, args)
+	if errText != "" {
+		return weft.Failure(errText)
+	}
+	ctx := r.ctx
+	res, err := r.e.Run(ctx, child.ID)
+	if err != nil {
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
+	}
+	out := r.e.childResult(context.WithoutCancel(ctx), child, target, res.Last())
+	// A non-resumable child is terminated once its outcome is reported.
+	if err := r.e.Terminate(context.WithoutCancel(ctx), child.ID); err != nil {
+		r.e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
+	}
+	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
+	return out
+}
+
+// createChild creates a subagent's thread and queues its initial rows (subagents.md §1): arguments
+// validated by the caller, required variables resolved through the child's layers (inherited
+// values included), then the thread with parent and root, the init rows and the
+// after_subagent_created hooks. A non-empty string is the error result; nothing is created then.
+func (r *run) createChild(s *scope, o *offered, args map[string]any) (*weft.Thread, string) {
+	target, e := o.target.Agent, o.entry
+	ctx := context.WithoutCancel(r.ctx)
+	flag := func(name string) bool {
+		v, ok := r.env.lookup(name)
+		return ok && flagOn(v.value)
+	}
+	decls := newGraph(r.e.reg, target, flag).declared()
+	inherited, err := ancestorEnv(ctx, r.e.store, r.thread.ID, decls)
+	if err != nil {
+		return nil, "Subagent could not be created: " + r.red.Error(err)
+	}
+	view := &envView{inherited: inherited, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
+	if missing := missingVariables(decls, view); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = m.Name
+		}
+		return nil, fmt.Sprintf("Subagent %q needs values for: %s.", target.Name, strings.Join(names, ", "))
+	}
+	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
+	sideA, _ := r.e.reg.Prompt(target.SideA.Prompt)
+	if sideA == nil || sideA.RequiredSchema == nil {
+		msgProp, attProp = orDefault(msgProp, "message"), orDefault(attProp, "attachments")
+	}
+	label := target.Name
+	if v, ok := args[e.InitAgentNameProperty].(string); ok && e.InitAgentNameProperty != "" && v != "" {
+		label = v
+	} else if v, ok := args["name"].(string); ok && v != "" {
+		label = v
+	}
+	// Attachments are copied into the child's own /attachments/ (subagents.md §5).
+	var atts []weft.ToolAttachment
+	for _, p := range attachmentPaths(args[attProp]) {
+		a, errText := r.readAttachment(ctx, p)
+		if errText != "" {
+			return nil, errText
+		}
+		atts = append(atts, a)
+	}
+	now := r.now()
+	child := &weft.Thread{ID: weft.NewID("thr_"), ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
+		Agent: target.Name, OriginAgent: target.Name, UserID: r.thread.UserID, Label: label,
+		Tags: []string{"name:" + label}, Properties: map[string]any{}, Arguments: args, Status: weft.ThreadIdle,
+		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
+	if child.Arguments == nil {
+		child.Arguments = map[string]any{}
+	}
+	if err := r.e.store.CreateThread(ctx, child, nil); err != nil {
+		return nil, "Subagent could not be created: " + r.red.Error(err)
+	}
+	r.e.emit(Event{Type: "thread_created", ThreadID: child.ID, Data: map[string]any{"parent_id": r.thread.ID}})
+	r.runSubagentCreatedHooks(child)
+	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
+	extra := map[string]any{}
+	for k, v := range args {
+		if k != msgProp && k != attProp && k != e.InitAgentNameProperty {
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 && sideA != nil && sideA.Template == nil {
+		b, _ := json.MarshalIndent(args, "", "  ")
+		if _, err := r.e.Send(ctx, child.ID, weft.NewMessage{Role: weft.RoleSystem, Content: "Subagent arguments:\n" + string(b), Silent: true}); err != nil {
+			return nil, "Subagent could not be created: " + r.red.Error(err)
+		}
+	}
+	init := weft.NewMessage{Role: weft.RoleUser, Content: initText(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
+	init.Attachments = atts
+	if init.Content == "" && len(atts) == 0 {
+		init.Content = "Begin your task."
+	}
+	if _, err := r.e.Send(ctx, child.ID, init); err != nil {
+		return nil, "Subagent could not be created: " + r.red.Error(err)
+	}
+	return child, ""
+}
+
+func initText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// readAttachment reads a file of this thread as a new attachment for another thread.
+func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment, string) {
+	clean, err := weft.CleanPath(p)
+	if err != nil {
+		return weft.ToolAttachment{}, "Attachment not found: " + p
+	}
+	fi, err := r.e.store.Files().Stat(ctx, r.thread.ID, clean)
+	if err != nil {
+		return weft.ToolAttachment{}, "Attachment not found: " + p
+	}
+	data, err := r.e.store.Files().ReadFile(ctx, r.thread.ID, clean)
+	if err != nil {
+		return weft.ToolAttachment{}, "Attachment not found: " + p
+	}
+	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, ""
+}
+
+// runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
+func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
+	hooks := r.e.hooksFor(r.agent.Hooks, weft.HookAfterSubagentCreated)
+	if len(hooks) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(r.ctx)
+	parent := &threadState{e: r.e, thread: r.thread, r: r, ctx: ctx}
+	cs := &threadState{e: r.e, thread: child, ctx: ctx}
+	for _, h := range hooks {
+		f, _ := weft.HookFunc[weft.SubagentCreatedFunc](*h)
+		if err := call(func() error { return f(ctx, parent, cs) }); err != nil {
+			r.hookFailed(h, err)
+		}
+	}
+}
+
+// childResult is a stopped child's outcome (subagents.md §4.3), first match: a session stop's
+// text; with session tools bound, their latest call (never called is a failure); a failing stop's
+// error; else the content of the latest top-level non-tool row.
+func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+	switch info.Reason {
+	case weft.StopSession, weft.StopStateSession:
+		return weft.Success(info.Error)
+	case weft.StopSessionFail:
+		return weft.Failure(info.Error)
+	}
+	if b := a.Side(weft.SideB); a.SideA.SessionStop != nil || a.SideA.SessionFail != nil || b.SessionStop != nil || b.SessionFail != nil {
+		return weft.Failure("Subagent ended without calling a session tool.")
+	}
+	if !info.Reason.OK() {
+		return weft.Failure(orDefault(info.Error, "Subagent failed: "+string(info.Reason)))
+	}
+	rows, err := e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 20, Desc: true, Roles: []weft.Role{weft.RoleAssistant, weft.RoleUser}})
+	if err != nil {
+		return weft.Failure("Subagent result could not be read: " + err.Error())
+	}
+	for _, m := range rows {
+		if strings.TrimSpace(m.Content) != "" {
+			return weft.Success(m.Content)
+		}
+	}
+	return weft.Success("")
+}

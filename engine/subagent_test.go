@@ -1,0 +1,219 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/schema"
+)
+
+// subagentRegistry is reviewRegistry's dual_ai "review" agent offered as a tool to "assistant".
+func subagentRegistry(entry weft.ToolEntry, mod func(a *weft.Agent)) *weft.Registry {
+	reg := reviewRegistry(func(a *weft.Agent) {
+		a.ExposeAsTool, a.ToolDescription = true, "Have a reviewer check a draft."
+		if mod != nil {
+			mod(a)
+		}
+	})
+	entry.Name, entry.Kind = "review", weft.EntryAgent
+	reg.AddPrompt(&weft.Prompt{Name: "assistant", ToolDescription: "Helps.", Model: "fast", Prompt: weft.Text("You coordinate."),
+		Tools: []weft.ToolEntry{entry}})
+	reg.AddAgent(&weft.Agent{Name: "assistant", SideA: weft.AgentSide{Prompt: "assistant"}})
+	return reg
+}
+
+func childOf(t *testing.T, h *harness, parentID string) *weft.Thread {
+	t.Helper()
+	kids, _, err := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: parentID})
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("children of %s: %v %d", parentID, err, len(kids))
+	}
+	return kids[0]
+}
+
+func TestBlockingSubagent(t *testing.T) {
+	cases := []struct {
+		name, script string
+		wantResult   string
+	}{
+		{"session_stop_success", `
+- match: {agent: assistant}
+  expect: {tools: [review]}
+  tool_calls: [{name: review, arguments: {message: "Draft: 'Teh cat sat.'"}}]
+- match: {agent: review, prompt: reviewer}
+  expect: {system_contains: You review drafts., roles: [user], last_contains: Teh cat}
+  tool_calls: [{name: approve, arguments: {summary: Fine after one typo.}}]
+- match: {agent: assistant}
+  expect: {last_contains: Fine after one typo.}
+  text: The reviewer approved it.
+`, "tool:review: Fine after one typo."},
+		{"session_fail_is_error", `
+- tool_calls: [{name: review, arguments: {message: "Draft: x"}}]
+- match: {prompt: reviewer}
+  tool_calls: [{name: reject, arguments: {reason: Too short.}}]
+- text: The reviewer rejected it.
+`, "tool:review: Failed to execute tool: Too short."},
+		{"ended_without_session_tool", `
+- tool_calls: [{name: review, arguments: {message: "Draft: x"}}]
+- {match: {prompt: reviewer}, text: "Looks fine to me."}
+- {match: {prompt: author}, text: "Thanks."}
+- {match: {prompt: reviewer}, text: "Still fine."}
+- {match: {prompt: author}, text: "Ok."}
+- {match: {prompt: reviewer}, text: "Fine."}
+- {match: {prompt: author}, text: "Ok."}
+- {match: {prompt: reviewer}, text: "Fine."}
+- {match: {prompt: author}, text: "Ok."}
+- {match: {prompt: reviewer}, text: "Fine."}
+- {match: {prompt: author}, text: "Ok."}
+- text: No verdict.
+`, "tool:review: Failed to execute tool: Subagent ended without calling a session tool."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, subagentRegistry(weft.ToolEntry{}, nil), tc.script)
+			th, res := h.run("assistant", "Get my draft reviewed.", nil)
+			if res.Last().Reason != weft.StopOnResponse {
+				t.Fatalf("%+v", res.Stops)
+			}
+			if got := h.transcript(th.ID); len(got) != 4 || got[2] != tc.wantResult {
+				t.Fatalf("parent transcript:\n%s", strings.Join(got, "\n"))
+			}
+			child := childOf(t, h, th.ID)
+			if child.RootID != th.ID || child.Agent != "review" || child.Status != weft.ThreadTerminated ||
+				!slices.Contains(child.Tags, "name:review") || child.Arguments["message"] == nil {
+				t.Errorf("child thread: %+v", child)
+			}
+			if got := h.transcript(child.ID); !strings.HasPrefix(got[0], "user: Draft:") {
+				t.Errorf("child transcript: %s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+func TestSubagentChildInputs(t *testing.T) {
+	t.Run("attachment_copied_byte_identical", func(t *testing.T) {
+		h := newHarness(t, subagentRegistry(weft.ToolEntry{}, nil), `
+- tool_calls: [{name: review, arguments: {message: "Review the file", attachments: [/attachments/draft.txt]}}]
+- match: {prompt: reviewer}
+  tool_calls: [{name: approve, arguments: {summary: ok}}]
+- text: done
+`)
+		ctx := context.Background()
+		th, _ := h.eng.CreateThread(ctx, engineThread("assistant"))
+		data := []byte("Teh cat sat.\x00\xff")
+		writeFile(t, h, th.ID, "/attachments/draft.txt", data)
+		h.send(th.ID, "review my file")
+		child := childOf(t, h, th.ID)
+		msgs, _ := h.store.Messages(ctx, child.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleUser}})
+		if len(msgs) == 0 || len(msgs[0].Attachments) != 1 {
+			t.Fatalf("child init message: %+v", msgs)
+		}
+		p := msgs[0].Attachments[0].Path
+		if p == "/attachments/draft.txt" || !strings.HasPrefix(p, "/attachments/") {
+			t.Errorf("child path %q should be the child's own", p)
+		}
+		got, err := h.store.Files().ReadFile(ctx, child.ID, p)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("copied bytes %q %v", got, err)
+		}
+	})
+	t.Run("unknown_attachment_creates_nothing", func(t *testing.T) {
+		h := newHarness(t, subagentRegistry(weft.ToolEntry{}, nil), `
+- tool_calls: [{name: review, arguments: {message: "x", attachments: [/attachments/missing.txt]}}]
+- text: done
+`)
+		th, _ := h.run("assistant", "go", nil)
+		if got := h.transcript(th.ID)[2]; got != "tool:review: Failed to execute tool: Attachment not found: /attachments/missing.txt" {
+			t.Errorf("got %s", got)
+		}
+		if kids, _, _ := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: th.ID}); len(kids) != 0 {
+			t.Errorf("a child was created: %+v", kids)
+		}
+	})
+	t.Run("required_variable_inherited_unless_scoped", func(t *testing.T) {
+		for _, scoped := range []bool{false, true} {
+			reg := subagentRegistry(weft.ToolEntry{}, nil)
+			p, _ := reg.Prompt("reviewer")
+			p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarText, Required: true, Scoped: scoped, Description: "d"}}
+			script := `
+- tool_calls: [{name: review, arguments: {message: "x"}}]
+- match: {prompt: reviewer}
+  tool_calls: [{name: approve, arguments: {summary: ok}}]
+- text: done
+`
+			if scoped {
+				script = "- tool_calls: [{name: review, arguments: {message: \"x\"}}]\n- text: done\n"
+			}
+			h := newHarness(t, reg, script)
+			th, _ := h.run("assistant", "go", map[string]string{"STYLE_GUIDE": "AP"})
+			want := "tool:review: ok"
+			if scoped {
+				want = `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE.`
+			}
+			if got := h.transcript(th.ID)[2]; got != want {
+				t.Errorf("scoped=%v: got %s", scoped, got)
+			}
+		}
+	})
+}
+
+func engineThread(agent string) engine.NewThread { return engine.NewThread{Agent: agent} }
+
+// writeFile stores a file in a thread outside any run.
+func writeFile(t *testing.T, h *harness, threadID, path string, data []byte) {
+	t.Helper()
+	fi := weft.FileInfo{Path: path, Name: path[strings.LastIndex(path, "/")+1:], MimeType: "text/plain", Size: int64(len(data))}
+	if err := h.store.Tx(context.Background(), threadID, nil, func(tx weft.Tx) error { return tx.WriteFile(&fi, data) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSubagentTree runs coordinator → domain agent → leaf, each child blocking on its own.
+func TestSubagentTree(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	reg.AddTool(&weft.Tool{Name: "finish", Description: "Report the result.", Args: schema.Object(schema.Field("summary", schema.String())),
+		Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+			return weft.Success("done"), nil
+		})})
+	dual := func(name string, tools ...weft.ToolEntry) {
+		reg.AddPrompt(&weft.Prompt{Name: name + "_a", ToolDescription: "d", Model: "fast", Prompt: weft.Text("You are " + name + "."),
+			Tools: append(tools, weft.ToolEntry{Name: "finish"})})
+		reg.AddPrompt(&weft.Prompt{Name: name + "_b", ToolDescription: "d", Model: "fast", Prompt: weft.Text("You assist " + name + ".")})
+		reg.AddAgent(&weft.Agent{Name: name, Type: weft.DualAI, ExposeAsTool: true, ToolDescription: "Ask " + name + ".", MaxSessionTurns: 3,
+			SideA: weft.AgentSide{Prompt: name + "_a", SessionStop: &weft.SessionTool{Name: "finish", MessageProperty: "summary"}},
+			SideB: &weft.AgentSide{Prompt: name + "_b"}})
+	}
+	dual("leaf")
+	dual("domain", weft.ToolEntry{Name: "leaf", Kind: weft.EntryAgent})
+	reg.AddPrompt(&weft.Prompt{Name: "assistant", ToolDescription: "Helps.", Model: "fast", Prompt: weft.Text("You coordinate."),
+		Tools: []weft.ToolEntry{{Name: "domain", Kind: weft.EntryAgent}}})
+	reg.AddAgent(&weft.Agent{Name: "assistant", SideA: weft.AgentSide{Prompt: "assistant"}})
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: domain, arguments: {message: "Price the order."}}]}
+- {match: {agent: domain}, expect: {last_contains: Price the order.}, tool_calls: [{name: leaf, arguments: {message: "Look up SKU 42."}}]}
+- {match: {agent: leaf}, expect: {last_contains: SKU 42}, tool_calls: [{name: finish, arguments: {summary: "SKU 42 costs 7 EUR."}}]}
+- {match: {agent: domain}, expect: {last_contains: costs 7 EUR}, tool_calls: [{name: finish, arguments: {summary: "The order costs 14 EUR."}}]}
+- {match: {agent: assistant}, expect: {last_contains: 14 EUR}, text: "Your order costs 14 EUR."}
+`)
+	root, res := h.run("assistant", "What does my order cost?", nil)
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	domain := childOf(t, h, root.ID)
+	leaf := childOf(t, h, domain.ID)
+	if domain.RootID != root.ID || leaf.RootID != root.ID || leaf.ParentID != domain.ID {
+		t.Errorf("tree: domain %+v leaf %+v", domain, leaf)
+	}
+	wantTranscript(t, h.transcript(root.ID),
+		"user: What does my order cost?",
+		`assistant:  [domain {"message":"Price the order."}]`,
+		"tool:domain: The order costs 14 EUR.",
+		"assistant: Your order costs 14 EUR.")
+}
