@@ -64,6 +64,9 @@ type Engine struct {
 	mu      sync.Mutex
 	running map[string]*activeRun // thread id → its run in this process
 	idle    *sync.Cond
+
+	// bg counts background work: non-blocking subagents and the parent runs their reports start.
+	bg sync.WaitGroup
 }
 
 // New returns an engine over a registry and a store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/weft-agents/weft"
@@ -19,6 +20,7 @@ type harness struct {
 	store  weft.Store
 	eng    *engine.Engine
 	script *scripted.Provider
+	evMu   sync.Mutex // runs of child threads emit concurrently
 	events []engine.Event
 }
 
@@ -40,7 +42,7 @@ func newHarness(t *testing.T, reg *weft.Registry, script string) *harness {
 	}
 	h := &harness{t: t, reg: reg, store: st, script: scripted.New(sc)}
 	h.eng, err = engine.New(engine.Options{Registry: reg, Store: st, Override: h.script, Clock: h.script.Clock(),
-		OnEvent: func(e engine.Event) { h.events = append(h.events, e) }})
+		OnEvent: func(e engine.Event) { h.evMu.Lock(); h.events = append(h.events, e); h.evMu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}

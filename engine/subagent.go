@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weft-agents/weft"
 )
@@ -17,12 +19,15 @@ func (r *run) callSubagent(s *scope, o *offered, args map[string]any) weft.ToolR
 	switch {
 	case e.Resumable != nil && e.Resumable.Enabled:
 		return weft.Failure(fmt.Sprintf("Agent %q is a resumable subagent: resumable subagents are not available in this version of Weft.", target.Name))
-	case !weft.Flag(e.Blocking, true):
-		return weft.Failure(fmt.Sprintf("Agent %q is a non-blocking subagent: non-blocking subagents are not available in this version of Weft.", target.Name))
 	}
 	child, errText := r.createChild(s, o, args)
 	if errText != "" {
 		return weft.Failure(errText)
+	}
+	if !weft.Flag(e.Blocking, true) {
+		// The outcome is reported to the parent when the child stops (subagents.md §2.4, §4.1).
+		r.e.startChild(child, target, s.side)
+		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	ctx := r.ctx
 	res, err := r.e.Run(ctx, child.ID)
@@ -192,3 +197,80 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 	}
 	return weft.Success("")
 }
+
+// startChild runs a non-blocking child in the background; when it stops its outcome is queued to
+// the parent as a silent report and the child is terminated.
+func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side) {
+	e.bg.Go(func() {
+		ctx := context.Background()
+		res, err := e.Run(ctx, child.ID)
+		var out weft.ToolResult
+		if err != nil {
+			out = weft.Failure("Subagent could not run: " + err.Error())
+		} else {
+			out = e.childResult(ctx, child, a, res.Last())
+		}
+		if err := e.Terminate(ctx, child.ID); err != nil {
+			e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
+		}
+		e.report(ctx, child, owner, out)
+	})
+}
+
+// report queues a child's outcome to its parent (subagents.md §4.1): silent, role by owner side,
+// tagged with the child's reference; it starts a parent run unless the parent is stopped.
+func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult) {
+	text := fmt.Sprintf("Subagent (reference: %s) has returned the following result:\n\n%s", child.ID, out.Result)
+	if out.Status != weft.ToolSuccess {
+		text = fmt.Sprintf("Subagent (reference: %s) has reported a failure:\n\n%s", child.ID, out.Error)
+	}
+	role := weft.RoleUser
+	if owner == weft.SideB {
+		role = weft.RoleAssistant
+	}
+	red, err := e.Redactor(ctx, child.ParentID)
+	if err == nil {
+		text = red(text)
+	}
+	_, err = e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true,
+		Metadata: map[string]any{"subagent_id": child.ID, "kind": "subagent_result"}})
+	if err != nil {
+		e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
+		return
+	}
+	e.kick(ctx, child.ParentID)
+}
+
+// kick runs a thread whose queue holds work, unless it is stopped or terminated. A run already
+// active in this process is waited for first: it may stop without having seen the new message.
+func (e *Engine) kick(ctx context.Context, threadID string) {
+	for range 1000 {
+		e.mu.Lock()
+		ar := e.running[threadID]
+		e.mu.Unlock()
+		if ar != nil {
+			<-ar.done
+			continue
+		}
+		t, err := e.store.Thread(ctx, threadID)
+		if err != nil || t.Status == weft.ThreadStopped || t.Status == weft.ThreadTerminated {
+			return
+		}
+		if q, err := e.store.Queued(ctx, threadID); err != nil || len(q) == 0 {
+			return
+		}
+		_, err = e.Run(ctx, threadID)
+		switch {
+		case errors.Is(err, weft.ErrLeaseHeld):
+			// A run is starting here, or runs on another node, which drains the queue itself.
+			time.Sleep(time.Millisecond)
+		case err != nil:
+			e.log.Warn("parent run after a subagent report failed", "thread", threadID, "error", err)
+			return
+		}
+	}
+}
+
+// Wait blocks until background work is done: non-blocking subagents, their reports and the parent
+// runs those start (cli.md §2: `weft run` waits for all descendants).
+func (e *Engine) Wait() { e.bg.Wait() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -216,4 +217,69 @@ func TestSubagentTree(t *testing.T) {
 		`assistant:  [domain {"message":"Price the order."}]`,
 		"tool:domain: The order costs 14 EUR.",
 		"assistant: Your order costs 14 EUR.")
+}
+
+func TestNonBlockingSubagent(t *testing.T) {
+	cases := []struct {
+		name, childScript, wantReport string
+	}{
+		{"success_reported", `
+- match: {prompt: reviewer}
+  tool_calls: [{name: approve, arguments: {summary: Approved.}}]
+`, "Subagent (reference: %s) has returned the following result:\n\nApproved."},
+		{"failure_reported", `
+- match: {prompt: reviewer}
+  tool_calls: [{name: reject, arguments: {reason: Too vague.}}]
+`, "Subagent (reference: %s) has reported a failure:\n\nToo vague."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blocking := false
+			reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+			// The child's verdict waits until the parent's own run has stopped, so the report
+			// starts a new parent run (a report arriving mid-run joins that run instead).
+			gate := make(chan struct{})
+			for _, name := range []string{"approve", "reject"} {
+				tl, _ := reg.Tool(name)
+				tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+					<-gate
+					return weft.Success("recorded"), nil
+				})
+			}
+			h := newHarness(t, reg, `
+- match: {agent: assistant}
+  tool_calls: [{name: review, arguments: {message: "Draft: x"}}]
+- match: {agent: assistant}
+  expect: {last_contains: initiated successfully}
+  text: I started a review.
+`+tc.childScript+`
+- match: {agent: assistant}
+  expect: {last_contains: "Subagent (reference:"}
+  text: The review is back.
+`)
+			th, _ := h.run("assistant", "Review my draft in the background.", nil)
+			close(gate)
+			h.eng.Wait()
+			if f := h.script.Failures(); len(f) > 0 {
+				t.Fatal(f)
+			}
+			child := childOf(t, h, th.ID)
+			got := h.transcript(th.ID)
+			wantTranscript(t, got,
+				"user: Review my draft in the background.",
+				`assistant:  [review {"message":"Draft: x"}]`,
+				"tool:review: The subagent was initiated successfully. Reference: "+child.ID,
+				"assistant: I started a review.",
+				"user: "+fmt.Sprintf(tc.wantReport, child.ID),
+				"assistant: The review is back.")
+			msgs, _ := h.store.Messages(context.Background(), th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleUser}})
+			last := msgs[len(msgs)-1]
+			if !last.Silent || last.Metadata["subagent_id"] != child.ID || last.Metadata["kind"] != "subagent_result" {
+				t.Errorf("report row: %+v", last)
+			}
+			if c, _ := h.store.Thread(context.Background(), child.ID); c.Status != weft.ThreadTerminated {
+				t.Errorf("child status %s", c.Status)
+			}
+		})
+	}
 }

@@ -172,6 +172,8 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	} else {
 		res, err = eng.Run(runCtx, th.ID)
 	}
+	// Non-blocking subagents and the parent runs their reports start finish before the exit.
+	eng.Wait()
 	if err == nil {
 		err = runEffects(runCtx, eng, clock, th.ID, res, clock.Now().Add(f.timeout))
 	}
