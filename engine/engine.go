@@ -284,7 +284,29 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 		}
 	}
 	status := weft.ThreadTerminated
-	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &status}) })
+	if err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &status}) }); err != nil {
+		return err
+	}
+	// Terminating a thread terminates its descendants (subagents.md §7.3).
+	for {
+		kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, k := range kids {
+			if k.Status == weft.ThreadTerminated {
+				continue
+			}
+			n++
+			if err := e.Terminate(ctx, k.ID); err != nil && weft.ErrorCode(err) != weft.ENotFound {
+				return err
+			}
+		}
+		if n == 0 || len(kids) < 1000 {
+			return nil
+		}
+	}
 }
 
 // Event is something that happened in a thread, for streams (http-api.md §4).

@@ -283,3 +283,42 @@ func TestNonBlockingSubagent(t *testing.T) {
 		})
 	}
 }
+
+// TestTerminateCascades: terminating the root stops a running non-blocking child, which then
+// refuses messages; the parent's data stays.
+func TestTerminateCascades(t *testing.T) {
+	blocking := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+	started := make(chan struct{})
+	tl, _ := reg.Tool("approve")
+	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return weft.Failure("stopped"), nil
+	})
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: review, arguments: {message: "Draft: x"}}]}
+- {match: {agent: assistant}, text: Started.}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: ok}}]}
+- {match: {agent: assistant}, text: "Report seen."}
+`)
+	th, _ := h.run("assistant", "go", nil)
+	<-started
+	ctx := context.Background()
+	if err := h.eng.Terminate(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.eng.Wait()
+	child := childOf(t, h, th.ID)
+	for _, id := range []string{th.ID, child.ID} {
+		if got, _ := h.store.Thread(ctx, id); got.Status != weft.ThreadTerminated {
+			t.Errorf("%s: status %s", id, got.Status)
+		}
+		if _, err := h.eng.Send(ctx, id, weft.NewMessage{Content: "hello?"}); weft.ErrorCode(err) != weft.EConflict {
+			t.Errorf("%s: send to a terminated thread: %v", id, err)
+		}
+	}
+	if got := h.transcript(th.ID); len(got) != 4 {
+		t.Errorf("parent transcript kept, no report run:\n%s", strings.Join(got, "\n"))
+	}
+}
