@@ -62,6 +62,14 @@ func (r *run) resume() (bool, error) {
 				next = &pending[i+1]
 			}
 			rec, known := status[c.ID]
+			if known && rec.Status == weft.CallRunning {
+				if res, ok := r.reattach(s, rec, c); ok {
+					if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {
+						return true, err
+					}
+					continue
+				}
+			}
 			if known && rec.Status == weft.CallRunning && !rec.Idempotent {
 				res := weft.Failure(interruptedResult)
 				if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {

@@ -140,3 +140,107 @@ func TestResumeAfterCrash(t *testing.T) {
 		})
 	}
 }
+
+// subagentModel: the coordinator calls review once and answers with its result; the reviewer
+// approves at once.
+var subagentModel = weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case req.Prompt == "reviewer":
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"approved"}`}}}, nil
+	case last.Role == weft.RoleUser:
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "review", Arguments: `{"message":"Draft: x"}`}}}, nil
+	default:
+		return &weft.Response{Text: "final: " + last.Content}, nil
+	}
+})
+
+// TestSubagentResumeAfterCrash kills the process after every possible commit of a parent waiting
+// on a blocking child: the new process re-attaches to the recorded child, never creates a second
+// one, loses no message and answers the call exactly once.
+func TestSubagentResumeAfterCrash(t *testing.T) {
+	for after := 0; after <= 10; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			reg := subagentRegistry(weft.ToolEntry{}, nil)
+			mem, _ := memstore.New(memstore.Options{})
+			cs := &deadStore{&crashStore{Store: mem, after: after}}
+			ctx := context.Background()
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: subagentModel})
+			th, _ := second.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			second.Send(ctx, th.ID, weft.NewMessage{Content: "review it"})
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: subagentModel, LeaseTTL: 30 * time.Millisecond})
+			first.Run(ctx, th.ID) // dies after `after` commits
+			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			if after == 10 && cs.dead() {
+				t.Fatal("the sweep must reach a run that completes without a crash")
+			}
+
+			// A fresh process takes over once the dead one's leases have expired.
+			time.Sleep(40 * time.Millisecond)
+			if _, err := second.Continue(ctx, th.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			if q, _ := mem.Queued(ctx, th.ID); len(q) > 0 {
+				if _, err := second.Run(ctx, th.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			ids := map[string]bool{}
+			for _, m := range got {
+				ids[m.ID] = true
+			}
+			for _, m := range before {
+				if !ids[m.ID] {
+					t.Errorf("persisted message lost: %+v", m)
+				}
+			}
+			kids, _, _ := mem.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
+			if len(kids) > 1 {
+				t.Fatalf("%d children created", len(kids))
+			}
+			results := 0
+			for _, m := range got {
+				if m.Role == weft.RoleTool && m.ToolCallID == "c1" {
+					results++
+				}
+			}
+			last := got[len(got)-1].Content
+			if results != 1 || !strings.HasPrefix(last, "final: ") {
+				t.Fatalf("results for the call: %d, last %q", results, last)
+			}
+			if len(kids) == 1 && last != "final: approved" {
+				t.Errorf("a recorded child's result should answer the call: %q", last)
+			}
+		})
+	}
+}
+
+// deadStore is a crashStore whose every write fails once it is dead, unfenced ones included: a dead
+// process neither creates threads nor queues messages nor starts runs.
+type deadStore struct{ *crashStore }
+
+func (s *deadStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	if s.dead() {
+		return errCrashed
+	}
+	return s.crashStore.Tx(ctx, id, f, fn)
+}
+func (s *deadStore) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
+	if s.dead() {
+		return errCrashed
+	}
+	return s.crashStore.CreateThread(ctx, t, env)
+}
+func (s *deadStore) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
+	if s.dead() {
+		return errCrashed
+	}
+	return s.crashStore.PushQueue(ctx, q)
+}
+func (s *deadStore) BeginRun(ctx context.Context, id, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+	if s.dead() {
+		return weft.Fence{}, nil, errCrashed
+	}
+	return s.crashStore.BeginRun(ctx, id, node, ttl)
+}

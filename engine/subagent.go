@@ -14,40 +14,126 @@ import (
 // callSubagent answers a call of a dual_ai agent listed as a tool (subagents.md §2): the agent runs
 // in its own child thread and, with blocking (the default), the call waits for the child's run to
 // stop and returns the child's result; the child is then terminated (§2.5).
-func (r *run) callSubagent(s *scope, o *offered, args map[string]any) weft.ToolResult {
+func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
 	target, e := o.target.Agent, o.entry
-	switch {
-	case e.Resumable != nil && e.Resumable.Enabled:
+	if e.Resumable != nil && e.Resumable.Enabled {
 		return weft.Failure(fmt.Sprintf("Agent %q is a resumable subagent: resumable subagents are not available in this version of Weft.", target.Name))
 	}
-	child, errText := r.createChild(s, o, args)
+	ref := weft.NewID("thr_")
+	blocking := weft.Flag(e.Blocking, true)
+	if blocking && msg != nil && msg.ID != "" {
+		// The reference is recorded on the call before the child exists: after a crash the parent
+		// re-attaches to that child instead of creating another (subagents.md §3.3).
+		meta, _ := json.Marshal(subagentMeta{Ref: ref})
+		now := r.now()
+		err := r.tx(func(tx weft.Tx) error {
+			return tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+				Status: weft.CallRunning, Meta: meta, StartedAt: &now})
+		})
+		if err != nil {
+			return weft.Failure("Subagent could not be created: " + r.red.Error(err))
+		}
+	}
+	child, errText := r.createChild(s, o, args, ref)
 	if errText != "" {
 		return weft.Failure(errText)
 	}
-	if !weft.Flag(e.Blocking, true) {
+	if !blocking {
 		// The outcome is reported to the parent when the child stops (subagents.md §2.4, §4.1).
 		r.e.startChild(child, target, s.side)
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
+	return r.awaitChild(child, target)
+}
+
+// subagentMeta is the metadata of a blocking subagent call.
+type subagentMeta struct {
+	Ref string `json:"subagent_ref"`
+}
+
+// awaitChild runs a child until it stops and returns its result; the child is then terminated.
+func (r *run) awaitChild(child *weft.Thread, target *weft.Agent) weft.ToolResult {
 	ctx := r.ctx
-	res, err := r.e.Run(ctx, child.ID)
+	info, err := r.e.runChild(ctx, child)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
-	out := r.e.childResult(context.WithoutCancel(ctx), child, target, res.Last())
-	// A non-resumable child is terminated once its outcome is reported.
-	if err := r.e.Terminate(context.WithoutCancel(ctx), child.ID); err != nil {
-		r.e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
-	}
+	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
+	r.e.finishChild(context.WithoutCancel(ctx), child, out)
 	return out
+}
+
+// resultProperty is the child thread property keeping its outcome once it is terminated, so a
+// parent that dies before storing the result still finds it.
+const resultProperty = "weft.subagent_result"
+
+// finishChild records a non-resumable child's outcome on it and terminates it (subagents.md §2.5).
+func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
+	props := map[string]any{}
+	if t, err := e.store.Thread(ctx, child.ID); err == nil {
+		for k, v := range t.Properties {
+			props[k] = v
+		}
+	}
+	props[resultProperty] = map[string]any{"status": string(out.Status), "result": out.Result, "error": out.Error}
+	if err := e.store.Tx(ctx, child.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+		e.log.Warn("recording a subagent's result failed", "thread", child.ID, "error", err)
+	}
+	if err := e.Terminate(ctx, child.ID); err != nil {
+		e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
+	}
+}
+
+// recordedResult is the outcome finishChild stored on a child, if any.
+func recordedResult(t *weft.Thread) (weft.ToolResult, bool) {
+	m, ok := t.Properties[resultProperty].(map[string]any)
+	if !ok {
+		return weft.ToolResult{}, false
+	}
+	str := func(k string) string { v, _ := m[k].(string); return v }
+	return weft.ToolResult{Status: weft.ToolStatus(str("status")), Result: str("result"), Error: str("error")}, true
+}
+
+// reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
+// it was created) resumes and its result answers the call; a child never created is created now.
+func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, bool) {
+	var meta subagentMeta
+	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.Ref == "" {
+		return weft.ToolResult{}, false
+	}
+	o, ok := s.offered[c.Name]
+	if !ok || o.target.Agent == nil {
+		return weft.ToolResult{}, false
+	}
+	child, err := r.e.store.Thread(r.ctx, meta.Ref)
+	if err != nil {
+		if weft.ErrorCode(err) != weft.ENotFound {
+			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
+		}
+		_, args, errText := r.prepareCall(s, c)
+		if errText == "" {
+			child, errText = r.createChild(s, o, args, meta.Ref)
+		}
+		if errText != "" {
+			return weft.Failure(errText), true
+		}
+	}
+	if child.Status == weft.ThreadTerminated {
+		// The child finished, but the parent died before storing its result.
+		if out, ok := recordedResult(child); ok {
+			return out, true
+		}
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
+	}
+	return r.awaitChild(child, o.target.Agent), true
 }
 
 // createChild creates a subagent's thread and queues its initial rows (subagents.md §1): arguments
 // validated by the caller, required variables resolved through the child's layers (inherited
 // values included), then the thread with parent and root, the init rows and the
 // after_subagent_created hooks. A non-empty string is the error result; nothing is created then.
-func (r *run) createChild(s *scope, o *offered, args map[string]any) (*weft.Thread, string) {
+func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) (*weft.Thread, string) {
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
 	flag := func(name string) bool {
@@ -88,7 +174,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any) (*weft.Thre
 		atts = append(atts, a)
 	}
 	now := r.now()
-	child := &weft.Thread{ID: weft.NewID("thr_"), ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
+	child := &weft.Thread{ID: id, ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
 		Agent: target.Name, OriginAgent: target.Name, UserID: r.thread.UserID, Label: label,
 		Tags: []string{"name:" + label}, Properties: map[string]any{}, Arguments: args, Status: weft.ThreadIdle,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
@@ -170,14 +256,55 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 	}
 }
 
+// runChild runs a child until it stops and returns the stop: its queued messages, else the run a
+// crash interrupted (resumed), else — it had already stopped — the stored stop reason.
+func (e *Engine) runChild(ctx context.Context, child *weft.Thread) (weft.StopInfo, error) {
+	q, err := e.store.Queued(ctx, child.ID)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	t, err := e.store.Thread(ctx, child.ID)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	var res *RunResult
+	switch {
+	case len(q) > 0:
+		res, err = e.Run(ctx, child.ID)
+	case t.Status == weft.ThreadRunning:
+		res, err = e.Continue(ctx, child.ID, "")
+	}
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	if res != nil && len(res.Stops) > 0 {
+		return res.Last(), nil
+	}
+	if t, err = e.store.Thread(ctx, child.ID); err != nil {
+		return weft.StopInfo{}, err
+	}
+	return weft.StopInfo{Reason: t.StopReason}, nil
+}
+
 // childResult is a stopped child's outcome (subagents.md §4.3), first match: a session stop's
 // text; with session tools bound, their latest call (never called is a failure); a failing stop's
 // error; else the content of the latest top-level non-tool row.
 func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+	if info.Reason == weft.StopSession && info.Error == "" && info.RunID == "" {
+		// Known from the store only (the stop happened before a crash): the session tool call's text.
+		if out, ok := e.sessionCallResult(ctx, child, a); ok {
+			return out
+		}
+	}
 	switch info.Reason {
 	case weft.StopSession, weft.StopStateSession:
 		return weft.Success(info.Error)
 	case weft.StopSessionFail:
+		if info.Error == "" && info.RunID == "" {
+			if out, ok := e.sessionCallResult(ctx, child, a); ok {
+				return out
+			}
+		}
 		return weft.Failure(info.Error)
 	}
 	if b := a.Side(weft.SideB); a.SideA.SessionStop != nil || a.SideA.SessionFail != nil || b.SessionStop != nil || b.SessionFail != nil {
@@ -203,16 +330,14 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side) {
 	e.bg.Go(func() {
 		ctx := context.Background()
-		res, err := e.Run(ctx, child.ID)
+		info, err := e.runChild(ctx, child)
 		var out weft.ToolResult
 		if err != nil {
 			out = weft.Failure("Subagent could not run: " + err.Error())
 		} else {
-			out = e.childResult(ctx, child, a, res.Last())
+			out = e.childResult(ctx, child, a, info)
 		}
-		if err := e.Terminate(ctx, child.ID); err != nil {
-			e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
-		}
+		e.finishChild(ctx, child, out)
 		e.report(ctx, child, owner, out)
 	})
 }
@@ -274,3 +399,58 @@ func (e *Engine) kick(ctx context.Context, threadID string) {
 // Wait blocks until background work is done: non-blocking subagents, their reports and the parent
 // runs those start (cli.md §2: `weft run` waits for all descendants).
 func (e *Engine) Wait() { e.bg.Wait() }
+
+// sessionCallResult derives a stopped child's outcome from its latest successful sessionStop or
+// sessionFail call: the call's messageProperty argument, else the tool's result.
+func (e *Engine) sessionCallResult(ctx context.Context, child *weft.Thread, a *weft.Agent) (weft.ToolResult, bool) {
+	rows, err := e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 50, Desc: true, Roles: []weft.Role{weft.RoleTool, weft.RoleAssistant, weft.RoleUser}})
+	if err != nil {
+		return weft.ToolResult{}, false
+	}
+	bindings := map[string]struct {
+		t    *weft.SessionTool
+		fail bool
+	}{}
+	for _, side := range []weft.AgentSide{a.SideA, a.Side(weft.SideB)} {
+		if side.SessionStop != nil {
+			bindings[side.SessionStop.Name] = struct {
+				t    *weft.SessionTool
+				fail bool
+			}{side.SessionStop, false}
+		}
+		if side.SessionFail != nil {
+			bindings[side.SessionFail.Name] = struct {
+				t    *weft.SessionTool
+				fail bool
+			}{side.SessionFail, true}
+		}
+	}
+	for i, m := range rows {
+		b, ok := bindings[m.Name]
+		if m.Role != weft.RoleTool || !ok || m.ToolStatus != weft.ToolSuccess {
+			continue
+		}
+		text := m.Content
+		if b.t.MessageProperty != "" {
+			// The call's arguments are on the assistant row before it (older rows follow in rows).
+			for _, prev := range rows[i+1:] {
+				for _, c := range prev.ToolCalls {
+					if c.ID != m.ToolCallID {
+						continue
+					}
+					var args map[string]any
+					if json.Unmarshal([]byte(c.Arguments), &args) == nil {
+						if v, ok := args[b.t.MessageProperty].(string); ok {
+							text = v
+						}
+					}
+				}
+			}
+		}
+		if b.fail {
+			return weft.Failure(text), true
+		}
+		return weft.Success(text), true
+	}
+	return weft.ToolResult{}, false
+}

@@ -164,7 +164,7 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return r.startHandoff(s, o, args)
 	case t.Agent != nil:
-		return r.callSubagent(s, o, args)
+		return r.callSubagent(s, o, c, msg, args)
 	case t.MCP != nil:
 		return weft.Failure(fmt.Sprintf("Tool %q belongs to MCP server %q; MCP servers are not available in this version of Weft.", t.Name, t.MCP.Name))
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
