@@ -39,6 +39,13 @@ type offered struct {
 	entry  weft.ToolEntry
 	target weft.Target
 	spec   weft.ToolSpec
+	// lifecycle names an injected subagent lifecycle tool (subagent_create, …); entries are the
+	// enabled resumable entries it serves.
+	lifecycle string
+	entries   []resumableEntry
+	// check, when set, validates arguments instead of spec.Parameters (an unknown agent name gets
+	// the lifecycle tool's own error rather than an enum mismatch).
+	check *schema.Schema
 }
 
 // newScope resolves a prompt's enabled tool entries into offered tools.
@@ -57,6 +64,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		entries = append(append([]weft.ToolEntry(nil), entries...), s.rendered.Tools...)
 	}
 	model, _ := r.e.reg.Model(p.Model)
+	var resumable []resumableEntry
 	for _, e := range entries {
 		if e.Optional != "" {
 			v, ok := s.env.lookup(e.Optional)
@@ -82,6 +90,10 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			}
 		case t.Prompt != nil:
 			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Prompt.ToolDescription, Parameters: argsSchema(t.Prompt.RequiredSchema)}
+		case t.Agent != nil && e.Resumable != nil && e.Resumable.Enabled:
+			// Resumable agents are reached through the injected lifecycle tools (subagents.md §3).
+			resumable = append(resumable, resumableEntry{entry: e, agent: t.Agent})
+			continue
 		case t.Agent != nil:
 			desc := t.Agent.ToolDescription
 			var params *schema.Schema
@@ -100,6 +112,11 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		}
 		s.offered[o.spec.Name] = o
 		s.specs = append(s.specs, o.spec)
+	}
+	if len(resumable) > 0 {
+		if err := r.offerLifecycle(s, resumable); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -40,7 +40,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops (subagents.md §2.4, §4.1).
-		r.e.startChild(child, target, s.side)
+		r.e.startChild(child, target, s.side, childMode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return r.awaitChild(child, target)
@@ -176,7 +176,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 	now := r.now()
 	child := &weft.Thread{ID: id, ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
 		Agent: target.Name, OriginAgent: target.Name, UserID: r.thread.UserID, Label: label,
-		Tags: []string{"name:" + label}, Properties: map[string]any{}, Arguments: args, Status: weft.ThreadIdle,
+		Tags: []string{"name:" + label}, Properties: map[string]any{subagentProperty: childRow(target, e, label, s.side)}, Arguments: args, Status: weft.ThreadIdle,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
 	if child.Arguments == nil {
 		child.Arguments = map[string]any{}
@@ -200,6 +200,9 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 		}
 	}
 	init := weft.NewMessage{Role: weft.RoleUser, Content: initText(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
+	if e.Resumable != nil && e.Resumable.Enabled && e.Resumable.ReceivesMessages == "side_b" {
+		init.Role = weft.RoleAssistant
+	}
 	init.Attachments = atts
 	if init.Content == "" && len(atts) == 0 {
 		init.Content = "Begin your task."
@@ -268,11 +271,33 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread) (weft.StopInf
 		return weft.StopInfo{}, err
 	}
 	var res *RunResult
-	switch {
-	case len(q) > 0:
-		res, err = e.Run(ctx, child.ID)
-	case t.Status == weft.ThreadRunning:
-		res, err = e.Continue(ctx, child.ID, "")
+	for range 100 {
+		switch {
+		case len(q) > 0:
+			res, err = e.Run(ctx, child.ID)
+		case t.Status == weft.ThreadRunning:
+			res, err = e.Continue(ctx, child.ID, "")
+		}
+		if !errors.Is(err, weft.ErrLeaseHeld) {
+			break
+		}
+		// The child is busy with a run of this process: wait for it; its run drains our message
+		// or leaves it queued for the next one.
+		e.mu.Lock()
+		ar := e.running[child.ID]
+		e.mu.Unlock()
+		if ar != nil {
+			<-ar.done
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		res, err = nil, nil
+		if q, err = e.store.Queued(ctx, child.ID); err != nil {
+			return weft.StopInfo{}, err
+		}
+		if len(q) == 0 {
+			break
+		}
 	}
 	if err != nil {
 		return weft.StopInfo{}, err
@@ -327,7 +352,11 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 
 // startChild runs a non-blocking child in the background; when it stops its outcome is queued to
 // the parent as a silent report and the child is terminated.
-func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side) {
+// childMode says how a background child ends: a resumable one stays alive after reporting, and
+// with explicit parent communication it reports nothing on its own.
+type childMode struct{ resumable, explicit bool }
+
+func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
 	e.bg.Go(func() {
 		ctx := context.Background()
 		info, err := e.runChild(ctx, child)
@@ -337,8 +366,12 @@ func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side) 
 		} else {
 			out = e.childResult(ctx, child, a, info)
 		}
-		e.finishChild(ctx, child, out)
-		e.report(ctx, child, owner, out)
+		if !mode.resumable {
+			e.finishChild(ctx, child, out)
+		}
+		if !mode.explicit {
+			e.report(ctx, child, owner, out)
+		}
 	})
 }
 
@@ -453,4 +486,15 @@ func (e *Engine) sessionCallResult(ctx context.Context, child *weft.Thread, a *w
 		return weft.Success(text), true
 	}
 	return weft.ToolResult{}, false
+}
+
+// childRow is a child's registry row (subagents.md §7.1), kept on the child thread.
+func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) map[string]any {
+	row := map[string]any{"agent": a.Name, "label": label, "owner_side": string(owner),
+		"blocking": weft.Flag(e.Blocking, true), "resumable": e.Resumable != nil && e.Resumable.Enabled}
+	if e.Resumable != nil && e.Resumable.Enabled {
+		row["receives_messages"] = orDefault(e.Resumable.ReceivesMessages, "side_a")
+		row["parent_communication"] = orDefault(e.Resumable.ParentCommunication, "implicit")
+	}
+	return row
 }

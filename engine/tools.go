@@ -117,6 +117,9 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 		raw = map[string]any{}
 	}
 	params := o.spec.Parameters
+	if o.check != nil {
+		params = o.check
+	}
 	if len(o.entry.Bindings) > 0 && o.target.Tool != nil {
 		// Bound parameters come from the prompt's arguments; the tool's full schema validates.
 		params = argsSchema(o.target.Tool.Args)
@@ -159,6 +162,8 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	}()
 	t := o.target
 	switch {
+	case o.lifecycle != "":
+		return r.callLifecycle(s, o, c, msg, args)
 	case t.Prompt != nil:
 		return r.callSubPrompt(s, o, c, args, st.exec.resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:

@@ -1,0 +1,122 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+)
+
+// TestResumableSubagents walks the rows of the lifecycle result table (subagents.md §3) with
+// blocking instances: list none, unknown agent, create, list, message, unknown reference,
+// a second instance and the instance cap.
+func TestResumableSubagents(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a", MaxInstances: 2}}, nil)
+	var mu sync.Mutex
+	var offered [][]string
+	step := 0
+	ref := ""
+	calls := []func() weft.ToolCall{
+		func() weft.ToolCall { return weft.ToolCall{Name: "subagents", Arguments: `{}`} },
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_create", Arguments: `{"agent":"nope","message":"x"}`}
+		},
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 1","name":"first"}`}
+		},
+		func() weft.ToolCall { return weft.ToolCall{Name: "subagents", Arguments: `{}`} },
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_message", Arguments: fmt.Sprintf(`{"referenceId":%q,"message":"Draft 2"}`, ref)}
+		},
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_message", Arguments: `{"referenceId":"thr_bogus","message":"hi"}`}
+		},
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 3"}`}
+		},
+		func() weft.ToolCall {
+			return weft.ToolCall{Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 4"}`}
+		},
+	}
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if req.Prompt == "reviewer" {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a" + fmt.Sprint(len(req.Messages)), Name: "approve",
+				Arguments: fmt.Sprintf(`{"summary":"ok: %s"}`, last.Content)}}}, nil
+		}
+		if i := strings.LastIndex(last.Content, "Reference: "); i >= 0 && ref == "" {
+			ref = strings.TrimSpace(last.Content[i+len("Reference: "):])
+		}
+		var names []string
+		for _, s := range req.Tools {
+			names = append(names, s.Name)
+		}
+		offered = append(offered, names)
+		if step == len(calls) {
+			return &weft.Response{Text: "done"}, nil
+		}
+		c := calls[step]()
+		c.ID = fmt.Sprint("c", step)
+		step++
+		return &weft.Response{ToolCalls: []weft.ToolCall{c}}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	th, res := h.run("assistant", "Review my drafts.", nil)
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	kids, _, _ := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: th.ID, Sort: "oldest"})
+	if len(kids) != 2 || kids[0].ID != ref {
+		t.Fatalf("children %d, first %s, ref %s", len(kids), kids[0].ID, ref)
+	}
+	r2 := kids[1].ID
+	var got []string
+	msgs, _ := h.store.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: -1, Roles: []weft.Role{weft.RoleTool}})
+	for _, m := range msgs {
+		got = append(got, string(m.ToolStatus)+": "+m.Content)
+	}
+	want := []string{
+		"success: No active subagent instances.",
+		`error: Failed to execute tool: Agent "nope" is not available for this prompt. Use one of: review`,
+		"success: ok: Draft 1\n\nReference: " + ref,
+		"success: - " + ref + `: review "first" — idle`,
+		"success: ok: Draft 2\n\nReference: " + ref,
+		`error: Failed to execute tool: Subagent reference "thr_bogus" is not active.`,
+		"success: ok: Draft 3\n\nReference: " + r2,
+		fmt.Sprintf(`error: Failed to execute tool: Maximum instances (2) of "review" reached. Active references: %s, %s. Use subagent_message to continue one of them.`, ref, r2),
+	}
+	if strings.Join(got, "\n---\n") != strings.Join(want, "\n---\n") {
+		t.Errorf("results:\n%s\nwant:\n%s", strings.Join(got, "\n---\n"), strings.Join(want, "\n---\n"))
+	}
+	if o := offered[0]; slices.Contains(o, "review") || slices.Contains(o, "subagent_message") || !slices.Contains(o, "subagent_create") || !slices.Contains(o, "subagents") {
+		t.Errorf("tools before any child: %v", o)
+	}
+	if o := offered[3]; !slices.Contains(o, "subagent_message") {
+		t.Errorf("tools with a live child: %v", o)
+	}
+	// Resumable children stay alive after answering.
+	for _, k := range kids {
+		if k.Status == weft.ThreadTerminated {
+			t.Errorf("resumable child %s was terminated", k.ID)
+		}
+	}
+}
+
+// newHarnessWith is newHarness driven by a Go model instead of a script.
+func newHarnessWith(t *testing.T, reg *weft.Registry, model weft.Provider) *harness {
+	t.Helper()
+	h := newHarness(t, reg, "- text: unused\n")
+	eng, err := engine.New(engine.Options{Registry: reg, Store: h.store, Override: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	return h
+}
