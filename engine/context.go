@@ -118,6 +118,15 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			return nil, err
 		}
 	}
+	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
+		// A child that reports explicitly gets notify_parent (subagents.md §4.2).
+		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
+			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}
+		if _, dup := s.offered[toolNotifyParent]; !dup {
+			s.offered[toolNotifyParent] = o
+			s.specs = append(s.specs, o.spec)
+		}
+	}
 	return s, nil
 }
 

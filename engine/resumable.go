@@ -20,6 +20,7 @@ const (
 	toolSubagentCreate  = "subagent_create"
 	toolSubagentMessage = "subagent_message"
 	toolSubagents       = "subagents"
+	toolNotifyParent    = "notify_parent"
 )
 
 // subagentProperty is the child thread property holding its registry row (subagents.md §7.1).
@@ -95,6 +96,12 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 		return r.subagentCreate(s, o, c, msg, args)
 	case toolSubagentMessage:
 		return r.subagentMessage(s, args)
+	case toolNotifyParent:
+		st := &threadState{e: r.e, thread: r.thread, r: r, ctx: r.ctx}
+		if err := st.NotifyParent(context.WithoutCancel(r.ctx), initText(args["message"]), attachmentPaths(args["attachments"])...); err != nil {
+			return weft.Failure(r.red.Error(err))
+		}
+		return weft.Success("Message sent to parent.")
 	default:
 		return r.subagentList(s)
 	}

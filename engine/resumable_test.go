@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -119,4 +120,97 @@ func newHarnessWith(t *testing.T, reg *weft.Registry, model weft.Provider) *harn
 	}
 	h.eng = eng
 	return h
+}
+
+// TestExplicitParentCommunication: a non-blocking resumable child with explicit reporting sends
+// notify_parent and State.NotifyParent messages (a file copied byte-identical into the parent's
+// /attachments/) and no automatic report; the parent lists it with its status text.
+func TestExplicitParentCommunication(t *testing.T) {
+	blocking := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking,
+		Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a", ParentCommunication: "explicit"}}, nil)
+	data := []byte("findings\x00\x01")
+	reg.AddTool(&weft.Tool{Name: "share", Description: "Share findings.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		if _, err := st.Files().WriteFile(ctx, "/notes/findings.bin", data, weft.WriteOptions{}); err != nil {
+			return weft.ToolResult{}, err
+		}
+		if err := st.SetStatus(ctx, "shared findings"); err != nil {
+			return weft.ToolResult{}, err
+		}
+		return weft.Success("shared"), st.NotifyParent(ctx, "see the file", "/notes/findings.bin")
+	})})
+	p, _ := reg.Prompt("reviewer")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "share"})
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var childTools []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if req.Prompt == "reviewer" {
+			switch last.Role {
+			case weft.RoleUser:
+				<-gate // the parent's first run has stopped
+				mu.Lock()
+				for _, s := range req.Tools {
+					childTools = append(childTools, s.Name)
+				}
+				mu.Unlock()
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "n1", Name: "notify_parent", Arguments: `{"message":"halfway"}`}}}, nil
+			case weft.RoleTool:
+				if last.Name == "notify_parent" {
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "share", Arguments: `{}`}}}, nil
+				}
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"all good"}`}}}, nil
+			}
+		}
+		if last.Content == "Review in the background." {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft","name":"bg"}`}}}, nil
+		}
+		if last.Role == weft.RoleTool && last.Name == "subagent_create" {
+			return &weft.Response{Text: "started"}, nil
+		}
+		return &weft.Response{Text: "noted"}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	th, _ := h.run("assistant", "Review in the background.", nil)
+	close(gate)
+	h.eng.Wait()
+	ctx := context.Background()
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, Roles: []weft.Role{weft.RoleUser}})
+	var notes []weft.Message
+	for _, m := range msgs {
+		if m.Metadata["kind"] != nil {
+			notes = append(notes, m)
+		}
+	}
+	if len(notes) != 2 {
+		t.Logf("parent:\n%s", strings.Join(h.transcript(th.ID), "\n"))
+		if ks, _, _ := h.store.Threads(ctx, weft.ThreadQuery{ParentID: th.ID}); len(ks) > 0 {
+			t.Logf("child:\n%s", strings.Join(h.transcript(ks[0].ID), "\n"))
+		}
+		t.Fatalf("parent got %d subagent messages: %+v", len(notes), notes)
+	}
+	kids, _, _ := h.store.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
+	ref := kids[0].ID
+	if notes[0].Content != "Subagent (reference: "+ref+") sent a message:\n\nhalfway" || notes[0].Metadata["kind"] != "subagent_message" || !notes[0].Silent {
+		t.Errorf("first: %+v", notes[0])
+	}
+	if len(notes[1].Attachments) != 1 || !strings.HasPrefix(notes[1].Content, "Subagent (reference: "+ref+") sent a message:\n\nsee the file\n\nAttachments:\n- /attachments/") {
+		t.Fatalf("second: %+v", notes[1])
+	}
+	got, err := h.store.Files().ReadFile(ctx, th.ID, notes[1].Attachments[0].Path)
+	if err != nil || string(got) != string(data) {
+		t.Errorf("parent copy %q %v", got, err)
+	}
+	if !slices.Contains(childTools, "notify_parent") {
+		t.Errorf("child tools: %v", childTools)
+	}
+	infos, err := h.eng.State(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children, _ := infos.Children(ctx)
+	if len(children) != 1 || children[0].StatusText != "shared findings" || children[0].Label != "bg" || children[0].ParentCommunication != "explicit" || children[0].Status != "idle" {
+		t.Errorf("children: %+v", children)
+	}
 }

@@ -511,10 +511,50 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	return nil
 }
 
+// NotifyParent queues "Subagent (reference: …) sent a message" to the parent (subagents.md §4.2),
+// silent, role by the owner side, with the files copied into the parent's /attachments/.
 func (s *threadState) NotifyParent(ctx context.Context, text string, attachments ...string) error {
-	return weft.ErrNoParent
+	if s.thread.ParentID == "" {
+		return weft.ErrNoParent
+	}
+	var atts []weft.ToolAttachment
+	for _, p := range attachments {
+		a, err := s.e.readFileAttachment(ctx, s.thread.ID, p)
+		if err != nil {
+			return err
+		}
+		atts = append(atts, a)
+	}
+	owner := weft.SideA
+	if row, ok := registryRow(s.thread); ok && row["owner_side"] == string(weft.SideB) {
+		owner = weft.SideB
+	}
+	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
+	return s.e.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
 }
-func (s *threadState) SetStatus(ctx context.Context, text string) error { return nil }
+
+// SetStatus sets the status text of the thread's registry row, which the parent's listing shows.
+func (s *threadState) SetStatus(ctx context.Context, text string) error {
+	t, err := s.e.store.Thread(ctx, s.thread.ID)
+	if err != nil {
+		return err
+	}
+	row, ok := registryRow(t)
+	if !ok {
+		return weft.ErrNoParent
+	}
+	props := map[string]any{}
+	for k, v := range t.Properties {
+		props[k] = v
+	}
+	nr := map[string]any{}
+	for k, v := range row {
+		nr[k] = v
+	}
+	nr["status_text"] = text
+	props[subagentProperty] = nr
+	return s.e.store.Tx(ctx, t.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) })
+}
 
 // StopSession ends the session after the current step (state_stop_session; session_fail with
 // Failed).
@@ -543,11 +583,59 @@ func (s *threadState) Terminate(ctx context.Context) error {
 	}
 	return s.e.Terminate(ctx, s.thread.ID)
 }
-func (s *threadState) Parent(ctx context.Context) (weft.State, error) { return nil, weft.ErrNoParent }
-func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error) {
-	return nil, fmt.Errorf("subagent %s: %w", ref, weft.ErrNotFound)
+
+// Parent returns the parent thread's state; ErrNoParent at the root.
+func (s *threadState) Parent(ctx context.Context) (weft.State, error) {
+	if s.thread.ParentID == "" {
+		return nil, weft.ErrNoParent
+	}
+	t, err := s.e.store.Thread(ctx, s.thread.ParentID)
+	if err != nil {
+		return nil, err
+	}
+	return &threadState{e: s.e, thread: t, ctx: ctx}, nil
 }
-func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error) { return nil, nil }
+
+// Child returns the state of one of the thread's subagents.
+func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error) {
+	t, err := s.e.store.Thread(ctx, ref)
+	if err != nil || t.ParentID != s.thread.ID {
+		return nil, fmt.Errorf("subagent %s: %w", ref, weft.ErrNotFound)
+	}
+	return &threadState{e: s.e, thread: t, ctx: ctx}, nil
+}
+
+// Children lists the thread's subagent registry (subagents.md §7.1), oldest first.
+func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
+	kids, _, err := s.e.store.Threads(ctx, weft.ThreadQuery{ParentID: s.thread.ID, Sort: "oldest", Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]weft.SubagentInfo, 0, len(kids))
+	for _, k := range kids {
+		row, _ := registryRow(k)
+		str := func(key string) string { v, _ := row[key].(string); return v }
+		flag := func(key string) bool { v, _ := row[key].(bool); return v }
+		out = append(out, weft.SubagentInfo{Reference: k.ID, ParentThreadID: s.thread.ID, Agent: k.Agent, Label: str("label"),
+			OwnerSide: weft.Side(str("owner_side")), Blocking: flag("blocking"), Resumable: flag("resumable"),
+			ReceivesMessages: str("receives_messages"), ParentCommunication: str("parent_communication"),
+			Status: registryStatus(k.Status), StatusText: str("status_text"), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt})
+	}
+	return out, nil
+}
+
+// registryStatus maps a thread status to a registry status: running, idle, failed or terminated.
+func registryStatus(st weft.ThreadStatus) string {
+	switch st {
+	case weft.ThreadRunning:
+		return "running"
+	case weft.ThreadFailed:
+		return "failed"
+	case weft.ThreadTerminated:
+		return "terminated"
+	}
+	return "idle"
+}
 
 // storeAttachments writes new attachments (data) under /attachments/ and resolves references.
 func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {

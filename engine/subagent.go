@@ -227,19 +227,11 @@ func initText(v any) string {
 
 // readAttachment reads a file of this thread as a new attachment for another thread.
 func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment, string) {
-	clean, err := weft.CleanPath(p)
+	a, err := r.e.readFileAttachment(ctx, r.thread.ID, p)
 	if err != nil {
-		return weft.ToolAttachment{}, "Attachment not found: " + p
+		return weft.ToolAttachment{}, err.Error()
 	}
-	fi, err := r.e.store.Files().Stat(ctx, r.thread.ID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, "Attachment not found: " + p
-	}
-	data, err := r.e.store.Files().ReadFile(ctx, r.thread.ID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, "Attachment not found: " + p
-	}
-	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, ""
+	return a, ""
 }
 
 // runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
@@ -375,28 +367,78 @@ func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, 
 	})
 }
 
-// report queues a child's outcome to its parent (subagents.md §4.1): silent, role by owner side,
-// tagged with the child's reference; it starts a parent run unless the parent is stopped.
+// report queues a child's outcome to its parent (subagents.md §4.1).
 func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult) {
 	text := fmt.Sprintf("Subagent (reference: %s) has returned the following result:\n\n%s", child.ID, out.Result)
 	if out.Status != weft.ToolSuccess {
 		text = fmt.Sprintf("Subagent (reference: %s) has reported a failure:\n\n%s", child.ID, out.Error)
 	}
+	var atts []weft.ToolAttachment
+	for _, a := range out.Attachments {
+		if a.IsRef() {
+			if c, err := e.readFileAttachment(ctx, child.ID, a.Path); err == nil {
+				atts = append(atts, c)
+			}
+		}
+	}
+	if err := e.deliver(ctx, child, owner, text, "subagent_result", atts); err != nil {
+		e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
+	}
+}
+
+// deliver queues a silent message from a child to its parent, role by owner side (A → user,
+// B → assistant), tagged with the child's reference, its files copied into the parent's
+// /attachments/ and listed; a parent run starts in the background unless the parent is stopped.
+func (e *Engine) deliver(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
 	role := weft.RoleUser
 	if owner == weft.SideB {
 		role = weft.RoleAssistant
 	}
-	red, err := e.Redactor(ctx, child.ParentID)
-	if err == nil {
+	if red, err := e.Redactor(ctx, child.ParentID); err == nil {
 		text = red(text)
 	}
-	_, err = e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true,
-		Metadata: map[string]any{"subagent_id": child.ID, "kind": "subagent_result"}})
+	parent, err := e.store.Thread(ctx, child.ParentID)
 	if err != nil {
-		e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
-		return
+		return err
 	}
-	e.kick(ctx, child.ParentID)
+	ps := &threadState{e: e, thread: parent}
+	stored, err := ps.storeAttachments(ctx, atts)
+	if err != nil {
+		return err
+	}
+	if len(stored) > 0 {
+		text += "\n\nAttachments:"
+		for _, a := range stored {
+			text += "\n- " + a.Path
+		}
+	}
+	refs := make([]weft.ToolAttachment, len(stored))
+	for i, a := range stored {
+		refs[i] = weft.ToolAttachment{ID: a.ID, Path: a.Path, Name: a.Name}
+	}
+	if _, err := e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true, Attachments: refs,
+		Metadata: map[string]any{"subagent_id": child.ID, "kind": kind}}); err != nil {
+		return err
+	}
+	e.bg.Go(func() { e.kick(context.WithoutCancel(ctx), child.ParentID) })
+	return nil
+}
+
+// readFileAttachment reads a file of a thread as a new attachment for another thread.
+func (e *Engine) readFileAttachment(ctx context.Context, threadID, p string) (weft.ToolAttachment, error) {
+	clean, err := weft.CleanPath(p)
+	if err != nil {
+		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
+	}
+	fi, err := e.store.Files().Stat(ctx, threadID, clean)
+	if err != nil {
+		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
+	}
+	data, err := e.store.Files().ReadFile(ctx, threadID, clean)
+	if err != nil {
+		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
+	}
+	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, nil
 }
 
 // kick runs a thread whose queue holds work, unless it is stopped or terminated. A run already
