@@ -15,12 +15,8 @@ import (
 // pendingRules are conformance rules whose capability has not landed yet, with the issue that
 // brings it. A rule leaves this list in the change that adds its test.
 var pendingRules = map[string]string{
-	"S003_5_immediate":                  "subagents (#7)",
-	"S003_5_optional_flag":              "subagents (#7)",
-	"S003_5_subagent_blocking":          "subagents (#7)",
-	"S003_6_env_required_bootstrap":     "subagents (#7)",
-	"S003_6_lifecycle_tools":            "subagents (#7)",
-	"S003_7_attachments_across_threads": "subagents (#7)",
+	"S003_5_immediate":              "subagents (#7)",
+	"S003_6_env_required_bootstrap": "subagents (#7)",
 }
 
 // TestConformanceCoverage checks that every rule ID of spec/conformance.md is carried by a test

@@ -13,10 +13,10 @@ import (
 	"github.com/weft-agents/weft/engine"
 )
 
-// TestResumableSubagents walks the rows of the lifecycle result table (subagents.md §3) with
+// TestS003_6_lifecycle_tools walks the rows of the lifecycle result table (subagents.md §3) with
 // blocking instances: list none, unknown agent, create, list, message, unknown reference,
 // a second instance and the instance cap.
-func TestResumableSubagents(t *testing.T) {
+func TestS003_6_lifecycle_tools(t *testing.T) {
 	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a", MaxInstances: 2}}, nil)
 	var mu sync.Mutex
 	var offered [][]string
@@ -212,5 +212,39 @@ func TestExplicitParentCommunication(t *testing.T) {
 	children, _ := infos.Children(ctx)
 	if len(children) != 1 || children[0].StatusText != "shared findings" || children[0].Label != "bg" || children[0].ParentCommunication != "explicit" || children[0].Status != "idle" {
 		t.Errorf("children: %+v", children)
+	}
+}
+
+// TestS003_5_optional_flag: an optional subagent entry (and a resumable one's lifecycle tools) is
+// offered only when its flag resolves to true, 1 or yes.
+func TestS003_5_optional_flag(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		set  bool
+		on   bool
+	}{{"true", true, true}, {"1", true, true}, {"YES", true, true}, {"no", true, false}, {"0", true, false}, {"", false, false}} {
+		for _, resumable := range []bool{false, true} {
+			entry := weft.ToolEntry{Optional: "USE_REVIEW"}
+			want := "review"
+			if resumable {
+				entry.Resumable, want = &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}, "subagent_create"
+			}
+			var tools []string
+			model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+				for _, s := range req.Tools {
+					tools = append(tools, s.Name)
+				}
+				return &weft.Response{Text: "ok"}, nil
+			})
+			h := newHarnessWith(t, subagentRegistry(entry, nil), model)
+			env := map[string]string{}
+			if tc.set {
+				env["USE_REVIEW"] = tc.flag
+			}
+			h.run("assistant", "hi", env)
+			if got := slices.Contains(tools, want); got != tc.on {
+				t.Errorf("flag %q (set %v) resumable %v: offered %v", tc.flag, tc.set, resumable, tools)
+			}
+		}
 	}
 }

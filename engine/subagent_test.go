@@ -38,7 +38,7 @@ func childOf(t *testing.T, h *harness, parentID string) *weft.Thread {
 	return kids[0]
 }
 
-func TestBlockingSubagent(t *testing.T) {
+func TestS003_5_subagent_blocking(t *testing.T) {
 	cases := []struct {
 		name, script string
 		wantResult   string
@@ -98,7 +98,7 @@ func TestBlockingSubagent(t *testing.T) {
 }
 
 func TestSubagentChildInputs(t *testing.T) {
-	t.Run("attachment_copied_byte_identical", func(t *testing.T) {
+	t.Run("S003_7_attachments_across_threads_parent_to_child", func(t *testing.T) {
 		h := newHarness(t, subagentRegistry(weft.ToolEntry{}, nil), `
 - tool_calls: [{name: review, arguments: {message: "Review the file", attachments: [/attachments/draft.txt]}}]
 - match: {prompt: reviewer}
