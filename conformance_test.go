@@ -15,7 +15,6 @@ import (
 // pendingRules are conformance rules whose capability has not landed yet, with the issue that
 // brings it. A rule leaves this list in the change that adds its test.
 var pendingRules = map[string]string{
-	"S003_5_immediate":              "subagents (#7)",
 	"S003_6_env_required_bootstrap": "subagents (#7)",
 }
 

@@ -38,6 +38,8 @@ type execState struct {
 	// IdleA and IdleB record that a handler side's last turn was idle.
 	IdleA bool `json:"idle_a,omitempty"`
 	IdleB bool `json:"idle_b,omitempty"`
+	// Immediate lists the side:prompt pairs whose immediate subagents were started (once per thread).
+	Immediate []string `json:"immediate,omitempty"`
 }
 
 func (s *execState) turns(side weft.Side) int {

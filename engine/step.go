@@ -35,6 +35,9 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	}
 	s.toolCalled = r.state.ToolCalled
 	s.final = r.finalPlan(def, side)
+	if err := r.startImmediate(s, p, side); err != nil {
+		return stepOutcome{}, err
+	}
 	if r.e.opt.OnEvent != nil {
 		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
 	}

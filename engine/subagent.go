@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -539,4 +540,94 @@ func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) ma
 		row["parent_communication"] = orDefault(e.Resumable.ParentCommunication, "implicit")
 	}
 	return row
+}
+
+// immediateMessage is the initial message of an immediate subagent (subagents.md §7.2).
+const immediateMessage = "You were started automatically when this thread was created. Begin your task."
+
+// startImmediate starts, the first time a prompt becomes active for a side in this thread and
+// before its first model step, each enabled immediate subagent entry as if the model had called it.
+// A blocking non-resumable result and any start error are stored as a synthetic call and its
+// result, so the model sees them; other outcomes are reported as usual (§4). The start is recorded
+// before it happens: at most once per thread, even across a crash.
+func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
+	key := string(side) + ":" + p.Name
+	if slices.Contains(r.state.Immediate, key) {
+		return nil
+	}
+	type start struct {
+		o    *offered
+		name string
+		args map[string]any
+	}
+	var starts []start
+	for _, sp := range s.specs {
+		o := s.offered[sp.Name]
+		switch {
+		case o.lifecycle == toolSubagentCreate:
+			for _, re := range o.entries {
+				if weft.Flag(re.entry.Immediate, false) {
+					starts = append(starts, start{o, toolSubagentCreate, map[string]any{"agent": re.agent.Name, "message": immediateMessage}})
+				}
+			}
+		case o.lifecycle == "" && o.target.Agent != nil && o.target.Agent.Kind() == weft.DualAI && weft.Flag(o.entry.Immediate, false):
+			prop := orDefault(o.entry.InitUserMessageProperty, "message")
+			starts = append(starts, start{o, sp.Name, map[string]any{prop: immediateMessage}})
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	r.state.Immediate = append(r.state.Immediate, key)
+	if err := r.saveState(); err != nil {
+		return err
+	}
+	for _, st := range starts {
+		raw, _ := json.Marshal(st.args)
+		c := weft.ToolCall{ID: weft.NewID("call_"), Name: st.name, Arguments: string(raw)}
+		var res weft.ToolResult
+		keep := false
+		if st.o.lifecycle != "" {
+			// A resumable immediate instance starts in the background; its outcome is reported.
+			res = r.createImmediateInstance(s, st.o, st.args)
+			keep = res.Status != weft.ToolSuccess
+		} else {
+			res = r.callSubagent(s, st.o, c, nil, st.args)
+			keep = weft.Flag(st.o.entry.Blocking, true) || res.Status != weft.ToolSuccess
+		}
+		if !keep {
+			continue
+		}
+		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
+			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
+		if err := r.tx(func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+			return err
+		}
+		r.addRow(*m)
+		r.emitMessage(*m)
+		if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createImmediateInstance starts an immediate resumable instance without waiting for it.
+func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any) weft.ToolResult {
+	name, _ := args["agent"].(string)
+	for _, re := range o.entries {
+		if re.agent.Name != name {
+			continue
+		}
+		entry := re.entry
+		entry.InitUserMessageProperty, entry.InitAttachmentsProperty, entry.InitAgentNameProperty = "message", "attachments", "name"
+		eo := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: name, Agent: re.agent}}
+		child, errText := r.createChild(s, eo, args, weft.NewID("thr_"))
+		if errText != "" {
+			return weft.Failure(errText)
+		}
+		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
+		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
+	}
+	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
 }

@@ -322,3 +322,74 @@ func TestTerminateCascades(t *testing.T) {
 		t.Errorf("parent transcript kept, no report run:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestS003_5_immediate: an immediate entry starts before the prompt's first model step, once per
+// thread; a blocking result and a start error are stored as a synthetic call and result.
+func TestS003_5_immediate(t *testing.T) {
+	yes := true
+	t.Run("blocking_result_seen_by_the_model", func(t *testing.T) {
+		h := newHarness(t, subagentRegistry(weft.ToolEntry{Immediate: &yes}, nil), `
+- match: {prompt: reviewer}
+  expect: {last_contains: You were started automatically when this thread was created. Begin your task.}
+  tool_calls: [{name: approve, arguments: {summary: Nothing to review yet.}}]
+- match: {agent: assistant}
+  expect: {last_contains: Nothing to review yet.}
+  text: The reviewer is ready.
+- match: {agent: assistant}
+  expect: {last_contains: second}
+  text: Still here.
+`)
+		th, _ := h.run("assistant", "hello", nil)
+		h.send(th.ID, "second")
+		got := h.transcript(th.ID)
+		wantTranscript(t, got,
+			"user: hello",
+			`assistant:  [review {"message":"You were started automatically when this thread was created. Begin your task."}]`,
+			"tool:review: Nothing to review yet.",
+			"assistant: The reviewer is ready.",
+			"user: second",
+			"assistant: Still here.")
+		if kids, n, _ := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: th.ID}); n != 1 {
+			t.Errorf("children: %d %v", n, kids)
+		}
+	})
+	t.Run("start_error_stored", func(t *testing.T) {
+		reg := subagentRegistry(weft.ToolEntry{Immediate: &yes}, nil)
+		p, _ := reg.Prompt("reviewer")
+		p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarText, Required: true, Scoped: true, Description: "d"}}
+		h := newHarness(t, reg, `
+- match: {agent: assistant}
+  expect: {last_contains: needs values for}
+  text: The reviewer needs configuration.
+`)
+		th, _ := h.run("assistant", "hello", nil)
+		if got := h.transcript(th.ID); len(got) != 4 || got[2] != `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE.` {
+			t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
+		}
+	})
+	t.Run("non_blocking_reports_later", func(t *testing.T) {
+		no := false
+		reg := subagentRegistry(weft.ToolEntry{Immediate: &yes, Blocking: &no}, nil)
+		gate := make(chan struct{}) // the child's verdict waits for the parent's first run to stop
+		tl, _ := reg.Tool("approve")
+		tl.Execute = weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+			<-gate
+			return weft.Success("recorded"), nil
+		})
+		h := newHarness(t, reg, `
+- {match: {agent: assistant}, expect: {last_contains: hello}, text: Hi.}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: Ready.}}]}
+- {match: {agent: assistant}, expect: {last_contains: Ready.}, text: Reviewer reported.}
+`)
+		th, _ := h.run("assistant", "hello", nil)
+		close(gate)
+		h.eng.Wait()
+		if f := h.script.Failures(); len(f) > 0 {
+			t.Fatal(f)
+		}
+		got := h.transcript(th.ID)
+		if len(got) != 4 || !strings.HasSuffix(got[2], "has returned the following result:\n\nReady.") {
+			t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
+		}
+	})
+}
