@@ -16,9 +16,30 @@ type document struct {
 	Result   runResult      `json:"result"`
 	Messages []weft.Message `json:"messages"`
 	Usage    usage          `json:"usage"`
-	Children []any          `json:"children"`
+	Children []childRow     `json:"children"`
 	Effects  []effectRow    `json:"effects"`
 	Script   *scriptStats   `json:"script"`
+}
+
+// childRow is a child thread in the document: its registry status and its own document.
+type childRow struct {
+	Reference string    `json:"reference"`
+	Agent     string    `json:"agent"`
+	Status    string    `json:"status"`
+	Document  *document `json:"document"`
+}
+
+// childStatus is a child's registry status (subagents.md §7.1): running, idle, failed or terminated.
+func childStatus(s weft.ThreadStatus) string {
+	switch s {
+	case weft.ThreadRunning:
+		return "running"
+	case weft.ThreadFailed:
+		return "failed"
+	case weft.ThreadTerminated:
+		return "terminated"
+	}
+	return "idle"
 }
 
 type runResult struct {
@@ -66,7 +87,7 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 	if err != nil {
 		return nil, err
 	}
-	doc := &document{Thread: th, Messages: msgs, Children: []any{}, Effects: []effectRow{}}
+	doc := &document{Thread: th, Messages: msgs, Children: []childRow{}, Effects: []effectRow{}}
 	effects, err := st.Effects(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -105,6 +126,18 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 		}
 	}
 	doc.Usage.RedactionsLastLine = res.LastLineRedactions
+	// Every direct child, terminated included, in creation order, with its own document.
+	kids, _, err := st.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Sort: "oldest", Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		cd, err := buildDocument(ctx, st, k.ID, &engine.RunResult{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		doc.Children = append(doc.Children, childRow{Reference: k.ID, Agent: k.Agent, Status: childStatus(k.Status), Document: cd})
+	}
 	if script != nil {
 		doc.Script = &scriptStats{Consumed: script.Consumed(), Remaining: script.Remaining()}
 	}
