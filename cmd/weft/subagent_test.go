@@ -58,7 +58,9 @@ responses:
 		Children []struct {
 			Reference, Agent, Status string
 			Document                 struct {
-				Thread   struct{ ParentID string `json:"parent_id"` }
+				Thread struct {
+					ParentID string `json:"parent_id"`
+				}
 				Messages []struct{ Role, Content string }
 				Result   struct{ Reason string }
 			}
