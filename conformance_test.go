@@ -14,9 +14,7 @@ import (
 
 // pendingRules are conformance rules whose capability has not landed yet, with the issue that
 // brings it. A rule leaves this list in the change that adds its test.
-var pendingRules = map[string]string{
-	"S003_6_env_required_bootstrap": "subagents (#7)",
-}
+var pendingRules = map[string]string{}
 
 // TestConformanceCoverage checks that every rule ID of spec/conformance.md is carried by a test
 // name somewhere in the module, or is listed as pending with the issue that will bring it.

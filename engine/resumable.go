@@ -155,9 +155,9 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 	entry := re.entry
 	entry.InitUserMessageProperty, entry.InitAttachmentsProperty, entry.InitAgentNameProperty = "message", "attachments", "name"
 	eo := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: name, Agent: re.agent}}
-	child, errText := r.createChild(s, eo, childArgs, weft.NewID("thr_"))
-	if errText != "" {
-		return weft.Failure(errText)
+	child, fail := r.createChild(s, eo, childArgs, weft.NewID("thr_"), nil)
+	if fail != nil {
+		return *fail
 	}
 	if !blocking {
 		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})

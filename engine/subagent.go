@@ -35,9 +35,9 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 			return weft.Failure("Subagent could not be created: " + r.red.Error(err))
 		}
 	}
-	child, errText := r.createChild(s, o, args, ref)
-	if errText != "" {
-		return weft.Failure(errText)
+	child, fail := r.createChild(s, o, args, ref, nil)
+	if fail != nil {
+		return *fail
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops (subagents.md §2.4, §4.1).
@@ -113,11 +113,12 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
 		}
 		_, args, errText := r.prepareCall(s, c)
-		if errText == "" {
-			child, errText = r.createChild(s, o, args, meta.Ref)
-		}
 		if errText != "" {
 			return weft.Failure(errText), true
+		}
+		var fail *weft.ToolResult
+		if child, fail = r.createChild(s, o, args, meta.Ref, nil); fail != nil {
+			return *fail, true
 		}
 	}
 	if child.Status == weft.ThreadTerminated {
@@ -134,7 +135,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 // validated by the caller, required variables resolved through the child's layers (inherited
 // values included), then the thread with parent and root, the init rows and the
 // after_subagent_created hooks. A non-empty string is the error result; nothing is created then.
-func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) (*weft.Thread, string) {
+func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, env map[string]string) (*weft.Thread, *weft.ToolResult) {
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
 	flag := func(name string) bool {
@@ -144,15 +145,30 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 	decls := newGraph(r.e.reg, target, flag).declared()
 	inherited, err := ancestorEnv(ctx, r.e.store, r.thread.ID, decls)
 	if err != nil {
-		return nil, "Subagent could not be created: " + r.red.Error(err)
+		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	view := &envView{inherited: inherited, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
-	if missing := missingVariables(decls, view); len(missing) > 0 {
-		names := make([]string, len(missing))
-		for i, m := range missing {
-			names[i] = m.Name
+	own := map[string]weft.EnvValue{}
+	for k, v := range env {
+		t := weft.VarSecret
+		if d, ok := decls[k]; ok && d.Type != "" {
+			t = d.Type
 		}
-		return nil, fmt.Sprintf("Subagent %q needs values for: %s.", target.Name, strings.Join(names, ", "))
+		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+	}
+	view := &envView{thread: own, inherited: inherited, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
+	if missing := missingVariables(decls, view); len(missing) > 0 {
+		if env != nil {
+			// Values were provided for a request and some are still missing.
+			names := make([]string, len(missing))
+			for i, m := range missing {
+				names[i] = m.Name
+			}
+			f := weft.Failure("missing required variables: " + strings.Join(names, ", "))
+			f.ErrorCode = "missing_required_variables"
+			return nil, &f
+		}
+		// Nothing is created: a pending request lets a person supply the values (subagents.md §6).
+		return nil, r.requestEnv(s, o, args, decls, missing)
 	}
 	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
 	sideA, _ := r.e.reg.Prompt(target.SideA.Prompt)
@@ -170,7 +186,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 	for _, p := range attachmentPaths(args[attProp]) {
 		a, errText := r.readAttachment(ctx, p)
 		if errText != "" {
-			return nil, errText
+			return nil, failure(errText)
 		}
 		atts = append(atts, a)
 	}
@@ -182,8 +198,12 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 	if child.Arguments == nil {
 		child.Arguments = map[string]any{}
 	}
-	if err := r.e.store.CreateThread(ctx, child, nil); err != nil {
-		return nil, "Subagent could not be created: " + r.red.Error(err)
+	envRows := make([]weft.EnvValue, 0, len(own))
+	for _, v := range own {
+		envRows = append(envRows, v)
+	}
+	if err := r.e.store.CreateThread(ctx, child, envRows); err != nil {
+		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	r.e.emit(Event{Type: "thread_created", ThreadID: child.ID, Data: map[string]any{"parent_id": r.thread.ID}})
 	r.runSubagentCreatedHooks(child)
@@ -197,7 +217,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 	if len(extra) > 0 && sideA != nil && sideA.Template == nil {
 		b, _ := json.MarshalIndent(args, "", "  ")
 		if _, err := r.e.Send(ctx, child.ID, weft.NewMessage{Role: weft.RoleSystem, Content: "Subagent arguments:\n" + string(b), Silent: true}); err != nil {
-			return nil, "Subagent could not be created: " + r.red.Error(err)
+			return nil, failure("Subagent could not be created: " + r.red.Error(err))
 		}
 	}
 	init := weft.NewMessage{Role: weft.RoleUser, Content: initText(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
@@ -209,9 +229,9 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string) 
 		init.Content = "Begin your task."
 	}
 	if _, err := r.e.Send(ctx, child.ID, init); err != nil {
-		return nil, "Subagent could not be created: " + r.red.Error(err)
+		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	return child, ""
+	return child, nil
 }
 
 func initText(v any) string {
@@ -622,12 +642,17 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 		entry := re.entry
 		entry.InitUserMessageProperty, entry.InitAttachmentsProperty, entry.InitAgentNameProperty = "message", "attachments", "name"
 		eo := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: name, Agent: re.agent}}
-		child, errText := r.createChild(s, eo, args, weft.NewID("thr_"))
-		if errText != "" {
-			return weft.Failure(errText)
+		child, fail := r.createChild(s, eo, args, weft.NewID("thr_"), nil)
+		if fail != nil {
+			return *fail
 		}
 		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
+}
+
+func failure(text string) *weft.ToolResult {
+	f := weft.Failure(text)
+	return &f
 }

@@ -155,9 +155,9 @@ func TestSubagentChildInputs(t *testing.T) {
 			th, _ := h.run("assistant", "go", map[string]string{"STYLE_GUIDE": "AP"})
 			want := "tool:review: ok"
 			if scoped {
-				want = `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE.`
+				want = `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE. Provide them via POST /api/threads/`
 			}
-			if got := h.transcript(th.ID)[2]; got != want {
+			if got := h.transcript(th.ID)[2]; !strings.HasPrefix(got, want) {
 				t.Errorf("scoped=%v: got %s", scoped, got)
 			}
 		}
@@ -363,7 +363,7 @@ func TestS003_5_immediate(t *testing.T) {
   text: The reviewer needs configuration.
 `)
 		th, _ := h.run("assistant", "hello", nil)
-		if got := h.transcript(th.ID); len(got) != 4 || got[2] != `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE.` {
+		if got := h.transcript(th.ID); len(got) != 4 || !strings.HasPrefix(got[2], `tool:review: Failed to execute tool: Subagent "review" needs values for: STYLE_GUIDE. Provide them via POST`) {
 			t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
 		}
 	})
@@ -392,4 +392,64 @@ func TestS003_5_immediate(t *testing.T) {
 			t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
 		}
 	})
+}
+
+// TestS003_6_env_required_bootstrap: a subagent whose scoped variable is missing is not created;
+// the call's error names a request that the variables API answers, which creates and starts the
+// child with the values in its own layer and reports its outcome to the parent.
+func TestS003_6_env_required_bootstrap(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	p, _ := reg.Prompt("reviewer")
+	p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarSecret, Required: true, Scoped: true, Description: "The house style."}}
+	p.Prompt = weft.Text("You review drafts.")
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: review, arguments: {message: "Draft: x"}}]}
+- {match: {agent: assistant}, expect: {last_contains: needs values for}, text: I asked for the style guide.}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: Styled.}}]}
+- {match: {agent: assistant}, expect: {last_contains: Styled.}, text: Review done.}
+`)
+	ctx := context.Background()
+	th, _ := h.run("assistant", "review", map[string]string{"STYLE_GUIDE": "inherited-not-allowed"})
+	if kids, n, _ := h.store.Threads(ctx, weft.ThreadQuery{ParentID: th.ID}); n != 0 {
+		t.Fatalf("a child was created: %+v", kids)
+	}
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	if len(msgs) != 1 || msgs[0].Metadata["error_code"] != "subagent_env_required" {
+		t.Fatalf("tool result: %+v", msgs)
+	}
+	data, _ := msgs[0].Metadata["error_data"].(map[string]any)
+	reqID, _ := data["request_id"].(string)
+	if reqID == "" || data["endpoint"] != "/api/threads/"+th.ID+"/variables/"+reqID || data["agent"] != "review" {
+		t.Fatalf("error data: %+v", data)
+	}
+	req, err := h.eng.EnvRequest(ctx, th.ID, reqID)
+	if err != nil || req.Status != "pending" || len(req.Missing) != 1 || req.Missing[0] != "STYLE_GUIDE" ||
+		len(req.Required) != 1 || !req.Required[0].Scoped || req.Required[0].Description != "The house style." {
+		t.Fatalf("request: %+v %v", req, err)
+	}
+	if _, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"OTHER": "x"}); weft.ErrorCode(err) != weft.EMissingVariables {
+		t.Errorf("still missing: %v", err)
+	}
+	if _, err := h.eng.ProvideEnv(ctx, th.ID, "envreq_unknown", nil); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("unknown request: %v", err)
+	}
+	done, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP style"})
+	if err != nil || done.Status != "success" || done.ChildThreadID == "" {
+		t.Fatalf("provide: %+v %v", done, err)
+	}
+	h.eng.Wait()
+	if f := h.script.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+	if _, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP style"}); weft.ErrorCode(err) != weft.EConflict {
+		t.Errorf("second answer: %v", err)
+	}
+	env, _ := h.store.Env(ctx, weft.EnvThread, done.ChildThreadID)
+	if len(env) != 1 || env[0].Name != "STYLE_GUIDE" || env[0].Value != "AP style" || env[0].Type != weft.VarSecret {
+		t.Errorf("child env: %+v", env)
+	}
+	got := h.transcript(th.ID)
+	if last := got[len(got)-1]; last != "assistant: Review done." {
+		t.Errorf("parent transcript:\n%s", strings.Join(got, "\n"))
+	}
 }
