@@ -248,3 +248,70 @@ func TestS003_5_optional_flag(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageBusyChild: the parent messages a non-blocking resumable child while the child's run is
+// still going; the message queues, the child handles it after the current step, and both outcomes
+// reach the parent.
+func TestMessageBusyChild(t *testing.T) {
+	blocking := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
+	release := make(chan struct{})
+	busy := make(chan struct{})
+	var once sync.Once
+	tl, _ := reg.Tool("approve")
+	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		once.Do(func() { close(busy); <-release })
+		return weft.Success("recorded"), nil
+	})
+	var mu sync.Mutex
+	var ref string
+	var childSaw []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if req.Prompt == "reviewer" {
+			if last.Role == weft.RoleUser {
+				childSaw = append(childSaw, last.Content)
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("a", len(childSaw)), Name: "approve", Arguments: fmt.Sprintf(`{"summary":"ok %d"}`, len(childSaw))}}}, nil
+			}
+			return &weft.Response{Text: "waiting"}, nil
+		}
+		switch {
+		case last.Content == "start":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 1"}`}}}, nil
+		case last.Role == weft.RoleTool && last.Name == "subagent_create":
+			ref = strings.TrimPrefix(last.Content, "The subagent was initiated successfully. Reference: ")
+			return &weft.Response{Text: "started"}, nil
+		case last.Content == "more":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c2", Name: "subagent_message", Arguments: fmt.Sprintf(`{"referenceId":%q,"message":"Draft 2"}`, ref)}}}, nil
+		case last.Role == weft.RoleTool && last.Name == "subagent_message":
+			return &weft.Response{Text: "sent: " + last.Content}, nil
+		}
+		return &weft.Response{Text: "noted"}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	th, _ := h.run("assistant", "start", nil)
+	<-busy // the child is inside its first approve call
+	res := h.send(th.ID, "more")
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	close(release)
+	h.eng.Wait()
+	got := h.transcript(th.ID)
+	joined := strings.Join(got, "\n")
+	if !strings.Contains(joined, "tool:subagent_message: Message sent to subagent "+ref+".") {
+		t.Errorf("parent transcript:\n%s", joined)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(childSaw) != 2 || childSaw[1] != "Draft 2" {
+		t.Errorf("child saw %q", childSaw)
+	}
+	for _, want := range []string{"has returned the following result:\n\nok 1", "has returned the following result:\n\nok 2"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("missing report %q in:\n%s", want, joined)
+		}
+	}
+}

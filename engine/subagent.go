@@ -370,13 +370,48 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 type childMode struct{ resumable, explicit bool }
 
 func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
-	e.bg.Go(func() {
-		ctx := context.Background()
-		info, err := e.runChild(ctx, child)
-		var out weft.ToolResult
+	e.bg.Go(func() { e.driveChild(context.Background(), child, a, owner, mode) })
+}
+
+// driveChild runs a background child run by run while it has work, reporting each run's outcome
+// exactly once: whichever goroutine performs a run reports it, and a goroutine that finds the
+// child busy waits for that run and then looks at the queue again.
+func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
+	for range 100000 {
+		q, err := e.store.Queued(ctx, child.ID)
 		if err != nil {
+			e.log.Warn("subagent queue unreadable", "thread", child.ID, "error", err)
+			return
+		}
+		t, err := e.store.Thread(ctx, child.ID)
+		if err != nil || t.Status == weft.ThreadTerminated {
+			return
+		}
+		trigger := "message"
+		if len(q) == 0 {
+			if t.Status != weft.ThreadRunning {
+				return
+			}
+			trigger = "continue" // a run a crash interrupted
+		}
+		info, _, err := e.runOnce(ctx, child.ID, trigger, "")
+		var out weft.ToolResult
+		switch {
+		case errors.Is(err, errNothingQueued):
+			return
+		case errors.Is(err, weft.ErrLeaseHeld):
+			e.mu.Lock()
+			ar := e.running[child.ID]
+			e.mu.Unlock()
+			if ar != nil {
+				<-ar.done
+			} else {
+				time.Sleep(time.Millisecond)
+			}
+			continue
+		case err != nil:
 			out = weft.Failure("Subagent could not run: " + err.Error())
-		} else {
+		default:
 			out = e.childResult(ctx, child, a, info)
 		}
 		if !mode.resumable {
@@ -385,7 +420,10 @@ func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, 
 		if !mode.explicit {
 			e.report(ctx, child, owner, out)
 		}
-	})
+		if !mode.resumable || err != nil {
+			return
+		}
+	}
 }
 
 // report queues a child's outcome to its parent (subagents.md §4.1).
