@@ -148,7 +148,9 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 		}
 		info, hits, err := e.runOnce(ctx, threadID, trigger, side)
 		res.LastLineRedactions += hits
-		if errors.Is(err, errNothingQueued) {
+		if errors.Is(err, errNothingQueued) || (i > 0 && errors.Is(err, weft.ErrLeaseHeld)) {
+			// A follow-up run taken by another worker (a subagent report's, another node's)
+			// drains the queue there.
 			return res, nil
 		}
 		if err != nil {
