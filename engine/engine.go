@@ -5,10 +5,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -283,8 +285,28 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 			}
 		}
 	}
+	// Its pending variables requests expire (subagents.md §7.3).
+	docs, err := e.store.ExecState(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	expired := map[string]json.RawMessage{}
+	for k, raw := range docs {
+		var req storedEnvRequest
+		if strings.HasPrefix(k, "env_request/") && json.Unmarshal(raw, &req) == nil && req.Status == "pending" {
+			req.Status = "expired"
+			expired[k], _ = json.Marshal(req)
+		}
+	}
 	status := weft.ThreadTerminated
-	if err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &status}) }); err != nil {
+	if err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+		for k, doc := range expired {
+			if err := tx.SetExecState(k, doc); err != nil {
+				return err
+			}
+		}
+		return tx.UpdateThread(weft.ThreadPatch{Status: &status})
+	}); err != nil {
 		return err
 	}
 	// Terminating a thread terminates its descendants (subagents.md §7.3).

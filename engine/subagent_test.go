@@ -453,3 +453,25 @@ func TestS003_6_env_required_bootstrap(t *testing.T) {
 		t.Errorf("parent transcript:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestTerminateExpiresEnvRequests: terminating the parent expires its pending variables requests.
+func TestTerminateExpiresEnvRequests(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	p, _ := reg.Prompt("reviewer")
+	p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarText, Required: true, Description: "d"}}
+	h := newHarness(t, reg, "- tool_calls: [{name: review, arguments: {message: x}}]\n- text: asked\n")
+	ctx := context.Background()
+	th, _ := h.run("assistant", "go", nil)
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	data, _ := msgs[0].Metadata["error_data"].(map[string]any)
+	reqID, _ := data["request_id"].(string)
+	if _, err := h.eng.EnvRequest(ctx, th.ID, reqID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.eng.Terminate(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP"}); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("provide after terminate: %v", err)
+	}
+}
