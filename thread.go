@@ -90,3 +90,17 @@ type StopInfo struct {
 	// Steps is the number of steps the run took.
 	Steps int `json:"steps"`
 }
+
+// SubagentStatus is the status a thread shows in its parent's subagent registry (subagents.md
+// §7.1): running, idle, failed or terminated.
+func (s ThreadStatus) SubagentStatus() string {
+	switch s {
+	case ThreadRunning:
+		return "running"
+	case ThreadFailed:
+		return "failed"
+	case ThreadTerminated:
+		return "terminated"
+	}
+	return "idle"
+}

@@ -15,6 +15,14 @@ type resumableEntry struct {
 	agent *weft.Agent
 }
 
+// offered is the entry as a subagent target whose message, attachments and name arguments play
+// the init roles (subagents.md §3).
+func (re resumableEntry) offered() *offered {
+	e := re.entry
+	e.InitUserMessageProperty, e.InitAttachmentsProperty, e.InitAgentNameProperty = "message", "attachments", "name"
+	return &offered{entry: e, target: weft.Target{Kind: weft.EntryAgent, Name: re.agent.Name, Agent: re.agent}}
+}
+
 // The injected lifecycle tools of resumable subagents (subagents.md §3).
 const (
 	toolSubagentCreate  = "subagent_create"
@@ -152,9 +160,8 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 			childArgs[k] = v
 		}
 	}
-	entry := re.entry
-	entry.InitUserMessageProperty, entry.InitAttachmentsProperty, entry.InitAgentNameProperty = "message", "attachments", "name"
-	eo := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: name, Agent: re.agent}}
+	eo := re.offered()
+	entry := eo.entry
 	child, fail := r.createChild(s, eo, childArgs, weft.NewID("thr_"), nil)
 	if fail != nil {
 		return *fail
@@ -235,14 +242,7 @@ func (r *run) subagentList(s *scope) weft.ToolResult {
 	lines := make([]string, len(live))
 	for i, k := range live {
 		row, _ := registryRow(k)
-		status := "idle"
-		switch k.Status {
-		case weft.ThreadRunning:
-			status = "running"
-		case weft.ThreadFailed:
-			status = "failed"
-		}
-		lines[i] = fmt.Sprintf("- %s: %s %q — %s", k.ID, row["agent"], row["label"], status)
+		lines[i] = fmt.Sprintf("- %s: %s %q — %s", k.ID, row["agent"], row["label"], k.Status.SubagentStatus())
 	}
 	return weft.Success(strings.Join(lines, "\n"))
 }

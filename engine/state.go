@@ -619,22 +619,9 @@ func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error)
 		out = append(out, weft.SubagentInfo{Reference: k.ID, ParentThreadID: s.thread.ID, Agent: k.Agent, Label: str("label"),
 			OwnerSide: weft.Side(str("owner_side")), Blocking: flag("blocking"), Resumable: flag("resumable"),
 			ReceivesMessages: str("receives_messages"), ParentCommunication: str("parent_communication"),
-			Status: registryStatus(k.Status), StatusText: str("status_text"), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt})
+			Status: k.Status.SubagentStatus(), StatusText: str("status_text"), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt})
 	}
 	return out, nil
-}
-
-// registryStatus maps a thread status to a registry status: running, idle, failed or terminated.
-func registryStatus(st weft.ThreadStatus) string {
-	switch st {
-	case weft.ThreadRunning:
-		return "running"
-	case weft.ThreadFailed:
-		return "failed"
-	case weft.ThreadTerminated:
-		return "terminated"
-	}
-	return "idle"
 }
 
 // storeAttachments writes new attachments (data) under /attachments/ and resolves references.

@@ -296,14 +296,7 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread) (weft.StopInf
 		}
 		// The child is busy with a run of this process: wait for it; its run drains our message
 		// or leaves it queued for the next one.
-		e.mu.Lock()
-		ar := e.running[child.ID]
-		e.mu.Unlock()
-		if ar != nil {
-			<-ar.done
-		} else {
-			time.Sleep(time.Millisecond)
-		}
+		e.awaitRun(child.ID)
 		res, err = nil, nil
 		if q, err = e.store.Queued(ctx, child.ID); err != nil {
 			return weft.StopInfo{}, err
@@ -400,14 +393,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		case errors.Is(err, errNothingQueued):
 			return
 		case errors.Is(err, weft.ErrLeaseHeld):
-			e.mu.Lock()
-			ar := e.running[child.ID]
-			e.mu.Unlock()
-			if ar != nil {
-				<-ar.done
-			} else {
-				time.Sleep(time.Millisecond)
-			}
+			e.awaitRun(child.ID)
 			continue
 		case err != nil:
 			out = weft.Failure("Subagent could not run: " + err.Error())
@@ -677,14 +663,12 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 		if re.agent.Name != name {
 			continue
 		}
-		entry := re.entry
-		entry.InitUserMessageProperty, entry.InitAttachmentsProperty, entry.InitAgentNameProperty = "message", "attachments", "name"
-		eo := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: name, Agent: re.agent}}
+		eo := re.offered()
 		child, fail := r.createChild(s, eo, args, weft.NewID("thr_"), nil)
 		if fail != nil {
 			return *fail
 		}
-		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
+		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
@@ -693,4 +677,17 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 func failure(text string) *weft.ToolResult {
 	f := weft.Failure(text)
 	return &f
+}
+
+// awaitRun waits for the thread's run in this process to end; a run elsewhere (or one still
+// starting here) is given a millisecond.
+func (e *Engine) awaitRun(threadID string) {
+	e.mu.Lock()
+	ar := e.running[threadID]
+	e.mu.Unlock()
+	if ar != nil {
+		<-ar.done
+	} else {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -29,19 +29,6 @@ type childRow struct {
 	Document  *document `json:"document"`
 }
 
-// childStatus is a child's registry status (subagents.md §7.1): running, idle, failed or terminated.
-func childStatus(s weft.ThreadStatus) string {
-	switch s {
-	case weft.ThreadRunning:
-		return "running"
-	case weft.ThreadFailed:
-		return "failed"
-	case weft.ThreadTerminated:
-		return "terminated"
-	}
-	return "idle"
-}
-
 type runResult struct {
 	Reason weft.StopReason `json:"reason"`
 	OK     bool            `json:"ok"`
@@ -136,7 +123,7 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 		if err != nil {
 			return nil, err
 		}
-		doc.Children = append(doc.Children, childRow{Reference: k.ID, Agent: k.Agent, Status: childStatus(k.Status), Document: cd})
+		doc.Children = append(doc.Children, childRow{Reference: k.ID, Agent: k.Agent, Status: k.Status.SubagentStatus(), Document: cd})
 	}
 	if script != nil {
 		doc.Script = &scriptStats{Consumed: script.Consumed(), Remaining: script.Remaining()}
