@@ -11,6 +11,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/schema"
 )
 
 // TestS003_6_lifecycle_tools walks the rows of the lifecycle result table (subagents.md §3) with
@@ -313,5 +314,32 @@ func TestMessageBusyChild(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("missing report %q in:\n%s", want, joined)
 		}
+	}
+}
+
+// TestSessionStatusIsRegistryText: a child's sessionStatus call becomes its status text in the
+// parent's registry.
+func TestSessionStatusIsRegistryText(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, func(a *weft.Agent) {
+		a.SideA.SessionStatus = &weft.SessionTool{Name: "report", MessageProperty: "status"}
+	})
+	reg.AddTool(&weft.Tool{Name: "report", Description: "Report progress.", Args: schema.Object(schema.Field("status", schema.String())),
+		Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+			return weft.Success("ok"), nil
+		})})
+	p, _ := reg.Prompt("reviewer")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "report"})
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: subagent_create, arguments: {agent: review, message: "Draft"}}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: report, arguments: {status: "2 of 3 checks done"}}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: ok}}]}
+- {match: {agent: assistant}, text: done}
+`)
+	ctx := context.Background()
+	th, _ := h.run("assistant", "go", nil)
+	st, _ := h.eng.State(ctx, th.ID)
+	kids, _ := st.Children(ctx)
+	if len(kids) != 1 || kids[0].StatusText != "2 of 3 checks done" || !kids[0].Resumable || kids[0].Status != "idle" {
+		t.Errorf("registry: %+v", kids)
 	}
 }

@@ -288,6 +288,13 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		return nil, err
 	}
 	r.afterInsert(s, tm)
+	if def := r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && r.thread.ParentID != "" {
+		// A subagent's sessionStatus call is its status text in the parent's registry (§7.1).
+		st := &threadState{e: r.e, thread: r.thread, r: r, ctx: r.wctx}
+		if err := st.SetStatus(r.wctx, tm.Content); err != nil {
+			r.e.log.Warn("subagent status not recorded", "thread", r.thread.ID, "error", err)
+		}
+	}
 	r.addRow(*tm)
 	r.emitMessage(*tm)
 	if s.depth > 0 {
