@@ -243,6 +243,9 @@ func (r *run) subagentList(s *scope) weft.ToolResult {
 	for i, k := range live {
 		row, _ := registryRow(k)
 		lines[i] = fmt.Sprintf("- %s: %s %q — %s", k.ID, row["agent"], row["label"], k.Status.SubagentStatus())
+		if text, _ := row["status_text"].(string); text != "" {
+			lines[i] += ": " + text
+		}
 	}
 	return weft.Success(strings.Join(lines, "\n"))
 }

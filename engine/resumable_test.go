@@ -333,7 +333,8 @@ func TestSessionStatusIsRegistryText(t *testing.T) {
 - {match: {agent: assistant}, tool_calls: [{name: subagent_create, arguments: {agent: review, message: "Draft"}}]}
 - {match: {prompt: reviewer}, tool_calls: [{name: report, arguments: {status: "2 of 3 checks done"}}]}
 - {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: ok}}]}
-- {match: {agent: assistant}, text: done}
+- {match: {agent: assistant}, tool_calls: [{name: subagents}]}
+- {match: {agent: assistant}, expect: {last_contains: "— idle: 2 of 3 checks done"}, text: done}
 `)
 	ctx := context.Background()
 	th, _ := h.run("assistant", "go", nil)
