@@ -89,6 +89,8 @@ type StopInfo struct {
 	Error string `json:"error,omitempty"`
 	// Steps is the number of steps the run took.
 	Steps int `json:"steps"`
+	// Seq numbers the thread's stops: 1 for its first run's stop.
+	Seq int `json:"seq,omitempty"`
 }
 
 // SubagentStatus is the status a thread shows in its parent's subagent registry (subagents.md

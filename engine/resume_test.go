@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,10 +22,15 @@ var errCrashed = errors.New("process crashed")
 // at that point (the lease is not released).
 type crashStore struct {
 	weft.Store
+	mu       sync.Mutex // child threads' runs commit concurrently
 	n, after int
 }
 
-func (s *crashStore) dead() bool { return s.n >= s.after }
+func (s *crashStore) dead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n >= s.after
+}
 
 func (s *crashStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
 	if f == nil {
@@ -36,7 +42,9 @@ func (s *crashStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(w
 	if err := s.Store.Tx(ctx, id, f, fn); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.n++
+	s.mu.Unlock()
 	return nil
 }
 func (s *crashStore) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
@@ -243,4 +251,88 @@ func (s *deadStore) BeginRun(ctx context.Context, id, node string, ttl time.Dura
 		return weft.Fence{}, nil, errCrashed
 	}
 	return s.crashStore.BeginRun(ctx, id, node, ttl)
+}
+
+// TestNonBlockingSubagentRecoverAfterCrash kills the process after every commit of a parent that
+// starts a non-blocking child: after Recover in a fresh process the child's outcome reaches the
+// parent exactly once and nothing stored is lost.
+func TestNonBlockingSubagentRecoverAfterCrash(t *testing.T) {
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"approved"}`}}}, nil
+		case strings.HasPrefix(last.Content, "Subagent (reference:"):
+			return &weft.Response{Text: "final: " + last.Content[strings.LastIndex(last.Content, "\n")+1:]}, nil
+		case last.Role == weft.RoleUser:
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "review", Arguments: `{"message":"Draft: x"}`}}}, nil
+		default:
+			return &weft.Response{Text: "started"}, nil
+		}
+	})
+	completed := false
+	for after := 0; !completed && after < 40; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			blocking := false
+			reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+			mem, _ := memstore.New(memstore.Options{})
+			cs := &deadStore{&crashStore{Store: mem, after: after}}
+			ctx := context.Background()
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+			th, _ := second.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			second.Send(ctx, th.ID, weft.NewMessage{Content: "review it"})
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: 30 * time.Millisecond})
+			first.Run(ctx, th.ID)
+			first.Wait() // the dead process's goroutines end (their writes fail)
+			completed = !cs.dead()
+			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+
+			time.Sleep(40 * time.Millisecond)
+			if pt, _ := mem.Thread(ctx, th.ID); pt.Status == weft.ThreadRunning {
+				second.Continue(ctx, th.ID, "")
+			}
+			if q, _ := mem.Queued(ctx, th.ID); len(q) > 0 {
+				second.Run(ctx, th.ID)
+			}
+			if err := second.Recover(ctx, th.ID); err != nil {
+				t.Fatal(err)
+			}
+			second.Wait()
+
+			got, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			ids := map[string]bool{}
+			for _, m := range got {
+				ids[m.ID] = true
+			}
+			for _, m := range before {
+				if !ids[m.ID] {
+					t.Errorf("persisted message lost: %+v", m)
+				}
+			}
+			kids, _, _ := mem.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
+			if len(kids) > 1 {
+				t.Fatalf("%d children", len(kids))
+			}
+			reports := 0
+			for _, m := range got {
+				if m.Metadata["kind"] == "subagent_result" {
+					reports++
+				}
+			}
+			q, _ := mem.Queued(ctx, th.ID)
+			if len(kids) == 1 && (reports != 1 || len(q) != 0) {
+				var lines []string
+				for _, m := range got {
+					lines = append(lines, string(m.Role)+": "+m.Content)
+				}
+				t.Fatalf("%d reports stored, %d queued:\n%s", reports, len(q), strings.Join(lines, "\n"))
+			}
+			if len(kids) == 1 && got[len(got)-1].Content != "final: approved" {
+				t.Errorf("parent did not finish: last %q", got[len(got)-1].Content)
+			}
+		})
+	}
+	if !completed {
+		t.Fatal("the sweep never reached a run that completes without a crash")
+	}
 }

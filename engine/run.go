@@ -40,6 +40,8 @@ type execState struct {
 	IdleB bool `json:"idle_b,omitempty"`
 	// Immediate lists the side:prompt pairs whose immediate subagents were started (once per thread).
 	Immediate []string `json:"immediate,omitempty"`
+	// Stops counts the thread's run stops; a subagent's reports are numbered by it.
+	Stops int `json:"stops,omitempty"`
 }
 
 func (s *execState) turns(side weft.Side) int {
@@ -748,6 +750,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 			return r.persistStop(tx, status, reason)
 		})
 	}
+	info.Seq = r.state.Stops
 	if notice != nil && err == nil {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
@@ -781,6 +784,7 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 // persistStop writes a stop: thread status and reason, run state, and the lease's release.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) error {
 	now := r.now()
+	r.state.Stops++
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
 		return err
 	}

@@ -404,7 +404,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 			e.finishChild(ctx, child, out)
 		}
 		if !mode.explicit {
-			e.report(ctx, child, owner, out)
+			e.report(ctx, child, owner, out, info.Seq)
 		}
 		if !mode.resumable || err != nil {
 			return
@@ -412,8 +412,17 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 	}
 }
 
-// report queues a child's outcome to its parent (subagents.md §4.1).
-func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult) {
+// reportedKey is the child run-state document holding how many of its stops were reported.
+const reportedKey = "subagent_reported"
+
+// report queues a child's outcome to its parent (subagents.md §4.1), once per child stop: reports
+// are numbered by the child's stop count, a report already queued or stored in the parent is not
+// sent again, and the number reported is recorded on the child — so a recovery after a crash
+// re-sends exactly what was lost.
+func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int) {
+	if seq > 0 && e.reportedBefore(ctx, child, seq) {
+		return
+	}
 	text := fmt.Sprintf("Subagent (reference: %s) has returned the following result:\n\n%s", child.ID, out.Result)
 	if out.Status != weft.ToolSuccess {
 		text = fmt.Sprintf("Subagent (reference: %s) has reported a failure:\n\n%s", child.ID, out.Error)
@@ -426,15 +435,120 @@ func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side
 			}
 		}
 	}
-	if err := e.deliver(ctx, child, owner, text, "subagent_result", atts); err != nil {
+	if err := e.deliverSeq(ctx, child, owner, text, "subagent_result", atts, seq); err != nil {
 		e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
+		return
 	}
+	if seq > 0 {
+		e.markReported(ctx, child.ID, seq)
+	}
+}
+
+// reportedBefore tells whether report seq of child was already recorded, queued or stored.
+func (e *Engine) reportedBefore(ctx context.Context, child *weft.Thread, seq int) bool {
+	if reportedCount(ctx, e.store, child.ID) >= seq {
+		return true
+	}
+	is := func(meta map[string]any) bool {
+		n, _ := meta["report_seq"].(float64)
+		if i, ok := meta["report_seq"].(int); ok {
+			n = float64(i)
+		}
+		return meta["subagent_id"] == child.ID && meta["kind"] == "subagent_result" && int(n) == seq
+	}
+	if q, err := e.store.Queued(ctx, child.ParentID); err == nil {
+		for _, m := range q {
+			if is(m.Metadata) {
+				return true
+			}
+		}
+	}
+	rows, err := e.store.Messages(ctx, child.ParentID, weft.MessageQuery{Limit: 500, Desc: true, Roles: []weft.Role{weft.RoleUser, weft.RoleAssistant}})
+	if err == nil {
+		for _, m := range rows {
+			if is(m.Metadata) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func reportedCount(ctx context.Context, st weft.Store, childID string) int {
+	docs, err := st.ExecState(ctx, childID)
+	if err != nil {
+		return 0
+	}
+	var n int
+	_ = json.Unmarshal(docs[reportedKey], &n)
+	return n
+}
+
+func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
+	doc, _ := json.Marshal(seq)
+	if err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
+		e.log.Warn("subagent report not recorded", "child", childID, "error", err)
+	}
+}
+
+// Recover picks up, after a restart, the non-blocking subagents of a thread's tree: children whose
+// runs a crash interrupted (or with queued messages) are driven again, and stops whose report was
+// lost are reported now. Blocking children are re-attached by their parent's resumed call.
+func (e *Engine) Recover(ctx context.Context, threadID string) error {
+	kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Sort: "oldest", Limit: -1})
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := e.Recover(ctx, k.ID); err != nil {
+			return err
+		}
+		row, ok := registryRow(k)
+		if !ok || row["blocking"] != false {
+			continue
+		}
+		a, ok := e.reg.Agent(k.Agent)
+		if !ok {
+			continue
+		}
+		owner := weft.Side(row["owner_side"].(string))
+		mode := childMode{resumable: row["resumable"] == true, explicit: row["parent_communication"] == "explicit"}
+		q, err := e.store.Queued(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
+			e.startChild(k, a, owner, mode)
+			continue
+		}
+		st, err := loadExecState(ctx, e.store, k.ID)
+		if err != nil {
+			return err
+		}
+		if mode.explicit || st.Stops == 0 || reportedCount(ctx, e.store, k.ID) >= st.Stops {
+			continue
+		}
+		out, ok := recordedResult(k)
+		if !ok {
+			out = e.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
+		}
+		if !mode.resumable && k.Status != weft.ThreadTerminated {
+			e.finishChild(ctx, k, out)
+		}
+		e.report(ctx, k, owner, out, st.Stops)
+	}
+	return nil
 }
 
 // deliver queues a silent message from a child to its parent, role by owner side (A → user,
 // B → assistant), tagged with the child's reference, its files copied into the parent's
 // /attachments/ and listed; a parent run starts in the background unless the parent is stopped.
 func (e *Engine) deliver(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
+	return e.deliverSeq(ctx, child, owner, text, kind, atts, 0)
+}
+
+// deliverSeq is deliver with a report number in the metadata (0 = none).
+func (e *Engine) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment, seq int) error {
 	role := weft.RoleUser
 	if owner == weft.SideB {
 		role = weft.RoleAssistant
@@ -461,8 +575,12 @@ func (e *Engine) deliver(ctx context.Context, child *weft.Thread, owner weft.Sid
 	for i, a := range stored {
 		refs[i] = weft.ToolAttachment{ID: a.ID, Path: a.Path, Name: a.Name}
 	}
+	meta := map[string]any{"subagent_id": child.ID, "kind": kind}
+	if seq > 0 {
+		meta["report_seq"] = seq
+	}
 	if _, err := e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true, Attachments: refs,
-		Metadata: map[string]any{"subagent_id": child.ID, "kind": kind}}); err != nil {
+		Metadata: meta}); err != nil {
 		return err
 	}
 	e.bg.Go(func() { e.kick(context.WithoutCancel(ctx), child.ParentID) })

@@ -172,7 +172,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	} else {
 		res, err = eng.Run(runCtx, th.ID)
 	}
-	// Non-blocking subagents and the parent runs their reports start finish before the exit.
+	// Non-blocking subagents (including those a crash of an earlier process left behind, for a
+	// continued thread) and the parent runs their reports start finish before the exit.
+	if err == nil {
+		err = eng.Recover(runCtx, th.ID)
+	}
 	eng.Wait()
 	if err == nil {
 		err = runEffects(runCtx, eng, clock, th.ID, res, clock.Now().Add(f.timeout))
