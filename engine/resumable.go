@@ -175,7 +175,7 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 
 // awaitResumable runs a resumable child until it stops; it stays alive for later messages.
 func (r *run) awaitResumable(child *weft.Thread, a *weft.Agent) weft.ToolResult {
-	info, err := r.e.runChild(r.ctx, child)
+	info, err := r.e.runChild(r.ctx, child, false)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}

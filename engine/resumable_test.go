@@ -308,11 +308,13 @@ func TestMessageBusyChild(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(childSaw) != 2 || childSaw[1] != "Draft 2" {
-		t.Errorf("child saw %q", childSaw)
+		kids, _, _ := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: th.ID})
+		t.Errorf("child saw %q; child:\n%s", childSaw, strings.Join(h.transcript(kids[0].ID), "\n"))
 	}
 	for _, want := range []string{"has returned the following result:\n\nok 1", "has returned the following result:\n\nok 2"} {
 		if !strings.Contains(joined, want) {
-			t.Errorf("missing report %q in:\n%s", want, joined)
+			kids, _, _ := h.store.Threads(context.Background(), weft.ThreadQuery{ParentID: th.ID})
+			t.Errorf("missing report %q in:\n%s\nchild:\n%s", want, joined, strings.Join(h.transcript(kids[0].ID), "\n"))
 		}
 	}
 }

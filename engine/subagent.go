@@ -44,7 +44,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 		r.e.startChild(child, target, s.side, childMode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
-	return r.awaitChild(child, target)
+	return r.awaitChild(child, target, false)
 }
 
 // subagentMeta is the metadata of a blocking subagent call.
@@ -53,9 +53,9 @@ type subagentMeta struct {
 }
 
 // awaitChild runs a child until it stops and returns its result; the child is then terminated.
-func (r *run) awaitChild(child *weft.Thread, target *weft.Agent) weft.ToolResult {
+func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
 	ctx := r.ctx
-	info, err := r.e.runChild(ctx, child)
+	info, err := r.e.runChild(ctx, child, resume)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
@@ -128,7 +128,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 		}
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
 	}
-	return r.awaitChild(child, o.target.Agent), true
+	return r.awaitChild(child, o.target.Agent, true), true
 }
 
 // createChild creates a subagent's thread and queues its initial rows (subagents.md §1): arguments
@@ -272,9 +272,10 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 	}
 }
 
-// runChild runs a child until it stops and returns the stop: its queued messages, else the run a
-// crash interrupted (resumed), else — it had already stopped — the stored stop reason.
-func (e *Engine) runChild(ctx context.Context, child *weft.Thread) (weft.StopInfo, error) {
+// runChild runs a child until it stops and returns the stop: its queued messages, else (resume:
+// re-attaching after a crash) the run the crash interrupted, else — it had already stopped — the
+// stored stop reason.
+func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
 	q, err := e.store.Queued(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
@@ -288,7 +289,7 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread) (weft.StopInf
 		switch {
 		case len(q) > 0:
 			res, err = e.Run(ctx, child.ID)
-		case t.Status == weft.ThreadRunning:
+		case resume && t.Status == weft.ThreadRunning:
 			res, err = e.Continue(ctx, child.ID, "")
 		}
 		if !errors.Is(err, weft.ErrLeaseHeld) {
@@ -363,13 +364,18 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 type childMode struct{ resumable, explicit bool }
 
 func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
-	e.bg.Go(func() { e.driveChild(context.Background(), child, a, owner, mode) })
+	e.bg.Go(func() { e.driveChild(context.Background(), child, a, owner, mode, false) })
 }
 
 // driveChild runs a background child run by run while it has work, reporting each run's outcome
 // exactly once: whichever goroutine performs a run reports it, and a goroutine that finds the
 // child busy waits for that run and then looks at the queue again.
-func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
+//
+// resume: the child's status says running because a crash interrupted its run (Recover); only
+// then is a run without queued messages started, and only as the first one. (A status read while
+// another goroutine's run is active also says running: continuing then would start a turn nobody
+// asked for.)
+func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
 	for range 100000 {
 		q, err := e.store.Queued(ctx, child.ID)
 		if err != nil {
@@ -382,12 +388,15 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		}
 		trigger := "message"
 		if len(q) == 0 {
-			if t.Status != weft.ThreadRunning {
+			if !resume || t.Status != weft.ThreadRunning {
 				return
 			}
 			trigger = "continue" // a run a crash interrupted
 		}
 		info, _, err := e.runOnce(ctx, child.ID, trigger, "")
+		if !errors.Is(err, weft.ErrLeaseHeld) {
+			resume = false
+		}
 		var out weft.ToolResult
 		switch {
 		case errors.Is(err, errNothingQueued):
@@ -518,7 +527,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
-			e.startChild(k, a, owner, mode)
+			e.bg.Go(func() { e.driveChild(context.WithoutCancel(ctx), k, a, owner, mode, true) })
 			continue
 		}
 		st, err := loadExecState(ctx, e.store, k.ID)
