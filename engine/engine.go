@@ -69,6 +69,8 @@ type Engine struct {
 
 	// bg counts background work: non-blocking subagents and the parent runs their reports start.
 	bg sync.WaitGroup
+	// reportMu serializes updates of children's reported-stops records.
+	reportMu sync.Mutex
 }
 
 // New returns an engine over a registry and a store.

@@ -413,7 +413,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 			e.finishChild(ctx, child, out)
 		}
 		if !mode.explicit {
-			e.report(ctx, child, owner, out, info.Seq)
+			e.report(ctx, child, owner, out, info.Seq, false)
 		}
 		if !mode.resumable || err != nil {
 			return
@@ -428,8 +428,14 @@ const reportedKey = "subagent_reported"
 // are numbered by the child's stop count, a report already queued or stored in the parent is not
 // sent again, and the number reported is recorded on the child — so a recovery after a crash
 // re-sends exactly what was lost.
-func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int) {
-	if seq > 0 && e.reportedBefore(ctx, child, seq) {
+//
+// recovering: the report may have been sent by a process that died before recording it, so the
+// parent's queue and rows are searched too (a fresh stop needs only the recorded count).
+func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int, recovering bool) {
+	if seq > 0 && loadReported(ctx, e.store, child.ID).has(seq) {
+		return
+	}
+	if seq > 0 && recovering && e.reportedBefore(ctx, child, seq) {
 		return
 	}
 	text := fmt.Sprintf("Subagent (reference: %s) has returned the following result:\n\n%s", child.ID, out.Result)
@@ -453,11 +459,8 @@ func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side
 	}
 }
 
-// reportedBefore tells whether report seq of child was already recorded, queued or stored.
+// reportedBefore tells whether report seq of child is already queued or stored in the parent.
 func (e *Engine) reportedBefore(ctx context.Context, child *weft.Thread, seq int) bool {
-	if reportedCount(ctx, e.store, child.ID) >= seq {
-		return true
-	}
 	is := func(meta map[string]any) bool {
 		n, _ := meta["report_seq"].(float64)
 		if i, ok := meta["report_seq"].(int); ok {
@@ -483,18 +486,36 @@ func (e *Engine) reportedBefore(ctx context.Context, child *weft.Thread, seq int
 	return false
 }
 
-func reportedCount(ctx context.Context, st weft.Store, childID string) int {
-	docs, err := st.ExecState(ctx, childID)
-	if err != nil {
-		return 0
+// reportedSet is a child's record of reported stops: every seq up to Upto, and More above it
+// (reports of concurrent runs can finish out of order).
+type reportedSet struct {
+	Upto int   `json:"upto"`
+	More []int `json:"more,omitempty"`
+}
+
+func (r reportedSet) has(seq int) bool { return seq <= r.Upto || slices.Contains(r.More, seq) }
+
+func loadReported(ctx context.Context, st weft.Store, childID string) reportedSet {
+	var r reportedSet
+	if docs, err := st.ExecState(ctx, childID); err == nil {
+		_ = json.Unmarshal(docs[reportedKey], &r)
 	}
-	var n int
-	_ = json.Unmarshal(docs[reportedKey], &n)
-	return n
+	return r
 }
 
 func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
-	doc, _ := json.Marshal(seq)
+	e.reportMu.Lock()
+	defer e.reportMu.Unlock()
+	r := loadReported(ctx, e.store, childID)
+	if r.has(seq) {
+		return
+	}
+	r.More = append(r.More, seq)
+	for slices.Contains(r.More, r.Upto+1) {
+		r.Upto++
+		r.More = slices.DeleteFunc(r.More, func(n int) bool { return n <= r.Upto })
+	}
+	doc, _ := json.Marshal(r)
 	if err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
 		e.log.Warn("subagent report not recorded", "child", childID, "error", err)
 	}
@@ -534,7 +555,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if err != nil {
 			return err
 		}
-		if mode.explicit || st.Stops == 0 || reportedCount(ctx, e.store, k.ID) >= st.Stops {
+		if mode.explicit || st.Stops == 0 || loadReported(ctx, e.store, k.ID).has(st.Stops) {
 			continue
 		}
 		out, ok := recordedResult(k)
@@ -544,7 +565,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if !mode.resumable && k.Status != weft.ThreadTerminated {
 			e.finishChild(ctx, k, out)
 		}
-		e.report(ctx, k, owner, out, st.Stops)
+		e.report(ctx, k, owner, out, st.Stops, true)
 	}
 	return nil
 }
