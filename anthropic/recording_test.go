@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sharedtest"
 	"github.com/weft-agents/weft/providertest"
 )
-
-const recordings = "/work/shared/provider-recordings/langchaingo"
 
 // canonical decodes a request body and removes what only differs in form: string content becomes
 // a text block list, an auto tool_choice that allows parallel calls is the default.
@@ -40,9 +39,11 @@ func canonical(t *testing.T, body []byte) map[string]any {
 }
 
 func TestRecordings(t *testing.T) {
+	// sharedtest skips without shared/ locally and fails under CI; with it, the recordings must be there.
+	recordings := sharedtest.Path(t, "provider-recordings", "langchaingo")
 	files, _ := filepath.Glob(filepath.Join(recordings, "llms_anthropic_*.httprr"))
 	if len(files) == 0 {
-		t.Skip("no Anthropic recordings at " + recordings)
+		t.Fatalf("no Anthropic recordings (llms_anthropic_*.httprr) in %s", recordings)
 	}
 	type want struct {
 		text, finish string
