@@ -80,7 +80,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: "anthropic: request has no model"}
 	}
 	stream := req.Model.Capabilities.Streaming()
-	if v, ok := optionValue(req, "stream").(bool); ok {
+	if v, ok := req.Option("stream").(bool); ok {
 		stream = v
 	}
 	b, err := buildRequest(req, stream)
@@ -90,7 +90,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 
 	capt := &errCapture{}
 	opts := make([]option.RequestOption, 0, 8)
-	if base, ok := optionValue(req, "baseUrl").(string); ok && base != "" {
+	if base, ok := req.Option("baseUrl").(string); ok && base != "" {
 		opts = append(opts, option.WithBaseURL(base))
 	}
 	if req.APIKey != "" {
@@ -99,7 +99,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 	for k, v := range p.headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	if hs := optionValue(req, "headers"); hs != nil {
+	if hs := req.Option("headers"); hs != nil {
 		switch h := hs.(type) {
 		case map[string]string:
 			for k, v := range h {
@@ -144,19 +144,6 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 	}
 	resp.RequestBody = b.body
 	return resp, nil
-}
-
-// optionValue returns a request option, falling back to the model's providerOptions.
-func optionValue(req *weft.Request, key string) any {
-	if v, ok := req.Options[key]; ok {
-		return v
-	}
-	if req.Model != nil {
-		if v, ok := req.Model.ProviderOptions[key]; ok {
-			return v
-		}
-	}
-	return nil
 }
 
 // streamError is a failure found while reading a stream.

@@ -3,7 +3,6 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -88,17 +87,17 @@ func buildRequest(req *weft.Request, stream bool) (built, error) {
 	w := wireRequest{Model: req.Model.Model, Stream: stream}
 	w.MaxTokens = maxTokens(req)
 
-	if v, ok := number(req.Options, "temperature"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "temperature"); ok {
 		w.Temperature = &v
 	}
-	if v, ok := number(req.Options, "topP", "top_p"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "topP", "top_p"); ok {
 		w.TopP = &v
 	}
-	if v, ok := number(req.Options, "topK", "top_k"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "topK", "top_k"); ok {
 		k := int(v)
 		w.TopK = &k
 	}
-	w.StopSequences = stops(req.Options)
+	w.StopSequences = weft.OptionStrings(req.Options, "stop", "stop_sequences")
 
 	msgs := req.Messages
 	var system []string
@@ -196,65 +195,13 @@ func extraOptions(req *weft.Request) map[string]any {
 
 // maxTokens applies definitions.md §3.4: modelOptions.maxOutputTokens, else the capability, else 4096.
 func maxTokens(req *weft.Request) int {
-	if v, ok := number(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
+	if v, ok := weft.OptionNumber(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
 		return int(v)
 	}
 	if n := req.Model.Capabilities.MaxOutputTokens; n > 0 {
 		return n
 	}
 	return DefaultMaxTokens
-}
-
-// number reads the first present numeric option of keys.
-func number(opts map[string]any, keys ...string) (float64, bool) {
-	for _, k := range keys {
-		v, ok := opts[k]
-		if !ok || v == nil {
-			continue
-		}
-		switch x := v.(type) {
-		case float64:
-			return x, true
-		case float32:
-			return float64(x), true
-		case int:
-			return float64(x), true
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
-		case json.Number:
-			if f, err := x.Float64(); err == nil {
-				return f, true
-			}
-		case string:
-			if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(f) {
-				return f, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// stops reads the stop option (a string or a list of strings).
-func stops(opts map[string]any) []string {
-	for _, k := range []string{"stop", "stop_sequences"} {
-		switch x := opts[k].(type) {
-		case string:
-			if x != "" {
-				return []string{x}
-			}
-		case []string:
-			return x
-		case []any:
-			out := make([]string, 0, len(x))
-			for _, s := range x {
-				out = append(out, fmt.Sprint(s))
-			}
-			return out
-		}
-	}
-	return nil
 }
 
 // convertMessages translates the conversation after the leading system messages, merging

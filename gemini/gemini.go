@@ -66,7 +66,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: "gemini: model " + strconv.Quote(req.Model.Name) + " has no upstream model id"}
 	}
 	stream := req.Model.Capabilities.Streaming()
-	if v, ok := optionValue(req, "stream").(bool); ok {
+	if v, ok := req.Option("stream").(bool); ok {
 		stream = v
 	}
 	body, err := buildRequest(req)
@@ -84,7 +84,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 // endpoint returns the URL of the model's generate method.
 func (p *Provider) endpoint(req *weft.Request, stream bool) string {
 	base := p.baseURL
-	if b, ok := optionValue(req, "baseUrl").(string); ok && b != "" {
+	if b, ok := req.Option("baseUrl").(string); ok && b != "" {
 		base = strings.TrimRight(b, "/")
 	}
 	model := req.Model.Model
@@ -110,7 +110,7 @@ func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, strea
 	for k, v := range p.headers {
 		hr.Header.Set(k, v)
 	}
-	switch h := optionValue(req, "headers").(type) {
+	switch h := req.Option("headers").(type) {
 	case map[string]string:
 		for k, v := range h {
 			hr.Header.Set(k, v)
@@ -147,19 +147,6 @@ func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, strea
 		return parseJSONStream(raw, onChunk)
 	}
 	return parseResponse(raw)
-}
-
-// optionValue returns a request option, falling back to the model's providerOptions.
-func optionValue(req *weft.Request, key string) any {
-	if v, ok := req.Options[key]; ok {
-		return v
-	}
-	if req.Model != nil {
-		if v, ok := req.Model.ProviderOptions[key]; ok {
-			return v
-		}
-	}
-	return nil
 }
 
 // callError is a classified failure found by the adapter (a status, a bad body, a stream error).

@@ -3,8 +3,6 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -164,25 +162,25 @@ func (g *wireGenConfig) empty() bool {
 // generationConfig maps modelOptions and reasoning.
 func generationConfig(req *weft.Request) *wireGenConfig {
 	gc := &wireGenConfig{}
-	if v, ok := number(req.Options, "temperature"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "temperature"); ok {
 		gc.Temperature = &v
 	}
-	if v, ok := number(req.Options, "topP", "top_p"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "topP", "top_p"); ok {
 		gc.TopP = &v
 	}
-	if v, ok := number(req.Options, "topK", "top_k"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "topK", "top_k"); ok {
 		k := int(v)
 		gc.TopK = &k
 	}
-	if v, ok := number(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
+	if v, ok := weft.OptionNumber(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
 		n := int(v)
 		gc.MaxOutputTokens = &n
 	}
-	if v, ok := number(req.Options, "seed"); ok {
+	if v, ok := weft.OptionNumber(req.Options, "seed"); ok {
 		s := int64(v)
 		gc.Seed = &s
 	}
-	gc.StopSequences = stops(req.Options)
+	gc.StopSequences = weft.OptionStrings(req.Options, "stop", "stopSequences")
 	if r := req.Reasoning; r != nil && (r.MaxTokens > 0 || r.Effort != "") {
 		budget := r.MaxTokens
 		if budget <= 0 {
@@ -235,58 +233,6 @@ func mergeOptions(body []byte, opts map[string]any) ([]byte, error) {
 		m[k] = raw
 	}
 	return json.Marshal(m)
-}
-
-// number reads the first present numeric option of keys.
-func number(opts map[string]any, keys ...string) (float64, bool) {
-	for _, k := range keys {
-		v, ok := opts[k]
-		if !ok || v == nil {
-			continue
-		}
-		switch x := v.(type) {
-		case float64:
-			return x, true
-		case float32:
-			return float64(x), true
-		case int:
-			return float64(x), true
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
-		case json.Number:
-			if f, err := x.Float64(); err == nil {
-				return f, true
-			}
-		case string:
-			if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(f) {
-				return f, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// stops reads the stop option (a string or a list of strings).
-func stops(opts map[string]any) []string {
-	for _, k := range []string{"stop", "stopSequences"} {
-		switch x := opts[k].(type) {
-		case string:
-			if x != "" {
-				return []string{x}
-			}
-		case []string:
-			return x
-		case []any:
-			out := make([]string, 0, len(x))
-			for _, s := range x {
-				out = append(out, fmt.Sprint(s))
-			}
-			return out
-		}
-	}
-	return nil
 }
 
 // convertMessages translates the conversation after the leading system messages into user/model
