@@ -194,15 +194,7 @@ func TestSubagentResumeAfterCrash(t *testing.T) {
 				}
 			}
 			got, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
-			ids := map[string]bool{}
-			for _, m := range got {
-				ids[m.ID] = true
-			}
-			for _, m := range before {
-				if !ids[m.ID] {
-					t.Errorf("persisted message lost: %+v", m)
-				}
-			}
+			wantKept(t, before, got)
 			kids, _, _ := mem.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
 			if len(kids) > 1 {
 				t.Fatalf("%d children created", len(kids))
@@ -300,15 +292,7 @@ func TestNonBlockingSubagentRecoverAfterCrash(t *testing.T) {
 			second.Wait()
 
 			got, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
-			ids := map[string]bool{}
-			for _, m := range got {
-				ids[m.ID] = true
-			}
-			for _, m := range before {
-				if !ids[m.ID] {
-					t.Errorf("persisted message lost: %+v", m)
-				}
-			}
+			wantKept(t, before, got)
 			kids, _, _ := mem.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
 			if len(kids) > 1 {
 				t.Fatalf("%d children", len(kids))
@@ -334,5 +318,19 @@ func TestNonBlockingSubagentRecoverAfterCrash(t *testing.T) {
 	}
 	if !completed {
 		t.Fatal("the sweep never reached a run that completes without a crash")
+	}
+}
+
+// wantKept fails for every message of before that is missing from after.
+func wantKept(t *testing.T, before, after []weft.Message) {
+	t.Helper()
+	ids := make(map[string]bool, len(after))
+	for _, m := range after {
+		ids[m.ID] = true
+	}
+	for _, m := range before {
+		if !ids[m.ID] {
+			t.Errorf("persisted message lost: %+v", m)
+		}
 	}
 }
