@@ -82,8 +82,12 @@ type Response struct {
 	// ReasoningBlocks are provider reasoning blocks kept verbatim for replay (e.g. Anthropic thinking
 	// with signatures).
 	ReasoningBlocks json.RawMessage
-	// ToolCalls are the calls the model made, in order.
+	// ToolCalls are the calls the model made, in order, provider-executed ones included (named as
+	// offered, i.e. the Weft tool name).
 	ToolCalls []ToolCall
+	// ProviderResults are the outcomes of the provider-executed calls among ToolCalls (definitions.md
+	// §6.5): the engine stores each as the call's tool message instead of running it locally.
+	ProviderResults []ProviderToolResult
 	// FinishReason is stop, tool_calls, length, content_filter or the provider's own word.
 	FinishReason string
 	// Usage counts tokens and, when the provider reports it, cost.
@@ -92,6 +96,21 @@ type Response struct {
 	ModelID string
 	// RequestBody and ResponseBody are the wire payloads for the log (redacted before storing).
 	RequestBody, ResponseBody json.RawMessage
+}
+
+// ProviderToolResult is the outcome of one provider-executed tool call (web search, code
+// execution) returned inside a reply.
+type ProviderToolResult struct {
+	// CallID is the ToolCall.ID the result answers.
+	CallID string `json:"call_id"`
+	// Status is success or error.
+	Status ToolStatus `json:"status"`
+	// Content is the readable result text stored in the tool message (and shown to other
+	// providers' models).
+	Content string `json:"content"`
+	// Raw is the provider's own representation of the call and its result, kept verbatim so the
+	// same provider receives it back unchanged on later requests (metadata provider_raw).
+	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
 // Usage counts the tokens of one model attempt.
