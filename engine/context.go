@@ -32,6 +32,12 @@ type scope struct {
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).
 	final func(text string) weft.StopReason
+	// provider is the provider of the prompt's model: provider-executed results and reasoning
+	// blocks are replayed verbatim only to it.
+	provider string
+	// strict: tools are offered in strict form (option strictTools), so a null the model returns
+	// for an optional property counts as absent (definitions.md §5.5).
+	strict bool
 }
 
 // offered is a tool offered in a scope.
@@ -64,6 +70,11 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		entries = append(append([]weft.ToolEntry(nil), entries...), s.rendered.Tools...)
 	}
 	model, _ := r.e.reg.Model(p.Model)
+	if model != nil {
+		s.provider = model.Provider
+		strict := (&weft.Request{Model: model, Options: p.ModelOptions}).Option("strictTools")
+		s.strict = strict == true
+	}
 	var resumable []resumableEntry
 	for _, e := range entries {
 		if e.Optional != "" {
@@ -305,6 +316,13 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 		case weft.RoleTool:
 			if rowSide(m) != s.side {
 				continue
+			}
+			// A provider-executed result goes back verbatim to the provider that produced it;
+			// others see the call and its text like any tool result (definitions.md §6.5).
+			if raw, ok := m.Metadata["provider_raw"]; ok && m.Metadata["provider"] == s.provider {
+				if b, err := json.Marshal(raw); err == nil {
+					lm.Metadata = map[string]any{"provider_executed": true, "provider_raw": json.RawMessage(b)}
+				}
 			}
 		}
 		r.attach(&lm, m, recent)

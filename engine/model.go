@@ -125,6 +125,10 @@ func errorType(err error) string {
 func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string) (*weft.Response, *weft.LogEntry, error) {
 	req := *base
 	req.Model = m
+	if m.Provider != s.provider {
+		// A fallback of another provider cannot read the primary's verbatim blocks.
+		req.Messages = withoutProviderBlocks(req.Messages)
+	}
 	req.Timeouts = m.Timeouts.WithDefaults()
 	req.Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
 	if !m.Capabilities.ToolCalls() {
@@ -473,4 +477,31 @@ func (r *run) lastLineRedact(req *weft.Request, apply bool) {
 	if msgs != nil {
 		req.Messages = msgs
 	}
+}
+
+// withoutProviderBlocks returns msgs without the provider-specific verbatim metadata (reasoning
+// blocks, provider-executed results), copying only what changes.
+func withoutProviderBlocks(msgs []weft.LLMMessage) []weft.LLMMessage {
+	var out []weft.LLMMessage
+	for i, m := range msgs {
+		_, rb := m.Metadata["reasoning_blocks"]
+		_, pr := m.Metadata["provider_raw"]
+		if !rb && !pr {
+			continue
+		}
+		if out == nil {
+			out = append([]weft.LLMMessage(nil), msgs...)
+		}
+		meta := make(map[string]any, len(m.Metadata))
+		for k, v := range m.Metadata {
+			if k != "reasoning_blocks" && k != "provider_raw" && k != "provider_executed" {
+				meta[k] = v
+			}
+		}
+		out[i].Metadata = meta
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }

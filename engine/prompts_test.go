@@ -465,3 +465,97 @@ func TestReasoningBlocksReplay(t *testing.T) {
 		t.Errorf("earlier turn's blocks replayed without include: %q", seen[2])
 	}
 }
+
+// TestProviderExecutedResults: a reply carrying a provider-executed call and its result stores
+// the result as the call's tool message (metadata provider_executed, raw kept), never runs it
+// locally, runs the reply's local call, and replays the raw result only to the same provider.
+func TestProviderExecutedResults(t *testing.T) {
+	web := &weft.Tool{Name: "web_search", Description: "Search the web.", ExecutionMode: weft.ExecProvider, ExecutionProvider: "test"}
+	var calls []string
+	reg := registry([]*weft.Tool{web, recorder("lookup", &calls, "found")}, nil)
+	const raw = `[{"type":"server_tool_use","id":"srv_1"},{"type":"web_search_tool_result","tool_use_id":"srv_1"}]`
+	var replayed []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		var got []string
+		for _, m := range req.Messages {
+			if r, ok := m.Metadata["provider_raw"].(json.RawMessage); ok && m.Metadata["provider_executed"] == true {
+				got = append(got, m.ToolCallID+"="+string(r))
+			}
+		}
+		replayed = append(replayed, strings.Join(got, "|"))
+		if len(replayed) == 1 {
+			return &weft.Response{Text: "Searching.", ToolCalls: []weft.ToolCall{
+				{ID: "srv_1", Name: "web_search", Arguments: `{"query":"go 1.26"}`},
+				{ID: "t1", Name: "lookup", Arguments: "{}"},
+			}, ProviderResults: []weft.ProviderToolResult{{CallID: "srv_1", Status: weft.ToolSuccess, Content: "Go 1.26 released — go.dev", Raw: json.RawMessage(raw)}}}, nil
+		}
+		return &weft.Response{Text: "Go 1.26 is out."}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	th, res := h.run("assistant", "news?", nil)
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("stop: %+v", res.Last())
+	}
+	tr := h.transcript(th.ID)
+	want := []string{"tool:web_search: Go 1.26 released — go.dev", "tool:lookup: found", "assistant: Go 1.26 is out."}
+	if len(tr) != 5 || strings.Join(tr[2:], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("transcript:\n%s", strings.Join(tr, "\n"))
+	}
+	if len(calls) != 1 {
+		t.Errorf("local calls: %v", calls)
+	}
+	var stored weft.Message
+	msgs, _ := h.store.Messages(context.Background(), th.ID, weft.MessageQuery{})
+	for _, m := range msgs {
+		if m.Name == "web_search" {
+			stored = m
+		}
+	}
+	if stored.Metadata["provider_executed"] != true || stored.Metadata["provider"] != "test" || stored.Metadata["provider_raw"] == nil {
+		t.Errorf("metadata: %v", stored.Metadata)
+	}
+	var want2, got2 any
+	json.Unmarshal([]byte(raw), &want2)
+	if len(replayed) != 2 || !strings.HasPrefix(replayed[1], "srv_1=") || json.Unmarshal([]byte(strings.TrimPrefix(replayed[1], "srv_1=")), &got2) != nil || fmt.Sprint(got2) != fmt.Sprint(want2) {
+		t.Errorf("replayed: %q", replayed)
+	}
+	recs, _ := h.store.ToolCalls(context.Background(), th.ID, weft.CallPending, weft.CallRunning)
+	if len(recs) != 0 {
+		t.Errorf("unfinished call records: %+v", recs)
+	}
+}
+
+// TestStrictToolsNullIsAbsent: with the model option strictTools, a null the model returns for an
+// optional property counts as absent (definitions.md §5.5); without it the null is a schema error.
+func TestStrictToolsNullIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		want   string
+	}{
+		{"strict", true, "tool:lookup: found"},
+		{"not_strict", false, "tool:lookup: Failed to execute tool: Tool argument validation failed: /limit: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			tool := recorder("lookup", &calls, "found")
+			tool.Args = schema.Object(schema.Field("q", schema.String()), schema.OptionalField("limit", schema.Integer()))
+			reg := registry([]*weft.Tool{tool}, nil)
+			if tc.strict {
+				m, _ := reg.Model("fast")
+				m.ProviderOptions = map[string]any{"strictTools": true}
+			}
+			h := newHarness(t, reg, `
+- tool_calls: [{name: lookup, arguments: {q: go, limit: null}}]
+- text: ok
+`)
+			th, _ := h.run("assistant", "go", nil)
+			if got := h.transcript(th.ID)[2]; !strings.HasPrefix(got, tc.want) {
+				t.Errorf("got %s", got)
+			}
+			if tc.strict && (len(calls) != 1 || calls[0] != `lookup {"q":"go"}`) {
+				t.Errorf("tool saw %v", calls)
+			}
+		})
+	}
+}

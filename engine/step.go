@@ -219,6 +219,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	if len(calls) > 0 && s.depth == 0 {
 		r.state.ToolCalled = true
 	}
+	// Provider-executed calls arrive answered: their results are stored with the reply and only
+	// the local calls remain to run (definitions.md §6.5).
+	provided, calls := r.providerResults(s, res, msg, calls, parentID)
 	var emptyResult *weft.Message
 	if empty {
 		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
@@ -256,6 +259,22 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 				r.state.WindowB = msg.Seq
 			}
 			finalState = r.state.encode()
+		}
+		for _, tm := range provided {
+			if err := tx.InsertMessage(tm); err != nil {
+				return err
+			}
+			var args string
+			for _, c := range msg.ToolCalls {
+				if c.ID == tm.ToolCallID {
+					args = c.Arguments
+				}
+			}
+			now := r.now()
+			if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: tm.ToolCallID, MessageID: msg.ID, Name: tm.Name, Arguments: args,
+				Status: weft.CallDone, ResultMessageID: tm.ID, FinishedAt: &now}); err != nil {
+				return err
+			}
 		}
 		for i, c := range calls {
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
@@ -297,6 +316,18 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	r.addRow(*msg)
 	r.emitMessage(*msg)
+	for _, tm := range provided {
+		r.afterInsert(s, tm)
+		r.addRow(*tm)
+		r.emitMessage(*tm)
+	}
+	if s.depth > 0 && len(provided) > 0 {
+		s.nested = append(s.nested, *msg)
+		for _, tm := range provided {
+			s.nested = append(s.nested, *tm)
+		}
+		return msg, calls, nil
+	}
 	if emptyResult != nil {
 		r.addRow(*emptyResult)
 		r.emitMessage(*emptyResult)
@@ -309,6 +340,51 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		s.nested = append(s.nested, *msg)
 	}
 	return msg, calls, nil
+}
+
+// providerResults builds the tool messages of the reply's provider-executed calls and returns
+// them with the calls left to run locally. A provider call the reply did not answer stays local
+// (it then fails with "cannot run locally").
+func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, calls []weft.ToolCall, parentID string) ([]*weft.Message, []weft.ToolCall) {
+	if len(res.resp.ProviderResults) == 0 || len(calls) == 0 {
+		return nil, calls
+	}
+	byID := make(map[string]weft.ProviderToolResult, len(res.resp.ProviderResults))
+	for _, pr := range res.resp.ProviderResults {
+		byID[pr.CallID] = pr
+	}
+	var provided []*weft.Message
+	local := calls[:0:0]
+	for i, c := range calls {
+		pr, ok := byID[res.resp.ToolCalls[i].ID]
+		if !ok {
+			local = append(local, c)
+			continue
+		}
+		tm := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
+			ToolStatus: weft.ToolSuccess, Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, RunID: r.id,
+			Content: strings.TrimSpace(r.red.String(pr.Content))}
+		if s.depth > 0 {
+			tm.ParentID = s.parentID
+		}
+		if pr.Status == weft.ToolError {
+			tm.ToolStatus = weft.ToolError
+			tm.Content = "Failed to execute tool: " + tm.Content
+		} else if tm.Content == "" {
+			tm.Content = "Tool executed successfully"
+		}
+		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.model.Provider}
+		if len(pr.Raw) > 0 {
+			// Kept verbatim for replay, unless redaction had to change it.
+			var raw any
+			if red := r.red.String(string(pr.Raw)); red == string(pr.Raw) && json.Unmarshal(pr.Raw, &raw) == nil {
+				tm.Metadata["provider_raw"] = raw
+			}
+		}
+		r.beforeInsert(s, tm)
+		provided = append(provided, tm)
+	}
+	return provided, local
 }
 
 func putLogs(tx weft.Tx, logs []*weft.LogEntry) error {

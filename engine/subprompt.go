@@ -58,7 +58,8 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 			break
 		}
 		if len(stepCalls) == 0 {
-			if msg.Metadata["empty_reply"] == true {
+			if msg.Metadata["empty_reply"] == true || (len(msg.ToolCalls) > 0 && strings.TrimSpace(msg.Content) == "") {
+				// An empty reply, or only provider-executed calls: the model continues.
 				continue
 			}
 			final = msg.Content

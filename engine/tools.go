@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 // callResult is the outcome of one executed call.
@@ -130,6 +131,9 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 				}
 			}
 		}
+	}
+	if s.strict {
+		raw = schema.DropNulls(params, raw)
 	}
 	v, err := r.e.validator(params)
 	if err != nil {
