@@ -71,6 +71,11 @@ type Engine struct {
 	bg sync.WaitGroup
 	// reportMu serializes updates of children's reported-stops records.
 	reportMu sync.Mutex
+
+	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports
+	// their background runs held back meanwhile (subagents.md §4.1).
+	awaitMu sync.Mutex
+	awaited map[string]*awaiting
 }
 
 // New returns an engine over a registry and a store.

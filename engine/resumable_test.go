@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -344,5 +345,86 @@ func TestSessionStatusIsRegistryText(t *testing.T) {
 	kids, _ := st.Children(ctx)
 	if len(kids) != 1 || kids[0].StatusText != "2 of 3 checks done" || !kids[0].Resumable || kids[0].Status != "idle" {
 		t.Errorf("registry: %+v", kids)
+	}
+}
+
+// TestBlockingMessageToBackgroundChild: a blocking subagent_message to a child whose run was
+// started in the background (here: booted by the variables API) receives the outcome of the run
+// that answered its message as the call's result, and only the other run is reported (§4.1: no
+// report while a blocking call awaits it) — exactly once each.
+func TestBlockingMessageToBackgroundChild(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
+	p, _ := reg.Prompt("reviewer")
+	p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarText, Required: true, Scoped: true, Description: "d"}}
+	gate, busy := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tl, _ := reg.Tool("approve")
+	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		once.Do(func() { close(busy); <-gate })
+		return weft.Success("recorded"), nil
+	})
+	var mu sync.Mutex
+	var ref string
+	var childSaw []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if req.Prompt == "reviewer" {
+			if last.Role == weft.RoleUser {
+				childSaw = append(childSaw, last.Content)
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("a", len(childSaw)), Name: "approve", Arguments: fmt.Sprintf(`{"summary":"ok %d"}`, len(childSaw))}}}, nil
+			}
+			return &weft.Response{Text: "waiting"}, nil
+		}
+		switch {
+		case last.Content == "start":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 1"}`}}}, nil
+		case last.Content == "more":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c2", Name: "subagent_message", Arguments: fmt.Sprintf(`{"referenceId":%q,"message":"Draft 2"}`, ref)}}}, nil
+		case last.Role == weft.RoleTool:
+			return &weft.Response{Text: "tool said: " + last.Content}, nil
+		}
+		return &weft.Response{Text: "noted"}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	ctx := context.Background()
+	th, _ := h.run("assistant", "start", nil)
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	data, _ := msgs[0].Metadata["error_data"].(map[string]any)
+	reqID, _ := data["request_id"].(string)
+	done, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	ref = done.ChildThreadID
+	mu.Unlock()
+	// The child's first run is inside approve; the parent's blocking message waits for it.
+	<-busy
+	sent := make(chan *engine.RunResult)
+	go func() { sent <- h.send(th.ID, "more") }()
+	for {
+		q, _ := h.store.Queued(ctx, ref)
+		if len(q) == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	res := <-sent
+	h.eng.Wait()
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	joined := strings.Join(h.transcript(th.ID), "\n")
+	if !strings.Contains(joined, "tool:subagent_message: ok 2\n\nReference: "+ref) {
+		t.Errorf("blocking result is not the answering run's outcome:\n%s", joined)
+	}
+	if n := strings.Count(joined, "has returned the following result:\n\nok 1"); n != 1 {
+		t.Errorf("the background run reported %d times:\n%s", n, joined)
+	}
+	if strings.Contains(joined, "has returned the following result:\n\nok 2") {
+		t.Errorf("the awaited run was reported too:\n%s", joined)
 	}
 }

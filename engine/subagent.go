@@ -303,6 +303,10 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 			return weft.StopInfo{}, err
 		}
 		if len(q) == 0 {
+			// Drained: by the run that ended, or by one that started since — then its stop is ours.
+			for e.runningHere(child.ID) {
+				e.awaitRun(child.ID)
+			}
 			break
 		}
 	}
@@ -315,7 +319,11 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	if t, err = e.store.Thread(ctx, child.ID); err != nil {
 		return weft.StopInfo{}, err
 	}
-	return weft.StopInfo{Reason: t.StopReason}, nil
+	st, err := loadExecState(ctx, e.store, child.ID)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	return weft.StopInfo{Reason: t.StopReason, Seq: st.Stops}, nil
 }
 
 // childResult is a stopped child's outcome (subagents.md §4.3), first match: a session stop's
@@ -412,7 +420,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		if !mode.resumable {
 			e.finishChild(ctx, child, out)
 		}
-		if !mode.explicit {
+		if !mode.explicit && !e.holdReport(child.ID, heldReport{owner: owner, out: out, seq: info.Seq}) {
 			e.report(ctx, child, owner, out, info.Seq, false)
 		}
 		if !mode.resumable || err != nil {
@@ -829,6 +837,13 @@ func failure(text string) *weft.ToolResult {
 
 // awaitRun waits for the thread's run in this process to end; a run elsewhere (or one still
 // starting here) is given a millisecond.
+// runningHere tells whether a run of the thread is active in this process.
+func (e *Engine) runningHere(threadID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running[threadID] != nil
+}
+
 func (e *Engine) awaitRun(threadID string) {
 	e.mu.Lock()
 	ar := e.running[threadID]
@@ -837,5 +852,70 @@ func (e *Engine) awaitRun(threadID string) {
 		<-ar.done
 	} else {
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaiting is a child a blocking call awaits: the calls waiting, and the outcomes of background
+// runs that ended meanwhile.
+type awaiting struct {
+	calls int
+	held  []heldReport
+}
+
+// heldReport is a background run's report held back while a blocking call awaits the child.
+type heldReport struct {
+	owner weft.Side
+	out   weft.ToolResult
+	seq   int
+}
+
+// beginAwait registers a blocking call awaiting child: until endAwait, the reports of the child's
+// background runs are held back, since the run that answers the call returns its outcome as the
+// call's result and is not reported as well (subagents.md §4.1).
+func (e *Engine) beginAwait(childID string) {
+	e.awaitMu.Lock()
+	defer e.awaitMu.Unlock()
+	if e.awaited == nil {
+		e.awaited = map[string]*awaiting{}
+	}
+	a := e.awaited[childID]
+	if a == nil {
+		a = &awaiting{}
+		e.awaited[childID] = a
+	}
+	a.calls++
+}
+
+// holdReport holds a background run's report back while a blocking call awaits the child.
+func (e *Engine) holdReport(childID string, h heldReport) bool {
+	e.awaitMu.Lock()
+	defer e.awaitMu.Unlock()
+	a := e.awaited[childID]
+	if a == nil {
+		return false
+	}
+	a.held = append(a.held, h)
+	return true
+}
+
+// endAwait ends a blocking call that returned stop answered as its result: that stop is recorded
+// as reported, and the held reports of other stops are sent now.
+func (e *Engine) endAwait(ctx context.Context, child *weft.Thread, answered int) {
+	e.awaitMu.Lock()
+	a := e.awaited[child.ID]
+	a.calls--
+	held := a.held
+	a.held = nil
+	if a.calls == 0 {
+		delete(e.awaited, child.ID)
+	}
+	e.awaitMu.Unlock()
+	if answered > 0 {
+		e.markReported(ctx, child.ID, answered)
+	}
+	for _, h := range held {
+		if h.seq != answered {
+			e.report(ctx, child, h.owner, h.out, h.seq, false)
+		}
 	}
 }
