@@ -756,7 +756,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.emitMessage(*notice)
 	}
 	if r.e.opt.OnEvent != nil {
-		r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text})
+		r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text, "steps": info.Steps, "seq": info.Seq})
 	}
 	r.runStoppedHooks(info)
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {

@@ -10,7 +10,9 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,8 +127,17 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}
-	if f.verbose && !f.quiet {
-		opt.OnEvent = func(e engine.Event) { printEvent(stderr, e) }
+	// Every run's stop is collected: a thread's runs during the command include those that
+	// subagent reports and effects start in the background (cli.md §3: result and steps).
+	stops := &runStops{byThread: map[string][]weft.StopInfo{}}
+	verbose := f.verbose && !f.quiet
+	opt.OnEvent = func(e engine.Event) {
+		if e.Type == "run_stopped" {
+			stops.add(e)
+		}
+		if verbose {
+			printEvent(stderr, e)
+		}
 	}
 	if f.trace != "" {
 		tf, err := os.OpenFile(f.trace, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -180,6 +191,12 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	eng.Wait()
 	if err == nil {
 		err = runEffects(runCtx, eng, clock, th.ID, res, clock.Now().Add(f.timeout))
+	}
+	if all := stops.of(th.ID); res != nil && len(all) > len(res.Stops) {
+		res.Stops, res.Steps = all, 0
+		for _, st := range all {
+			res.Steps += st.Steps
+		}
 	}
 	interrupted := ctx.Err() != nil
 	if err != nil && !interrupted {
@@ -370,4 +387,32 @@ func oneLine(s string) string {
 		s = s[:160] + "…"
 	}
 	return s
+}
+
+// runStops collects the stops of every run the command's engine performs, by thread, in order.
+type runStops struct {
+	mu       sync.Mutex
+	byThread map[string][]weft.StopInfo
+}
+
+func (r *runStops) add(e engine.Event) {
+	info := weft.StopInfo{}
+	info.RunID, _ = e.Data["run_id"].(string)
+	info.Reason, _ = e.Data["reason"].(weft.StopReason)
+	info.Side, _ = e.Data["side"].(weft.Side)
+	info.Error, _ = e.Data["error"].(string)
+	info.Steps, _ = e.Data["steps"].(int)
+	info.Seq, _ = e.Data["seq"].(int)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byThread[e.ThreadID] = append(r.byThread[e.ThreadID], info)
+}
+
+// of returns the thread's stops ordered by their stop number.
+func (r *runStops) of(threadID string) []weft.StopInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.byThread[threadID])
+	slices.SortStableFunc(out, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
+	return out
 }

@@ -50,6 +50,10 @@ responses:
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
 	var doc struct {
+		Result struct {
+			Reason, Text string
+			Steps        int
+		}
 		Messages []struct {
 			Role, Content string
 			Silent        bool
@@ -71,6 +75,11 @@ responses:
 	}
 	if len(doc.Children) != 1 {
 		t.Fatalf("children: %+v", doc.Children)
+	}
+	// The root's result covers the run the report started too: 2 steps of the command's own run
+	// and 1 of the report's.
+	if r := doc.Result; r.Reason != "stop_on_response" || r.Text != "The review is back." || r.Steps != 3 {
+		t.Errorf("root result: %+v", r)
 	}
 	c := doc.Children[0]
 	if c.Agent != "review" || c.Status != "terminated" || c.Document.Result.Reason != "session_stop" || len(c.Document.Messages) < 3 ||
