@@ -1,6 +1,17 @@
 // Package anthropic is Weft's adapter for the Anthropic Messages API, built on the official
 // anthropic-sdk-go client with its retries turned off: one Call is one attempt, the engine owns
 // retries and fallbacks (execution.md §11).
+//
+// Server tools (definitions.md §6.5): a weft.ToolSpec whose Provider is "anthropic" is sent as one
+// of Anthropic's own tools (web_search, code_execution, web_fetch, or any other type by name; a
+// map-valued request option named after the tool adds its settings, such as max_uses). Anthropic
+// runs the calls itself: each comes back as a Response.ToolCalls entry and a
+// Response.ProviderResults entry whose Raw keeps the server_tool_use block and its result block
+// verbatim, and later requests send those blocks back unchanged.
+//
+// Strict tools: the request option strictTools: true sends every function tool with strict: true
+// and its input schema closed (schema.Strict with schema.Closed), so that Anthropic guarantees
+// calls that match it. The option itself never reaches the request body.
 package anthropic
 
 import (
@@ -236,10 +247,13 @@ func typeForError(t string) weft.ErrorType {
 	return weft.ErrServer
 }
 
-// finishReason maps Anthropic's stop_reason to Weft's words.
+// finishReason maps Anthropic's stop_reason to Weft's words. pause_turn (Anthropic paused a long
+// server tool turn, e.g. many web searches) is reported as stop: the reply is complete as far as
+// the engine is concerned, its server tool calls carry their results, and the next request sends
+// those blocks back so that the model can go on from there.
 func finishReason(s string) string {
 	switch s {
-	case "end_turn":
+	case "end_turn", "pause_turn":
 		return "stop"
 	case "tool_use":
 		return "tool_calls"

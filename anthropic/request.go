@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 // wireRequest is the Messages API request body.
@@ -16,7 +17,7 @@ type wireRequest struct {
 	MaxTokens     int             `json:"max_tokens"`
 	System        string          `json:"system,omitempty"`
 	Messages      []wireMessage   `json:"messages"`
-	Tools         []wireTool      `json:"tools,omitempty"`
+	Tools         []any           `json:"tools,omitempty"` // wireTool or a server tool object
 	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`
 	Thinking      *wireThinking   `json:"thinking,omitempty"`
 	Temperature   *float64        `json:"temperature,omitempty"`
@@ -51,10 +52,13 @@ type wireSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
+// wireTool is a function (client) tool.
 type wireTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Strict asks Anthropic to guarantee that calls match InputSchema (strictTools option).
+	Strict bool `json:"strict,omitempty"`
 }
 
 type wireToolChoice struct {
@@ -73,8 +77,9 @@ type built struct {
 	names *nameMap
 }
 
-// transportKeys are options that configure the transport (or the adapter) and never reach the body.
-var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "stream": true}
+// transportKeys are options that configure the transport (or the adapter) and never reach the
+// body; strictTools turns on strict function tools.
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "stream": true, "strictTools": true}
 
 // mappedKeys are Weft model options translated into Anthropic fields.
 var mappedKeys = map[string]bool{"maxOutputTokens": true, "max_tokens": true, "temperature": true,
@@ -114,17 +119,20 @@ func buildRequest(req *weft.Request, stream bool) (built, error) {
 	}
 
 	if len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {
+		strict := optionBool(req.Option("strictTools"))
 		for _, t := range req.Tools {
 			if t.Provider != "" {
-				continue // provider-executed tools of other providers are not offered here
-			}
-			schema := json.RawMessage(`{"type":"object","properties":{}}`)
-			if t.Parameters != nil {
-				if schema, err = json.Marshal(t.Parameters); err != nil {
-					return built{}, fmt.Errorf("tool %s: %w", t.Name, err)
+				// Server tools of this provider are sent natively; other providers' are not offered.
+				if ownTool(t, req) {
+					w.Tools = append(w.Tools, serverTool(t, req))
 				}
+				continue
 			}
-			w.Tools = append(w.Tools, wireTool{Name: names.wire(t.Name), Description: t.Description, InputSchema: schema})
+			wt := wireTool{Name: names.wire(t.Name), Description: t.Description, Strict: strict}
+			if wt.InputSchema, err = inputSchema(t.Parameters, strict); err != nil {
+				return built{}, fmt.Errorf("tool %s: %w", t.Name, err)
+			}
+			w.Tools = append(w.Tools, wt)
 		}
 		if len(w.Tools) > 0 {
 			tc := &wireToolChoice{Type: "auto", DisableParallelToolUse: !req.ParallelToolCalls}
@@ -159,7 +167,7 @@ func buildRequest(req *weft.Request, stream bool) (built, error) {
 	if err != nil {
 		return built{}, err
 	}
-	if extra := extraOptions(req); len(extra) > 0 {
+	if extra := extraOptions(req, serverToolKeys(req)); len(extra) > 0 {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(body, &m); err != nil {
 			return built{}, err
@@ -178,11 +186,27 @@ func buildRequest(req *weft.Request, stream bool) (built, error) {
 	return built{body: body, names: names}, nil
 }
 
-// extraOptions are the request options merged verbatim into the body.
-func extraOptions(req *weft.Request) map[string]any {
+// inputSchema encodes a function tool's argument schema; strict closes every object
+// (additionalProperties: false), which Anthropic's strict tools require.
+func inputSchema(s *weft.Schema, strict bool) (json.RawMessage, error) {
+	if s == nil {
+		if strict {
+			return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), nil
+		}
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	if strict {
+		s = schema.Strict(s, schema.Closed)
+	}
+	return json.Marshal(s)
+}
+
+// extraOptions are the request options merged verbatim into the body, leaving out transport and
+// mapped keys and the options of offered server tools (skip), which go into the tool objects.
+func extraOptions(req *weft.Request, skip map[string]bool) map[string]any {
 	var out map[string]any
 	for k, v := range req.Options {
-		if transportKeys[k] || mappedKeys[k] {
+		if transportKeys[k] || mappedKeys[k] || skip[k] {
 			continue
 		}
 		if out == nil {
@@ -206,7 +230,25 @@ func maxTokens(req *weft.Request) int {
 
 // convertMessages translates the conversation after the leading system messages, merging
 // neighbours of the same role because the Messages API requires alternation.
+//
+// A server tool call of an earlier Anthropic reply is replayed from the verbatim blocks its tool
+// message keeps (metadata provider_raw): the server_tool_use block and its result go into the
+// assistant content, after the thinking blocks and before the text (the search or the code run
+// came before the answer it informs), and the tool message itself sends nothing. A call without
+// such blocks (made by another provider) is sent as an ordinary tool_use/tool_result pair.
 func convertMessages(msgs []weft.LLMMessage, names *nameMap) ([]wireMessage, error) {
+	var server map[string][]json.RawMessage // tool call id → kept server blocks
+	for _, m := range msgs {
+		if m.Role != weft.RoleTool || m.ToolCallID == "" {
+			continue
+		}
+		if raw := providerRaw(m.Metadata); raw != nil {
+			if server == nil {
+				server = map[string][]json.RawMessage{}
+			}
+			server[m.ToolCallID] = raw
+		}
+	}
 	out := make([]wireMessage, 0, len(msgs))
 	for _, m := range msgs {
 		var role string
@@ -230,10 +272,18 @@ func convertMessages(msgs []weft.LLMMessage, names *nameMap) ([]wireMessage, err
 		case weft.RoleAssistant:
 			role = "assistant"
 			blocks = append(blocks, reasoningBlocks(m.Metadata)...)
+			for _, tc := range m.ToolCalls {
+				for _, b := range server[tc.ID] {
+					blocks = append(blocks, b)
+				}
+			}
 			if t := m.Text(); t != "" {
 				blocks = append(blocks, wireBlock{Type: "text", Text: t})
 			}
 			for _, tc := range m.ToolCalls {
+				if server[tc.ID] != nil {
+					continue
+				}
 				input := json.RawMessage(strings.TrimSpace(tc.Arguments))
 				if len(input) == 0 || input[0] != '{' || !json.Valid(input) {
 					input = json.RawMessage(`{}`)
@@ -242,6 +292,9 @@ func convertMessages(msgs []weft.LLMMessage, names *nameMap) ([]wireMessage, err
 			}
 		case weft.RoleTool:
 			role = "user"
+			if server[m.ToolCallID] != nil {
+				continue // answered inside the assistant content
+			}
 			blocks = []any{toolResult(m)}
 		default:
 			return nil, fmt.Errorf("unsupported message role %q", m.Role)
@@ -386,14 +439,25 @@ func reasoningBlocks(md map[string]any) []any {
 
 var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// nameMap maps tool names Anthropic would reject to valid ones and back.
+// nameMap maps tool names Anthropic would reject to valid ones and back, and the names of server
+// tool calls to the Weft names of the server tools offered.
 type nameMap struct {
 	toWire   map[string]string
 	fromWire map[string]string
+	server   map[string]string // server tool name as Anthropic uses it → Weft tool name
 }
 
 func newNameMap(req *weft.Request) *nameMap {
 	n := &nameMap{}
+	for _, t := range req.Tools {
+		if ownTool(t, req) {
+			if n.server == nil {
+				n.server = map[string]string{}
+			}
+			_, wire := serverToolWire(t.Name)
+			n.server[wire] = t.Name
+		}
+	}
 	add := func(name string) {
 		if validName.MatchString(name) {
 			return
@@ -450,6 +514,24 @@ func taken(req *weft.Request, w string) bool {
 func (n *nameMap) wire(name string) string {
 	if w, ok := n.toWire[name]; ok {
 		return w
+	}
+	return name
+}
+
+// serverName returns the Weft name of a server tool call's tool. The code execution tool of
+// 2025-08-25 and later calls sub-tools (bash_code_execution, text_editor_code_execution): they
+// map to the offered code_execution tool. Unknown names are kept.
+func (n *nameMap) serverName(name string) string {
+	if n == nil {
+		return name
+	}
+	if w, ok := n.server[name]; ok {
+		return w
+	}
+	if strings.HasSuffix(name, "_code_execution") {
+		if w, ok := n.server["code_execution"]; ok {
+			return w
+		}
 	}
 	return name
 }

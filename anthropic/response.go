@@ -45,6 +45,7 @@ type wireContent struct {
 	Input     json.RawMessage `json:"input"`
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
+	ToolUseID string          `json:"tool_use_id"`
 }
 
 // usage accumulates usage; later reports replace earlier ones (definitions.md §3.4).
@@ -87,6 +88,7 @@ func parseMessage(raw []byte, names *nameMap) (*weft.Response, error) {
 	resp := &weft.Response{ModelID: m.Model, FinishReason: finishReason(m.StopReason), ResponseBody: raw}
 	var text, reasoning strings.Builder
 	var thinking []json.RawMessage
+	var srv serverCalls
 	for _, c := range m.Content {
 		var b wireContent
 		if err := json.Unmarshal(c, &b); err != nil {
@@ -101,13 +103,28 @@ func parseMessage(raw []byte, names *nameMap) (*weft.Response, error) {
 				args = "{}"
 			}
 			resp.ToolCalls = append(resp.ToolCalls, weft.ToolCall{ID: b.ID, Name: names.weft(b.Name), Arguments: args})
+		case "server_tool_use":
+			if b.ID == "" {
+				break // a call without an id cannot be paired with its result: ignored
+			}
+			args := string(b.Input)
+			if args == "" || args == "null" {
+				args = "{}"
+			}
+			resp.ToolCalls = append(resp.ToolCalls, weft.ToolCall{ID: b.ID, Name: names.serverName(b.Name), Arguments: args})
+			srv.call(b.ID, b.Name, json.RawMessage(args), c)
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
 			thinking = append(thinking, c)
 		case "redacted_thinking":
 			thinking = append(thinking, c)
+		default:
+			if isServerResult(b.Type) {
+				srv.result(c)
+			}
 		}
 	}
+	resp.ProviderResults = srv.results()
 	resp.Text, resp.Reasoning = text.String(), reasoning.String()
 	if len(thinking) > 0 {
 		resp.ReasoningBlocks, _ = json.Marshal(thinking)
@@ -146,7 +163,9 @@ type blockState struct {
 	id, name  string
 	text      strings.Builder // text, thinking, or tool input JSON
 	signature string
-	raw       json.RawMessage // verbatim block for types kept as they came (redacted_thinking)
+	// raw is the verbatim start block of types kept as they came (redacted_thinking, server tool
+	// results) and of server_tool_use, whose input is then filled in from the deltas.
+	raw json.RawMessage
 }
 
 // readStream consumes a Messages event stream.
@@ -213,9 +232,12 @@ func readStream(ctx context.Context, res *http.Response, names *nameMap, onChunk
 				if c.Thinking != "" && onChunk != nil {
 					onChunk(weft.Chunk{Reasoning: c.Thinking})
 				}
-			case "tool_use":
+			case "tool_use", "server_tool_use":
 				if s := string(c.Input); s != "" && s != "{}" && s != "null" {
 					b.text.WriteString(s)
+				}
+				if c.Type == "server_tool_use" {
+					b.raw = append(json.RawMessage(nil), e.ContentBlock...)
 				}
 			default:
 				b.raw = append(json.RawMessage(nil), e.ContentBlock...)
@@ -279,6 +301,7 @@ func readStream(ctx context.Context, res *http.Response, names *nameMap, onChunk
 	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].index < blocks[j].index })
 	var text, reasoning strings.Builder
 	var content, thinking []json.RawMessage
+	var srv serverCalls
 	for _, b := range blocks {
 		var raw json.RawMessage
 		switch b.typ {
@@ -309,16 +332,40 @@ func readStream(ctx context.Context, res *http.Response, names *nameMap, onChunk
 				Name  string          `json:"name"`
 				Input json.RawMessage `json:"input"`
 			}{"tool_use", b.id, b.name, input})
+		case "server_tool_use":
+			args := b.text.String()
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
+			raw = b.raw
+			if b.id == "" {
+				break // a call without an id cannot be paired with its result: ignored
+			}
+			resp.ToolCalls = append(resp.ToolCalls, weft.ToolCall{ID: b.id, Name: names.serverName(b.name), Arguments: args})
+			// The verbatim block with its streamed input; a block whose input does not parse
+			// cannot be sent back, so the call then keeps no raw blocks.
+			var use json.RawMessage
+			if json.Valid([]byte(args)) {
+				use = withInput(b.raw, json.RawMessage(args))
+			}
+			if use != nil {
+				raw = use
+			}
+			srv.call(b.id, b.name, json.RawMessage(args), use)
 		default:
 			raw = b.raw
-			if b.typ == "redacted_thinking" {
+			switch {
+			case b.typ == "redacted_thinking":
 				thinking = append(thinking, raw)
+			case isServerResult(b.typ):
+				srv.result(raw)
 			}
 		}
 		if raw != nil {
 			content = append(content, raw)
 		}
 	}
+	resp.ProviderResults = srv.results()
 	resp.Text, resp.Reasoning = text.String(), reasoning.String()
 	if len(thinking) > 0 {
 		resp.ReasoningBlocks, _ = json.Marshal(thinking)
@@ -335,6 +382,21 @@ func readStream(ctx context.Context, res *http.Response, names *nameMap, onChunk
 		map[string]int{"input_tokens": u.input, "output_tokens": u.output, "cache_read_input_tokens": u.cacheRead,
 			"cache_creation_input_tokens": u.cacheWrite}})
 	return resp, nil
+}
+
+// withInput returns a streamed block with its input set, other fields kept as they came; nil when
+// the block is not a JSON object.
+func withInput(block, input json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(block, &m) != nil || m == nil {
+		return nil
+	}
+	m["input"] = input
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // readErr describes a failed read of the response body.
