@@ -2,6 +2,17 @@
 // streamGenerateContent over REST), written on net/http and encoding/json. It makes exactly one
 // attempt per Call (the engine owns retries and fallbacks, execution.md §11) and classifies every
 // failure as a *weft.ProviderError.
+//
+// Built-in tools (definitions.md §6.5): a weft.ToolSpec whose Provider is "google" is sent as one of
+// Gemini's own tools: google_search (or its alias web_search) as googleSearch, code_execution as
+// codeExecution, url_context as urlContext, any other name in lowerCamelCase; a map-valued request
+// option named after the tool gives its settings. Gemini runs them itself. Code execution comes
+// back as executableCode and codeExecutionResult parts, Google Search as the candidate's
+// groundingMetadata, URL context as its urlContextMetadata: each becomes a Response.ToolCalls entry
+// and a Response.ProviderResults entry whose Raw keeps the parts (or the metadata) verbatim.
+//
+// Gemini has no strict mode for function declarations: the strictTools option that other adapters
+// honour is ignored here, and never sent.
 package gemini
 
 import (
@@ -57,7 +68,8 @@ func New(opts Options) *Provider {
 
 // Call sends one generateContent request (streamGenerateContent?alt=sse when the model streams)
 // and returns the reply; failures are *weft.ProviderError. Gemini gives function calls no ids, so
-// ToolCalls carry an empty ID unless the reply has one; the engine assigns fresh ids.
+// ToolCalls carry an empty ID unless the reply has one; the engine assigns fresh ids. Calls of
+// built-in tools get ids made from the response id, which their ProviderResults answer.
 func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(weft.Chunk)) (*weft.Response, error) {
 	if req == nil || req.Model == nil {
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: "gemini: request has no model"}
@@ -69,11 +81,12 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 	if v, ok := req.Option("stream").(bool); ok {
 		stream = v
 	}
-	body, err := buildRequest(req)
+	bt := offeredBuiltins(req)
+	body, err := buildRequest(req, bt)
 	if err != nil {
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: "gemini: " + err.Error(), Err: err}
 	}
-	resp, err := p.do(ctx, req, body, stream, onChunk)
+	resp, err := p.do(ctx, req, body, stream, bt, onChunk)
 	if err != nil {
 		return nil, classify(ctx, err, req.APIKey)
 	}
@@ -98,7 +111,7 @@ func (p *Provider) endpoint(req *weft.Request, stream bool) string {
 }
 
 // do sends the request and reads the reply.
-func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, stream bool, onChunk func(weft.Chunk)) (*weft.Response, error) {
+func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, stream bool, bt *builtins, onChunk func(weft.Chunk)) (*weft.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint(req, stream), bytes.NewReader(body))
 	if err != nil {
 		return nil, &callError{typ: weft.ErrInvalidRequest, message: "gemini: bad request URL: " + err.Error()}
@@ -136,7 +149,7 @@ func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, strea
 		return nil, statusError(res.StatusCode, res.Header, raw)
 	}
 	if stream && !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		return readStream(ctx, res.Body, onChunk)
+		return readStream(ctx, res.Body, bt, onChunk)
 	}
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
@@ -144,9 +157,9 @@ func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, strea
 	}
 	if stream {
 		// A plain JSON reply to a streaming request: a whole response, or a JSON array of chunks.
-		return parseJSONStream(raw, onChunk)
+		return parseJSONStream(raw, bt, onChunk)
 	}
-	return parseResponse(raw)
+	return parseResponse(raw, bt)
 }
 
 // callError is a classified failure found by the adapter (a status, a bad body, a stream error).

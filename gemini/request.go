@@ -12,7 +12,7 @@ import (
 type wireRequest struct {
 	SystemInstruction *wireContent    `json:"systemInstruction,omitempty"`
 	Contents          []wireContent   `json:"contents"`
-	Tools             []wireTool      `json:"tools,omitempty"`
+	Tools             []any           `json:"tools,omitempty"` // wireTool or a built-in tool object
 	ToolConfig        *wireToolConfig `json:"toolConfig,omitempty"`
 	GenerationConfig  *wireGenConfig  `json:"generationConfig,omitempty"`
 }
@@ -25,13 +25,29 @@ type wireContent struct {
 
 // wirePart is the union of the parts Weft sends and reads.
 type wirePart struct {
-	Text             string                `json:"text,omitempty"`
-	Thought          bool                  `json:"thought,omitempty"`
-	ThoughtSignature string                `json:"thoughtSignature,omitempty"`
-	InlineData       *wireBlob             `json:"inlineData,omitempty"`
-	FileData         *wireFileData         `json:"fileData,omitempty"`
-	FunctionCall     *wireFunctionCall     `json:"functionCall,omitempty"`
-	FunctionResponse *wireFunctionResponse `json:"functionResponse,omitempty"`
+	Text                string                `json:"text,omitempty"`
+	Thought             bool                  `json:"thought,omitempty"`
+	ThoughtSignature    string                `json:"thoughtSignature,omitempty"`
+	InlineData          *wireBlob             `json:"inlineData,omitempty"`
+	FileData            *wireFileData         `json:"fileData,omitempty"`
+	FunctionCall        *wireFunctionCall     `json:"functionCall,omitempty"`
+	FunctionResponse    *wireFunctionResponse `json:"functionResponse,omitempty"`
+	ExecutableCode      *wireExecutableCode   `json:"executableCode,omitempty"`
+	CodeExecutionResult *wireCodeResult       `json:"codeExecutionResult,omitempty"`
+	// raw is a part exactly as Gemini sent it, set for code execution parts: they go back to
+	// Gemini verbatim (thought signature and fields Weft does not know included).
+	raw json.RawMessage
+}
+
+// plainPart is wirePart without its JSON methods.
+type plainPart wirePart
+
+// MarshalJSON writes a kept part verbatim, any other part field by field.
+func (p wirePart) MarshalJSON() ([]byte, error) {
+	if p.raw != nil {
+		return p.raw, nil
+	}
+	return json.Marshal(plainPart(p))
 }
 
 type wireBlob struct {
@@ -86,8 +102,10 @@ type wireThinkingConfig struct {
 	IncludeThoughts bool `json:"includeThoughts,omitempty"`
 }
 
-// transportKeys are options that configure the transport (or the adapter) and never reach the body.
-var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "stream": true}
+// transportKeys are options that configure the transport (or the adapter) and never reach the
+// body. strictTools asks other adapters for strict function tools; Gemini has no strict mode (its
+// function declarations take an OpenAPI schema subset and no strict flag), so it is ignored here.
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "stream": true, "strictTools": true}
 
 // mappedKeys are Weft model options translated into generationConfig fields.
 var mappedKeys = map[string]bool{"temperature": true, "maxOutputTokens": true, "max_tokens": true,
@@ -97,8 +115,8 @@ var mappedKeys = map[string]bool{"temperature": true, "maxOutputTokens": true, "
 // effortBudgets are the thinking budgets of the reasoning efforts when no maxTokens is given.
 var effortBudgets = map[string]int{"minimal": 1024, "low": 1024, "medium": 8192, "high": 24576}
 
-// buildRequest encodes req as a generateContent body.
-func buildRequest(req *weft.Request) ([]byte, error) {
+// buildRequest encodes req as a generateContent body; bt are the request's built-in tools.
+func buildRequest(req *weft.Request, bt *builtins) ([]byte, error) {
 	var w wireRequest
 	msgs := req.Messages
 	var system []wirePart
@@ -119,7 +137,7 @@ func buildRequest(req *weft.Request) ([]byte, error) {
 	var decls []wireFunctionDecl
 	for _, t := range req.Tools {
 		if t.Provider != "" {
-			continue // provider-executed tools of other providers are not offered here
+			continue // built-in tools come from bt; other providers' are not offered here
 		}
 		d := wireFunctionDecl{Name: t.Name, Description: t.Description}
 		if t.Parameters != nil {
@@ -130,7 +148,7 @@ func buildRequest(req *weft.Request) ([]byte, error) {
 		decls = append(decls, d)
 	}
 	if len(decls) > 0 {
-		w.Tools = []wireTool{{FunctionDeclarations: decls}}
+		w.Tools = []any{wireTool{FunctionDeclarations: decls}}
 		tc := &wireToolConfig{}
 		switch req.ToolChoice {
 		case weft.ToolChoiceNone:
@@ -142,6 +160,7 @@ func buildRequest(req *weft.Request) ([]byte, error) {
 		}
 		w.ToolConfig = tc
 	}
+	w.Tools = append(w.Tools, bt.tools...)
 
 	if gc := generationConfig(req); !gc.empty() {
 		w.GenerationConfig = gc
@@ -151,7 +170,7 @@ func buildRequest(req *weft.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mergeOptions(body, req.Options)
+	return mergeOptions(body, req.Options, bt.options)
 }
 
 func (g *wireGenConfig) empty() bool {
@@ -194,12 +213,13 @@ func generationConfig(req *weft.Request) *wireGenConfig {
 	return gc
 }
 
-// mergeOptions merges the options that are neither transport nor mapped keys into the body; an
-// object option merges key by key into an object the adapter built (e.g. generationConfig).
-func mergeOptions(body []byte, opts map[string]any) ([]byte, error) {
+// mergeOptions merges the options that are neither transport nor mapped keys nor built-in tool
+// settings (skip) into the body; an object option merges key by key into an object the adapter
+// built (e.g. generationConfig).
+func mergeOptions(body []byte, opts map[string]any, skip map[string]bool) ([]byte, error) {
 	var extra map[string]any
 	for k, v := range opts {
-		if transportKeys[k] || mappedKeys[k] {
+		if transportKeys[k] || mappedKeys[k] || skip[k] {
 			continue
 		}
 		if extra == nil {
@@ -237,7 +257,26 @@ func mergeOptions(body []byte, opts map[string]any) ([]byte, error) {
 
 // convertMessages translates the conversation after the leading system messages into user/model
 // turns, merging neighbours of the same role (consecutive tool results form one user turn).
+//
+// A provider-executed call of an earlier Gemini reply is replayed from what its tool message keeps
+// in metadata provider_raw: code execution as its verbatim executableCode and codeExecutionResult
+// parts in the model turn, before the text (the code ran before the answer it informs); Google
+// Search grounding and URL context not at all, as Gemini takes no such parts (the text they
+// informed stays). Either way the tool message sends nothing. A call without provider_raw (made
+// by another provider) goes as an ordinary functionCall/functionResponse pair.
 func convertMessages(msgs []weft.LLMMessage) ([]wireContent, error) {
+	var replays map[string]replay // tool call id → how the provider-executed call goes back
+	for _, m := range msgs {
+		if m.Role != weft.RoleTool || m.ToolCallID == "" {
+			continue
+		}
+		if r, ok := providerRaw(m.Metadata); ok {
+			if replays == nil {
+				replays = map[string]replay{}
+			}
+			replays[m.ToolCallID] = r
+		}
+	}
 	out := make([]wireContent, 0, len(msgs))
 	callNames := map[string]string{} // tool call id → name, for tool results without a name
 	for _, m := range msgs {
@@ -255,10 +294,18 @@ func convertMessages(msgs []weft.LLMMessage) ([]wireContent, error) {
 		case weft.RoleAssistant:
 			role = "model"
 			sigs := signatures(m.Metadata)
+			for _, tc := range m.ToolCalls {
+				for _, p := range replays[tc.ID].parts {
+					parts = append(parts, wirePart{raw: p})
+				}
+			}
 			if t := m.Text(); t != "" {
 				parts = append(parts, wirePart{Text: t, ThoughtSignature: sigs.text})
 			}
 			for i, tc := range m.ToolCalls {
+				if _, ok := replays[tc.ID]; ok {
+					continue
+				}
 				if tc.ID != "" {
 					callNames[tc.ID] = tc.Name
 				}
@@ -274,6 +321,9 @@ func convertMessages(msgs []weft.LLMMessage) ([]wireContent, error) {
 			}
 		case weft.RoleTool:
 			role = "user"
+			if _, ok := replays[m.ToolCallID]; ok {
+				continue // replayed inside the model turn, or not replayable
+			}
 			parts = toolResultParts(m, callNames)
 		default:
 			return nil, fmt.Errorf("unsupported message role %q", m.Role)
@@ -372,7 +422,9 @@ type sigSet struct {
 }
 
 // signatures reads metadata.reasoning_blocks as written from Response.ReasoningBlocks: the list
-// of {kind: text|functionCall, thoughtSignature} entries in part order.
+// of {kind: text|functionCall|providerCall, thoughtSignature} entries in part order. There is one
+// functionCall or providerCall entry per tool call, in ToolCalls order; providerCall entries
+// (provider-executed calls, whose signatures travel inside their kept parts) only hold the place.
 func signatures(md map[string]any) sigSet {
 	var raw []byte
 	switch x := md["reasoning_blocks"].(type) {
@@ -402,7 +454,7 @@ func signatures(md map[string]any) sigSet {
 			if s.text == "" {
 				s.text = b.ThoughtSignature
 			}
-		case "functionCall":
+		case "functionCall", "providerCall":
 			s.calls = append(s.calls, b.ThoughtSignature)
 		}
 	}
