@@ -1,7 +1,8 @@
 // Package openai is the Weft model provider adapter for the OpenAI chat-completions wire, used by
-// the providers openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible.
-// It makes exactly one attempt per Call (the engine owns retries) and classifies every failure as
-// a *weft.ProviderError.
+// the providers openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible,
+// and for the OpenAI Responses wire (request option useResponsesApi), which adds provider-executed
+// tools (web search, code interpreter, …) and replayable encrypted reasoning. It makes exactly one
+// attempt per Call (the engine owns retries) and classifies every failure as a *weft.ProviderError.
 package openai
 
 import (
@@ -34,11 +35,12 @@ type Options struct {
 	// HTTPClient sends the requests; nil uses a client without timeout (ctx bounds each call).
 	HTTPClient *http.Client
 	// Name is the provider name used in messages and to pick dialect details (developer role for
-	// openai, the reasoning object for openrouter); default "openai".
+	// openai, the reasoning object and reasoning_details replay for openrouter); default "openai".
 	Name string
 }
 
-// Provider is a weft.Provider speaking the OpenAI chat-completions wire. It is safe for concurrent use.
+// Provider is a weft.Provider speaking the OpenAI chat-completions wire, or the Responses wire for
+// requests whose option useResponsesApi is true. It is safe for concurrent use.
 type Provider struct {
 	opts   Options
 	client sdk.Client
@@ -70,11 +72,15 @@ func New(opts Options) *Provider {
 	return &Provider{opts: opts, client: client}
 }
 
-// Call sends one chat-completions request (streamed when the model's capabilities allow) and
-// returns the assembled reply, or a *weft.ProviderError.
+// Call sends one chat-completions request — a Responses request when the option useResponsesApi
+// is true — streamed when the model's capabilities allow, and returns the assembled reply, or a
+// *weft.ProviderError.
 func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(weft.Chunk)) (*weft.Response, error) {
 	if req == nil || req.Model == nil {
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: p.opts.Name + ": request has no model"}
+	}
+	if req.Option("useResponsesApi") == true {
+		return p.callResponses(ctx, req, onChunk)
 	}
 	stream := req.Model.Capabilities.Streaming()
 	body, names, err := p.buildBody(req, stream)
@@ -82,6 +88,30 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: p.opts.Name + ": " + err.Error(), Err: err}
 	}
 
+	res, err := p.post(ctx, req, "chat/completions", body, stream)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var out *weft.Response
+	if stream && isEventStream(res) {
+		out, err = p.readStream(ctx, req, res, names, onChunk)
+	} else {
+		out, err = p.readJSON(ctx, req, res, names, onChunk)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.RequestBody = body
+	return out, nil
+}
+
+// post sends body to path (relative to the base URL) with the request's key and headers, one
+// attempt, and returns the open 2xx response or a classified *weft.ProviderError. The caller closes
+// the body.
+func (p *Provider) post(ctx context.Context, req *weft.Request, path string, body []byte, stream bool) (*http.Response, error) {
+	// The SDK turns an error status into its own error type and drains the body; the middleware
+	// keeps a copy so the provider's message and headers can be classified here.
 	var errBody []byte
 	capture := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
@@ -104,7 +134,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 	}
 
 	var res *http.Response
-	err = p.client.Post(ctx, "chat/completions", body, &res, reqOpts...)
+	err := p.client.Post(ctx, path, body, &res, reqOpts...)
 	if err != nil {
 		if res != nil && res.Body != nil && res.StatusCode < 400 {
 			res.Body.Close()
@@ -114,22 +144,12 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 	if res == nil || res.Body == nil {
 		return nil, p.fail(weft.ErrUnknown, 0, "no response", nil)
 	}
-	defer res.Body.Close()
 	if res.StatusCode >= 400 { // not reached with the SDK, kept for safety
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
 		return nil, p.statusError(req, res, b, nil)
 	}
-	var out *weft.Response
-	if stream && isEventStream(res) {
-		out, err = p.readStream(ctx, req, res, names, onChunk)
-	} else {
-		out, err = p.readJSON(ctx, req, res, names, onChunk)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out.RequestBody = body
-	return out, nil
+	return res, nil
 }
 
 func isEventStream(res *http.Response) bool {

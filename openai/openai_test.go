@@ -182,3 +182,41 @@ func BenchmarkCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallResponses is BenchmarkCall over the Responses wire: one function call returned as a
+// JSON response object and as the event stream (output_item and argument delta events, then
+// response.completed).
+func BenchmarkCallResponses(b *testing.B) {
+	f := respFake{}
+	reply := providertest.Reply{Model: "gpt-test", ToolCalls: []weft.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+		FinishReason: "tool_calls", Usage: weft.Usage{InputTokens: 10, OutputTokens: 5}}
+	for _, stream := range []bool{false, true} {
+		ct, body := f.Encode(reply, stream)
+		name := "json"
+		if stream {
+			name = "stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv, _ := newServer(b, 200, nil, ct, string(body))
+			p := openai.New(openai.Options{BaseURL: srv.URL + "/v1"})
+			s := stream
+			req := &weft.Request{Model: &weft.Model{Name: "m", Model: "gpt-test", Capabilities: weft.Capabilities{SupportsStreaming: &s},
+				ProviderOptions: map[string]any{"useResponsesApi": true}},
+				APIKey: "k", Messages: []weft.LLMMessage{{Role: weft.RoleSystem, Content: "sys"}, {Role: weft.RoleUser, Content: "weather in Paris?"}},
+				Tools: []weft.ToolSpec{{Name: "get_weather", Description: "w"}}, ToolChoice: weft.ToolChoiceAuto}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				resp, err := p.Call(context.Background(), req, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Arguments != `{"city":"Paris"}` {
+					b.Fatalf("tool calls %+v", resp.ToolCalls)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/call")
+		})
+	}
+}

@@ -1,12 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 // toolNames maps wire tool names back to the names the request used.
@@ -68,23 +70,80 @@ var modelOptionKeys = map[string]string{
 	"presencePenalty":  "presence_penalty",
 }
 
-// transportKeys are options that configure the transport and never go into the body.
-var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "useResponsesApi": true}
+// transportKeys are options that configure the adapter rather than the model and never go into
+// the body: the transport (baseUrl, headers), the wire (useResponsesApi) and the tool form
+// (strictTools). The options named after offered provider-executed tools stay out too (see
+// bodyOptions).
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "useResponsesApi": true, "strictTools": true}
 
-// buildBody builds the JSON request body and the wire→request tool name map.
-func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames, error) {
+// ownTool reports whether t is a provider-executed tool this adapter runs natively: its Provider is
+// openai, this adapter's name, or the model's provider (a custom provider based on openai).
+func (p *Provider) ownTool(t weft.ToolSpec, req *weft.Request) bool {
+	if t.Provider == "" {
+		return false
+	}
+	return t.Provider == "openai" || t.Provider == p.opts.Name || req.Model != nil && t.Provider == req.Model.Provider
+}
+
+// bodyOptions returns the providerOptions overlaid by the request options that go into the body,
+// renamed through keys (an empty name drops the option): transport keys and the options named after
+// offered provider-executed tools (their settings, e.g. web_search: {search_context_size: low}) are
+// left out.
+func (p *Provider) bodyOptions(req *weft.Request, keys map[string]string) map[string]any {
 	body := map[string]any{}
 	for _, m := range []map[string]any{req.Model.ProviderOptions, req.Options} {
 		for k, v := range m {
-			if transportKeys[k] {
+			if transportKeys[k] || p.isToolOption(req, k) {
 				continue
 			}
-			if w, ok := modelOptionKeys[k]; ok {
+			if w, ok := keys[k]; ok {
+				if w == "" {
+					continue
+				}
 				k = w
 			}
 			body[k] = v
 		}
 	}
+	return body
+}
+
+// isToolOption reports whether the option key is the name of an offered provider-executed tool.
+func (p *Provider) isToolOption(req *weft.Request, key string) bool {
+	for _, t := range req.Tools {
+		if t.Name == key && p.ownTool(t, req) {
+			return true
+		}
+	}
+	return false
+}
+
+// strictTools reports whether function tools go out in strict form (option strictTools: true). The
+// engine reads the same option to drop the nulls a strict model returns for optional properties.
+func strictTools(req *weft.Request) bool { return req.Option("strictTools") == true }
+
+// emptyParameters is the schema offered for a tool without arguments (definitions.md §5.4).
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// toolParameters is the JSON schema sent for a function tool: its Parameters (the empty object
+// schema when it has none), converted to OpenAI's strict form when strict.
+func toolParameters(t weft.ToolSpec, strict bool) (json.RawMessage, error) {
+	s := t.Parameters
+	if s == nil {
+		if !strict {
+			return emptyParameters, nil
+		}
+		s = schema.NoArgs()
+	}
+	if strict {
+		s = schema.Strict(s, schema.OpenAIStrict)
+	}
+	return json.Marshal(s)
+}
+
+// buildBody builds the JSON request body and the wire→request tool name map.
+func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames, error) {
+	body := p.bodyOptions(req, modelOptionKeys)
 	names := toolNames{}
 	wire := func(n string) string {
 		w := WireToolName(n)
@@ -104,23 +163,21 @@ func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames,
 	caps := req.Model.Capabilities
 	if caps.ToolCalls() && len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {
 		tools := make([]map[string]any, 0, len(req.Tools))
+		strict := strictTools(req)
 		for _, t := range req.Tools {
 			if t.Provider != "" {
 				continue // provider-executed tools have no chat-completions form
 			}
-			var params json.RawMessage
-			if t.Parameters != nil {
-				b, err := json.Marshal(t.Parameters)
-				if err != nil {
-					return nil, nil, err
-				}
-				params = b
-			} else {
-				params = json.RawMessage(`{"type":"object","properties":{}}`)
+			params, err := toolParameters(t, strict)
+			if err != nil {
+				return nil, nil, err
 			}
 			fn := map[string]any{"name": wire(t.Name), "parameters": params}
 			if t.Description != "" {
 				fn["description"] = t.Description
+			}
+			if strict {
+				fn["strict"] = true
 			}
 			tools = append(tools, map[string]any{"type": "function", "function": fn})
 		}
@@ -205,6 +262,13 @@ func (p *Provider) message(m weft.LLMMessage, wire func(string) string) map[stri
 					"function": map[string]any{"name": wire(c.Name), "arguments": args}}
 			}
 			out["tool_calls"] = calls
+		}
+		if p.opts.Name == "openrouter" {
+			// OpenRouter wants the reasoning it returned back on the same assistant message, verbatim,
+			// to continue reasoning across tool use; other providers' blocks are left out.
+			if d := metadataBlocks(m.Metadata, "reasoning_blocks", isReasoningDetail); len(d) > 0 {
+				out["reasoning_details"] = d
+			}
 		}
 	default:
 		out["role"] = string(m.Role)
@@ -292,3 +356,65 @@ func splitDataURI(u string) (mime, data string, ok bool) {
 	}
 	return strings.TrimSuffix(head, ";base64"), data, true
 }
+
+// metadataJSON returns a metadata value as JSON: raw JSON as is (json.RawMessage, []byte, or a
+// string holding JSON), anything else (a value decoded from a store) marshalled.
+func metadataJSON(v any) (json.RawMessage, bool) {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	case string:
+		raw = []byte(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil, false
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || !json.Valid(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// metadataBlocks returns the JSON objects of the list kept under key (a single object counts as a
+// list of one) that keep accepts; nil when there are none or the value is not JSON.
+func metadataBlocks(md map[string]any, key string, keep func(json.RawMessage) bool) []json.RawMessage {
+	raw, ok := metadataJSON(md[key])
+	if !ok {
+		return nil
+	}
+	var list []json.RawMessage
+	if raw[0] == '{' {
+		list = []json.RawMessage{raw}
+	} else if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	out := make([]json.RawMessage, 0, len(list))
+	for _, b := range list {
+		if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '{' && keep(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// blockType returns the "type" field of a JSON object.
+func blockType(b json.RawMessage) string {
+	var v struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.Type
+}
+
+// isReasoningDetail accepts OpenRouter reasoning_details entries (reasoning.text,
+// reasoning.summary, reasoning.encrypted).
+func isReasoningDetail(b json.RawMessage) bool { return strings.HasPrefix(blockType(b), "reasoning.") }

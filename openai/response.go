@@ -30,6 +30,9 @@ type wireMessage struct {
 	Reasoning        *string        `json:"reasoning,omitempty"`
 	ReasoningContent *string        `json:"reasoning_content,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
+	// ReasoningDetails are OpenRouter's structured reasoning blocks (text with signatures,
+	// summaries, encrypted data), whole on a message, in fragments on a delta.
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
 }
 
 type wireUsage struct {
@@ -138,6 +141,9 @@ func (p *Provider) readJSON(ctx context.Context, req *weft.Request, res *http.Re
 	for _, tc := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, weft.ToolCall{ID: tc.ID, Name: names.original(tc.Function.Name), Arguments: tc.Function.Arguments})
 	}
+	if p.opts.Name == "openrouter" {
+		out.ReasoningBlocks = verbatimList(m.ReasoningDetails)
+	}
 	if ch.FinishReason != nil {
 		out.FinishReason = finish(*ch.FinishReason)
 	} else {
@@ -176,6 +182,7 @@ func (p *Provider) readStream(ctx context.Context, req *weft.Request, res *http.
 		usage           *wireUsage
 		model, id       string
 		done            bool
+		details         reasoningDetails
 	)
 	for dec.Next() {
 		data := bytes.TrimSpace(dec.Event().Data)
@@ -212,6 +219,9 @@ func (p *Provider) readStream(ctx context.Context, req *weft.Request, res *http.
 					r = *d.ReasoningContent
 				} else if d.Reasoning != nil {
 					r = *d.Reasoning
+				}
+				if p.opts.Name == "openrouter" {
+					details.add(d.ReasoningDetails)
 				}
 				if r != "" {
 					reasoning.WriteString(r)
@@ -279,8 +289,82 @@ func (p *Provider) readStream(ctx context.Context, req *weft.Request, res *http.
 	if usage != nil {
 		out.Usage = usage.weft()
 	}
+	out.ReasoningBlocks = details.json()
 	out.ResponseBody = assembled(id, model, out, usage)
 	return out, nil
+}
+
+// verbatimList returns raw when it is a non-empty JSON list, compacted; else nil.
+func verbatimList(raw json.RawMessage) json.RawMessage {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil || len(list) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// reasoningDetails assembles OpenRouter's streamed reasoning_details. A stream sends each block in
+// fragments that share its type and index; consecutive fragments are merged into one block (their
+// text, summary and data concatenated, later values of other fields kept) so the block can be sent
+// back whole. Fragments without an index are never merged.
+type reasoningDetails []map[string]any
+
+// add merges the fragments of one delta.
+func (d *reasoningDetails) add(raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	var frags []map[string]any
+	if json.Unmarshal(raw, &frags) != nil {
+		return
+	}
+	for _, f := range frags {
+		if f == nil {
+			continue
+		}
+		n := len(*d)
+		if n > 0 && sameBlock((*d)[n-1], f) {
+			last := (*d)[n-1]
+			for k, v := range f {
+				switch k {
+				case "text", "summary", "data":
+					if s, ok := v.(string); ok {
+						prev, _ := last[k].(string)
+						last[k] = prev + s
+						continue
+					}
+				}
+				if v != nil && v != "" {
+					last[k] = v
+				}
+			}
+			continue
+		}
+		*d = append(*d, f)
+	}
+}
+
+// sameBlock reports whether fragment f continues block b: same type and the same index.
+func sameBlock(b, f map[string]any) bool {
+	bi, ok1 := b["index"]
+	fi, ok2 := f["index"]
+	return ok1 && ok2 && bi == fi && b["type"] == f["type"]
+}
+
+// json returns the assembled blocks as a JSON list; nil when there are none.
+func (d reasoningDetails) json() json.RawMessage {
+	if len(d) == 0 {
+		return nil
+	}
+	b, err := json.Marshal([]map[string]any(d))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // assembled renders a streamed reply as one chat.completion JSON object for the log.
@@ -288,6 +372,9 @@ func assembled(id, model string, r *weft.Response, usage *wireUsage) json.RawMes
 	msg := map[string]any{"role": "assistant", "content": r.Text}
 	if r.Reasoning != "" {
 		msg["reasoning"] = r.Reasoning
+	}
+	if len(r.ReasoningBlocks) > 0 {
+		msg["reasoning_details"] = r.ReasoningBlocks
 	}
 	if len(r.ToolCalls) > 0 {
 		tcs := make([]map[string]any, len(r.ToolCalls))
