@@ -65,7 +65,8 @@ type ToolSpec struct {
 	Provider string `json:"provider,omitempty"`
 }
 
-// Chunk is a streamed piece of a reply.
+// Chunk is a streamed piece of a reply. Adapters also send an empty Chunk for streamed output
+// that is not text (tool-call argument deltas): it reports progress, which resets the stall timeout.
 type Chunk struct {
 	// Text is a text delta.
 	Text string

@@ -263,6 +263,9 @@ func readStream(ctx context.Context, res *http.Response, names *nameMap, onChunk
 				b.signature += e.Delta.Signature
 			case "input_json_delta":
 				b.text.WriteString(e.Delta.PartialJSON)
+				if onChunk != nil {
+					onChunk(weft.Chunk{}) // progress: resets the engine's stall timer
+				}
 			}
 		case "content_block_stop", "ping":
 		case "message_delta":

@@ -194,6 +194,13 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 	to := req.Timeouts
 	if to.FirstChunk > 0 {
 		timer = time.AfterFunc(to.FirstChunk.D(), func() {
+			mu.Lock()
+			started := !first.IsZero()
+			mu.Unlock()
+			if started {
+				cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("stream stalled: no output for %s", to.Stall)})
+				return
+			}
 			cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no output within %s", to.FirstChunk)})
 		})
 		defer timer.Stop()

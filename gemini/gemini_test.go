@@ -423,7 +423,8 @@ func TestStreamingAssembly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if js(chunks) != `[{"Text":"","Reasoning":"think"},{"Text":"Hel","Reasoning":""},{"Text":"lo","Reasoning":""}]` {
+	// The two function calls report progress as empty chunks (stall timer).
+	if js(chunks) != `[{"Text":"","Reasoning":"think"},{"Text":"Hel","Reasoning":""},{"Text":"lo","Reasoning":""},{"Text":"","Reasoning":""},{"Text":"","Reasoning":""}]` {
 		t.Errorf("chunks = %s", js(chunks))
 	}
 	if r.Text != "Hello" || r.Reasoning != "think" || r.FinishReason != "tool_calls" || r.ModelID != "gemini-x" {

@@ -152,6 +152,9 @@ func (a *assembler) add(r *wireResponse, data []byte) error {
 			case p.CodeExecutionResult != nil:
 				a.addResult(p)
 			case p.FunctionCall != nil:
+				if a.onChunk != nil {
+					a.onChunk(weft.Chunk{}) // progress: resets the engine's stall timer
+				}
 				args := strings.TrimSpace(string(p.FunctionCall.Args))
 				if args == "" || args == "null" {
 					args = "{}"

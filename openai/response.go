@@ -260,6 +260,9 @@ func (p *Provider) readStream(ctx context.Context, req *weft.Request, res *http.
 						sc.name = tc.Function.Name
 					}
 					sc.args.WriteString(tc.Function.Arguments)
+					if onChunk != nil {
+						onChunk(weft.Chunk{}) // progress: resets the engine's stall timer
+					}
 				}
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {

@@ -560,6 +560,7 @@ loop:
 			}
 		case "response.function_call_arguments.delta":
 			call(&ev).args.WriteString(asText(ev.Delta))
+			emit(weft.Chunk{}) // progress: resets the engine's stall timer
 		case "response.function_call_arguments.done":
 			if present(ev.Arguments) {
 				c := call(&ev)
