@@ -559,3 +559,50 @@ func TestStrictToolsNullIsAbsent(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackDropsProviderBlocks: verbatim provider blocks (reasoning blocks, provider-executed
+// results) go back only to the provider that produced them; a fallback model of another provider
+// receives the same conversation without them.
+func TestFallbackDropsProviderBlocks(t *testing.T) {
+	var calls []string
+	reg := registry([]*weft.Tool{recorder("lookup", &calls, "found")}, nil)
+	m, _ := reg.Model("fast")
+	m.Provider, m.Fallbacks = "anthropic", []string{"backup"}
+	m.Retry = weft.RetryPolicy{Attempts: 1}
+	reg.AddModel(&weft.Model{Name: "backup", Provider: "google", Model: "b"})
+	const blocks = `[{"type":"thinking","thinking":"hm","signature":"sig=="}]`
+	alphaCalls := 0
+	var betaSaw []string
+	alpha := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		alphaCalls++
+		if alphaCalls == 1 {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "t1", Name: "lookup", Arguments: "{}"}}, ReasoningBlocks: json.RawMessage(blocks)}, nil
+		}
+		return nil, &weft.ProviderError{Type: weft.ErrServer, Status: 500, Message: "down"}
+	})
+	beta := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		for _, m := range req.Messages {
+			for k := range m.Metadata {
+				betaSaw = append(betaSaw, k)
+			}
+		}
+		return &weft.Response{Text: "done"}, nil
+	})
+	h := newHarness(t, reg, "[]")
+	h.eng, _ = engine.New(engine.Options{Registry: reg, Store: h.store, Providers: func(m *weft.Model) (weft.Provider, error) {
+		if m.Provider == "anthropic" {
+			return alpha, nil
+		}
+		return beta, nil
+	}})
+	th, res := h.run("assistant", "go", map[string]string{"ANTHROPIC_API_KEY": "k1", "GOOGLE_API_KEY": "k2"})
+	if res.Last().Reason != weft.StopOnResponse || alphaCalls != 2 {
+		t.Fatalf("%+v, alpha calls %d", res.Last(), alphaCalls)
+	}
+	if len(betaSaw) != 0 {
+		t.Errorf("fallback of another provider received %v", betaSaw)
+	}
+	if tr := h.transcript(th.ID); tr[len(tr)-1] != "assistant: done" {
+		t.Errorf("transcript: %q", tr)
+	}
+}
