@@ -244,3 +244,32 @@ type Message struct {
 	// CreatedAt is when the row was inserted.
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// MetadataJSON returns a metadata value as JSON text: raw JSON as it is (json.RawMessage, []byte,
+// or a string holding JSON), any other value (one decoded from a store) marshalled. False when the
+// value is absent or is not valid JSON. Adapters read verbatim provider blocks (reasoning_blocks,
+// provider_raw) with it, whichever way the message reached them.
+func MetadataJSON(v any) (json.RawMessage, bool) {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	case string:
+		raw = []byte(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil, false
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || !json.Valid(raw) {
+		return nil, false
+	}
+	return raw, true
+}

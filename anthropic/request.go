@@ -405,22 +405,9 @@ func toolResult(m weft.LLMMessage) wireBlock {
 
 // reasoningBlocks returns the verbatim thinking blocks kept on an assistant message.
 func reasoningBlocks(md map[string]any) []any {
-	var raw json.RawMessage
-	switch x := md["reasoning_blocks"].(type) {
-	case nil:
+	raw, ok := weft.MetadataJSON(md["reasoning_blocks"])
+	if !ok {
 		return nil
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	case string:
-		raw = json.RawMessage(x)
-	default: // decoded JSON (e.g. metadata read back from a store)
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil
-		}
-		raw = b
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {

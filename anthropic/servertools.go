@@ -121,22 +121,9 @@ type rawBlock struct {
 // one or more result blocks answering it. Anything else (another provider's raw items, a damaged
 // value) is ignored, and the call is then sent as an ordinary tool_use/tool_result pair.
 func providerRaw(md map[string]any) []json.RawMessage {
-	var raw []byte
-	switch x := md["provider_raw"].(type) {
-	case nil:
+	raw, ok := weft.MetadataJSON(md["provider_raw"])
+	if !ok {
 		return nil
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	case string:
-		raw = []byte(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil
-		}
-		raw = b
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil || len(list) < 2 {

@@ -140,22 +140,9 @@ type replay struct {
 // call, or false when the value is not Gemini's (another provider's raw items, damage): the call
 // then goes as an ordinary functionCall/functionResponse pair.
 func providerRaw(md map[string]any) (replay, bool) {
-	var raw []byte
-	switch x := md["provider_raw"].(type) {
-	case nil:
+	raw, ok := weft.MetadataJSON(md["provider_raw"])
+	if !ok {
 		return replay{}, false
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	case string:
-		raw = []byte(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return replay{}, false
-		}
-		raw = b
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {

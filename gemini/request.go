@@ -426,22 +426,9 @@ type sigSet struct {
 // functionCall or providerCall entry per tool call, in ToolCalls order; providerCall entries
 // (provider-executed calls, whose signatures travel inside their kept parts) only hold the place.
 func signatures(md map[string]any) sigSet {
-	var raw []byte
-	switch x := md["reasoning_blocks"].(type) {
-	case nil:
+	raw, ok := weft.MetadataJSON(md["reasoning_blocks"])
+	if !ok {
 		return sigSet{}
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	case string:
-		raw = []byte(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return sigSet{}
-		}
-		raw = b
 	}
 	var list []signatureBlock
 	if json.Unmarshal(raw, &list) != nil {

@@ -357,37 +357,10 @@ func splitDataURI(u string) (mime, data string, ok bool) {
 	return strings.TrimSuffix(head, ";base64"), data, true
 }
 
-// metadataJSON returns a metadata value as JSON: raw JSON as is (json.RawMessage, []byte, or a
-// string holding JSON), anything else (a value decoded from a store) marshalled.
-func metadataJSON(v any) (json.RawMessage, bool) {
-	var raw []byte
-	switch x := v.(type) {
-	case nil:
-		return nil, false
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	case string:
-		raw = []byte(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil, false
-		}
-		raw = b
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || !json.Valid(raw) {
-		return nil, false
-	}
-	return raw, true
-}
-
 // metadataBlocks returns the JSON objects of the list kept under key (a single object counts as a
 // list of one) that keep accepts; nil when there are none or the value is not JSON.
 func metadataBlocks(md map[string]any, key string, keep func(json.RawMessage) bool) []json.RawMessage {
-	raw, ok := metadataJSON(md[key])
+	raw, ok := weft.MetadataJSON(md[key])
 	if !ok {
 		return nil
 	}

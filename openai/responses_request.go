@@ -227,7 +227,7 @@ func (p *Provider) responsesInput(msgs []weft.LLMMessage, wire func(string) stri
 		if m.Role != weft.RoleTool || m.ToolCallID == "" {
 			continue
 		}
-		if raw, ok := metadataJSON(m.Metadata["provider_raw"]); ok && raw[0] == '{' {
+		if raw, ok := weft.MetadataJSON(m.Metadata["provider_raw"]); ok && raw[0] == '{' {
 			raws[m.ToolCallID] = raw
 		}
 	}
