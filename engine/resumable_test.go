@@ -273,11 +273,7 @@ func TestMessageBusyChild(t *testing.T) {
 		defer mu.Unlock()
 		last := req.Messages[len(req.Messages)-1]
 		if req.Prompt == "reviewer" {
-			if last.Role == weft.RoleUser {
-				childSaw = append(childSaw, last.Content)
-				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("a", len(childSaw)), Name: "approve", Arguments: fmt.Sprintf(`{"summary":"ok %d"}`, len(childSaw))}}}, nil
-			}
-			return &weft.Response{Text: "waiting"}, nil
+			return approveEach(last, &childSaw), nil
 		}
 		switch {
 		case last.Content == "start":
@@ -348,6 +344,17 @@ func TestSessionStatusIsRegistryText(t *testing.T) {
 	}
 }
 
+// approveEach is the reviewer of the busy-child tests: it approves each user message as "ok N",
+// recording what it saw.
+func approveEach(last weft.LLMMessage, saw *[]string) *weft.Response {
+	if last.Role != weft.RoleUser {
+		return &weft.Response{Text: "waiting"}
+	}
+	*saw = append(*saw, last.Content)
+	n := len(*saw)
+	return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("a", n), Name: "approve", Arguments: fmt.Sprintf(`{"summary":"ok %d"}`, n)}}}
+}
+
 // TestBlockingMessageToBackgroundChild: a blocking subagent_message to a child whose run was
 // started in the background (here: booted by the variables API) receives the outcome of the run
 // that answered its message as the call's result, and only the other run is reported (§4.1: no
@@ -371,11 +378,7 @@ func TestBlockingMessageToBackgroundChild(t *testing.T) {
 		defer mu.Unlock()
 		last := req.Messages[len(req.Messages)-1]
 		if req.Prompt == "reviewer" {
-			if last.Role == weft.RoleUser {
-				childSaw = append(childSaw, last.Content)
-				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("a", len(childSaw)), Name: "approve", Arguments: fmt.Sprintf(`{"summary":"ok %d"}`, len(childSaw))}}}, nil
-			}
-			return &weft.Response{Text: "waiting"}, nil
+			return approveEach(last, &childSaw), nil
 		}
 		switch {
 		case last.Content == "start":

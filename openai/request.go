@@ -315,21 +315,30 @@ func contentParts(parts []weft.ContentPart) []map[string]any {
 			}
 			out = append(out, map[string]any{"type": "file", "file": f})
 		case weft.PartAudio:
-			mime, data, ok := splitDataURI(pt.URL)
-			if !ok {
+			if a, ok := inputAudio(pt); ok {
+				out = append(out, a)
+			} else {
 				out = append(out, note("Audio", pt))
-				continue
 			}
-			format := "wav"
-			if strings.Contains(mime, "mp3") || strings.Contains(mime, "mpeg") {
-				format = "mp3"
-			}
-			out = append(out, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": format}})
 		default:
 			out = append(out, map[string]any{"type": "text", "text": pt.Text})
 		}
 	}
 	return out
+}
+
+// inputAudio is an audio part as both wires take it (base64 data and wav/mp3 format); false when
+// the part is not a data: URI.
+func inputAudio(pt weft.ContentPart) (map[string]any, bool) {
+	mime, data, ok := splitDataURI(pt.URL)
+	if !ok {
+		return nil, false
+	}
+	format := "wav"
+	if strings.Contains(mime, "mp3") || strings.Contains(mime, "mpeg") {
+		format = "mp3"
+	}
+	return map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": format}}, true
 }
 
 func sendableURL(u string) bool {

@@ -360,16 +360,11 @@ func responsesParts(parts []weft.ContentPart) []map[string]any {
 				out = append(out, textNote("File", pt))
 			}
 		case weft.PartAudio:
-			mime, data, ok := splitDataURI(pt.URL)
-			if !ok {
+			if a, ok := inputAudio(pt); ok {
+				out = append(out, a)
+			} else {
 				out = append(out, textNote("Audio", pt))
-				continue
 			}
-			format := "wav"
-			if strings.Contains(mime, "mp3") || strings.Contains(mime, "mpeg") {
-				format = "mp3"
-			}
-			out = append(out, map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": format}})
 		default:
 			out = append(out, map[string]any{"type": "input_text", "text": pt.Text})
 		}
