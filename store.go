@@ -183,6 +183,8 @@ type ThreadQuery struct {
 	Status                               ThreadStatus
 	// RootsOnly lists only threads without a parent (unless ParentID is set).
 	RootsOnly bool
+	// Queued lists only threads with queued messages (work left after a restart).
+	Queued bool
 	// Sort is activity (default), created or oldest.
 	Sort          string
 	Limit, Offset int

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,73 @@ func TestMessagePostedDuringRun(t *testing.T) {
 		"user: also: cancel order 7", "assistant: Noted both.")
 	if q, _ := h.store.Queued(context.Background(), th.ID); len(q) != 0 {
 		t.Errorf("queue not empty: %+v", q)
+	}
+}
+
+// TestRecoverAll: a fresh process finds the work a crashed one left — a run that died after its
+// reply committed (status running, lease left to expire) and a message queued but never run — and
+// finishes both, leaving a finished thread alone.
+func TestRecoverAll(t *testing.T) {
+	var calls []string
+	reg := registry([]*weft.Tool{recorder("lookup", &calls, "found")}, nil)
+	mem, _ := memstore.New(memstore.Options{})
+	script := func() weft.Provider {
+		return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+			if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"id":1}`}}}, nil
+			}
+			return &weft.Response{Text: "done"}, nil
+		})
+	}
+	bg := context.Background()
+	// Process 1: one thread finishes, one dies after its reply's commit, one only queues.
+	cs := &crashStore{Store: mem, after: 1 << 30}
+	eng1, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: script(), LeaseTTL: 30 * time.Millisecond})
+	done, _ := eng1.CreateThread(bg, engine.NewThread{Agent: "assistant"})
+	eng1.Send(bg, done.ID, weft.NewMessage{Content: "first"})
+	eng1.Run(bg, done.ID)
+	crashed, _ := eng1.CreateThread(bg, engine.NewThread{Agent: "assistant"})
+	waiting, _ := eng1.CreateThread(bg, engine.NewThread{Agent: "assistant"})
+	eng1.Send(bg, waiting.ID, weft.NewMessage{Content: "third"})
+	eng1.Send(bg, crashed.ID, weft.NewMessage{Content: "second"})
+	cs.mu.Lock()
+	cs.after = cs.n + 1
+	cs.mu.Unlock()
+	eng1.Run(bg, crashed.ID) // dies after the reply's commit
+	if th, _ := mem.Thread(bg, crashed.ID); th.Status != weft.ThreadRunning {
+		t.Fatalf("the crash left status %s", th.Status)
+	}
+	before, _ := mem.Messages(bg, done.ID, weft.MessageQuery{Limit: 100})
+
+	// Process 2 recovers everything at start, once the dead process's lease has expired.
+	time.Sleep(40 * time.Millisecond)
+	eng2, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: script()})
+	rec, err := eng2.RecoverAll(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng2.Wait()
+	if !slices.Equal(rec.Continued, []string{crashed.ID}) || !slices.Equal(rec.Started, []string{waiting.ID}) {
+		t.Errorf("recovered: %+v", rec)
+	}
+	for _, id := range []string{crashed.ID, waiting.ID} {
+		th, _ := mem.Thread(bg, id)
+		msgs, _ := mem.Messages(bg, id, weft.MessageQuery{Limit: 100})
+		if th.Status == weft.ThreadRunning || len(msgs) == 0 || msgs[len(msgs)-1].Content != "done" {
+			t.Errorf("thread %s not finished: status %s, %d messages", id, th.Status, len(msgs))
+		}
+		if q, _ := mem.Queued(bg, id); len(q) != 0 {
+			t.Errorf("thread %s still has %d queued", id, len(q))
+		}
+	}
+	if len(calls) != 3 {
+		t.Errorf("lookup ran %d times, want once per thread", len(calls))
+	}
+	if after, _ := mem.Messages(bg, done.ID, weft.MessageQuery{Limit: 100}); len(after) != len(before) {
+		t.Errorf("the finished thread changed: %d → %d messages", len(before), len(after))
+	}
+	// A second recovery finds nothing.
+	if rec, _ := eng2.RecoverAll(bg); len(rec.Continued)+len(rec.Started)+len(rec.Trees) != 0 {
+		t.Errorf("second recovery: %+v", rec)
 	}
 }

@@ -286,7 +286,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	s.threads.Range(func(_, v any) bool {
 		th := v.(*thread)
 		th.mu.RLock()
-		if !th.deleted && threadMatches(&th.meta, &q, search) {
+		if !th.deleted && threadMatches(&th.meta, &q, search) && (!q.Queued || len(th.queue) > 0) {
 			out = append(out, th.threadCopy())
 		}
 		th.mu.RUnlock()

@@ -273,6 +273,11 @@ func testThreadList(t *testing.T, s weft.Store) {
 	t4 := newThread(t, s, func(th *weft.Thread) {
 		th.UserID, th.Agent, th.ParentID, th.Label, th.CreatedAt, th.LastActivityAt = "u1", "gamma", t1.ID, "sub", at(4), at(1)
 	})
+	for _, th := range []*weft.Thread{t1, t4} {
+		if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "waiting"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name  string
 		q     weft.ThreadQuery
@@ -299,6 +304,8 @@ func testThreadList(t *testing.T, s weft.Store) {
 		{"search and user", weft.ThreadQuery{Search: "alpha", UserID: "u1"}, []*weft.Thread{t1}, 1},
 		{"page", weft.ThreadQuery{Sort: "oldest", Limit: 2, Offset: 1}, []*weft.Thread{t2, t3}, 4},
 		{"page past end", weft.ThreadQuery{Sort: "oldest", Offset: 10}, nil, 4},
+		{"queued", weft.ThreadQuery{Queued: true}, []*weft.Thread{t1, t4}, 2},
+		{"queued roots", weft.ThreadQuery{Queued: true, RootsOnly: true}, []*weft.Thread{t1}, 1},
 	}
 	for _, c := range cases {
 		got, total, err := s.Threads(ctx, c.q)

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weft-agents/weft"
+)
+
+// Recovered says what RecoverAll found and started.
+type Recovered struct {
+	// Continued are the threads whose interrupted run was resumed (status running, no live lease).
+	Continued []string
+	// Started are the idle threads whose queued messages now run.
+	Started []string
+	// Trees are the roots whose subagent trees were recovered (Recover).
+	Trees []string
+}
+
+// RecoverAll resumes the work a stopped process left in the store (storage.md §4.3), as a
+// long-lived process (a server, a worker) does at start: every interrupted run — a thread whose
+// status says running without a live lease — is continued (execution.md §13), every idle thread
+// with queued messages runs, and the subagent tree of each such thread's root is recovered
+// (Recover: lost reports re-sent, non-blocking children driven again). Threads that another live
+// process is running are left to it. Runs start in the background; Wait waits for them.
+//
+// Only roots are continued directly: an interrupted blocking child is re-attached by its
+// parent's resumed call, and a non-blocking one is driven by Recover of its root.
+func (e *Engine) RecoverAll(ctx context.Context) (*Recovered, error) {
+	out := &Recovered{}
+	running, _, err := e.store.Threads(ctx, weft.ThreadQuery{Status: weft.ThreadRunning, Sort: "oldest"})
+	if err != nil {
+		return nil, err
+	}
+	queued, _, err := e.store.Threads(ctx, weft.ThreadQuery{Queued: true, Sort: "oldest"})
+	if err != nil {
+		return nil, err
+	}
+	roots := map[string]bool{}
+	var order []string
+	addRoot := func(t *weft.Thread) {
+		root := t.RootID
+		if root == "" {
+			root = t.ID
+		}
+		if !roots[root] {
+			roots[root] = true
+			order = append(order, root)
+		}
+	}
+	resumed := map[string]bool{}
+	for _, t := range running {
+		addRoot(t)
+		if t.ParentID == "" {
+			resumed[t.ID] = true
+			out.Continued = append(out.Continued, t.ID)
+			e.bg.Go(func() { e.resumeQuietly(context.WithoutCancel(ctx), t.ID, "continue") })
+		}
+	}
+	for _, t := range queued {
+		addRoot(t)
+		if t.ParentID == "" && !resumed[t.ID] && t.Status != weft.ThreadTerminated {
+			out.Started = append(out.Started, t.ID)
+			e.bg.Go(func() { e.resumeQuietly(context.WithoutCancel(ctx), t.ID, "message") })
+		}
+	}
+	for _, root := range order {
+		if err := e.Recover(ctx, root); err != nil {
+			return out, err
+		}
+		out.Trees = append(out.Trees, root)
+	}
+	return out, nil
+}
+
+// resumeQuietly runs a recovered thread; a lease held by a live process means that process has it.
+func (e *Engine) resumeQuietly(ctx context.Context, threadID, trigger string) {
+	var err error
+	if trigger == "continue" {
+		_, err = e.Continue(ctx, threadID, "")
+	} else {
+		_, err = e.Run(ctx, threadID)
+	}
+	if err != nil && !errors.Is(err, weft.ErrLeaseHeld) {
+		e.log.Warn("recovered thread did not run", "thread", threadID, "error", err)
+	}
+}
