@@ -145,7 +145,11 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	if env == nil {
 		env = map[string]string{}
 	}
-	o := &offered{entry: req.Entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
+	// The child starts non-blocking (no call awaits it any more), and its registry row says so: a
+	// restart recovers it like any non-blocking child (Recover), and later messages do not block.
+	entry := req.Entry
+	entry.Blocking = ptr(false)
+	o := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
 	s := &scope{side: req.OwnerSide, offered: map[string]*offered{}}
 	child, fail := r.createChild(s, o, req.Args, weft.NewID("thr_"), env)
 	if fail != nil {

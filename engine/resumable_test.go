@@ -356,13 +356,12 @@ func approveEach(last weft.LLMMessage, saw *[]string) *weft.Response {
 }
 
 // TestBlockingMessageToBackgroundChild: a blocking subagent_message to a child whose run was
-// started in the background (here: booted by the variables API) receives the outcome of the run
-// that answered its message as the call's result, and only the other run is reported (§4.1: no
-// report while a blocking call awaits it) — exactly once each.
+// started in the background (here: a blocking resumable immediate entry, started without waiting)
+// receives the outcome of the run that answered its message as the call's result, and only the
+// other run is reported (§4.1: no report while a blocking call awaits it) — exactly once each.
 func TestBlockingMessageToBackgroundChild(t *testing.T) {
-	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
-	p, _ := reg.Prompt("reviewer")
-	p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarText, Required: true, Scoped: true, Description: "d"}}
+	yes := true
+	reg := subagentRegistry(weft.ToolEntry{Immediate: &yes, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
 	gate, busy := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	tl, _ := reg.Tool("approve")
@@ -381,8 +380,6 @@ func TestBlockingMessageToBackgroundChild(t *testing.T) {
 			return approveEach(last, &childSaw), nil
 		}
 		switch {
-		case last.Content == "start":
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft 1"}`}}}, nil
 		case last.Content == "more":
 			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c2", Name: "subagent_message", Arguments: fmt.Sprintf(`{"referenceId":%q,"message":"Draft 2"}`, ref)}}}, nil
 		case last.Role == weft.RoleTool:
@@ -393,18 +390,11 @@ func TestBlockingMessageToBackgroundChild(t *testing.T) {
 	h := newHarnessWith(t, reg, model)
 	ctx := context.Background()
 	th, _ := h.run("assistant", "start", nil)
-	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
-	data, _ := msgs[0].Metadata["error_data"].(map[string]any)
-	reqID, _ := data["request_id"].(string)
-	done, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	<-busy // the immediate child's first run is inside approve
 	mu.Lock()
-	ref = done.ChildThreadID
+	ref = childOf(t, h, th.ID).ID
 	mu.Unlock()
-	// The child's first run is inside approve; the parent's blocking message waits for it.
-	<-busy
+	// The parent's blocking message waits for that run.
 	sent := make(chan *engine.RunResult)
 	go func() { sent <- h.send(th.ID, "more") }()
 	for {

@@ -444,6 +444,10 @@ func TestS003_6_env_required_bootstrap(t *testing.T) {
 	if _, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": "AP style"}); weft.ErrorCode(err) != weft.EConflict {
 		t.Errorf("second answer: %v", err)
 	}
+	child, _ := h.store.Thread(ctx, done.ChildThreadID)
+	if row, _ := child.Properties["weft.subagent"].(map[string]any); row["blocking"] != false {
+		t.Errorf("the booted child's registry row: %+v", row)
+	}
 	env, _ := h.store.Env(ctx, weft.EnvThread, done.ChildThreadID)
 	if len(env) != 1 || env[0].Name != "STYLE_GUIDE" || env[0].Value != "AP style" || env[0].Type != weft.VarSecret {
 		t.Errorf("child env: %+v", env)
