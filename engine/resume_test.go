@@ -262,11 +262,39 @@ func TestNonBlockingSubagentRecoverAfterCrash(t *testing.T) {
 			return &weft.Response{Text: "started"}, nil
 		}
 	})
+	// A blocking resumable instance started by an immediate entry reports on its own too: no call
+	// awaits its first run.
+	immediateModel := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"approved"}`}}}, nil
+		case strings.HasPrefix(last.Content, "Subagent (reference:"):
+			return &weft.Response{Text: "final: " + last.Content[strings.LastIndex(last.Content, "\n")+1:]}, nil
+		default:
+			return &weft.Response{Text: "started"}, nil
+		}
+	})
+	no, yes := false, true
+	for _, tc := range []struct {
+		name  string
+		entry weft.ToolEntry
+		model weft.Provider
+	}{
+		{"non_blocking", weft.ToolEntry{Blocking: &no}, model},
+		{"immediate_blocking_resumable", weft.ToolEntry{Immediate: &yes, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, immediateModel},
+	} {
+		t.Run(tc.name, func(t *testing.T) { recoverSweep(t, tc.entry, tc.model) })
+	}
+}
+
+// recoverSweep kills the process after every commit of parent and child until a run completes,
+// then recovers in a fresh process: exactly one report, nothing persisted lost, the parent done.
+func recoverSweep(t *testing.T, entry weft.ToolEntry, model weft.Provider) {
 	completed := false
 	for after := 0; !completed && after < 40; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
-			blocking := false
-			reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+			reg := subagentRegistry(entry, nil)
 			mem, _ := memstore.New(memstore.Options{})
 			cs := &deadStore{&crashStore{Store: mem, after: after}}
 			ctx := context.Background()

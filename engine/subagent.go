@@ -529,9 +529,12 @@ func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
 	}
 }
 
-// Recover picks up, after a restart, the non-blocking subagents of a thread's tree: children whose
+// Recover picks up, after a restart, the subagents of a thread's tree that report on their own:
+// non-blocking children, and resumable instances of blocking entries (after a restart no call
+// awaits them: the interrupted subagent_message call is answered as interrupted). Children whose
 // runs a crash interrupted (or with queued messages) are driven again, and stops whose report was
-// lost are reported now. Blocking children are re-attached by their parent's resumed call.
+// lost are reported now. Non-resumable blocking children are re-attached by their parent's
+// resumed call.
 func (e *Engine) Recover(ctx context.Context, threadID string) error {
 	kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Sort: "oldest", Limit: -1})
 	if err != nil {
@@ -542,7 +545,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		row, ok := registryRow(k)
-		if !ok || row["blocking"] != false {
+		if !ok || (row["blocking"] != false && row["resumable"] != true) {
 			continue
 		}
 		a, ok := e.reg.Agent(k.Agent)
