@@ -97,3 +97,8 @@ func (fake) EncodeError(status int, msg string) (string, []byte) {
 func TestConformance(t *testing.T) {
 	providertest.Run(t, func(baseURL string) weft.Provider { return New(Options{BaseURL: baseURL}) }, fake{})
 }
+
+func TestEngineOverTheWire(t *testing.T) {
+	providertest.RunEngine(t, providertest.Target{Provider: "google", KeyVar: "GOOGLE_API_KEY"},
+		func(baseURL string) weft.Provider { return New(Options{BaseURL: baseURL}) }, fake{})
+}

@@ -166,3 +166,9 @@ func TestResponsesConformance(t *testing.T) {
 		return responsesMode(openai.New(openai.Options{BaseURL: baseURL, HTTPClient: &http.Client{Transport: onlyResponses{t}}}))
 	}, respFake{})
 }
+
+func TestResponsesEngineOverTheWire(t *testing.T) {
+	providertest.RunEngine(t, providertest.Target{Provider: "openai", KeyVar: "OPENAI_API_KEY"}, func(baseURL string) weft.Provider {
+		return responsesMode(openai.New(openai.Options{BaseURL: baseURL, HTTPClient: &http.Client{Transport: onlyResponses{t}}}))
+	}, respFake{})
+}

@@ -87,3 +87,14 @@ func TestConformance(t *testing.T) {
 		return openai.New(openai.Options{BaseURL: baseURL, HTTPClient: &http.Client{}})
 	}, fake{})
 }
+
+func TestEngineOverTheWire(t *testing.T) {
+	for _, name := range []string{"openai", "openrouter", "openai-compatible"} {
+		t.Run(name, func(t *testing.T) {
+			key := map[string]string{"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY", "openai-compatible": "COMPAT_KEY"}[name]
+			providertest.RunEngine(t, providertest.Target{Provider: name, KeyVar: key}, func(baseURL string) weft.Provider {
+				return openai.New(openai.Options{BaseURL: baseURL, Name: name})
+			}, fake{})
+		})
+	}
+}
