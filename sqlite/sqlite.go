@@ -70,6 +70,7 @@ type Store struct {
 	wdb   *sql.DB
 	wconn *sql.Conn
 	w     *writer
+	group groupCommit // writes waiting for the write connection (write.go)
 	ckpt  *checkpointer
 
 	files fileReader

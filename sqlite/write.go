@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -108,38 +109,183 @@ func (w *writer) close() {
 	}
 }
 
-// write runs fn in a BEGIN IMMEDIATE transaction on the write connection: committed when fn returns
-// nil, rolled back when it fails or panics.
-func (s *Store) write(ctx context.Context, fn func(w *writer) error) (err error) {
+// write runs fn as one transaction on the write connection: committed when fn returns nil, rolled
+// back when it fails or panics (the panic is raised again in the caller).
+//
+// Writes that arrive while another is committing are committed together (group commit): the
+// first waiting writer leads, running every pending fn in one BEGIN IMMEDIATE transaction, each
+// inside a savepoint that is rolled back alone when its fn fails, then one COMMIT for all. A
+// caller returns only after the commit that carries its writes, so durability and atomicity per
+// write are those of a transaction of its own; many concurrent runs share the commit's fixed cost
+// and the pages they all touch. A lone writer takes the plain path (no savepoint).
+func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	req := &writeReq{ctx: ctx, fn: fn}
+	g := &s.group
+	g.mu.Lock()
+	if g.leading {
+		req.done, req.lead = make(chan struct{}), make(chan struct{})
+		g.pending = append(g.pending, req)
+		g.mu.Unlock()
+		select {
+		case <-req.done:
+			return req.result()
+		case <-req.lead: // the leader handed over with this request still pending
+			g.mu.Lock()
+		}
+	} else {
+		g.leading = true
+		g.pending = append(g.pending, req)
+	}
+	// Leading (g.mu held): commit batches until this request's is done, then hand over.
+	for !req.finished {
+		n := min(len(g.pending), maxGroup)
+		batch := g.pending[:n:n]
+		g.pending = g.pending[n:]
+		g.mu.Unlock()
+		s.commitGroup(batch)
+		g.mu.Lock()
+	}
+	if len(g.pending) > 0 {
+		close(g.pending[0].lead)
+	} else {
+		g.leading = false
+		g.pending = nil
+	}
+	g.mu.Unlock()
+	return req.result()
+}
+
+// maxGroup bounds the writes of one group commit, and so the wait of its last writer.
+const maxGroup = 64
+
+// groupCommit queues the writes waiting for the write connection.
+type groupCommit struct {
+	mu      sync.Mutex
+	pending []*writeReq
+	leading bool // a writer is committing batches
+}
+
+// writeReq is one write waiting for, or done by, a group commit.
+type writeReq struct {
+	ctx context.Context
+	fn  func(w *writer) error
+	// err and panicked are the outcome; finished is set (by the leader) once they are.
+	err      error
+	panicked any
+	finished bool
+	// done is closed when finished; lead hands this waiting writer the leadership. Nil for a
+	// writer that led from the start.
+	done, lead chan struct{}
+}
+
+func (r *writeReq) result() error {
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.err
+}
+
+func (r *writeReq) finish(err error) {
+	if r.err == nil && r.panicked == nil {
+		r.err = err
+	}
+	r.finished = true
+	if r.done != nil {
+		close(r.done)
+	}
+}
+
+// run calls the request's fn, catching a panic.
+func (r *writeReq) run(w *writer) (panicked any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return nil, r.fn(w)
+}
+
+// commitGroup commits a batch of writes in one transaction, each in its own savepoint when there
+// are several.
+func (s *Store) commitGroup(batch []*writeReq) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	w := s.w
 	if w == nil {
-		return errClosed
-	}
-	if _, err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done { // fn panicked
-			w.exec(context.Background(), "ROLLBACK")
+		for _, r := range batch {
+			r.finish(errClosed)
 		}
-	}()
-	err = fn(w)
-	done = true
-	if err == nil {
-		if _, err = w.exec(context.Background(), "COMMIT"); err == nil {
-			s.ckpt.committed()
-			return nil
-		}
-		err = fmt.Errorf("sqlite: commit: %w", err)
+		return
 	}
+	bg := context.Background()
+	if _, err := w.exec(bg, "BEGIN IMMEDIATE"); err != nil {
+		for _, r := range batch {
+			r.finish(fmt.Errorf("sqlite: begin: %w", err))
+		}
+		return
+	}
+	single := len(batch) == 1
+	var kept []*writeReq
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.finish(err)
+			continue
+		}
+		if !single {
+			if _, err := w.exec(bg, "SAVEPOINT weft_write"); err != nil {
+				s.abortGroup(w, batch, fmt.Errorf("sqlite: savepoint: %w", err))
+				return
+			}
+		}
+		p, err := r.run(w)
+		if err == nil && p == nil {
+			if !single {
+				if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
+					s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
+					return
+				}
+			}
+			kept = append(kept, r)
+			continue
+		}
+		r.err, r.panicked = err, p
+		if single {
+			w.exec(bg, "ROLLBACK")
+			r.finish(nil)
+			return
+		}
+		if _, err := w.exec(bg, "ROLLBACK TO weft_write"); err != nil {
+			s.abortGroup(w, batch, fmt.Errorf("sqlite: rollback to savepoint: %w", err))
+			return
+		}
+		if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
+			s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
+			return
+		}
+		r.finish(nil)
+	}
+	if _, err := w.exec(bg, "COMMIT"); err != nil {
+		s.abortGroup(w, kept, fmt.Errorf("sqlite: commit: %w", err))
+		return
+	}
+	s.ckpt.committed()
+	for _, r := range kept {
+		r.finish(nil)
+	}
+}
+
+// abortGroup rolls the whole transaction back and fails every write of it not yet finished.
+func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 	w.exec(context.Background(), "ROLLBACK")
-	return err
+	for _, r := range batch {
+		if !r.finished {
+			r.err, r.panicked = nil, nil
+			r.finish(err)
+		}
+	}
 }
 
 // Write statements; hotWrites are prepared at Open.
