@@ -76,6 +76,10 @@ type Engine struct {
 	// their background runs held back meanwhile (subagents.md §4.1).
 	awaitMu sync.Mutex
 	awaited map[string]*awaiting
+
+	// kickMu guards kicks: the thread runs started by queued reports, one active per thread.
+	kickMu sync.Mutex
+	kicks  map[string]*kickState
 }
 
 // New returns an engine over a registry and a store.
@@ -357,7 +361,7 @@ func (e *Engine) emit(ev Event) {
 // Redactor returns a function replacing the thread's secret values (every env layer) and the
 // provider keys by [redacted], for output that leaves Weft (CLI, API).
 func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
-	r, err := e.loadRun(ctx, threadID)
+	r, err := e.loadRunRows(ctx, threadID, false)
 	if err != nil {
 		return nil, err
 	}

@@ -351,6 +351,12 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).
 func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
+	return e.loadRunRows(ctx, threadID, true)
+}
+
+// loadRunRows is loadRun, with the thread's rows only when rows is true (a redactor needs none:
+// reading every row of a parent that hundreds of children report to made each report O(n)).
+func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*run, error) {
 	t, err := e.store.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -359,9 +365,11 @@ func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1})
-	if err != nil {
-		return nil, err
+	var msgs []weft.Message
+	if rows {
+		if msgs, err = e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1}); err != nil {
+			return nil, err
+		}
 	}
 	thread, user, instance, err := loadEnv(ctx, e.store, threadID, t.UserID)
 	if err != nil {

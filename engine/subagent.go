@@ -647,7 +647,40 @@ func (e *Engine) readFileAttachment(ctx context.Context, threadID, p string) (we
 
 // kick runs a thread whose queue holds work, unless it is stopped or terminated. A run already
 // active in this process is waited for first: it may stop without having seen the new message.
+//
+// One kick per thread is active at a time: a kick arriving meanwhile only asks the active one to
+// look at the queue once more, so many children reporting at once cost one queue check per pass,
+// not one each (which made a parent with hundreds of reporting children quadratic).
 func (e *Engine) kick(ctx context.Context, threadID string) {
+	e.kickMu.Lock()
+	if k, ok := e.kicks[threadID]; ok {
+		k.again = true
+		e.kickMu.Unlock()
+		return
+	}
+	if e.kicks == nil {
+		e.kicks = map[string]*kickState{}
+	}
+	k := &kickState{}
+	e.kicks[threadID] = k
+	e.kickMu.Unlock()
+	for {
+		e.kickOnce(ctx, threadID)
+		e.kickMu.Lock()
+		if !k.again {
+			delete(e.kicks, threadID)
+			e.kickMu.Unlock()
+			return
+		}
+		k.again = false
+		e.kickMu.Unlock()
+	}
+}
+
+// kickState is the active kick of a thread; again asks it for one more pass.
+type kickState struct{ again bool }
+
+func (e *Engine) kickOnce(ctx context.Context, threadID string) {
 	for range 1000 {
 		e.mu.Lock()
 		ar := e.running[threadID]
