@@ -44,6 +44,9 @@ type Store struct {
 	closed atomic.Bool
 
 	threads sync.Map // thread id → *thread
+	// children indexes threads by parent (parent id → *sync.Map of child ids), so listing a
+	// thread's children does not scan every thread.
+	children sync.Map
 
 	envMu sync.RWMutex
 	env   map[envOwner]map[string]envRow
@@ -193,6 +196,10 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if _, loaded := s.threads.LoadOrStore(t.ID, th); loaded {
 		return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
 	}
+	if meta.ParentID != "" {
+		set, _ := s.children.LoadOrStore(meta.ParentID, &sync.Map{})
+		set.(*sync.Map).Store(t.ID, struct{}{})
+	}
 	s.setEnvLocked(weft.EnvThread, t.ID, env, now)
 	return nil
 }
@@ -283,15 +290,28 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	}
 	search := storecontract.ASCIILower(q.Search)
 	var out []*weft.Thread
-	s.threads.Range(func(_, v any) bool {
-		th := v.(*thread)
+	match := func(th *thread) {
 		th.mu.RLock()
 		if !th.deleted && threadMatches(&th.meta, &q, search) && (!q.Queued || len(th.queue) > 0) {
 			out = append(out, th.threadCopy())
 		}
 		th.mu.RUnlock()
-		return true
-	})
+	}
+	if q.ParentID != "" {
+		if set, ok := s.children.Load(q.ParentID); ok {
+			set.(*sync.Map).Range(func(k, _ any) bool {
+				if th := s.lookup(k.(string)); th != nil {
+					match(th)
+				}
+				return true
+			})
+		}
+	} else {
+		s.threads.Range(func(_, v any) bool {
+			match(v.(*thread))
+			return true
+		})
+	}
 	slices.SortFunc(out, threadOrder[by])
 	total := len(out)
 	out = out[min(max(q.Offset, 0), len(out)):]
@@ -346,8 +366,13 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 		th.writer.Lock()
 		th.mu.Lock()
 		th.deleted = true
+		parent := th.meta.ParentID
 		th.mu.Unlock()
 		s.threads.Delete(tid)
+		s.children.Delete(tid)
+		if set, ok := s.children.Load(parent); ok {
+			set.(*sync.Map).Delete(tid)
+		}
 		th.writer.Unlock()
 		s.envMu.Lock()
 		delete(s.env, envOwner{weft.EnvThread, tid})
