@@ -181,17 +181,9 @@ func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames,
 			}
 			tools = append(tools, map[string]any{"type": "function", "function": fn})
 		}
-		if len(tools) > 0 {
-			body["tools"] = tools
-			if req.ToolChoice != "" {
-				body["tool_choice"] = string(req.ToolChoice)
-			}
-			body["parallel_tool_calls"] = req.ParallelToolCalls
-		}
+		setTools(body, req, tools)
 	} else {
-		delete(body, "tools")
-		delete(body, "tool_choice")
-		delete(body, "parallel_tool_calls")
+		clearTools(body)
 	}
 
 	if r := req.Reasoning; r != nil {
@@ -325,6 +317,27 @@ func contentParts(parts []weft.ContentPart) []map[string]any {
 		}
 	}
 	return out
+}
+
+// setTools puts the offered tools with the tool choice and the parallel flag into body (both
+// wires name them alike); with no tools, any such keys the options brought are removed.
+func setTools[T any](body map[string]any, req *weft.Request, tools []T) {
+	if len(tools) == 0 {
+		clearTools(body)
+		return
+	}
+	body["tools"] = tools
+	if req.ToolChoice != "" {
+		body["tool_choice"] = string(req.ToolChoice)
+	}
+	body["parallel_tool_calls"] = req.ParallelToolCalls
+}
+
+// clearTools removes the tool keys a request without tools must not carry.
+func clearTools(body map[string]any) {
+	delete(body, "tools")
+	delete(body, "tool_choice")
+	delete(body, "parallel_tool_calls")
 }
 
 // inputAudio is an audio part as both wires take it (base64 data and wav/mp3 format); false when

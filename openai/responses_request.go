@@ -172,17 +172,9 @@ func (p *Provider) buildResponsesBody(req *weft.Request, stream bool) ([]byte, r
 			}
 			tools = append(tools, fn)
 		}
-		if len(tools) > 0 {
-			body["tools"] = tools
-			if req.ToolChoice != "" {
-				body["tool_choice"] = string(req.ToolChoice)
-			}
-			body["parallel_tool_calls"] = req.ParallelToolCalls
-		}
+		setTools(body, req, tools)
 	} else {
-		delete(body, "tools")
-		delete(body, "tool_choice")
-		delete(body, "parallel_tool_calls")
+		clearTools(body)
 	}
 
 	if stream {
