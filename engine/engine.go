@@ -77,6 +77,10 @@ type Engine struct {
 	awaitMu sync.Mutex
 	awaited map[string]*awaiting
 
+	// driveMu guards driving: the children a background driver of this process runs (count).
+	driveMu sync.Mutex
+	driving map[string]int
+
 	// kickMu guards kicks: the thread runs started by queued reports, one active per thread.
 	kickMu sync.Mutex
 	kicks  map[string]*kickState

@@ -362,3 +362,67 @@ func wantKept(t *testing.T, before, after []weft.Message) {
 		}
 	}
 }
+
+// gatedReports holds the first report pushed to a parent until released: the window between a
+// child's stop and its report reaching the parent.
+type gatedReports struct {
+	weft.Store
+	parent  string
+	once    sync.Once
+	holding chan struct{}
+	release chan struct{}
+}
+
+func (s *gatedReports) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
+	if q.ThreadID == s.parent && q.Metadata["kind"] == "subagent_result" {
+		held := false
+		s.once.Do(func() { held = true })
+		if held {
+			close(s.holding)
+			<-s.release
+		}
+	}
+	return s.Store.PushQueue(ctx, q)
+}
+
+// TestRecoverLeavesLiveDriversAlone: Recover called while this process's own driver is between a
+// child's stop and its report (weft run calls Recover after its run) does not report the stop a
+// second time: the live driver reports it.
+func TestRecoverLeavesLiveDriversAlone(t *testing.T) {
+	blocking := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"approved"}`}}}, nil
+		case last.Role == weft.RoleUser && last.Content == "review it":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "review", Arguments: `{"message":"Draft: x"}`}}}, nil
+		}
+		return &weft.Response{Text: "ok"}, nil
+	})
+	mem, _ := memstore.New(memstore.Options{})
+	gs := &gatedReports{Store: mem, holding: make(chan struct{}), release: make(chan struct{})}
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: gs, Override: model})
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	gs.parent = th.ID
+	eng.Send(ctx, th.ID, weft.NewMessage{Content: "review it"})
+	eng.Run(ctx, th.ID)
+	<-gs.holding // the child stopped; its driver is delivering the report
+	if err := eng.Recover(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(gs.release)
+	eng.Wait()
+	msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	reports := 0
+	for _, m := range msgs {
+		if m.Metadata["kind"] == "subagent_result" {
+			reports++
+		}
+	}
+	if reports != 1 {
+		t.Errorf("%d reports of one stop", reports)
+	}
+}

@@ -372,7 +372,35 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 type childMode struct{ resumable, explicit bool }
 
 func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
-	e.bg.Go(func() { e.driveChild(context.Background(), child, a, owner, mode, false) })
+	e.goDrive(context.Background(), child, a, owner, mode, false)
+}
+
+// goDrive starts driveChild in the background, registered as the child's driver until it returns:
+// Recover leaves a child that this process drives to its driver, which reports what it runs.
+func (e *Engine) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
+	e.driveMu.Lock()
+	if e.driving == nil {
+		e.driving = map[string]int{}
+	}
+	e.driving[child.ID]++
+	e.driveMu.Unlock()
+	e.bg.Go(func() {
+		defer func() {
+			e.driveMu.Lock()
+			if e.driving[child.ID]--; e.driving[child.ID] == 0 {
+				delete(e.driving, child.ID)
+			}
+			e.driveMu.Unlock()
+		}()
+		e.driveChild(ctx, child, a, owner, mode, resume)
+	})
+}
+
+// drivenHere tells whether a driver of this process is running the child.
+func (e *Engine) drivenHere(childID string) bool {
+	e.driveMu.Lock()
+	defer e.driveMu.Unlock()
+	return e.driving[childID] > 0
 }
 
 // driveChild runs a background child run by run while it has work, reporting each run's outcome
@@ -545,7 +573,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		row, ok := registryRow(k)
-		if !ok || (row["blocking"] != false && row["resumable"] != true) {
+		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.drivenHere(k.ID) {
 			continue
 		}
 		a, ok := e.reg.Agent(k.Agent)
@@ -559,7 +587,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
-			e.bg.Go(func() { e.driveChild(context.WithoutCancel(ctx), k, a, owner, mode, true) })
+			e.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
 			continue
 		}
 		st, err := loadExecState(ctx, e.store, k.ID)
