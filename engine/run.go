@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -86,9 +87,68 @@ func loadExecState(ctx context.Context, st weft.Store, threadID string) (execSta
 	return s, nil
 }
 
+// encode is json.Marshal(s), written out: it runs in every step's transaction.
 func (s *execState) encode() json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
+	b := make([]byte, 0, 128)
+	b = append(b, '{')
+	if s.Stopped {
+		b = append(b, `"stopped":true,`...)
+	}
+	b = append(b, `"side":`...)
+	b = appendJSONString(b, string(s.Side))
+	b = append(b, `,"turns_a":`...)
+	b = strconv.AppendInt(b, int64(s.TurnsA), 10)
+	b = append(b, `,"turns_b":`...)
+	b = strconv.AppendInt(b, int64(s.TurnsB), 10)
+	b = append(b, `,"window_a":`...)
+	b = strconv.AppendInt(b, s.WindowA, 10)
+	b = append(b, `,"window_b":`...)
+	b = strconv.AppendInt(b, s.WindowB, 10)
+	if s.ToolCalled {
+		b = append(b, `,"tool_called":true`...)
+	}
+	b = appendIntField(b, `,"queued_tools":`, int64(s.QueuedTools))
+	b = appendIntField(b, `,"handler_a":`, s.HandlerA)
+	b = appendIntField(b, `,"handler_b":`, s.HandlerB)
+	if s.IdleA {
+		b = append(b, `,"idle_a":true`...)
+	}
+	if s.IdleB {
+		b = append(b, `,"idle_b":true`...)
+	}
+	if len(s.Immediate) > 0 {
+		b = append(b, `,"immediate":[`...)
+		for i, v := range s.Immediate {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	b = appendIntField(b, `,"stops":`, int64(s.Stops))
+	return append(b, '}')
+}
+
+// appendIntField appends an omitempty integer field.
+func appendIntField(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // activeRun is a run in progress in this process.
