@@ -420,4 +420,10 @@ func TestBlockingMessageToBackgroundChild(t *testing.T) {
 	if strings.Contains(joined, "has returned the following result:\n\nok 2") {
 		t.Errorf("the awaited run was reported too:\n%s", joined)
 	}
+	docs, _ := h.store.ExecState(ctx, ref)
+	for k := range docs {
+		if strings.HasPrefix(k, "subagent_held/") {
+			t.Errorf("held report record left after the call: %s", k)
+		}
+	}
 }

@@ -426,3 +426,52 @@ func TestRecoverLeavesLiveDriversAlone(t *testing.T) {
 		t.Errorf("%d reports of one stop", reports)
 	}
 }
+
+// TestHeldReportSurvivesRestart: a report held back for a blocking call is kept in the child's
+// run state; when the process dies before the call ends, Recover sends it once and clears it.
+func TestHeldReportSurvivesRestart(t *testing.T) {
+	yes := true
+	reg := subagentRegistry(weft.ToolEntry{Immediate: &yes, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Prompt == "reviewer" {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"first"}`}}}, nil
+		}
+		return &weft.Response{Text: "ok"}, nil
+	})
+	mem, _ := memstore.New(memstore.Options{})
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	eng.Send(ctx, th.ID, weft.NewMessage{Content: "go"})
+	eng.Run(ctx, th.ID)
+	eng.Wait()
+	kids, _, _ := mem.Threads(ctx, weft.ThreadQuery{ParentID: th.ID})
+	if len(kids) != 1 {
+		t.Fatalf("children: %d", len(kids))
+	}
+	// What a process that died while holding the report of the child's stop 7 left behind.
+	held := `{"owner":"a","out":{"status":"success","result":"held outcome"},"seq":7}`
+	if err := mem.Tx(ctx, kids[0].ID, nil, func(tx weft.Tx) error { return tx.SetExecState("subagent_held/7", json.RawMessage(held)) }); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+	for range 2 {
+		if err := fresh.Recover(ctx, th.ID); err != nil {
+			t.Fatal(err)
+		}
+		fresh.Wait()
+	}
+	msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	n := 0
+	for _, m := range msgs {
+		if strings.HasSuffix(m.Content, "has returned the following result:\n\nheld outcome") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("held report delivered %d times", n)
+	}
+	if docs, _ := mem.ExecState(ctx, kids[0].ID); docs["subagent_held/7"] != nil {
+		t.Errorf("held report record left: %s", docs["subagent_held/7"])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -448,7 +449,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		if !mode.resumable {
 			e.finishChild(ctx, child, out)
 		}
-		if !mode.explicit && !e.holdReport(child.ID, heldReport{owner: owner, out: out, seq: info.Seq}) {
+		if !mode.explicit && !e.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
 			e.report(ctx, child, owner, out, info.Seq, false)
 		}
 		if !mode.resumable || err != nil {
@@ -582,6 +583,9 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		}
 		owner := weft.Side(row["owner_side"].(string))
 		mode := childMode{resumable: row["resumable"] == true, explicit: row["parent_communication"] == "explicit"}
+		if err := e.sendHeld(ctx, k); err != nil {
+			return err
+		}
 		q, err := e.store.Queued(ctx, k.ID)
 		if err != nil {
 			return err
@@ -926,12 +930,19 @@ type awaiting struct {
 	held  []heldReport
 }
 
-// heldReport is a background run's report held back while a blocking call awaits the child.
+// heldReport is a background run's report held back while a blocking call awaits the child. It
+// is kept in the child's run state (heldKey) until sent, so a crash meanwhile loses nothing:
+// Recover sends it.
 type heldReport struct {
-	owner weft.Side
-	out   weft.ToolResult
-	seq   int
+	Owner weft.Side       `json:"owner"`
+	Out   weft.ToolResult `json:"out"`
+	Seq   int             `json:"seq"`
 }
+
+// heldPrefix starts the run-state keys of held reports (heldPrefix + seq).
+const heldPrefix = "subagent_held/"
+
+func heldKey(seq int) string { return heldPrefix + strconv.Itoa(seq) }
 
 // beginAwait registers a blocking call awaiting child: until endAwait, the reports of the child's
 // background runs are held back, since the run that answers the call returns its outcome as the
@@ -950,8 +961,9 @@ func (e *Engine) beginAwait(childID string) {
 	a.calls++
 }
 
-// holdReport holds a background run's report back while a blocking call awaits the child.
-func (e *Engine) holdReport(childID string, h heldReport) bool {
+// holdReport holds a background run's report back while a blocking call awaits the child, and
+// keeps it in the child's run state until it is sent or answered.
+func (e *Engine) holdReport(ctx context.Context, childID string, h heldReport) bool {
 	e.awaitMu.Lock()
 	defer e.awaitMu.Unlock()
 	a := e.awaited[childID]
@@ -959,6 +971,11 @@ func (e *Engine) holdReport(childID string, h heldReport) bool {
 		return false
 	}
 	a.held = append(a.held, h)
+	if doc, err := json.Marshal(h); err == nil && h.Seq > 0 {
+		if err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error { return tx.SetExecState(heldKey(h.Seq), doc) }); err != nil {
+			e.log.Warn("held subagent report not recorded", "child", childID, "error", err)
+		}
+	}
 	return true
 }
 
@@ -978,8 +995,49 @@ func (e *Engine) endAwait(ctx context.Context, child *weft.Thread, answered int)
 		e.markReported(ctx, child.ID, answered)
 	}
 	for _, h := range held {
-		if h.seq != answered {
-			e.report(ctx, child, h.owner, h.out, h.seq, false)
+		if h.Seq != answered {
+			e.report(ctx, child, h.Owner, h.Out, h.Seq, false)
 		}
 	}
+	e.dropHeld(ctx, child.ID, held)
+}
+
+// dropHeld removes the run-state records of held reports that were sent or answered.
+func (e *Engine) dropHeld(ctx context.Context, childID string, held []heldReport) {
+	if len(held) == 0 {
+		return
+	}
+	err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error {
+		for _, h := range held {
+			if err := tx.SetExecState(heldKey(h.Seq), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Warn("held subagent reports not cleared", "child", childID, "error", err)
+	}
+}
+
+// sendHeld sends, after a restart, the reports that were held back for a blocking call when the
+// process died (in stop order), and clears their records.
+func (e *Engine) sendHeld(ctx context.Context, child *weft.Thread) error {
+	docs, err := e.store.ExecState(ctx, child.ID)
+	if err != nil {
+		return err
+	}
+	var held []heldReport
+	for k, doc := range docs {
+		var h heldReport
+		if strings.HasPrefix(k, heldPrefix) && json.Unmarshal(doc, &h) == nil && h.Seq > 0 {
+			held = append(held, h)
+		}
+	}
+	slices.SortFunc(held, func(a, b heldReport) int { return a.Seq - b.Seq })
+	for _, h := range held {
+		e.report(ctx, child, h.Owner, h.Out, h.Seq, true)
+	}
+	e.dropHeld(ctx, child.ID, held)
+	return nil
 }
