@@ -142,6 +142,10 @@ type RunStart struct {
 	ExecState map[string]json.RawMessage
 	// Messages are the top-level (depth 0) messages in seq order.
 	Messages []Message
+	// Rows, when a store sets it instead of Messages, are those messages shared with the store,
+	// read-only: the store never changes a row in place (an update replaces it), and the caller
+	// must not modify them. A store whose rows live in memory saves a copy of every row per run.
+	Rows []*Message
 	// Queued are the queued messages in order.
 	Queued []QueuedMessage
 	// ThreadEnv, UserEnv and InstanceEnv are the decrypted env values of those scopes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/weft-agents/weft"
 )
@@ -77,9 +78,15 @@ func (r *run) hookFilterMessages(s *scope, rows []*weft.Message) []*weft.Message
 	if len(hooks) == 0 {
 		return rows
 	}
+	// Hooks get copies they may change: cached rows can be shared with the store (RunStart.Rows).
 	vals := make([]weft.Message, len(rows))
 	for i, m := range rows {
 		vals[i] = *m
+		vals[i].ToolCalls = slices.Clone(m.ToolCalls)
+		vals[i].Attachments = slices.Clone(m.Attachments)
+		if m.Metadata != nil {
+			vals[i].Metadata, _ = cloneJSON(m.Metadata).(map[string]any)
+		}
 	}
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
@@ -222,4 +229,23 @@ func (r *run) afterInsert(s *scope, msgs ...*weft.Message) {
 			}
 		}
 	}
+}
+
+// cloneJSON deep-copies a decoded JSON value (maps and lists; other values are immutable).
+func cloneJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = cloneJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = cloneJSON(e)
+		}
+		return out
+	}
+	return v
 }

@@ -396,7 +396,11 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	r := &run{e: e, ctx: ctx, wctx: context.WithoutCancel(ctx), ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
 		callIDs: map[string]bool{}, queued: start.Queued}
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
-	r.addRows(start.Messages)
+	if start.Rows != nil {
+		r.shareRows(start.Rows)
+	} else {
+		r.addRows(start.Messages)
+	}
 	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
 		declared: e.declaredOf(a)}
 	if t.ParentID != "" {
@@ -446,6 +450,20 @@ func (r *run) addRows(rows []weft.Message) {
 	}
 	for i := range rows {
 		m := &rows[i]
+		r.noteRow(m)
+		if m.Depth == 0 {
+			r.rows = append(r.rows, m)
+		}
+	}
+}
+
+// shareRows appends a store's read-only rows to the run's cache; the run never modifies a cached
+// row (it replaces it).
+func (r *run) shareRows(rows []*weft.Message) {
+	if r.rows == nil {
+		r.rows = make([]*weft.Message, 0, len(rows)+16)
+	}
+	for _, m := range rows {
 		r.noteRow(m)
 		if m.Depth == 0 {
 			r.rows = append(r.rows, m)

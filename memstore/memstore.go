@@ -790,16 +790,18 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	for k, v := range th.exec {
 		rs.ExecState[k] = slices.Clone(v)
 	}
+	// Rows are shared, not copied: a committed row is never changed in place (UpdateMessage
+	// replaces it), so the run reads a stable snapshot.
 	n := 0
 	for _, m := range th.msgs {
 		if m.Depth <= 0 {
 			n++
 		}
 	}
-	rs.Messages = make([]weft.Message, 0, n)
+	rs.Rows = make([]*weft.Message, 0, n)
 	for _, m := range th.msgs {
 		if m.Depth <= 0 {
-			rs.Messages = append(rs.Messages, copyMessage(m))
+			rs.Rows = append(rs.Rows, m)
 		}
 	}
 	rs.Queued = copyQueue(th.queue, 0, 0)

@@ -181,7 +181,7 @@ func BeginRun(b *testing.B, s weft.Store) {
 	b.ResetTimer()
 	for b.Loop() {
 		_, rs, err := s.BeginRun(ctx, id, "bench", time.Nanosecond)
-		if err != nil || len(rs.Messages) != 21 || len(rs.ThreadEnv)+len(rs.UserEnv) != 2 {
+		if err != nil || len(rs.Messages)+len(rs.Rows) != 21 || len(rs.ThreadEnv)+len(rs.UserEnv) != 2 {
 			b.Fatalf("BeginRun: %v", err)
 		}
 	}

@@ -1920,6 +1920,15 @@ func testBeginRun(t *testing.T, s weft.Store) {
 		t.Errorf("exec state: %s, want %s", rs.ExecState, wantExec)
 	}
 	wantMsgs, _ := s.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	if rs.Rows != nil {
+		if rs.Messages != nil {
+			t.Errorf("RunStart sets both Messages and Rows")
+		}
+		rs.Messages = make([]weft.Message, len(rs.Rows))
+		for i, m := range rs.Rows {
+			rs.Messages[i] = *m
+		}
+	}
 	if !slices.Equal(seqs(rs.Messages), []int64{1, 3, 4, 6, 7, 8}) || !slices.Equal(seqs(wantMsgs), seqs(rs.Messages)) {
 		t.Errorf("messages: seqs %v, want %v (as Messages returns)", seqs(rs.Messages), seqs(wantMsgs))
 	} else {
@@ -1954,8 +1963,10 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	rs.Thread.Tags[0] = "mutated"
 	rs.Thread.Properties["p"] = "mutated"
 	rs.ExecState["run"][2] = 'X'
-	rs.Messages[1].Metadata["k"] = "mutated"
-	rs.Messages[1].ToolCalls[0].Name = "mutated"
+	if rs.Rows == nil {
+		rs.Messages[1].Metadata["k"] = "mutated"
+		rs.Messages[1].ToolCalls[0].Name = "mutated"
+	}
 	rs.Queued[0].Metadata["c"] = "mutated"
 	if again, _ := s.Thread(ctx, th.ID); again.Tags[0] != "t" || again.Properties["p"] != 1.0 {
 		t.Errorf("thread shares memory with a RunStart: %+v", again)
@@ -1968,6 +1979,22 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	}
 	if again, _ := s.Queued(ctx, th.ID); again[0].Metadata["c"] != "q1" {
 		t.Errorf("queue shares memory with a RunStart: %+v", again[0])
+	}
+	if rs.Rows != nil {
+		// Shared rows are a snapshot: a later update replaces the stored row, never changes it.
+		shared := rs.Rows[1]
+		err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			return tx.UpdateMessage(shared.ID, weft.MessageChange{Metadata: map[string]any{"k": "updated"}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shared.Metadata["k"] != "v" {
+			t.Errorf("a shared RunStart row changed in place: %+v", shared.Metadata)
+		}
+		if again, _ := s.Messages(ctx, th.ID, weft.MessageQuery{}); again[1].Metadata["k"] != "updated" {
+			t.Errorf("update not stored: %+v", again[1].Metadata)
+		}
 	}
 
 	// The lease is taken: nobody else, and not the holder again, can take it.
