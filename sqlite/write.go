@@ -296,6 +296,11 @@ const (
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
 	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
 		FROM threads WHERE id = ?1`
+	// qTxStart is qTxFence and qSeqs in one statement, for a fenced Tx on its own thread (a run's
+	// steps): every step numbers rows, and one read of the thread row serves both.
+	qTxStart = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0),
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq
+		FROM threads t LEFT JOIN leases l ON l.thread_id = ?1 WHERE t.id = ?1`
 	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
 	qSaveSeqs  = `UPDATE threads SET msg_seq = max(msg_seq, ?2), call_seq = ?3, log_seq = ?4 WHERE id = ?1`
 	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -332,7 +337,7 @@ const (
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qSeqs, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
+		qThreadExists, qTxFence, qTxStart, qSeqs, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
 		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qSetKV, qDrainQueue, qDelQueue,
 		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
 }
@@ -359,7 +364,14 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			}
 			var owner string
 			var token, expires int64
-			if err := w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread); err != nil {
+			var err error
+			if leaseThread == threadID {
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq}, threadID)
+				t.seqsRead = err == nil
+			} else {
+				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
+			}
+			if err != nil {
 				return s.noThread(threadID, err)
 			}
 			if owner != fence.Node || token != fence.Token || s.now().UnixNano() >= expires {
