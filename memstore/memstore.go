@@ -343,20 +343,15 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 	if _, err := s.get(id); err != nil {
 		return err
 	}
-	// Collect the subtree from a snapshot of parent links.
-	children := map[string][]string{}
-	s.threads.Range(func(k, v any) bool {
-		th := v.(*thread)
-		th.mu.RLock()
-		if p := th.meta.ParentID; p != "" {
-			children[p] = append(children[p], k.(string))
-		}
-		th.mu.RUnlock()
-		return true
-	})
+	// Collect the subtree through the parent index.
 	ids := []string{id}
 	for i := 0; i < len(ids); i++ {
-		ids = append(ids, children[ids[i]]...)
+		if set, ok := s.children.Load(ids[i]); ok {
+			set.(*sync.Map).Range(func(k, _ any) bool {
+				ids = append(ids, k.(string))
+				return true
+			})
+		}
 	}
 	for _, tid := range ids {
 		th := s.lookup(tid)
