@@ -362,17 +362,14 @@ func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, cal
 			continue
 		}
 		tm := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
-			ToolStatus: weft.ToolSuccess, Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, RunID: r.id,
-			Content: strings.TrimSpace(r.red.String(pr.Content))}
+			ToolStatus: weft.ToolSuccess, Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, RunID: r.id}
 		if s.depth > 0 {
 			tm.ParentID = s.parentID
 		}
 		if pr.Status == weft.ToolError {
 			tm.ToolStatus = weft.ToolError
-			tm.Content = "Failed to execute tool: " + tm.Content
-		} else if tm.Content == "" {
-			tm.Content = "Tool executed successfully"
 		}
+		tm.Content = toolContent(tm.ToolStatus, r.red.String(pr.Content))
 		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.model.Provider}
 		if len(pr.Raw) > 0 {
 			// Kept verbatim for replay, unless redaction had to change it.

@@ -225,21 +225,21 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	}
 	session := r.sessionTool(s, c.Name)
 	if res.Status == weft.ToolSuccess {
-		tm.Content = strings.TrimSpace(res.Result)
+		tm.Content = toolContent(res.Status, res.Result)
 		if session != nil && session.MessageProperty != "" {
 			// A bound session tool's message is its messageProperty argument (execution.md §6).
 			var args map[string]any
 			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
 				if v, ok := args[session.MessageProperty].(string); ok {
 					tm.Content = v
+					if v == "" {
+						tm.Content = toolContent(res.Status, "")
+					}
 				}
 			}
 		}
-		if tm.Content == "" {
-			tm.Content = "Tool executed successfully"
-		}
 	} else {
-		tm.Content = "Failed to execute tool: " + strings.TrimSpace(res.Error)
+		tm.Content = toolContent(res.Status, res.Error)
 	}
 	meta := map[string]any{}
 	if res.Stack != "" {
@@ -305,6 +305,19 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		s.nested = append(s.nested, *tm)
 	}
 	return tm, nil
+}
+
+// toolContent is a tool message's text (execution.md §5.4): the trimmed result, or "Tool executed
+// successfully" when there is none; for an error, "Failed to execute tool: " and the error.
+func toolContent(status weft.ToolStatus, text string) string {
+	text = strings.TrimSpace(text)
+	switch {
+	case status != weft.ToolSuccess:
+		return "Failed to execute tool: " + text
+	case text == "":
+		return "Tool executed successfully"
+	}
+	return text
 }
 
 // sessionTool returns the session binding (sessionStop, sessionFail or sessionStatus) of a tool on
