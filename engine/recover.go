@@ -85,3 +85,58 @@ func (e *Engine) resumeQuietly(ctx context.Context, threadID, trigger string) {
 		e.log.Warn("recovered thread did not run", "thread", threadID, "error", err)
 	}
 }
+
+// Recover picks up, after a restart, the subagents of a thread's tree that report on their own:
+// non-blocking children, and resumable instances of blocking entries (after a restart no call
+// awaits them: the interrupted subagent_message call is answered as interrupted). Children whose
+// runs a crash interrupted (or with queued messages) are driven again, and stops whose report was
+// lost are reported now. Non-resumable blocking children are re-attached by their parent's
+// resumed call.
+func (e *Engine) Recover(ctx context.Context, threadID string) error {
+	kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Sort: "oldest", Limit: -1})
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := e.Recover(ctx, k.ID); err != nil {
+			return err
+		}
+		row, ok := registryRow(k)
+		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.drivenHere(k.ID) {
+			continue
+		}
+		a, ok := e.reg.Agent(k.Agent)
+		if !ok {
+			continue
+		}
+		owner := weft.Side(row["owner_side"].(string))
+		mode := childMode{resumable: row["resumable"] == true, explicit: row["parent_communication"] == "explicit"}
+		if err := e.sendHeld(ctx, k); err != nil {
+			return err
+		}
+		q, err := e.store.Queued(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
+			e.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
+			continue
+		}
+		st, err := loadExecState(ctx, e.store, k.ID)
+		if err != nil {
+			return err
+		}
+		if mode.explicit || st.Stops == 0 || loadReported(ctx, e.store, k.ID).has(st.Stops) {
+			continue
+		}
+		out, ok := recordedResult(k)
+		if !ok {
+			out = e.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
+		}
+		if !mode.resumable && k.Status != weft.ThreadTerminated {
+			e.finishChild(ctx, k, out)
+		}
+		e.report(ctx, k, owner, out, st.Stops, true)
+	}
+	return nil
+}
