@@ -96,7 +96,7 @@ func (s *timedStore) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	return s.Store.ReleaseLease(ctx, f)
 }
 
-func openBenchStore(b *testing.B, kind string) weft.Store {
+func openBenchStore(b testing.TB, kind string) weft.Store {
 	var st weft.Store
 	var err error
 	switch kind {
@@ -114,7 +114,7 @@ func openBenchStore(b *testing.B, kind string) weft.Store {
 
 // seed creates n threads that each already hold 21 messages (a system note and 20 alternating
 // user/assistant messages of ~200 bytes).
-func seed(b *testing.B, eng *engine.Engine, st weft.Store, n int) []string {
+func seed(b testing.TB, eng *engine.Engine, st weft.Store, n int) []string {
 	ctx := context.Background()
 	ids := make([]string, n)
 	for i := range ids {

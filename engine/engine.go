@@ -251,13 +251,6 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 // Send queues a message on a thread. A user message clears the thread's stop flag. The message is
 // handled by the next run (Run, or the worker that owns the thread).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
-	t, err := e.store.Thread(ctx, threadID)
-	if err != nil {
-		return "", err
-	}
-	if t.Status == weft.ThreadTerminated {
-		return "", weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
-	}
 	if m.Role == "" {
 		m.Role = weft.RoleUser
 	}
@@ -269,10 +262,21 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	if m.Content == "" && len(m.Attachments) == 0 {
 		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
 	}
-	st := &threadState{e: e, thread: t}
-	atts, err := st.storeAttachments(ctx, m.Attachments)
-	if err != nil {
-		return "", err
+	// PushQueue refuses an unknown or terminated thread atomically; attachments, written first,
+	// check it up front so a refused message leaves no files behind.
+	var atts []weft.Attachment
+	if len(m.Attachments) > 0 {
+		t, err := e.store.Thread(ctx, threadID)
+		if err != nil {
+			return "", err
+		}
+		if t.Status == weft.ThreadTerminated {
+			return "", weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
+		}
+		st := &threadState{e: e, thread: t}
+		if atts, err = st.storeAttachments(ctx, m.Attachments); err != nil {
+			return "", err
+		}
 	}
 	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
 		Attachments: atts, Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}

@@ -550,6 +550,9 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if th.deleted {
 		return notFound(q.ThreadID)
 	}
+	if th.meta.Status == weft.ThreadTerminated {
+		return storecontract.Terminated(q.ThreadID)
+	}
 	th.queueSeq++
 	q.Seq, c.Seq = th.queueSeq, th.queueSeq
 	th.queue = append(th.queue, c)

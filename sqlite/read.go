@@ -451,8 +451,12 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	storecontract.PrepareQueued(q, s.now)
 	return s.write(ctx, func(w *writer) error {
 		var seq int64
-		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq`, []any{&seq}, q.ThreadID); err != nil {
+		var status string
+		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, q.ThreadID); err != nil {
 			return s.noThread(q.ThreadID, err)
+		}
+		if weft.ThreadStatus(status) == weft.ThreadTerminated {
+			return storecontract.Terminated(q.ThreadID) // the write rolls back
 		}
 		q.Seq = seq
 		if _, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, q.ThreadID, seq, queueDoc(q, md)); err != nil {

@@ -781,6 +781,21 @@ func testQueueFIFO(t *testing.T, s weft.Store) {
 		t.Errorf("push after drain: seq %d, %v", later.Seq, err)
 	}
 	wantErr(t, "PushQueue(unknown thread)", s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: "thr_missing"}), weft.ErrNotFound)
+
+	// A terminated thread refuses messages, and the refused push assigns no seq.
+	terminated := weft.ThreadTerminated
+	if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		return tx.UpdateThread(weft.ThreadPatch{Status: &terminated})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refused := &weft.QueuedMessage{ThreadID: th.ID, Content: "too late"}
+	if err := s.PushQueue(ctx, refused); weft.ErrorCode(err) != weft.EConflict || refused.Seq != 0 {
+		t.Errorf("PushQueue on a terminated thread: seq %d, %v; want EConflict", refused.Seq, err)
+	}
+	if q, _ := s.Queued(ctx, th.ID); len(q) != 1 || q[0].Content != "later" {
+		t.Errorf("queue after a refused push: %+v", q)
+	}
 }
 
 func testQueueConcurrentDrain(t *testing.T, s weft.Store) {
