@@ -378,6 +378,24 @@ func TestPagesPerCommit(t *testing.T) {
 	}
 }
 
+// TestJournalsInMemory pins temp_store=MEMORY on the writer and the readers: statement journals and
+// group-commit savepoints spill to a temporary file otherwise, a write syscall per journaled page.
+func TestJournalsInMemory(t *testing.T) {
+	s := openFile(t).(*Store)
+	defer s.Close()
+	ctx := t.Context()
+	var mode int
+	s.wmu.Lock()
+	err := s.wconn.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&mode)
+	s.wmu.Unlock()
+	if err != nil || mode != 2 {
+		t.Errorf("writer temp_store = %d, %v; want 2 (MEMORY)", mode, err)
+	}
+	if err := s.rdb.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&mode); err != nil || mode != 2 {
+		t.Errorf("reader temp_store = %d, %v; want 2 (MEMORY)", mode, err)
+	}
+}
+
 // Two stores on one file (as two processes would be) claim each effect exactly once.
 func TestEffectClaimTwoStores(t *testing.T) {
 	ctx := t.Context()
