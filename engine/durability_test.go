@@ -285,3 +285,51 @@ func TestRecoverAll(t *testing.T) {
 		t.Errorf("second recovery: %+v", rec)
 	}
 }
+
+// TestIdleThreadsHoldNoMemory: the engine keeps nothing per thread once its run ends — thousands of
+// threads run and then deleted (taking their rows with them) leave the live heap where it was.
+func TestIdleThreadsHoldNoMemory(t *testing.T) {
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: benchModel(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	turns := func(n int) {
+		for range n {
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "support"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "Where is my order 42?"}); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := eng.Run(ctx, th.ID); err != nil || res.Last().Reason != weft.StopOnResponse {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if err := st.DeleteThread(ctx, th.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	turns(200) // caches, pools and maps reach their working size
+	before := heap()
+	const n = 2000
+	turns(n)
+	after := heap()
+	if after > before && (after-before)/n > 16 {
+		t.Errorf("live heap grew %d B over %d finished threads (%d B each)", after-before, n, (after-before)/n)
+	}
+	t.Logf("live heap %d → %d B over %d finished threads", before, after, n)
+}
