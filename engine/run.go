@@ -833,7 +833,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 					return err
 				}
 			}
-			return r.persistStop(tx, status, reason)
+			_, err := r.persistStop(tx, status, reason)
+			return err
 		})
 	}
 	info.Seq = r.state.Stops
@@ -867,18 +868,20 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 	return r.stop(reason, text)
 }
 
-// persistStop writes a stop: thread status and reason, run state, and the lease's release.
-func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) error {
+// persistStop writes a stop: thread status and reason, run state (returned as written), and the
+// lease's release.
+func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) ([]byte, error) {
 	now := r.now()
 	r.state.Stops++
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
-		return err
+		return nil, err
 	}
-	if err := tx.SetExecState(execKey, r.state.encode()); err != nil {
-		return err
+	state := r.state.encode()
+	if err := tx.SetExecState(execKey, state); err != nil {
+		return nil, err
 	}
 	r.releasing = true
-	return tx.ReleaseLease()
+	return state, tx.ReleaseLease()
 }
 
 // stopRows answers unanswered calls, fails the pending message and stores the stop notice.

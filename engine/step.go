@@ -258,7 +258,6 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			} else {
 				r.state.WindowB = msg.Seq
 			}
-			finalState = r.state.encode()
 		}
 		for _, tm := range provided {
 			if err := tx.InsertMessage(tm); err != nil {
@@ -295,10 +294,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			return err
 		}
 		if final != "" {
-			if err := tx.SetExecState(execKey, finalState); err != nil {
-				return err
-			}
-			return r.persistStop(tx, weft.ThreadAwaitingHuman, final)
+			var err error
+			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final)
+			return err
 		}
 		return tx.SetExecState(execKey, state)
 	})
