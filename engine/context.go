@@ -282,8 +282,14 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 	threshold := s.prompt.ImageThreshold()
 	start := len(out)
 	for i, m := range rows {
+		if m.Role == weft.RoleTool && rowSide(m) != s.side {
+			continue // the other side's tool messages are dropped
+		}
 		recent := len(rows)-i <= threshold
-		lm := weft.LLMMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolStatus: m.ToolStatus}
+		// Built in place: the struct is large, and copying it in costs write barriers while the GC
+		// marks.
+		out = append(out, weft.LLMMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolStatus: m.ToolStatus})
+		lm := &out[len(out)-1]
 		// Perspective: the acting side's rows are its own (assistant, calls kept); the other side's
 		// are user messages without calls, and its tool messages are dropped.
 		switch m.Role {
@@ -314,9 +320,6 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 			}
 			lm.Name = ""
 		case weft.RoleTool:
-			if rowSide(m) != s.side {
-				continue
-			}
 			// A provider-executed result goes back verbatim to the provider that produced it;
 			// others see the call and its text like any tool result (definitions.md §6.5).
 			if raw, ok := m.Metadata["provider_raw"]; ok && m.Metadata["provider"] == s.provider {
@@ -325,8 +328,7 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 				}
 			}
 		}
-		r.attach(&lm, m, recent)
-		out = append(out, lm)
+		r.attach(lm, m, recent)
 	}
 	if !needsPairing(out[start:]) {
 		return out
@@ -430,7 +432,7 @@ const missingResult = "Tool result missing (execution was interrupted)"
 // tool-result images to move.
 func needsPairing(in []weft.LLMMessage) bool {
 	for i := 0; i < len(in); i++ {
-		m := in[i]
+		m := &in[i]
 		switch {
 		case m.Role == weft.RoleTool:
 			return true
