@@ -240,7 +240,12 @@ func (r *run) buildRequest(s *scope, rows []*weft.Message) (*weft.Request, error
 	if s.rendered != nil {
 		extra += len(s.rendered.Prefix) + len(s.rendered.Suffix)
 	}
-	msgs := make([]weft.LLMMessage, 0, len(rows)+extra+1)
+	// A request is dead once its step is stored (providers and OnRequest must not keep it), so its
+	// message buffer is reused by the run's next step and then by other runs (reqBufs).
+	msgs := r.reqBuf[:0]
+	if need := len(rows) + extra + 1; cap(msgs) < need {
+		msgs = getReqBuf(need)
+	}
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Prefix...)
@@ -253,6 +258,9 @@ func (r *run) buildRequest(s *scope, rows []*weft.Message) (*weft.Request, error
 	}
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Suffix...)
+	}
+	if cap(msgs) > cap(r.reqBuf) {
+		r.reqBuf = msgs[:0]
 	}
 	msgs, err = r.hookPrefilter(s, msgs)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -332,4 +333,73 @@ func TestIdleThreadsHoldNoMemory(t *testing.T) {
 		t.Errorf("live heap grew %d B over %d finished threads (%d B each)", after-before, n, (after-before)/n)
 	}
 	t.Logf("live heap %d → %d B over %d finished threads", before, after, n)
+}
+
+// TestConcurrentRunsOwnTheirRequests: runs reuse request buffers (a request is dead once its step
+// is stored), so concurrent runs must never see another thread's messages, nor a later step
+// rewrite a request still in use.
+func TestConcurrentRunsOwnTheirRequests(t *testing.T) {
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		var tag string
+		for _, m := range req.Messages {
+			if m.Role != weft.RoleUser {
+				continue
+			}
+			if tag == "" {
+				tag = m.Content[:strings.Index(m.Content, ":")]
+			}
+			if !strings.HasPrefix(m.Content, tag+":") {
+				return nil, fmt.Errorf("a request mixes threads: %q and %q", tag, m.Content)
+			}
+		}
+		before := fmt.Sprint(req.Messages)
+		runtime.Gosched()
+		if after := fmt.Sprint(req.Messages); after != before {
+			return nil, fmt.Errorf("the request changed during the call")
+		}
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"order_id":42}`}}}, nil
+		}
+		return &weft.Response{Text: tag + ": done"}, nil
+	})
+	eng, err := engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "support"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := range 20 {
+				if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: fmt.Sprintf("t%d: question %d", g, i)}); err != nil {
+					errs <- err
+					return
+				}
+				res, err := eng.Run(ctx, th.ID)
+				if err == nil && res.Last().Reason != weft.StopOnResponse {
+					err = fmt.Errorf("stop %+v", res.Last())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

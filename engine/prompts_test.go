@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,7 +260,7 @@ func TestS000_6_reasoning(t *testing.T) {
 			reg := registry(nil, func(p *weft.Prompt) { p.Reasoning = &r; p.IncludeChat = true })
 			h := newHarness(t, reg, "- {text: first, reasoning: thinking hard}\n- {text: second}\n")
 			h.eng, _ = engine.New(engine.Options{Registry: reg, Store: h.store, Override: h.script, Clock: h.script.Clock(),
-				OnRequest: func(req *weft.Request) { c := *req; reqs = append(reqs, &c) }})
+				OnRequest: func(req *weft.Request) { c := *req; c.Messages = slices.Clone(req.Messages); reqs = append(reqs, &c) }})
 			th, _ := h.run("assistant", "one", nil)
 			h.send(th.ID, "two")
 			msgs, _ := h.store.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: 10})
@@ -282,7 +283,7 @@ func TestS000_7_recent_image_threshold(t *testing.T) {
 	reg := registry(nil, func(p *weft.Prompt) { p.IncludeChat = true; p.RecentImageThreshold = 2 })
 	h := newHarness(t, reg, "- expect: {images: 1}\n  text: nice cat\n- expect: {images: 0}\n  text: noted\n")
 	h.eng, _ = engine.New(engine.Options{Registry: reg, Store: h.store, Override: h.script, Clock: h.script.Clock(),
-		OnRequest: func(req *weft.Request) { c := *req; reqs = append(reqs, &c) }})
+		OnRequest: func(req *weft.Request) { c := *req; c.Messages = slices.Clone(req.Messages); reqs = append(reqs, &c) }})
 	ctx := context.Background()
 	th, _ := h.eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 	png := pngBytes(100)

@@ -291,7 +291,31 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	info, err := r.loop(trigger, forceSide)
 	released = r.released
+	e.putReqBuf(r.reqBuf)
 	return info, r.lastLine, err
+}
+
+// Request message buffers outlive their run in a pool: a request is dead once its step is stored.
+var reqBufs sync.Pool // of *[]weft.LLMMessage
+
+// maxPooledReqBuf bounds the buffers kept, so that one very long thread does not pin its buffer.
+const maxPooledReqBuf = 1024
+
+func getReqBuf(need int) []weft.LLMMessage {
+	if p, ok := reqBufs.Get().(*[]weft.LLMMessage); ok && cap(*p) >= need {
+		return (*p)[:0]
+	}
+	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
+}
+
+func (e *Engine) putReqBuf(b []weft.LLMMessage) {
+	if b == nil || cap(b) > maxPooledReqBuf {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b) // drop the references to the run's messages
+	b = b[:0]
+	reqBufs.Put(&b)
 }
 
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
@@ -360,6 +384,8 @@ type run struct {
 
 	queuedTools []queuedTool
 	lastLine    int // last-line redaction hits
+	// reqBuf is the message buffer of the run's provider requests, reused step after step.
+	reqBuf []weft.LLMMessage
 	// savedState is the run state as last persisted.
 	savedState []byte
 	// finished is the stop reason the final step already persisted with its reply.
