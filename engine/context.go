@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/schema"
@@ -435,6 +436,18 @@ func joinNonEmpty(a, b, sep string) string {
 // missingResult is the synthetic result of a call whose result was never stored.
 const missingResult = "Tool result missing (execution was interrupted)"
 
+// blank reports whether s is empty or only white space. It checks the ends first: context
+// assembly asks it of every message, and almost none are blank.
+func blank(s string) bool {
+	if s == "" {
+		return true
+	}
+	if c, d := s[0], s[len(s)-1]; c > ' ' && c < utf8.RuneSelf || d > ' ' && d < utf8.RuneSelf {
+		return false
+	}
+	return strings.TrimSpace(s) == ""
+}
+
 // needsPairing reports whether pair would change the list: an assistant message whose calls are
 // not followed by exactly their results in order, an orphan tool message, an empty message, or
 // tool-result images to move.
@@ -444,7 +457,7 @@ func needsPairing(in []weft.LLMMessage) bool {
 		switch {
 		case m.Role == weft.RoleTool:
 			return true
-		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && len(m.ToolCalls) == 0 && len(m.Parts) == 0 && strings.TrimSpace(m.Content) == "":
+		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && len(m.ToolCalls) == 0 && len(m.Parts) == 0 && blank(m.Content):
 			return true
 		case m.Role == weft.RoleAssistant && len(m.ToolCalls) > 0:
 			for _, c := range m.ToolCalls {
@@ -496,7 +509,7 @@ func pair(in []weft.LLMMessage) []weft.LLMMessage {
 			if len(images) > 0 {
 				out = append(out, weft.LLMMessage{Role: weft.RoleUser, Parts: append([]weft.ContentPart{{Type: weft.PartText, Text: "Images from the tool results above:"}}, images...)})
 			}
-		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0:
+		case (m.Role == weft.RoleAssistant || m.Role == weft.RoleUser) && blank(m.Content) && len(m.Parts) == 0:
 			continue // empty message (an empty reply, or the other side's calls stripped)
 		default:
 			out = append(out, m)
