@@ -38,7 +38,7 @@ type Store interface {
 	// Queued lists the thread's queued messages in order without draining them.
 	Queued(ctx context.Context, threadID string) ([]QueuedMessage, error)
 	// PushQueue queues a message for the thread's next step boundary (no fence: callers outside runs).
-	// A terminated thread refuses it (EConflict), checked in the same atomic write.
+	// A terminated thread refuses it (ErrTerminated), checked in the same atomic write.
 	PushQueue(ctx context.Context, q *QueuedMessage) error
 
 	// Logs lists a thread's log rows in creation order; Log returns one with its bodies.

@@ -260,9 +260,7 @@ func (r *run) buildRequest(s *scope, rows []*weft.Message) (*weft.Request, error
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Suffix...)
 	}
-	if cap(msgs) > cap(r.reqBuf) {
-		r.reqBuf = msgs[:0]
-	}
+	r.reqBuf = msgs[:0]
 	msgs, err = r.hookPrefilter(s, msgs)
 	if err != nil {
 		return nil, err

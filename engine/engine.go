@@ -272,7 +272,7 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 			return "", err
 		}
 		if t.Status == weft.ThreadTerminated {
-			return "", weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
+			return "", fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 		}
 		st := &threadState{e: e, thread: t}
 		if atts, err = st.storeAttachments(ctx, m.Attachments); err != nil {

@@ -257,14 +257,7 @@ func TestS003_5_optional_flag(t *testing.T) {
 func TestMessageBusyChild(t *testing.T) {
 	blocking := false
 	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
-	release := make(chan struct{})
-	busy := make(chan struct{})
-	var once sync.Once
-	tl, _ := reg.Tool("approve")
-	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
-		once.Do(func() { close(busy); <-release })
-		return weft.Success("recorded"), nil
-	})
+	busy, release := holdFirstApprove(reg)
 	var mu sync.Mutex
 	var ref string
 	var childSaw []string
@@ -344,6 +337,19 @@ func TestSessionStatusIsRegistryText(t *testing.T) {
 	}
 }
 
+// holdFirstApprove makes the registry's approve tool answer "recorded", holding its first call:
+// busy closes once that call is inside the tool, which returns when release is closed.
+func holdFirstApprove(reg *weft.Registry) (busy, release chan struct{}) {
+	busy, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tl, _ := reg.Tool("approve")
+	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		once.Do(func() { close(busy); <-release })
+		return weft.Success("recorded"), nil
+	})
+	return busy, release
+}
+
 // approveEach is the reviewer of the busy-child tests: it approves each user message as "ok N",
 // recording what it saw.
 func approveEach(last weft.LLMMessage, saw *[]string) *weft.Response {
@@ -362,13 +368,7 @@ func approveEach(last weft.LLMMessage, saw *[]string) *weft.Response {
 func TestBlockingMessageToBackgroundChild(t *testing.T) {
 	yes := true
 	reg := subagentRegistry(weft.ToolEntry{Immediate: &yes, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
-	gate, busy := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	tl, _ := reg.Tool("approve")
-	tl.Execute = weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
-		once.Do(func() { close(busy); <-gate })
-		return weft.Success("recorded"), nil
-	})
+	busy, gate := holdFirstApprove(reg)
 	var mu sync.Mutex
 	var ref string
 	var childSaw []string

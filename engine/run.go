@@ -193,7 +193,7 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 		return nil, err
 	}
 	if t.Status == weft.ThreadTerminated {
-		return nil, weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
+		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
 	return e.run(ctx, threadID, "continue", side)
 }
@@ -291,7 +291,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	info, err := r.loop(trigger, forceSide)
 	released = r.released
-	e.putReqBuf(r.reqBuf)
+	putReqBuf(r.reqBuf)
 	return info, r.lastLine, err
 }
 
@@ -308,7 +308,7 @@ func getReqBuf(need int) []weft.LLMMessage {
 	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
 }
 
-func (e *Engine) putReqBuf(b []weft.LLMMessage) {
+func putReqBuf(b []weft.LLMMessage) {
 	if b == nil || cap(b) > maxPooledReqBuf {
 		return
 	}

@@ -551,7 +551,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 		return notFound(q.ThreadID)
 	}
 	if th.meta.Status == weft.ThreadTerminated {
-		return storecontract.Terminated(q.ThreadID)
+		return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
 	}
 	th.queueSeq++
 	q.Seq, c.Seq = th.queueSeq, th.queueSeq

@@ -456,7 +456,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 			return s.noThread(q.ThreadID, err)
 		}
 		if weft.ThreadStatus(status) == weft.ThreadTerminated {
-			return storecontract.Terminated(q.ThreadID) // the write rolls back
+			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated) // the write rolls back
 		}
 		q.Seq = seq
 		if _, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, q.ThreadID, seq, queueDoc(q, md)); err != nil {

@@ -162,8 +162,3 @@ func PrepareToolCall(threadID string, c *weft.ToolCallRecord) error {
 	}
 	return nil
 }
-
-// Terminated is PushQueue's error for a terminated thread, which refuses messages for good.
-func Terminated(threadID string) error {
-	return weft.Errorf(weft.EConflict, "thread %s is terminated", threadID)
-}
