@@ -117,6 +117,11 @@ type Tx interface {
 	// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all of them
 	// when upTo ≤ 0): a run drains exactly the rows it has shown the model.
 	DrainQueue(upTo int64) ([]QueuedMessage, error)
+	// QueueSeq returns the seq of the newest message ever queued on the thread (0 when none), as of
+	// this transaction: a caller that has drained or seen the queue up to n has messages waiting when
+	// it is above n. A store reads it with the transaction's other reads, so that a run learns of
+	// queued messages without reading the queue again.
+	QueueSeq() (int64, error)
 	// SetExecState stores a run-state document under key (nil deletes it).
 	SetExecState(key string, value json.RawMessage) error
 	// PutLog inserts or replaces a log row (keyed by id).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/scripted"
+	"github.com/weft-agents/weft/sqlite"
 )
 
 func TestRetriesAndFallbacks(t *testing.T) {
@@ -218,6 +220,115 @@ func TestMessagePostedDuringRun(t *testing.T) {
 		t.Errorf("queue not empty: %+v", q)
 	}
 }
+
+// TestMessagesQueuedDuringRunAreTaken: a message queued while a run works is never left behind,
+// whether this engine's Send queued it or another process wrote it to the store: queued during a
+// tool, it joins at the next step boundary; queued during the last model call, the run is followed
+// by another one within the same Run. A store whose transactions miss a push (one landing between
+// the transaction's read and its commit) still has Send's mark on the run.
+func TestMessagesQueuedDuringRunAreTaken(t *testing.T) {
+	for _, kind := range []string{"memory", "sqlite", "late reads"} {
+		for _, via := range []string{"send", "store"} {
+			for _, during := range []string{"tool", "final call"} {
+				if kind == "late reads" && via == "store" {
+					continue // only Send can mark the run
+				}
+				t.Run(kind+"/"+via+"/"+during, func(t *testing.T) {
+					ctx := context.Background()
+					var st weft.Store
+					var err error
+					switch kind {
+					case "memory":
+						st, err = memstore.New(memstore.Options{})
+					case "late reads":
+						st, err = memstore.New(memstore.Options{})
+						st = missedPushes{st}
+					default:
+						st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { st.Close() })
+					var eng *engine.Engine
+					var threadID string
+					pushed := false
+					push := func() error {
+						pushed = true
+						if via == "send" {
+							_, err := eng.Send(ctx, threadID, weft.NewMessage{Content: "also: cancel order 7"})
+							return err
+						}
+						return st.PushQueue(ctx, &weft.QueuedMessage{ThreadID: threadID, Role: weft.RoleUser, Content: "also: cancel order 7"})
+					}
+					poster := &weft.Tool{Name: "poster", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, _ weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+						if during == "tool" {
+							if err := push(); err != nil {
+								return weft.ToolResult{}, err
+							}
+						}
+						return weft.Success("posted"), nil
+					})}
+					model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+						last := req.Messages[len(req.Messages)-1]
+						switch {
+						case last.Role == weft.RoleUser && last.Content == "first question":
+							return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "poster", Arguments: "{}"}}}, nil
+						case last.Role == weft.RoleTool && during == "final call" && !pushed:
+							if err := push(); err != nil {
+								return nil, err
+							}
+							return &weft.Response{Text: "Posted."}, nil
+						}
+						return &weft.Response{Text: "Noted: " + last.Content}, nil
+					})
+					eng, err = engine.New(engine.Options{Registry: registry([]*weft.Tool{poster}, func(p *weft.Prompt) { p.IncludeChat = true }), Store: st, Override: model})
+					if err != nil {
+						t.Fatal(err)
+					}
+					th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					threadID = th.ID
+					if _, err := eng.Send(ctx, threadID, weft.NewMessage{Content: "first question"}); err != nil {
+						t.Fatal(err)
+					}
+					res, err := eng.Run(ctx, threadID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					h := &harness{t: t, store: st}
+					want := []string{"user: first question", "assistant:  [poster {}]", "tool:poster: posted",
+						"user: also: cancel order 7", "assistant: Noted: also: cancel order 7"}
+					runs := 1
+					if during == "final call" {
+						want = slices.Insert(want, 3, "assistant: Posted.")
+						runs = 2
+					}
+					wantTranscript(t, h.transcript(threadID), want...)
+					if len(res.Stops) != runs || res.Last().Reason != weft.StopOnResponse {
+						t.Errorf("stops %+v, want %d ending on a response", res.Stops, runs)
+					}
+					if q, _ := st.Queued(ctx, threadID); len(q) != 0 {
+						t.Errorf("queue not empty: %+v", q)
+					}
+				})
+			}
+		}
+	}
+}
+
+// missedPushes is a store whose transactions never see a queued message.
+type missedPushes struct{ weft.Store }
+
+func (s missedPushes) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	return s.Store.Tx(ctx, id, f, func(tx weft.Tx) error { return fn(missedPushesTx{tx}) })
+}
+
+type missedPushesTx struct{ weft.Tx }
+
+func (missedPushesTx) QueueSeq() (int64, error) { return 0, nil }
 
 // TestRecoverAll: a fresh process finds the work a crashed one left — a run that died after its
 // reply committed (status running, lease left to expire) and a message queued but never run — and

@@ -284,6 +284,13 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	if err := e.store.PushQueue(ctx, q); err != nil {
 		return "", err
 	}
+	// A run of the thread in this engine takes the message at its next boundary, or is followed
+	// by another run (runOnce checks the mark once it is no longer registered).
+	e.mu.Lock()
+	if ar := e.running[threadID]; ar != nil {
+		ar.pushed.Store(true)
+	}
+	e.mu.Unlock()
 	return q.ID, nil
 }
 

@@ -156,6 +156,9 @@ type activeRun struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool
 	done   chan struct{}
+	// pushed is set by Send when it queues a message on the thread while the run is registered:
+	// the run then reads the queue even if its last transaction saw nothing waiting.
+	pushed atomic.Bool
 }
 
 // errStopped is the cancellation cause of a user stop.
@@ -201,14 +204,7 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
-		if i > 0 {
-			// A run that stops with a non-empty queue is followed by a new run.
-			q, err := e.store.Queued(ctx, threadID)
-			if err != nil || len(q) == 0 {
-				return res, err
-			}
-		}
-		info, hits, err := e.runOnce(ctx, threadID, trigger, side)
+		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side)
 		res.LastLineRedactions += hits
 		if errors.Is(err, errNothingQueued) || (i > 0 && errors.Is(err, weft.ErrLeaseHeld)) {
 			// A follow-up run taken by another worker (a subagent report's, another node's)
@@ -222,6 +218,10 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 		res.Steps += info.Steps
 		trigger, side = "message", ""
 		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted {
+			return res, nil
+		}
+		if !more {
+			// A run that stops with a non-empty queue is followed by a new run.
 			return res, nil
 		}
 	}
@@ -258,10 +258,14 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 }
 
 // runOnce performs one run from a trigger to a stop reason.
-func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (weft.StopInfo, int, error) {
+//
+// more reports messages queued that the run did not take: seen by its last transaction, or pushed
+// by Send while the run was registered (checked once it no longer is, so that a Send either marks
+// the run or finds it gone and leaves the message to its caller's Run).
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (_ weft.StopInfo, _ int, more bool, _ error) {
 	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL)
 	if err != nil {
-		return weft.StopInfo{}, 0, err
+		return weft.StopInfo{}, 0, false, err
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
@@ -269,11 +273,13 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	e.mu.Lock()
 	e.running[threadID] = ar
 	e.mu.Unlock()
+	var r *run
 	defer func() {
 		cancel(nil)
 		e.mu.Lock()
 		delete(e.running, threadID)
 		e.mu.Unlock()
+		more = ar.pushed.Load() || (r != nil && r.waiting())
 		close(ar.done)
 		if !released {
 			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
@@ -282,17 +288,17 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	stopRenew := e.renewLease(runCtx, fence, cancel)
 	defer stopRenew()
 
-	r, err := e.newRun(runCtx, ar, fence, start)
+	r, err = e.newRun(runCtx, ar, fence, start)
 	if err != nil {
-		return weft.StopInfo{}, 0, err
+		return weft.StopInfo{}, 0, false, err
 	}
 	if trigger == "message" && len(start.Queued) == 0 {
-		return weft.StopInfo{}, 0, errNothingQueued
+		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
 	info, err := r.loop(trigger, forceSide)
 	released = r.released
 	putReqBuf(r.reqBuf)
-	return info, r.lastLine, err
+	return info, r.lastLine, false, err
 }
 
 // Request message buffers outlive their run in a pool: a request is dead once its step is stored.
@@ -371,8 +377,12 @@ type run struct {
 	queued      []weft.QueuedMessage
 	drained     []*weft.Message
 	drainedUpTo int64
-	lastSeq     int64
-	callIDs     map[string]bool
+	// queueSeq is the thread's newest queue seq as the run's last transaction saw it, and
+	// queueKnown the seq up to which the run has read the queue: messages wait when the first is
+	// above both drainedUpTo and queueKnown (or ar.pushed is set).
+	queueSeq, queueKnown int64
+	lastSeq              int64
+	callIDs              map[string]bool
 
 	steps     int
 	sideSteps [2]int
@@ -537,9 +547,24 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 	return err
 }
 
+// txDrain runs fn in a fenced transaction, storing first the messages drained since the last one,
+// and notes the queue seq the transaction saw.
 func (r *run) txDrain(fn func(weft.Tx) error) error {
+	var queueSeq int64
+	withSeq := func(tx weft.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		var err error
+		queueSeq, err = tx.QueueSeq()
+		return err
+	}
 	if len(r.drained) == 0 {
-		return r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, fn)
+		err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, withSeq)
+		if err == nil {
+			r.queueSeq = max(r.queueSeq, queueSeq)
+		}
+		return err
 	}
 	drained := r.drained
 	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
@@ -556,9 +581,10 @@ func (r *run) txDrain(fn func(weft.Tx) error) error {
 		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
 			return err
 		}
-		return fn(tx)
+		return withSeq(tx)
 	})
 	if err == nil {
+		r.queueSeq = max(r.queueSeq, queueSeq)
 		r.drained = nil
 		for _, m := range drained {
 			r.noteRow(m)
@@ -745,16 +771,23 @@ func (r *run) abortReason() weft.StopReason {
 	return weft.StopAborted
 }
 
+// waiting reports queued messages that the run has neither drained nor read, as of its last
+// transaction.
+func (r *run) waiting() bool {
+	return r.queueSeq > max(r.drainedUpTo, r.queueKnown)
+}
+
 // drain moves queued messages into the thread (S2): they join the context now and are stored by
 // the run's next transaction. The acting side of a new turn follows the first drained row:
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
-	if r.queued == nil && r.steps > 0 {
+	if r.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || r.waiting()) {
+		known := r.queueSeq
 		q, err := r.e.store.Queued(r.ctx, r.thread.ID)
 		if err != nil {
 			return err
 		}
-		r.queued = q
+		r.queued, r.queueKnown = q, max(r.queueKnown, known)
 	}
 	qs := r.queued
 	r.queued = nil

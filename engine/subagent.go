@@ -430,7 +430,7 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 			}
 			trigger = "continue" // a run a crash interrupted
 		}
-		info, _, err := e.runOnce(ctx, child.ID, trigger, "")
+		info, _, _, err := e.runOnce(ctx, child.ID, trigger, "")
 		if !errors.Is(err, weft.ErrLeaseHeld) {
 			resume = false
 		}

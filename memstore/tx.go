@@ -361,6 +361,13 @@ func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
 	return out, nil
 }
 
+// QueueSeq returns the seq of the thread's newest queued message as of the call.
+func (t *tx) QueueSeq() (int64, error) {
+	t.th.mu.RLock()
+	defer t.th.mu.RUnlock()
+	return t.th.queueSeq, nil
+}
+
 // SetExecState stages a run-state document (nil deletes it).
 func (t *tx) SetExecState(key string, value json.RawMessage) error {
 	if err := storecontract.CheckExecState(t.id, key, value); err != nil {

@@ -296,11 +296,13 @@ const (
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
 	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
 		FROM threads WHERE id = ?1`
-	// qTxStart is qTxFence and qSeqs in one statement, for a fenced Tx on its own thread (a run's
-	// steps): every step numbers rows, and one read of the thread row serves both.
+	// qTxStart is qTxFence, qSeqs and qQueueSeq in one statement, for a fenced Tx on its own thread
+	// (a run's steps): every step numbers rows and asks for the queue, and one read of the thread
+	// row serves all three.
 	qTxStart = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0),
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq
 		FROM threads t LEFT JOIN leases l ON l.thread_id = ?1 WHERE t.id = ?1`
+	qQueueSeq = `SELECT queue_seq FROM threads WHERE id = ?`
 	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
 	qSaveSeqs  = `UPDATE threads SET msg_seq = max(msg_seq, ?2), call_seq = ?3, log_seq = ?4 WHERE id = ?1`
 	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -337,7 +339,7 @@ const (
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qTxStart, qSeqs, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
+		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
 		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qSetKV, qDrainQueue, qDelQueue,
 		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
 }
@@ -366,8 +368,8 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			var token, expires int64
 			var err error
 			if leaseThread == threadID {
-				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq}, threadID)
-				t.seqsRead = err == nil
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq}, threadID)
+				t.seqsRead, t.queueRead = err == nil, err == nil
 			} else {
 				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
 			}
@@ -411,7 +413,9 @@ type tx struct {
 	seqsRead                bool  // the counters below were read
 	msgSeq, callSeq, logSeq int64 // last numbers assigned
 	seqsDirty               bool  // callSeq or logSeq advanced
-	deleted                 bool  // a message was deleted: msg_seq must keep msgSeq
+	queueRead               bool  // queueSeq was read (no push can land while the Tx holds the writer)
+	queueSeq                int64
+	deleted                 bool // a message was deleted: msg_seq must keep msgSeq
 }
 
 // readSeqs reads the counters once per Tx.
@@ -424,6 +428,17 @@ func (t *tx) readSeqs() error {
 	}
 	t.seqsRead = true
 	return nil
+}
+
+// QueueSeq returns threads.queue_seq, which PushQueue advances in its own write transaction.
+func (t *tx) QueueSeq() (int64, error) {
+	if !t.queueRead {
+		if err := t.w.row(t.ctx, qQueueSeq, []any{&t.queueSeq}, t.id); err != nil {
+			return 0, t.fail("queue seq", err)
+		}
+		t.queueRead = true
+	}
+	return t.queueSeq, nil
 }
 
 // saveSeqs stores the counters the Tx advanced.

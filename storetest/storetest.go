@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"QueueFIFO", testQueueFIFO},
 		{"QueueConcurrentDrain", testQueueConcurrentDrain},
 		{"DrainQueueUpTo", testDrainQueueUpTo},
+		{"QueueSeq", testQueueSeq},
 		{"ExecState", testExecState},
 		{"Logs", testLogs},
 		{"KV", testKV},
@@ -94,7 +95,12 @@ func newThread(t *testing.T, s weft.Store, mod func(*weft.Thread)) *weft.Thread 
 
 func mustTx(t *testing.T, s weft.Store, threadID string, fn func(weft.Tx) error) {
 	t.Helper()
-	if err := s.Tx(t.Context(), threadID, nil, fn); err != nil {
+	mustTxFenced(t, s, threadID, nil, fn)
+}
+
+func mustTxFenced(t *testing.T, s weft.Store, threadID string, fence *weft.Fence, fn func(weft.Tx) error) {
+	t.Helper()
+	if err := s.Tx(t.Context(), threadID, fence, fn); err != nil {
 		t.Fatalf("Tx on %s: %v", threadID, err)
 	}
 }
@@ -915,6 +921,62 @@ func testQueueConcurrentDrain(t *testing.T, s weft.Store) {
 	}
 	if q, _ := s.Queued(t.Context(), th.ID); len(q) != 0 {
 		t.Errorf("%d rows left in the queue", len(q))
+	}
+}
+
+// testQueueSeq: a Tx reports the seq of the newest message ever queued, fenced or not; draining does
+// not lower it.
+func testQueueSeq(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	seqIn := func(fence *weft.Fence) int64 {
+		t.Helper()
+		var seq int64
+		mustTxFenced(t, s, th.ID, fence, func(tx weft.Tx) error {
+			var err error
+			seq, err = tx.QueueSeq()
+			return err
+		})
+		return seq
+	}
+	if got := seqIn(nil); got != 0 {
+		t.Fatalf("QueueSeq of a thread never queued to = %d, want 0", got)
+	}
+	var last int64
+	for i := range 3 {
+		q := &weft.QueuedMessage{ThreadID: th.ID, Content: fmt.Sprint(i)}
+		if err := s.PushQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		last = q.Seq
+	}
+	fence, err := s.AcquireLease(ctx, th.ID, "node-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*weft.Fence{nil, &fence} {
+		if got := seqIn(f); got != last {
+			t.Fatalf("QueueSeq after 3 pushes (fenced %v) = %d, want %d", f != nil, got, last)
+		}
+	}
+	var drainedSeq int64
+	mustTxFenced(t, s, th.ID, &fence, func(tx weft.Tx) error {
+		if _, err := tx.DrainQueue(0); err != nil {
+			return err
+		}
+		var err error
+		drainedSeq, err = tx.QueueSeq()
+		return err
+	})
+	if drainedSeq != last || seqIn(&fence) != last {
+		t.Fatalf("QueueSeq after draining = %d in the Tx, %d after; want %d", drainedSeq, seqIn(&fence), last)
+	}
+	q := &weft.QueuedMessage{ThreadID: th.ID, Content: "late"}
+	if err := s.PushQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqIn(&fence); got != q.Seq || q.Seq <= last {
+		t.Fatalf("QueueSeq after a later push = %d, want its seq %d (above %d)", got, q.Seq, last)
 	}
 }
 
