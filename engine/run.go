@@ -383,6 +383,8 @@ type run struct {
 	queueSeq, queueKnown int64
 	lastSeq              int64
 	callIDs              map[string]bool
+	// callRecs are the tool-call records the run stored, as stored (noteCall).
+	callRecs []*weft.ToolCallRecord
 
 	steps     int
 	sideSteps [2]int

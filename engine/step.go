@@ -284,6 +284,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
+			r.noteCall(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {

@@ -279,14 +279,27 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		if next != nil {
 			rec := &weft.ToolCallRecord{CallID: next.ID, MessageID: msg.ID, Name: next.Name, Arguments: next.Arguments,
 				Status: weft.CallPending, Idempotent: r.idempotent(s, next.Name)}
+			if prev := r.callRecord(next.ID); prev != nil {
+				*rec = *prev
+			}
 			if r.markRunning(s, rec) {
 				if err := tx.PutToolCall(rec); err != nil {
 					return err
 				}
+				r.noteCall(rec)
 			}
 		}
-		return tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
-			Status: weft.CallDone, ResultMessageID: tm.ID, Idempotent: r.idempotent(s, c.Name), FinishedAt: &now})
+		// The record as stored keeps its seq and start time.
+		done := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments}
+		if prev := r.callRecord(c.ID); prev != nil {
+			*done = *prev
+		}
+		done.Status, done.ResultMessageID, done.Idempotent, done.FinishedAt = weft.CallDone, tm.ID, r.idempotent(s, c.Name), &now
+		if err := tx.PutToolCall(done); err != nil {
+			return err
+		}
+		r.noteCall(done)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -338,6 +351,28 @@ func (r *run) sessionTool(s *scope, name string) *weft.SessionTool {
 // markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
 // not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
 // way). It reports whether the record changed.
+// noteCall keeps the record of a call as the run's transaction stores it, for the call's later
+// writes (callRecord).
+func (r *run) noteCall(rec *weft.ToolCallRecord) {
+	for i, c := range r.callRecs {
+		if c.CallID == rec.CallID {
+			r.callRecs[i] = rec
+			return
+		}
+	}
+	r.callRecs = append(r.callRecs, rec)
+}
+
+// callRecord returns the record the run last stored for a call, nil when it stored none.
+func (r *run) callRecord(id string) *weft.ToolCallRecord {
+	for _, c := range r.callRecs {
+		if c.CallID == id {
+			return c
+		}
+	}
+	return nil
+}
+
 func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 	if rec.Idempotent {
 		return false

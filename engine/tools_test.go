@@ -53,7 +53,7 @@ func TestS003_8_results_persisted(t *testing.T) {
 	var calls []string
 	reg := registry([]*weft.Tool{recorder("lookup", &calls, "  found it  ")}, nil)
 	h := newHarness(t, reg, `
-- tool_calls: [{name: lookup, id: call_a}]
+- tool_calls: [{name: lookup, id: call_a}, {name: lookup, id: call_b}]
 - text: ok
 `)
 	th, _ := h.run("assistant", "go", nil)
@@ -63,9 +63,18 @@ func TestS003_8_results_persisted(t *testing.T) {
 		tm.Content != "found it" || tm.Status != weft.MessageCompleted || tm.Side != weft.SideA || tm.Depth != 0 {
 		t.Errorf("tool message %+v", tm)
 	}
+	// Each record, done, keeps its seq and the time it started (both calls are marked running
+	// before they run: the first with the reply, the second with the first's result).
 	recs, _ := h.store.ToolCalls(context.Background(), th.ID)
-	if len(recs) != 1 || recs[0].Status != weft.CallDone || recs[0].ResultMessageID != tm.ID || recs[0].MessageID != msgs[1].ID {
-		t.Errorf("call records %+v", recs)
+	if len(recs) != 2 {
+		t.Fatalf("call records %+v", recs)
+	}
+	for i, rec := range recs {
+		if rec.CallID != []string{"call_a", "call_b"}[i] || rec.Seq != int64(i+1) || rec.Status != weft.CallDone ||
+			rec.ResultMessageID != msgs[2+i].ID || rec.MessageID != msgs[1].ID ||
+			rec.StartedAt == nil || rec.FinishedAt == nil || rec.FinishedAt.Before(*rec.StartedAt) {
+			t.Errorf("call record %d: %+v", i, rec)
+		}
 	}
 }
 
