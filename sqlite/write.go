@@ -296,11 +296,11 @@ const (
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
 	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
 		FROM threads WHERE id = ?1`
-	// qTxStart is qTxFence, qSeqs and qQueueSeq in one statement, for a fenced Tx on its own thread
-	// (a run's steps): every step numbers rows and asks for the queue, and one read of the thread
-	// row serves all three.
+	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
+	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
+	// the thread, and one read of the thread row serves them all.
 	qTxStart = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0),
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc
 		FROM threads t LEFT JOIN leases l ON l.thread_id = ?1 WHERE t.id = ?1`
 	qQueueSeq = `SELECT queue_seq FROM threads WHERE id = ?`
 	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
@@ -312,10 +312,12 @@ const (
 	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
 	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
 	// more than a second statement.
-	qUpdateToolCall = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
-	qToolCallSeq    = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
-	qInsertToolCall = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)`
-	qSetExec        = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
+	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
+	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ? AND seq = ?`
+	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
+	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, call_id) DO NOTHING`
+	qSetExec = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`
 	qDelExec = `DELETE FROM exec_state WHERE thread_id = ? AND key = ?`
 	// A replaced log row keeps its n (its place in the listing).
@@ -323,12 +325,16 @@ const (
 		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
 		request_body = excluded.request_body, response_body = excluded.response_body`
 	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
-	// Setting last_activity_at rewrites its two indexes (two more pages), so only when it changes.
-	qUpdateThread = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6,
-		doc = ?8 WHERE id = ?1`
-	qUpdateThreadActivity = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6,
-		last_activity_at = ?7, doc = ?8 WHERE id = ?1`
-	qSetKV = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+	// A Tx writes the thread row once, at its end (tx.flush): its fields when UpdateThread changed
+	// them, the counters when they advanced. Setting last_activity_at rewrites its two indexes (two
+	// more pages), so only when it changes.
+	qUpdateThread         = qUpdateThreadFields + ` WHERE id = ?1`
+	qUpdateThreadActivity = qUpdateThreadFields + `, last_activity_at = ?7 WHERE id = ?1`
+	qUpdateThreadSeqs     = qUpdateThreadFields + `, ` + setSeqs + ` WHERE id = ?1`
+	qUpdateThreadAll      = qUpdateThreadFields + `, last_activity_at = ?7, ` + setSeqs + ` WHERE id = ?1`
+	qUpdateThreadFields   = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6, doc = ?8`
+	setSeqs               = `msg_seq = max(msg_seq, ?9), call_seq = ?10, log_seq = ?11`
+	qSetKV                = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
 	qDelKV      = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
 	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
@@ -339,8 +345,8 @@ const (
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qToolCallSeq, qInsertToolCall,
-		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qSetKV, qDrainQueue, qDelQueue,
+		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
+		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qUpdateThreadSeqs, qUpdateThreadAll, qSetKV, qDrainQueue, qDelQueue,
 		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
 }
 
@@ -368,8 +374,8 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			var token, expires int64
 			var err error
 			if leaseThread == threadID {
-				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq}, threadID)
-				t.seqsRead, t.queueRead = err == nil, err == nil
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc}, threadID)
+				t.seqsRead, t.queueRead, t.docRead = err == nil, err == nil, err == nil
 			} else {
 				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
 			}
@@ -383,7 +389,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		if err := fn(&t); err != nil {
 			return err
 		}
-		return t.saveSeqs()
+		return t.flush()
 	})
 }
 
@@ -415,7 +421,10 @@ type tx struct {
 	seqsDirty               bool  // callSeq or logSeq advanced
 	queueRead               bool  // queueSeq was read (no push can land while the Tx holds the writer)
 	queueSeq                int64
-	deleted                 bool // a message was deleted: msg_seq must keep msgSeq
+	docRead                 bool          // doc holds the thread row's doc
+	doc                     string        // as read, or as UpdateThread last made it
+	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
+	deleted                 bool          // a message was deleted: msg_seq must keep msgSeq
 }
 
 // readSeqs reads the counters once per Tx.
@@ -441,17 +450,50 @@ func (t *tx) QueueSeq() (int64, error) {
 	return t.queueSeq, nil
 }
 
-// saveSeqs stores the counters the Tx advanced.
-func (t *tx) saveSeqs() error {
-	if !t.seqsDirty && !t.deleted {
-		return nil
-	}
+// threadUpdate is the thread row as UpdateThread left it, written by flush.
+type threadUpdate struct {
+	th       weft.Thread
+	tags     any // JSON text, or nil to keep the column
+	activity bool
+	doc      []byte
+}
+
+// flush writes the thread row once before the Tx commits: the fields UpdateThread changed and the
+// counters the Tx advanced, in one statement when there are both.
+func (t *tx) flush() error {
+	saveSeqs := t.seqsDirty || t.deleted
 	floor := int64(0)
 	if t.deleted {
 		floor = t.msgSeq
 	}
-	if _, err := t.w.exec(t.ctx, qSaveSeqs, t.id, floor, t.callSeq, t.logSeq); err != nil {
-		return t.fail("save counters", err)
+	u := t.thread
+	if u == nil {
+		if !saveSeqs {
+			return nil
+		}
+		if _, err := t.w.exec(t.ctx, qSaveSeqs, t.id, floor, t.callSeq, t.logSeq); err != nil {
+			return t.fail("save counters", err)
+		}
+		return nil
+	}
+	th := &u.th
+	args := []any{t.id, th.Agent, th.Label, u.tags, string(th.Status), th.Preview, nil, u.doc}
+	var q string
+	switch {
+	case u.activity && saveSeqs:
+		q, args[6] = qUpdateThreadAll, nanos(th.LastActivityAt)
+	case u.activity:
+		q, args[6] = qUpdateThreadActivity, nanos(th.LastActivityAt)
+	case saveSeqs:
+		q = qUpdateThreadSeqs
+	default:
+		q = qUpdateThread
+	}
+	if saveSeqs {
+		args = append(args, floor, t.callSeq, t.logSeq)
+	}
+	if _, err := t.w.exec(t.ctx, q, args...); err != nil {
+		return t.fail("update thread", err)
 	}
 	return nil
 }
@@ -469,12 +511,14 @@ func (t *tx) fail(what string, err error) error {
 
 // UpdateThread changes the thread's fields; UpdatedAt becomes now.
 func (t *tx) UpdateThread(p weft.ThreadPatch) error {
-	var doc string
-	if err := t.w.row(t.ctx, qThreadDoc, []any{&doc}, t.id); err != nil {
-		return t.fail("update thread", err)
+	if !t.docRead {
+		if err := t.w.row(t.ctx, qThreadDoc, []any{&t.doc}, t.id); err != nil {
+			return t.fail("update thread", err)
+		}
+		t.docRead = true
 	}
 	var th weft.Thread
-	oldProps, oldArgs, err := decodeThreadDoc(doc, &th)
+	oldProps, oldArgs, err := decodeThreadDoc(t.doc, &th)
 	if err != nil {
 		return t.fail("update thread", err)
 	}
@@ -498,14 +542,17 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 		}
 	}
 	storecontract.ApplyThreadPatch(&th, p, t.clock())
-	q, activity := qUpdateThread, any(nil)
-	if p.LastActivityAt != nil {
-		q, activity = qUpdateThreadActivity, nanos(th.LastActivityAt)
+	u := t.thread
+	if u == nil {
+		u = &threadUpdate{}
+		t.thread = u
 	}
-	_, err = t.w.exec(t.ctx, q, t.id, th.Agent, th.Label, tags, string(th.Status), th.Preview, activity, threadDoc(&th, props, args))
-	if err != nil {
-		return t.fail("update thread", err)
+	if tags != nil {
+		u.tags = tags
 	}
+	u.th, u.activity = th, u.activity || p.LastActivityAt != nil
+	u.doc = threadDoc(&th, props, args)
+	t.doc = string(u.doc)
 	return nil
 }
 
@@ -603,24 +650,42 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 		return err
 	}
 	doc := callDoc(c)
-	n, err := t.w.execN(t.ctx, qUpdateToolCall, string(c.Status), doc, t.id, c.CallID)
-	if err != nil {
-		return t.fail("put tool call "+c.CallID, err)
-	}
-	var seq int64
-	if n > 0 {
-		err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.id, c.CallID)
-	} else if err = t.readSeqs(); err == nil {
-		seq = t.callSeq + 1
-		if _, err = t.w.exec(t.ctx, qInsertToolCall, t.id, c.CallID, seq, string(c.Status), doc); err == nil {
-			t.callSeq, t.seqsDirty = seq, true
-		}
-	}
+	seq, err := t.putToolCall(c, doc)
 	if err != nil {
 		return t.fail("put tool call "+c.CallID, err)
 	}
 	c.ThreadID, c.Seq = t.id, seq
 	return nil
+}
+
+// putToolCall writes a call in one statement when it can: a record that carries the seq it is
+// stored with is updated in place, a new one inserted; otherwise the stored call is updated and
+// its seq read back.
+func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
+	status := string(c.Status)
+	if c.Seq > 0 {
+		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.id, c.CallID, c.Seq)
+		if err != nil || n > 0 {
+			return c.Seq, err
+		}
+	}
+	if err := t.readSeqs(); err != nil {
+		return 0, err
+	}
+	seq := t.callSeq + 1
+	n, err := t.w.execN(t.ctx, qInsertToolCall, t.id, c.CallID, seq, status, doc)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		t.callSeq, t.seqsDirty = seq, true
+		return seq, nil
+	}
+	if _, err := t.w.exec(t.ctx, qUpdateToolCall, status, doc, t.id, c.CallID); err != nil {
+		return 0, err
+	}
+	err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.id, c.CallID)
+	return seq, err
 }
 
 // DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0).

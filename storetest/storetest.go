@@ -710,6 +710,25 @@ func testToolCalls(t *testing.T, s weft.Store) {
 	if rs, _ := s.ToolCalls(ctx, th.ID); len(rs) == 3 && (rs[1].Meta != nil || rs[1].StartedAt != nil) {
 		t.Errorf("unset meta/times must be nil: %+v", rs[1])
 	}
+	// A call keeps the seq of its first put whatever seq a later record carries; a new call takes
+	// the next one.
+	for _, c := range []struct {
+		rec  *weft.ToolCallRecord
+		want int64
+	}{
+		{&weft.ToolCallRecord{CallID: "c2", Name: "b", Status: weft.CallRunning}, 2},
+		{&weft.ToolCallRecord{CallID: "c1", Name: "a", Status: weft.CallDone, Seq: 99}, 1},
+		{&weft.ToolCallRecord{CallID: "c4", Name: "d", Status: weft.CallPending, Seq: 2}, 4},
+	} {
+		mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.PutToolCall(c.rec) })
+		if c.rec.Seq != c.want {
+			t.Errorf("put %s carrying a stale seq: seq %d, want %d", c.rec.CallID, c.rec.Seq, c.want)
+		}
+	}
+	if rs, _ := s.ToolCalls(ctx, th.ID); len(rs) != 4 || rs[0].CallID != "c1" || rs[1].CallID != "c2" || rs[1].Status != weft.CallRunning ||
+		rs[3].CallID != "c4" || rs[3].Seq != 4 {
+		t.Errorf("calls after re-puts: %+v", rs)
+	}
 	err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.PutToolCall(&weft.ToolCallRecord{Name: "x"}) })
 	wantCode(t, "call without id", err, weft.EInvalid)
 	if rs, err := s.ToolCalls(ctx, "thr_missing"); err != nil || len(rs) != 0 {
