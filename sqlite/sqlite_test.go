@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -451,5 +452,110 @@ func TestEffectClaimTwoStores(t *testing.T) {
 		if c != 1 {
 			t.Errorf("effect %s claimed %d times", id, c)
 		}
+	}
+}
+
+// TestDeletesLeaveNoRows: deleting a thread deletes every row of it and of its descendants in
+// every table (the cascade triggers, with foreign keys off), and replacing or removing a chunked
+// file deletes its chunks. Every table but the store's own settings is checked, so a table added
+// later without a cascade fails here.
+func TestDeletesLeaveNoRows(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := bytes.Repeat([]byte("x"), weft.ChunkSize+1)
+	counts := func() map[string]int {
+		t.Helper()
+		rows, err := s.rdb.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+			AND name NOT IN ('settings', 'schema_migrations')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tables []string
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			tables = append(tables, n)
+		}
+		rows.Close()
+		out := map[string]int{}
+		for _, tb := range tables {
+			var n int
+			if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM `+tb).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				out[tb] = n
+			}
+		}
+		return out
+	}
+
+	// Replacing and removing a chunked file leaves only the chunks of what is stored.
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.WriteFile(&weft.FileInfo{Path: "/big.bin"}, big) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counts()["file_chunks"]; got != 2 {
+		t.Errorf("chunks after replacing a 2-chunk file: %d, want 2", got)
+	}
+	if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.RemoveFile("/big.bin") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts()["file_chunks"]; got != 0 {
+		t.Errorf("chunks after removing the file: %d", got)
+	}
+	if err := s.DeleteThread(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// A thread, its child and grandchild, each with rows in every table.
+	var ids []string
+	parent := ""
+	for range 3 {
+		th := &weft.Thread{Agent: "a", ParentID: parent}
+		if err := s.CreateThread(ctx, th, []weft.EnvValue{{Name: "TOKEN", Value: "s3cret", Type: weft.VarSecret}}); err != nil {
+			t.Fatal(err)
+		}
+		ids, parent = append(ids, th.ID), th.ID
+		if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "queued"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ScheduleEffect(ctx, &weft.EffectRecord{ThreadID: th.ID, Name: "remind", RunAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		fence, err := s.AcquireLease(ctx, th.ID, "node", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Tx(ctx, th.ID, &fence, func(tx weft.Tx) error {
+			m := &weft.Message{Role: weft.RoleAssistant, Content: "hi", ToolCalls: []weft.ToolCall{{ID: "c1", Name: "t"}}}
+			return errors.Join(tx.InsertMessage(m), tx.PutToolCall(&weft.ToolCallRecord{CallID: "c1", MessageID: m.ID, Name: "t"}),
+				tx.SetExecState("run", json.RawMessage(`{"stops":1}`)), tx.PutLog(&weft.LogEntry{Kind: "llm"}),
+				tx.SetKV("k", json.RawMessage(`1`)), tx.WriteFile(&weft.FileInfo{Path: "/dir/big.bin"}, big))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	populated := counts()
+	for _, tb := range []string{"threads", "messages", "tool_calls", "queue", "exec_state", "logs", "kv", "files", "file_chunks", "env", "leases", "effects"} {
+		if populated[tb] == 0 {
+			t.Errorf("table %s was not populated: %v", tb, populated)
+		}
+	}
+	if err := s.DeleteThread(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if left := counts(); len(left) > 0 {
+		t.Errorf("rows left after deleting the thread tree: %v", left)
 	}
 }
