@@ -387,7 +387,19 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 
 // ExecState returns the thread's run-state documents by key.
 func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
-	return s.jsonMap(ctx, `SELECT key, value FROM exec_state WHERE thread_id = ?`, threadID, "exec state")
+	var framed string
+	if err := s.row(ctx, qRunState, []any{&framed}, threadID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
+	}
+	out := map[string]json.RawMessage{}
+	for f := (frames{s: framed}); f.more(); {
+		k, v := f.next(), f.next()
+		if f.err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, f.err)
+		}
+		out[k] = json.RawMessage(v)
+	}
+	return out, nil
 }
 
 func (s *Store) jsonMap(ctx context.Context, q, threadID, what string) (map[string]json.RawMessage, error) {

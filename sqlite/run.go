@@ -24,7 +24,7 @@ const (
 	// rows as framed values, the docs of messages, queue and env rows as they are (a doc begins
 	// with its seq or name field, which marks where the next one starts).
 	qRunStart = `SELECT t.doc, ` + leaseCols + `,
-		(SELECT COALESCE(group_concat(` + framedKey + ` || ` + framedValue + `, ''), '') FROM exec_state WHERE thread_id = t.id),
+		t.run_state,
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),

@@ -91,6 +91,66 @@ func TestReopen(t *testing.T) {
 	}
 }
 
+// TestRunStateMigrated: a database from before migration 4 keeps each thread's run state, moved
+// from the exec_state table into the thread row, and deleting a thread still cascades.
+func TestRunStateMigrated(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:3] {
+		stmts = append(stmts, m.sql, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.version, m.name))
+	}
+	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
+			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`,
+		`INSERT INTO exec_state VALUES ('thr_a', 'run', '{"side":"b","stops":2}'), ('thr_a', 'handoff', 'null'),
+			('thr_b', 'run', '{"side":"a"}')`)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[string]map[string]string{
+		"thr_a": {"run": `{"side":"b","stops":2}`, "handoff": "null"},
+		"thr_b": {"run": `{"side":"a"}`},
+	} {
+		got, err := s.ExecState(ctx, id)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: exec state %v, %v; want %v", id, got, err, want)
+		}
+		for k, v := range want {
+			if string(got[k]) != v {
+				t.Errorf("%s: %s = %s, want %s", id, k, got[k], v)
+			}
+		}
+	}
+	if err := s.Tx(ctx, "thr_a", nil, func(tx weft.Tx) error { return tx.SetExecState("handoff", nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ExecState(ctx, "thr_a"); len(got) != 1 || string(got["run"]) != `{"side":"b","stops":2}` {
+		t.Errorf("after deleting one document: %v", got)
+	}
+	if err := s.DeleteThread(ctx, "thr_a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Thread(ctx, "thr_a"); !errors.Is(err, weft.ErrNotFound) {
+		t.Errorf("deleted thread: %v", err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "weft.db")
@@ -348,7 +408,11 @@ func TestPagesPerCommit(t *testing.T) {
 				if err := tx.PutLog(&weft.LogEntry{MessageID: m.ID, Kind: "llm", RequestBody: []byte(`{}`)}); err != nil {
 					return err
 				}
-				return tx.SetExecState("run", []byte(`{"side":"a"}`))
+				state := `{"side":"a"}`
+				if i >= 10 {
+					state = fmt.Sprintf(`{"side":"a","step":%d}`, i)
+				}
+				return tx.SetExecState("run", []byte(state))
 			})
 		}
 	}
@@ -372,6 +436,8 @@ func TestPagesPerCommit(t *testing.T) {
 			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) })
 		}},
 		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond); return err }},
+		// the pages of a step: the run state is in the thread row
+		{"step with a new run state", 5, step(10)},
 	} {
 		if got := pages(c.fn); got > c.max {
 			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
@@ -547,7 +613,7 @@ func TestDeletesLeaveNoRows(t *testing.T) {
 		}
 	}
 	populated := counts()
-	for _, tb := range []string{"threads", "messages", "tool_calls", "queue", "exec_state", "logs", "kv", "files", "file_chunks", "env", "leases", "effects"} {
+	for _, tb := range []string{"threads", "messages", "tool_calls", "queue", "logs", "kv", "files", "file_chunks", "env", "leases", "effects"} {
 		if populated[tb] == 0 {
 			t.Errorf("table %s was not populated: %v", tb, populated)
 		}

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -300,7 +303,7 @@ const (
 	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
 	// the thread, and one read of the thread row serves them all.
 	qTxStart = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0),
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
 		FROM threads t LEFT JOIN leases l ON l.thread_id = ?1 WHERE t.id = ?1`
 	qQueueSeq = `SELECT queue_seq FROM threads WHERE id = ?`
 	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
@@ -317,9 +320,6 @@ const (
 	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
 	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, call_id) DO NOTHING`
-	qSetExec = `INSERT INTO exec_state (thread_id, key, value) VALUES (?, ?, ?)
-		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`
-	qDelExec = `DELETE FROM exec_state WHERE thread_id = ? AND key = ?`
 	// A replaced log row keeps its n (its place in the listing).
 	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
@@ -328,13 +328,8 @@ const (
 	// A Tx writes the thread row once, at its end (tx.flush): its fields when UpdateThread changed
 	// them, the counters when they advanced. Setting last_activity_at rewrites its two indexes (two
 	// more pages), so only when it changes.
-	qUpdateThread         = qUpdateThreadFields + ` WHERE id = ?1`
-	qUpdateThreadActivity = qUpdateThreadFields + `, last_activity_at = ?7 WHERE id = ?1`
-	qUpdateThreadSeqs     = qUpdateThreadFields + `, ` + setSeqs + ` WHERE id = ?1`
-	qUpdateThreadAll      = qUpdateThreadFields + `, last_activity_at = ?7, ` + setSeqs + ` WHERE id = ?1`
-	qUpdateThreadFields   = `UPDATE threads SET agent = ?2, label = ?3, tags = COALESCE(?4, tags), status = ?5, preview = ?6, doc = ?8`
-	setSeqs               = `msg_seq = max(msg_seq, ?9), call_seq = ?10, log_seq = ?11`
-	qSetKV                = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+	qRunState = `SELECT run_state FROM threads WHERE id = ?`
+	qSetKV    = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
 	qDelKV      = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
 	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
@@ -344,11 +339,42 @@ const (
 
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
-	return []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
+	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
-		qSetExec, qDelExec, qPutLog, qThreadDoc, qUpdateThread, qUpdateThreadActivity, qUpdateThreadSeqs, qUpdateThreadAll, qSetKV, qDrainQueue, qDelQueue,
+		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue,
 		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
+	return append(out, qUpdateThread[1:]...)
 }
+
+// What a Tx's one write of the thread row sets (tx.flush): a mask of these picks its statement.
+const (
+	setFields   = 1 << iota // the fields UpdateThread changed
+	setActivity             // last_activity_at, whose two indexes cost two pages
+	setSeqs                 // the counters the Tx advanced
+	setRunState             // the run-state documents
+)
+
+// qUpdateThread holds the statement of each mask. All take the same 12 arguments (see flush), the
+// thread id last: a statement's parameter count is its highest parameter number.
+var qUpdateThread = func() (q [16]string) {
+	for mask := 1; mask < len(q); mask++ {
+		var set []string
+		if mask&setFields != 0 {
+			set = append(set, "agent = ?1, label = ?2, tags = COALESCE(?3, tags), status = ?4, preview = ?5, doc = ?7")
+		}
+		if mask&setActivity != 0 {
+			set = append(set, "last_activity_at = ?6")
+		}
+		if mask&setSeqs != 0 {
+			set = append(set, "msg_seq = max(msg_seq, ?8), call_seq = ?9, log_seq = ?10")
+		}
+		if mask&setRunState != 0 {
+			set = append(set, "run_state = ?11")
+		}
+		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?12"
+	}
+	return q
+}()
 
 // Tx runs fn in one BEGIN IMMEDIATE transaction on the write connection: committed when fn returns
 // nil, rolled back when it returns an error or panics. Transactions of all threads run one at a time
@@ -374,8 +400,8 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			var token, expires int64
 			var err error
 			if leaseThread == threadID {
-				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc}, threadID)
-				t.seqsRead, t.queueRead, t.docRead = err == nil, err == nil, err == nil
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed}, threadID)
+				t.seqsRead, t.queueRead, t.docRead, t.runState.read = err == nil, err == nil, err == nil, err == nil
 			} else {
 				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
 			}
@@ -424,7 +450,8 @@ type tx struct {
 	docRead                 bool          // doc holds the thread row's doc
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
-	deleted                 bool          // a message was deleted: msg_seq must keep msgSeq
+	runState                runState
+	deleted                 bool // a message was deleted: msg_seq must keep msgSeq
 }
 
 // readSeqs reads the counters once per Tx.
@@ -458,44 +485,92 @@ type threadUpdate struct {
 	doc      []byte
 }
 
-// flush writes the thread row once before the Tx commits: the fields UpdateThread changed and the
-// counters the Tx advanced, in one statement when there are both.
+// flush writes the thread row once before the Tx commits: the fields UpdateThread changed, the
+// counters the Tx advanced and the run state SetExecState changed, in one statement.
 func (t *tx) flush() error {
-	saveSeqs := t.seqsDirty || t.deleted
-	floor := int64(0)
-	if t.deleted {
-		floor = t.msgSeq
+	mask := 0
+	args := make([]any, 12)
+	args[11] = t.id
+	if u := t.thread; u != nil {
+		th := &u.th
+		mask |= setFields
+		args[0], args[1], args[2], args[3], args[4], args[6] = th.Agent, th.Label, u.tags, string(th.Status), th.Preview, u.doc
+		if u.activity {
+			mask |= setActivity
+			args[5] = nanos(th.LastActivityAt)
+		}
 	}
-	u := t.thread
-	if u == nil {
-		if !saveSeqs {
-			return nil
+	if t.seqsDirty || t.deleted {
+		mask |= setSeqs
+		floor := int64(0)
+		if t.deleted {
+			floor = t.msgSeq
 		}
-		if _, err := t.w.exec(t.ctx, qSaveSeqs, t.id, floor, t.callSeq, t.logSeq); err != nil {
-			return t.fail("save counters", err)
-		}
+		args[7], args[8], args[9] = floor, t.callSeq, t.logSeq
+	}
+	if t.runState.dirty {
+		mask |= setRunState
+		args[10] = t.runState.encode()
+	}
+	if mask == 0 {
 		return nil
 	}
-	th := &u.th
-	args := []any{t.id, th.Agent, th.Label, u.tags, string(th.Status), th.Preview, nil, u.doc}
-	var q string
-	switch {
-	case u.activity && saveSeqs:
-		q, args[6] = qUpdateThreadAll, nanos(th.LastActivityAt)
-	case u.activity:
-		q, args[6] = qUpdateThreadActivity, nanos(th.LastActivityAt)
-	case saveSeqs:
-		q = qUpdateThreadSeqs
-	default:
-		q = qUpdateThread
-	}
-	if saveSeqs {
-		args = append(args, floor, t.callSeq, t.logSeq)
-	}
-	if _, err := t.w.exec(t.ctx, q, args...); err != nil {
+	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
 		return t.fail("update thread", err)
 	}
 	return nil
+}
+
+// runState is a Tx's copy of the thread's run-state documents (threads.run_state): framed keys and
+// values as read, decoded into docs when SetExecState changes one.
+type runState struct {
+	read, dirty bool
+	framed      string
+	docs        []runStateDoc // sorted by key, once decoded
+	decoded     bool
+}
+
+type runStateDoc struct{ key, value string }
+
+// set stores value under key (deleting it when nil); false when that changes nothing.
+func (r *runState) set(key string, value json.RawMessage) (bool, error) {
+	if !r.decoded {
+		for f := (frames{s: r.framed}); f.more(); {
+			k, v := f.next(), f.next()
+			if f.err != nil {
+				return false, errBadDoc
+			}
+			r.docs = append(r.docs, runStateDoc{k, v})
+		}
+		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
+		r.decoded = true
+	}
+	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
+	switch {
+	case value == nil && !found:
+		return false, nil
+	case value == nil:
+		r.docs = slices.Delete(r.docs, i, i+1)
+	case found && r.docs[i].value == string(value):
+		return false, nil
+	case found:
+		r.docs[i].value = string(value)
+	default:
+		r.docs = slices.Insert(r.docs, i, runStateDoc{key, string(value)})
+	}
+	return true, nil
+}
+
+// encode frames the docs as qRunStart's exec-state set is framed: length, ':', bytes.
+func (r *runState) encode() string {
+	var b []byte
+	for _, d := range r.docs {
+		b = strconv.AppendInt(b, int64(len(d.key)), 10)
+		b = append(append(b, ':'), d.key...)
+		b = strconv.AppendInt(b, int64(len(d.value)), 10)
+		b = append(append(b, ':'), d.value...)
+	}
+	return string(b)
 }
 
 func (t *tx) clock() time.Time {
@@ -711,15 +786,17 @@ func (t *tx) SetExecState(key string, value json.RawMessage) error {
 	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
 		return err
 	}
-	var err error
-	if value == nil {
-		_, err = t.w.exec(t.ctx, qDelExec, t.id, key)
-	} else {
-		_, err = t.w.exec(t.ctx, qSetExec, t.id, key, string(value))
+	if !t.runState.read {
+		if err := t.w.row(t.ctx, qRunState, []any{&t.runState.framed}, t.id); err != nil {
+			return t.fail("exec state "+key, err)
+		}
+		t.runState.read = true
 	}
+	changed, err := t.runState.set(key, value)
 	if err != nil {
 		return t.fail("exec state "+key, err)
 	}
+	t.runState.dirty = t.runState.dirty || changed
 	return nil
 }
 
