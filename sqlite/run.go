@@ -13,15 +13,15 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// Lease and run-start statements; all are prepared at Open (hotWrites). A lease row outlives
-// releases, so tokens only grow; token 0 means the thread never had one.
+// Lease and run-start statements; all are prepared at Open (hotWrites). A thread's lease is in its
+// row; the columns outlive releases, so tokens only grow; token 0 means the thread never had one.
 const (
-	leaseCols   = `COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0)`
-	qLeaseState = `SELECT ` + leaseCols + ` FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`
+	leaseCols   = `t.lease_owner, t.lease_token, t.lease_expires_at`
+	qLeaseState = `SELECT ` + leaseCols + ` FROM threads t WHERE t.id = ?`
 	// qRunStart reads everything a run starts from in one statement, one row: with modernc, every
 	// statement, result column and row has a fixed cost well above SQLite's own work, so the rows of
-	// the other tables come concatenated, each set in one value (see runStartRows): the exec-state
-	// rows as framed values, the docs of messages, queue and env rows as they are (a doc begins
+	// the other tables come concatenated, each set in one value (see runStartRows): the run state
+	// as it is stored (framed), the docs of messages, queue and env rows as they are (a doc begins
 	// with its seq or name field, which marks where the next one starts).
 	qRunStart = `SELECT t.doc, ` + leaseCols + `,
 		t.run_state,
@@ -30,14 +30,10 @@ const (
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE t.user_id <> '' AND scope = 'user' AND owner = t.user_id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = '')
-		FROM threads t LEFT JOIN leases l ON l.thread_id = t.id WHERE t.id = ?`
-	// Framed values: a value's length in bytes, ':' and its bytes, which frames reads back whatever
-	// the bytes are.
-	framedKey     = `octet_length(key) || ':' || key`
-	framedValue   = `octet_length(value) || ':' || value`
-	qInsertLease  = `INSERT INTO leases (thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?)`
-	qUpdateLease  = `UPDATE leases SET owner = ?2, token = ?3, expires_at = ?4 WHERE thread_id = ?1`
-	qReleaseLease = `UPDATE leases SET owner = '', expires_at = 0 WHERE thread_id = ? AND owner = ? AND token = ?`
+		FROM threads t WHERE t.id = ?`
+	qTakeLease    = `UPDATE threads SET lease_owner = ?2, lease_token = ?3, lease_expires_at = ?4 WHERE id = ?1`
+	qRenewLease   = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
+	qReleaseLease = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 )
 
 // lease is a thread's lease row as read in a write transaction (token 0: none yet).
@@ -53,12 +49,8 @@ func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node st
 	if l.owner != "" && now.UnixNano() < l.expires {
 		return weft.Fence{}, fmt.Errorf("thread %s: lease held by %s: %w", threadID, l.owner, weft.ErrLeaseHeld)
 	}
-	q := qUpdateLease
-	if l.token == 0 {
-		q = qInsertLease
-	}
 	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
-	if _, err := w.exec(ctx, q, threadID, node, f.Token, now.Add(ttl).UnixNano()); err != nil {
+	if _, err := w.exec(ctx, qTakeLease, threadID, node, f.Token, now.Add(ttl).UnixNano()); err != nil {
 		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
 	}
 	return f, nil
@@ -87,7 +79,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 // took it since); ErrLeaseLost otherwise.
 func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
 	return s.write(ctx, func(w *writer) error {
-		n, err := w.execN(ctx, `UPDATE leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND token = ?`,
+		n, err := w.execN(ctx, qRenewLease,
 			s.now().Add(ttl).UnixNano(), f.ThreadID, f.Node, f.Token)
 		if err != nil {
 			return fmt.Errorf("sqlite: thread %s: renew lease: %w", f.ThreadID, err)

@@ -91,9 +91,10 @@ func TestReopen(t *testing.T) {
 	}
 }
 
-// TestRunStateMigrated: a database from before migration 4 keeps each thread's run state, moved
-// from the exec_state table into the thread row, and deleting a thread still cascades.
-func TestRunStateMigrated(t *testing.T) {
+// TestRunStateAndLeasesMigrated: a database from before migrations 4 and 5 keeps each thread's run
+// state and lease, moved from their tables into the thread row, and deleting a thread still
+// cascades.
+func TestRunStateAndLeasesMigrated(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "weft.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -111,7 +112,8 @@ func TestRunStateMigrated(t *testing.T) {
 	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
 			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`,
 		`INSERT INTO exec_state VALUES ('thr_a', 'run', '{"side":"b","stops":2}'), ('thr_a', 'handoff', 'null'),
-			('thr_b', 'run', '{"side":"a"}')`)
+			('thr_b', 'run', '{"side":"a"}')`,
+		fmt.Sprintf(`INSERT INTO leases VALUES ('thr_a', 'node-x', 7, %d)`, time.Now().Add(time.Hour).UnixNano()))
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
@@ -137,7 +139,15 @@ func TestRunStateMigrated(t *testing.T) {
 			}
 		}
 	}
-	if err := s.Tx(ctx, "thr_a", nil, func(tx weft.Tx) error { return tx.SetExecState("handoff", nil) }); err != nil {
+	// thr_a's lease is still node-x's, with its token; thr_b never had one.
+	if _, err := s.AcquireLease(ctx, "thr_a", "node-y", time.Minute); !errors.Is(err, weft.ErrLeaseHeld) {
+		t.Errorf("acquiring a migrated live lease: %v, want ErrLeaseHeld", err)
+	}
+	if f, err := s.AcquireLease(ctx, "thr_b", "node-y", time.Minute); err != nil || f.Token != 1 {
+		t.Errorf("first lease of thr_b: %+v, %v", f, err)
+	}
+	fence := &weft.Fence{Node: "node-x", Token: 7, ThreadID: "thr_a"}
+	if err := s.Tx(ctx, "thr_a", fence, func(tx weft.Tx) error { return tx.SetExecState("handoff", nil) }); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.ExecState(ctx, "thr_a"); len(got) != 1 || string(got["run"]) != `{"side":"b","stops":2}` {
@@ -443,6 +453,22 @@ func TestPagesPerCommit(t *testing.T) {
 			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
 		}
 	}
+	// A run's last step: its reply, the thread's status, its run state and the lease's release;
+	// the lease is in the thread row, so messages + messages_id + the thread row.
+	fence, err := s.AcquireLease(ctx, th.ID, "n", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pages(func() error {
+		return s.Tx(ctx, th.ID, &fence, func(tx weft.Tx) error {
+			idle := weft.ThreadIdle
+			return errors.Join(tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: "done"}),
+				tx.UpdateThread(weft.ThreadPatch{Status: &idle}), tx.SetExecState("run", []byte(`{"side":"b"}`)), tx.ReleaseLease())
+		})
+	})
+	if got > 3 {
+		t.Errorf("last step: %d pages written, want at most 3", got)
+	}
 }
 
 // TestJournalsInMemory pins temp_store=MEMORY on the writer and the readers: statement journals and
@@ -613,7 +639,7 @@ func TestDeletesLeaveNoRows(t *testing.T) {
 		}
 	}
 	populated := counts()
-	for _, tb := range []string{"threads", "messages", "tool_calls", "queue", "logs", "kv", "files", "file_chunks", "env", "leases", "effects"} {
+	for _, tb := range []string{"threads", "messages", "tool_calls", "queue", "logs", "kv", "files", "file_chunks", "env", "effects"} {
 		if populated[tb] == 0 {
 			t.Errorf("table %s was not populated: %v", tb, populated)
 		}

@@ -294,20 +294,18 @@ func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 // Write statements; hotWrites are prepared at Open.
 const (
 	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
-	qTxFence      = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0)
-		FROM threads t LEFT JOIN leases l ON l.thread_id = ?2 WHERE t.id = ?1`
+	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
+		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
 	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
 		FROM threads WHERE id = ?1`
 	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
 	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
 	// the thread, and one read of the thread row serves them all.
-	qTxStart = `SELECT COALESCE(l.owner, ''), COALESCE(l.token, 0), COALESCE(l.expires_at, 0),
+	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
-		FROM threads t LEFT JOIN leases l ON l.thread_id = ?1 WHERE t.id = ?1`
-	qQueueSeq = `SELECT queue_seq FROM threads WHERE id = ?`
-	// qSaveSeqs stores the counters a Tx advanced, once, before it commits.
-	qSaveSeqs  = `UPDATE threads SET msg_seq = max(msg_seq, ?2), call_seq = ?3, log_seq = ?4 WHERE id = ?1`
+		FROM threads t WHERE t.id = ?1`
+	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
 	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
 	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
@@ -340,9 +338,9 @@ const (
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qSaveSeqs, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
+		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue,
-		qRunStart, qLeaseState, qInsertLease, qUpdateLease, qReleaseLease, qQueued}
+		qRunStart, qLeaseState, qTakeLease, qRenewLease, qReleaseLease, qQueued}
 	return append(out, qUpdateThread[1:]...)
 }
 
@@ -352,11 +350,12 @@ const (
 	setActivity             // last_activity_at, whose two indexes cost two pages
 	setSeqs                 // the counters the Tx advanced
 	setRunState             // the run-state documents
+	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
 )
 
 // qUpdateThread holds the statement of each mask. All take the same 12 arguments (see flush), the
 // thread id last: a statement's parameter count is its highest parameter number.
-var qUpdateThread = func() (q [16]string) {
+var qUpdateThread = func() (q [32]string) {
 	for mask := 1; mask < len(q); mask++ {
 		var set []string
 		if mask&setFields != 0 {
@@ -370,6 +369,9 @@ var qUpdateThread = func() (q [16]string) {
 		}
 		if mask&setRunState != 0 {
 			set = append(set, "run_state = ?11")
+		}
+		if mask&setRelease != 0 {
+			set = append(set, "lease_owner = '', lease_expires_at = 0")
 		}
 		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?12"
 	}
@@ -451,6 +453,7 @@ type tx struct {
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
 	runState                runState
+	release                 bool // ReleaseLease: flush frees the thread's lease
 	deleted                 bool // a message was deleted: msg_seq must keep msgSeq
 }
 
@@ -511,6 +514,9 @@ func (t *tx) flush() error {
 	if t.runState.dirty {
 		mask |= setRunState
 		args[10] = t.runState.encode()
+	}
+	if t.release {
+		mask |= setRelease
 	}
 	if mask == 0 {
 		return nil
@@ -846,6 +852,10 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 // and the write lock is held since, so the lease is still the fence's.
 func (t *tx) ReleaseLease() error {
 	if t.fence == nil {
+		return nil
+	}
+	if t.fence.ThreadID == "" || t.fence.ThreadID == t.id {
+		t.release = true // with the thread row's other changes (flush)
 		return nil
 	}
 	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
