@@ -174,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	// transaction every INSERT into a table with a unique index journals the pages it changes, and
 	// a group commit's savepoints outgrow SQLite's 64 KiB in-memory spill limit, so on disk they
 	// cost a write syscall per page (1,000 concurrent threads: 5,100 → 6,500 steps/s).
-	// foreign_keys is off and deletes cascade through triggers (migration 0003, which says why);
+	// foreign_keys is off and deletes cascade through triggers (migration 0003 says why);
 	// recursive_triggers lets a thread's delete reach its descendants.
 	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=recursive_triggers(1)&_pragma=temp_store(MEMORY)&_pragma=synchronous(NORMAL)"
 	if s.memory {

@@ -91,9 +91,8 @@ func TestReopen(t *testing.T) {
 	}
 }
 
-// TestRunStateAndLeasesMigrated: a database from before migrations 4 and 5 keeps each thread's run
-// state and lease, moved from their tables into the thread row, and deleting a thread still
-// cascades.
+// TestRunStateAndLeasesMigrated: a database from before migration 3 keeps each thread's run state
+// and lease, moved from their tables into the thread row, and deleting a thread still cascades.
 func TestRunStateAndLeasesMigrated(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "weft.db")
@@ -106,7 +105,7 @@ func TestRunStateAndLeasesMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
-	for _, m := range ms[:3] {
+	for _, m := range ms[:2] {
 		stmts = append(stmts, m.sql, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.version, m.name))
 	}
 	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
