@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/scripted"
-	"github.com/weft-agents/weft/sqlite"
 )
 
 func TestRetriesAndFallbacks(t *testing.T) {
@@ -236,20 +234,11 @@ func TestMessagesQueuedDuringRunAreTaken(t *testing.T) {
 				t.Run(kind+"/"+via+"/"+during, func(t *testing.T) {
 					ctx := context.Background()
 					var st weft.Store
-					var err error
-					switch kind {
-					case "memory":
-						st, err = memstore.New(memstore.Options{})
-					case "late reads":
-						st, err = memstore.New(memstore.Options{})
-						st = missedPushes{st}
-					default:
-						st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+					if kind == "late reads" {
+						st = missedPushes{openBenchStore(t, "memory")}
+					} else {
+						st = openBenchStore(t, kind)
 					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { st.Close() })
 					var eng *engine.Engine
 					var threadID string
 					pushed := false
@@ -282,6 +271,7 @@ func TestMessagesQueuedDuringRunAreTaken(t *testing.T) {
 						}
 						return &weft.Response{Text: "Noted: " + last.Content}, nil
 					})
+					var err error
 					eng, err = engine.New(engine.Options{Registry: registry([]*weft.Tool{poster}, func(p *weft.Prompt) { p.IncludeChat = true }), Store: st, Override: model})
 					if err != nil {
 						t.Fatal(err)
