@@ -971,10 +971,12 @@ func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
 			if err := tx.InsertMessage(tm); err != nil {
 				return nil, err
 			}
-			if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: m.ID, Name: c.Name, Arguments: c.Arguments,
-				Status: weft.CallDone, ResultMessageID: tm.ID}); err != nil {
+			done := r.doneRecord(c, m.ID, r.now())
+			done.ResultMessageID = tm.ID
+			if err := tx.PutToolCall(done); err != nil {
 				return nil, err
 			}
+			r.noteCall(done)
 			r.addRow(*tm)
 		}
 	}

@@ -289,12 +289,8 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 				r.noteCall(rec)
 			}
 		}
-		// The record as stored keeps its seq and start time.
-		done := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments}
-		if prev := r.callRecord(c.ID); prev != nil {
-			*done = *prev
-		}
-		done.Status, done.ResultMessageID, done.Idempotent, done.FinishedAt = weft.CallDone, tm.ID, r.idempotent(s, c.Name), &now
+		done := r.doneRecord(c, msg.ID, now)
+		done.ResultMessageID, done.Idempotent = tm.ID, r.idempotent(s, c.Name)
 		if err := tx.PutToolCall(done); err != nil {
 			return err
 		}
@@ -361,6 +357,17 @@ func (r *run) noteCall(rec *weft.ToolCallRecord) {
 		}
 	}
 	r.callRecs = append(r.callRecs, rec)
+}
+
+// doneRecord returns the record of call c (of message msgID) finished at now: the record the run
+// stored for it, so that its seq, start time and meta stay, or a new one.
+func (r *run) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.ToolCallRecord {
+	done := &weft.ToolCallRecord{CallID: c.ID, MessageID: msgID, Name: c.Name, Arguments: c.Arguments}
+	if prev := r.callRecord(c.ID); prev != nil {
+		*done = *prev
+	}
+	done.Status, done.FinishedAt = weft.CallDone, &now
+	return done
 }
 
 // callRecord returns the record the run last stored for a call, nil when it stored none.
@@ -447,10 +454,11 @@ func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
 	now := r.now()
 	err := r.tx(func(tx weft.Tx) error {
-		if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
-			Status: weft.CallDone, FinishedAt: &now}); err != nil {
+		done := r.doneRecord(c, msg.ID, now)
+		if err := tx.PutToolCall(done); err != nil {
 			return err
 		}
+		r.noteCall(done)
 		if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
 			return tx.DeleteMessage(msg.ID)
 		}

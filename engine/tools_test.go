@@ -307,4 +307,16 @@ func TestS002_7_2_abort_signal(t *testing.T) {
 	if got.Status != weft.ThreadStopped {
 		t.Errorf("status %s", got.Status)
 	}
+	// Both calls end done: the cancelled one keeps its start time, the unstarted one is finished by
+	// the stop with the stop's result.
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{})
+	recs, _ := h.store.ToolCalls(ctx, th.ID)
+	if len(recs) != 2 || recs[0].StartedAt == nil || recs[1].ResultMessageID != msgs[3].ID {
+		t.Fatalf("call records %+v", recs)
+	}
+	for i, rec := range recs {
+		if rec.Status != weft.CallDone || rec.Seq != int64(i+1) || rec.FinishedAt == nil || rec.ResultMessageID != msgs[2+i].ID {
+			t.Errorf("call record %d: %+v", i, rec)
+		}
+	}
 }
