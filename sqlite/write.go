@@ -548,8 +548,17 @@ func (r *runState) set(key string, value json.RawMessage) (bool, error) {
 			}
 			r.docs = append(r.docs, runStateDoc{k, v})
 		}
-		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
-		r.decoded = true
+		// By key; of a repeated key (never written so, but read as the readers' map reads it) the
+		// last stays.
+		slices.SortStableFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
+		kept := r.docs[:0]
+		for i, d := range r.docs {
+			if i+1 < len(r.docs) && r.docs[i+1].key == d.key {
+				continue
+			}
+			kept = append(kept, d)
+		}
+		r.docs, r.decoded = kept, true
 	}
 	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
 	switch {
