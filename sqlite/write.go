@@ -323,9 +323,7 @@ const (
 		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
 		request_body = excluded.request_body, response_body = excluded.response_body`
 	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
-	// A Tx writes the thread row once, at its end (tx.flush): its fields when UpdateThread changed
-	// them, the counters when they advanced. Setting last_activity_at rewrites its two indexes (two
-	// more pages), so only when it changes.
+	// qRunState reads the run-state documents for a Tx that did not read them with its fence.
 	qRunState = `SELECT run_state FROM threads WHERE id = ?`
 	qSetKV    = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
@@ -344,7 +342,9 @@ func hotWrites() []string {
 	return append(out, qUpdateThread[1:]...)
 }
 
-// What a Tx's one write of the thread row sets (tx.flush): a mask of these picks its statement.
+// What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
+// statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
+// changes.
 const (
 	setFields   = 1 << iota // the fields UpdateThread changed
 	setActivity             // last_activity_at, whose two indexes cost two pages
