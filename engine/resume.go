@@ -38,8 +38,13 @@ func (r *run) resume() (bool, error) {
 		return false, err
 	}
 	status := make(map[string]weft.ToolCallRecord, len(recs))
-	for _, rec := range recs {
+	for i, rec := range recs {
 		status[rec.CallID] = rec
+		if rec.Status != weft.CallDone {
+			// Their results start from these records, so a start time or child reference written
+			// before the restart stays.
+			r.noteCall(&recs[i])
+		}
 	}
 	for _, m := range open {
 		p, ok := r.e.reg.Prompt(m.Prompt)

@@ -145,6 +145,15 @@ func TestResumeAfterCrash(t *testing.T) {
 			if lookups.Load() > 2 {
 				t.Errorf("the idempotent tool ran %d times", lookups.Load())
 			}
+			// Each call ends done; the non-idempotent one, marked running before it ran (in
+			// whichever process), keeps that start time through the resume.
+			recs, _ := mem.ToolCalls(ctx, th.ID)
+			for _, rec := range recs {
+				if rec.Status != weft.CallDone || rec.FinishedAt == nil || rec.ResultMessageID == "" ||
+					(rec.Name == "charge" && rec.StartedAt == nil) {
+					t.Errorf("call record after the resume: %+v", rec)
+				}
+			}
 		})
 	}
 }
@@ -211,6 +220,11 @@ func TestSubagentResumeAfterCrash(t *testing.T) {
 			}
 			if len(kids) == 1 && last != "final: approved" {
 				t.Errorf("a recorded child's result should answer the call: %q", last)
+			}
+			// The finished call keeps the child reference recorded before the child existed.
+			if recs, _ := mem.ToolCalls(ctx, th.ID); len(kids) == 1 &&
+				(len(recs) != 1 || recs[0].Status != weft.CallDone || !strings.Contains(string(recs[0].Meta), kids[0].ID)) {
+				t.Errorf("call record %+v, want done with child %s in its meta", recs, kids[0].ID)
 			}
 		})
 	}
