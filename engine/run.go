@@ -552,48 +552,41 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 // txDrain runs fn in a fenced transaction, storing first the messages drained since the last one,
 // and notes the queue seq the transaction saw.
 func (r *run) txDrain(fn func(weft.Tx) error) error {
+	drained := r.drained
 	var queueSeq int64
-	withSeq := func(tx weft.Tx) error {
+	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
+		if len(drained) > 0 {
+			if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
+				return err
+			}
+			for _, m := range drained {
+				if err := tx.InsertMessage(m); err != nil {
+					return err
+				}
+			}
+			preview := preview(drained[len(drained)-1].Content)
+			now := r.now()
+			if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
+				return err
+			}
+		}
 		if err := fn(tx); err != nil {
 			return err
 		}
 		var err error
 		queueSeq, err = tx.QueueSeq()
 		return err
-	}
-	if len(r.drained) == 0 {
-		err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, withSeq)
-		if err == nil {
-			r.queueSeq = max(r.queueSeq, queueSeq)
-		}
+	})
+	if err != nil {
 		return err
 	}
-	drained := r.drained
-	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
-		if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
-			return err
-		}
-		for _, m := range drained {
-			if err := tx.InsertMessage(m); err != nil {
-				return err
-			}
-		}
-		preview := preview(drained[len(drained)-1].Content)
-		now := r.now()
-		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
-			return err
-		}
-		return withSeq(tx)
-	})
-	if err == nil {
-		r.queueSeq = max(r.queueSeq, queueSeq)
-		r.drained = nil
-		for _, m := range drained {
-			r.noteRow(m)
-			r.emitMessage(*m)
-		}
+	r.queueSeq = max(r.queueSeq, queueSeq)
+	r.drained = nil
+	for _, m := range drained {
+		r.noteRow(m)
+		r.emitMessage(*m)
 	}
-	return err
+	return nil
 }
 
 func (r *run) emit(typ string, data map[string]any) {

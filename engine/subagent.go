@@ -28,11 +28,8 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 		// re-attaches to that child instead of creating another (subagents.md §3.3).
 		meta, _ := json.Marshal(subagentMeta{Ref: ref})
 		now := r.now()
-		rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
-			Status: weft.CallRunning, Meta: meta, StartedAt: &now}
-		if prev := r.callRecord(c.ID); prev != nil {
-			rec.Seq = prev.Seq
-		}
+		rec := r.recordOf(c, msg.ID)
+		rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.PutToolCall(rec); err != nil {
 				return err

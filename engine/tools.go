@@ -277,11 +277,8 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 			return err
 		}
 		if next != nil {
-			rec := &weft.ToolCallRecord{CallID: next.ID, MessageID: msg.ID, Name: next.Name, Arguments: next.Arguments,
-				Status: weft.CallPending, Idempotent: r.idempotent(s, next.Name)}
-			if prev := r.callRecord(next.ID); prev != nil {
-				*rec = *prev
-			}
+			rec := r.recordOf(*next, msg.ID)
+			rec.Idempotent = r.idempotent(s, next.Name)
 			if r.markRunning(s, rec) {
 				if err := tx.PutToolCall(rec); err != nil {
 					return err
@@ -344,11 +341,8 @@ func (r *run) sessionTool(s *scope, name string) *weft.SessionTool {
 	return nil
 }
 
-// markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
-// not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
-// way). It reports whether the record changed.
 // noteCall keeps the record of a call as the run's transaction stores it, for the call's later
-// writes (callRecord).
+// writes (recordOf).
 func (r *run) noteCall(rec *weft.ToolCallRecord) {
 	for i, c := range r.callRecs {
 		if c.CallID == rec.CallID {
@@ -359,27 +353,28 @@ func (r *run) noteCall(rec *weft.ToolCallRecord) {
 	r.callRecs = append(r.callRecs, rec)
 }
 
-// doneRecord returns the record of call c (of message msgID) finished at now: the record the run
+// recordOf returns a record of call c (of message msgID) to write: a copy of the one the run
 // stored for it, so that its seq, start time and meta stay, or a new one.
-func (r *run) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.ToolCallRecord {
-	done := &weft.ToolCallRecord{CallID: c.ID, MessageID: msgID, Name: c.Name, Arguments: c.Arguments}
-	if prev := r.callRecord(c.ID); prev != nil {
-		*done = *prev
+func (r *run) recordOf(c weft.ToolCall, msgID string) *weft.ToolCallRecord {
+	for _, rec := range r.callRecs {
+		if rec.CallID == c.ID {
+			cp := *rec
+			return &cp
+		}
 	}
+	return &weft.ToolCallRecord{CallID: c.ID, MessageID: msgID, Name: c.Name, Arguments: c.Arguments}
+}
+
+// doneRecord returns the record of call c (of message msgID) finished at now.
+func (r *run) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.ToolCallRecord {
+	done := r.recordOf(c, msgID)
 	done.Status, done.FinishedAt = weft.CallDone, &now
 	return done
 }
 
-// callRecord returns the record the run last stored for a call, nil when it stored none.
-func (r *run) callRecord(id string) *weft.ToolCallRecord {
-	for _, c := range r.callRecs {
-		if c.CallID == id {
-			return c
-		}
-	}
-	return nil
-}
-
+// markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
+// not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
+// way). It reports whether the record changed.
 func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 	if rec.Idempotent {
 		return false

@@ -391,13 +391,9 @@ func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json
 	if err := s.row(ctx, qRunState, []any{&framed}, threadID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
 	}
-	out := map[string]json.RawMessage{}
-	for f := (frames{s: framed}); f.more(); {
-		k, v := f.next(), f.next()
-		if f.err != nil {
-			return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, f.err)
-		}
-		out[k] = json.RawMessage(v)
+	out, err := decodeRunState(framed)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
 	}
 	return out, nil
 }

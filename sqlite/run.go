@@ -153,13 +153,9 @@ type runStartSets struct {
 // runStartRows decodes the row sets of qRunStart into rs. Decoded strings share the sets' memory.
 func (s *Store) runStartRows(rs *weft.RunStart, sets *runStartSets) error {
 	id := rs.Thread.ID
-	rs.ExecState = map[string]json.RawMessage{}
-	for f := (frames{s: sets.exec}); f.more(); {
-		k, v := f.next(), f.next()
-		if f.err != nil {
-			return fmt.Errorf("exec state: %w", f.err)
-		}
-		rs.ExecState[k] = json.RawMessage(v)
+	var err error
+	if rs.ExecState, err = decodeRunState(sets.exec); err != nil {
+		return fmt.Errorf("exec state: %w", err)
 	}
 
 	rs.Messages = make([]weft.Message, 0, 32)
@@ -194,7 +190,6 @@ func (s *Store) runStartRows(rs *weft.RunStart, sets *runStartSets) error {
 		slices.SortFunc(rs.Queued, func(a, b weft.QueuedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
 	}
 
-	var err error
 	if rs.ThreadEnv, err = s.envSet(weft.EnvThread, id, sets.env[0]); err != nil {
 		return err
 	}
@@ -230,6 +225,20 @@ func (s *Store) envSet(scope weft.EnvScope, owner, set string) ([]weft.EnvValue,
 
 // frames reads back a concatenation of framed values: each is its length in decimal, ':' and that
 // many bytes.
+// decodeRunState reads a threads.run_state column: framed keys and values, a repeated key keeping
+// its last value.
+func decodeRunState(framed string) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for f := (frames{s: framed}); f.more(); {
+		k, v := f.next(), f.next()
+		if f.err != nil {
+			return nil, f.err
+		}
+		out[k] = json.RawMessage(v)
+	}
+	return out, nil
+}
+
 type frames struct {
 	s   string
 	err error

@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// decodeRunState reads a framed run-state column as ExecState and runStartRows do.
-func decodeRunState(framed string) (map[string]string, error) {
+// readBack is a run-state column as ExecState and runStartRows read it, values as strings.
+func readBack(framed string) (map[string]string, error) {
+	docs, err := decodeRunState(framed)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
-	for f := (frames{s: framed}); f.more(); {
-		k, v := f.next(), f.next()
-		if f.err != nil {
-			return nil, f.err
-		}
-		out[k] = v
+	for k, v := range docs {
+		out[k] = string(v)
 	}
 	return out, nil
 }
@@ -30,7 +30,7 @@ func FuzzRunState(f *testing.F) {
 	f.Add("2:a:1:x", "a:", `"v"`, false)
 	f.Add("1:a1:x1:a1:y", "b", "1", false) // a repeated key: the last one is the value
 	f.Fuzz(func(t *testing.T, framed, key, value string, del bool) {
-		want, err := decodeRunState(framed)
+		want, err := readBack(framed)
 		var r runState
 		r.framed, r.read = framed, true
 		var v json.RawMessage
@@ -56,7 +56,7 @@ func FuzzRunState(f *testing.F) {
 		if changed != !maps.Equal(before, want) {
 			t.Errorf("set(%q) reported changed=%v; before %v after %v", key, changed, before, want)
 		}
-		got, err := decodeRunState(r.encode())
+		got, err := readBack(r.encode())
 		if err != nil || !maps.Equal(got, want) {
 			t.Fatalf("encoded run state reads back %v (%v), want %v", got, err, want)
 		}

@@ -176,10 +176,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	// cost a write syscall per page (1,000 concurrent threads: 5,100 → 6,500 steps/s).
 	// foreign_keys is off and deletes cascade through triggers (migration 0003 says why);
 	// recursive_triggers lets a thread's delete reach its descendants.
-	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=recursive_triggers(1)&_pragma=temp_store(MEMORY)&_pragma=synchronous(NORMAL)"
+	synchronous := "NORMAL"
 	if s.memory {
-		common = "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=recursive_triggers(1)&_pragma=temp_store(MEMORY)&_pragma=synchronous(OFF)"
+		synchronous = "OFF"
 	}
+	common := "&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=recursive_triggers(1)&_pragma=temp_store(MEMORY)&_pragma=synchronous(" + synchronous + ")"
 	if err := s.openWriter(ctx, base+common); err != nil {
 		s.Close()
 		return nil, err

@@ -541,24 +541,15 @@ type runStateDoc struct{ key, value string }
 // set stores value under key (deleting it when nil); false when that changes nothing.
 func (r *runState) set(key string, value json.RawMessage) (bool, error) {
 	if !r.decoded {
-		for f := (frames{s: r.framed}); f.more(); {
-			k, v := f.next(), f.next()
-			if f.err != nil {
-				return false, errBadDoc
-			}
-			r.docs = append(r.docs, runStateDoc{k, v})
+		docs, err := decodeRunState(r.framed)
+		if err != nil {
+			return false, err
 		}
-		// By key; of a repeated key (never written so, but read as the readers' map reads it) the
-		// last stays.
-		slices.SortStableFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
-		kept := r.docs[:0]
-		for i, d := range r.docs {
-			if i+1 < len(r.docs) && r.docs[i+1].key == d.key {
-				continue
-			}
-			kept = append(kept, d)
+		for k, v := range docs {
+			r.docs = append(r.docs, runStateDoc{k, string(v)})
 		}
-		r.docs, r.decoded = kept, true
+		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
+		r.decoded = true
 	}
 	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
 	switch {
