@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -64,27 +65,28 @@ type Engine struct {
 	keyVars  []string          // the key variables of the providers the registry's models use
 	procKeys map[string]string // their values in the process environment
 
-	mu      sync.Mutex
-	running map[string]*activeRun // thread id → its run in this process
-	idle    *sync.Cond
+	// mu guards owners and trees: this process's bookkeeping of the threads it works on (owner.go).
+	mu     sync.Mutex
+	owners map[string]*owner
+	trees  map[string]*treeActivity
 
-	// bg counts background work: non-blocking subagents and the parent runs their reports start.
+	// workers bounds the mailbox workers running at once while serving (nil = unbounded).
+	workers chan struct{}
+	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
+	serving, stopping atomic.Bool
+
+	// subs are the in-process event subscribers (events.go).
+	subs subscribers
+
+	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg sync.WaitGroup
 	// reportMu serializes updates of children's reported-stops records.
 	reportMu sync.Mutex
-
 	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports
-	// their background runs held back meanwhile (subagents.md §4.1).
+	// their background runs held back meanwhile (held while such a report is recorded, so that
+	// ending the wait cannot interleave with it).
 	awaitMu sync.Mutex
 	awaited map[string]*awaiting
-
-	// driveMu guards driving: the children a background driver of this process runs (count).
-	driveMu sync.Mutex
-	driving map[string]int
-
-	// kickMu guards kicks: the thread runs started by queued reports, one active per thread.
-	kickMu sync.Mutex
-	kicks  map[string]*kickState
 }
 
 // New returns an engine over a registry and a store.
@@ -96,8 +98,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		running: map[string]*activeRun{}}
-	e.idle = sync.NewCond(&e.mu)
+		owners: map[string]*owner{}, trees: map[string]*treeActivity{}}
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -221,7 +222,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	if err := e.store.CreateThread(ctx, t, env); err != nil {
 		return nil, err
 	}
-	e.emit(Event{Type: "thread_created", ThreadID: t.ID})
+	e.emit(Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
 	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
 		return t, err
 	}
@@ -249,9 +250,19 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 	return m, nil
 }
 
-// Send queues a message on a thread. A user message clears the thread's stop flag. The message is
-// handled by the next run (Run, or the worker that owns the thread).
+// Send queues a message on a thread and returns its id. A user message clears the thread's stop
+// flag. While the engine serves (Serve), the thread's worker runs it; otherwise the next Run does
+// (Converse both queues and runs).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
+	id, err := e.enqueue(ctx, threadID, m)
+	if err == nil && e.serving.Load() {
+		e.wake(ctx, threadID, "", nil)
+	}
+	return id, err
+}
+
+// enqueue queues a message without waking anyone.
+func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
 	if m.Role == "" {
 		m.Role = weft.RoleUser
 	}
@@ -287,8 +298,8 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	// A run of the thread in this engine takes the message at its next boundary, or is followed
 	// by another run (runOnce checks the mark once it is no longer registered).
 	e.mu.Lock()
-	if ar := e.running[threadID]; ar != nil {
-		ar.pushed.Store(true)
+	if o := e.owners[threadID]; o != nil && o.run != nil {
+		o.run.pushed.Store(true)
 	}
 	e.mu.Unlock()
 	return q.ID, nil
@@ -364,6 +375,8 @@ type Event struct {
 	Type string `json:"type"`
 	// ThreadID is the thread it happened in.
 	ThreadID string `json:"thread_id"`
+	// RootID is the root of the thread's tree ("" when the emitter did not know it).
+	RootID string `json:"root_id,omitempty"`
 	// Data is the payload (already redacted).
 	Data map[string]any `json:"data,omitempty"`
 }
@@ -372,7 +385,13 @@ func (e *Engine) emit(ev Event) {
 	if e.opt.OnEvent != nil {
 		e.opt.OnEvent(ev)
 	}
+	if ev.RootID != "" && e.subs.n.Load() > 0 {
+		e.subs.publish(ev)
+	}
 }
+
+// observed tells whether anyone receives events (building a payload is skipped otherwise).
+func (e *Engine) observed() bool { return e.opt.OnEvent != nil || e.subs.n.Load() > 0 }
 
 // Redactor returns a function replacing the thread's secret values (every env layer) and the
 // provider keys by [redacted], for output that leaves Weft (CLI, API).

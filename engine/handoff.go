@@ -125,7 +125,7 @@ func (r *run) applyHandoff() error {
 	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
 	r.env.agent, r.env.declared = h.target.Env, r.e.declaredOf(h.target)
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("handoff", map[string]any{"from_agent": from, "to_agent": name})
 	}
 	return nil

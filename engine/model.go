@@ -73,7 +73,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	var retryOf string
 	for mi, m := range models {
 		if mi > 0 {
-			if r.e.opt.OnEvent != nil {
+			if r.e.observed() {
 				r.emit("fallback_triggered", map[string]any{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
 			}
 		}
@@ -144,7 +144,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	for _, t := range req.Tools {
 		log.ToolsOffered = append(log.ToolsOffered, t.Name)
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
 	}
 	p, key, err := r.provider(m)
@@ -178,7 +178,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
 	}
 	log.LatencyMS = r.now().Sub(start).Milliseconds()
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
 	}
 	return nil, log, err
@@ -221,12 +221,12 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 			timer.Reset(to.Stall.D())
 		}
 		if c.Text != "" {
-			if r.e.opt.OnEvent != nil {
+			if r.e.observed() {
 				r.emit("message_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Text)})
 			}
 		}
 		if c.Reasoning != "" {
-			if r.e.opt.OnEvent != nil {
+			if r.e.observed() {
 				r.emit("reasoning_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Reasoning)})
 			}
 		}
@@ -274,7 +274,7 @@ func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, 
 	if len(resp.ResponseBody) > 0 {
 		log.ResponseBody = json.RawMessage(r.red.String(string(resp.ResponseBody)))
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "ok", "input_tokens": u.InputTokens,
 			"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/weft-agents/weft"
 )
@@ -54,14 +53,14 @@ func (e *Engine) RecoverAll(ctx context.Context) (*Recovered, error) {
 		if t.ParentID == "" {
 			resumed[t.ID] = true
 			out.Continued = append(out.Continued, t.ID)
-			e.bg.Go(func() { e.resumeQuietly(context.WithoutCancel(ctx), t.ID, "continue") })
+			e.wake(ctx, t.ID, rootOf(t), &wakeKind{trigger: "resume"})
 		}
 	}
 	for _, t := range queued {
 		addRoot(t)
 		if t.ParentID == "" && !resumed[t.ID] && t.Status != weft.ThreadTerminated {
 			out.Started = append(out.Started, t.ID)
-			e.bg.Go(func() { e.resumeQuietly(context.WithoutCancel(ctx), t.ID, "message") })
+			e.wake(ctx, t.ID, rootOf(t), nil)
 		}
 	}
 	for _, root := range order {
@@ -71,19 +70,6 @@ func (e *Engine) RecoverAll(ctx context.Context) (*Recovered, error) {
 		out.Trees = append(out.Trees, root)
 	}
 	return out, nil
-}
-
-// resumeQuietly runs a recovered thread; a lease held by a live process means that process has it.
-func (e *Engine) resumeQuietly(ctx context.Context, threadID, trigger string) {
-	var err error
-	if trigger == "continue" {
-		_, err = e.Continue(ctx, threadID, "")
-	} else {
-		_, err = e.Run(ctx, threadID)
-	}
-	if err != nil && !errors.Is(err, weft.ErrLeaseHeld) {
-		e.log.Warn("recovered thread did not run", "thread", threadID, "error", err)
-	}
 }
 
 // Recover picks up, after a restart, the subagents of a thread's tree that report on their own:

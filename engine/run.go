@@ -202,17 +202,30 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 }
 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
+	held, release, err := e.acquire(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return e.runHeld(held, threadID, trigger, side)
+}
+
+// runHeld is run for a caller holding the thread's turn (acquire).
+func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
 		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side)
 		res.LastLineRedactions += hits
 		if errors.Is(err, errNothingQueued) || (i > 0 && errors.Is(err, weft.ErrLeaseHeld)) {
-			// A follow-up run taken by another worker (a subagent report's, another node's)
-			// drains the queue there.
+			// A follow-up run taken by another process drains the queue there.
 			return res, nil
 		}
 		if err != nil {
 			return res, err
+		}
+		if info.Reason == "" {
+			// Suspended by a shutdown: nothing was stopped; the next start resumes the run.
+			return res, nil
 		}
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
@@ -231,7 +244,10 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 // unanswered calls are answered and a notice is stored (execution.md §10).
 func (e *Engine) Stop(ctx context.Context, threadID string) error {
 	e.mu.Lock()
-	ar := e.running[threadID]
+	var ar *activeRun
+	if o := e.owners[threadID]; o != nil {
+		ar = o.run
+	}
 	e.mu.Unlock()
 	if ar != nil {
 		ar.stop.Store(true)
@@ -271,13 +287,15 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
 	released := false
 	e.mu.Lock()
-	e.running[threadID] = ar
+	o := e.ownerOf(threadID)
+	o.run = ar
 	e.mu.Unlock()
 	var r *run
 	defer func() {
 		cancel(nil)
 		e.mu.Lock()
-		delete(e.running, threadID)
+		o.run = nil
+		e.dropIfUnused(threadID, o)
 		e.mu.Unlock()
 		more = ar.pushed.Load() || (r != nil && r.waiting())
 		close(ar.done)
@@ -590,7 +608,7 @@ func (r *run) txDrain(fn func(weft.Tx) error) error {
 }
 
 func (r *run) emit(typ string, data map[string]any) {
-	r.e.emit(Event{Type: typ, ThreadID: r.thread.ID, Data: data})
+	r.e.emit(Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data})
 }
 
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
@@ -615,7 +633,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if resumed {
 		trigger = "resume"
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
 	}
 	for {
@@ -829,11 +847,11 @@ func (r *run) drain() error {
 }
 
 func (r *run) emitMessage(m weft.Message) {
-	if r.e.opt.OnEvent == nil {
+	if !r.e.observed() {
 		return
 	}
 	m.Content = r.red.String(m.Content)
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("message", map[string]any{"message": m})
 	}
 }
@@ -896,7 +914,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text, "steps": info.Steps, "seq": info.Seq})
 	}
 	r.runStoppedHooks(info)

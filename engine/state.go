@@ -414,7 +414,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
-		s.e.emit(Event{Type: "kv_changed", ThreadID: s.thread.ID, Data: map[string]any{"key": key}})
+		s.e.emit(Event{Type: "kv_changed", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"key": key}})
 	}
 	return err
 }
@@ -486,7 +486,7 @@ func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (we
 }
 
 func (s *threadState) Emit(ctx context.Context, event string, data any) error {
-	s.e.emit(Event{Type: "event", ThreadID: s.thread.ID, Data: map[string]any{"name": event, "data": data}})
+	s.e.emit(Event{Type: "event", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"name": event, "data": data}})
 	return nil
 }
 
@@ -507,7 +507,7 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
 		return err
 	}
-	s.e.emit(Event{Type: "effect_changed", ThreadID: s.thread.ID, Data: map[string]any{"id": id, "status": weft.EffectCanceled}})
+	s.e.emit(Event{Type: "effect_changed", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"id": id, "status": weft.EffectCanceled}})
 	return nil
 }
 
@@ -687,7 +687,7 @@ func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 }
 
 func (f *threadFS) changed(p, op string) {
-	f.s.e.emit(Event{Type: "file_changed", ThreadID: f.s.thread.ID, Data: map[string]any{"path": p, "op": op}})
+	f.s.e.emit(Event{Type: "file_changed", ThreadID: f.s.thread.ID, RootID: rootOf(f.s.thread), Data: map[string]any{"path": p, "op": op}})
 }
 
 func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {

@@ -38,7 +38,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	if err := r.startImmediate(s, p, side); err != nil {
 		return stepOutcome{}, err
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
 	}
 	req, err := r.buildRequest(s, r.history(s))
@@ -64,7 +64,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutc
 	if err := r.runQueuedTools(s); err != nil {
 		return stepOutcome{}, err
 	}
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
 	}
 	if out, ended := r.sessionEnd(def, results); ended {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/weft-agents/weft"
 )
@@ -211,7 +210,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	if err := r.e.store.CreateThread(ctx, child, envRows); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	r.e.emit(Event{Type: "thread_created", ThreadID: child.ID, Data: map[string]any{"parent_id": r.thread.ID}})
+	r.e.emit(Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
 	r.runSubagentCreatedHooks(child)
 	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
 	extra := map[string]any{}
@@ -282,39 +281,27 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 // re-attaching after a crash) the run the crash interrupted, else — it had already stopped — the
 // stored stop reason.
 func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
-	q, err := e.store.Queued(ctx, child.ID)
+	// A run of the child in this process (a background driver's) ends first: it drains our
+	// message, or leaves it queued for us.
+	held, release, err := e.acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
-	t, err := e.store.Thread(ctx, child.ID)
+	defer release()
+	q, err := e.store.Queued(held, child.ID)
+	if err != nil {
+		return weft.StopInfo{}, err
+	}
+	t, err := e.store.Thread(held, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
 	var res *RunResult
-	for range 100 {
-		switch {
-		case len(q) > 0:
-			res, err = e.Run(ctx, child.ID)
-		case resume && t.Status == weft.ThreadRunning:
-			res, err = e.Continue(ctx, child.ID, "")
-		}
-		if !errors.Is(err, weft.ErrLeaseHeld) {
-			break
-		}
-		// The child is busy with a run of this process: wait for it; its run drains our message
-		// or leaves it queued for the next one.
-		e.awaitRun(child.ID)
-		res, err = nil, nil
-		if q, err = e.store.Queued(ctx, child.ID); err != nil {
-			return weft.StopInfo{}, err
-		}
-		if len(q) == 0 {
-			// Drained: by the run that ended, or by one that started since — then its stop is ours.
-			for e.runningHere(child.ID) {
-				e.awaitRun(child.ID)
-			}
-			break
-		}
+	switch {
+	case len(q) > 0:
+		res, err = e.runHeld(held, child.ID, "message", "")
+	case resume && t.Status == weft.ThreadRunning:
+		res, err = e.runHeld(held, child.ID, "continue", "")
 	}
 	if err != nil {
 		return weft.StopInfo{}, err
@@ -322,10 +309,11 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	if res != nil && len(res.Stops) > 0 {
 		return res.Last(), nil
 	}
-	if t, err = e.store.Thread(ctx, child.ID); err != nil {
+	// Drained by the run that ended before our turn: its stop is ours.
+	if t, err = e.store.Thread(held, child.ID); err != nil {
 		return weft.StopInfo{}, err
 	}
-	st, err := loadExecState(ctx, e.store, child.ID)
+	st, err := loadExecState(held, e.store, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
@@ -384,19 +372,18 @@ func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, 
 // goDrive starts driveChild in the background, registered as the child's driver until it returns:
 // Recover leaves a child that this process drives to its driver, which reports what it runs.
 func (e *Engine) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
-	e.driveMu.Lock()
-	if e.driving == nil {
-		e.driving = map[string]int{}
-	}
-	e.driving[child.ID]++
-	e.driveMu.Unlock()
+	e.mu.Lock()
+	e.ownerOf(child.ID).drivers++
+	e.mu.Unlock()
+	done := e.busy(orDefault(child.RootID, child.ID))
 	e.bg.Go(func() {
 		defer func() {
-			e.driveMu.Lock()
-			if e.driving[child.ID]--; e.driving[child.ID] == 0 {
-				delete(e.driving, child.ID)
-			}
-			e.driveMu.Unlock()
+			e.mu.Lock()
+			o := e.owners[child.ID]
+			o.drivers--
+			e.dropIfUnused(child.ID, o)
+			e.mu.Unlock()
+			done()
 		}()
 		e.driveChild(ctx, child, a, owner, mode, resume)
 	})
@@ -404,51 +391,30 @@ func (e *Engine) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent,
 
 // drivenHere tells whether a driver of this process is running the child.
 func (e *Engine) drivenHere(childID string) bool {
-	e.driveMu.Lock()
-	defer e.driveMu.Unlock()
-	return e.driving[childID] > 0
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o := e.owners[childID]
+	return o != nil && o.drivers > 0
 }
 
 // driveChild runs a background child run by run while it has work, reporting each run's outcome
 // exactly once: whichever goroutine performs a run reports it, and a goroutine that finds the
-// child busy waits for that run and then looks at the queue again.
+// child's queue empty once it has the child's turn leaves it (the run before took the messages
+// and reported).
 //
 // resume: the child's status says running because a crash interrupted its run (Recover); only
-// then is a run without queued messages started, and only as the first one. (A status read while
-// another goroutine's run is active also says running: continuing then would start a turn nobody
-// asked for.)
+// then is a run without queued messages started, and only as the first one.
 func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
-	for range 100000 {
-		q, err := e.store.Queued(ctx, child.ID)
-		if err != nil {
-			e.log.Warn("subagent queue unreadable", "thread", child.ID, "error", err)
+	for {
+		info, ran, err := e.driveOnce(ctx, child, resume)
+		resume = false
+		if !ran {
 			return
-		}
-		t, err := e.store.Thread(ctx, child.ID)
-		if err != nil || t.Status == weft.ThreadTerminated {
-			return
-		}
-		trigger := "message"
-		if len(q) == 0 {
-			if !resume || t.Status != weft.ThreadRunning {
-				return
-			}
-			trigger = "continue" // a run a crash interrupted
-		}
-		info, _, _, err := e.runOnce(ctx, child.ID, trigger, "")
-		if !errors.Is(err, weft.ErrLeaseHeld) {
-			resume = false
 		}
 		var out weft.ToolResult
-		switch {
-		case errors.Is(err, errNothingQueued):
-			return
-		case errors.Is(err, weft.ErrLeaseHeld):
-			e.awaitRun(child.ID)
-			continue
-		case err != nil:
+		if err != nil {
 			out = weft.Failure("Subagent could not run: " + err.Error())
-		default:
+		} else {
 			out = e.childResult(ctx, child, a, info)
 		}
 		if !mode.resumable {
@@ -461,6 +427,41 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 			return
 		}
 	}
+}
+
+// driveOnce performs one run of a background child, holding its turn; ran is false when there
+// was nothing to run (or another process runs it).
+func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, bool, error) {
+	held, release, err := e.acquire(ctx, child.ID)
+	if err != nil {
+		return weft.StopInfo{}, false, nil
+	}
+	defer release()
+	q, err := e.store.Queued(held, child.ID)
+	if err != nil {
+		e.log.Warn("subagent queue unreadable", "thread", child.ID, "error", err)
+		return weft.StopInfo{}, false, nil
+	}
+	t, err := e.store.Thread(held, child.ID)
+	if err != nil || t.Status == weft.ThreadTerminated {
+		return weft.StopInfo{}, false, nil
+	}
+	trigger := "message"
+	if len(q) == 0 {
+		if !resume || t.Status != weft.ThreadRunning {
+			return weft.StopInfo{}, false, nil
+		}
+		trigger = "continue" // a run a crash interrupted
+	}
+	info, _, _, err := e.runOnce(held, child.ID, trigger, "")
+	switch {
+	case errors.Is(err, errNothingQueued), errors.Is(err, weft.ErrLeaseHeld):
+		// Taken by a run of another process, which reports it.
+		return weft.StopInfo{}, false, nil
+	case err == nil && info.Reason == "":
+		return weft.StopInfo{}, false, nil // suspended by a shutdown
+	}
+	return info, true, err
 }
 
 // reportedKey is the child run-state document holding how many of its stops were reported.
@@ -606,7 +607,7 @@ func (e *Engine) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.
 		Metadata: meta}); err != nil {
 		return err
 	}
-	e.bg.Go(func() { e.kick(context.WithoutCancel(ctx), child.ParentID) })
+	e.wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID), nil)
 	return nil
 }
 
@@ -625,69 +626,6 @@ func (e *Engine) readFileAttachment(ctx context.Context, threadID, p string) (we
 		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
 	}
 	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, nil
-}
-
-// kick runs a thread whose queue holds work, unless it is stopped or terminated. A run already
-// active in this process is waited for first: it may stop without having seen the new message.
-//
-// One kick per thread is active at a time: a kick arriving meanwhile only asks the active one to
-// look at the queue once more, so many children reporting at once cost one queue check per pass,
-// not one each (which made a parent with hundreds of reporting children quadratic).
-func (e *Engine) kick(ctx context.Context, threadID string) {
-	e.kickMu.Lock()
-	if k, ok := e.kicks[threadID]; ok {
-		k.again = true
-		e.kickMu.Unlock()
-		return
-	}
-	if e.kicks == nil {
-		e.kicks = map[string]*kickState{}
-	}
-	k := &kickState{}
-	e.kicks[threadID] = k
-	e.kickMu.Unlock()
-	for {
-		e.kickOnce(ctx, threadID)
-		e.kickMu.Lock()
-		if !k.again {
-			delete(e.kicks, threadID)
-			e.kickMu.Unlock()
-			return
-		}
-		k.again = false
-		e.kickMu.Unlock()
-	}
-}
-
-// kickState is the active kick of a thread; again asks it for one more pass.
-type kickState struct{ again bool }
-
-func (e *Engine) kickOnce(ctx context.Context, threadID string) {
-	for range 1000 {
-		e.mu.Lock()
-		ar := e.running[threadID]
-		e.mu.Unlock()
-		if ar != nil {
-			<-ar.done
-			continue
-		}
-		t, err := e.store.Thread(ctx, threadID)
-		if err != nil || t.Status == weft.ThreadStopped || t.Status == weft.ThreadTerminated {
-			return
-		}
-		if q, err := e.store.Queued(ctx, threadID); err != nil || len(q) == 0 {
-			return
-		}
-		_, err = e.Run(ctx, threadID)
-		switch {
-		case errors.Is(err, weft.ErrLeaseHeld):
-			// A run is starting here, or runs on another node, which drains the queue itself.
-			time.Sleep(time.Millisecond)
-		case err != nil:
-			e.log.Warn("parent run after a subagent report failed", "thread", threadID, "error", err)
-			return
-		}
-	}
 }
 
 // Wait blocks until background work is done: non-blocking subagents, their reports and the parent
@@ -851,26 +789,6 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 func failure(text string) *weft.ToolResult {
 	f := weft.Failure(text)
 	return &f
-}
-
-// awaitRun waits for the thread's run in this process to end; a run elsewhere (or one still
-// starting here) is given a millisecond.
-// runningHere tells whether a run of the thread is active in this process.
-func (e *Engine) runningHere(threadID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.running[threadID] != nil
-}
-
-func (e *Engine) awaitRun(threadID string) {
-	e.mu.Lock()
-	ar := e.running[threadID]
-	e.mu.Unlock()
-	if ar != nil {
-		<-ar.done
-	} else {
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // awaiting is a child a blocking call awaits: the calls waiting, and the outcomes of background

@@ -64,7 +64,7 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		}
 		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := r.state_(exec)
-		if r.e.opt.OnEvent != nil {
+		if r.e.observed() {
 			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
 		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
@@ -83,7 +83,7 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		return res, err
 	}
 	res.msg = m
-	if r.e.opt.OnEvent != nil {
+	if r.e.observed() {
 		r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
 	}
 	return res, nil

@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/weft-agents/weft"
+)
+
+// owner is this process's bookkeeping for one thread while anything here works on it. Whoever
+// holds turn is the only goroutine of the process running the thread: the others wait on the
+// channel (never by polling the lease), and the store's lease keeps other processes out.
+//
+// It is also the thread's mailbox: wake-ups (a queued message, a child's report, a due effect, a
+// continue) are requests to one worker goroutine, coalesced while it is busy.
+type owner struct {
+	turn chan struct{} // capacity 1: held while a goroutine of this process runs the thread
+	refs int           // goroutines holding or waiting for turn, and an active worker
+
+	run *activeRun // the run in progress, if any (Stop, Send's mark)
+
+	worker  bool      // a mailbox worker is active
+	again   bool      // a wake-up arrived: the worker makes another pass
+	request *wakeKind // what the next pass does beyond taking queued messages
+
+	drivers int // background drivers of this child in this process
+}
+
+// wakeKind is a request to a thread's worker: a continue (optionally of a side), or the resume of
+// a run a stopped process left interrupted.
+type wakeKind struct {
+	trigger string // "continue" or "resume"
+	side    weft.Side
+}
+
+// ownerOf returns the thread's owner, creating it; the caller holds e.mu.
+func (e *Engine) ownerOf(threadID string) *owner {
+	o := e.owners[threadID]
+	if o == nil {
+		o = &owner{turn: make(chan struct{}, 1)}
+		e.owners[threadID] = o
+	}
+	return o
+}
+
+// dropIfUnused forgets an owner nothing refers to any more; the caller holds e.mu. An idle thread
+// is only its rows in the store.
+func (e *Engine) dropIfUnused(threadID string, o *owner) {
+	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 {
+		delete(e.owners, threadID)
+	}
+}
+
+// turnKey marks, in a context, the threads whose turn the goroutine holds: acquiring one of them
+// again would wait for itself.
+type turnKey struct{}
+
+type heldSet struct {
+	id   string
+	next *heldSet
+}
+
+func holds(ctx context.Context, threadID string) bool {
+	for h, _ := ctx.Value(turnKey{}).(*heldSet); h != nil; h = h.next {
+		if h.id == threadID {
+			return true
+		}
+	}
+	return false
+}
+
+// errReentrant: a goroutine asked to run a thread whose run it is already inside.
+var errReentrant = weft.Errorf(weft.EConflict, "the thread is already being run by this call")
+
+// acquire waits for the thread's turn in this process. The returned context carries the hold
+// (runs started with it must be derived from it); release gives the turn back.
+func (e *Engine) acquire(ctx context.Context, threadID string) (context.Context, func(), error) {
+	if holds(ctx, threadID) {
+		return nil, nil, fmt.Errorf("thread %s: %w", threadID, errReentrant)
+	}
+	e.mu.Lock()
+	o := e.ownerOf(threadID)
+	o.refs++
+	e.mu.Unlock()
+	select {
+	case o.turn <- struct{}{}:
+	case <-ctx.Done():
+		e.mu.Lock()
+		o.refs--
+		e.dropIfUnused(threadID, o)
+		e.mu.Unlock()
+		return nil, nil, context.Cause(ctx)
+	}
+	prev, _ := ctx.Value(turnKey{}).(*heldSet)
+	held := context.WithValue(ctx, turnKey{}, &heldSet{id: threadID, next: prev})
+	return held, func() {
+		<-o.turn
+		e.mu.Lock()
+		o.refs--
+		e.dropIfUnused(threadID, o)
+		e.mu.Unlock()
+	}, nil
+}
+
+// wake asks for a pass over the thread: one worker of this process runs it while it has work
+// (queued messages, or the request), then exits. A wake-up while the worker is busy makes it look
+// once more after its current pass, so any number of wake-ups cost one queue check per pass. root
+// names the thread's tree for quiescence ("" when unknown: the worker reads it).
+func (e *Engine) wake(ctx context.Context, threadID, root string, req *wakeKind) {
+	e.mu.Lock()
+	o := e.ownerOf(threadID)
+	if req != nil {
+		o.request = req
+	}
+	if o.worker {
+		o.again = true
+		e.mu.Unlock()
+		return
+	}
+	o.worker = true
+	o.refs++
+	e.mu.Unlock()
+	done := e.busy(root)
+	e.bg.Go(func() {
+		defer done()
+		e.work(context.WithoutCancel(ctx), threadID, root, o)
+	})
+}
+
+// work is a thread's mailbox worker.
+func (e *Engine) work(ctx context.Context, threadID, root string, o *owner) {
+	if root == "" {
+		if t, err := e.store.Thread(ctx, threadID); err == nil {
+			root = orDefault(t.RootID, t.ID)
+			defer e.busy(root)()
+		}
+	}
+	for {
+		if e.workers != nil {
+			e.workers <- struct{}{}
+		}
+		o.turn <- struct{}{}
+		e.mu.Lock()
+		req := o.request
+		o.request, o.again = nil, false
+		e.mu.Unlock()
+		held := context.WithValue(ctx, turnKey{}, &heldSet{id: threadID})
+		e.pass(held, threadID, req)
+		<-o.turn
+		if e.workers != nil {
+			<-e.workers
+		}
+		e.mu.Lock()
+		if !o.again && o.request == nil || e.stopping.Load() {
+			o.worker = false
+			o.refs--
+			e.dropIfUnused(threadID, o)
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+	}
+}
+
+// pass runs the thread once for a wake-up, holding its turn: a requested continue or resume, else
+// its queued messages unless it is stopped or terminated.
+func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil || t.Status == weft.ThreadTerminated {
+		return
+	}
+	trigger, side := "message", weft.Side("")
+	switch {
+	case req != nil && req.trigger == "continue":
+		trigger, side = "continue", req.side
+	case req != nil && req.trigger == "resume" && t.Status == weft.ThreadRunning:
+		trigger = "continue"
+	case t.Status == weft.ThreadStopped:
+		return
+	default:
+		if q, err := e.store.Queued(ctx, threadID); err != nil || len(q) == 0 {
+			return
+		}
+	}
+	_, err = e.runHeld(ctx, threadID, trigger, side)
+	switch {
+	case err == nil, errors.Is(err, weft.ErrLeaseHeld):
+		// A run of another process drains the queue there: its transactions see the new rows.
+	default:
+		e.log.Warn("thread run failed", "thread", threadID, "trigger", trigger, "error", err)
+	}
+}
+
+// busy counts work in progress on a tree until the returned function is called; Converse waits
+// for a tree's count to reach zero (quiescence).
+func (e *Engine) busy(root string) func() {
+	if root == "" {
+		return func() {}
+	}
+	e.mu.Lock()
+	a := e.trees[root]
+	if a == nil {
+		a = &treeActivity{}
+		e.trees[root] = a
+	}
+	a.n++
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		a.n--
+		if a.n == 0 {
+			for _, w := range a.waiters {
+				close(w)
+			}
+			delete(e.trees, root)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// treeActivity counts the goroutines of this process working on one tree of threads.
+type treeActivity struct {
+	n       int
+	waiters []chan struct{}
+}
+
+// quiet returns a channel closed once no work of this process is in progress on the tree.
+func (e *Engine) quiet(root string) <-chan struct{} {
+	ch := make(chan struct{})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.trees[root]
+	if a == nil {
+		close(ch)
+		return ch
+	}
+	a.waiters = append(a.waiters, ch)
+	return ch
+}
