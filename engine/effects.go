@@ -140,6 +140,7 @@ func (s *threadState) scheduleEffect(ctx context.Context, name string, args any,
 	if err := s.e.store.ScheduleEffect(ctx, rec); err != nil {
 		return "", err
 	}
+	s.e.effectScheduled()
 	s.e.emit(Event{Type: "effect_changed", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"id": rec.ID, "name": name, "status": rec.Status}})
 	return rec.ID, nil
 }

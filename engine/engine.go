@@ -71,7 +71,9 @@ type Engine struct {
 	trees  map[string]*treeActivity
 
 	// workers bounds the mailbox workers running at once while serving (nil = unbounded).
-	workers chan struct{}
+	workers atomic.Pointer[chan struct{}]
+	// effectsChanged wakes Serve's effect loop when an effect is scheduled here.
+	effectsChanged chan struct{}
 	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
 	serving, stopping atomic.Bool
 
@@ -98,7 +100,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		owners: map[string]*owner{}, trees: map[string]*treeActivity{}}
+		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1)}
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}

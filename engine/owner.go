@@ -137,8 +137,9 @@ func (e *Engine) work(ctx context.Context, threadID, root string, o *owner) {
 		}
 	}
 	for {
-		if e.workers != nil {
-			e.workers <- struct{}{}
+		slots := e.workers.Load()
+		if slots != nil {
+			*slots <- struct{}{}
 		}
 		o.turn <- struct{}{}
 		e.mu.Lock()
@@ -148,8 +149,8 @@ func (e *Engine) work(ctx context.Context, threadID, root string, o *owner) {
 		held := context.WithValue(ctx, turnKey{}, &heldSet{id: threadID})
 		e.pass(held, threadID, req)
 		<-o.turn
-		if e.workers != nil {
-			<-e.workers
+		if slots != nil {
+			<-*slots
 		}
 		e.mu.Lock()
 		if !o.again && o.request == nil || e.stopping.Load() {

@@ -228,7 +228,7 @@ func (r *run) subagentMessage(s *scope, args map[string]any) weft.ToolResult {
 	if blocking {
 		r.e.beginAwait(child.ID)
 	}
-	if _, err := r.e.Send(ctx, child.ID, nm); err != nil {
+	if _, err := r.e.enqueue(ctx, child.ID, nm); err != nil {
 		if blocking {
 			r.e.endAwait(ctx, child, 0)
 		}

@@ -430,6 +430,8 @@ type run struct {
 	forced weft.Side
 	// terminate is set by State.Terminate: the run stops after the current tool.
 	terminate bool
+	// suspend is set at a step boundary while the engine shuts down.
+	suspend atomic.Bool
 }
 
 type queuedTool struct {
@@ -637,8 +639,12 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
 	}
 	for {
+		// A shutdown suspends the run at this step boundary.
+		if r.e.stopping.Load() && !r.ar.stop.Load() {
+			r.suspend.Store(true)
+		}
 		// S1: stop flag or cancellation.
-		if r.stopRequested() {
+		if r.stopRequested() || r.suspending() {
 			return r.stop(r.abortReason(), "")
 		}
 		// S2: drain the queue at the step boundary.
@@ -777,6 +783,12 @@ func sideIndex(s weft.Side) int {
 	return 0
 }
 
+// suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
+// cancelled with errShutdown once the drain deadline passed).
+func (r *run) suspending() bool {
+	return r.suspend.Load() || errors.Is(context.Cause(r.ctx), errShutdown)
+}
+
 func (r *run) abortReason() weft.StopReason {
 	if r.ar.stop.Load() || r.state.Stopped || errors.Is(context.Cause(r.ctx), errStopped) {
 		return weft.StopAbortedByUser
@@ -881,6 +893,11 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
 // after_run_stopped hooks (execution.md §10).
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	if r.suspending() {
+		// A shutdown interrupts the run without stopping it: its status stays running and the
+		// lease is released, so the next start resumes it as after a crash.
+		return weft.StopInfo{RunID: r.id, Steps: r.steps}, nil
+	}
 	info := weft.StopInfo{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps}
 	status := weft.ThreadIdle
 	switch {
@@ -915,7 +932,11 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.emitMessage(*notice)
 	}
 	if r.e.observed() {
-		r.emit("run_stopped", map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text, "steps": info.Steps, "seq": info.Seq})
+		data := map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text, "steps": info.Steps, "seq": info.Seq}
+		if r.lastLine > 0 {
+			data["last_line_redactions"] = r.lastLine
+		}
+		r.emit("run_stopped", data)
 	}
 	r.runStoppedHooks(info)
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {

@@ -221,7 +221,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	}
 	if len(extra) > 0 && sideA != nil && sideA.Template == nil {
 		b, _ := json.MarshalIndent(args, "", "  ")
-		if _, err := r.e.Send(ctx, child.ID, weft.NewMessage{Role: weft.RoleSystem, Content: "Subagent arguments:\n" + string(b), Silent: true}); err != nil {
+		if _, err := r.e.enqueue(ctx, child.ID, weft.NewMessage{Role: weft.RoleSystem, Content: "Subagent arguments:\n" + string(b), Silent: true}); err != nil {
 			return nil, failure("Subagent could not be created: " + r.red.Error(err))
 		}
 	}
@@ -233,7 +233,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	if init.Content == "" && len(atts) == 0 {
 		init.Content = "Begin your task."
 	}
-	if _, err := r.e.Send(ctx, child.ID, init); err != nil {
+	if _, err := r.e.enqueue(ctx, child.ID, init); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	return child, nil

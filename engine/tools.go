@@ -52,6 +52,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 	resultID := weft.NewID("msg_")
 	var tool *offered
 	var exec *execution
+	if r.suspending() {
+		return res, errShutdown
+	}
 	switch {
 	case r.ar.stop.Load() || r.ctx.Err() != nil:
 		res.result = weft.Failure("Execution stopped by user")
@@ -77,6 +80,11 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		}
 		res.result = replaced
 		res.result = r.hookBeforeStore(s, st, c, res.result)
+	}
+	if r.suspending() {
+		// A shutdown interrupted the call: nothing is stored, and the resumed run treats the call
+		// as a crash would have left it (an idempotent tool runs again).
+		return res, errShutdown
 	}
 	m, err := r.storeResult(s, msg, c, res.result, resultID, next)
 	if err != nil {

@@ -10,9 +10,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,17 +125,8 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}
-	// Every run's stop is collected: a thread's runs during the command include those that
-	// subagent reports and effects start in the background (cli.md §3: result and steps).
-	stops := &runStops{byThread: map[string][]weft.StopInfo{}}
-	verbose := f.verbose && !f.quiet
-	opt.OnEvent = func(e engine.Event) {
-		if e.Type == "run_stopped" {
-			stops.add(e)
-		}
-		if verbose {
-			printEvent(stderr, e)
-		}
+	if f.verbose && !f.quiet {
+		opt.OnEvent = func(e engine.Event) { printEvent(stderr, e) }
 	}
 	if f.trace != "" {
 		tf, err := os.OpenFile(f.trace, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -169,33 +158,22 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			return exit(exitFailure, err)
 		}
 	}
+	// The message (or a continue) runs to quiescence: the thread's runs, its subagents and their
+	// reports, work an earlier process left behind, and effects due within the timeout (cli.md:
+	// `weft run` waits for all descendants).
+	in := engine.Input{EffectsUntil: clock.Now().Add(f.timeout)}
 	if message != "" || len(attachments) > 0 {
-		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}); err != nil {
-			return exit(exitUsage, err)
-		}
+		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}
 	}
-
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	var res *engine.RunResult
-	if message == "" && len(attachments) == 0 {
-		res, err = eng.Continue(runCtx, th.ID, "")
-	} else {
-		res, err = eng.Run(runCtx, th.ID)
-	}
-	// Non-blocking subagents (including those a crash of an earlier process left behind, for a
-	// continued thread) and the parent runs their reports start finish before the exit.
-	if err == nil {
-		err = eng.Recover(runCtx, th.ID)
-	}
+	res, err := eng.Ask(runCtx, th.ID, in)
 	eng.Wait()
-	if err == nil {
-		err = runEffects(runCtx, eng, clock, th.ID, res, clock.Now().Add(f.timeout))
-	}
-	if all := stops.of(th.ID); res != nil && len(all) > len(res.Stops) {
-		res.Stops, res.Steps = all, 0
-		for _, st := range all {
-			res.Steps += st.Steps
+	if err != nil && len(res.Stops) == 0 && !errors.Is(err, weft.ErrLeaseHeld) {
+		switch weft.ErrorCode(err) {
+		case weft.EInvalid, weft.ENotFound, weft.EConflict:
+			// The message was refused (a terminated thread, an empty message): nothing ran.
+			return exit(exitUsage, err)
 		}
 	}
 	interrupted := ctx.Err() != nil
@@ -239,38 +217,6 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			fmt.Fprintln(stderr)
 		}
 		return exit(exitFailure, nil)
-	}
-	return nil
-}
-
-// runEffects waits for quiescence (cli.md §2.1): it runs due effects and the runs their queued
-// messages start, until no effect is due before limit. Runs of the root thread join res.
-func runEffects(ctx context.Context, eng *engine.Engine, clock weft.Clock, root string, res *engine.RunResult, limit time.Time) error {
-	for ctx.Err() == nil {
-		rep, err := eng.RunDueEffects(ctx)
-		if err != nil {
-			return err
-		}
-		for _, id := range rep.Threads {
-			more, err := eng.Run(ctx, id)
-			if err != nil {
-				return err
-			}
-			if id == root {
-				res.Stops = append(res.Stops, more.Stops...)
-				res.Steps += more.Steps
-				res.LastLineRedactions += more.LastLineRedactions
-			}
-		}
-		next, err := eng.NextEffectAt(ctx)
-		if err != nil || next.IsZero() || next.After(limit) {
-			return err
-		}
-		if wait := next.Sub(clock.Now()); wait > 0 {
-			if err := clock.Sleep(ctx, wait); err != nil {
-				return nil
-			}
-		}
 	}
 	return nil
 }
@@ -387,32 +333,4 @@ func oneLine(s string) string {
 		s = s[:160] + "…"
 	}
 	return s
-}
-
-// runStops collects the stops of every run the command's engine performs, by thread, in order.
-type runStops struct {
-	mu       sync.Mutex
-	byThread map[string][]weft.StopInfo
-}
-
-func (r *runStops) add(e engine.Event) {
-	info := weft.StopInfo{}
-	info.RunID, _ = e.Data["run_id"].(string)
-	info.Reason, _ = e.Data["reason"].(weft.StopReason)
-	info.Side, _ = e.Data["side"].(weft.Side)
-	info.Error, _ = e.Data["error"].(string)
-	info.Steps, _ = e.Data["steps"].(int)
-	info.Seq, _ = e.Data["seq"].(int)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.byThread[e.ThreadID] = append(r.byThread[e.ThreadID], info)
-}
-
-// of returns the thread's stops ordered by their stop number.
-func (r *runStops) of(threadID string) []weft.StopInfo {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := slices.Clone(r.byThread[threadID])
-	slices.SortStableFunc(out, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
-	return out
 }

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// Input is what Converse brings to a thread.
+type Input struct {
+	// Message is queued and answered; nil continues the thread without a new message.
+	Message *weft.NewMessage
+	// Side is the side a continue runs ("" = the side due next); ignored with a message.
+	Side weft.Side
+	// EffectsUntil extends quiescence to effects due before it: Converse waits for them on the
+	// engine's clock and runs them with the runs their messages start. Zero = only effects due
+	// already. While the engine serves (Serve), its scheduler runs effects instead.
+	EffectsUntil time.Time
+}
+
+// errConsumerGone cancels a conversation whose consumer stopped reading.
+var errConsumerGone = errors.New("the caller stopped reading the conversation")
+
+// Converse delivers the input to a thread and yields the events of its tree (the thread and its
+// descendants) until the tree is quiescent: the thread's runs, its subagents' runs and their
+// reports, work an earlier process left interrupted in the tree, due effects and the runs their
+// messages start. An error (a refused message, a thread running in another process, a failing
+// store) is yielded last. Breaking out of the loop stops the thread's run as a cancelled context
+// does (the run stops as aborted).
+//
+// Events are yielded in the order they happened; payloads are redacted. Subscribers of the same
+// tree in this process see the same events.
+func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		t, err := e.store.Thread(ctx, threadID)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		sub := e.subs.add(rootOf(t))
+		defer e.subs.remove(sub)
+		runCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		done := make(chan error, 1)
+		go func() { done <- e.converse(runCtx, t, in) }()
+		for {
+			var runErr error
+			finished := false
+			select {
+			case <-sub.signal:
+			case runErr = <-done:
+				finished = true
+			}
+			for _, ev := range sub.take() {
+				if !yield(ev, nil) {
+					cancel(errConsumerGone)
+					if !finished {
+						<-done
+					}
+					return
+				}
+			}
+			if finished {
+				for _, ev := range sub.take() {
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				if runErr != nil {
+					yield(Event{}, runErr)
+				}
+				return
+			}
+		}
+	}
+}
+
+// converse runs a conversation's work: the input's run here, then the tree until quiescent.
+func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
+	root := rootOf(t)
+	trigger := "continue"
+	if in.Message != nil {
+		if _, err := e.enqueue(ctx, t.ID, *in.Message); err != nil {
+			return err
+		}
+		trigger = "message"
+	} else if t.Status == weft.ThreadTerminated {
+		return fmt.Errorf("thread %s: %w", t.ID, weft.ErrTerminated)
+	}
+	if _, err := e.run(ctx, t.ID, trigger, in.Side); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil // the run stopped as aborted
+	}
+	// Subagents that report on their own, including those an earlier process left behind.
+	if err := e.Recover(ctx, t.ID); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-e.quiet(root):
+		case <-ctx.Done():
+			return nil
+		}
+		if e.serving.Load() {
+			return nil
+		}
+		rep, err := e.RunDueEffects(ctx)
+		if err != nil {
+			return ignoreDone(ctx, err)
+		}
+		for _, id := range rep.Threads {
+			th, err := e.store.Thread(ctx, id)
+			if err != nil {
+				return ignoreDone(ctx, err)
+			}
+			e.wake(ctx, id, rootOf(th), nil)
+		}
+		if len(rep.Threads) > 0 {
+			continue
+		}
+		next, err := e.store.NextEffectAt(ctx)
+		if err != nil || next.IsZero() || next.After(in.EffectsUntil) {
+			return ignoreDone(ctx, err)
+		}
+		if wait := next.Sub(e.clock.Now()); wait > 0 {
+			if err := e.clock.Sleep(ctx, wait); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// ignoreDone drops an error caused by the context's end: the conversation simply ends there.
+func ignoreDone(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Ask is Converse for callers that want the outcome only: it runs the conversation to
+// quiescence and returns the stops of the thread's runs in it (subagents' runs are not listed).
+func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult, error) {
+	res := &RunResult{}
+	for ev, err := range e.Converse(ctx, threadID, in) {
+		if err != nil {
+			return res, err
+		}
+		if ev.Type != "run_stopped" || ev.ThreadID != threadID {
+			continue
+		}
+		info := stopInfoOf(ev)
+		res.Stops = append(res.Stops, info)
+		res.Steps += info.Steps
+		n, _ := ev.Data["last_line_redactions"].(int)
+		res.LastLineRedactions += n
+	}
+	// Runs of one thread are serialized; sorting by stop number only guards the order.
+	slices.SortStableFunc(res.Stops, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
+	return res, nil
+}
+
+// stopInfoOf reads a run_stopped event's payload.
+func stopInfoOf(ev Event) weft.StopInfo {
+	d := ev.Data
+	info := weft.StopInfo{}
+	info.RunID, _ = d["run_id"].(string)
+	info.Reason, _ = d["reason"].(weft.StopReason)
+	info.Side, _ = d["side"].(weft.Side)
+	info.Error, _ = d["error"].(string)
+	info.Steps, _ = d["steps"].(int)
+	info.Seq, _ = d["seq"].(int)
+	return info
+}

@@ -1,0 +1,468 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/schema"
+)
+
+// historyModel answers from the conversation it receives, so any number of threads can run at
+// once: the reviewer approves; the assistant starts a background review and schedules a reminder
+// on a new request, notes a report or a reminder, and otherwise answers "Done.".
+var historyModel = weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+	if req.Prompt == "reviewer" {
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "approve", Arguments: `{"summary":"Approved."}`}}}, nil
+	}
+	// The user rows since the last assistant row are what is unanswered.
+	var answers []string
+	for i := len(req.Messages) - 1; i > 0 && req.Messages[i].Role == weft.RoleUser; i-- {
+		text := req.Messages[i].Text()
+		switch {
+		case strings.HasPrefix(text, "Subagent (reference:"):
+			answers = append(answers, "The review is back.")
+		case strings.HasPrefix(text, "Reminder:"):
+			answers = append(answers, "Reminder noted.")
+		case strings.HasPrefix(text, "Review"):
+			return &weft.Response{ToolCalls: []weft.ToolCall{
+				{ID: weft.NewID("call_"), Name: "review", Arguments: `{"message":"Draft: x"}`},
+				{ID: weft.NewID("call_"), Name: "remind", Arguments: `{}`},
+			}}, nil
+		}
+	}
+	if len(answers) > 0 {
+		return &weft.Response{Text: strings.Join(answers, " ")}, nil
+	}
+	return &weft.Response{Text: "Done."}, nil
+})
+
+// backgroundRegistry offers the assistant a non-blocking review subagent and a tool scheduling a
+// reminder effect due at once.
+func backgroundRegistry() *weft.Registry {
+	blocking := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
+	reg.AddEffect(&weft.Effect{Name: "reminder", Description: "Queue a reminder.", Run: func(ctx context.Context, st weft.State, _ []byte) error {
+		_, err := st.QueueMessage(ctx, weft.NewMessage{Role: weft.RoleUser, Content: "Reminder: check the review."})
+		return err
+	}})
+	reg.AddTool(&weft.Tool{Name: "remind", Description: "Schedule a reminder.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		if _, err := st.ScheduleEffect(ctx, "reminder", nil, 0); err != nil {
+			return weft.ToolResult{}, err
+		}
+		return weft.Success("scheduled"), nil
+	})})
+	p, _ := reg.Prompt("assistant")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "remind"})
+	return reg
+}
+
+func newEngine(t testing.TB, reg *weft.Registry, model weft.Provider, onEvent func(engine.Event)) (*engine.Engine, weft.Store) {
+	t.Helper()
+	if d := reg.Validate(); d.HasErrors() {
+		t.Fatal(d.Err())
+	}
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, OnEvent: onEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, st
+}
+
+// TestConverse: one call takes a message and yields the events of the thread's tree until it is
+// quiet — the first run, the background child's run, its report's run and the reminder effect's
+// run included — and Ask returns the thread's stops.
+func TestConverse(t *testing.T) {
+	eng, st := newEngine(t, backgroundRegistry(), historyModel, nil)
+	ctx := context.Background()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	stops := map[string]int{}
+	for ev, err := range eng.Converse(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Review my draft."}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.RootID != th.ID {
+			t.Errorf("event %s of thread %s has root %q", ev.Type, ev.ThreadID, ev.RootID)
+		}
+		if ev.ThreadID == th.ID {
+			types = append(types, ev.Type)
+		}
+		if ev.Type == "run_stopped" {
+			stops[ev.ThreadID]++
+		}
+	}
+	if len(types) == 0 || types[0] != "run_started" || types[len(types)-1] != "run_stopped" {
+		t.Errorf("root events: %v", types)
+	}
+	child := childOf(t, &harness{t: t, store: st}, th.ID)
+	// The request's run, the report's run and the reminder's run (the last two may merge when
+	// both messages are queued before a run starts).
+	if stops[child.ID] != 1 || stops[th.ID] < 2 {
+		t.Errorf("stops: %v", stops)
+	}
+	msgs, err := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, m := range msgs {
+		if m.Role == weft.RoleAssistant && m.Content != "" {
+			answers = append(answers, m.Content)
+		}
+	}
+	if got := strings.Join(answers, "|"); !strings.Contains(got, "The review is back.") || !strings.Contains(got, "Reminder noted.") {
+		t.Errorf("answers: %s", got)
+	}
+	q, _ := st.Queued(ctx, th.ID)
+	if len(q) != 0 {
+		t.Errorf("%d messages left queued", len(q))
+	}
+
+	// Ask: a follow-up message on the same thread, outcome only.
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Thanks."}})
+	if err != nil || len(res.Stops) != 1 || res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("Ask: %+v %v", res, err)
+	}
+}
+
+// TestConverseRefused: a message a thread refuses is the sequence's error, and nothing runs.
+func TestConverseRefused(t *testing.T) {
+	eng, _ := newEngine(t, registry(nil, nil), historyModel, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err := eng.Terminate(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		threadID string
+		in       engine.Input
+		want     error
+	}{
+		{"terminated", th.ID, engine.Input{Message: &weft.NewMessage{Content: "Hi"}}, weft.ErrTerminated},
+		{"terminated_continue", th.ID, engine.Input{}, weft.ErrTerminated},
+		{"unknown_thread", "thr_missing", engine.Input{Message: &weft.NewMessage{Content: "Hi"}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var events int
+			var last error
+			for _, err := range eng.Converse(ctx, tc.threadID, tc.in) {
+				if err != nil {
+					last = err
+					continue
+				}
+				events++
+			}
+			if last == nil || events != 0 || (tc.want != nil && !errors.Is(last, tc.want)) {
+				t.Fatalf("events %d, error %v", events, last)
+			}
+		})
+	}
+}
+
+// TestConverseBreakStopsRun: a consumer that stops reading stops the run (aborted, lease released)
+// and leaves no goroutine behind.
+func TestConverseBreakStopsRun(t *testing.T) {
+	release := make(chan struct{})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &weft.Response{Text: "late"}, nil
+	})
+	eng, st := newEngine(t, registry(nil, nil), model, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	before := runtime.NumGoroutine()
+	for ev, err := range eng.Converse(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Hi"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "llm_request" {
+			break
+		}
+	}
+	close(release)
+	eng.Wait()
+	got, _ := st.Thread(ctx, th.ID)
+	if got.Status == weft.ThreadRunning || got.StopReason != weft.StopAborted {
+		t.Errorf("thread after break: %s %s", got.Status, got.StopReason)
+	}
+	if _, err := st.AcquireLease(ctx, th.ID, "other", time.Minute); err != nil {
+		t.Errorf("lease not released: %v", err)
+	}
+	waitGoroutines(t, before)
+}
+
+// waitGoroutines fails unless the goroutine count comes back to at most n (+2 for the runtime's
+// own) within a few seconds.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > n+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, want ≤ %d:\n%s", runtime.NumGoroutine(), n+2, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestServe: while the engine serves, a message posted with Send runs with no other call, a
+// continue runs through ContinueAsync, and a scheduled effect runs when due.
+func TestServe(t *testing.T) {
+	var mu sync.Mutex
+	stopped := map[string]int{}
+	stoppedCh := make(chan string, 64)
+	eng, st := newEngine(t, backgroundRegistry(), historyModel, func(ev engine.Event) {
+		if ev.Type == "run_stopped" {
+			mu.Lock()
+			stopped[ev.ThreadID]++
+			mu.Unlock()
+			stoppedCh <- ev.ThreadID
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- eng.Serve(ctx, engine.ServeOptions{Workers: 4}) }()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "Review my draft."}); err != nil {
+		t.Fatal(err)
+	}
+	// The request's run, the child's run, then the report's and the reminder's (maybe merged).
+	waitFor(t, stoppedCh, func() bool {
+		msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: 100})
+		var review, reminder bool
+		for _, m := range msgs {
+			review = review || strings.Contains(m.Content, "The review is back.")
+			reminder = reminder || strings.Contains(m.Content, "Reminder noted.")
+		}
+		if !review || !reminder {
+			for _, m := range msgs {
+				t.Logf("%s %q %v", m.Role, m.Content, m.ToolCalls)
+			}
+		}
+		return review && reminder
+	})
+	if err := eng.ContinueAsync(ctx, th.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n := stopped[th.ID]
+	mu.Unlock()
+	waitFor(t, stoppedCh, func() bool { mu.Lock(); defer mu.Unlock(); return stopped[th.ID] > n })
+	if err := eng.ContinueAsync(ctx, "thr_missing", ""); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("continue of an unknown thread: %v", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, ch <-chan string, done func() bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for !done() {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatal("timed out")
+		}
+	}
+}
+
+// TestServeShutdownSuspends: a shutdown interrupts a run without stopping it (its status stays
+// running, its lease is released), and the next Serve resumes and finishes it.
+func TestServeShutdownSuspends(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	var calls atomic.Int32
+	slow := &weft.Tool{Name: "slow", Description: "Takes a while.", Idempotent: true, Args: schema.Object(),
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			calls.Add(1)
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			return weft.ToolResult{}, ctx.Err()
+		})}
+	var resumed atomic.Bool
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == weft.RoleTool {
+			return &weft.Response{Text: "Finished after the restart."}, nil
+		}
+		if resumed.Load() {
+			return &weft.Response{Text: "unexpected"}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "slow", Arguments: "{}"}}}, nil
+	})
+	reg := registry([]*weft.Tool{slow}, nil)
+	eng, st := newEngine(t, reg, model, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- eng.Serve(ctx, engine.ServeOptions{DrainTimeout: 50 * time.Millisecond}) }()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "Go"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Thread(context.Background(), th.ID)
+	if got.Status != weft.ThreadRunning {
+		t.Fatalf("status after shutdown: %s (%s)", got.Status, got.StopReason)
+	}
+	if _, err := st.AcquireLease(context.Background(), th.ID, "probe", time.Millisecond); err != nil {
+		t.Fatalf("lease after shutdown: %v", err)
+	}
+	time.Sleep(5 * time.Millisecond) // the probe's lease expires
+
+	// A new engine on the same store resumes the run at start: the idempotent call runs again.
+	resumed.Store(true)
+	slow.Execute = weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		calls.Add(1)
+		return weft.Success("done"), nil
+	})
+	eng2, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	served2 := make(chan error, 1)
+	go func() { served2 <- eng2.Serve(ctx2, engine.ServeOptions{}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ = st.Thread(context.Background(), th.ID)
+		if got.Status != weft.ThreadRunning || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel2()
+	<-served2
+	if got.Status != weft.ThreadAwaitingHuman || got.StopReason != weft.StopOnResponse || calls.Load() != 2 {
+		msgs, _ := st.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: 100})
+		for _, m := range msgs {
+			t.Logf("%s %q %v", m.Role, m.Content, m.ToolCalls)
+		}
+		t.Fatalf("after resume: %s %s, %d tool calls", got.Status, got.StopReason, calls.Load())
+	}
+	msgs, _ := st.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: 100})
+	if last := msgs[len(msgs)-1]; last.Content != "Finished after the restart." {
+		t.Errorf("last message %q", last.Content)
+	}
+}
+
+// TestSchedulerThousandThreads: 1,000 threads, each with a background child and an effect, run
+// through the serving scheduler to the end; afterwards no goroutine is left, and an idle serving
+// engine does no work at all (its CPU time over 2 s stays near zero).
+func TestSchedulerThousandThreads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 threads: skipped with -short")
+	}
+	n := 1000
+	if v := os.Getenv("WEFT_TEST_THREADS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	done := make(chan string, 4*n)
+	eng, st := newEngine(t, backgroundRegistry(), historyModel, func(ev engine.Event) {
+		if ev.Type == "message" {
+			if m, ok := ev.Data["message"].(weft.Message); ok && m.Role == weft.RoleAssistant {
+				for _, a := range []string{"The review is back.", "Reminder noted."} {
+					if strings.Contains(m.Content, a) {
+						done <- ev.ThreadID + "|" + a
+					}
+				}
+			}
+		}
+	})
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- eng.Serve(ctx, engine.ServeOptions{Workers: 16}) }()
+	ids := make([]string, n)
+	for i := range ids {
+		th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = th.ID
+		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: fmt.Sprintf("Review draft %d.", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	timeout := time.After(30 * time.Second)
+	for len(seen) < 2*n {
+		select {
+		case k := <-done:
+			seen[k] = true
+		case <-timeout:
+			for _, id := range ids {
+				if seen[id+"|The review is back."] && seen[id+"|Reminder noted."] {
+					continue
+				}
+				th, _ := st.Thread(ctx, id)
+				q, _ := st.Queued(ctx, id)
+				msgs, _ := st.Messages(ctx, id, weft.MessageQuery{Limit: 100})
+				t.Logf("stuck %s: %s %s, %d queued, %d rows", id, th.Status, th.StopReason, len(q), len(msgs))
+				for _, m := range msgs {
+					t.Logf("   %s %q", m.Role, m.Content)
+				}
+				break
+			}
+			t.Fatalf("%d of %d answers after 120 s", len(seen), 2*n)
+		}
+	}
+	// Quiet: every thread idle, nothing queued.
+	eng.Wait()
+	for _, id := range ids {
+		th, _ := st.Thread(ctx, id)
+		q, _ := st.Queued(ctx, id)
+		if th.Status == weft.ThreadRunning || len(q) != 0 {
+			t.Fatalf("thread %s: %s, %d queued", id, th.Status, len(q))
+		}
+	}
+	// Idle: no goroutine per thread, and no wake-ups.
+	runtime.GC()
+	if g := runtime.NumGoroutine(); g > before+4 {
+		t.Errorf("%d goroutines while idle, %d before serving", g, before)
+	}
+	cpu0 := cpuTime()
+	time.Sleep(2 * time.Second)
+	if used := cpuTime() - cpu0; used > 100*time.Millisecond {
+		t.Errorf("an idle serving engine used %v of CPU in 2 s", used)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	waitGoroutines(t, before)
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// Workers bounds the threads that wake-ups run at once (default 8). A blocking subagent runs
+	// inside its parent's run and a background subagent in its own driver, outside the bound, so
+	// that a parent waiting for a child never waits for a slot as well.
+	Workers int
+	// DrainTimeout is how long running steps get at shutdown to reach a step boundary (default
+	// 10s). Runs still going then are interrupted; like runs at the boundary they keep their
+	// status and resume at the next start.
+	DrainTimeout time.Duration
+}
+
+// errShutdown interrupts the runs still going when a shutdown's drain deadline passes.
+var errShutdown = errors.New("the engine is shutting down")
+
+// Serve runs the engine's scheduler until ctx ends. It first resumes the work a stopped process
+// left (RecoverAll); from then on a message queued with Send runs at once on its thread's
+// worker, effects run when due (the engine wakes when one is scheduled here), and a child's
+// report or a continue (ContinueAsync) runs its thread. When ctx ends Serve stops taking work,
+// lets running steps reach a boundary within DrainTimeout, interrupts the rest, and returns once
+// every lease of this process is released. An idle serving engine holds no goroutine per thread
+// and does nothing until woken.
+func (e *Engine) Serve(ctx context.Context, o ServeOptions) error {
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 10 * time.Second
+	}
+	if !e.serving.CompareAndSwap(false, true) {
+		return errors.New("engine: Serve is already running")
+	}
+	e.workers.Store(new(make(chan struct{}, o.Workers)))
+	e.stopping.Store(false)
+	if _, err := e.RecoverAll(ctx); err != nil && ctx.Err() == nil {
+		e.serving.Store(false)
+		return fmt.Errorf("recovering interrupted work: %w", err)
+	}
+	e.effectsLoop(ctx)
+	return e.shutdown(o.DrainTimeout)
+}
+
+// effectsLoop runs due effects until ctx ends, sleeping on the engine's clock until the next one
+// is due or one is scheduled.
+func (e *Engine) effectsLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		rep, err := e.RunDueEffects(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("running due effects failed", "error", err)
+		}
+		for _, id := range rep.Threads {
+			e.wake(ctx, id, "", nil)
+		}
+		next, err := e.store.NextEffectAt(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("reading the next effect failed", "error", err)
+		}
+		sleepCtx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(ctx, cancel)
+		go func() {
+			select {
+			case <-e.effectsChanged:
+				cancel()
+			case <-sleepCtx.Done():
+			}
+		}()
+		if next.IsZero() {
+			<-sleepCtx.Done()
+		} else if wait := next.Sub(e.clock.Now()); wait > 0 {
+			_ = e.clock.Sleep(sleepCtx, wait)
+		}
+		cancel()
+		stop()
+	}
+}
+
+// effectScheduled wakes Serve's effect loop: an effect was scheduled in this process.
+func (e *Engine) effectScheduled() {
+	select {
+	case e.effectsChanged <- struct{}{}:
+	default:
+	}
+}
+
+// shutdown stops taking work, gives running steps drain to reach a boundary, interrupts the rest
+// and waits for every run of this process to release its lease.
+func (e *Engine) shutdown(drain time.Duration) error {
+	e.stopping.Store(true)
+	e.serving.Store(false)
+	idle := make(chan struct{})
+	go func() { e.bg.Wait(); close(idle) }()
+	timer := time.NewTimer(drain)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+		e.mu.Lock()
+		for _, o := range e.owners {
+			if o.run != nil {
+				o.run.cancel(errShutdown)
+			}
+		}
+		e.mu.Unlock()
+		<-idle
+	}
+	e.stopping.Store(false)
+	return nil
+}
+
+// ContinueAsync asks the thread's worker to continue the thread (side "" = the side due next)
+// and returns at once; the run's events reach subscribers. A terminated thread is
+// weft.ErrTerminated, and a thread running now is EConflict.
+func (e *Engine) ContinueAsync(ctx context.Context, threadID string, side weft.Side) error {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	switch t.Status {
+	case weft.ThreadTerminated:
+		return fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
+	case weft.ThreadRunning:
+		return weft.Errorf(weft.EConflict, "thread %s is running", threadID)
+	}
+	e.wake(ctx, threadID, rootOf(t), &wakeKind{trigger: "continue", side: side})
+	return nil
+}
