@@ -97,6 +97,10 @@ type Store interface {
 	// ReleaseLease frees a held lease (no error if it was already lost).
 	ReleaseLease(ctx context.Context, f Fence) error
 
+	// Events returns the thread's events with Seq > after, in order, at most limit of them (1,000
+	// when limit ≤ 0). An unknown thread is ErrNotFound.
+	Events(ctx context.Context, threadID string, after int64, limit int) ([]EventRecord, error)
+
 	// Close releases the store's resources.
 	Close() error
 }
@@ -140,7 +144,30 @@ type Tx interface {
 	// ReleaseLease frees the Tx's fence lease when the transaction commits (no-op without a fence):
 	// a run's last transaction ends it.
 	ReleaseLease() error
+	// AppendEvents adds events to the thread's event log, assigning each its Seq (continuing the
+	// thread's gap-free count from 1) and CreatedAt when zero. They commit with the transaction's
+	// other writes, so a stream that reconnects finds exactly the events of what was committed.
+	AppendEvents(evs []EventRecord) error
 }
+
+// EventRecord is a thread's event as kept for streams that reconnect (the newest EventWindow of
+// each thread at least).
+type EventRecord struct {
+	// ThreadID is the thread it happened in.
+	ThreadID string `json:"thread_id"`
+	// Seq numbers the thread's events from 1, without gaps: a stream's cursor.
+	Seq int64 `json:"seq"`
+	// Type is the event type (message, run_started, tool_completed, …).
+	Type string `json:"type"`
+	// Data is the payload as JSON, already redacted.
+	Data json.RawMessage `json:"data,omitempty"`
+	// CreatedAt is when it was appended.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// EventWindow is how many of a thread's newest events a store keeps at least; older ones may be
+// pruned, and a stream resuming from before them starts at the oldest kept.
+const EventWindow = 10000
 
 // RunStart is what BeginRun loads for a run.
 type RunStart struct {

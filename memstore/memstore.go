@@ -98,6 +98,9 @@ type thread struct {
 	logIdx map[string]int
 
 	kv    map[string]json.RawMessage
+
+	eventSeq int64
+	events   []weft.EventRecord // the newest, by seq; pruned to weft.EventWindow
 	files map[string]*file // immutable values; a Tx swaps in a new map
 
 	leaseMu      sync.Mutex
@@ -651,6 +654,32 @@ func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.Ra
 	defer th.mu.RUnlock()
 	for k, v := range th.kv {
 		out[k] = slices.Clone(v)
+	}
+	return out, nil
+}
+
+// Events returns the thread's events after a seq, in order.
+func (s *Store) Events(ctx context.Context, threadID string, after int64, limit int) ([]weft.EventRecord, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	th, err := s.get(threadID)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	i, _ := slices.BinarySearchFunc(th.events, after+1, func(e weft.EventRecord, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	out := make([]weft.EventRecord, 0, min(limit, len(th.events)-i))
+	for _, e := range th.events[i:] {
+		if len(out) == limit {
+			break
+		}
+		e.Data = slices.Clone(e.Data)
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -70,9 +70,10 @@ type tx struct {
 	drainedTo    int64 // queue rows with seq ≤ this were drained
 	releaseLease bool  // free the fence's lease at commit
 
-	exec []kvOp
-	kv   []kvOp
-	logs []*weft.LogEntry
+	exec   []kvOp
+	kv     []kvOp
+	logs   []*weft.LogEntry
+	events []weft.EventRecord
 
 	meta    *weft.Thread // nil, or &metaBuf once UpdateThread was called
 	metaBuf weft.Thread
@@ -93,8 +94,9 @@ func (t *tx) release() {
 	clear(t.exec)
 	clear(t.kv)
 	clear(t.logs)
+	clear(t.events)
 	*t = tx{s: t.s, inserted: t.inserted[:0], changed: t.changed[:0], deleted: t.deleted[:0], calls: t.calls[:0],
-		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0]}
+		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0], events: t.events[:0]}
 	t.s.txPool.Put(t)
 }
 
@@ -174,6 +176,14 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 		} else {
 			th.kv[op.key] = op.value
 		}
+	}
+	for _, e := range t.events {
+		th.eventSeq++
+		e.Seq = th.eventSeq
+		th.events = append(th.events, e)
+	}
+	if n := len(th.events); n > weft.EventWindow+weft.EventWindow/8 {
+		th.events = slices.Clone(th.events[n-weft.EventWindow:])
 	}
 	if t.files != nil {
 		th.files = t.files
@@ -409,6 +419,28 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 		return err
 	}
 	t.kv = append(t.kv, kvOp{key, cloneRaw(value)})
+	return nil
+}
+
+// AppendEvents stages events; their seqs are assigned here from the thread's count, which no
+// other transaction advances while this one holds the thread's writer.
+func (t *tx) AppendEvents(evs []weft.EventRecord) error {
+	t.th.mu.RLock()
+	next := t.th.eventSeq + int64(len(t.events))
+	t.th.mu.RUnlock()
+	for i := range evs {
+		next++
+		evs[i].ThreadID, evs[i].Seq = t.id, next
+		if evs[i].CreatedAt.IsZero() {
+			evs[i].CreatedAt = t.clock()
+		}
+		e := evs[i]
+		e.Data = cloneRaw(e.Data)
+		if e.Data == nil {
+			e.Data = json.RawMessage("null")
+		}
+		t.events = append(t.events, e)
+	}
 	return nil
 }
 

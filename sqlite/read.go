@@ -557,6 +557,35 @@ func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.Ra
 	return s.jsonMap(ctx, `SELECT key, value FROM kv WHERE thread_id = ?`, threadID, "kv")
 }
 
+// Events returns the thread's events after a seq, in order.
+func (s *Store) Events(ctx context.Context, threadID string, after int64, limit int) ([]weft.EventRecord, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var one int
+	if err := s.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
+		return nil, s.noThread(threadID, err)
+	}
+	rows, err := s.query(ctx, `SELECT seq, type, data, created_at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		threadID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
+	}
+	defer rows.Close()
+	out := []weft.EventRecord{}
+	for rows.Next() {
+		e := weft.EventRecord{ThreadID: threadID}
+		var data []byte
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Type, &data, &at); err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
+		}
+		e.Data, e.CreatedAt = data, fromNanos(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 // --- env ---
 
 // Env returns the decrypted values of one scope and owner, sorted by name. A value sealed with

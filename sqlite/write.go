@@ -328,6 +328,9 @@ const (
 	qSetKV    = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
 	qDelKV      = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
+	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
+	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
+	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
 	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
 	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
 	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
@@ -337,7 +340,7 @@ const (
 func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
-		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue,
+		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
 		qRunStart, qLeaseState, qTakeLease, qRenewLease, qReleaseLease, qQueued}
 	return append(out, qUpdateThread[1:]...)
 }
@@ -387,7 +390,7 @@ var qUpdateThread = func() (q [32]string) {
 // ErrNotFound.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
 	return s.write(ctx, func(w *writer) error {
-		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence}
+		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence, eventSeq: -1}
 		if fence == nil {
 			var one int
 			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
@@ -453,8 +456,9 @@ type tx struct {
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
 	runState                runState
-	release                 bool // ReleaseLease: flush frees the thread's lease
-	deleted                 bool // a message was deleted: msg_seq must keep msgSeq
+	release                 bool  // ReleaseLease: flush frees the thread's lease
+	eventSeq                int64 // the last event seq, once read (-1 until then)
+	deleted                 bool  // a message was deleted: msg_seq must keep msgSeq
 }
 
 // readSeqs reads the counters once per Tx.
@@ -860,6 +864,40 @@ func (t *tx) ReleaseLease() error {
 	}
 	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
 		return t.fail("release lease", err)
+	}
+	return nil
+}
+
+// AppendEvents numbers and inserts events after the thread's last one; every 1,024th event prunes
+// those beyond weft.EventWindow.
+func (t *tx) AppendEvents(evs []weft.EventRecord) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if t.eventSeq < 0 {
+		if err := t.w.row(t.ctx, qEventSeq, []any{&t.eventSeq}, t.id); err != nil {
+			return t.fail("event seq", err)
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		t.eventSeq++
+		e.ThreadID, e.Seq = t.id, t.eventSeq
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = t.clock()
+		}
+		data := e.Data
+		if data == nil {
+			data = json.RawMessage("null")
+		}
+		if _, err := t.w.exec(t.ctx, qAddEvent, t.id, e.Seq, e.Type, []byte(data), nanos(e.CreatedAt)); err != nil {
+			return t.fail("event", err)
+		}
+		if e.Seq%1024 == 0 && e.Seq > weft.EventWindow {
+			if _, err := t.w.exec(t.ctx, qPruneEvent, t.id, e.Seq-weft.EventWindow); err != nil {
+				return t.fail("prune events", err)
+			}
+		}
 	}
 	return nil
 }
