@@ -71,6 +71,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
 		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
+		if err := r.flushEvents(); err != nil {
+			return res, err
+		}
 		res.result = r.invoke(s, st, tool, c, res.args, msg)
 		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
 		replaced, keep := r.hookAfterToolCall(s, st, c, res.result)
