@@ -63,7 +63,6 @@ func (v *validator) warnf(src, path, format string, args ...any) {
 var (
 	snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	varName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envRef    = regexp.MustCompile(`\$\{env:([^}:]*)(?::[^}]*)?\}`)
 )
 
 // ---- models and providers ----
@@ -198,9 +197,9 @@ func declaredTypes(vars []VariableDefinition) map[string]VarType {
 
 // envRefs checks that every ${env:NAME} in s names a declared variable.
 func (v *validator) envRefs(src, p, s string, declared map[string]VarType) {
-	for _, m := range envRef.FindAllStringSubmatch(s, -1) {
-		if _, ok := declared[m[1]]; !ok {
-			v.errf(src, p, "${env:%s} is not declared in variables", m[1])
+	for _, name := range EnvRefs(s) {
+		if _, ok := declared[name]; !ok {
+			v.errf(src, p, "${env:%s} is not declared in variables", name)
 		}
 	}
 }
