@@ -230,7 +230,9 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
 		trigger, side = "message", ""
-		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted {
+		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted ||
+			info.Reason == weft.StopAwaitingApproval {
+			// (Messages queued meanwhile wait for the decisions: another run would stop again.)
 			return res, nil
 		}
 		if !more {
@@ -686,6 +688,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 	}
 	resumed, err := r.resume()
+	if errors.Is(err, errAwaitApproval) {
+		return r.stop(weft.StopAwaitingApproval, "")
+	}
 	if err != nil {
 		return r.fail(err)
 	}
@@ -767,6 +772,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
 		}
 		out, err := r.step(p, side, def)
+		if errors.Is(err, errAwaitApproval) {
+			return r.stop(weft.StopAwaitingApproval, "")
+		}
 		if err != nil {
 			return r.fail(err)
 		}
@@ -965,6 +973,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
 		status = weft.ThreadAwaitingHuman
+	case reason == weft.StopAwaitingApproval:
+		status = weft.ThreadAwaitingApproval
 	case !reason.OK():
 		status = weft.ThreadFailed
 	}
