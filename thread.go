@@ -13,8 +13,8 @@ const (
 	ThreadAwaitingHuman ThreadStatus = "awaiting_human"
 	// ThreadAwaitingApproval: the run stopped before tool calls that need a person's decision.
 	ThreadAwaitingApproval ThreadStatus = "awaiting_approval"
-	ThreadFailed        ThreadStatus = "failed"
-	ThreadTerminated    ThreadStatus = "terminated"
+	ThreadFailed           ThreadStatus = "failed"
+	ThreadTerminated       ThreadStatus = "terminated"
 )
 
 // Thread is the durable conversation of one agent: messages, env, KV, files, effects and children.
