@@ -27,6 +27,8 @@ type runFlags struct {
 	trace                  string
 	asJSON, verbose, quiet bool
 	timeout                time.Duration
+	// decide, set by `weft threads approve|deny`, is stored before the thread continues.
+	decide *decideRequest
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -40,7 +42,7 @@ the agent's AI side. With --json the whole thread is printed as a JSON document.
 
 Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max steps, …),
 2 usage, 3 invalid definitions, 4 thread creation failed (missing variables, invalid arguments),
-5 model script mismatch, 130 interrupted.`,
+5 model script mismatch, 6 tool calls wait for approval (weft threads approve|deny), 130 interrupted.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runAgent(cmd, g, f, args) },
 	}
@@ -167,7 +169,35 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if f.decide != nil {
+		ready, err := decideFirst(ctx, eng, th.ID, f.decide)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			redact, _ := eng.Redactor(context.WithoutCancel(ctx), th.ID)
+			if redact == nil {
+				redact = func(s string) string { return s }
+			}
+			waitingCalls(ctx, stderr, eng, th.ID, f.db, redact)
+			return exit(exitApproval, nil)
+		}
+	}
 	res, err := eng.Ask(runCtx, th.ID, in)
+	// On a terminal, calls that wait for approval are asked about here, and the thread goes on.
+	for err == nil && awaiting(res.Last().Reason) && !f.asJSON && interactive(cmd.InOrStdin(), stdout) {
+		redact, rerr := eng.Redactor(context.WithoutCancel(ctx), th.ID)
+		if rerr != nil {
+			break
+		}
+		decided, derr := askApprovals(runCtx, cmd.InOrStdin(), stderr, eng, th.ID, redact)
+		if derr != nil || !decided {
+			break
+		}
+		more, aerr := eng.Ask(runCtx, th.ID, engine.Input{EffectsUntil: in.EffectsUntil})
+		res.Stops, res.Steps, err = append(res.Stops, more.Stops...), res.Steps+more.Steps, aerr
+		res.LastLineRedactions += more.LastLineRedactions
+	}
 	eng.Wait()
 	if err != nil && len(res.Stops) == 0 && !errors.Is(err, weft.ErrLeaseHeld) {
 		switch weft.ErrorCode(err) {
@@ -197,6 +227,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	switch {
 	case interrupted:
 		return exit(exitInterrupted, nil)
+	case awaiting(doc.Result.Reason):
+		if !f.quiet {
+			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, f.db, redact)
+		}
+		return exit(exitApproval, nil)
 	case script != nil && scriptFailed(script, res):
 		for _, f := range script.Failures() {
 			fmt.Fprintf(stderr, "weft: %s\n", f)

@@ -31,7 +31,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads show ID        the thread's messages
   weft threads export ID      the thread as the weft run --json document
   weft threads stop ID        stop its run and set the stop flag
-  weft threads delete ID      delete it and its descendants`,
+  weft threads delete ID      delete it and its descendants
+  weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
+  weft threads deny ID CALL [--reason TEXT]    deny it`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -137,7 +139,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(list, show, export, stop, del)
+	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false))
 	return c
 }
 
