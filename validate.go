@@ -687,6 +687,11 @@ func (v *validator) agent(a *Agent) {
 	default:
 		v.errf(src, "type", "type must be ai_human or dual_ai, got %q", a.Type)
 	}
+	if a.Budget != nil {
+		if field, problem := a.Budget.Check(); problem != "" {
+			v.errf(src, "budget."+field, "%s", problem)
+		}
+	}
 	kind := a.Kind()
 	if a.SideA.Human {
 		v.errf(src, "sideA", "sideA is the AI side; a human side can only be sideB of an ai_human agent")

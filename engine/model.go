@@ -29,6 +29,9 @@ type modelResult struct {
 func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelResult, error) {
 	enforce := req.ToolChoice == weft.ToolChoiceRequired && len(req.Tools) > 0
 	res := &modelResult{}
+	if err := r.checkBudget(); err != nil {
+		return res, err
+	}
 	for attempt := 1; ; attempt++ {
 		resp, model, logs, err := r.callWithFallbacks(s, req, messageID)
 		res.logs = append(res.logs, logs...)

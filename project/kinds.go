@@ -331,6 +331,16 @@ func (d *decoder) agent(v any) *weft.Agent {
 		}
 		a.MaxSessionTurns = n
 	}
+	if b := o.sub("budget"); b != nil {
+		a.Budget = &weft.Budget{UnknownCost: b.str("unknownCost")}
+		if f := b.number("maxCostUsd"); f != nil {
+			a.Budget.MaxCostUSD = *f
+		}
+		if n, ok := b.integer("maxTokens"); ok {
+			a.Budget.MaxTokens = int64(n)
+		}
+		b.done()
+	}
 	if s := o.sub("sideA"); s != nil {
 		a.SideA = d.side(s)
 	}

@@ -29,6 +29,9 @@ type runFlags struct {
 	timeout                time.Duration
 	// decide, set by `weft threads approve|deny`, is stored before the thread continues.
 	decide *decideRequest
+	// budgetUSD and budgetTokens cap a new thread's spend.
+	budgetUSD    float64
+	budgetTokens int64
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -60,6 +63,8 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
 	fl.StringVar(&f.trace, "trace-requests", "", "append every model request (redacted) as a JSON line to FILE")
+	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "cap the new thread's cost in USD (subagents included); the run pauses there")
+	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "cap the new thread's tokens (subagents included); the run pauses there")
 	return c
 }
 
@@ -151,7 +156,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			return exit(exitUsage, fmt.Errorf("thread %s: %w", f.thread, err))
 		}
 	} else {
-		th, err = eng.CreateThread(ctx, engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs})
+		nt := engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs}
+		if cmd.Flags().Changed("budget-usd") || cmd.Flags().Changed("budget-tokens") {
+			nt.Budget = &weft.Budget{MaxCostUSD: f.budgetUSD, MaxTokens: f.budgetTokens}
+		}
+		th, err = eng.CreateThread(ctx, nt)
 		if err != nil {
 			switch weft.ErrorCode(err) {
 			case weft.EMissingVariables, weft.EInvalid:

@@ -33,7 +33,8 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads stop ID        stop its run and set the stop flag
   weft threads delete ID      delete it and its descendants
   weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
-  weft threads deny ID CALL [--reason TEXT]    deny it`,
+  weft threads deny ID CALL [--reason TEXT]    deny it
+  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -139,7 +140,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false))
+	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
 	return c
 }
 
