@@ -14,9 +14,9 @@ const (
 	// ThreadAwaitingApproval: the run stopped before tool calls that need a person's decision.
 	ThreadAwaitingApproval ThreadStatus = "awaiting_approval"
 	// ThreadPaused: the run stopped at the thread's budget; raising it and continuing resumes.
-	ThreadPaused ThreadStatus = "paused"
-	ThreadFailed           ThreadStatus = "failed"
-	ThreadTerminated       ThreadStatus = "terminated"
+	ThreadPaused     ThreadStatus = "paused"
+	ThreadFailed     ThreadStatus = "failed"
+	ThreadTerminated ThreadStatus = "terminated"
 )
 
 // Thread is the durable conversation of one agent: messages, env, KV, files, effects and children.
