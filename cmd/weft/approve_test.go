@@ -64,9 +64,11 @@ func TestRunAwaitsApproval(t *testing.T) {
 		decide     []string
 		wantLedger []string
 		wantResult string
+		wantShow   string
 	}{
-		{"approve_edited", []string{"approve", "--args", `{"order_id": 43}`}, []string{`{"order_id":43}`}, "refunded"},
-		{"deny", []string{"deny", "--reason", "needs a ticket"}, nil, "denied: needs a ticket"},
+		{"approve_edited", []string{"approve", "--args", `{"order_id": 43}`}, []string{`{"order_id":43}`}, "refunded",
+			`[approved by cli, with arguments {"order_id":43}]`},
+		{"deny", []string{"deny", "--reason", "needs a ticket"}, nil, "denied: needs a ticket", "[denied by cli: needs a ticket]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, ledger := approvalProject(t)
@@ -111,6 +113,9 @@ func TestRunAwaitsApproval(t *testing.T) {
 			}
 			if got := ledgerLines(t, ledger); strings.Join(got, ",") != strings.Join(tc.wantLedger, ",") {
 				t.Errorf("ledger %v, want %v", got, tc.wantLedger)
+			}
+			if out, _, _ := runWeft(t, dir, "threads", "show", doc.Thread.ID, "--db", db); !strings.Contains(out, tc.wantShow) {
+				t.Errorf("threads show lacks %q:\n%s", tc.wantShow, out)
 			}
 			// A second decision is refused; the tool does not run again.
 			_, errOut, code = runWeft(t, dir, "threads", "approve", doc.Thread.ID, callID, "--db", db, "--model-script", "answer.yaml")

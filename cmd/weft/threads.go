@@ -81,7 +81,11 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if _, err := st.Thread(cmd.Context(), a[0]); err != nil {
 				return exit(threadExit(err), err)
 			}
-			printMessages(cmd.OutOrStdout(), msgs)
+			recs, err := st.ToolCalls(cmd.Context(), a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
 			return nil
 		},
 	}
@@ -166,8 +170,40 @@ func threadExit(err error) int {
 	return exitFailure
 }
 
-// printMessages prints messages as `[seq] role: content`, nested rows indented, tool calls shown.
-func printMessages(w io.Writer, msgs []weft.Message) {
+// approvalNotes describes, by call id, the approval state of the calls that needed one.
+func approvalNotes(recs []weft.ToolCallRecord) map[string]string {
+	notes := map[string]string{}
+	for i := range recs {
+		a := engine.ApprovalOf(&recs[i])
+		switch a.Status {
+		case "awaiting":
+			notes[recs[i].CallID] = "awaiting approval"
+		case "approved":
+			n := "approved"
+			if a.By != "" {
+				n += " by " + a.By
+			}
+			if len(a.Arguments) > 0 {
+				n += ", with arguments " + string(a.Arguments)
+			}
+			notes[recs[i].CallID] = n
+		case "denied":
+			n := "denied"
+			if a.By != "" {
+				n += " by " + a.By
+			}
+			if a.Reason != "" {
+				n += ": " + a.Reason
+			}
+			notes[recs[i].CallID] = n
+		}
+	}
+	return notes
+}
+
+// printMessages prints messages as `[seq] role: content`, nested rows indented, tool calls shown
+// with their approval state (notes, by call id).
+func printMessages(w io.Writer, msgs []weft.Message, notes map[string]string) {
 	for _, m := range msgs {
 		indent := strings.Repeat("  ", m.Depth)
 		head := string(m.Role)
@@ -182,7 +218,11 @@ func printMessages(w io.Writer, msgs []weft.Message) {
 		}
 		fmt.Fprintf(w, "%s[%d] %s: %s\n", indent, m.Seq, head, strings.ReplaceAll(m.Content, "\n", "\n"+indent+"    "))
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(w, "%s    → %s(%s) id=%s\n", indent, c.Name, c.Arguments, c.ID)
+			fmt.Fprintf(w, "%s    → %s(%s) id=%s", indent, c.Name, c.Arguments, c.ID)
+			if n := notes[c.ID]; n != "" {
+				fmt.Fprintf(w, " [%s]", n)
+			}
+			fmt.Fprintln(w)
 		}
 		for _, a := range m.Attachments {
 			fmt.Fprintf(w, "%s    📎 %s (%s, %d bytes) %s\n", indent, a.Name, a.MimeType, a.Size, a.Path)
