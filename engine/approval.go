@@ -126,10 +126,15 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if s.depth > 0 {
-		// A sub-prompt's nested run cannot be parked: it is answered, never run unapproved.
-		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a sub-prompt cannot wait for; "+
-			"the calling prompt must call it.", c.Name)), true, false
+	if s.depth > 0 || r.thread.ParentID != "" {
+		// A sub-prompt's nested run, or a subagent's thread, cannot be parked yet (its caller would
+		// not learn when the decision comes): the call is answered, never run unapproved.
+		where := "a sub-prompt"
+		if s.depth == 0 {
+			where = "a subagent"
+		}
+		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which %s cannot wait for; "+
+			"the agent's own prompt must call it.", c.Name, where)), true, false
 	}
 	a := ApprovalOf(r.recordOf(*c, msg.ID))
 	switch a.Status {
