@@ -435,6 +435,9 @@ func (v *validator) prompt(p *Prompt) {
 	if p.RecentImageThreshold < 0 {
 		v.errf(src, "recentImageThreshold", "recentImageThreshold must be a positive integer")
 	}
+	if p.OutputSchema != nil {
+		v.schema(src, "outputSchema", p.OutputSchema)
+	}
 	if p.RequiredSchema != nil {
 		v.schema(src, "requiredSchema", p.RequiredSchema)
 	}

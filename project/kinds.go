@@ -130,6 +130,7 @@ func (d *decoder) promptFields(o *obj) *weft.Prompt {
 		ToolDescription: o.str("toolDescription"),
 		Model:           o.str("model"),
 		RequiredSchema:  o.schemaAt("requiredSchema"),
+		OutputSchema:    o.schemaAt("outputSchema"),
 	}
 	if raw, ok := o.get("prompt"); ok {
 		p.Prompt = d.promptContent("prompt", raw)
