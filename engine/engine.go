@@ -294,6 +294,9 @@ func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage
 	if m.Content == "" && len(m.Attachments) == 0 {
 		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
 	}
+	if err := weft.CheckNewMessage(m); err != nil {
+		return "", err
+	}
 	// PushQueue refuses an unknown or terminated thread atomically; attachments, written first,
 	// check it up front so a refused message leaves no files behind.
 	var atts []weft.Attachment

@@ -276,9 +276,14 @@ func readMessage(stdin io.Reader, args []string) (string, error) {
 	if args[1] != "-" {
 		return args[1], nil
 	}
-	b, err := io.ReadAll(io.LimitReader(stdin, 20<<20))
+	// One byte over the limit is read, so that a longer message is refused instead of cut.
+	b, err := io.ReadAll(io.LimitReader(stdin, weft.MaxMessageBytes+1))
 	if err != nil {
 		return "", exit(exitUsage, fmt.Errorf("reading the message from standard input: %w", err))
+	}
+	if len(b) > weft.MaxMessageBytes {
+		return "", exit(exitUsage, fmt.Errorf("the message on standard input is over the %s limit; nothing was sent (put large inputs in a file and --attach it)",
+			weft.ByteSize(weft.MaxMessageBytes)))
 	}
 	return strings.TrimRight(string(b), "\n"), nil
 }
@@ -343,7 +348,14 @@ func parseArgs(pairs []string, raw string) (map[string]any, error) {
 
 func readAttachments(paths []string) ([]weft.ToolAttachment, error) {
 	var out []weft.ToolAttachment
+	if len(paths) > weft.MaxAttachments {
+		return nil, fmt.Errorf("--attach: %d files; the limit is %d per message", len(paths), weft.MaxAttachments)
+	}
 	for _, p := range paths {
+		// Refused before reading: a file over the limit is never loaded.
+		if fi, err := os.Stat(p); err == nil && fi.Size() > weft.MaxAttachmentBytes {
+			return nil, fmt.Errorf("--attach %s: %w", p, weft.LimitError("the file", fi.Size(), weft.MaxAttachmentBytes))
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("--attach %s: %w", p, unwrapPath(err))
