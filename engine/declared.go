@@ -151,6 +151,33 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// maxHTTPToolResponse bounds an http tool's response body; a longer one is refused, not cut.
+const maxHTTPToolResponse = 8 << 20
+
+// httpToolClient sends declarative http tools' requests. It follows redirects only within the
+// tool's own host: the declared headers (often a secret key) must never reach another host, and
+// Go's client forwards custom headers to any redirect target (it strips only Authorization and
+// cookies there).
+var httpToolClient = &http.Client{
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+			return &crossHostRedirect{from: from.Scheme + "://" + from.Host, to: req.URL.Scheme + "://" + req.URL.Host}
+		}
+		return nil
+	},
+}
+
+// crossHostRedirect refuses a redirect that leaves the tool's host.
+type crossHostRedirect struct{ from, to string }
+
+func (e *crossHostRedirect) Error() string {
+	return fmt.Sprintf("the tool's URL redirected from %s to %s; an http tool follows redirects only within its own host, "+
+		"so its headers never reach another (point the tool at the final URL)", e.from, e.to)
+}
+
 // runHTTP calls a declarative http tool: POST sends the args as JSON, GET as query parameters.
 func (r *run) runHTTP(ctx context.Context, st *threadState, t *weft.Tool, args map[string]any) (weft.ToolResult, error) {
 	h := t.HTTP
@@ -204,17 +231,25 @@ func (r *run) runHTTP(ctx context.Context, st *threadState, t *weft.Tool, args m
 		}
 		req.Header.Set(k, ev)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpToolClient.Do(req)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		var cross *crossHostRedirect
+		switch {
+		case errors.As(err, &cross):
+			return weft.ToolResult{}, cross
+		case ctx.Err() == context.DeadlineExceeded:
 			return weft.ToolResult{}, fmt.Errorf("request timed out")
 		}
 		return weft.ToolResult{}, fmt.Errorf("request failed: %s", r.red.Error(errors.Unwrap(err)))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPToolResponse+1))
 	if err != nil {
 		return weft.ToolResult{}, fmt.Errorf("reading the response: %w", err)
+	}
+	if len(data) > maxHTTPToolResponse {
+		return weft.ToolResult{}, fmt.Errorf("the response is over the %s limit of an http tool; nothing of it was kept",
+			weft.ByteSize(maxHTTPToolResponse))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet := data
