@@ -1,6 +1,9 @@
 package weft
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+)
 
 // Limits on what enters Weft. Input over a limit is refused with an error that names the limit;
 // it is never cut. docs/limits.md lists them all.
@@ -55,4 +58,33 @@ func CheckNewMessage(m NewMessage) error {
 		return Errorf(EInvalid, "the message's attachments total %s; the limit is %s", ByteSize(total), ByteSize(MaxMessageAttachmentBytes))
 	}
 	return nil
+}
+
+// LimitReply wraps a provider's response body so that reading past max bytes fails the attempt
+// with a reply_too_large ProviderError (a stream that never ends cannot exhaust memory).
+func LimitReply(body io.ReadCloser, max int64) io.ReadCloser {
+	return &replyLimit{ReadCloser: body, left: max, max: max}
+}
+
+type replyLimit struct {
+	io.ReadCloser
+	left, max int64
+}
+
+func (r *replyLimit) Read(p []byte) (int, error) {
+	if r.left <= 0 {
+		// Exactly max bytes is fine: only a byte past them fails.
+		var one [1]byte
+		if n, err := r.ReadCloser.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		return 0, &ProviderError{Type: ErrReplyTooLarge, Message: fmt.Sprintf(
+			"the reply is over the model's %s limit (maxReplyBytes in its definition raises it)", ByteSize(r.max))}
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.ReadCloser.Read(p)
+	r.left -= int64(n)
+	return n, err
 }

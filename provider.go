@@ -159,6 +159,8 @@ const (
 	ErrUnknown           ErrorType = "unknown"
 	ErrExpectationFailed ErrorType = "expectation_failed"
 	ErrScriptExhausted   ErrorType = "script_exhausted"
+	// ErrReplyTooLarge: the reply passed the model's MaxReplyBytes; not retried, fallbacks may run.
+	ErrReplyTooLarge ErrorType = "reply_too_large"
 )
 
 // ProviderError is a classified failure of one model attempt.

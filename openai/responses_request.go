@@ -86,6 +86,7 @@ func (p *Provider) callResponses(ctx context.Context, req *weft.Request, onChunk
 		return nil, err
 	}
 	defer res.Body.Close()
+	res.Body = weft.LimitReply(res.Body, req.Model.ReplyLimit())
 	var out *weft.Response
 	if stream && isEventStream(res) {
 		out, err = p.readResponsesStream(ctx, req, res, tools, onChunk)

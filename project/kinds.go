@@ -46,6 +46,7 @@ func (d *decoder) model(v any) *weft.Model {
 		m.Timeouts = weft.Timeouts{FirstChunk: t.duration("firstChunk"), Stall: t.duration("stall"), Total: t.duration("total")}
 		t.done()
 	}
+	m.MaxReplyBytes = int64(o.positive("maxReplyBytes"))
 	if r := o.sub("retry"); r != nil {
 		m.Retry = weft.RetryPolicy{Attempts: r.positive("attempts"), BaseDelay: r.duration("baseDelay"),
 			MaxDelay: r.duration("maxDelay"), MaxRetryAfter: r.duration("maxRetryAfter")}
