@@ -23,6 +23,9 @@ import (
 // defaultToolTimeout bounds declarative tools without a timeout.
 const defaultToolTimeout = 60 * time.Second
 
+// errToolTimeout is the cause of a command tool's own time limit ending it.
+var errToolTimeout = errors.New("the tool's time limit")
+
 // expand resolves ${env:NAME} (and ${env:NAME:default}) from the thread env at call time.
 func (s *threadState) expand(ctx context.Context, v string) (string, error) {
 	return weft.ExpandEnv(v, func(name string) (string, bool, error) { return s.LookupEnv(ctx, name) })
@@ -49,7 +52,7 @@ func (r *run) runCommand(ctx context.Context, st *threadState, t *weft.Tool, arg
 	if timeout == 0 {
 		timeout = defaultToolTimeout
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 		defer cancel()
 	}
 	argv := make([]string, len(c.Argv))
@@ -88,20 +91,33 @@ func (r *run) runCommand(ctx context.Context, st *threadState, t *weft.Tool, arg
 	cmd.Stdin = bytes.NewReader(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &limitedBuffer{b: &stderr, n: 64 << 10}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = toolProcAttr()
+	// The goroutine that starts the tool waits for it on the same OS thread (Pdeathsig).
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		defer pinThread()()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return weft.ToolResult{}, fmt.Errorf("cannot start %s: %w", argv[0], errors.Unwrap(err))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		if ctx.Err() == context.DeadlineExceeded {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errToolTimeout) || (t.Timeout > 0 && ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil):
 			return weft.ToolResult{}, fmt.Errorf("command timed out after %s", timeout)
+		case r.ctx.Err() == context.DeadlineExceeded:
+			return weft.ToolResult{}, errors.New("the run's time limit ended the command before it finished")
 		}
 		return weft.ToolResult{}, ctx.Err()
 	}
