@@ -54,8 +54,12 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tAGENT\tSTATUS\tREASON\tLAST ACTIVITY\tPREVIEW")
 			for _, t := range threads {
+				preview := oneLine(t.Preview)
+				if redact, err := engine.StoreRedactor(cmd.Context(), st, t.ID); err == nil {
+					preview = redact(preview)
+				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Status, t.StopReason,
-					t.LastActivityAt.Local().Format(time.DateTime), oneLine(t.Preview))
+					t.LastActivityAt.Local().Format(time.DateTime), preview)
 			}
 			w.Flush()
 			if total > len(threads) {
@@ -85,7 +89,13 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
+			redact, err := engine.StoreRedactor(cmd.Context(), st, a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			var b strings.Builder
+			printMessages(&b, msgs, approvalNotes(recs))
+			fmt.Fprint(cmd.OutOrStdout(), redact(b.String()))
 			return nil
 		},
 	}
@@ -101,8 +111,12 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(threadExit(err), err)
 			}
+			redact, err := engine.StoreRedactor(cmd.Context(), st, a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
 			b, _ := json.MarshalIndent(doc, "", "  ")
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			fmt.Fprintln(cmd.OutOrStdout(), redact(string(b)))
 			return nil
 		},
 	}
