@@ -892,8 +892,7 @@ func (r *run) drain() error {
 		if q.Seq <= r.drainedUpTo {
 			continue // taken already; its insert waits for the next transaction
 		}
-		// A secret pasted into a message is not stored: the model would only see it redacted anyway.
-		m := &weft.Message{ID: q.ID, Role: q.Role, Content: r.red.String(q.Content), Attachments: q.Attachments, Silent: q.Silent,
+		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
 			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
 		switch q.Role {
 		case weft.RoleUser:

