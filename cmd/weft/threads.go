@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -166,7 +169,10 @@ func newThreadsCmd(g *globals) *cobra.Command {
 // empty database).
 func openExisting(cmd *cobra.Command, dsn string) (weft.Store, error) {
 	if dsn != ":memory:" && !strings.HasPrefix(dsn, "postgres") {
-		if _, err := os.Stat(dsn); err != nil {
+		if _, err := os.Stat(dsn); errors.Is(err, fs.ErrNotExist) {
+			abs, _ := filepath.Abs(dsn)
+			return nil, exit(exitUsage, fmt.Errorf("no store at %s: weft run creates it there (the default, .weft/weft.db, is relative to the current directory; --db or WEFT_DB names another)", abs))
+		} else if err != nil {
 			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, unwrapPath(err)))
 		}
 	}
