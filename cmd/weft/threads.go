@@ -37,7 +37,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads delete ID      delete it and its descendants
   weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
   weft threads deny ID CALL [--reason TEXT]    deny it
-  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend`,
+  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend
+  weft threads files ID                         its files (attachments, tool outputs)
+  weft threads file ID PATH [-o FILE]           save one of them`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -162,6 +164,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
+	c.AddCommand(newFilesCmds(&db)...)
 	return c
 }
 

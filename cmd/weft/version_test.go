@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,35 @@ func TestOnePlaceForRuns(t *testing.T) {
 	runWeft(t, proj, "run", "assistant", "Again?", "--model-script", "examples/hello.script.yaml", "--db", ":memory:")
 	if list2, _, _ := runWeft(t, proj, "threads", "list"); strings.Count(list2, "thr_") != 1 {
 		t.Errorf("a :memory: run was kept:\n%s", list2)
+	}
+}
+
+// TestThreadFiles: the chart the research example's tool returns can be listed and saved.
+func TestThreadFiles(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runWeft(t, dir, "run", "--dir", repo("examples/research/agents"), "researcher", "Chart my quarterly sales.",
+		"--attach", repo("examples/research/data/sales.csv"), "--model-script", repo("examples/research/demo.script.yaml"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct{ Thread struct{ ID string } }
+	json.Unmarshal([]byte(out), &doc)
+	list, errOut, code := runWeft(t, dir, "threads", "files", doc.Thread.ID)
+	if code != 0 || !strings.Contains(list, "image/svg+xml") || !strings.Contains(list, "text/csv") {
+		t.Fatalf("files: exit %d\n%s%s", code, list, errOut)
+	}
+	var chart string
+	for _, f := range strings.Fields(list) {
+		if strings.HasSuffix(f, ".svg") {
+			chart = f
+		}
+	}
+	_, errOut, code = runWeft(t, dir, "threads", "file", doc.Thread.ID, chart, "-o", dir+"/chart.svg")
+	b, _ := os.ReadFile(dir + "/chart.svg")
+	if code != 0 || !strings.Contains(string(b), "<svg") {
+		t.Errorf("file: exit %d: %s (%d bytes)", code, errOut, len(b))
+	}
+	if _, errOut, code := runWeft(t, dir, "threads", "file", doc.Thread.ID, "/nope.txt"); code != 2 || !strings.Contains(errOut, "not found") {
+		t.Errorf("missing file: exit %d: %s", code, errOut)
 	}
 }
