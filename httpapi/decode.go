@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Body limits: a request body over its limit is refused with 413, never truncated.
@@ -20,6 +21,8 @@ const (
 	maxFileBody = 64 << 20
 	// maxListLimit bounds the limit of a list.
 	maxListLimit = 500
+	// bodyTimeout bounds the time a request body takes to arrive.
+	bodyTimeout = time.Minute
 )
 
 var errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: codePayloadTooLarge}
@@ -29,6 +32,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
+	// A body that trickles in is cut off (slow-loris): the whole body must arrive within bodyTimeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

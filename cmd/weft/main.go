@@ -99,6 +99,6 @@ providers/, prompts/, agents/ and tools/.`,
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "disable colored output")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exit(exitUsage, err) })
-	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd())
+	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(), newServeCmd(g), newKeysCmd())
 	return root
 }
