@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 
-
 	"github.com/weft-agents/weft"
 )
 
@@ -575,5 +574,3 @@ func (s *Server) provideEnv(w http.ResponseWriter, r *http.Request, p *principal
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
-
-

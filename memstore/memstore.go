@@ -99,11 +99,11 @@ type thread struct {
 	logs   []*weft.LogEntry // in creation order; immutable, replaced on update
 	logIdx map[string]int
 
-	kv    map[string]json.RawMessage
+	kv map[string]json.RawMessage
 
 	eventSeq int64
 	events   []weft.EventRecord // the newest, by seq; pruned to weft.EventWindow
-	files map[string]*file // immutable values; a Tx swaps in a new map
+	files    map[string]*file   // immutable values; a Tx swaps in a new map
 
 	leaseMu      sync.Mutex
 	leaseOwner   string
