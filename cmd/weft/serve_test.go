@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+const e2eSecret = "s3cr3t-value-123"
+
+// chatScript writes a model script answering n turns of the httpapi test agent: each an echo
+// call, then a reply quoting the thread's secret.
+func chatScript(t *testing.T, n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\noptions: {real_time: true, chunk_size: 8}\nresponses:\n")
+	for range n {
+		b.WriteString("  - match: {prompt: chat}\n    delay: 20ms\n    tool_calls:\n      - {name: echo, arguments: {text: ping}}\n")
+		b.WriteString("  - match: {prompt: chat}\n    delay: 20ms\n    text: \"Done. The token was " + e2eSecret + ", all good.\"\n")
+	}
+	p := filepath.Join(t.TempDir(), "chat.script.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// server is a running weft serve process.
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startServer runs weft serve in dir with args and waits for its address.
+func startServer(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"WEFT_DIR=", "OPENAI_API_KEY="}, env...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	addr := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if a, ok := strings.CutPrefix(lines.Text(), "weft: serving "); ok {
+				addr <- strings.TrimSuffix(a, "/api")
+			}
+		}
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	select {
+	case s.base = <-addr:
+	case err := <-s.done:
+		t.Fatalf("weft serve exited: %v\n%s", err, s.stderr)
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("weft serve did not start\n%s", s.stderr)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Fatalf("weft serve after SIGTERM: %v\n%s", err, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Fatalf("weft serve ignored SIGTERM\n%s", s.stderr)
+	}
+}
+
+// call sends a plain HTTP request and returns status and body.
+func (s *server) call(method, path, key, body string) (int, string) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// must is call expecting a status, decoding the JSON answer into dst when non-nil.
+func (s *server) must(method, path, key, body string, want int, dst any) {
+	s.t.Helper()
+	code, out := s.call(method, path, key, body)
+	if code != want {
+		s.t.Fatalf("%s %s: %d, want %d: %.400s", method, path, code, want, out)
+	}
+	if dst != nil {
+		if err := json.Unmarshal([]byte(out), dst); err != nil {
+			s.t.Fatalf("%s %s: %v: %s", method, path, err, out)
+		}
+	}
+}
+
+// createKey runs weft keys create and returns the key.
+func createKey(t *testing.T, dir, db, user string) string {
+	t.Helper()
+	out, errOut, code := runWeft(t, dir, "keys", "create", "--db", db, "--user", user)
+	key := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "wft_") || strings.Contains(errOut, key) {
+		t.Fatalf("keys create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	return key
+}
+
+type sseFrame struct {
+	typ, id string
+	data    map[string]any
+}
+
+// openSSE starts reading an SSE stream with plain HTTP.
+func openSSE(t *testing.T, ctx context.Context, url, key, lastID string) <-chan sseFrame {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	ch := make(chan sseFrame, 1024)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var f sseFrame
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if f.typ != "" {
+					ch <- f
+				}
+				f = sseFrame{}
+			case strings.HasPrefix(line, "event: "):
+				f.typ = line[7:]
+			case strings.HasPrefix(line, "id: "):
+				f.id = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				json.Unmarshal([]byte(line[6:]), &f.data)
+			}
+		}
+	}()
+	return ch
+}
+
+func framesUntil(t *testing.T, ch <-chan sseFrame, typ string) []sseFrame {
+	t.Helper()
+	var got []sseFrame
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case f, ok := <-ch:
+			if !ok {
+				t.Fatalf("stream ended before %s", typ)
+			}
+			got = append(got, f)
+			if f.typ == typ {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no %s; got %d frames", typ, len(got))
+		}
+	}
+}
+
+// TestServeEndToEnd starts the real binary and drives it over plain HTTP: keys from the CLI,
+// auth refusals, a thread's run watched over SSE and WebSocket, and the 409/413/422 cases; then a
+// graceful SIGTERM. No response or log line shows a key or the thread's secret.
+func TestServeEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "data", "weft.db")
+	alice := createKey(t, dir, db, "alice")
+	bob := createKey(t, dir, db, "bob")
+	admin := "wft_" + strings.Repeat("a", 52)
+	s := startServer(t, dir, []string{"WEFT_ADMIN_KEY=" + admin}, "--dir", repo("httpapi/testdata/agents"), "--db", db,
+		"--model-script", chatScript(t, 4), "--log-format", "json", "--workers", "2")
+
+	s.must("GET", "/api/health", "", "", 200, nil)
+	s.must("GET", "/api/threads", "", "", 401, nil)
+	s.must("GET", "/api/threads?api_key="+alice, "", "", 401, nil)
+	s.must("GET", "/api/users", alice, "", 403, nil)
+	s.must("GET", "/api/users", admin, "", 200, nil)
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", alice, `{"agent":"chat","env":{"TOKEN":"`+e2eSecret+`"}}`, 201, &created)
+	id := created.Thread.ID
+	var bobs struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", bob, `{"agent":"chat"}`, 201, &bobs)
+	s.must("GET", "/api/threads/"+bobs.Thread.ID, alice, "", 404, nil)
+	s.must("POST", "/api/threads", alice, `{"agent":"vault"}`, 422, nil)
+	s.must("POST", "/api/threads", alice, `{"agent":"chat","x":1}`, 400, nil)
+	s.must("POST", "/api/threads/"+id+"/messages", alice, `{"content":"`+strings.Repeat("x", 21<<20)+`"}`, 413, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sse := openSSE(t, ctx, s.base+"/api/threads/"+id+"/events", alice, "")
+	wsURL := "ws" + strings.TrimPrefix(s.base, "http") + "/api/threads/" + id + "/stream"
+	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	time.Sleep(100 * time.Millisecond)
+	s.must("POST", "/api/threads/"+id+"/messages", alice, `{"content":"hello"}`, 202, nil)
+
+	var sseTypes []string
+	for _, f := range framesUntil(t, sse, "run_stopped") {
+		if f.typ != "message_chunk" {
+			sseTypes = append(sseTypes, f.typ)
+		}
+		if f.data["thread_id"] != id {
+			t.Fatalf("frame of another thread: %v", f.data)
+		}
+	}
+	var wsTypes []string
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), e2eSecret) {
+			t.Fatalf("a WebSocket frame shows the secret: %s", b)
+		}
+		var m struct{ Type string }
+		json.Unmarshal(b, &m)
+		if m.Type != "message_chunk" {
+			wsTypes = append(wsTypes, m.Type)
+		}
+		if m.Type == "run_stopped" {
+			break
+		}
+	}
+	want := "run_started step_started llm_request llm_response message message tool_started message tool_completed step_completed step_started llm_request llm_response message run_stopped"
+	if strings.Join(sseTypes, " ") != want || strings.Join(wsTypes, " ") != want {
+		t.Fatalf("events\n sse %v\n  ws %v\nwant %s", sseTypes, wsTypes, want)
+	}
+	var msgs struct {
+		Items []struct{ Role, Content string }
+		Total int
+	}
+	s.must("GET", "/api/threads/"+id+"/messages", alice, "", 200, &msgs)
+	if msgs.Total != 4 || !strings.Contains(msgs.Items[3].Content, "[redacted]") {
+		t.Fatalf("messages %+v", msgs)
+	}
+	s.must("POST", "/api/threads/"+id+"/terminate", alice, "", 200, nil)
+	var refused struct{ Error struct{ Code string } }
+	s.must("POST", "/api/threads/"+id+"/messages", alice, `{"content":"again"}`, 409, &refused)
+	if refused.Error.Code != "thread_terminated" {
+		t.Fatalf("code %q", refused.Error.Code)
+	}
+
+	// The CLI lists and revokes keys against the same database, the server refuses it at once.
+	out, _, code := runWeft(t, dir, "keys", "list", "--db", db)
+	if code != 0 || strings.Count(out, "key_") != 2 || strings.Contains(out, bob) {
+		t.Fatalf("keys list: %d\n%s", code, out)
+	}
+	var bobKey string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " bob ") {
+			bobKey = strings.Fields(line)[0]
+		}
+	}
+	if _, errOut, code := runWeft(t, dir, "keys", "revoke", "--db", db, bobKey); code != 0 {
+		t.Fatalf("keys revoke: %d %s", code, errOut)
+	}
+	s.must("GET", "/api/threads", bob, "", 401, nil)
+
+	s.stop()
+	logs := s.stderr.String()
+	for _, secret := range []string{alice, bob, admin, e2eSecret} {
+		if strings.Contains(logs, secret) {
+			t.Fatalf("the log shows a secret:\n%s", logs)
+		}
+	}
+	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"msg":"stopped"`) {
+		t.Fatalf("want JSON request logs and a clean stop:\n%.2000s", logs)
+	}
+}
+
+// TestServeNoAuthOnlyOnLoopback: --no-auth on a non-loopback address is refused unless
+// --insecure.
+func TestServeNoAuthOnlyOnLoopback(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := runWeft(t, dir, "serve", "--no-auth", "--addr", "0.0.0.0:0", "--dir", repo("httpapi/testdata/agents"),
+		"--db", filepath.Join(dir, "w.db"))
+	if code != exitUsage || !strings.Contains(errOut, "--insecure") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := startServer(t, dir, nil, "--no-auth", "--dir", repo("httpapi/testdata/agents"), "--db", filepath.Join(dir, "w.db"))
+	s.must("GET", "/api/threads", "", "", 200, nil)
+	s.stop()
+}
+
+
