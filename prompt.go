@@ -181,6 +181,9 @@ type ToolEntry struct {
 	Immediate *bool `json:"immediate,omitempty"`
 	// Resumable configures a long-lived subagent instance; nil = not given.
 	Resumable *Resumable `json:"resumable,omitempty"`
+	// Approval overrides the tool's own approval setting for calls through this entry (sub-prompt
+	// and subagent entries too): required or never; "" keeps the tool's.
+	Approval Approval `json:"approval,omitempty"`
 }
 
 // Flag returns the value of a *bool option, or def when unset.

@@ -260,6 +260,8 @@ const (
 	CallPending CallStatus = "pending"
 	CallRunning CallStatus = "running"
 	CallDone    CallStatus = "done"
+	// CallAwaitingApproval: the call waits for a person's decision before it runs.
+	CallAwaitingApproval CallStatus = "awaiting_approval"
 )
 
 // ToolCallRecord tracks one tool call's execution so a resumed run never re-runs a stored result.

@@ -11,8 +11,10 @@ const (
 	ThreadRunning       ThreadStatus = "running"
 	ThreadStopped       ThreadStatus = "stopped"
 	ThreadAwaitingHuman ThreadStatus = "awaiting_human"
-	ThreadFailed        ThreadStatus = "failed"
-	ThreadTerminated    ThreadStatus = "terminated"
+	// ThreadAwaitingApproval: the run stopped before tool calls that need a person's decision.
+	ThreadAwaitingApproval ThreadStatus = "awaiting_approval"
+	ThreadFailed           ThreadStatus = "failed"
+	ThreadTerminated       ThreadStatus = "terminated"
 )
 
 // Thread is the durable conversation of one agent: messages, env, KV, files, effects and children.
@@ -66,12 +68,16 @@ const (
 	StopHookBlocked    StopReason = "hook_blocked"
 	StopAbortedByUser  StopReason = "aborted_by_user"
 	StopAborted        StopReason = "aborted"
+	// StopAwaitingApproval: tool calls of the reply wait for a decision (Engine.Decide); the run
+	// resumes by itself once every waiting call is decided.
+	StopAwaitingApproval StopReason = "awaiting_approval"
 )
 
 // OK reports whether the reason counts as success (`weft run` exit 0).
 func (r StopReason) OK() bool {
 	switch r {
-	case StopOnResponse, StopTool, StopAwaitingHuman, StopSession, StopStateSession, StopMaxSessionTurn, StopHandlerIdle:
+	case StopOnResponse, StopTool, StopAwaitingHuman, StopSession, StopStateSession, StopMaxSessionTurn, StopHandlerIdle,
+		StopAwaitingApproval:
 		return true
 	}
 	return false

@@ -32,6 +32,10 @@ type Tool struct {
 	ExecutionProvider string `json:"executionProvider,omitempty"`
 	// Idempotent tools may be re-run after a crash interrupted them.
 	Idempotent bool `json:"idempotent,omitempty"`
+	// Approval is required when every call must be approved by a person before it runs (the run
+	// stops awaiting_approval until Engine.Decide); never or "" runs calls at once. A prompt's tool
+	// entry may override it.
+	Approval Approval `json:"approval,omitempty"`
 	// Uses lists tools this tool may queue or invoke beyond the prompt's list; nil = any.
 	Uses []string `json:"uses,omitempty"`
 	// Timeout bounds one execution; 0 = the default (60s for declarative tools, none for Go tools).
@@ -41,6 +45,15 @@ type Tool struct {
 	// HTTP, when set, makes this a declarative HTTP tool.
 	HTTP *HTTPSpec `json:"http,omitempty"`
 }
+
+// Approval says whether a tool's calls wait for a person's decision.
+type Approval string
+
+// The approval settings.
+const (
+	ApprovalRequired Approval = "required"
+	ApprovalNever    Approval = "never"
+)
 
 // ExecutionMode says where a tool runs.
 type ExecutionMode string

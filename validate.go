@@ -63,7 +63,6 @@ func (v *validator) warnf(src, path, format string, args ...any) {
 var (
 	snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	varName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envRef    = regexp.MustCompile(`\$\{env:([^}:]*)(?::[^}]*)?\}`)
 )
 
 // ---- models and providers ----
@@ -198,9 +197,9 @@ func declaredTypes(vars []VariableDefinition) map[string]VarType {
 
 // envRefs checks that every ${env:NAME} in s names a declared variable.
 func (v *validator) envRefs(src, p, s string, declared map[string]VarType) {
-	for _, m := range envRef.FindAllStringSubmatch(s, -1) {
-		if _, ok := declared[m[1]]; !ok {
-			v.errf(src, p, "${env:%s} is not declared in variables", m[1])
+	for _, name := range EnvRefs(s) {
+		if _, ok := declared[name]; !ok {
+			v.errf(src, p, "${env:%s} is not declared in variables", name)
 		}
 	}
 }
@@ -236,6 +235,10 @@ func (v *validator) tool(t *Tool) {
 		v.schema(src, "tenvs", t.Tenvs)
 	}
 	v.variables(src, "variables", t.Variables)
+	v.approval(src, "approval", t.Approval)
+	if t.Approval == ApprovalRequired && t.ExecutionMode == ExecProvider {
+		v.errf(src, "approval", "a provider-executed tool runs at the provider and cannot wait for approval")
+	}
 	declared := declaredTypes(ToolVariables(t))
 	switch t.ExecutionMode {
 	case "", ExecLocal:
@@ -451,6 +454,15 @@ func (v *validator) prompt(p *Prompt) {
 	}
 }
 
+// approval checks an approval setting.
+func (v *validator) approval(src, field string, a Approval) {
+	switch a {
+	case "", ApprovalRequired, ApprovalNever:
+	default:
+		v.errf(src, field, "approval is required or never, not %q", a)
+	}
+}
+
 // entryKeys lists, per key, which target roles accept it (definitions.md §4.4).
 var entryKeys = []struct {
 	key   string
@@ -503,6 +515,10 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 			if k.set(e) && !slices.Contains(k.roles, role) {
 				v.errf(src, base+"."+k.key, "%s does not apply to %s %q%s", k.key, role, e.Name, hint)
 			}
+		}
+		v.approval(src, base+".approval", e.Approval)
+		if e.Approval == ApprovalRequired && t.Kind == EntryProvider {
+			v.errf(src, base+".approval", "a provider-executed tool runs at the provider and cannot wait for approval")
 		}
 		switch t.Kind {
 		case EntryProvider:

@@ -42,7 +42,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			yield(Event{}, err)
 			return
 		}
-		sub := e.subs.add(rootOf(t))
+		sub := e.subs.add("root:"+rootOf(t), false)
 		defer e.subs.remove(sub)
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -56,7 +56,8 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			case runErr = <-done:
 				finished = true
 			}
-			for _, ev := range sub.take() {
+			q, _ := sub.take()
+			for _, ev := range q {
 				if !yield(ev, nil) {
 					cancel(errConsumerGone)
 					if !finished {
@@ -66,7 +67,8 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 				}
 			}
 			if finished {
-				for _, ev := range sub.take() {
+				q, _ = sub.take()
+				for _, ev := range q {
 					if !yield(ev, nil) {
 						return
 					}

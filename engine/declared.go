@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,29 +23,9 @@ import (
 // defaultToolTimeout bounds declarative tools without a timeout.
 const defaultToolTimeout = 60 * time.Second
 
-var envRefPattern = regexp.MustCompile(`\$\{env:([^}:]*)(?::([^}]*))?\}`)
-
 // expand resolves ${env:NAME} (and ${env:NAME:default}) from the thread env at call time.
 func (s *threadState) expand(ctx context.Context, v string) (string, error) {
-	var firstErr error
-	out := envRefPattern.ReplaceAllStringFunc(v, func(m string) string {
-		sub := envRefPattern.FindStringSubmatch(m)
-		val, ok, err := s.LookupEnv(ctx, sub[1])
-		switch {
-		case err != nil:
-			firstErr = err
-		case ok:
-			return val
-		case strings.Contains(m, ":"+sub[2]+"}") && len(sub[2]) > 0:
-			return sub[2]
-		default:
-			if firstErr == nil {
-				firstErr = fmt.Errorf("variable %s is not set", sub[1])
-			}
-		}
-		return ""
-	})
-	return out, firstErr
+	return weft.ExpandEnv(v, func(name string) (string, bool, error) { return s.LookupEnv(ctx, name) })
 }
 
 // inheritedEnv are the only variables of Weft's own environment a command sees (definitions.md §6.6).

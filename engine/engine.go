@@ -46,6 +46,11 @@ type Options struct {
 	OnTrace func(line []byte)
 	// LeaseTTL is how long a run's lease lasts between renewals (default 30s).
 	LeaseTTL time.Duration
+	// RecordEvents keeps every event except streamed text deltas in the thread's event log, written
+	// in the run's transactions, so that Subscribe can replay what a client missed — after a
+	// dropped connection or a restart. Servers set it; it costs a small transaction before each
+	// model call and each tool call when events are waiting, and one at the end of each run.
+	RecordEvents bool
 }
 
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is
@@ -224,7 +229,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	if err := e.store.CreateThread(ctx, t, env); err != nil {
 		return nil, err
 	}
-	e.emit(Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
+	e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
 	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
 		return t, err
 	}
@@ -379,6 +384,9 @@ type Event struct {
 	ThreadID string `json:"thread_id"`
 	// RootID is the root of the thread's tree ("" when the emitter did not know it).
 	RootID string `json:"root_id,omitempty"`
+	// Seq is the event's number in the thread's event log (Options.RecordEvents): a stream's
+	// cursor. 0 for events that are not kept (streamed text deltas, or when nothing is recorded).
+	Seq int64 `json:"seq,omitempty"`
 	// Data is the payload (already redacted).
 	Data map[string]any `json:"data,omitempty"`
 }
@@ -387,9 +395,42 @@ func (e *Engine) emit(ev Event) {
 	if e.opt.OnEvent != nil {
 		e.opt.OnEvent(ev)
 	}
-	if ev.RootID != "" && e.subs.n.Load() > 0 {
+	if e.subs.n.Load() > 0 {
 		e.subs.publish(ev)
 	}
+}
+
+// transient tells the event types that are never recorded: streamed deltas, whose text the
+// message event that follows carries whole.
+func transient(typ string) bool { return typ == "message_chunk" || typ == "reasoning_chunk" }
+
+// records encodes events for the event log.
+func records(evs []Event) []weft.EventRecord {
+	out := make([]weft.EventRecord, len(evs))
+	for i, ev := range evs {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			data, _ = json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
+		}
+		out[i] = weft.EventRecord{Type: ev.Type, Data: data}
+	}
+	return out
+}
+
+// emitOutside publishes an event that no run's transaction carries (a thread created, a State
+// call outside a run, an effect's outcome): with RecordEvents it is first appended to the
+// thread's log in a transaction of its own.
+func (e *Engine) emitOutside(ctx context.Context, ev Event) {
+	if e.opt.RecordEvents && !transient(ev.Type) {
+		recs := records([]Event{ev})
+		err := e.store.Tx(context.WithoutCancel(ctx), ev.ThreadID, nil, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
+		if err != nil {
+			e.log.Warn("event not recorded", "thread", ev.ThreadID, "type", ev.Type, "error", err)
+		} else {
+			ev.Seq = recs[0].Seq
+		}
+	}
+	e.emit(ev)
 }
 
 // observed tells whether anyone receives events (building a payload is skipped otherwise).

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"encoding/json"
+	"iter"
 	"sync"
 	"sync/atomic"
 
@@ -10,26 +13,32 @@ import (
 // subscribers fans events out to this process's subscribers of a tree of threads (Converse).
 // Publishing never blocks: each subscription queues what it has not taken yet.
 type subscribers struct {
-	n      atomic.Int32 // live subscriptions (emit skips the lock when there are none)
-	mu     sync.Mutex
-	byRoot map[string][]*subscription
+	n  atomic.Int32 // live subscriptions (emit skips the lock when there are none)
+	mu sync.Mutex
+	// by holds the subscriptions of a tree ("root:" + id) or of one thread ("thread:" + id).
+	by map[string][]*subscription
 }
 
-// subscription is one subscriber's queue of a tree's events.
+// subscription is one subscriber's queue of events.
 type subscription struct {
-	root   string
-	mu     sync.Mutex
-	queue  []Event
-	signal chan struct{} // capacity 1: events were queued since the last take
+	key     string
+	mu      sync.Mutex
+	queue   []Event
+	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
+	bounded bool          // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
+	signal  chan struct{} // capacity 1: events were queued since the last take
 }
 
-func (s *subscribers) add(root string) *subscription {
-	sub := &subscription{root: root, signal: make(chan struct{}, 1)}
+// maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
+const maxQueued = 4096
+
+func (s *subscribers) add(key string, bounded bool) *subscription {
+	sub := &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)}
 	s.mu.Lock()
-	if s.byRoot == nil {
-		s.byRoot = map[string][]*subscription{}
+	if s.by == nil {
+		s.by = map[string][]*subscription{}
 	}
-	s.byRoot[root] = append(s.byRoot[root], sub)
+	s.by[key] = append(s.by[key], sub)
 	s.mu.Unlock()
 	s.n.Add(1)
 	return sub
@@ -37,7 +46,7 @@ func (s *subscribers) add(root string) *subscription {
 
 func (s *subscribers) remove(sub *subscription) {
 	s.mu.Lock()
-	list := s.byRoot[sub.root]
+	list := s.by[sub.key]
 	for i, x := range list {
 		if x == sub {
 			list = append(list[:i:i], list[i+1:]...)
@@ -45,9 +54,9 @@ func (s *subscribers) remove(sub *subscription) {
 		}
 	}
 	if len(list) == 0 {
-		delete(s.byRoot, sub.root)
+		delete(s.by, sub.key)
 	} else {
-		s.byRoot[sub.root] = list
+		s.by[sub.key] = list
 	}
 	s.mu.Unlock()
 	s.n.Add(-1)
@@ -55,8 +64,12 @@ func (s *subscribers) remove(sub *subscription) {
 
 func (s *subscribers) publish(ev Event) {
 	s.mu.Lock()
-	list := s.byRoot[ev.RootID]
-	for _, sub := range list {
+	if ev.RootID != "" {
+		for _, sub := range s.by["root:"+ev.RootID] {
+			sub.push(ev)
+		}
+	}
+	for _, sub := range s.by["thread:"+ev.ThreadID] {
 		sub.push(ev)
 	}
 	s.mu.Unlock()
@@ -64,7 +77,11 @@ func (s *subscribers) publish(ev Event) {
 
 func (sub *subscription) push(ev Event) {
 	sub.mu.Lock()
-	sub.queue = append(sub.queue, ev)
+	if sub.bounded && len(sub.queue) >= maxQueued {
+		sub.lagged = true
+	} else {
+		sub.queue = append(sub.queue, ev)
+	}
 	sub.mu.Unlock()
 	select {
 	case sub.signal <- struct{}{}:
@@ -72,13 +89,98 @@ func (sub *subscription) push(ev Event) {
 	}
 }
 
-// take returns the queued events and empties the queue.
-func (sub *subscription) take() []Event {
+// take returns the queued events and empties the queue; lagged reports events dropped since the
+// last take.
+func (sub *subscription) take() (q []Event, lagged bool) {
 	sub.mu.Lock()
-	q := sub.queue
-	sub.queue = nil
+	q, lagged = sub.queue, sub.lagged
+	sub.queue, sub.lagged = nil, false
 	sub.mu.Unlock()
-	return q
+	return q, lagged
+}
+
+// Subscribe yields a thread's events: first those recorded after the cursor after (Event.Seq;
+// 0 = from the oldest kept), then live ones as they happen, until ctx ends. Recorded events come
+// exactly once and in order, also across a dropped connection or a restart: a client passes the
+// Seq of the last event it received. Streamed text deltas (Seq 0) are live only. Without
+// Options.RecordEvents nothing is replayed and every event is live only. A subscriber that falls
+// far behind loses live deltas, never recorded events (they are read again from the store).
+//
+// Only events of this process are live: on a cluster, a node's store notifications wake
+// subscribers of threads other nodes run.
+func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		t, err := e.store.Thread(ctx, threadID)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		sub := e.subs.add("thread:"+threadID, true)
+		defer e.subs.remove(sub)
+		last := after
+		// replay yields the recorded events after last; false when the consumer stopped.
+		replay := func() bool {
+			for {
+				recs, err := e.store.Events(ctx, threadID, last, 500)
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(Event{}, err)
+					}
+					return false
+				}
+				for _, rec := range recs {
+					last = rec.Seq
+					if !yield(eventOf(rec, rootOf(t)), nil) {
+						return false
+					}
+				}
+				if len(recs) < 500 {
+					return true
+				}
+			}
+		}
+		if !replay() {
+			return
+		}
+		for {
+			select {
+			case <-sub.signal:
+			case <-ctx.Done():
+				return
+			}
+			q, lagged := sub.take()
+			if lagged && !replay() {
+				return
+			}
+			for _, ev := range q {
+				switch {
+				case ev.Seq == 0:
+					if !lagged && !yield(ev, nil) {
+						return
+					}
+				case ev.Seq <= last:
+					// Replayed already.
+				case ev.Seq == last+1:
+					last = ev.Seq
+					if !yield(ev, nil) {
+						return
+					}
+				default:
+					// Events between were committed but not seen here: read them.
+					if !replay() {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// eventOf decodes a recorded event.
+func eventOf(rec weft.EventRecord, root string) Event {
+	ev := Event{Type: rec.Type, ThreadID: rec.ThreadID, RootID: root, Seq: rec.Seq}
+	_ = json.Unmarshal(rec.Data, &ev.Data)
+	return ev
 }
 
 // rootOf returns the root of a thread's tree.

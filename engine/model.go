@@ -87,6 +87,10 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 				return resp, m, logs, nil
 			}
 			lastErr = err
+			var se *storeError
+			if errors.As(err, &se) {
+				return nil, m, logs, se.err
+			}
 			if r.ctx.Err() != nil {
 				return nil, m, logs, err
 			}
@@ -112,6 +116,12 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	}
 	return nil, nil, logs, fmt.Errorf("All retry attempts exhausted for model %s and %d fallbacks: %s", primary.Name, len(models)-1, r.red.Error(lastErr))
 }
+
+// storeError is a store failure met while making a model call (recording its events).
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
 
 func errorType(err error) string {
 	var pe *weft.ProviderError
@@ -146,6 +156,10 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	}
 	if r.e.observed() {
 		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
+	}
+	if err := r.flushEvents(); err != nil {
+		// The store failed, not the model: no retry or fallback helps.
+		return nil, log, &storeError{err}
 	}
 	p, key, err := r.provider(m)
 	if err == nil {

@@ -82,6 +82,9 @@ func (r *run) resume() (bool, error) {
 				}
 				continue
 			}
+			if _, _, waiting := r.decided(s, m, &c); waiting {
+				return true, r.awaitApproval(s, m, pending[i:])
+			}
 			if _, err := r.executeCall(s, m, c, next); err != nil {
 				return true, err
 			}

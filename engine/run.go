@@ -230,7 +230,9 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
 		trigger, side = "message", ""
-		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted {
+		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted ||
+			info.Reason == weft.StopAwaitingApproval {
+			// (Messages queued meanwhile wait for the decisions: another run would stop again.)
 			return res, nil
 		}
 		if !more {
@@ -314,6 +316,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
 	info, err := r.loop(trigger, forceSide)
+	r.finishEvents()
 	released = r.released
 	putReqBuf(r.reqBuf)
 	return info, r.lastLine, false, err
@@ -432,6 +435,10 @@ type run struct {
 	terminate bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
+	// outbox holds events waiting for the run's next transaction (Options.RecordEvents); a tool
+	// may use its State from goroutines of its own.
+	outboxMu sync.Mutex
+	outbox   []Event
 }
 
 type queuedTool struct {
@@ -574,6 +581,8 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 func (r *run) txDrain(fn func(weft.Tx) error) error {
 	drained := r.drained
 	var queueSeq int64
+	var recs []weft.EventRecord
+	var pending []Event
 	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
 		if len(drained) > 0 {
 			if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
@@ -593,10 +602,29 @@ func (r *run) txDrain(fn func(weft.Tx) error) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
+		r.outboxMu.Lock()
+		pending = append(pending[:0], r.outbox...)
+		r.outboxMu.Unlock()
+		if len(pending) > 0 {
+			recs = records(pending)
+			if err := tx.AppendEvents(recs); err != nil {
+				return err
+			}
+		}
 		var err error
 		queueSeq, err = tx.QueueSeq()
 		return err
 	})
+	if err == nil && len(pending) > 0 {
+		// Published in commit order; events emitted meanwhile wait for the next transaction.
+		r.outboxMu.Lock()
+		r.outbox = append(r.outbox[:0], r.outbox[len(pending):]...)
+		r.outboxMu.Unlock()
+		for i := range pending {
+			pending[i].Seq = recs[i].Seq
+			r.e.emit(pending[i])
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -610,7 +638,38 @@ func (r *run) txDrain(fn func(weft.Tx) error) error {
 }
 
 func (r *run) emit(typ string, data map[string]any) {
-	r.e.emit(Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data})
+	ev := Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
+	if r.e.opt.RecordEvents && !transient(typ) {
+		// Recorded by the run's next transaction (or flush), published once it commits.
+		r.outboxMu.Lock()
+		r.outbox = append(r.outbox, ev)
+		r.outboxMu.Unlock()
+		return
+	}
+	r.e.emit(ev)
+}
+
+// flushEvents records and publishes the events waiting in the outbox, before the run blocks on a
+// model or a tool (a no-op when none wait).
+func (r *run) flushEvents() error {
+	r.outboxMu.Lock()
+	n := len(r.outbox)
+	r.outboxMu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return r.tx(func(weft.Tx) error { return nil })
+}
+
+// finishEvents ends a run that records events: its last transaction records the events still
+// waiting and releases the lease (persistStop leaves the release to it).
+func (r *run) finishEvents() {
+	if !r.e.opt.RecordEvents || r.released {
+		return
+	}
+	if err := r.tx(func(tx weft.Tx) error { r.releasing = true; return tx.ReleaseLease() }); err != nil {
+		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
+	}
 }
 
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
@@ -629,6 +688,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 	}
 	resumed, err := r.resume()
+	if errors.Is(err, errAwaitApproval) {
+		return r.stop(weft.StopAwaitingApproval, "")
+	}
 	if err != nil {
 		return r.fail(err)
 	}
@@ -710,6 +772,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
 		}
 		out, err := r.step(p, side, def)
+		if errors.Is(err, errAwaitApproval) {
+			return r.stop(weft.StopAwaitingApproval, "")
+		}
 		if err != nil {
 			return r.fail(err)
 		}
@@ -908,6 +973,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
 		status = weft.ThreadAwaitingHuman
+	case reason == weft.StopAwaitingApproval:
+		status = weft.ThreadAwaitingApproval
 	case !reason.OK():
 		status = weft.ThreadFailed
 	}
@@ -972,6 +1039,9 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	state := r.state.encode()
 	if err := tx.SetExecState(execKey, state); err != nil {
 		return nil, err
+	}
+	if r.e.opt.RecordEvents {
+		return state, nil // the run's last transaction, with its last events, releases it
 	}
 	r.releasing = true
 	return state, tx.ReleaseLease()

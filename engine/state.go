@@ -56,6 +56,16 @@ type threadState struct {
 	effect *weft.EffectRecord
 }
 
+// emit publishes an event of the State's thread: through its run (recorded with the run's next
+// transaction), or on its own outside a run.
+func (s *threadState) emit(ctx context.Context, typ string, data map[string]any) {
+	if s.r != nil && s.r.thread.ID == s.thread.ID {
+		s.r.emit(typ, data)
+		return
+	}
+	s.e.emitOutside(ctx, Event{Type: typ, ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: data})
+}
+
 // markEffect tags a message created by an effect (definitions.md §9.3).
 func (s *threadState) markEffect(nm *weft.NewMessage) {
 	if s.effect == nil {
@@ -414,7 +424,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
-		s.e.emit(Event{Type: "kv_changed", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"key": key}})
+		s.emit(ctx, "kv_changed", map[string]any{"key": key})
 	}
 	return err
 }
@@ -486,7 +496,7 @@ func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (we
 }
 
 func (s *threadState) Emit(ctx context.Context, event string, data any) error {
-	s.e.emit(Event{Type: "event", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"name": event, "data": data}})
+	s.emit(ctx, "event", map[string]any{"name": event, "data": data})
 	return nil
 }
 
@@ -507,7 +517,7 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
 		return err
 	}
-	s.e.emit(Event{Type: "effect_changed", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: map[string]any{"id": id, "status": weft.EffectCanceled}})
+	s.emit(ctx, "effect_changed", map[string]any{"id": id, "status": weft.EffectCanceled})
 	return nil
 }
 
@@ -686,8 +696,8 @@ func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
 }
 
-func (f *threadFS) changed(p, op string) {
-	f.s.e.emit(Event{Type: "file_changed", ThreadID: f.s.thread.ID, RootID: rootOf(f.s.thread), Data: map[string]any{"path": p, "op": op}})
+func (f *threadFS) changed(ctx context.Context, p, op string) {
+	f.s.emit(ctx, "file_changed", map[string]any{"path": p, "op": op})
 }
 
 func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {
@@ -704,7 +714,7 @@ func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.
 	if err := f.write(ctx, func(tx weft.Tx) error { return tx.WriteFile(&info, data) }); err != nil {
 		return weft.FileInfo{}, err
 	}
-	f.changed(clean, "write")
+	f.changed(ctx, clean, "write")
 	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, clean)
 }
 
@@ -726,7 +736,7 @@ func (f *threadFS) Mkdir(ctx context.Context, p string) error {
 func (f *threadFS) Remove(ctx context.Context, p string) error {
 	err := f.write(ctx, func(tx weft.Tx) error { return tx.RemoveFile(p) })
 	if err == nil {
-		f.changed(p, "delete")
+		f.changed(ctx, p, "delete")
 	}
 	return err
 }
@@ -736,7 +746,7 @@ func (f *threadFS) RemoveDir(ctx context.Context, p string, recursive bool) erro
 func (f *threadFS) Rename(ctx context.Context, from, to string) error {
 	err := f.write(ctx, func(tx weft.Tx) error { return tx.RenameFile(from, to) })
 	if err == nil {
-		f.changed(to, "rename")
+		f.changed(ctx, to, "rename")
 	}
 	return err
 }

@@ -210,7 +210,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	if err := r.e.store.CreateThread(ctx, child, envRows); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	r.e.emit(Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
+	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
 	r.runSubagentCreatedHooks(child)
 	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
 	extra := map[string]any{}

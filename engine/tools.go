@@ -34,6 +34,9 @@ func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) (
 		if i+1 < len(calls) {
 			next = &calls[i+1]
 		}
+		if _, _, waiting := r.decided(s, msg, &c); waiting {
+			return results, r.awaitApproval(s, msg, calls[i:])
+		}
 		res, err := r.executeCall(s, msg, c, next)
 		if err != nil {
 			return results, err
@@ -55,9 +58,16 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 	if r.suspending() {
 		return res, errShutdown
 	}
+	denied, isDenied, _ := r.decided(s, msg, &c)
+	res.call = c // with the arguments a person approved
+	if err := r.startApproved(s, msg, c); err != nil {
+		return res, err
+	}
 	switch {
 	case r.ar.stop.Load() || r.ctx.Err() != nil:
 		res.result = weft.Failure("Execution stopped by user")
+	case isDenied:
+		res.result = denied
 	default:
 		var errText string
 		tool, res.args, errText = r.prepareCall(s, c)
@@ -71,6 +81,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
 		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
+		if err := r.flushEvents(); err != nil {
+			return res, err
+		}
 		res.result = r.invoke(s, st, tool, c, res.args, msg)
 		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
 		replaced, keep := r.hookAfterToolCall(s, st, c, res.result)
@@ -386,6 +399,11 @@ func (r *run) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.Too
 func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 	if rec.Idempotent {
 		return false
+	}
+	if s.needsApproval(rec.Name) {
+		if a := approvalOf(rec); a.Status != approvalApproved {
+			return false // it runs only once approved (a denied call never runs)
+		}
 	}
 	now := r.now()
 	rec.Status, rec.StartedAt = weft.CallRunning, &now

@@ -285,6 +285,7 @@ func (d *decoder) toolEntry(path string, v any) weft.ToolEntry {
 		InitAgentNameProperty:   o.str("initAgentNameProperty"),
 		Blocking:                o.boolPtr("blocking"),
 		Immediate:               o.boolPtr("immediate"),
+		Approval:                weft.Approval(o.str("approval")),
 	}
 	if raw, ok := o.get("resumable"); ok {
 		switch x := raw.(type) {
@@ -415,6 +416,7 @@ func (d *decoder) tool(name string, v any) (*weft.Tool, *weft.MCPServer) {
 		ExecutionMode:     weft.ExecutionMode(o.str("executionMode")),
 		ExecutionProvider: o.str("executionProvider"),
 		Idempotent:        o.boolean("idempotent"),
+		Approval:          weft.Approval(o.str("approval")),
 		Uses:              o.strList("uses"),
 		Timeout:           o.duration("timeout"),
 	}

@@ -112,7 +112,12 @@ func expandHeaders(h map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		out[k] = os.Expand(strings.ReplaceAll(v, "${env:", "${"), os.Getenv)
+		// An unset variable without a default expands to nothing; the provider's error names the
+		// header's effect (an authentication failure) better than a start-up error would.
+		out[k], _ = weft.ExpandEnv(v, func(name string) (string, bool, error) {
+			val, ok := os.LookupEnv(name)
+			return val, ok, nil
+		})
 	}
 	return out
 }

@@ -1,0 +1,405 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/schema"
+	"github.com/weft-agents/weft/sqlite"
+)
+
+// approvalWorld is an agent whose first reply calls the given tools in order and whose next reply
+// reports the results it sees; every tool records its runs.
+type approvalWorld struct {
+	mu    sync.Mutex
+	ran   []string
+	calls []weft.ToolCall
+}
+
+func (w *approvalWorld) registry(approval map[string]weft.Approval, entryApproval map[string]weft.Approval) *weft.Registry {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	p := &weft.Prompt{Name: "assistant", ToolDescription: "Helps.", Model: "fast", Prompt: weft.Text("You help.")}
+	for _, name := range []string{"lookup", "send_email", "refund"} {
+		reg.AddTool(&weft.Tool{Name: name, Description: "Tool " + name + ".", Approval: approval[name],
+			Args: schema.Object(schema.Field("to", schema.String())),
+			Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, args json.RawMessage) (weft.ToolResult, error) {
+				w.mu.Lock()
+				w.ran = append(w.ran, name+" "+string(args))
+				w.mu.Unlock()
+				return weft.Success(name + " done"), nil
+			})})
+		p.Tools = append(p.Tools, weft.ToolEntry{Name: name, Approval: entryApproval[name]})
+	}
+	reg.AddPrompt(p)
+	reg.AddAgent(&weft.Agent{Name: "assistant", SideA: weft.AgentSide{Prompt: "assistant"}})
+	return reg
+}
+
+func (w *approvalWorld) model() weft.Provider {
+	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == weft.RoleUser && (last.Text() == "Do it." || last.Text() == "Go") {
+			return &weft.Response{ToolCalls: w.calls}, nil
+		}
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == weft.RoleTool {
+				results = append(results, m.Text())
+			}
+		}
+		return &weft.Response{Text: "Results: " + strings.Join(results, " | ")}, nil
+	})
+}
+
+func (w *approvalWorld) runs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ran)
+}
+
+func call(id, name, to string) weft.ToolCall {
+	return weft.ToolCall{ID: id, Name: name, Arguments: `{"to":"` + to + `"}`}
+}
+
+func lastText(t *testing.T, st weft.Store, threadID string) string {
+	t.Helper()
+	msgs, err := st.Messages(context.Background(), threadID, weft.MessageQuery{Desc: true, Limit: 1})
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("messages: %v", err)
+	}
+	return msgs[0].Content
+}
+
+// TestApproval: calls that need approval park the run (awaiting_approval, one event per call,
+// nothing run), calls before them run first and calls after them wait, and the run resumes once
+// every waiting call is decided: approved calls run once with the approved arguments, denied ones
+// become error results the model reads.
+func TestApproval(t *testing.T) {
+	required := map[string]weft.Approval{"send_email": weft.ApprovalRequired, "refund": weft.ApprovalRequired}
+	cases := []struct {
+		name      string
+		calls     []weft.ToolCall
+		decisions []struct {
+			id string
+			d  engine.Decision
+		}
+		wantWaiting []string // call ids awaiting after the first run
+		wantRanMid  []string // tools run before the decisions
+		wantRan     []string
+		wantAnswer  string
+	}{
+		{name: "approve",
+			calls: []weft.ToolCall{call("c1", "send_email", "ann@example.com")},
+			decisions: []struct {
+				id string
+				d  engine.Decision
+			}{{"c1", engine.Decision{Approve: true, By: "alice"}}},
+			wantWaiting: []string{"c1"},
+			wantRan:     []string{`send_email {"to":"ann@example.com"}`},
+			wantAnswer:  "Results: send_email done"},
+		{name: "approve_with_edited_arguments",
+			calls: []weft.ToolCall{call("c1", "send_email", "everyone@example.com")},
+			decisions: []struct {
+				id string
+				d  engine.Decision
+			}{{"c1", engine.Decision{Approve: true, Arguments: json.RawMessage(`{"to":"ann@example.com"}`)}}},
+			wantWaiting: []string{"c1"},
+			wantRan:     []string{`send_email {"to":"ann@example.com"}`},
+			wantAnswer:  "Results: send_email done"},
+		{name: "deny",
+			calls: []weft.ToolCall{call("c1", "refund", "bob")},
+			decisions: []struct {
+				id string
+				d  engine.Decision
+			}{{"c1", engine.Decision{Reason: "refunds need a ticket"}}},
+			wantWaiting: []string{"c1"},
+			wantAnswer:  "Results: Failed to execute tool: denied: refunds need a ticket"},
+		{name: "two_waiting_decided_in_reverse_order",
+			calls: []weft.ToolCall{call("c1", "send_email", "a"), call("c2", "refund", "b")},
+			decisions: []struct {
+				id string
+				d  engine.Decision
+			}{{"c2", engine.Decision{Approve: true}}, {"c1", engine.Decision{Reason: "no"}}},
+			wantWaiting: []string{"c1", "c2"},
+			wantRan:     []string{`refund {"to":"b"}`},
+			wantAnswer:  "Results: Failed to execute tool: denied: no | refund done"},
+		{name: "order_kept_around_a_waiting_call",
+			calls: []weft.ToolCall{call("c1", "lookup", "x"), call("c2", "send_email", "y"), call("c3", "lookup", "z")},
+			decisions: []struct {
+				id string
+				d  engine.Decision
+			}{{"c2", engine.Decision{Approve: true}}},
+			wantWaiting: []string{"c2"},
+			wantRanMid:  []string{`lookup {"to":"x"}`},
+			wantRan:     []string{`lookup {"to":"x"}`, `send_email {"to":"y"}`, `lookup {"to":"z"}`},
+			wantAnswer:  "Results: lookup done | send_email done | lookup done"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &approvalWorld{calls: tc.calls}
+			var events []engine.Event
+			var evMu sync.Mutex
+			eng, st := newEngine(t, w.registry(required, nil), w.model(), func(ev engine.Event) {
+				evMu.Lock()
+				events = append(events, ev)
+				evMu.Unlock()
+			})
+			ctx := context.Background()
+			th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Do it."}})
+			if err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+				t.Fatalf("first run: %+v %v", res, err)
+			}
+			got, _ := st.Thread(ctx, th.ID)
+			if got.Status != weft.ThreadAwaitingApproval {
+				t.Errorf("status %s", got.Status)
+			}
+			pending, _ := eng.PendingApprovals(ctx, th.ID)
+			var ids []string
+			for _, p := range pending {
+				ids = append(ids, p.CallID)
+			}
+			if !slices.Equal(ids, tc.wantWaiting) {
+				t.Errorf("waiting %v, want %v", ids, tc.wantWaiting)
+			}
+			var announced []string
+			for _, ev := range events {
+				if ev.Type == "approval_required" {
+					announced = append(announced, ev.Data["call_id"].(string))
+				}
+			}
+			if !slices.Equal(announced, tc.wantWaiting) {
+				t.Errorf("approval_required events for %v", announced)
+			}
+			if got := w.runs(); !slices.Equal(got, tc.wantRanMid) {
+				t.Errorf("ran before the decisions: %v, want %v", got, tc.wantRanMid)
+			}
+			// A message posted meanwhile waits for the decisions.
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Any news?"}}); err != nil {
+				t.Fatal(err)
+			}
+			for i, dc := range tc.decisions {
+				ready, err := eng.Decide(ctx, th.ID, dc.id, dc.d)
+				if err != nil {
+					t.Fatalf("Decide %s: %v", dc.id, err)
+				}
+				if want := i == len(tc.decisions)-1; ready != want {
+					t.Errorf("Decide %s: ready %v, want %v", dc.id, ready, want)
+				}
+			}
+			res, err = eng.Ask(ctx, th.ID, engine.Input{})
+			if err != nil || len(res.Stops) == 0 || res.Stops[0].Reason != weft.StopOnResponse {
+				t.Fatalf("after the decisions: %+v %v", res, err)
+			}
+			if got := w.runs(); !slices.Equal(got, tc.wantRan) {
+				t.Errorf("ran %v, want %v", got, tc.wantRan)
+			}
+			msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: 100})
+			var answers []string
+			for _, m := range msgs {
+				if m.Role == weft.RoleAssistant && m.Content != "" {
+					answers = append(answers, m.Content)
+				}
+			}
+			if len(answers) == 0 || answers[0] != tc.wantAnswer {
+				t.Errorf("answers %q, want first %q", answers, tc.wantAnswer)
+			}
+			// The decisions stay on the call records.
+			recs, _ := st.ToolCalls(ctx, th.ID)
+			for _, dc := range tc.decisions {
+				for _, rec := range recs {
+					if rec.CallID == dc.id && (rec.Status != weft.CallDone || !strings.Contains(string(rec.Meta), `"approval"`)) {
+						t.Errorf("record %s: %s %s", rec.CallID, rec.Status, rec.Meta)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDecideRefusals: an unknown call, a decided call, a call that needs no approval and edited
+// arguments that fail the schema are refused with clear codes; the call keeps waiting.
+func TestDecideRefusals(t *testing.T) {
+	w := &approvalWorld{calls: []weft.ToolCall{call("c1", "send_email", "a")}}
+	eng, _ := newEngine(t, w.registry(map[string]weft.Approval{"send_email": weft.ApprovalRequired}, nil), w.model(), nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := eng.Decide(ctx, th.ID, "c404", engine.Decision{Approve: true})
+	if weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("unknown call: %v", err)
+	}
+	_, err = eng.Decide(ctx, th.ID, "c1", engine.Decision{Approve: true, Arguments: json.RawMessage(`{"to": 42}`)})
+	if weft.ErrorCode(err) != weft.EInvalid || !strings.Contains(err.Error(), "/to") {
+		t.Errorf("edited arguments against the schema: %v", err)
+	}
+	_, err = eng.Decide(ctx, th.ID, "c1", engine.Decision{Approve: true, Arguments: json.RawMessage(`[1]`)})
+	if weft.ErrorCode(err) != weft.EInvalid {
+		t.Errorf("edited arguments not an object: %v", err)
+	}
+	if p, _ := eng.PendingApprovals(ctx, th.ID); len(p) != 1 {
+		t.Fatalf("the call stopped waiting after refused decisions: %v", p)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "c1", engine.Decision{Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = eng.Decide(ctx, th.ID, "c1", engine.Decision{Approve: true})
+	if weft.ErrorCode(err) != weft.EConflict || !strings.Contains(err.Error(), "already denied") {
+		t.Errorf("second decision: %v", err)
+	}
+	if len(w.runs()) != 0 {
+		t.Errorf("ran: %v", w.runs())
+	}
+}
+
+// TestApprovalNeverChangesRequests: with every tool set to approval never, or to nothing, the
+// model is sent exactly the same requests, and an entry's setting overrides the tool's.
+func TestApprovalNeverChangesRequests(t *testing.T) {
+	capture := func(tools, entries map[string]weft.Approval) ([]string, weft.StopReason) {
+		w := &approvalWorld{calls: []weft.ToolCall{call("c1", "lookup", "x"), call("c2", "send_email", "y")}}
+		var reqs []string
+		reg := w.registry(tools, entries)
+		if d := reg.Validate(); d.HasErrors() {
+			t.Fatal(d.Err())
+		}
+		st, err := memstore.New(memstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: w.model(), OnRequest: func(r *weft.Request) {
+			b, _ := json.Marshal(r.Messages)
+			tb, _ := json.Marshal(r.Tools)
+			reqs = append(reqs, string(b)+string(tb))
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+		res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Call ids are fixed by the model; message ids differ, so compare the texts sent.
+		return reqs, res.Last().Reason
+	}
+	plain, r1 := capture(nil, nil)
+	never, r2 := capture(map[string]weft.Approval{"lookup": weft.ApprovalNever, "send_email": weft.ApprovalNever}, nil)
+	if r1 != weft.StopOnResponse || r2 != weft.StopOnResponse || !slices.Equal(plain, never) {
+		t.Errorf("approval never changed the run: %s %s\n%v\n%v", r1, r2, plain, never)
+	}
+	overridden, r3 := capture(map[string]weft.Approval{"send_email": weft.ApprovalRequired}, map[string]weft.Approval{"send_email": weft.ApprovalNever})
+	if r3 != weft.StopOnResponse || !slices.Equal(plain, overridden) {
+		t.Errorf("entry never over tool required: %s", r3)
+	}
+	_, r4 := capture(nil, map[string]weft.Approval{"lookup": weft.ApprovalRequired})
+	if r4 != weft.StopAwaitingApproval {
+		t.Errorf("entry required over no setting: %s", r4)
+	}
+}
+
+// TestApprovalSurvivesRestart: a decision stored before a restart is carried out by the next
+// process exactly once; a denied call never runs; a call that waits keeps waiting across it.
+func TestApprovalSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.db")
+	key := make([]byte, 32)
+	open := func() weft.Store {
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	w := &approvalWorld{calls: []weft.ToolCall{call("c1", "send_email", "a"), call("c2", "refund", "b")}}
+	reg := w.registry(map[string]weft.Approval{"send_email": weft.ApprovalRequired, "refund": weft.ApprovalRequired}, nil)
+	ctx := context.Background()
+
+	st := open()
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: w.model()})
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	st.Close() // "crash" while waiting
+
+	st = open()
+	eng, _ = engine.New(engine.Options{Registry: reg, Store: st, Override: w.model()})
+	if p, _ := eng.PendingApprovals(ctx, th.ID); len(p) != 2 {
+		t.Fatalf("waiting after a restart: %v", p)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "c1", engine.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "c2", engine.Decision{Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // "crash" after the decisions were stored, before anything ran
+
+	st = open()
+	defer st.Close()
+	eng, _ = engine.New(engine.Options{Registry: reg, Store: st, Override: w.model()})
+	// RecoverAll does not continue a parked thread by itself; the decisions' continue does.
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil { // a second continue runs nothing twice
+		t.Fatal(err)
+	}
+	if got := w.runs(); !slices.Equal(got, []string{`send_email {"to":"a"}`}) {
+		t.Errorf("ran %v", got)
+	}
+	if got := lastText(t, st, th.ID); got != "Results: send_email done | Failed to execute tool: denied: no" {
+		t.Errorf("answer %q", got)
+	}
+}
+
+// TestApprovedCallRunsOnce: an approved call that needs no idempotence is marked running before
+// it runs (a crash then answers it as interrupted instead of running it again), and a second
+// continue does not run it again.
+func TestApprovedCallRunsOnce(t *testing.T) {
+	w := &approvalWorld{calls: []weft.ToolCall{call("c1", "refund", "bob")}}
+	reg := w.registry(map[string]weft.Approval{"refund": weft.ApprovalRequired}, nil)
+	var statusWhileRunning weft.CallStatus
+	var st weft.Store
+	tl, _ := reg.Tool("refund")
+	inner := tl.Execute
+	tl.Execute = weft.ToolFunc(func(ctx context.Context, s weft.State, args json.RawMessage) (weft.ToolResult, error) {
+		recs, _ := st.ToolCalls(ctx, s.ThreadID())
+		for _, rec := range recs {
+			if rec.CallID == "c1" {
+				statusWhileRunning = rec.Status
+			}
+		}
+		return inner.Call(ctx, s, args)
+	})
+	eng, store := newEngine(t, reg, w.model(), nil)
+	st = store
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "c1", engine.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if statusWhileRunning != weft.CallRunning || len(w.runs()) != 1 {
+		t.Errorf("status while running %q, runs %v", statusWhileRunning, w.runs())
+	}
+}
