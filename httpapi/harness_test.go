@@ -85,7 +85,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.gate {
 		model.gate = make(chan struct{})
 	}
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, OnEvent: hub.Publish})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, OnEvent: hub.Publish, RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}

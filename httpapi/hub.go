@@ -16,8 +16,8 @@ const hubBuffer = 1024
 // ErrSlowSubscriber ends a subscription that fell more than its buffer behind.
 var ErrSlowSubscriber = errors.New("the subscriber fell too far behind")
 
-// Hub fans the engine's events out to subscribers in this process: the global event stream, and
-// the per-thread streams while the engine offers no stored replay. Publish never blocks.
+// Hub fans the engine's events out to subscribers in this process (the global event stream).
+// Publish never blocks.
 type Hub struct {
 	mu   sync.Mutex
 	subs map[*hubSub]struct{}
@@ -94,10 +94,4 @@ func (h *Hub) Watch(ctx context.Context, match func(engine.Event) bool) iter.Seq
 			}
 		}
 	}
-}
-
-// Subscribe yields the thread's live events (those of its tree's descendants included) from now
-// on; after is ignored, as the hub keeps nothing.
-func (h *Hub) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error] {
-	return h.Watch(ctx, func(ev engine.Event) bool { return ev.ThreadID == threadID })
 }

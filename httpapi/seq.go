@@ -2,5 +2,5 @@ package httpapi
 
 import "github.com/weft-agents/weft/engine"
 
-// seqOf is an event's per-thread cursor; 0 for events that are not kept (live-only).
-func seqOf(ev engine.Event) int64 { return 0 }
+// seqOf is an event's per-thread cursor; 0 for events that are not kept (streamed deltas).
+func seqOf(ev engine.Event) int64 { return ev.Seq }

@@ -33,7 +33,8 @@ type Options struct {
 	NoAuth bool
 	// AdminKey, when set, is an extra key with every right (WEFT_ADMIN_KEY).
 	AdminKey string
-	// Events is the per-thread event source of the streams; nil = the Hub.
+	// Events is the per-thread event source of the streams; nil = the engine's Subscribe, which
+	// replays the events a reconnecting client missed when the engine records events.
 	Events EventSource
 	// Hub receives every engine event (wire Options.OnEvent to Hub.Publish); it feeds the global
 	// event stream. Required.
@@ -74,7 +75,7 @@ func New(o Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.events == nil {
-		s.events = o.Hub
+		s.events = engineEvents{s}
 	}
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -86,6 +87,13 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 
 // Handler returns the API's handler with request logging and panic recovery.
 func (s *Server) Handler() http.Handler { return s.logRequests(s.mux) }
+
+// engineEvents subscribes through the server's current engine.
+type engineEvents struct{ s *Server }
+
+func (e engineEvents) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error] {
+	return e.s.engine().Subscribe(ctx, threadID, after)
+}
 
 func (s *Server) engine() *engine.Engine {
 	if s.opt.EngineFunc != nil {

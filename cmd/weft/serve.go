@@ -120,7 +120,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	hub := httpapi.NewHub()
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish}
+			OnEvent: hub.Publish, RecordEvents: true}
 		if script != nil {
 			opt.Override = script
 		}
