@@ -117,10 +117,16 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return exit(exitUsage, fmt.Errorf("--db %s keeps no users and keys; use a SQLite file or --no-auth", redactDSN(f.db)))
 	}
 
+	var leaseTTL time.Duration
+	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
+		if leaseTTL, err = time.ParseDuration(v); err != nil || leaseTTL <= 0 {
+			return exit(exitUsage, fmt.Errorf("WEFT_LEASE_TTL=%q: want a positive duration such as 30s", v))
+		}
+	}
 	hub := httpapi.NewHub()
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish, RecordEvents: true}
+			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL}
 		if script != nil {
 			opt.Override = script
 		}

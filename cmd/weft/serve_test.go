@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -283,7 +284,7 @@ func TestServeEndToEnd(t *testing.T) {
 			break
 		}
 	}
-	want := "run_started step_started llm_request llm_response message message tool_started message tool_completed step_completed step_started llm_request llm_response message run_stopped"
+	want := "thread_created run_started step_started llm_request message llm_response message tool_started message tool_completed step_completed step_started llm_request llm_response message run_stopped"
 	if strings.Join(sseTypes, " ") != want || strings.Join(wsTypes, " ") != want {
 		t.Fatalf("events\n sse %v\n  ws %v\nwant %s", sseTypes, wsTypes, want)
 	}
@@ -344,4 +345,84 @@ func TestServeNoAuthOnlyOnLoopback(t *testing.T) {
 	s.stop()
 }
 
+// TestServeResumeAcrossRestart: a subscriber watches a run, the server is killed (SIGKILL) in the
+// middle of it and started again; the run resumes on its own, and the subscriber, reconnecting
+// with the cursor of the last event it received, gets every recorded event of the thread exactly
+// once, in order, through the run's end.
+func TestServeResumeAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	key := createKey(t, dir, db, "alice")
+	script := filepath.Join(dir, "slow.script.yaml")
+	os.WriteFile(script, []byte(`version: 1
+options: {real_time: true}
+responses:
+  - match: {prompt: chat}
+    delay: 1500ms
+    tool_calls:
+      - {name: echo, arguments: {text: ping}}
+  - match: {prompt: chat}
+    text: Done.
+`), 0o644)
+	args := []string{"--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script}
+	s := startServer(t, dir, []string{"WEFT_LEASE_TTL=1s"}, args...)
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", key, `{"agent":"chat"}`, 201, &created)
+	path := "/api/threads/" + created.Thread.ID + "/events"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := openSSE(t, ctx, s.base+path, key, "")
+	s.must("POST", "/api/threads/"+created.Thread.ID+"/messages", key, `{"content":"hello"}`, 202, nil)
+	seen := framesUntil(t, first, "llm_request")
+	// The model call is under way (it answers after 1.5s): kill the server now.
+	s.cmd.Process.Kill()
+	<-s.done
+	for f := range first {
+		seen = append(seen, f)
+	}
+	var kept []sseFrame
+	for _, f := range seen {
+		if f.id != "" {
+			kept = append(kept, f)
+		}
+	}
+	last := kept[len(kept)-1].id
 
+	// The killed process's lease lapses (WEFT_LEASE_TTL) before the restart: the engine's
+	// recovery at start skips a thread whose lease is still held.
+	time.Sleep(1500 * time.Millisecond)
+	s2 := startServer(t, dir, []string{"WEFT_LEASE_TTL=1s"}, args...)
+	again := framesUntil(t, openSSE(t, ctx, s2.base+path, key, last), "run_stopped")
+	for _, f := range again {
+		if f.id != "" {
+			kept = append(kept, f)
+		}
+	}
+	all := framesUntil(t, openSSE(t, ctx, s2.base+path, key, ""), "run_stopped")
+	var want []string
+	for _, f := range all {
+		if f.id != "" {
+			want = append(want, f.id+" "+f.typ)
+		}
+	}
+	var got []string
+	for i, f := range kept {
+		got = append(got, f.id+" "+f.typ)
+		if f.id != strconv.Itoa(i+1) {
+			t.Fatalf("cursor %s at position %d: a gap or a repeat\n%v", f.id, i+1, got)
+		}
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("across the restart\n got %v\nwant %v", got, want)
+	}
+	var thread struct{ Status, StopReason string }
+	s2.must("GET", "/api/threads/"+created.Thread.ID, key, "", 200, &thread)
+	var msgs struct{ Total int }
+	s2.must("GET", "/api/threads/"+created.Thread.ID+"/messages", key, "", 200, &msgs)
+	if msgs.Total != 4 {
+		t.Fatalf("after the restart the thread has %d messages, want 4 (user, call, result, reply)", msgs.Total)
+	}
+	s2.stop()
+}
