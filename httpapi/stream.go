@@ -142,18 +142,30 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 }
 
 // globalSSE streams thread_created, thread_updated and thread_deleted of the threads the caller
-// may see.
+// may see; a run starting or stopping updates its thread.
 func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal) error {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	kinds := map[string]bool{"thread_created": true, "thread_updated": true, "thread_deleted": true}
-	events, errc := pump(ctx, s.opt.Hub.Watch(ctx, func(ev engine.Event) bool { return kinds[ev.Type] }))
+	kinds := map[string]bool{"thread_created": true, "thread_updated": true, "thread_deleted": true,
+		"run_started": true, "run_stopped": true}
+	watch := s.opt.Hub.Watch(ctx, func(ev engine.Event) bool { return kinds[ev.Type] })
+	renamed := func(yield func(engine.Event, error) bool) {
+		for ev, err := range watch {
+			if ev.Type == "run_started" || ev.Type == "run_stopped" {
+				ev = engine.Event{Type: "thread_updated", ThreadID: ev.ThreadID, RootID: ev.RootID}
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+	events, errc := pump(ctx, renamed)
 	visible := func(ev engine.Event) bool {
 		if p.admin {
 			return true
 		}
 		if ev.Type == "thread_deleted" {
-			return false // the thread is gone; its owner cannot be checked any more
+			return ev.Data["user_id"] == p.userID // the thread is gone: its event names its owner
 		}
 		_, err := s.visibleThread(ctx, p, ev.ThreadID)
 		return err == nil

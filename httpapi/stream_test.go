@@ -172,6 +172,17 @@ func TestGlobalEvents(t *testing.T) {
 	if len(got) != 1 || got[0].data["thread_id"] != mine {
 		t.Fatalf("alice's global stream: %v", got)
 	}
+	e.json("POST", "/api/threads/"+mine+"/messages", e.alice, map[string]any{"content": "hello"}, 202, nil)
+	got = until(t, events, "thread_updated", 5*time.Second)
+	if got[len(got)-1].data["thread_id"] != mine {
+		t.Fatalf("thread_updated of %v", got[len(got)-1].data)
+	}
+	until(t, events, "thread_updated", 5*time.Second) // the run's stop
+	e.json("DELETE", "/api/threads/"+mine, e.alice, nil, 204, nil)
+	got = until(t, events, "thread_deleted", 5*time.Second)
+	if got[len(got)-1].data["thread_id"] != mine {
+		t.Fatalf("thread_deleted of %v", got[len(got)-1].data)
+	}
 }
 
 // TestAbandonedStreams opens 1,000 streams (SSE and WebSocket) and abandons them — closed

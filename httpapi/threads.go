@@ -283,7 +283,11 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, p *princip
 	if err := eng.Store().DeleteThread(r.Context(), t.ID); err != nil {
 		return err
 	}
-	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID})
+	owner := t.UserID
+	if !p.admin {
+		owner = p.userID // a user deletes only threads of its own trees
+	}
+	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: map[string]any{"user_id": owner}})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
