@@ -38,6 +38,16 @@ func (f *fakeModel) Call(ctx context.Context, req *weft.Request, onChunk func(we
 		}
 	}
 	last := req.Messages[len(req.Messages)-1]
+	switch req.Prompt {
+	case "boss":
+		if last.Role == weft.RoleUser && last.Content == "please review" {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "review", Arguments: `{"message":"Draft: x"}`}},
+				FinishReason: "tool_calls"}, nil
+		}
+		return &weft.Response{Text: "Noted.", FinishReason: "stop"}, nil
+	case "reviewer":
+		return &weft.Response{Text: "Looks fine.", FinishReason: "stop"}, nil
+	}
 	if last.Role == weft.RoleUser {
 		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "echo", Arguments: `{"text":"ping"}`}},
 			FinishReason: "tool_calls"}, nil

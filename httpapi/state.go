@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/weft-agents/weft"
 )
@@ -215,7 +216,8 @@ func (s *Server) getCost(w http.ResponseWriter, r *http.Request, p *principal) e
 	return nil
 }
 
-// listSubagents lists the thread's child threads (the subagents it created).
+// listSubagents lists the registry rows of the thread's subagents: how each was started (agent,
+// label, owner side, blocking, resumable) with its current status.
 func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request, p *principal) error {
 	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
 	if err != nil {
@@ -225,13 +227,39 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	rows := make([]map[string]any, len(kids))
-	for i, k := range kids {
-		rows[i] = map[string]any{"thread_id": k.ID, "agent": k.Agent, "label": k.Label, "status": k.Status,
-			"stop_reason": k.StopReason, "created_at": k.CreatedAt}
+	rows := make([]map[string]any, 0, len(kids))
+	for _, k := range kids {
+		row := map[string]any{}
+		if stored, ok := k.Properties["weft.subagent"].(map[string]any); ok {
+			for key, v := range stored {
+				row[key] = v
+			}
+		}
+		row["reference"], row["parent_thread_id"], row["agent"] = k.ID, t.ID, k.Agent
+		if _, ok := row["label"]; !ok {
+			row["label"] = k.Label
+		}
+		if _, ok := row["status"]; !ok || k.Status == weft.ThreadTerminated {
+			row["status"] = subagentStatus(k)
+		}
+		row["created_at"], row["updated_at"] = k.CreatedAt, k.UpdatedAt
+		rows = append(rows, row)
 	}
 	writeJSON(w, http.StatusOK, rows)
 	return nil
+}
+
+// subagentStatus is a child's registry status: running, idle, failed or terminated.
+func subagentStatus(k *weft.Thread) string {
+	switch {
+	case k.Status == weft.ThreadRunning:
+		return "running"
+	case k.Status == weft.ThreadTerminated:
+		return "terminated"
+	case strings.Contains(string(k.StopReason), "error") || strings.Contains(string(k.StopReason), "fail"):
+		return "failed"
+	}
+	return "idle"
 }
 
 // envRow is a variable as the API shows it: a value only when its type is text.
@@ -571,6 +599,6 @@ func (s *Server) provideEnv(w http.ResponseWriter, r *http.Request, p *principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
