@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,12 +38,30 @@ func chatScript(t *testing.T, n int) string {
 	return p
 }
 
+// syncBuffer is a bytes.Buffer safe for the process's writer and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // server is a running weft serve process.
 type server struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	base   string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
 }
 
@@ -56,7 +75,7 @@ func startServer(t *testing.T, dir string, env []string, args ...string) *server
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	s := &server{t: t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -425,4 +444,50 @@ responses:
 		t.Fatalf("after the restart the thread has %d messages, want 4 (user, call, result, reply)", msgs.Total)
 	}
 	s2.stop()
+}
+
+// TestServeWatch: --watch picks up a new agent; an invalid change is logged and the previous
+// definitions stay.
+func TestServeWatch(t *testing.T) {
+	dir := t.TempDir()
+	project := filepath.Join(dir, "agents")
+	if err := os.CopyFS(project, os.DirFS(repo("httpapi/testdata/agents"))); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, dir, nil, "--dir", project, "--db", filepath.Join(dir, "w.db"), "--no-auth", "--watch")
+	names := func() string {
+		var agents []struct{ Name string }
+		s.must("GET", "/api/agents", "", "", 200, &agents)
+		var n []string
+		for _, a := range agents {
+			n = append(n, a.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := names(); got != "boss,chat,review,vault" {
+		t.Fatalf("agents %s", got)
+	}
+	waitFor := func(want string) {
+		deadline := time.Now().Add(15 * time.Second)
+		for names() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("agents %s, want %s\n%s", names(), want, s.stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	os.WriteFile(filepath.Join(project, "agents", "echoer.yaml"), []byte("name: echoer\ntype: ai_human\nsideA: {prompt: chat}\n"), 0o644)
+	waitFor("boss,chat,echoer,review,vault")
+	os.WriteFile(filepath.Join(project, "agents", "broken.yaml"), []byte("name: broken\ntype: ai_human\nsideA: {prompt: nowhere}\n"), 0o644)
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(s.stderr.String(), "definitions reload refused") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal logged:\n%s", s.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := names(); got != "boss,chat,echoer,review,vault" {
+		t.Fatalf("after an invalid change the agents are %s", got)
+	}
+	s.stop()
 }
