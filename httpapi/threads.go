@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -187,12 +188,55 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": len(msgs), "children": children})
+	seq, err := lastEventSeq(r.Context(), st, t.ID)
+	if err != nil {
+		return err
+	}
+	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": len(msgs), "children": children,
+		"event_seq": seq})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// lastEventSeq returns the cursor of the thread's newest recorded event (0 when none): a stream
+// opened with ?after= it sees only what happens from now on. It probes the log with single-event
+// reads, doubling then halving, so it costs a few reads however long the log is.
+func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, error) {
+	exists := func(after int64) (bool, error) {
+		evs, err := st.Events(ctx, threadID, after, 1)
+		return len(evs) > 0, err
+	}
+	lo, hi := int64(0), int64(1) // an event after lo exists (or lo = 0); none after hi is unknown yet
+	for {
+		ok, err := exists(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	if ok, err := exists(lo); err != nil || !ok {
+		return lo, err // lo = 0 with an empty log
+	}
+	// An event after lo exists, none after hi: the newest is in (lo, hi].
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := exists(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
 }
 
 // merge returns v's JSON object with extra keys added.

@@ -491,3 +491,65 @@ func TestServeWatch(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestCLIAgainstServer: run, threads and logs behave against a server (--server, --api-key or
+// WEFT_SERVER, WEFT_API_KEY) as against a local store; run streams the reply.
+func TestCLIAgainstServer(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	key := createKey(t, dir, db, "alice")
+	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", chatScript(t, 3))
+	remote := []string{"--server", s.base, "--api-key", key}
+
+	out, errOut, code := runWeft(t, dir, append([]string{"run", "chat", "hello", "--env", "TOKEN=" + e2eSecret}, remote...)...)
+	if code != 0 || strings.TrimSpace(out) != "Done. The token was [redacted], all good." || !strings.Contains(errOut, "thread thr_") {
+		t.Fatalf("run: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	id := strings.TrimSpace(errOut[strings.Index(errOut, "thread thr_")+len("thread "):])
+	// Continuing the thread streams only the new turn.
+	out, errOut, code = runWeft(t, dir, append([]string{"run", "chat", "again", "--thread", id}, remote...)...)
+	if code != 0 || strings.TrimSpace(out) != "Done. The token was [redacted], all good." {
+		t.Fatalf("run --thread: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+
+	cmd := exec.Command(binary, "threads", "list")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WEFT_SERVER="+s.base, "WEFT_API_KEY="+key, "WEFT_DB="+filepath.Join(dir, "none.db"))
+	listed, err := cmd.Output()
+	if err != nil || !strings.Contains(string(listed), id) || !strings.Contains(string(listed), "chat") {
+		t.Fatalf("threads list from the environment: %v\n%s", err, listed)
+	}
+	out, _, code = runWeft(t, dir, append([]string{"threads", "show", id}, remote...)...)
+	if code != 0 || strings.Count(out, "user: ") != 2 || !strings.Contains(out, "→ echo(") || strings.Contains(out, e2eSecret) {
+		t.Fatalf("threads show: exit %d\n%s", code, out)
+	}
+	out, _, code = runWeft(t, dir, append([]string{"logs", id}, remote...)...)
+	if code != 0 || !strings.Contains(out, "4 calls, total cost $") {
+		t.Fatalf("logs: exit %d\n%s", code, out)
+	}
+	// The same commands against the server and against its database print the same.
+	for _, args := range [][]string{{"logs", id}, {"logs", id, "--full"}, {"threads", "show", id}} {
+		viaServer, _, code1 := runWeft(t, dir, append(args, remote...)...)
+		local, _, code2 := runWeft(t, dir, append(args, "--db", db)...)
+		if code1 != 0 || code2 != 0 || viaServer != local || strings.Contains(viaServer, e2eSecret) {
+			t.Fatalf("%v: exit %d/%d\nserver:\n%s\nlocal:\n%s", args, code1, code2, viaServer, local)
+		}
+	}
+	_, errOut, code = runWeft(t, dir, append([]string{"threads", "show", "thr_missing"}, remote...)...)
+	if code != exitUsage || !strings.Contains(errOut, "not found") {
+		t.Fatalf("unknown thread: exit %d %s", code, errOut)
+	}
+	_, errOut, code = runWeft(t, dir, "threads", "list", "--server", s.base, "--api-key", "wft_wrong")
+	if code != exitUsage || !strings.Contains(errOut, "invalid API key") {
+		t.Fatalf("bad key: exit %d %s", code, errOut)
+	}
+	_, errOut, code = runWeft(t, dir, append([]string{"run", "vault", "hi"}, remote...)...)
+	if code != exitCreation || !strings.Contains(errOut, "VAULT_KEY") {
+		t.Fatalf("missing variables: exit %d %s", code, errOut)
+	}
+	out, _, code = runWeft(t, dir, append([]string{"threads", "delete", id}, remote...)...)
+	if code != 0 || !strings.Contains(out, "deleted "+id) {
+		t.Fatalf("threads delete: exit %d %s", code, out)
+	}
+	s.stop()
+}
