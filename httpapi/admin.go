@@ -42,6 +42,32 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request, p *principal) 
 	return nil
 }
 
+// agentVariables lists the required and optional variables of an agent's graph (never values).
+func (s *Server) agentVariables(w http.ResponseWriter, r *http.Request, p *principal) error {
+	vars, err := s.engine().AgentVariables(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	var required, optional []map[string]any
+	for _, v := range vars {
+		row := map[string]any{"name": v.Name, "type": v.Type, "description": v.Description, "scoped": v.Scoped,
+			"declared_by": v.DeclaredBy, "has_default": v.HasDefault}
+		if v.Required {
+			required = append(required, row)
+		} else {
+			optional = append(optional, row)
+		}
+	}
+	if required == nil {
+		required = []map[string]any{}
+	}
+	if optional == nil {
+		optional = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": r.PathValue("name"), "required": required, "optional": optional})
+	return nil
+}
+
 // listNames lists the names (and sources) of one kind of definition.
 func (s *Server) listNames(kind string) handler {
 	return func(w http.ResponseWriter, r *http.Request, p *principal) error {

@@ -276,6 +276,20 @@ func TestUsersAndKeys(t *testing.T) {
 	if len(agents) != 4 || agents[1]["name"] != "chat" {
 		t.Fatalf("agents %v", agents)
 	}
+	var vars struct {
+		Required []map[string]any `json:"required"`
+		Optional []map[string]any `json:"optional"`
+	}
+	e.json("GET", "/api/variables/agents/vault", e.alice, nil, 200, &vars)
+	if len(vars.Required) != 1 || vars.Required[0]["name"] != "VAULT_KEY" || vars.Required[0]["type"] != "secret" {
+		t.Fatalf("vault's variables %+v", vars)
+	}
+	// A subagent's scoped variables are asked for when it is created, not with its parent's.
+	e.json("GET", "/api/variables/agents/boss", e.alice, nil, 200, &vars)
+	if len(vars.Required) != 0 {
+		t.Fatalf("boss's variables %+v", vars)
+	}
+	e.json("GET", "/api/variables/agents/nobody", e.alice, nil, 404, nil)
 }
 
 // TestHealth needs no key; readiness follows SetReady.

@@ -60,6 +60,7 @@ func (s *Server) routes() {
 
 	s.handle("GET /api/agents", s.listAgents)
 	s.handle("GET /api/agents/{name}", s.getAgent)
+	s.handle("GET /api/variables/agents/{name}", s.agentVariables)
 	s.handle("GET /api/prompts", admin(s.listNames("prompt")))
 	s.handle("GET /api/prompts/{name}", admin(s.getDefinition("prompt")))
 	s.handle("GET /api/models", admin(s.listNames("model")))
