@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -149,14 +148,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	// Streams end when the server shuts down: their requests' context is this one.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-	srv := &http.Server{
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := api.HTTPServer(baseCtx, httpapi.Limits{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
