@@ -89,6 +89,9 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		level = "info"
 	}
 	log := newFormatLogger(level, f.logFormat, os.Stderr)
+	// The watch compares against the files as they were before loading, so no change made after
+	// is missed.
+	stamp := treeStamp(g.dir)
 	reg, err := loadProject(g.dir)
 	if err != nil {
 		return err
@@ -156,7 +159,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "weft: serving http://%s/api\n", ln.Addr())
 
 	if f.watch {
-		go watchDefinitions(ctx, g.dir, log, func(reg *weft.Registry) error {
+		go watchDefinitions(ctx, g.dir, stamp, log, func(reg *weft.Registry) error {
 			e, err := newEngine(reg)
 			if err != nil {
 				return err
@@ -229,10 +232,9 @@ func (s *scheduler) stop() {
 	<-s.done
 }
 
-// watchDefinitions reloads the definitions when a file under dir changes (checked every second);
-// an invalid set is logged and the old one kept.
-func watchDefinitions(ctx context.Context, dir string, log *slog.Logger, apply func(*weft.Registry) error) {
-	last := treeStamp(dir)
+// watchDefinitions reloads the definitions when a file under dir changes from the stamp last
+// (checked every second); an invalid set is logged and the old one kept.
+func watchDefinitions(ctx context.Context, dir, last string, log *slog.Logger, apply func(*weft.Registry) error) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
