@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -370,7 +372,18 @@ func (b *messageBody) toNew() (weft.NewMessage, error) {
 		if mt == "" {
 			mt = http.DetectContentType(a.Data)
 		}
-		m.Attachments = append(m.Attachments, weft.ToolAttachment{Name: a.Name, MimeType: mt, Data: a.Data})
+		att := weft.ToolAttachment{Name: a.Name, MimeType: mt, Data: a.Data}
+		if isImage(mt, a.Data) {
+			data, fitted, w, h, err := fitImage(a.Data, mt)
+			if err != nil {
+				return weft.NewMessage{}, validation(fmt.Sprintf("attachments[%d]", i), err.Error())
+			}
+			if fitted != mt && fitted == "image/png" {
+				att.Name = strings.TrimSuffix(att.Name, path.Ext(att.Name)) + ".png"
+			}
+			att.Data, att.MimeType, att.Width, att.Height = data, fitted, w, h
+		}
+		m.Attachments = append(m.Attachments, att)
 	}
 	return m, nil
 }
