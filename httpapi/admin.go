@@ -108,7 +108,19 @@ func (s *Server) getDefinition(kind string) handler {
 		switch kind {
 		case "prompt":
 			if x, ok := reg.Prompt(name); ok {
-				writeJSON(w, http.StatusOK, x)
+				// Env values may be secrets: only their names are shown.
+				out, err := merge(x, nil)
+				if err != nil {
+					return err
+				}
+				names := make([]string, 0, len(x.Env))
+				for k := range x.Env {
+					names = append(names, k)
+				}
+				sort.Strings(names)
+				delete(out, "env")
+				out["env_names"] = names
+				writeJSON(w, http.StatusOK, out)
 				return nil
 			}
 		}

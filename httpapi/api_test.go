@@ -290,6 +290,12 @@ func TestUsersAndKeys(t *testing.T) {
 		t.Fatalf("boss's variables %+v", vars)
 	}
 	e.json("GET", "/api/variables/agents/nobody", e.alice, nil, 404, nil)
+	// Definitions show env names, never values.
+	code, body = e.do("GET", "/api/prompts/chat", e.admin, nil)
+	if code != 200 || strings.Contains(string(body), "friendly-tone-value") || !strings.Contains(string(body), `"env_names":["TONE"]`) {
+		t.Fatalf("prompt: %d %s", code, body)
+	}
+	e.json("GET", "/api/prompts/nothing", e.admin, nil, 404, nil)
 }
 
 // TestHealth needs no key; readiness follows SetReady.

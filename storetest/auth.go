@@ -66,11 +66,11 @@ func testKeys(t *testing.T, s weft.AuthStore) {
 	if err := s.CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	plain, k := weft.NewAPIKey("usr_nobody")
-	if err := s.CreateKey(ctx, k); weft.ErrorCode(err) != weft.ENotFound {
+	_, orphan := weft.NewAPIKey("usr_nobody")
+	if err := s.CreateKey(ctx, orphan); weft.ErrorCode(err) != weft.ENotFound {
 		t.Fatalf("key of an unknown user: %v, want not found", err)
 	}
-	plain, k = weft.NewAPIKey(u.ID)
+	plain, k := weft.NewAPIKey(u.ID)
 	if err := s.CreateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
