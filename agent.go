@@ -1,5 +1,7 @@
 package weft
 
+import "fmt"
+
 // AgentType says what the two sides of an agent are.
 type AgentType string
 
@@ -34,6 +36,37 @@ type Agent struct {
 	// Description and Icon are for people and UIs only.
 	Description string `json:"description,omitempty"`
 	Icon        string `json:"icon,omitempty"`
+	// Budget caps what a thread of the agent may spend, its subagents included; a thread's own
+	// budget (set at creation or later) replaces it. nil = no cap.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget caps a thread's spend on model calls, its descendants' included. Before each model call
+// the engine compares the spend so far with it; at or over a cap the run stops budget_exceeded
+// and the thread is paused until the budget is raised and the thread continued.
+type Budget struct {
+	// MaxCostUSD caps the cost in US dollars; 0 = no cost cap.
+	MaxCostUSD float64 `json:"maxCostUsd,omitempty"`
+	// MaxTokens caps the tokens (input and output); 0 = no token cap.
+	MaxTokens int64 `json:"maxTokens,omitempty"`
+	// UnknownCost says what a call whose price is unknown does to a cost cap: "allow" (default)
+	// counts it as free; "block" counts the cap as reached.
+	UnknownCost string `json:"unknownCost,omitempty"`
+}
+
+// Check reports the first problem of a budget, naming its field ("" when valid).
+func (b *Budget) Check() (field, problem string) {
+	switch {
+	case b.MaxCostUSD < 0:
+		return "maxCostUsd", fmt.Sprintf("maxCostUsd must be a positive amount of US dollars, got %g", b.MaxCostUSD)
+	case b.MaxTokens < 0:
+		return "maxTokens", fmt.Sprintf("maxTokens must be a positive number of tokens, got %d", b.MaxTokens)
+	case b.MaxCostUSD == 0 && b.MaxTokens == 0:
+		return "maxCostUsd", "a budget needs maxCostUsd or maxTokens above 0"
+	case b.UnknownCost != "" && b.UnknownCost != "allow" && b.UnknownCost != "block":
+		return "unknownCost", fmt.Sprintf("unknownCost is allow or block, not %q", b.UnknownCost)
+	}
+	return "", ""
 }
 
 // Kind returns the agent's type, inferring it when unset: an AI side B makes a dual_ai agent.

@@ -33,6 +33,20 @@ type Model struct {
 	Timeouts Timeouts `json:"timeouts"`
 	// Retry is the per-model retry policy.
 	Retry RetryPolicy `json:"retry"`
+	// MaxReplyBytes bounds one reply as it arrives from the provider (streamed or not); past it the
+	// attempt fails reply_too_large. 0 = DefaultMaxReplyBytes.
+	MaxReplyBytes int64 `json:"maxReplyBytes,omitempty"`
+}
+
+// DefaultMaxReplyBytes bounds a model's reply when its definition sets no MaxReplyBytes.
+const DefaultMaxReplyBytes = 32 << 20
+
+// ReplyLimit returns the model's reply bound.
+func (m *Model) ReplyLimit() int64 {
+	if m == nil || m.MaxReplyBytes <= 0 {
+		return DefaultMaxReplyBytes
+	}
+	return m.MaxReplyBytes
 }
 
 // Capabilities describes what a model supports. A nil pointer means supported / unknown limit.

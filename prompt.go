@@ -28,6 +28,11 @@ type Prompt struct {
 	ToolChoice ToolChoice `json:"toolChoice,omitempty"`
 	// RequiredSchema is the object schema of the prompt's arguments when called as a tool.
 	RequiredSchema *schema.Schema `json:"requiredSchema,omitempty"`
+	// OutputSchema makes the prompt's final answer structured: a JSON object matching it (same
+	// schema language as RequiredSchema). Providers get their native form; the answer is parsed
+	// and validated, an invalid one retried with the validation error (twice), and the value is
+	// kept in the message's metadata under "structured".
+	OutputSchema *schema.Schema `json:"outputSchema,omitempty"`
 	// Tools are the tools, sub-prompts and agents offered to the model.
 	Tools []ToolEntry `json:"tools,omitempty"`
 	// Variables declares the variables the prompt reads.

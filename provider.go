@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/weft-agents/weft/schema"
 )
 
 // Provider talks to a model service. One Call is one model attempt; the engine owns retries,
@@ -45,12 +47,31 @@ type Request struct {
 	Timeouts Timeouts
 	// APIKey is the resolved key for the provider ("" when none is needed); never logged.
 	APIKey string
+	// Output, when set, asks for a structured final answer: a JSON object matching the schema.
+	// Adapters send their provider's native form (or an instruction where there is none); the
+	// engine validates the answer either way.
+	Output *OutputSpec
 	// Prompt, Agent, Side and Depth say who is calling: the prompt of this request, the thread's
 	// current agent, the acting side and the sub-prompt depth within the thread.
 	Prompt string
 	Agent  string
 	Side   Side
 	Depth  int
+}
+
+// OutputSpec is the shape a structured answer must have.
+type OutputSpec struct {
+	// Name names the shape (the prompt's name), for providers that want one.
+	Name string `json:"name"`
+	// Schema is the answer's object schema.
+	Schema *schema.Schema `json:"schema"`
+}
+
+// OutputInstruction is the instruction that asks a model without a native structured-output
+// form for the answer's shape.
+func (o *OutputSpec) OutputInstruction() string {
+	b, _ := json.Marshal(o.Schema)
+	return "Answer with only a JSON object that matches this JSON Schema, with no other text:\n" + string(b)
 }
 
 // ToolSpec is a tool as offered to a model.
@@ -138,6 +159,8 @@ const (
 	ErrUnknown           ErrorType = "unknown"
 	ErrExpectationFailed ErrorType = "expectation_failed"
 	ErrScriptExhausted   ErrorType = "script_exhausted"
+	// ErrReplyTooLarge: the reply passed the model's MaxReplyBytes; not retried, fallbacks may run.
+	ErrReplyTooLarge ErrorType = "reply_too_large"
 )
 
 // ProviderError is a classified failure of one model attempt.
@@ -237,13 +260,14 @@ type traceLine struct {
 	ToolChoice ToolChoice   `json:"tool_choice"`
 	Tools      []ToolSpec   `json:"tools"`
 	Messages   []LLMMessage `json:"messages"`
+	Output     *OutputSpec  `json:"output,omitempty"`
 }
 
 // TraceJSON serialises the request as one `--trace-requests` line: {model, prompt, agent, side,
 // depth, tool_choice, tools, messages} with the model's definition name and LLMMessage messages.
 func (r *Request) TraceJSON() []byte {
 	t := traceLine{Prompt: r.Prompt, Agent: r.Agent, Side: r.Side, Depth: r.Depth, ToolChoice: r.ToolChoice,
-		Tools: r.Tools, Messages: r.Messages}
+		Tools: r.Tools, Messages: r.Messages, Output: r.Output}
 	if r.Model != nil {
 		t.Model = r.Model.Name
 	}

@@ -13,8 +13,10 @@ const (
 	ThreadAwaitingHuman ThreadStatus = "awaiting_human"
 	// ThreadAwaitingApproval: the run stopped before tool calls that need a person's decision.
 	ThreadAwaitingApproval ThreadStatus = "awaiting_approval"
-	ThreadFailed           ThreadStatus = "failed"
-	ThreadTerminated       ThreadStatus = "terminated"
+	// ThreadPaused: the run stopped at the thread's budget; raising it and continuing resumes.
+	ThreadPaused     ThreadStatus = "paused"
+	ThreadFailed     ThreadStatus = "failed"
+	ThreadTerminated ThreadStatus = "terminated"
 )
 
 // Thread is the durable conversation of one agent: messages, env, KV, files, effects and children.
@@ -71,6 +73,8 @@ const (
 	// StopAwaitingApproval: tool calls of the reply wait for a decision (Engine.Decide); the run
 	// resumes by itself once every waiting call is decided.
 	StopAwaitingApproval StopReason = "awaiting_approval"
+	// StopBudgetExceeded: the thread's spend reached its budget before a model call.
+	StopBudgetExceeded StopReason = "budget_exceeded"
 )
 
 // OK reports whether the reason counts as success (`weft run` exit 0).

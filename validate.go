@@ -435,6 +435,9 @@ func (v *validator) prompt(p *Prompt) {
 	if p.RecentImageThreshold < 0 {
 		v.errf(src, "recentImageThreshold", "recentImageThreshold must be a positive integer")
 	}
+	if p.OutputSchema != nil {
+		v.schema(src, "outputSchema", p.OutputSchema)
+	}
 	if p.RequiredSchema != nil {
 		v.schema(src, "requiredSchema", p.RequiredSchema)
 	}
@@ -686,6 +689,11 @@ func (v *validator) agent(a *Agent) {
 	case "", AIHuman, DualAI:
 	default:
 		v.errf(src, "type", "type must be ai_human or dual_ai, got %q", a.Type)
+	}
+	if a.Budget != nil {
+		if field, problem := a.Budget.Check(); problem != "" {
+			v.errf(src, "budget."+field, "%s", problem)
+		}
 	}
 	kind := a.Kind()
 	if a.SideA.Human {

@@ -75,6 +75,10 @@ func TestPromptValidation(t *testing.T) {
 		{"S000_9_2_image_threshold_positive", func(p *weft.Prompt) { p.RecentImageThreshold = -3 }, "recentImageThreshold", "positive integer"},
 		{"S000_4_2_required_tool_call/needs_tools", func(p *weft.Prompt) { p.ToolChoice = weft.ToolChoiceRequired }, "toolChoice", "offers no tools"},
 		{"S000_5_2_validate_inputs/schema_checked", func(p *weft.Prompt) { p.RequiredSchema = schema.Array(schema.String()) }, "requiredSchema", "root must be an object"},
+		{"output_schema/root_object", func(p *weft.Prompt) { p.OutputSchema = schema.Array(schema.String()) }, "outputSchema", "root must be an object"},
+		{"output_schema/subset", func(p *weft.Prompt) {
+			p.OutputSchema = mustParse(`{"type":"object","properties":{"a":{"type":"string","not":{"const":"x"}}}}`)
+		}, "outputSchema.properties.a.not", `unsupported keyword "not"`},
 		{"S000_8_hook_scoping/unknown_hook", func(p *weft.Prompt) { p.Hooks = []string{"audit"} }, "hooks[0]", `no hook with id "audit"`},
 		{"S003_3_variables/type", func(p *weft.Prompt) {
 			p.Variables = []weft.VariableDefinition{{Name: "KEY", Type: "password", Description: "d"}}

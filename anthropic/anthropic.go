@@ -132,6 +132,8 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 			_ = res.Body.Close()
 			res.Body = io.NopCloser(bytes.NewReader(body))
 			capt.status, capt.header, capt.body = res.StatusCode, res.Header, body
+		} else if err == nil && res != nil && res.Body != nil {
+			res.Body = weft.LimitReply(res.Body, req.Model.ReplyLimit())
 		}
 		return res, err
 	}))

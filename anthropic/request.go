@@ -112,6 +112,11 @@ func buildRequest(req *weft.Request, stream bool) (built, error) {
 		}
 		msgs = msgs[1:]
 	}
+	if req.Output != nil {
+		// No native structured-output form here: the shape is asked for in the system prompt,
+		// and the engine validates the answer (retrying with the error when it does not match).
+		system = append(system, req.Output.OutputInstruction())
+	}
 	w.System = strings.Join(system, "\n\n")
 	var err error
 	if w.Messages, err = convertMessages(msgs, names); err != nil {

@@ -23,14 +23,17 @@ type Decision struct {
 	By string
 }
 
-// approvalMeta is the approval state kept in a call record's meta, under "approval".
-type approvalMeta struct {
-	// Status is awaiting, approved or denied.
-	Status    string          `json:"status"`
+// ApprovalState is the approval state of a tool call, kept in its record's meta under "approval".
+type ApprovalState struct {
+	// Status is awaiting, approved or denied ("" for a call that needs no approval).
+	Status string `json:"status"`
+	// Arguments are the edited arguments an approval ran the call with (nil = the model's).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	By        string          `json:"by,omitempty"`
-	At        *time.Time      `json:"at,omitempty"`
+	// Reason is a denial's reason.
+	Reason string `json:"reason,omitempty"`
+	// By and At say who decided, and when.
+	By string     `json:"by,omitempty"`
+	At *time.Time `json:"at,omitempty"`
 }
 
 // The approval states.
@@ -43,10 +46,10 @@ const (
 // errAwaitApproval stops a run before a call that waits for a decision.
 var errAwaitApproval = errors.New("tool calls await approval")
 
-// approvalOf reads a call record's approval state (zero when none).
-func approvalOf(rec *weft.ToolCallRecord) approvalMeta {
+// ApprovalOf reads a call record's approval state (zero when none).
+func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState {
 	var m struct {
-		Approval approvalMeta `json:"approval"`
+		Approval ApprovalState `json:"approval"`
 	}
 	if rec != nil && len(rec.Meta) > 0 {
 		_ = json.Unmarshal(rec.Meta, &m)
@@ -55,7 +58,7 @@ func approvalOf(rec *weft.ToolCallRecord) approvalMeta {
 }
 
 // withApproval returns the record's meta with its approval state set (other keys kept).
-func withApproval(meta json.RawMessage, a approvalMeta) json.RawMessage {
+func withApproval(meta json.RawMessage, a ApprovalState) json.RawMessage {
 	m := map[string]any{}
 	if len(meta) > 0 {
 		_ = json.Unmarshal(meta, &m)
@@ -88,12 +91,12 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 			continue
 		}
 		rec := r.recordOf(c, msg.ID)
-		a := approvalOf(rec)
+		a := ApprovalOf(rec)
 		if a.Status == approvalApproved || a.Status == approvalDenied {
 			continue
 		}
 		rec.Status, rec.StartedAt = weft.CallAwaitingApproval, nil
-		rec.Meta = withApproval(rec.Meta, approvalMeta{Status: approvalAwaiting})
+		rec.Meta = withApproval(rec.Meta, ApprovalState{Status: approvalAwaiting})
 		recs = append(recs, rec)
 		if r.e.observed() {
 			r.emit("approval_required", map[string]any{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
@@ -123,12 +126,17 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if s.depth > 0 {
-		// A sub-prompt's nested run cannot be parked: it is answered, never run unapproved.
-		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a sub-prompt cannot wait for; "+
-			"the calling prompt must call it.", c.Name)), true, false
+	if s.depth > 0 || r.thread.ParentID != "" {
+		// A sub-prompt's nested run, or a subagent's thread, cannot be parked yet (its caller would
+		// not learn when the decision comes): the call is answered, never run unapproved.
+		where := "a sub-prompt"
+		if s.depth == 0 {
+			where = "a subagent"
+		}
+		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which %s cannot wait for; "+
+			"the agent's own prompt must call it.", c.Name, where)), true, false
 	}
-	a := approvalOf(r.recordOf(*c, msg.ID))
+	a := ApprovalOf(r.recordOf(*c, msg.ID))
 	switch a.Status {
 	case approvalApproved:
 		if len(a.Arguments) > 0 {
@@ -153,7 +161,7 @@ func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error 
 		return nil
 	}
 	rec := r.recordOf(c, msg.ID)
-	if approvalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.markRunning(s, rec) {
+	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.markRunning(s, rec) {
 		return nil
 	}
 	if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
@@ -184,7 +192,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		return false, weft.Errorf(weft.ENotFound, "thread %s has no tool call %s", threadID, callID)
 	}
 	if rec.Status != weft.CallAwaitingApproval {
-		if a := approvalOf(rec); a.Status == approvalApproved || a.Status == approvalDenied {
+		if a := ApprovalOf(rec); a.Status == approvalApproved || a.Status == approvalDenied {
 			return false, weft.Errorf(weft.EConflict, "tool call %s was already %s", callID, a.Status)
 		}
 		return false, weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", callID, rec.Status)
@@ -195,9 +203,9 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		}
 	}
 	now := e.clock.Now().UTC()
-	a := approvalMeta{Status: approvalDenied, Reason: d.Reason, By: d.By, At: &now}
+	a := ApprovalState{Status: approvalDenied, Reason: d.Reason, By: d.By, At: &now}
 	if d.Approve {
-		a = approvalMeta{Status: approvalApproved, Arguments: d.Arguments, By: d.By, At: &now}
+		a = ApprovalState{Status: approvalApproved, Arguments: d.Arguments, By: d.By, At: &now}
 	}
 	waiting := 0
 	err = e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {

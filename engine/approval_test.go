@@ -403,3 +403,41 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 		t.Errorf("status while running %q, runs %v", statusWhileRunning, w.runs())
 	}
 }
+
+// TestApprovalInSubagentIsAnswered: a subagent's thread cannot be parked yet, so its call that needs
+// approval is answered with an error the child's model reads, and the tool never runs.
+func TestApprovalInSubagentIsAnswered(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	ran := 0
+	reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			ran++
+			return weft.Success("refunded"), nil
+		})})
+	rp, _ := reg.Prompt("reviewer")
+	rp.Tools = append(rp.Tools, weft.ToolEntry{Name: "refund"})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "reviewer" && last.Role == weft.RoleTool:
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "approve", Arguments: `{"summary":` + strconvQuote(last.Text()) + `}`}}}, nil
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
+		case last.Role == weft.RoleTool:
+			return &weft.Response{Text: "Child said: " + last.Text()}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "p1", Name: "review", Arguments: `{"message":"Refund please"}`}}}, nil
+	})
+	eng, st := newEngine(t, reg, model, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
+	if err != nil || res.Last().Reason != weft.StopOnResponse || ran != 0 {
+		t.Fatalf("%+v %v, ran %d", res, err, ran)
+	}
+	if got := lastText(t, st, th.ID); !strings.Contains(got, `needs a person's approval, which a subagent cannot wait for`) {
+		t.Errorf("answer %q", got)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -271,6 +271,9 @@ func (r *run) buildRequest(s *scope, rows []*weft.Message) (*weft.Request, error
 	if req.ToolChoice == "" {
 		req.ToolChoice = weft.ToolChoiceAuto
 	}
+	if p.OutputSchema != nil {
+		req.Output = &weft.OutputSpec{Name: p.Name, Schema: p.OutputSchema}
+	}
 	switch {
 	case req.ToolChoice == weft.ToolChoiceNone:
 		// seed 000 §4.2: no tool definitions are sent.

@@ -23,6 +23,9 @@ import (
 // defaultToolTimeout bounds declarative tools without a timeout.
 const defaultToolTimeout = 60 * time.Second
 
+// errToolTimeout is the cause of a command tool's own time limit ending it.
+var errToolTimeout = errors.New("the tool's time limit")
+
 // expand resolves ${env:NAME} (and ${env:NAME:default}) from the thread env at call time.
 func (s *threadState) expand(ctx context.Context, v string) (string, error) {
 	return weft.ExpandEnv(v, func(name string) (string, bool, error) { return s.LookupEnv(ctx, name) })
@@ -49,7 +52,7 @@ func (r *run) runCommand(ctx context.Context, st *threadState, t *weft.Tool, arg
 	if timeout == 0 {
 		timeout = defaultToolTimeout
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 		defer cancel()
 	}
 	argv := make([]string, len(c.Argv))
@@ -88,20 +91,33 @@ func (r *run) runCommand(ctx context.Context, st *threadState, t *weft.Tool, arg
 	cmd.Stdin = bytes.NewReader(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &limitedBuffer{b: &stderr, n: 64 << 10}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = toolProcAttr()
+	// The goroutine that starts the tool waits for it on the same OS thread (Pdeathsig).
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		defer pinThread()()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return weft.ToolResult{}, fmt.Errorf("cannot start %s: %w", argv[0], errors.Unwrap(err))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		if ctx.Err() == context.DeadlineExceeded {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errToolTimeout) || (t.Timeout > 0 && ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil):
 			return weft.ToolResult{}, fmt.Errorf("command timed out after %s", timeout)
+		case r.ctx.Err() == context.DeadlineExceeded:
+			return weft.ToolResult{}, errors.New("the run's time limit ended the command before it finished")
 		}
 		return weft.ToolResult{}, ctx.Err()
 	}
@@ -149,6 +165,33 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// maxHTTPToolResponse bounds an http tool's response body; a longer one is refused, not cut.
+const maxHTTPToolResponse = 8 << 20
+
+// httpToolClient sends declarative http tools' requests. It follows redirects only within the
+// tool's own host: the declared headers (often a secret key) must never reach another host, and
+// Go's client forwards custom headers to any redirect target (it strips only Authorization and
+// cookies there).
+var httpToolClient = &http.Client{
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+			return &crossHostRedirect{from: from.Scheme + "://" + from.Host, to: req.URL.Scheme + "://" + req.URL.Host}
+		}
+		return nil
+	},
+}
+
+// crossHostRedirect refuses a redirect that leaves the tool's host.
+type crossHostRedirect struct{ from, to string }
+
+func (e *crossHostRedirect) Error() string {
+	return fmt.Sprintf("the tool's URL redirected from %s to %s; an http tool follows redirects only within its own host, "+
+		"so its headers never reach another (point the tool at the final URL)", e.from, e.to)
 }
 
 // runHTTP calls a declarative http tool: POST sends the args as JSON, GET as query parameters.
@@ -204,17 +247,25 @@ func (r *run) runHTTP(ctx context.Context, st *threadState, t *weft.Tool, args m
 		}
 		req.Header.Set(k, ev)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpToolClient.Do(req)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		var cross *crossHostRedirect
+		switch {
+		case errors.As(err, &cross):
+			return weft.ToolResult{}, cross
+		case ctx.Err() == context.DeadlineExceeded:
 			return weft.ToolResult{}, fmt.Errorf("request timed out")
 		}
 		return weft.ToolResult{}, fmt.Errorf("request failed: %s", r.red.Error(errors.Unwrap(err)))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPToolResponse+1))
 	if err != nil {
 		return weft.ToolResult{}, fmt.Errorf("reading the response: %w", err)
+	}
+	if len(data) > maxHTTPToolResponse {
+		return weft.ToolResult{}, fmt.Errorf("the response is over the %s limit of an http tool; nothing of it was kept",
+			weft.ByteSize(maxHTTPToolResponse))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet := data

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -502,5 +503,50 @@ func TestConcurrentRunsOwnTheirRequests(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestHTTPToolRedirects: a declared header (a secret key) never follows a redirect to another
+// host — the call fails with an error saying why — while a redirect within the host is followed;
+// a response over the limit is refused, not cut.
+func TestHTTPToolRedirects(t *testing.T) {
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = append(leaked, r.Header.Get("X-Api-Key"))
+		fmt.Fprint(w, "elsewhere")
+	}))
+	defer other.Close()
+	var same string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/here", http.StatusMovedPermanently)
+		case "/here":
+			same = r.Header.Get("X-Api-Key")
+			fmt.Fprint(w, "here")
+		case "/huge":
+			w.Write(bytes.Repeat([]byte("x"), 8<<20+1))
+		}
+	}))
+	defer srv.Close()
+	vars := []weft.VariableDefinition{{Name: "API_TOKEN", Type: weft.VarSecret, Required: true, Description: "t"}}
+	tool := func(name, path string) *weft.Tool {
+		return &weft.Tool{Name: name, Description: "d", Variables: vars, HTTP: &weft.HTTPSpec{URL: srv.URL + path, Method: "GET",
+			Headers: map[string]string{"X-Api-Key": "${env:API_TOKEN}"}}}
+	}
+	h := newHarness(t, registry([]*weft.Tool{tool("away", "/away"), tool("moved", "/moved"), tool("huge", "/huge")}, nil), `
+- tool_calls: [{name: away, arguments: {}}, {name: moved, arguments: {}}, {name: huge, arguments: {}}]
+- text: ok
+`)
+	th, _ := h.run("assistant", "go", map[string]string{"API_TOKEN": "s3cr3t-key"})
+	got := h.transcript(th.ID)[2:5]
+	if len(leaked) != 0 || same != "s3cr3t-key" {
+		t.Errorf("other host saw %q; same host saw %q", leaked, same)
+	}
+	if !strings.Contains(got[0], "redirected from http://127.0.0.1") || !strings.Contains(got[0], "only within its own host") ||
+		got[1] != "tool:moved: here" || !strings.Contains(got[2], "over the 8 MiB limit") {
+		t.Errorf("results:\n%s", strings.Join(got, "\n"))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -170,6 +171,8 @@ type NewThread struct {
 	Tags       []string
 	Properties map[string]any
 	Label      string
+	// Budget caps the thread's spend (its descendants' included), replacing its agent's.
+	Budget *weft.Budget
 }
 
 // CreateThread validates the arguments and the required variables of the agent's graph and stores
@@ -182,6 +185,16 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	args, err := e.validateArguments(a, nt.Arguments)
 	if err != nil {
 		return nil, err
+	}
+	if nt.Budget != nil {
+		if field, problem := nt.Budget.Check(); problem != "" {
+			return nil, weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
+		}
+		nt.Properties = maps.Clone(nt.Properties)
+		if nt.Properties == nil {
+			nt.Properties = map[string]any{}
+		}
+		nt.Properties[budgetProperty] = *nt.Budget
 	}
 	_, user, instance, err := loadEnv(ctx, e.store, "", nt.UserID)
 	if err != nil {
@@ -280,6 +293,9 @@ func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage
 	}
 	if m.Content == "" && len(m.Attachments) == 0 {
 		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
+	}
+	if err := weft.CheckNewMessage(m); err != nil {
+		return "", err
 	}
 	// PushQueue refuses an unknown or terminated thread atomically; attachments, written first,
 	// check it up front so a refused message leaves no files behind.

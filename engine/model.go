@@ -20,6 +20,8 @@ type modelResult struct {
 	resp  *weft.Response
 	model *weft.Model
 	log   *weft.LogEntry
+	// structured is the parsed final answer of a prompt with an output schema.
+	structured any
 	// logs are the log rows of every attempt, the successful one last.
 	logs []*weft.LogEntry
 }
@@ -29,6 +31,9 @@ type modelResult struct {
 func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelResult, error) {
 	enforce := req.ToolChoice == weft.ToolChoiceRequired && len(req.Tools) > 0
 	res := &modelResult{}
+	if err := r.checkBudget(); err != nil {
+		return res, err
+	}
 	for attempt := 1; ; attempt++ {
 		resp, model, logs, err := r.callWithFallbacks(s, req, messageID)
 		res.logs = append(res.logs, logs...)
@@ -43,6 +48,21 @@ func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelRe
 			}
 			req = withNote(req, requiredNote)
 			continue
+		}
+		if req.Output != nil && len(resp.ToolCalls) == 0 {
+			// The final answer of a structured prompt: parsed and validated, else retried with
+			// the validation error, twice at most.
+			v, err := r.parseStructured(s.prompt, resp.Text)
+			if err != nil {
+				last := logs[len(logs)-1]
+				last.Error = "reply discarded: " + err.Error()
+				if attempt >= structuredAttempts {
+					return res, fmt.Errorf("no valid structured answer after %d attempts: %w", attempt, err)
+				}
+				req = withNote(req, structuredNote(err))
+				continue
+			}
+			res.structured = v
 		}
 		res.resp, res.model, res.log = resp, model, logs[len(logs)-1]
 		return res, nil

@@ -231,7 +231,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 		res.Steps += info.Steps
 		trigger, side = "message", ""
 		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted ||
-			info.Reason == weft.StopAwaitingApproval {
+			info.Reason == weft.StopAwaitingApproval || info.Reason == weft.StopBudgetExceeded {
 			// (Messages queued meanwhile wait for the decisions: another run would stop again.)
 			return res, nil
 		}
@@ -775,6 +775,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if errors.Is(err, errAwaitApproval) {
 			return r.stop(weft.StopAwaitingApproval, "")
 		}
+		if be := (*budgetError)(nil); errors.As(err, &be) {
+			return r.stop(weft.StopBudgetExceeded, be.why)
+		}
 		if err != nil {
 			return r.fail(err)
 		}
@@ -975,6 +978,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		status = weft.ThreadAwaitingHuman
 	case reason == weft.StopAwaitingApproval:
 		status = weft.ThreadAwaitingApproval
+	case reason == weft.StopBudgetExceeded:
+		status = weft.ThreadPaused
 	case !reason.OK():
 		status = weft.ThreadFailed
 	}

@@ -205,6 +205,12 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
 		msg.Metadata = map[string]any{"provider_call_ids": ids}
 	}
+	if res.structured != nil {
+		if msg.Metadata == nil {
+			msg.Metadata = map[string]any{}
+		}
+		msg.Metadata["structured"] = r.redactValue(res.structured)
+	}
 	if len(resp.ReasoningBlocks) > 0 && (s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude) {
 		// Provider reasoning blocks (thinking with signatures) are kept verbatim for replay.
 		var blocks any

@@ -63,6 +63,10 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 				continue
 			}
 			final = msg.Content
+			if v, ok := msg.Metadata["structured"]; ok {
+				// A structured sub-prompt returns its value, as JSON, and nothing else.
+				return weft.Success(canonicalJSON(v))
+			}
 			break
 		}
 		s.toolCalled = true

@@ -401,7 +401,7 @@ func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 		return false
 	}
 	if s.needsApproval(rec.Name) {
-		if a := approvalOf(rec); a.Status != approvalApproved {
+		if a := ApprovalOf(rec); a.Status != approvalApproved {
 			return false // it runs only once approved (a denied call never runs)
 		}
 	}

@@ -140,6 +140,7 @@ func (p *Provider) do(ctx context.Context, req *weft.Request, body []byte, strea
 	if err != nil {
 		return nil, err
 	}
+	res.Body = weft.LimitReply(res.Body, req.Model.ReplyLimit())
 	// Closing the body on cancellation unblocks a read of a stalled stream.
 	stopClose := context.AfterFunc(ctx, func() { _ = res.Body.Close() })
 	defer stopClose()
@@ -298,6 +299,10 @@ func retryAfter(h http.Header) time.Duration {
 func readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var pe *weft.ProviderError
+	if errors.As(err, &pe) && pe.Type == weft.ErrReplyTooLarge {
+		return &callError{typ: pe.Type, message: "gemini: " + pe.Message, err: err}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return &callError{typ: weft.ErrServer, message: "gemini: response truncated: " + err.Error(), err: err}

@@ -95,6 +95,9 @@ type wireGenConfig struct {
 	StopSequences   []string            `json:"stopSequences,omitempty"`
 	Seed            *int64              `json:"seed,omitempty"`
 	ThinkingConfig  *wireThinkingConfig `json:"thinkingConfig,omitempty"`
+	// ResponseMimeType and ResponseSchema ask for a structured answer.
+	ResponseMimeType string         `json:"responseMimeType,omitempty"`
+	ResponseSchema   map[string]any `json:"responseSchema,omitempty"`
 }
 
 type wireThinkingConfig struct {
@@ -162,7 +165,15 @@ func buildRequest(req *weft.Request, bt *builtins) ([]byte, error) {
 	}
 	w.Tools = append(w.Tools, bt.tools...)
 
-	if gc := generationConfig(req); !gc.empty() {
+	gc := generationConfig(req)
+	if req.Output != nil {
+		rs, err := translateSchema(req.Output.Schema)
+		if err != nil {
+			return nil, err
+		}
+		gc.ResponseMimeType, gc.ResponseSchema = "application/json", rs
+	}
+	if !gc.empty() {
 		w.GenerationConfig = gc
 	}
 
@@ -175,7 +186,7 @@ func buildRequest(req *weft.Request, bt *builtins) ([]byte, error) {
 
 func (g *wireGenConfig) empty() bool {
 	return g.Temperature == nil && g.TopP == nil && g.TopK == nil && g.MaxOutputTokens == nil &&
-		g.StopSequences == nil && g.Seed == nil && g.ThinkingConfig == nil
+		g.StopSequences == nil && g.Seed == nil && g.ThinkingConfig == nil && g.ResponseMimeType == ""
 }
 
 // generationConfig maps modelOptions and reasoning.

@@ -93,6 +93,7 @@ func (p *Provider) Call(ctx context.Context, req *weft.Request, onChunk func(wef
 		return nil, err
 	}
 	defer res.Body.Close()
+	res.Body = weft.LimitReply(res.Body, req.Model.ReplyLimit())
 	var out *weft.Response
 	if stream && isEventStream(res) {
 		out, err = p.readStream(ctx, req, res, names, onChunk)
@@ -195,6 +196,10 @@ func (p *Provider) headers(req *weft.Request) map[string]string {
 
 // fail builds a ProviderError whose message names the provider.
 func (p *Provider) fail(t weft.ErrorType, status int, msg string, err error) *weft.ProviderError {
+	var pe *weft.ProviderError
+	if errors.As(err, &pe) && pe.Type == weft.ErrReplyTooLarge {
+		return &weft.ProviderError{Type: pe.Type, Status: status, Message: p.opts.Name + ": " + pe.Message, Err: err}
+	}
 	return &weft.ProviderError{Type: t, Status: status, Message: p.opts.Name + ": " + msg, Err: err}
 }
 

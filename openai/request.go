@@ -141,6 +141,20 @@ func toolParameters(t weft.ToolSpec, strict bool) (json.RawMessage, error) {
 	return json.Marshal(s)
 }
 
+// outputSchema is a structured answer's schema in OpenAI's strict form (every property required,
+// optional ones nullable, no additional properties); the engine drops the nulls it brings back.
+func outputSchema(o *weft.OutputSpec) (json.RawMessage, error) {
+	return json.Marshal(schema.Strict(o.Schema, schema.OpenAIStrict))
+}
+
+// outputName is the name OpenAI wants for a response format: ^[a-zA-Z0-9_-]{1,64}$.
+func outputName(o *weft.OutputSpec) string {
+	if o.Name == "" {
+		return "answer"
+	}
+	return WireToolName(o.Name)
+}
+
 // buildBody builds the JSON request body and the wire→request tool name map.
 func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames, error) {
 	body := p.bodyOptions(req, modelOptionKeys)
@@ -159,6 +173,14 @@ func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames,
 	}
 	body["model"] = req.Model.Model
 	body["messages"] = msgs
+	if req.Output != nil {
+		js, err := outputSchema(req.Output)
+		if err != nil {
+			return nil, nil, err
+		}
+		body["response_format"] = map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": outputName(req.Output), "schema": js, "strict": true}}
+	}
 
 	caps := req.Model.Capabilities
 	if caps.ToolCalls() && len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {

@@ -86,6 +86,7 @@ func (p *Provider) callResponses(ctx context.Context, req *weft.Request, onChunk
 		return nil, err
 	}
 	defer res.Body.Close()
+	res.Body = weft.LimitReply(res.Body, req.Model.ReplyLimit())
 	var out *weft.Response
 	if stream && isEventStream(res) {
 		out, err = p.readResponsesStream(ctx, req, res, tools, onChunk)
@@ -144,6 +145,18 @@ func (p *Provider) buildResponsesBody(req *weft.Request, stream bool) ([]byte, r
 
 	body["model"] = req.Model.Model
 	body["input"] = p.responsesInput(req.Messages, wire, stored)
+	if req.Output != nil {
+		js, err := outputSchema(req.Output)
+		if err != nil {
+			return nil, rt, err
+		}
+		text, _ := body["text"].(map[string]any)
+		if text == nil {
+			text = map[string]any{}
+		}
+		text["format"] = map[string]any{"type": "json_schema", "name": outputName(req.Output), "schema": js, "strict": true}
+		body["text"] = text
+	}
 
 	caps := req.Model.Capabilities
 	if caps.ToolCalls() && len(req.Tools) > 0 && req.ToolChoice != weft.ToolChoiceNone {

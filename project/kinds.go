@@ -46,6 +46,7 @@ func (d *decoder) model(v any) *weft.Model {
 		m.Timeouts = weft.Timeouts{FirstChunk: t.duration("firstChunk"), Stall: t.duration("stall"), Total: t.duration("total")}
 		t.done()
 	}
+	m.MaxReplyBytes = int64(o.positive("maxReplyBytes"))
 	if r := o.sub("retry"); r != nil {
 		m.Retry = weft.RetryPolicy{Attempts: r.positive("attempts"), BaseDelay: r.duration("baseDelay"),
 			MaxDelay: r.duration("maxDelay"), MaxRetryAfter: r.duration("maxRetryAfter")}
@@ -130,6 +131,7 @@ func (d *decoder) promptFields(o *obj) *weft.Prompt {
 		ToolDescription: o.str("toolDescription"),
 		Model:           o.str("model"),
 		RequiredSchema:  o.schemaAt("requiredSchema"),
+		OutputSchema:    o.schemaAt("outputSchema"),
 	}
 	if raw, ok := o.get("prompt"); ok {
 		p.Prompt = d.promptContent("prompt", raw)
@@ -330,6 +332,16 @@ func (d *decoder) agent(v any) *weft.Agent {
 			d.errf("maxSessionTurns", "maxSessionTurns must be a positive integer, got %d", n)
 		}
 		a.MaxSessionTurns = n
+	}
+	if b := o.sub("budget"); b != nil {
+		a.Budget = &weft.Budget{UnknownCost: b.str("unknownCost")}
+		if f := b.number("maxCostUsd"); f != nil {
+			a.Budget.MaxCostUSD = *f
+		}
+		if n, ok := b.integer("maxTokens"); ok {
+			a.Budget.MaxTokens = int64(n)
+		}
+		b.done()
 	}
 	if s := o.sub("sideA"); s != nil {
 		a.SideA = d.side(s)

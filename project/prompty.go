@@ -48,6 +48,20 @@ func (l *loader) prompty(pf *parsed) {
 	case f.InputSchema != nil:
 		p.RequiredSchema = inputSchema(d, f)
 	}
+	switch {
+	case o.has("outputSchema") && f.Outputs != nil:
+		d.errf("outputSchema", "give outputs or outputSchema, not both")
+	case o.has("outputSchema"):
+		p.OutputSchema = o.schemaAt("outputSchema")
+	case f.Outputs != nil:
+		// A Prompty file's outputs make its answer structured.
+		s, err := schema.FromMap(f.Outputs)
+		if err != nil {
+			d.errf("outputs", "invalid outputs: %v", err)
+		} else {
+			p.OutputSchema = s
+		}
+	}
 	o.done()
 	if m := l.implicitModel(d, f, p); m != nil {
 		pf.defs = append(pf.defs, definition{model: m})

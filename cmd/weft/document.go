@@ -34,7 +34,9 @@ type runResult struct {
 	OK     bool            `json:"ok"`
 	Error  *string         `json:"error"`
 	Text   string          `json:"text"`
-	Steps  int             `json:"steps"`
+	// Value is the structured answer of a prompt with an output schema (absent otherwise).
+	Value any `json:"value,omitempty"`
+	Steps int `json:"steps"`
 }
 
 // effectRow lists a thread's effect in the document.
@@ -90,7 +92,7 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 	if reason == "" {
 		reason = th.StopReason
 	}
-	doc.Result = runResult{Reason: reason, OK: reason.OK(), Steps: res.Steps, Text: resultText(msgs)}
+	doc.Result = runResult{Reason: reason, OK: reason.OK(), Steps: res.Steps, Text: resultText(msgs), Value: resultValue(msgs)}
 	if last.Error != "" {
 		e := last.Error
 		doc.Result.Error = &e
@@ -134,13 +136,29 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 // resultText is the text of the last completed top-level message authored by an AI side: side A's
 // assistant rows and side B's replies of a dual_ai agent (cli.md §2.2).
 func resultText(msgs []weft.Message) string {
-	for _, m := range slices.Backward(msgs) {
+	if m := lastReply(msgs); m != nil {
+		return m.Content
+	}
+	return ""
+}
+
+// resultValue is the structured value of the last reply, if it has one.
+func resultValue(msgs []weft.Message) any {
+	if m := lastReply(msgs); m != nil {
+		return m.Metadata["structured"]
+	}
+	return nil
+}
+
+// lastReply is the last completed top-level reply of an AI side.
+func lastReply(msgs []weft.Message) *weft.Message {
+	for i, m := range slices.Backward(msgs) {
 		if m.Depth != 0 || m.Status != weft.MessageCompleted || m.Prompt == "" {
 			continue
 		}
 		if m.Role == weft.RoleAssistant || m.Role == weft.RoleUser {
-			return m.Content
+			return &msgs[i]
 		}
 	}
-	return ""
+	return nil
 }

@@ -162,7 +162,7 @@ func (r *remote) threadsShow(cmd *cobra.Command, id string) error {
 	if err != nil {
 		return remoteExit(err)
 	}
-	printMessages(cmd.OutOrStdout(), msgs)
+	printMessages(cmd.OutOrStdout(), msgs, nil) // the API does not expose approval states yet
 	return nil
 }
 

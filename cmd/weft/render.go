@@ -106,7 +106,9 @@ func writeRenderJSON(w io.Writer, req *weft.Request) error {
 	doc := struct {
 		Messages []weft.LLMMessage `json:"messages"`
 		Tools    []renderedTool    `json:"tools"`
-	}{Messages: req.Messages, Tools: toolList(req)}
+		// Output is the structured answer's shape, for a prompt with an output schema.
+		Output *weft.OutputSpec `json:"output,omitempty"`
+	}{Messages: req.Messages, Tools: toolList(req), Output: req.Output}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)

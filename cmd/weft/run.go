@@ -27,6 +27,11 @@ type runFlags struct {
 	trace                  string
 	asJSON, verbose, quiet bool
 	timeout                time.Duration
+	// decide, set by `weft threads approve|deny`, is stored before the thread continues.
+	decide *decideRequest
+	// budgetUSD and budgetTokens cap a new thread's spend.
+	budgetUSD    float64
+	budgetTokens int64
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -40,7 +45,7 @@ the agent's AI side. With --json the whole thread is printed as a JSON document.
 
 Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max steps, …),
 2 usage, 3 invalid definitions, 4 thread creation failed (missing variables, invalid arguments),
-5 model script mismatch, 130 interrupted.`,
+5 model script mismatch, 6 tool calls wait for approval (weft threads approve|deny), 130 interrupted.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runAgent(cmd, g, f, args) },
 	}
@@ -58,6 +63,8 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
 	fl.StringVar(&f.trace, "trace-requests", "", "append every model request (redacted) as a JSON line to FILE")
+	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "cap the new thread's cost in USD (subagents included); the run pauses there")
+	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "cap the new thread's tokens (subagents included); the run pauses there")
 	return c
 }
 
@@ -152,7 +159,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			return exit(exitUsage, fmt.Errorf("thread %s: %w", f.thread, err))
 		}
 	} else {
-		th, err = eng.CreateThread(ctx, engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs})
+		nt := engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs}
+		if cmd.Flags().Changed("budget-usd") || cmd.Flags().Changed("budget-tokens") {
+			nt.Budget = &weft.Budget{MaxCostUSD: f.budgetUSD, MaxTokens: f.budgetTokens}
+		}
+		th, err = eng.CreateThread(ctx, nt)
 		if err != nil {
 			switch weft.ErrorCode(err) {
 			case weft.EMissingVariables, weft.EInvalid:
@@ -170,7 +181,35 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if f.decide != nil {
+		ready, err := decideFirst(ctx, eng, th.ID, f.decide)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			redact, _ := eng.Redactor(context.WithoutCancel(ctx), th.ID)
+			if redact == nil {
+				redact = func(s string) string { return s }
+			}
+			waitingCalls(ctx, stderr, eng, th.ID, f.db, redact)
+			return exit(exitApproval, nil)
+		}
+	}
 	res, err := eng.Ask(runCtx, th.ID, in)
+	// On a terminal, calls that wait for approval are asked about here, and the thread goes on.
+	for err == nil && awaiting(res.Last().Reason) && !f.asJSON && interactive(cmd.InOrStdin(), stdout) {
+		redact, rerr := eng.Redactor(context.WithoutCancel(ctx), th.ID)
+		if rerr != nil {
+			break
+		}
+		decided, derr := askApprovals(runCtx, cmd.InOrStdin(), stderr, eng, th.ID, redact)
+		if derr != nil || !decided {
+			break
+		}
+		more, aerr := eng.Ask(runCtx, th.ID, engine.Input{EffectsUntil: in.EffectsUntil})
+		res.Stops, res.Steps, err = append(res.Stops, more.Stops...), res.Steps+more.Steps, aerr
+		res.LastLineRedactions += more.LastLineRedactions
+	}
 	eng.Wait()
 	if err != nil && len(res.Stops) == 0 && !errors.Is(err, weft.ErrLeaseHeld) {
 		switch weft.ErrorCode(err) {
@@ -200,6 +239,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	switch {
 	case interrupted:
 		return exit(exitInterrupted, nil)
+	case awaiting(doc.Result.Reason):
+		if !f.quiet {
+			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, f.db, redact)
+		}
+		return exit(exitApproval, nil)
 	case script != nil && scriptFailed(script, res):
 		for _, f := range script.Failures() {
 			fmt.Fprintf(stderr, "weft: %s\n", f)
@@ -235,9 +279,14 @@ func readMessage(stdin io.Reader, args []string) (string, error) {
 	if args[1] != "-" {
 		return args[1], nil
 	}
-	b, err := io.ReadAll(io.LimitReader(stdin, 20<<20))
+	// One byte over the limit is read, so that a longer message is refused instead of cut.
+	b, err := io.ReadAll(io.LimitReader(stdin, weft.MaxMessageBytes+1))
 	if err != nil {
 		return "", exit(exitUsage, fmt.Errorf("reading the message from standard input: %w", err))
+	}
+	if len(b) > weft.MaxMessageBytes {
+		return "", exit(exitUsage, fmt.Errorf("the message on standard input is over the %s limit; nothing was sent (put large inputs in a file and --attach it)",
+			weft.ByteSize(weft.MaxMessageBytes)))
 	}
 	return strings.TrimRight(string(b), "\n"), nil
 }
@@ -302,7 +351,14 @@ func parseArgs(pairs []string, raw string) (map[string]any, error) {
 
 func readAttachments(paths []string) ([]weft.ToolAttachment, error) {
 	var out []weft.ToolAttachment
+	if len(paths) > weft.MaxAttachments {
+		return nil, fmt.Errorf("--attach: %d files; the limit is %d per message", len(paths), weft.MaxAttachments)
+	}
 	for _, p := range paths {
+		// Refused before reading: a file over the limit is never loaded.
+		if fi, err := os.Stat(p); err == nil && fi.Size() > weft.MaxAttachmentBytes {
+			return nil, fmt.Errorf("--attach %s: %w", p, weft.LimitError("the file", fi.Size(), weft.MaxAttachmentBytes))
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("--attach %s: %w", p, unwrapPath(err))

@@ -31,7 +31,10 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads show ID        the thread's messages
   weft threads export ID      the thread as the weft run --json document
   weft threads stop ID        stop its run and set the stop flag
-  weft threads delete ID      delete it and its descendants`,
+  weft threads delete ID      delete it and its descendants
+  weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
+  weft threads deny ID CALL [--reason TEXT]    deny it
+  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -75,7 +78,11 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if _, err := st.Thread(cmd.Context(), a[0]); err != nil {
 				return exit(threadExit(err), err)
 			}
-			printMessages(cmd.OutOrStdout(), msgs)
+			recs, err := st.ToolCalls(cmd.Context(), a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
 			return nil
 		},
 	}
@@ -143,7 +150,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(list, show, export, stop, del)
+	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
 	return c
 }
 
@@ -183,8 +190,40 @@ func threadExit(err error) int {
 	return exitFailure
 }
 
-// printMessages prints messages as `[seq] role: content`, nested rows indented, tool calls shown.
-func printMessages(w io.Writer, msgs []weft.Message) {
+// approvalNotes describes, by call id, the approval state of the calls that needed one.
+func approvalNotes(recs []weft.ToolCallRecord) map[string]string {
+	notes := map[string]string{}
+	for i := range recs {
+		a := engine.ApprovalOf(&recs[i])
+		switch a.Status {
+		case "awaiting":
+			notes[recs[i].CallID] = "awaiting approval"
+		case "approved":
+			n := "approved"
+			if a.By != "" {
+				n += " by " + a.By
+			}
+			if len(a.Arguments) > 0 {
+				n += ", with arguments " + string(a.Arguments)
+			}
+			notes[recs[i].CallID] = n
+		case "denied":
+			n := "denied"
+			if a.By != "" {
+				n += " by " + a.By
+			}
+			if a.Reason != "" {
+				n += ": " + a.Reason
+			}
+			notes[recs[i].CallID] = n
+		}
+	}
+	return notes
+}
+
+// printMessages prints messages as `[seq] role: content`, nested rows indented, tool calls shown
+// with their approval state (notes, by call id).
+func printMessages(w io.Writer, msgs []weft.Message, notes map[string]string) {
 	for _, m := range msgs {
 		indent := strings.Repeat("  ", m.Depth)
 		head := string(m.Role)
@@ -199,7 +238,11 @@ func printMessages(w io.Writer, msgs []weft.Message) {
 		}
 		fmt.Fprintf(w, "%s[%d] %s: %s\n", indent, m.Seq, head, strings.ReplaceAll(m.Content, "\n", "\n"+indent+"    "))
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(w, "%s    → %s(%s) id=%s\n", indent, c.Name, c.Arguments, c.ID)
+			fmt.Fprintf(w, "%s    → %s(%s) id=%s", indent, c.Name, c.Arguments, c.ID)
+			if n := notes[c.ID]; n != "" {
+				fmt.Fprintf(w, " [%s]", n)
+			}
+			fmt.Fprintln(w)
 		}
 		for _, a := range m.Attachments {
 			fmt.Fprintf(w, "%s    📎 %s (%s, %d bytes) %s\n", indent, a.Name, a.MimeType, a.Size, a.Path)

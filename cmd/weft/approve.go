@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+)
+
+// exitApproval: the run stopped before tool calls that wait for a person's decision.
+const exitApproval = 6
+
+// decideRequest is a decision `weft threads approve|deny` makes before continuing the thread.
+type decideRequest struct {
+	call     string
+	decision engine.Decision
+}
+
+// newDecideCmd builds `weft threads approve` (approve true) or `weft threads deny`: the decision
+// is stored and, once no call of the reply waits any more, the thread continues in this process
+// as `weft run --thread` would, with run's output.
+func newDecideCmd(g *globals, db *string, approve bool) *cobra.Command {
+	f := &runFlags{}
+	var argsJSON, reason string
+	use, short := "deny THREAD CALL", "Deny a tool call waiting for approval; the model reads the reason"
+	if approve {
+		use, short = "approve THREAD CALL", "Approve a tool call waiting for approval (optionally with edited arguments)"
+	}
+	c := &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(2),
+		Long: short + `.
+
+Once no call of the reply waits any more, the thread continues here and the result is printed as
+weft run prints it (exit status as weft run's; 6 when calls still wait for a decision).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d := engine.Decision{Approve: approve, Reason: reason, By: "cli"}
+			if argsJSON != "" {
+				if !json.Valid([]byte(argsJSON)) {
+					return exit(exitUsage, fmt.Errorf("--args: not valid JSON"))
+				}
+				d.Arguments = json.RawMessage(argsJSON)
+			}
+			f.db, f.thread = *db, args[0]
+			f.decide = &decideRequest{call: args[1], decision: d}
+			return runAgent(cmd, g, f, []string{""})
+		},
+	}
+	fl := c.Flags()
+	if approve {
+		fl.StringVar(&argsJSON, "args", "", "run the call with these arguments (a JSON object) instead of the model's")
+	} else {
+		fl.StringVar(&reason, "reason", "", "why the call is denied (the model reads it)")
+	}
+	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the whole thread as JSON")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "wall-clock limit; on expiry the run is stopped")
+	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
+	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
+	return c
+}
+
+// decideFirst stores the requested decision; ready reports that the thread can continue.
+func decideFirst(ctx context.Context, eng *engine.Engine, threadID string, req *decideRequest) (bool, error) {
+	ready, err := eng.Decide(ctx, threadID, req.call, req.decision)
+	if err != nil {
+		return false, exit(exitUsage, err)
+	}
+	return ready, nil
+}
+
+// waitingCalls prints the calls that wait for a decision and the commands that decide them.
+func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID, db string, redact func(string) string) {
+	pending, err := eng.PendingApprovals(ctx, threadID)
+	if err != nil || len(pending) == 0 {
+		return
+	}
+	dbFlag := ""
+	if db != "" && db != defaultDB() {
+		dbFlag = " --db " + db
+	}
+	verb := "wait"
+	if len(pending) == 1 {
+		verb = "waits"
+	}
+	fmt.Fprintf(w, "weft: %s %s for approval:\n", plural(len(pending), "tool call"), verb)
+	for _, p := range pending {
+		fmt.Fprintf(w, "  %s  %s(%s)\n", p.CallID, p.Name, redact(p.Arguments))
+	}
+	fmt.Fprintf(w, "decide with:\n  weft threads approve %s CALL%s [--args JSON]\n  weft threads deny %s CALL%s [--reason TEXT]\n",
+		threadID, dbFlag, threadID, dbFlag)
+}
+
+// askApprovals asks, on a terminal, about each waiting call: y approves, e edits the arguments
+// first, anything else denies. It returns whether any decision was made.
+func askApprovals(ctx context.Context, in io.Reader, out io.Writer, eng *engine.Engine, threadID string, redact func(string) string) (bool, error) {
+	pending, err := eng.PendingApprovals(ctx, threadID)
+	if err != nil {
+		return false, err
+	}
+	sc := bufio.NewScanner(in)
+	decided := false
+	for _, p := range pending {
+		fmt.Fprintf(out, "Approve %s(%s)? [y/N/e] ", p.Name, redact(p.Arguments))
+		if !sc.Scan() {
+			return decided, nil
+		}
+		d := engine.Decision{By: "cli"}
+		switch strings.ToLower(strings.TrimSpace(sc.Text())) {
+		case "y", "yes":
+			d.Approve = true
+		case "e", "edit":
+			for {
+				fmt.Fprint(out, "Arguments (JSON): ")
+				if !sc.Scan() {
+					return decided, nil
+				}
+				d.Approve, d.Arguments = true, json.RawMessage(sc.Text())
+				if _, err := eng.Decide(ctx, threadID, p.CallID, d); err != nil {
+					fmt.Fprintf(out, "%s\n", err)
+					continue
+				}
+				break
+			}
+			decided = true
+			continue
+		default:
+			fmt.Fprint(out, "Reason (optional): ")
+			if sc.Scan() {
+				d.Reason = strings.TrimSpace(sc.Text())
+			}
+		}
+		if _, err := eng.Decide(ctx, threadID, p.CallID, d); err != nil {
+			return decided, err
+		}
+		decided = true
+	}
+	return decided, nil
+}
+
+// interactive tells whether standard input and output are both terminals.
+func interactive(in io.Reader, out io.Writer) bool {
+	isTTY := func(v any) bool {
+		f, ok := v.(*os.File)
+		if !ok {
+			return false
+		}
+		st, err := f.Stat()
+		return err == nil && st.Mode()&os.ModeCharDevice != 0
+	}
+	return isTTY(in) && isTTY(out)
+}
+
+// awaiting tells whether a run result parked the thread for approvals.
+func awaiting(reason weft.StopReason) bool { return reason == weft.StopAwaitingApproval }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/schema"
+)
+
+// approvalProject writes a project whose agent may refund (approval: required) through a command
+// tool that appends to a ledger, so every real run of the tool is counted.
+func approvalProject(t *testing.T) (dir, ledger string) {
+	t.Helper()
+	dir = t.TempDir()
+	ledger = filepath.Join(dir, "ledger.txt")
+	files := map[string]string{
+		"agents/models/fast.yaml":  "name: fast\nprovider: openai\nmodel: gpt-4o-mini\n",
+		"agents/agents/desk.yaml":  "name: desk\ntype: ai_human\nsideA: {prompt: desk}\n",
+		"agents/prompts/desk.yaml": "name: desk\ntoolDescription: Handles refunds\nmodel: fast\nprompt: You handle refunds.\ntools: [refund]\n",
+		"agents/tools/refund.yaml": "kind: command\ndescription: Refund an order.\napproval: required\nargs:\n  type: object\n  properties:\n    order_id: {type: integer}\n  required: [order_id]\ncommand: [sh, -c, 'cat >> " + ledger + "; echo >> " + ledger + "; echo refunded']\n",
+		"call.yaml":                "- tool_calls: [{name: refund, arguments: {order_id: 42}}]\n",
+		"answer.yaml":              "- text: Done.\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, ledger
+}
+
+func ledgerLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestRunAwaitsApproval: without a terminal, weft run stops before a call that needs approval
+// with exit 6 and the commands that decide; approve (with edited arguments) continues the thread in
+// its own process and runs the tool once; deny gives the model the reason and never runs it.
+func TestRunAwaitsApproval(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		decide     []string
+		wantLedger []string
+		wantResult string
+		wantShow   string
+	}{
+		{"approve_edited", []string{"approve", "--args", `{"order_id": 43}`}, []string{`{"order_id":43}`}, "refunded",
+			`[approved by cli, with arguments {"order_id":43}]`},
+		{"deny", []string{"deny", "--reason", "needs a ticket"}, nil, "denied: needs a ticket", "[denied by cli: needs a ticket]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, ledger := approvalProject(t)
+			db := filepath.Join(dir, "weft.db")
+			out, errOut, code := runWeft(t, dir, "run", "--dir", "agents", "--db", db, "desk", "Refund order 42.",
+				"--model-script", "call.yaml", "--json")
+			if code != 6 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			var doc struct {
+				Thread struct{ ID, Status string }
+				Result struct{ Reason string }
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if doc.Result.Reason != "awaiting_approval" || doc.Thread.Status != "awaiting_approval" {
+				t.Errorf("document: %+v", doc)
+			}
+			if !strings.Contains(errOut, "weft threads approve "+doc.Thread.ID+" CALL") || !strings.Contains(errOut, `refund({"order_id":42})`) {
+				t.Errorf("stderr does not say how to decide:\n%s", errOut)
+			}
+			if got := ledgerLines(t, ledger); len(got) != 0 {
+				t.Fatalf("the tool ran before approval: %v", got)
+			}
+			var callID string
+			for _, l := range strings.Split(errOut, "\n") {
+				if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "call_") {
+					callID = f[0]
+				}
+			}
+			if callID == "" {
+				t.Fatalf("no call id in:\n%s", errOut)
+			}
+			args := append([]string{"threads", tc.decide[0], doc.Thread.ID, callID, "--db", db, "--model-script", "answer.yaml", "--json"}, tc.decide[1:]...)
+			out, errOut, code = runWeft(t, dir, args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d\n%s\n%s", tc.decide[0], code, out, errOut)
+			}
+			if !strings.Contains(out, tc.wantResult) || !strings.Contains(out, `"reason": "stop_on_response"`) {
+				t.Errorf("%s output:\n%s", tc.decide[0], out)
+			}
+			if got := ledgerLines(t, ledger); strings.Join(got, ",") != strings.Join(tc.wantLedger, ",") {
+				t.Errorf("ledger %v, want %v", got, tc.wantLedger)
+			}
+			if out, _, _ := runWeft(t, dir, "threads", "show", doc.Thread.ID, "--db", db); !strings.Contains(out, tc.wantShow) {
+				t.Errorf("threads show lacks %q:\n%s", tc.wantShow, out)
+			}
+			// A second decision is refused; the tool does not run again.
+			_, errOut, code = runWeft(t, dir, "threads", "approve", doc.Thread.ID, callID, "--db", db, "--model-script", "answer.yaml")
+			if code != 2 || !strings.Contains(errOut, "already") {
+				t.Errorf("second decision: exit %d: %s", code, errOut)
+			}
+			if got := ledgerLines(t, ledger); len(got) != len(tc.wantLedger) {
+				t.Errorf("ledger after a second decision: %v", got)
+			}
+		})
+	}
+}
+
+// TestAskApprovals: the terminal prompt approves (y), edits until the arguments are valid (e), and
+// denies with a reason (anything else).
+func TestAskApprovals(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	var ran []string
+	for _, name := range []string{"send", "refund", "wipe"} {
+		reg.AddTool(&weft.Tool{Name: name, Description: name, Approval: weft.ApprovalRequired,
+			Args: schema.Object(schema.Field("to", schema.String())),
+			Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, args json.RawMessage) (weft.ToolResult, error) {
+				ran = append(ran, name+" "+string(args))
+				return weft.Success("ok"), nil
+			})})
+	}
+	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "p", Model: "fast", Prompt: weft.Text("p"),
+		Tools: []weft.ToolEntry{{Name: "send"}, {Name: "refund"}, {Name: "wipe"}}})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
+	if d := reg.Validate(); d.HasErrors() {
+		t.Fatal(d.Err())
+	}
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{
+				{ID: "c1", Name: "send", Arguments: `{"to":"a"}`}, {ID: "c2", Name: "refund", Arguments: `{"to":"b"}`},
+				{ID: "c3", Name: "wipe", Arguments: `{"to":"c"}`}}}, nil
+		}
+		return &weft.Response{Text: "ok"}, nil
+	})
+	st, _ := memstore.New(memstore.Options{})
+	defer st.Close()
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	in := strings.NewReader("y\ne\n{\"to\": 5}\n{\"to\":\"B\"}\nn\nnot today\n")
+	decided, err := askApprovals(ctx, in, &out, eng, th.ID, func(s string) string { return s })
+	if err != nil || !decided {
+		t.Fatalf("%v %v", decided, err)
+	}
+	for _, want := range []string{`Approve send({"to":"a"})? [y/N/e]`, "Arguments (JSON): ", "Tool argument validation failed", "Reason (optional): "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("prompt lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ran, ",") != `send {"to":"a"},refund {"to":"B"}` {
+		t.Errorf("ran %v", ran)
+	}
+	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	if len(msgs) != 3 || msgs[2].Content != "Failed to execute tool: denied: not today" {
+		t.Errorf("tool messages %+v", msgs)
+	}
+}
