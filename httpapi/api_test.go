@@ -273,7 +273,7 @@ func TestUsersAndKeys(t *testing.T) {
 	e.json("GET", "/api/agents", k.Key, nil, 401, nil)
 	var agents []map[string]any
 	e.json("GET", "/api/agents", e.alice, nil, 200, &agents)
-	if len(agents) != 4 || agents[1]["name"] != "chat" {
+	if len(agents) != 5 || agents[2]["name"] != "chat" {
 		t.Fatalf("agents %v", agents)
 	}
 	var vars struct {

@@ -45,6 +45,12 @@ func (f *fakeModel) Call(ctx context.Context, req *weft.Request, onChunk func(we
 				FinishReason: "tool_calls"}, nil
 		}
 		return &weft.Response{Text: "Noted.", FinishReason: "stop"}, nil
+	case "careful":
+		if last.Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "refund", Arguments: `{"order_id":42}`}},
+				FinishReason: "tool_calls"}, nil
+		}
+		return &weft.Response{Text: "Refund result: " + last.Content, FinishReason: "stop"}, nil
 	case "reviewer":
 		return &weft.Response{Text: "Looks fine.", FinishReason: "stop"}, nil
 	}

@@ -464,7 +464,7 @@ func TestServeWatch(t *testing.T) {
 		}
 		return strings.Join(n, ",")
 	}
-	if got := names(); got != "boss,chat,review,vault" {
+	if got := names(); got != "boss,careful,chat,review,vault" {
 		t.Fatalf("agents %s", got)
 	}
 	waitFor := func(want string) {
@@ -477,7 +477,7 @@ func TestServeWatch(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(project, "agents", "echoer.yaml"), []byte("name: echoer\ntype: ai_human\nsideA: {prompt: chat}\n"), 0o644)
-	waitFor("boss,chat,echoer,review,vault")
+	waitFor("boss,careful,chat,echoer,review,vault")
 	os.WriteFile(filepath.Join(project, "agents", "broken.yaml"), []byte("name: broken\ntype: ai_human\nsideA: {prompt: nowhere}\n"), 0o644)
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(s.stderr.String(), "definitions reload refused") {
@@ -486,7 +486,7 @@ func TestServeWatch(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if got := names(); got != "boss,chat,echoer,review,vault" {
+	if got := names(); got != "boss,careful,chat,echoer,review,vault" {
 		t.Fatalf("after an invalid change the agents are %s", got)
 	}
 	s.stop()
