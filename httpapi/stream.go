@@ -188,7 +188,7 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 	ping := time.NewTicker(s.opt.PingInterval)
 	defer ping.Stop()
 	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
@@ -229,8 +229,9 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 }
 
-// wsWriteTimeout bounds one WebSocket write: a client that stops reading is disconnected.
-const wsWriteTimeout = 10 * time.Second
+// streamWriteTimeout bounds one write of a stream (SSE or WebSocket): a client that stops reading
+// is disconnected.
+const streamWriteTimeout = 10 * time.Second
 
 // threadWebSocket streams a thread's events over a WebSocket; the client may send
 // {"type":"ping"} and gets {"type":"pong"}.
@@ -277,7 +278,7 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	}()
 	events, errc := pump(ctx, s.events.Subscribe(ctx, t.ID, after))
 	send := func(b []byte) bool {
-		wctx, wcancel := context.WithTimeout(ctx, wsWriteTimeout)
+		wctx, wcancel := context.WithTimeout(ctx, streamWriteTimeout)
 		defer wcancel()
 		return c.Write(wctx, websocket.MessageText, b) == nil
 	}

@@ -356,6 +356,12 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 				case streamed:
 					fmt.Fprintln(out)
 				}
+				if awaiting(weft.StopReason(reason)) {
+					if !f.quiet {
+						r.waitingCalls(ctx, stderr, id)
+					}
+					return exit(exitApproval, nil)
+				}
 				if !weft.StopReason(reason).OK() {
 					if !f.quiet {
 						fmt.Fprintf(stderr, "weft: run stopped: %s", reason)
@@ -389,4 +395,21 @@ func (r *remote) lastCursor(ctx context.Context, id string) (int64, error) {
 		return int64(seq), nil
 	}
 	return 0, nil
+}
+
+// waitingCalls prints the thread's calls that wait for approval and how to decide them.
+func (r *remote) waitingCalls(ctx context.Context, w io.Writer, id string) {
+	var pending []struct {
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	if err := r.do(ctx, "GET", "/api/threads/"+url.PathEscape(id)+"/approvals", nil, &pending); err != nil {
+		fmt.Fprintf(w, "weft: thread %s waits for approvals: %v\n", id, err)
+		return
+	}
+	for _, p := range pending {
+		fmt.Fprintf(w, "weft: %s(%s) waits for approval: POST %s/api/threads/%s/approvals/%s {\"approve\": true|false}\n",
+			p.Name, p.Arguments, r.base, id, p.CallID)
+	}
 }

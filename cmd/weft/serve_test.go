@@ -498,7 +498,11 @@ func TestCLIAgainstServer(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "weft.db")
 	key := createKey(t, dir, db, "alice")
-	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", chatScript(t, 3))
+	script := chatScript(t, 3)
+	sf, _ := os.OpenFile(script, os.O_APPEND|os.O_WRONLY, 0)
+	sf.WriteString("  - match: {prompt: careful}\n    tool_calls:\n      - {name: refund, arguments: {order_id: 42}}\n")
+	sf.Close()
+	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
 	remote := []string{"--server", s.base, "--api-key", key}
 
 	out, errOut, code := runWeft(t, dir, append([]string{"run", "chat", "hello", "--env", "TOKEN=" + e2eSecret}, remote...)...)
@@ -546,6 +550,11 @@ func TestCLIAgainstServer(t *testing.T) {
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "vault", "hi"}, remote...)...)
 	if code != exitCreation || !strings.Contains(errOut, "VAULT_KEY") {
 		t.Fatalf("missing variables: exit %d %s", code, errOut)
+	}
+	// A call that needs approval: exit 6 with the call and how to decide it.
+	_, errOut, code = runWeft(t, dir, append([]string{"run", "careful", "refund 42"}, remote...)...)
+	if code != exitApproval || !strings.Contains(errOut, `refund({"order_id":42}) waits for approval: POST `+s.base) {
+		t.Fatalf("awaiting approval: exit %d %s", code, errOut)
 	}
 	out, _, code = runWeft(t, dir, append([]string{"threads", "delete", id}, remote...)...)
 	if code != 0 || !strings.Contains(out, "deleted "+id) {
