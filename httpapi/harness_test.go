@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,9 +82,11 @@ type env struct {
 }
 
 type envOptions struct {
-	gate   bool
-	noAuth bool
-	ping   time.Duration
+	gate         bool
+	noAuth       bool
+	ping         time.Duration
+	writeTimeout time.Duration
+	logger       *slog.Logger
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -113,7 +116,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}()
 	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
 	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
-		Version: "test", PingInterval: o.ping})
+		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger})
 	e.api.SetReady(true)
 	e.srv = httptest.NewServer(e.api.Handler())
 	t.Cleanup(func() {

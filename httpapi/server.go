@@ -47,6 +47,9 @@ type Options struct {
 	PingInterval time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
 	TicketTTL time.Duration
+	// WriteTimeout bounds one write of a stream (default 10s): a client that stops reading is
+	// disconnected.
+	WriteTimeout time.Duration
 }
 
 // Server is the HTTP API. Its Handler serves every route; Ready marks it ready to take work.
@@ -66,6 +69,9 @@ func New(o Options) *Server {
 	}
 	if o.TicketTTL <= 0 {
 		o.TicketTTL = 60 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
 	}
 	if o.Hub == nil {
 		o.Hub = NewHub()

@@ -188,7 +188,7 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 	ping := time.NewTicker(s.opt.PingInterval)
 	defer ping.Stop()
 	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
@@ -229,9 +229,6 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 }
 
-// streamWriteTimeout bounds one write of a stream (SSE or WebSocket): a client that stops reading
-// is disconnected.
-const streamWriteTimeout = 10 * time.Second
 
 // threadWebSocket streams a thread's events over a WebSocket; the client may send
 // {"type":"ping"} and gets {"type":"pong"}.
@@ -278,7 +275,7 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	}()
 	events, errc := pump(ctx, s.events.Subscribe(ctx, t.ID, after))
 	send := func(b []byte) bool {
-		wctx, wcancel := context.WithTimeout(ctx, streamWriteTimeout)
+		wctx, wcancel := context.WithTimeout(ctx, s.opt.WriteTimeout)
 		defer wcancel()
 		return c.Write(wctx, websocket.MessageText, b) == nil
 	}
