@@ -44,6 +44,7 @@ func TestErrors(t *testing.T) {
 		{"no agent", "POST", "/api/threads", e.alice, `{}`, 400, "validation_failed"},
 		{"unknown agent", "POST", "/api/threads", e.alice, `{"agent":"nobody"}`, 404, "not_found"},
 		{"missing variables", "POST", "/api/threads", e.alice, `{"agent":"vault"}`, 422, "missing_required_variables"},
+		{"invalid arguments", "POST", "/api/threads", e.alice, `{"agent":"careful","arguments":{"limit":0}}`, 400, "validation_failed"},
 		{"empty message", "POST", "/api/threads/" + aliceThread + "/messages", e.alice, `{"content":""}`, 400, "validation_failed"},
 		{"bad role", "POST", "/api/threads/" + aliceThread + "/messages", e.alice, `{"content":"x","role":"tool"}`, 400, "validation_failed"},
 		{"huge message", "POST", "/api/threads/" + aliceThread + "/messages", e.alice, huge, 413, "payload_too_large"},

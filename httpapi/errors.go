@@ -7,6 +7,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/schema"
 )
 
 // The API's error codes beyond the domain's (weft.Code): request-level failures.
@@ -62,7 +63,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var status int
 	var ae *apiError
 	var mv *engine.MissingVariablesError
+	var ve *schema.ValidationError
 	switch {
+	case errors.As(err, &ve) && weft.ErrorCode(err) == weft.EInvalid:
+		// Arguments that break a schema: every failure with its JSON pointer.
+		status = http.StatusBadRequest
+		body["code"], body["message"] = codeValidation, err.Error()
+		list := make([]map[string]string, len(ve.Failures))
+		for i, f := range ve.Failures {
+			list[i] = map[string]string{"path": f.Path, "message": f.Message}
+		}
+		body["errors"] = list
 	case errors.As(err, &ae):
 		status = ae.status
 		body["code"], body["message"] = ae.code, ae.message
