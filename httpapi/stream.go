@@ -229,7 +229,6 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 }
 
-
 // threadWebSocket streams a thread's events over a WebSocket; the client may send
 // {"type":"ping"} and gets {"type":"pong"}.
 func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *principal) error {
