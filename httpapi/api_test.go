@@ -36,6 +36,8 @@ func TestErrors(t *testing.T) {
 		{"post to another user's thread", "POST", "/api/threads/" + bobThread + "/messages", e.alice, map[string]any{"content": "hi"}, 404, "not_found"},
 		{"unknown thread", "GET", "/api/threads/thr_missing", e.alice, nil, 404, "not_found"},
 		{"unknown route", "GET", "/api/nothing", e.alice, nil, 404, "not_found"},
+		{"wrong method", "PUT", "/api/threads", e.alice, nil, 405, "bad_request"},
+		{"wrong method on a thread", "POST", "/api/threads/" + aliceThread, e.alice, nil, 405, "bad_request"},
 		{"malformed JSON", "POST", "/api/threads", e.alice, `{"agent":`, 400, "bad_request"},
 		{"unknown field", "POST", "/api/threads", e.alice, `{"agent":"chat","bogus":1}`, 400, "bad_request"},
 		{"wrong type", "POST", "/api/threads", e.alice, `{"agent":42}`, 400, "bad_request"},

@@ -24,9 +24,7 @@ func (s *Server) routes() {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	})
-	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: string(weft.ENotFound), message: "no route " + r.Method + " " + r.URL.Path})
-	})
+	s.mux.HandleFunc("/api/", s.noRoute)
 
 	s.handle("POST /api/threads", s.createThread)
 	s.handle("GET /api/threads", s.listThreads)
@@ -82,6 +80,26 @@ func (s *Server) routes() {
 	s.handle("GET /api/keys", s.listKeys)
 	s.handle("DELETE /api/keys/{id}", s.revokeKey)
 	s.handle("POST /api/auth/ws-ticket", s.issueTicket)
+}
+
+// noRoute answers a request no route takes: 405 with the allowed methods when the path exists
+// with other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/api/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeBadRequest,
+			message: r.Method + " " + r.URL.Path + " is not allowed; use " + strings.Join(allowed, ", ")})
+		return
+	}
+	s.writeError(w, r, &apiError{status: http.StatusNotFound, code: string(weft.ENotFound), message: "no route " + r.Method + " " + r.URL.Path})
 }
 
 // createThreadBody is the body of POST /api/threads.
