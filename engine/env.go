@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -448,4 +449,51 @@ func ancestorEnv(ctx context.Context, st weft.Store, parentID string, decls map[
 		id = t.ParentID
 	}
 	return out, nil
+}
+
+// providerKeyVars are the environment variables that hold the built-in providers' keys.
+var providerKeyVars = []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
+	"GROQ_API_KEY", "XAI_API_KEY", "DEEPINFRA_API_KEY", "CEREBRAS_API_KEY", "AZURE_OPENAI_API_KEY"}
+
+// StoreRedactor returns a function replacing by [redacted] the secret values a store holds for a
+// thread — its own, its ancestors', its owner's and the instance's secret variables — and the
+// providers' keys in the process environment. It needs no definitions, so tools that read a store
+// outside any project (weft threads show, export, list) redact what they print too.
+func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(string) string, error) {
+	t, err := st.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	var secrets []string
+	add := func(vals []weft.EnvValue) {
+		for _, v := range vals {
+			if v.Type != weft.VarText {
+				secrets = append(secrets, v.Value)
+			}
+		}
+	}
+	for id := threadID; id != ""; {
+		vals, err := st.Env(ctx, weft.EnvThread, id)
+		if err != nil {
+			return nil, err
+		}
+		add(vals)
+		at, err := st.Thread(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		id = at.ParentID
+	}
+	_, user, instance, err := loadEnv(ctx, st, "", t.UserID)
+	if err != nil {
+		return nil, err
+	}
+	add(user)
+	add(instance)
+	for _, k := range providerKeyVars {
+		if v := os.Getenv(k); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	return newRedactor(secrets).String, nil
 }

@@ -193,7 +193,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	resp := res.resp
 	calls := r.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
-		ToolCalls: calls, Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
+		ToolCalls: r.redactCalls(calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
 		LogID: res.log.ID, RunID: r.id}
 	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
 		msg.Reasoning = r.red.String(resp.Reasoning)
@@ -282,7 +282,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			}
 		}
 		for i, c := range calls {
-			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: c.Arguments,
+			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
 				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
 			if i == 0 {
 				r.markRunning(s, rec)

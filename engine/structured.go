@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -77,4 +78,23 @@ func (r *run) redactValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// redactCalls returns the calls as they are stored: arguments with the thread's secrets replaced
+// (a model that was shown a secret must not get it written to disk). The calls run with the
+// arguments as the model sent them; calls is returned as is when nothing needs replacing.
+func (r *run) redactCalls(calls []weft.ToolCall) []weft.ToolCall {
+	var out []weft.ToolCall
+	for i, c := range calls {
+		if red := r.red.String(c.Arguments); red != c.Arguments {
+			if out == nil {
+				out = slices.Clone(calls)
+			}
+			out[i].Arguments = red
+		}
+	}
+	if out == nil {
+		return calls
+	}
+	return out
 }

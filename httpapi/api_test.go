@@ -231,6 +231,18 @@ func TestThreadFlow(t *testing.T) {
 	if list.Total != 1 || list.Items[0].ID != id {
 		t.Fatalf("alice sees %+v", list)
 	}
+	// A preview holding a secret (a pasted one, say) is redacted in every answer.
+	pasted := "my token is " + secretValue
+	if err := e.store.Tx(context.Background(), id, nil, func(tx weft.Tx) error {
+		return tx.UpdateThread(weft.ThreadPatch{Preview: &pasted})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/threads", "/api/threads/" + id} {
+		if code, body := e.do("GET", path, e.alice, nil); code != 200 || strings.Contains(string(body), secretValue) || !strings.Contains(string(body), `"preview":"`) {
+			t.Fatalf("GET %s shows the secret or no preview: %d %s", path, code, body)
+		}
+	}
 	e.json("GET", "/api/threads?tag=vip", e.admin, nil, 200, &list)
 	if list.Total != 1 {
 		t.Fatalf("admin by tag: %+v", list)

@@ -185,6 +185,11 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principa
 	if threads == nil {
 		threads = []*weft.Thread{}
 	}
+	for _, t := range threads {
+		if err := s.redactThread(r.Context(), t); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, list[*weft.Thread]{Items: threads, Total: total, HasMore: offset+len(threads) < total})
 	return nil
 }
@@ -209,6 +214,9 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	c, err := s.costOf(r, t, true)
 	if err != nil {
+		return err
+	}
+	if err := s.redactThread(r.Context(), t); err != nil {
 		return err
 	}
 	seq, err := lastEventSeq(r.Context(), st, t.ID)
@@ -334,6 +342,9 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principa
 		return err
 	}
 	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	if err := s.redactThread(r.Context(), t); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, t)
 	return nil
 }
@@ -552,6 +563,22 @@ func (s *Server) terminateThread(w http.ResponseWriter, r *http.Request, p *prin
 		return err
 	}
 	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	if err := s.redactThread(r.Context(), t); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// redactThread replaces the thread's secret values in its preview and label.
+func (s *Server) redactThread(ctx context.Context, t *weft.Thread) error {
+	if t.Preview == "" && t.Label == "" {
+		return nil
+	}
+	red, err := engine.StoreRedactor(ctx, s.engine().Store(), t.ID)
+	if err != nil {
+		return err
+	}
+	t.Preview, t.Label = red(t.Preview), red(t.Label)
 	return nil
 }

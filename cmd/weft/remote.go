@@ -133,7 +133,8 @@ func (r *remote) threadsList(cmd *cobra.Command, agent string, limit int) error 
 	if err := r.do(cmd.Context(), "GET", "/api/threads?"+q.Encode(), nil, &out); err != nil {
 		return remoteExit(err)
 	}
-	printThreads(cmd, out.Items, out.Total)
+	// The server redacts what it answers.
+	printThreads(cmd, out.Items, out.Total, func(_, preview string) string { return preview })
 	return nil
 }
 

@@ -54,7 +54,12 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			printThreads(cmd, threads, total)
+			printThreads(cmd, threads, total, func(id, preview string) string {
+				if redact, err := engine.StoreRedactor(cmd.Context(), st, id); err == nil {
+					return redact(preview)
+				}
+				return preview
+			})
 			return nil
 		},
 	}
@@ -82,7 +87,13 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
+			redact, err := engine.StoreRedactor(cmd.Context(), st, a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
+			var b strings.Builder
+			printMessages(&b, msgs, approvalNotes(recs))
+			fmt.Fprint(cmd.OutOrStdout(), redact(b.String()))
 			return nil
 		},
 	}
@@ -101,8 +112,12 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(threadExit(err), err)
 			}
+			redact, err := engine.StoreRedactor(cmd.Context(), st, a[0])
+			if err != nil {
+				return exit(exitFailure, err)
+			}
 			b, _ := json.MarshalIndent(doc, "", "  ")
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			fmt.Fprintln(cmd.OutOrStdout(), redact(string(b)))
 			return nil
 		},
 	}
@@ -154,13 +169,14 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// printThreads prints a thread listing, most recently active first, with a note when paged.
-func printThreads(cmd *cobra.Command, threads []*weft.Thread, total int) {
+// printThreads prints a thread listing, most recently active first, with a note when paged;
+// redact redacts a thread's preview.
+func printThreads(cmd *cobra.Command, threads []*weft.Thread, total int, redact func(threadID, preview string) string) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tAGENT\tSTATUS\tREASON\tLAST ACTIVITY\tPREVIEW")
 	for _, t := range threads {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Status, t.StopReason,
-			t.LastActivityAt.Local().Format(time.DateTime), oneLine(t.Preview))
+			t.LastActivityAt.Local().Format(time.DateTime), redact(t.ID, oneLine(t.Preview)))
 	}
 	w.Flush()
 	if total > len(threads) {
