@@ -188,6 +188,13 @@ func TestThreadFlow(t *testing.T) {
 	if kv["name"] != "teal" {
 		t.Fatalf("kv %v", kv)
 	}
+	// A value holding the thread's secret is shown redacted.
+	e.json("PUT", "/api/threads/"+id+"/kv/token", e.alice, `{"v":"`+secretValue+`"}`, 200, nil)
+	for _, path := range []string{"/kv/token", "/kv"} {
+		if code, body := e.do("GET", "/api/threads/"+id+path, e.alice, nil); code != 200 || strings.Contains(string(body), secretValue) || !strings.Contains(string(body), "[redacted]") {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+	}
 	e.json("DELETE", "/api/threads/"+id+"/kv/color", e.alice, nil, 204, nil)
 	e.json("GET", "/api/threads/"+id+"/kv/color", e.alice, nil, 404, nil)
 	e.json("PUT", "/api/threads/"+id+"/fs/notes/a.txt", e.alice, "alpha beta", 201, nil)

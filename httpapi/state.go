@@ -11,7 +11,22 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
 )
+
+// redactJSON replaces secret values inside a JSON document's text; a result that would no
+// longer parse (a secret spanning JSON syntax) becomes the redacted text as a JSON string.
+func redactJSON(v json.RawMessage, red func(string) string) json.RawMessage {
+	out := red(string(v))
+	if out == string(v) {
+		return v
+	}
+	if json.Valid([]byte(out)) {
+		return json.RawMessage(out)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
 
 // logJSON is a log row in the API's snake_case shape; bodies only in the single-log view.
 func logJSON(l weft.LogEntry, bodies bool, red func(string) string) map[string]any {
@@ -316,6 +331,13 @@ func (s *Server) listKV(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
+	red, err := engine.StoreRedactor(r.Context(), s.engine().Store(), t.ID)
+	if err != nil {
+		return err
+	}
+	for k, v := range kv {
+		kv[k] = redactJSON(v, red)
+	}
 	writeJSON(w, http.StatusOK, kv)
 	return nil
 }
@@ -332,8 +354,12 @@ func (s *Server) getKV(w http.ResponseWriter, r *http.Request, p *principal) err
 	if !found {
 		return weft.Errorf(weft.ENotFound, "no value under %q", r.PathValue("key"))
 	}
+	red, err := engine.StoreRedactor(r.Context(), s.engine().Store(), t.ID)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(v)
+	_, _ = w.Write(redactJSON(v, red))
 	return nil
 }
 
