@@ -151,6 +151,23 @@ func (s *Server) listEnv(scope weft.EnvScope) handler {
 	}
 }
 
+// getEnv describes one variable of a scope (its value only when its type is text).
+func (s *Server) getEnv(scope weft.EnvScope) handler {
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		vals, err := s.engine().Store().Env(r.Context(), scope, envOwner(scope, p))
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			if v.Name == r.PathValue("name") {
+				writeJSON(w, http.StatusOK, rowOf(v, string(scope)))
+				return nil
+			}
+		}
+		return weft.Errorf(weft.ENotFound, "no %s variable %s", scope, r.PathValue("name"))
+	}
+}
+
 func (s *Server) putEnv(scope weft.EnvScope) handler {
 	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
 		var b struct {

@@ -69,6 +69,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/tools", admin(s.listNames("tool")))
 	s.handle("GET /api/providers", admin(s.listNames("provider")))
 	s.handle("GET /api/env/instance", admin(s.listEnv(weft.EnvInstance)))
+	s.handle("GET /api/env/instance/{name}", admin(s.getEnv(weft.EnvInstance)))
+	s.handle("GET /api/users/me/env/{name}", s.getEnv(weft.EnvUser))
 	s.handle("PUT /api/env/instance/{name}", admin(s.putEnv(weft.EnvInstance)))
 	s.handle("DELETE /api/env/instance/{name}", admin(s.deleteEnv(weft.EnvInstance)))
 	s.handle("GET /api/users/me/env", s.listEnv(weft.EnvUser))
