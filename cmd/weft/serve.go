@@ -28,6 +28,7 @@ import (
 // serveFlags are the flags of weft serve.
 type serveFlags struct {
 	addr, db, script, logFormat string
+	nodeID                      string
 	workers                     int
 	noAuth, insecure, watch     bool
 	drain                       time.Duration
@@ -51,7 +52,8 @@ gives running steps --drain to reach a step boundary.`,
 	fl := c.Flags()
 	fl.StringVar(&f.addr, "addr", envOr("WEFT_ADDR", "127.0.0.1:8080"), "listen address (env WEFT_ADDR)")
 	fl.StringVar(&f.db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
-	fl.IntVar(&f.workers, "workers", 8, "threads run at once")
+	fl.IntVar(&f.workers, "workers", 64, "threads run at once")
+	fl.StringVar(&f.nodeID, "node-id", "", "this process's name in thread leases (default: a random id)")
 	fl.BoolVar(&f.noAuth, "no-auth", false, "every request acts as the admin user local (loopback addresses only)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow --no-auth on a non-loopback address")
 	fl.BoolVar(&f.watch, "watch", false, "reload the definitions when they change (an invalid set keeps the old one)")
@@ -128,7 +130,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	hub := httpapi.NewHub()
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL}
+			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID}
 		if script != nil {
 			opt.Override = script
 		}
