@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,31 @@ type Server struct {
 	tickets *tickets
 	ready   atomic.Bool
 	mux     *http.ServeMux
+
+	// streams ends the thread streams open now (EndStreams).
+	streamsMu sync.Mutex
+	streams   context.Context
+	endAll    context.CancelFunc
+}
+
+// EndStreams ends every thread stream open now; clients reconnect with their cursor and miss
+// nothing. A server that swaps its engine (a definitions reload) calls it, since a stream follows
+// the engine it was opened on.
+func (s *Server) EndStreams() {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	s.endAll()
+	s.streams, s.endAll = context.WithCancel(context.Background())
+}
+
+// streamContext returns a context for a stream that ends with the request or with EndStreams.
+func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+	s.streamsMu.Lock()
+	all := s.streams
+	s.streamsMu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(all, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // New returns a Server; it answers 503 on /api/ready until SetReady(true).
@@ -77,6 +103,7 @@ func New(o Options) *Server {
 		o.Hub = NewHub()
 	}
 	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
+	s.streams, s.endAll = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

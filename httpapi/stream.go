@@ -135,7 +135,7 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.streamContext(r)
 	defer cancel()
 	events, errc := pump(ctx, s.events.Subscribe(ctx, t.ID, after))
 	return s.serveSSE(ctx, w, r, events, errc, f.keep)
@@ -250,7 +250,7 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(4096)
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.streamContext(r)
 	defer cancel()
 	pongs := make(chan struct{}, 1)
 	// The reader answers pings and notices a client that goes away.

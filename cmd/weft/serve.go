@@ -167,6 +167,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 				return err
 			}
 			sched.swap(e)
+			api.EndStreams() // their clients reconnect with their cursor, to the new engine
 			return nil
 		})
 	}

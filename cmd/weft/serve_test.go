@@ -476,12 +476,29 @@ func TestServeWatch(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", "", `{"agent":"chat"}`, 201, &created)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream := openSSE(t, ctx, s.base+"/api/threads/"+created.Thread.ID+"/events", "", "")
+	framesUntil(t, stream, "thread_created")
 	os.WriteFile(filepath.Join(project, "agents", "echoer.yaml"), []byte("name: echoer\ntype: ai_human\nsideA: {prompt: chat}\n"), 0o644)
 	waitFor("boss,careful,chat,echoer,review,vault")
+	// Streams opened on the previous engine end, so that their clients reconnect to the new one.
+	deadline := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-stream:
+		case <-deadline:
+			t.Fatal("a stream of the previous engine stayed open after the reload")
+		}
+	}
 	os.WriteFile(filepath.Join(project, "agents", "broken.yaml"), []byte("name: broken\ntype: ai_human\nsideA: {prompt: nowhere}\n"), 0o644)
-	deadline := time.Now().Add(15 * time.Second)
+	until := time.Now().Add(15 * time.Second)
 	for !strings.Contains(s.stderr.String(), "definitions reload refused") {
-		if time.Now().After(deadline) {
+		if time.Now().After(until) {
 			t.Fatalf("no refusal logged:\n%s", s.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
