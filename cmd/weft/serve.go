@@ -121,6 +121,10 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return exit(exitUsage, fmt.Errorf("--db %s keeps no users and keys; use a SQLite file or --no-auth", redactDSN(f.db)))
 	}
 
+	adminKey := os.Getenv("WEFT_ADMIN_KEY")
+	if adminKey != "" && len(adminKey) < 24 {
+		return exit(exitUsage, fmt.Errorf("WEFT_ADMIN_KEY is %d characters; an admin key needs at least 24 (weft keys create makes a strong one)", len(adminKey)))
+	}
 	var leaseTTL time.Duration
 	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
 		if leaseTTL, err = time.ParseDuration(v); err != nil || leaseTTL <= 0 {
@@ -144,7 +148,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: os.Getenv("WEFT_ADMIN_KEY"), Hub: hub, Logger: log, Version: version()})
+		AdminKey: adminKey, Hub: hub, Logger: log, Version: version()})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
@@ -196,10 +200,11 @@ type scheduler struct {
 	log *slog.Logger
 	opt engine.ServeOptions
 
-	cur    atomic.Pointer[engine.Engine]
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	cur     atomic.Pointer[engine.Engine]
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped bool // stop was called: a late swap does nothing
 }
 
 func (s *scheduler) engine() *engine.Engine { return s.cur.Load() }
@@ -222,6 +227,9 @@ func (s *scheduler) start(e *engine.Engine) {
 func (s *scheduler) swap(e *engine.Engine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
 	s.cancel()
 	<-s.done
 	s.start(e)
@@ -231,6 +239,7 @@ func (s *scheduler) swap(e *engine.Engine) {
 func (s *scheduler) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopped = true
 	s.cancel()
 	<-s.done
 }

@@ -362,6 +362,13 @@ func TestServeNoAuthOnlyOnLoopback(t *testing.T) {
 	s := startServer(t, dir, nil, "--no-auth", "--dir", repo("httpapi/testdata/agents"), "--db", filepath.Join(dir, "w.db"))
 	s.must("GET", "/api/threads", "", "", 200, nil)
 	s.stop()
+	// A weak admin key is refused at start.
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--dir", repo("httpapi/testdata/agents"), "--db", filepath.Join(dir, "w.db"))
+	cmd.Env = append(os.Environ(), "WEFT_ADMIN_KEY=short")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "at least 24") || strings.Contains(string(out), "short") {
+		t.Fatalf("a weak admin key: %v\n%s", err, out)
+	}
 }
 
 // TestServeResumeAcrossRestart: a subscriber watches a run, the server is killed (SIGKILL) in the
