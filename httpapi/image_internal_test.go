@@ -70,3 +70,41 @@ func TestFitImage(t *testing.T) {
 		t.Fatal("a 65535×65535 image was decoded")
 	}
 }
+
+// FuzzFitImage: any bytes posted as an image are stored as sent, refused with an error, or
+// downscaled to at most maxImageSide on a side; nothing panics.
+func FuzzFitImage(f *testing.F) {
+	f.Add(encodedSeed("png", 4, 3), "image/png")
+	f.Add(encodedSeed("gif", 3, 2), "image/gif")
+	f.Add(encodedSeed("jpeg", 2, 2), "image/jpeg")
+	f.Add([]byte("GIF89a\xff\xff\x01\x00"), "image/gif")
+	f.Fuzz(func(t *testing.T, data []byte, mimeType string) {
+		out, mt, w, h, err := fitImage(data, mimeType)
+		if err != nil {
+			return
+		}
+		if w > maxImageSide || h > maxImageSide {
+			t.Fatalf("%d×%d after fitting", w, h)
+		}
+		if !bytes.Equal(out, data) {
+			cfg, _, err := image.DecodeConfig(bytes.NewReader(out))
+			if err != nil || cfg.Width != w || cfg.Height != h || (mt != "image/png" && mt != "image/jpeg") {
+				t.Fatalf("a fitted image %s %d×%d decodes as %+v %v", mt, w, h, cfg, err)
+			}
+		}
+	})
+}
+
+func encodedSeed(format string, w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	var b bytes.Buffer
+	switch format {
+	case "png":
+		png.Encode(&b, img)
+	case "jpeg":
+		jpeg.Encode(&b, img, nil)
+	case "gif":
+		gif.Encode(&b, img, nil)
+	}
+	return b.Bytes()
+}
