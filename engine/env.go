@@ -160,6 +160,57 @@ func (r *redactor) Count(s string) int {
 	return n
 }
 
+// streamRedactor redacts text that arrives in pieces (streamed deltas), so that a secret split
+// across pieces is replaced too: it holds back the end of the text while that end could still
+// become a secret, and Flush returns what is held.
+type streamRedactor struct {
+	r       *redactor
+	pending string
+}
+
+// Write takes the next piece and returns the redacted text that is safe to show now.
+func (s *streamRedactor) Write(piece string) string {
+	if s.r == nil || s.r.r == nil {
+		return piece
+	}
+	s.pending += piece
+	cut := s.r.safeCut(s.pending)
+	out := s.pending[:cut]
+	s.pending = s.pending[cut:]
+	return s.r.String(out)
+}
+
+// Flush returns the held text, redacted.
+func (s *streamRedactor) Flush() string {
+	out := s.r.String(s.pending)
+	s.pending = ""
+	return out
+}
+
+// safeCut returns how much of s can be redacted and shown now: everything before the longest
+// tail of s that is a proper prefix of a secret, moved earlier past any secret that crosses it.
+func (r *redactor) safeCut(s string) int {
+	cut := len(s)
+	for _, sec := range r.secrets {
+		for n := min(len(sec)-1, len(s)); n > 0 && len(s)-n < cut; n-- {
+			if strings.HasSuffix(s, sec[:n]) {
+				cut = len(s) - n
+				break
+			}
+		}
+	}
+	for moved := true; moved; {
+		moved = false
+		for _, sec := range r.secrets {
+			from := max(0, cut-len(sec)+1)
+			if i := strings.Index(s[from:], sec); i >= 0 && from+i < cut && from+i+len(sec) > cut {
+				cut, moved = from+i, true
+			}
+		}
+	}
+	return cut
+}
+
 // Error redacts an error's text.
 func (r *redactor) Error(err error) string {
 	if err == nil {

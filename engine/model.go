@@ -245,6 +245,20 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 		defer c()
 	}
 	depth := req.Depth
+	// Deltas are redacted as a stream: a secret split across deltas is replaced as well.
+	text, reasoning := &streamRedactor{r: r.red}, &streamRedactor{r: r.red}
+	emitDelta := func(typ, delta string) {
+		if delta != "" && r.e.observed() {
+			r.emit(typ, map[string]any{"message_id": log.MessageID, "depth": depth, "delta": delta})
+		}
+	}
+	defer func() {
+		mu.Lock()
+		t, rs := text.Flush(), reasoning.Flush()
+		mu.Unlock()
+		emitDelta("message_chunk", t)
+		emitDelta("reasoning_chunk", rs)
+	}()
 	onChunk := func(c weft.Chunk) {
 		mu.Lock()
 		if first.IsZero() {
@@ -254,16 +268,14 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 		if timer != nil && to.Stall > 0 {
 			timer.Reset(to.Stall.D())
 		}
-		if c.Text != "" {
-			if r.e.observed() {
-				r.emit("message_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Text)})
-			}
+		if c.Text == "" && c.Reasoning == "" {
+			return
 		}
-		if c.Reasoning != "" {
-			if r.e.observed() {
-				r.emit("reasoning_chunk", map[string]any{"message_id": log.MessageID, "depth": depth, "delta": r.red.String(c.Reasoning)})
-			}
-		}
+		mu.Lock()
+		t, rs := text.Write(c.Text), reasoning.Write(c.Reasoning)
+		mu.Unlock()
+		emitDelta("message_chunk", t)
+		emitDelta("reasoning_chunk", rs)
 	}
 	resp, err := p.Call(ctx, req, onChunk)
 	if err != nil {

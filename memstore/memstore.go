@@ -55,6 +55,8 @@ type Store struct {
 
 	files  fileReader
 	txPool sync.Pool
+
+	auth authData
 }
 
 var _ weft.Store = (*Store)(nil)

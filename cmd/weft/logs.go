@@ -12,7 +12,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-func newLogsCmd() *cobra.Command {
+func newLogsCmd(g *globals) *cobra.Command {
 	var db string
 	var full, asJSON bool
 	c := &cobra.Command{
@@ -23,6 +23,9 @@ latency and status, then the thread's total cost. --full adds the redacted reque
 bodies; --json prints the log rows.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.logs(cmd, a[0], full, asJSON)
+			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
 				return err

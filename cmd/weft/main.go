@@ -46,6 +46,8 @@ type globals struct {
 	dir      string
 	logLevel string
 	noColor  bool
+	// server and apiKey make threads, logs and run clients of a weft serve API.
+	server, apiKey string
 }
 
 func main() {
@@ -100,7 +102,9 @@ providers/, prompts/, agents/ and tools/.`,
 	root.PersistentFlags().StringVar(&g.dir, "dir", defDir, "project root holding the definitions (env WEFT_DIR)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "disable colored output")
+	root.PersistentFlags().StringVar(&g.server, "server", "", "use a weft serve API at this URL instead of a local store (env WEFT_SERVER)")
+	root.PersistentFlags().StringVar(&g.apiKey, "api-key", "", "API key for --server (env WEFT_API_KEY)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exit(exitUsage, err) })
-	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd())
+	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(g), newServeCmd(g), newKeysCmd())
 	return root
 }

@@ -79,6 +79,9 @@ func envOr(k, def string) string {
 }
 
 func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
+	if rc := remoteOf(g); rc != nil {
+		return rc.run(cmd, f, args)
+	}
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	reg, err := loadProject(g.dir)

@@ -47,6 +47,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "List threads, most recently active first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.threadsList(cmd, agent, limit)
+			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
 				return err
@@ -56,20 +59,12 @@ func newThreadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tAGENT\tSTATUS\tREASON\tLAST ACTIVITY\tPREVIEW")
-			for _, t := range threads {
-				preview := oneLine(t.Preview)
-				if redact, err := engine.StoreRedactor(cmd.Context(), st, t.ID); err == nil {
-					preview = redact(preview)
+			printThreads(cmd, threads, total, func(id, preview string) string {
+				if redact, err := engine.StoreRedactor(cmd.Context(), st, id); err == nil {
+					return redact(preview)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Status, t.StopReason,
-					t.LastActivityAt.Local().Format(time.DateTime), preview)
-			}
-			w.Flush()
-			if total > len(threads) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d threads\n", len(threads), total)
-			}
+				return preview
+			})
 			return nil
 		},
 	}
@@ -78,6 +73,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	show := &cobra.Command{
 		Use: "show ID", Short: "Print a thread's messages", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.threadsShow(cmd, a[0])
+			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
 				return err
@@ -107,6 +105,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	export := &cobra.Command{
 		Use: "export ID", Short: "Print a thread as the weft run --json document", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if remoteOf(g) != nil {
+				return exit(exitUsage, fmt.Errorf("threads export reads a local store; against a server use GET /api/threads/%s and its messages", a[0]))
+			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
 				return err
@@ -128,6 +129,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	stop := &cobra.Command{
 		Use: "stop ID", Short: "Stop a thread: nothing runs again until a user message or continue", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.threadsAction(cmd, "POST", "/api/threads/"+a[0]+"/stop", "stopped "+a[0])
+			}
 			reg, err := loadProject(g.dir)
 			if err != nil {
 				return err
@@ -151,6 +155,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	del := &cobra.Command{
 		Use: "delete ID", Short: "Delete a thread and its descendants", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.threadsAction(cmd, "DELETE", "/api/threads/"+a[0], "deleted "+a[0])
+			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
 				return err
@@ -166,6 +173,21 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
 	c.AddCommand(newFilesCmds(&db)...)
 	return c
+}
+
+// printThreads prints a thread listing, most recently active first, with a note when paged;
+// redact redacts a thread's preview.
+func printThreads(cmd *cobra.Command, threads []*weft.Thread, total int, redact func(threadID, preview string) string) {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tAGENT\tSTATUS\tREASON\tLAST ACTIVITY\tPREVIEW")
+	for _, t := range threads {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Status, t.StopReason,
+			t.LastActivityAt.Local().Format(time.DateTime), redact(t.ID, oneLine(t.Preview)))
+	}
+	w.Flush()
+	if total > len(threads) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d threads\n", len(threads), total)
+	}
 }
 
 // openExisting opens a store that must already exist (a missing file is a usage error, not a new

@@ -1,0 +1,208 @@
+// Package httpapi serves Weft's HTTP API (the routes under /api): threads, messages, runs, logs,
+// cost, thread state, definitions, users and keys, and event streams over SSE and WebSocket. It
+// knows the engine and the root interfaces only, never a concrete store.
+package httpapi
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+)
+
+// EventSource yields a thread's events with a cursor above after — the stored ones first, then
+// live ones — in order, until ctx ends or the source fails.
+type EventSource interface {
+	Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error]
+}
+
+// Options configure a Server.
+type Options struct {
+	// Engine runs the threads; required. EngineFunc, when set, is asked instead on every request
+	// (a server that reloads its definitions swaps engines).
+	Engine     *engine.Engine
+	EngineFunc func() *engine.Engine
+	// Auth keeps users and API keys; required unless NoAuth.
+	Auth weft.AuthStore
+	// NoAuth makes every request act as the admin user "local".
+	NoAuth bool
+	// AdminKey, when set, is an extra key with every right (WEFT_ADMIN_KEY).
+	AdminKey string
+	// Events is the per-thread event source of the streams; nil = the engine's Subscribe, which
+	// replays the events a reconnecting client missed when the engine records events.
+	Events EventSource
+	// Hub receives every engine event (wire Options.OnEvent to Hub.Publish); it feeds the global
+	// event stream. Required.
+	Hub *Hub
+	// Logger receives request logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported by /api/health.
+	Version string
+	// PingInterval is the SSE keep-alive period (default 15s).
+	PingInterval time.Duration
+	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
+	TicketTTL time.Duration
+	// WriteTimeout bounds one write of a stream (default 10s): a client that stops reading is
+	// disconnected.
+	WriteTimeout time.Duration
+}
+
+// Server is the HTTP API. Its Handler serves every route; Ready marks it ready to take work.
+type Server struct {
+	opt     Options
+	log     *slog.Logger
+	events  EventSource
+	tickets *tickets
+	ready   atomic.Bool
+	mux     *http.ServeMux
+
+	// streams ends the thread streams open now (EndStreams).
+	streamsMu sync.Mutex
+	streams   context.Context
+	endAll    context.CancelFunc
+}
+
+// EndStreams ends every thread stream open now; clients reconnect with their cursor and miss
+// nothing. A server that swaps its engine (a definitions reload) calls it, since a stream follows
+// the engine it was opened on.
+func (s *Server) EndStreams() {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	s.endAll()
+	s.streams, s.endAll = context.WithCancel(context.Background())
+}
+
+// streamContext returns a context for a stream that ends with the request or with EndStreams.
+func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+	s.streamsMu.Lock()
+	all := s.streams
+	s.streamsMu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(all, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// New returns a Server; it answers 503 on /api/ready until SetReady(true).
+func New(o Options) *Server {
+	if o.PingInterval <= 0 {
+		o.PingInterval = 15 * time.Second
+	}
+	if o.TicketTTL <= 0 {
+		o.TicketTTL = 60 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Hub == nil {
+		o.Hub = NewHub()
+	}
+	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
+	s.streams, s.endAll = context.WithCancel(context.Background())
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.events == nil {
+		s.events = engineEvents{s}
+	}
+	s.mux = http.NewServeMux()
+	s.routes()
+	return s
+}
+
+// SetReady marks the server ready (recovery done) or not (shutting down).
+func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
+
+// Handler returns the API's handler with request logging and panic recovery.
+func (s *Server) Handler() http.Handler { return s.logRequests(s.mux) }
+
+// engineEvents subscribes through the server's current engine.
+type engineEvents struct{ s *Server }
+
+func (e engineEvents) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error] {
+	return e.s.engine().Subscribe(ctx, threadID, after)
+}
+
+func (s *Server) engine() *engine.Engine {
+	if s.opt.EngineFunc != nil {
+		return s.opt.EngineFunc()
+	}
+	return s.opt.Engine
+}
+
+// handler is a route's function: an error is answered by writeError.
+type handler func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+// handle registers an authenticated route.
+func (s *Server) handle(pattern string, h handler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err == nil {
+			err = h(w, r, p)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// admin wraps a route only admins may call (403 for others).
+func admin(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		if !p.admin {
+			return &apiError{status: http.StatusForbidden, code: string(weft.EForbidden), message: "this route is for admins"}
+		}
+		return h(w, r, p)
+	}
+}
+
+// statusWriter records the status of a response for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, hijack, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests logs one line per request: method, path (never the query, which may hold a
+// ticket), status, duration; and answers 500 for a panicking handler.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+				if sw.status == 0 {
+					writeJSON(sw, http.StatusInternalServerError, map[string]any{"error": map[string]any{"code": "internal", "message": "internal error"}})
+				}
+			}
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+				"duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}

@@ -1,0 +1,586 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+)
+
+// routes registers every route of the API.
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /api/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.opt.Version})
+	})
+	s.mux.HandleFunc("GET /api/ready", func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	})
+	s.mux.HandleFunc("/api/", s.noRoute)
+
+	s.handle("POST /api/threads", s.createThread)
+	s.handle("GET /api/threads", s.listThreads)
+	s.handle("GET /api/threads/{id}", s.getThread)
+	s.handle("PATCH /api/threads/{id}", s.patchThread)
+	s.handle("DELETE /api/threads/{id}", s.deleteThread)
+	s.handle("POST /api/threads/{id}/messages", s.postMessage)
+	s.handle("GET /api/threads/{id}/messages", s.listMessages)
+	s.handle("GET /api/threads/{id}/messages/{mid}", s.getMessage)
+	s.handle("POST /api/threads/{id}/stop", s.stopThread)
+	s.handle("POST /api/threads/{id}/continue", s.continueThread)
+	s.handle("POST /api/threads/{id}/terminate", s.terminateThread)
+	s.handle("GET /api/threads/{id}/logs", s.listLogs)
+	s.handle("GET /api/threads/{id}/logs/{log_id}", s.getLog)
+	s.handle("GET /api/threads/{id}/cost", s.getCost)
+	s.handle("GET /api/threads/{id}/subagents", s.listSubagents)
+	s.handle("GET /api/threads/{id}/env", s.threadEnv)
+	s.handle("GET /api/threads/{id}/kv", s.listKV)
+	s.handle("GET /api/threads/{id}/kv/{key}", s.getKV)
+	s.handle("PUT /api/threads/{id}/kv/{key}", s.putKV)
+	s.handle("DELETE /api/threads/{id}/kv/{key}", s.deleteKV)
+	s.handle("GET /api/threads/{id}/fs/{path...}", s.getFile)
+	s.handle("PUT /api/threads/{id}/fs/{path...}", s.putFile)
+	s.handle("DELETE /api/threads/{id}/fs/{path...}", s.deleteFile)
+	s.handle("GET /api/threads/{id}/fs-search", s.searchFiles)
+	s.handle("GET /api/threads/{id}/effects", s.listEffects)
+	s.handle("DELETE /api/threads/{id}/effects/{eff}", s.cancelEffect)
+	s.handle("GET /api/threads/{id}/variables/{request_id}", s.getEnvRequest)
+	s.handle("POST /api/threads/{id}/variables/{request_id}", s.provideEnv)
+	s.handle("GET /api/threads/{id}/approvals", s.listApprovals)
+	s.handle("POST /api/threads/{id}/approvals/{call_id}", s.decide)
+	s.handle("GET /api/threads/{id}/events", s.threadSSE)
+	s.handle("GET /api/threads/{id}/stream", s.threadWebSocket)
+	s.handle("GET /api/events", s.globalSSE)
+
+	s.handle("GET /api/agents", s.listAgents)
+	s.handle("GET /api/agents/{name}", s.getAgent)
+	s.handle("GET /api/variables/agents/{name}", s.agentVariables)
+	s.handle("GET /api/prompts", admin(s.listNames("prompt")))
+	s.handle("GET /api/prompts/{name}", admin(s.getDefinition("prompt")))
+	s.handle("GET /api/models", admin(s.listNames("model")))
+	s.handle("GET /api/tools", admin(s.listNames("tool")))
+	s.handle("GET /api/providers", admin(s.listNames("provider")))
+	s.handle("GET /api/env/instance", admin(s.listEnv(weft.EnvInstance)))
+	s.handle("GET /api/env/instance/{name}", admin(s.getEnv(weft.EnvInstance)))
+	s.handle("GET /api/users/me/env/{name}", s.getEnv(weft.EnvUser))
+	s.handle("PUT /api/env/instance/{name}", admin(s.putEnv(weft.EnvInstance)))
+	s.handle("DELETE /api/env/instance/{name}", admin(s.deleteEnv(weft.EnvInstance)))
+	s.handle("GET /api/users/me/env", s.listEnv(weft.EnvUser))
+	s.handle("PUT /api/users/me/env/{name}", s.putEnv(weft.EnvUser))
+	s.handle("DELETE /api/users/me/env/{name}", s.deleteEnv(weft.EnvUser))
+	s.handle("POST /api/users", admin(s.createUser))
+	s.handle("GET /api/users", admin(s.listUsers))
+	s.handle("POST /api/keys", s.createKey)
+	s.handle("GET /api/keys", s.listKeys)
+	s.handle("DELETE /api/keys/{id}", s.revokeKey)
+	s.handle("POST /api/auth/ws-ticket", s.issueTicket)
+}
+
+// noRoute answers a request no route takes: 405 with the allowed methods when the path exists
+// with other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/api/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeBadRequest,
+			message: r.Method + " " + r.URL.Path + " is not allowed; use " + strings.Join(allowed, ", ")})
+		return
+	}
+	s.writeError(w, r, &apiError{status: http.StatusNotFound, code: string(weft.ENotFound), message: "no route " + r.Method + " " + r.URL.Path})
+}
+
+// createThreadBody is the body of POST /api/threads.
+type createThreadBody struct {
+	Agent      string                  `json:"agent"`
+	Env        map[string]string       `json:"env"`
+	EnvTypes   map[string]weft.VarType `json:"env_types"`
+	Arguments  map[string]any          `json:"arguments"`
+	Tags       []string                `json:"tags"`
+	Properties map[string]any          `json:"properties"`
+	Label      string                  `json:"label"`
+	Message    *messageBody            `json:"message"`
+}
+
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var b createThreadBody
+	if err := decodeJSON(w, r, maxMessageBody, &b, false); err != nil {
+		return err
+	}
+	if b.Agent == "" {
+		return validation("agent", "an agent name is required")
+	}
+	for name, t := range b.EnvTypes {
+		if t != weft.VarText && t != weft.VarSecret {
+			return validation("env_types."+name, "type must be text or secret")
+		}
+	}
+	var nm *weft.NewMessage
+	if b.Message != nil {
+		m, err := b.Message.toNew()
+		if err != nil {
+			return err
+		}
+		nm = &m
+	}
+	eng := s.engine()
+	t, err := eng.CreateThread(r.Context(), engine.NewThread{Agent: b.Agent, UserID: p.userID, Env: b.Env,
+		EnvTypes: b.EnvTypes, Arguments: b.Arguments, Tags: b.Tags, Properties: b.Properties, Label: b.Label})
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"thread": t}
+	if nm != nil {
+		id, err := eng.Send(r.Context(), t.ID, *nm)
+		if err != nil {
+			return err
+		}
+		out["message_id"] = id
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// validation is a 400 validation_failed error on one field.
+func validation(path, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: codeValidation, message: path + ": " + msg,
+		details: map[string]any{"errors": []map[string]string{{"path": path, "message": msg}}}}
+}
+
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principal) error {
+	q := &query{r: r}
+	limit, offset := q.page(50)
+	tq := weft.ThreadQuery{Agent: q.str("agent"), Tag: q.str("tag"), ParentID: q.str("parent"), Search: q.str("search"),
+		Status: weft.ThreadStatus(q.str("status")), Sort: q.oneOf("sort", "activity", "activity", "created", "oldest"),
+		Limit: limit, Offset: offset}
+	tq.RootsOnly = !q.bool("include_children")
+	if q.err != nil {
+		return q.err
+	}
+	if !p.admin {
+		tq.UserID = p.userID
+	}
+	if tq.ParentID != "" {
+		if _, err := s.visibleThread(r.Context(), p, tq.ParentID); err != nil {
+			return err
+		}
+		tq.UserID = ""
+	}
+	threads, total, err := s.engine().Store().Threads(r.Context(), tq)
+	if err != nil {
+		return err
+	}
+	if threads == nil {
+		threads = []*weft.Thread{}
+	}
+	for _, t := range threads {
+		if err := s.redactThread(r.Context(), t); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, list[*weft.Thread]{Items: threads, Total: total, HasMore: offset+len(threads) < total})
+	return nil
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	st := s.engine().Store()
+	msgs, err := st.Messages(r.Context(), t.ID, weft.MessageQuery{Limit: -1})
+	if err != nil {
+		return err
+	}
+	kids, _, err := st.Threads(r.Context(), weft.ThreadQuery{ParentID: t.ID, Limit: maxListLimit})
+	if err != nil {
+		return err
+	}
+	children := make([]map[string]any, len(kids))
+	for i, k := range kids {
+		children[i] = map[string]any{"id": k.ID, "agent": k.Agent, "label": k.Label, "status": k.Status}
+	}
+	c, err := s.costOf(r, t, true)
+	if err != nil {
+		return err
+	}
+	if err := s.redactThread(r.Context(), t); err != nil {
+		return err
+	}
+	seq, err := lastEventSeq(r.Context(), st, t.ID)
+	if err != nil {
+		return err
+	}
+	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": len(msgs), "children": children,
+		"event_seq": seq})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// lastEventSeq returns the cursor of the thread's newest recorded event (0 when none): a stream
+// opened with ?after= it sees only what happens from now on. It probes the log with single-event
+// reads, doubling then halving, so it costs a few reads however long the log is.
+func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, error) {
+	exists := func(after int64) (bool, error) {
+		evs, err := st.Events(ctx, threadID, after, 1)
+		return len(evs) > 0, err
+	}
+	lo, hi := int64(0), int64(1) // an event after lo exists (or lo = 0); none after hi is unknown yet
+	for {
+		ok, err := exists(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	if ok, err := exists(lo); err != nil || !ok {
+		return lo, err // lo = 0 with an empty log
+	}
+	// An event after lo exists, none after hi: the newest is in (lo, hi].
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := exists(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}
+
+// merge returns v's JSON object with extra keys added.
+func merge(v any, extra map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	for k, x := range extra {
+		out[k] = x
+	}
+	return out, nil
+}
+
+// patchThreadBody is the body of PATCH /api/threads/{id}.
+type patchThreadBody struct {
+	Tags       []string       `json:"tags"`
+	Properties map[string]any `json:"properties"`
+	Env        *struct {
+		Set map[string]struct {
+			Value string       `json:"value"`
+			Type  weft.VarType `json:"type"`
+		} `json:"set"`
+		Delete []string `json:"delete"`
+	} `json:"env"`
+}
+
+func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var b patchThreadBody
+	if err := decodeJSON(w, r, maxJSONBody, &b, false); err != nil {
+		return err
+	}
+	st := s.engine().Store()
+	if b.Env != nil {
+		var vals []weft.EnvValue
+		for name, v := range b.Env.Set {
+			typ := v.Type
+			if typ == "" {
+				typ = weft.VarSecret
+			}
+			if typ != weft.VarText && typ != weft.VarSecret {
+				return validation("env.set."+name+".type", "type must be text or secret")
+			}
+			vals = append(vals, weft.EnvValue{Name: name, Value: v.Value, Type: typ})
+		}
+		for _, name := range b.Env.Delete {
+			vals = append(vals, weft.EnvValue{Name: name, Delete: true})
+		}
+		if len(vals) > 0 {
+			if err := st.SetEnv(r.Context(), weft.EnvThread, t.ID, vals); err != nil {
+				return err
+			}
+		}
+	}
+	if b.Tags != nil || b.Properties != nil {
+		if err := st.Tx(r.Context(), t.ID, nil, func(tx weft.Tx) error {
+			return tx.UpdateThread(weft.ThreadPatch{Tags: b.Tags, Properties: b.Properties})
+		}); err != nil {
+			return err
+		}
+	}
+	t, err = st.Thread(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	if err := s.redactThread(r.Context(), t); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	eng := s.engine()
+	if err := eng.Stop(r.Context(), t.ID); err != nil && weft.ErrorCode(err) != weft.EConflict && weft.ErrorCode(err) != weft.ENotFound {
+		return err
+	}
+	if err := eng.Store().DeleteThread(r.Context(), t.ID); err != nil {
+		return err
+	}
+	owner := t.UserID
+	if !p.admin {
+		owner = p.userID // a user deletes only threads of its own trees
+	}
+	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: map[string]any{"user_id": owner}})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// messageBody is a posted message.
+type messageBody struct {
+	Content     string           `json:"content"`
+	Role        weft.Role        `json:"role"`
+	Attachments []attachmentBody `json:"attachments"`
+	Silent      bool             `json:"silent"`
+}
+
+// attachmentBody is a posted attachment; data is base64.
+type attachmentBody struct {
+	Name     string `json:"name"`
+	MimeType string `json:"mime_type"`
+	Data     []byte `json:"data"`
+}
+
+func (b *messageBody) toNew() (weft.NewMessage, error) {
+	if b.Content == "" && len(b.Attachments) == 0 {
+		return weft.NewMessage{}, validation("content", "a message needs content or attachments")
+	}
+	switch b.Role {
+	case "", weft.RoleUser, weft.RoleAssistant, weft.RoleSystem:
+	default:
+		return weft.NewMessage{}, validation("role", fmt.Sprintf("role must be user, assistant or system, not %q", b.Role))
+	}
+	m := weft.NewMessage{Role: b.Role, Content: b.Content, Silent: b.Silent}
+	for i, a := range b.Attachments {
+		if a.Name == "" || len(a.Data) == 0 {
+			return weft.NewMessage{}, validation(fmt.Sprintf("attachments[%d]", i), "an attachment needs a name and data (base64)")
+		}
+		mt := a.MimeType
+		if mt == "" {
+			mt = http.DetectContentType(a.Data)
+		}
+		att := weft.ToolAttachment{Name: a.Name, MimeType: mt, Data: a.Data}
+		if isImage(mt, a.Data) {
+			data, fitted, w, h, err := fitImage(a.Data, mt)
+			if err != nil {
+				return weft.NewMessage{}, validation(fmt.Sprintf("attachments[%d]", i), err.Error())
+			}
+			if fitted != mt && fitted == "image/png" {
+				att.Name = strings.TrimSuffix(att.Name, path.Ext(att.Name)) + ".png"
+			}
+			att.Data, att.MimeType, att.Width, att.Height = data, fitted, w, h
+		}
+		m.Attachments = append(m.Attachments, att)
+	}
+	return m, nil
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var b messageBody
+	if err := decodeJSON(w, r, maxMessageBody, &b, false); err != nil {
+		return err
+	}
+	m, err := b.toNew()
+	if err != nil {
+		return err
+	}
+	if t.Status == weft.ThreadTerminated {
+		return &apiError{status: http.StatusConflict, code: codeTerminated, message: "thread " + t.ID + " is terminated"}
+	}
+	id, err := s.engine().Send(r.Context(), t.ID, m)
+	if err != nil {
+		return err
+	}
+	status := "started"
+	if t.Status == weft.ThreadRunning {
+		status = "queued"
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"status": status, "queue_id": id, "message_id": id})
+	return nil
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	q := &query{r: r}
+	limit, offset := q.page(100)
+	order := q.oneOf("order", "asc", "asc", "desc")
+	mq := weft.MessageQuery{Limit: -1, Desc: order == "desc", ExcludeSilent: !q.bool("include_silent"),
+		MaxDepth: q.int("depth", 0, 0, 1<<20), AfterSeq: q.int64("after_seq")}
+	if q.err != nil {
+		return q.err
+	}
+	all, err := s.engine().Store().Messages(r.Context(), t.ID, mq)
+	if err != nil {
+		return err
+	}
+	red, err := s.engine().Redactor(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	for i := range all {
+		redactMessage(&all[i], red)
+	}
+	writeJSON(w, http.StatusOK, pageOf(all, limit, offset))
+	return nil
+}
+
+// redactMessage replaces secret values in a message's text.
+func redactMessage(m *weft.Message, red func(string) string) {
+	m.Content = red(m.Content)
+	m.Reasoning = red(m.Reasoning)
+	for i := range m.ToolCalls {
+		m.ToolCalls[i].Arguments = red(m.ToolCalls[i].Arguments)
+	}
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	m, err := s.engine().Store().Message(r.Context(), t.ID, r.PathValue("mid"))
+	if err != nil {
+		return err
+	}
+	red, err := s.engine().Redactor(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	redactMessage(&m, red)
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) stopThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.engine().Stop(r.Context(), t.ID); err != nil && weft.ErrorCode(err) != weft.EConflict {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stopped": true})
+	return nil
+}
+
+func (s *Server) continueThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Side weft.Side `json:"side"`
+	}
+	if err := decodeJSON(w, r, maxJSONBody, &b, true); err != nil {
+		return err
+	}
+	if b.Side != "" && b.Side != "a" && b.Side != "b" {
+		return validation("side", `side must be "a" or "b"`)
+	}
+	switch t.Status {
+	case weft.ThreadTerminated:
+		return &apiError{status: http.StatusConflict, code: codeTerminated, message: "thread " + t.ID + " is terminated"}
+	case weft.ThreadRunning:
+		return &apiError{status: http.StatusConflict, code: codeRunning, message: "thread " + t.ID + " is running"}
+	}
+	if err := s.engine().ContinueAsync(r.Context(), t.ID, b.Side); err != nil {
+		if weft.ErrorCode(err) == weft.EConflict && !isTerminated(err) {
+			return &apiError{status: http.StatusConflict, code: codeRunning, message: err.Error()}
+		}
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"status": "started"})
+	return nil
+}
+
+func isTerminated(err error) bool {
+	_, code := statusOf(err)
+	return code == codeTerminated
+}
+
+func (s *Server) terminateThread(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	eng := s.engine()
+	if err := eng.Terminate(r.Context(), t.ID); err != nil {
+		return err
+	}
+	t, err = eng.Store().Thread(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	if err := s.redactThread(r.Context(), t); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// redactThread replaces the thread's secret values in its preview and label.
+func (s *Server) redactThread(ctx context.Context, t *weft.Thread) error {
+	if t.Preview == "" && t.Label == "" {
+		return nil
+	}
+	red, err := engine.StoreRedactor(ctx, s.engine().Store(), t.ID)
+	if err != nil {
+		return err
+	}
+	t.Preview, t.Label = red(t.Preview), red(t.Label)
+	return nil
+}
