@@ -312,4 +312,3 @@ func newFormatLogger(level, format string, w *os.File) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, o))
 }
-
