@@ -181,23 +181,45 @@ type LogQuery struct {
 
 // LogEntry is one model attempt (or hook/tool error) of a thread (execution.md §12).
 type LogEntry struct {
-	ID, ThreadID, RunID, MessageID, ParentLogID, RetryOfLogID string
+	ID           string `json:"id"`
+	ThreadID     string `json:"thread_id"`
+	RunID        string `json:"run_id"`
+	MessageID    string `json:"message_id,omitempty"`
+	ParentLogID  string `json:"parent_log_id,omitempty"`
+	RetryOfLogID string `json:"retry_of_log_id,omitempty"`
 	// Kind is llm, hook_error, tool_error or interrupted.
-	Kind                                         string
-	Provider, Model, ModelID, Prompt             string
-	Side                                         Side
-	Depth                                        int
-	StatusCode                                   int
-	FinishReason, Error, ErrorType, ErrorOrigin  string
-	IsComplete                                   bool
-	InputTokens, CachedTokens, OutputTokens      int
-	ReasoningTokens, TotalTokens                 int
-	CostInput, CostCached, CostOutput, CostTotal *float64
-	LatencyMS, TimeToFirstTokenMS, GenerationMS  int64
-	RequestBody, ResponseBody                    json.RawMessage
-	ToolsOffered, ToolsCalled, QueuedTools       []string
-	ToolChoice                                   string
-	CreatedAt                                    time.Time
+	Kind               string          `json:"kind"`
+	Provider           string          `json:"provider,omitempty"`
+	Model              string          `json:"model,omitempty"`
+	ModelID            string          `json:"model_id,omitempty"`
+	Prompt             string          `json:"prompt,omitempty"`
+	Side               Side            `json:"side,omitempty"`
+	Depth              int             `json:"depth"`
+	StatusCode         int             `json:"status_code,omitempty"`
+	FinishReason       string          `json:"finish_reason,omitempty"`
+	Error              string          `json:"error,omitempty"`
+	ErrorType          string          `json:"error_type,omitempty"`
+	ErrorOrigin        string          `json:"error_origin,omitempty"`
+	IsComplete         bool            `json:"is_complete"`
+	InputTokens        int             `json:"input_tokens"`
+	CachedTokens       int             `json:"cached_tokens"`
+	OutputTokens       int             `json:"output_tokens"`
+	ReasoningTokens    int             `json:"reasoning_tokens"`
+	TotalTokens        int             `json:"total_tokens"`
+	CostInput          *float64        `json:"cost_input"`
+	CostCached         *float64        `json:"cost_cached"`
+	CostOutput         *float64        `json:"cost_output"`
+	CostTotal          *float64        `json:"cost_total"`
+	LatencyMS          int64           `json:"latency_ms"`
+	TimeToFirstTokenMS int64           `json:"time_to_first_token_ms"`
+	GenerationMS       int64           `json:"generation_ms"`
+	RequestBody        json.RawMessage `json:"request_body,omitempty"`
+	ResponseBody       json.RawMessage `json:"response_body,omitempty"`
+	ToolsOffered       []string        `json:"tools_offered,omitempty"`
+	ToolsCalled        []string        `json:"tools_called,omitempty"`
+	QueuedTools        []string        `json:"queued_tools,omitempty"`
+	ToolChoice         string          `json:"tool_choice,omitempty"`
+	CreatedAt          time.Time       `json:"created_at"`
 }
 
 // EffectStatus is the lifecycle of a scheduled effect.

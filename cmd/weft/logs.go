@@ -47,6 +47,9 @@ bodies; --json prints the log rows.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
+				for i := range logs {
+					logs[i].RequestBody, logs[i].ResponseBody = jsonOrString(logs[i].RequestBody), jsonOrString(logs[i].ResponseBody)
+				}
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(logs)
@@ -59,6 +62,15 @@ bodies; --json prints the log rows.`,
 	c.Flags().BoolVar(&full, "full", false, "add the redacted request and response bodies")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the log rows as JSON")
 	return c
+}
+
+// jsonOrString keeps a body that is JSON as it is and turns any other text into a JSON string.
+func jsonOrString(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
 }
 
 func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {

@@ -88,3 +88,26 @@ func TestThreadFiles(t *testing.T) {
 		t.Errorf("missing file: exit %d: %s", code, errOut)
 	}
 }
+
+// TestLogsJSONSnakeCase: weft logs --json uses snake_case keys like every other JSON output.
+func TestLogsJSONSnakeCase(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	out, _, _ := runWeft(t, proj, "run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml", "--json")
+	var doc struct{ Thread struct{ ID string } }
+	json.Unmarshal([]byte(out), &doc)
+	out, errOut, code := runWeft(t, proj, "logs", doc.Thread.ID, "--json")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 2 {
+		t.Fatalf("exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	for _, k := range []string{"thread_id", "input_tokens", "output_tokens", "cost_total", "latency_ms", "created_at"} {
+		if _, ok := rows[0][k]; !ok {
+			t.Errorf("no %s in %v", k, rows[0])
+		}
+	}
+	if _, ok := rows[0]["InputTokens"]; ok {
+		t.Errorf("CamelCase keys: %v", rows[0])
+	}
+}
