@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -105,6 +106,13 @@ providers/, prompts/, agents/ and tools/.`,
 	root.PersistentFlags().StringVar(&g.server, "server", "", "use a weft serve API at this URL instead of a local store (env WEFT_SERVER)")
 	root.PersistentFlags().StringVar(&g.apiKey, "api-key", "", "API key for --server (env WEFT_API_KEY)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exit(exitUsage, err) })
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		switch strings.ToLower(g.logLevel) {
+		case "debug", "info", "warn", "warning", "error":
+			return nil
+		}
+		return exit(exitUsage, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
+	}
 	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(g), newServeCmd(g), newKeysCmd())
 	return root
 }

@@ -111,3 +111,11 @@ func TestLogsJSONSnakeCase(t *testing.T) {
 		t.Errorf("CamelCase keys: %v", rows[0])
 	}
 }
+
+// TestBadLogLevel: an unknown --log-level is a usage error naming the choices.
+func TestBadLogLevel(t *testing.T) {
+	_, errOut, code := runWeft(t, t.TempDir(), "--log-level", "loud", "validate", "--dir", repo("examples/support/agents"))
+	if code != 2 || !strings.Contains(errOut, `--log-level "loud": want debug, info, warn or error`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
