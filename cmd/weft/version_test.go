@@ -119,3 +119,45 @@ func TestBadLogLevel(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestRunTimeoutWithFile: --timeout on a file store stops the run as aborted and still prints the
+// JSON document (it printed "sqlite: list threads: context deadline exceeded" and no document),
+// and the tool's result says the run's time limit ended it.
+func TestRunTimeoutWithFile(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agents/models/fast.yaml":  "name: fast\nprovider: openai\nmodel: gpt-4o-mini\n",
+		"agents/agents/desk.yaml":  "name: desk\ntype: ai_human\nsideA: {prompt: desk}\n",
+		"agents/prompts/desk.yaml": "name: desk\ntoolDescription: Works\nmodel: fast\nprompt: You work.\ntools: [slow]\n",
+		"agents/tools/slow.yaml":   "kind: command\ndescription: Takes long.\ncommand: [sleep, '30']\n",
+		"script.yaml":              "- tool_calls: [{name: slow, arguments: {}}]\n- text: done\n",
+	}
+	for name, body := range files {
+		p := dir + "/" + name
+		os.MkdirAll(p[:strings.LastIndex(p, "/")], 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	out, errOut, code := runWeft(t, dir, "run", "desk", "Go", "--model-script", "script.yaml", "--db", dir+"/w.db", "--timeout", "1s", "--json")
+	var doc struct {
+		Result   struct{ Reason string }
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("exit %d, no document (%v):\n%s\n%s", code, err, out, errOut)
+	}
+	if doc.Result.Reason != "aborted" || strings.Contains(errOut, "deadline exceeded") {
+		t.Errorf("exit %d, reason %q, stderr %s", code, doc.Result.Reason, errOut)
+	}
+	found := false
+	for _, m := range doc.Messages {
+		if m.Role == "tool" {
+			found = true
+			if !strings.Contains(m.Content, "the run's time limit ended the command") {
+				t.Errorf("tool result %q", m.Content)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no tool result in %+v", doc.Messages)
+	}
+}
