@@ -220,8 +220,14 @@ func TestThreadFlow(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"TOKEN"`) || strings.Contains(string(body), secretValue) {
 		t.Fatalf("env: %d %s", code, body)
 	}
-	var effects []any
+	var effects struct {
+		Items []any `json:"items"`
+		Total int   `json:"total"`
+	}
 	e.json("GET", "/api/threads/"+id+"/effects", e.alice, nil, 200, &effects)
+	if effects.Items == nil || effects.Total != 0 {
+		t.Fatalf("effects %+v", effects)
+	}
 
 	// Patch, list with visibility, stop, terminate, delete.
 	var patched weft.Thread
