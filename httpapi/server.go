@@ -37,8 +37,9 @@ type Options struct {
 	// Events is the per-thread event source of the streams; nil = the engine's Subscribe, which
 	// replays the events a reconnecting client missed when the engine records events.
 	Events EventSource
-	// Hub receives every engine event (wire Options.OnEvent to Hub.Publish); it feeds the global
-	// event stream. Required.
+	// Hub receives every engine event (wire engine.Options.OnEvent to Hub.Publish); it feeds the
+	// global event stream. nil = a hub of the server's own, which sees only the thread events the
+	// API itself publishes (updates and deletions).
 	Hub *Hub
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
