@@ -144,6 +144,10 @@ type Tx interface {
 	// ReleaseLease frees the Tx's fence lease when the transaction commits (no-op without a fence):
 	// a run's last transaction ends it.
 	ReleaseLease() error
+	// PushQueue queues a message, as Store.PushQueue does, atomically with the transaction's other
+	// writes (a message and the files it attaches land together or not at all); a terminated
+	// thread refuses it (ErrTerminated) and nothing of the transaction is written.
+	PushQueue(q *QueuedMessage) error
 	// AppendEvents adds events to the thread's event log, assigning each its Seq (continuing the
 	// thread's gap-free count from 1) and CreatedAt when zero. They commit with the transaction's
 	// other writes, so a stream that reconnects finds exactly the events of what was committed.

@@ -297,25 +297,24 @@ func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage
 	if err := weft.CheckNewMessage(m); err != nil {
 		return "", err
 	}
-	// PushQueue refuses an unknown or terminated thread atomically; attachments, written first,
-	// check it up front so a refused message leaves no files behind.
-	var atts []weft.Attachment
+	// PushQueue refuses an unknown or terminated thread atomically. A message with attachments is
+	// queued in the transaction that writes its files: a crash or a refusal leaves neither.
+	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
+		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
 	if len(m.Attachments) > 0 {
 		t, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return "", err
 		}
-		if t.Status == weft.ThreadTerminated {
-			return "", fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
-		}
 		st := &threadState{e: e, thread: t}
-		if atts, err = st.storeAttachments(ctx, m.Attachments); err != nil {
+		_, err = st.storeAttachmentsThen(ctx, m.Attachments, func(tx weft.Tx, atts []weft.Attachment) error {
+			q.Attachments = atts
+			return tx.PushQueue(q)
+		})
+		if err != nil {
 			return "", err
 		}
-	}
-	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
-		Attachments: atts, Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
-	if err := e.store.PushQueue(ctx, q); err != nil {
+	} else if err := e.store.PushQueue(ctx, q); err != nil {
 		return "", err
 	}
 	// A run of the thread in this engine takes the message at its next boundary, or is followed

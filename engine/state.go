@@ -636,6 +636,13 @@ func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error)
 
 // storeAttachments writes new attachments (data) under /attachments/ and resolves references.
 func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
+	return s.storeAttachmentsThen(ctx, in, nil)
+}
+
+// storeAttachmentsThen is storeAttachments with then(tx, attachments) run in the transaction that
+// writes the files (a queued message and its files land together); then runs even without new
+// files.
+func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
 	var out []weft.Attachment
 	var files []newFile
 	now := s.e.clock.Now()
@@ -666,7 +673,7 @@ func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttach
 		files = append(files, f)
 		out = append(out, f.att)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && then == nil {
 		return out, nil
 	}
 	var fence *weft.Fence
@@ -678,6 +685,9 @@ func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttach
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
 			}
+		}
+		if then != nil {
+			return then(tx, out)
 		}
 		return nil
 	})

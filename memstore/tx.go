@@ -74,6 +74,7 @@ type tx struct {
 	kv     []kvOp
 	logs   []*weft.LogEntry
 	events []weft.EventRecord
+	pushed []*weft.QueuedMessage // queue pushes, numbered at commit
 
 	meta    *weft.Thread // nil, or &metaBuf once UpdateThread was called
 	metaBuf weft.Thread
@@ -95,8 +96,9 @@ func (t *tx) release() {
 	clear(t.kv)
 	clear(t.logs)
 	clear(t.events)
+	clear(t.pushed)
 	*t = tx{s: t.s, inserted: t.inserted[:0], changed: t.changed[:0], deleted: t.deleted[:0], calls: t.calls[:0],
-		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0], events: t.events[:0]}
+		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0], events: t.events[:0], pushed: t.pushed[:0]}
 	t.s.txPool.Put(t)
 }
 
@@ -120,6 +122,15 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 		// reads under th.mu) sees them; a Tx of the next holder waits for th.writer.
 		if err := t.s.checkFence(lease, fence, t.releaseLease); err != nil {
 			return err
+		}
+	}
+	if len(t.pushed) > 0 {
+		status := th.meta.Status
+		if t.meta != nil {
+			status = t.meta.Status
+		}
+		if status == weft.ThreadTerminated {
+			return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
 		}
 	}
 	if t.meta != nil {
@@ -176,6 +187,14 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 		} else {
 			th.kv[op.key] = op.value
 		}
+	}
+	for _, q := range t.pushed {
+		th.queueSeq++
+		q.Seq = th.queueSeq
+		c := *q
+		c.Attachments = nilIfEmpty(slices.Clone(q.Attachments))
+		c.Metadata, _ = normJSONMap(q.Metadata)
+		th.queue = append(th.queue, c)
 	}
 	for _, e := range t.events {
 		th.eventSeq++
@@ -419,6 +438,17 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 		return err
 	}
 	t.kv = append(t.kv, kvOp{key, cloneRaw(value)})
+	return nil
+}
+
+// PushQueue stages a queue push; its seq is assigned at commit.
+func (t *tx) PushQueue(q *weft.QueuedMessage) error {
+	if _, err := normJSONMap(q.Metadata); err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", t.id, err)
+	}
+	q.ThreadID = t.id
+	storecontract.PrepareQueued(q, t.s.nowUTC)
+	t.pushed = append(t.pushed, q)
 	return nil
 }
 

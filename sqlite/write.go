@@ -868,6 +868,40 @@ func (t *tx) ReleaseLease() error {
 	return nil
 }
 
+// PushQueue queues a message inside the transaction (a terminated thread refuses it, and the
+// whole transaction with it).
+func (t *tx) PushQueue(q *weft.QueuedMessage) error {
+	var md []byte
+	if q.Metadata != nil {
+		var err error
+		if md, err = marshal(q.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", t.id, err)
+		}
+	}
+	q.ThreadID = t.id
+	storecontract.PrepareQueued(q, t.s.now)
+	var seq int64
+	var status string
+	if err := t.w.row(t.ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, t.id); err != nil {
+		return t.fail("push queue", err)
+	}
+	if t.thread != nil {
+		status = string(t.thread.th.Status)
+	}
+	if weft.ThreadStatus(status) == weft.ThreadTerminated {
+		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
+	}
+	q.Seq = seq
+	if _, err := t.w.exec(t.ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, t.id, seq, queueDoc(q, md)); err != nil {
+		q.Seq = 0
+		return t.fail("push queue", err)
+	}
+	if t.queueRead {
+		t.queueSeq = seq
+	}
+	return nil
+}
+
 // AppendEvents numbers and inserts events after the thread's last one; every 1,024th event prunes
 // those beyond weft.EventWindow.
 func (t *tx) AppendEvents(evs []weft.EventRecord) error {

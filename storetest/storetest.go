@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"QueueConcurrentDrain", testQueueConcurrentDrain},
 		{"DrainQueueUpTo", testDrainQueueUpTo},
 		{"QueueSeq", testQueueSeq},
+		{"TxPushQueue", testTxPushQueue},
 		{"ExecState", testExecState},
 		{"Logs", testLogs},
 		{"KV", testKV},
@@ -1304,6 +1305,67 @@ func testEventsConcurrent(t *testing.T, s weft.Store) {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d", i, e.Seq)
 		}
+	}
+}
+
+// testTxPushQueue: a message queued inside a transaction lands with the transaction's files or not
+// at all; a terminated thread refuses it and the whole transaction.
+func testTxPushQueue(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	f := &weft.FileInfo{Path: "/attachments/a.txt", Name: "a.txt", MimeType: "text/plain", Size: 3}
+	q := &weft.QueuedMessage{ID: "msg_q1", Role: weft.RoleUser, Content: "see file",
+		Attachments: []weft.Attachment{{ID: "att_1", Path: f.Path, Name: f.Name, MimeType: f.MimeType, Size: 3}}}
+	mustTx(t, s, th.ID, func(tx weft.Tx) error {
+		if err := tx.WriteFile(f, []byte("abc")); err != nil {
+			return err
+		}
+		return tx.PushQueue(q)
+	})
+	queued, err := s.Queued(ctx, th.ID)
+	if err != nil || len(queued) != 1 || queued[0].ID != "msg_q1" || queued[0].Seq != 1 || q.Seq != 1 || len(queued[0].Attachments) != 1 {
+		t.Fatalf("Queued = %+v, %v (q.Seq %d)", queued, err, q.Seq)
+	}
+	if b, err := s.Files().ReadFile(ctx, th.ID, f.Path); err != nil || string(b) != "abc" {
+		t.Errorf("file: %q %v", b, err)
+	}
+	var seq int64
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { var err error; seq, err = tx.QueueSeq(); return err })
+	if seq != 1 {
+		t.Errorf("QueueSeq after a pushed message = %d", seq)
+	}
+	// A failing transaction queues nothing and writes no file.
+	g := &weft.FileInfo{Path: "/attachments/b.txt", Name: "b.txt", MimeType: "text/plain", Size: 1}
+	err = s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		if err := tx.WriteFile(g, []byte("b")); err != nil {
+			return err
+		}
+		if err := tx.PushQueue(&weft.QueuedMessage{ID: "msg_q2", Role: weft.RoleUser, Content: "lost"}); err != nil {
+			return err
+		}
+		return errors.New("crash")
+	})
+	if err == nil {
+		t.Fatal("a failing Tx succeeded")
+	}
+	if queued, _ := s.Queued(ctx, th.ID); len(queued) != 1 {
+		t.Errorf("a failed Tx queued: %+v", queued)
+	}
+	if _, err := s.Files().Stat(ctx, th.ID, g.Path); !errors.Is(err, weft.ErrNotFound) {
+		t.Errorf("a failed Tx wrote its file: %v", err)
+	}
+	// A terminated thread refuses the message, and the transaction's file with it.
+	term := weft.ThreadTerminated
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &term}) })
+	err = s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		if err := tx.WriteFile(g, []byte("b")); err != nil {
+			return err
+		}
+		return tx.PushQueue(&weft.QueuedMessage{ID: "msg_q3", Role: weft.RoleUser, Content: "late"})
+	})
+	wantErr(t, "PushQueue on a terminated thread", err, weft.ErrTerminated)
+	if _, err := s.Files().Stat(ctx, th.ID, g.Path); !errors.Is(err, weft.ErrNotFound) {
+		t.Errorf("a refused message left its file: %v", err)
 	}
 }
 

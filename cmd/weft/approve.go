@@ -83,10 +83,7 @@ func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID
 	if err != nil || len(pending) == 0 {
 		return
 	}
-	dbFlag := ""
-	if db != "" && db != defaultDB() {
-		dbFlag = " --db " + db
-	}
+	dbFlag := dbFlag(db)
 	verb := "wait"
 	if len(pending) == 1 {
 		verb = "waits"

@@ -12,6 +12,8 @@ import (
 
 // document is the `weft run --json` document (cli.md §3).
 type document struct {
+	// Version is the weft that wrote the document.
+	Version  string         `json:"version"`
 	Thread   *weft.Thread   `json:"thread"`
 	Result   runResult      `json:"result"`
 	Messages []weft.Message `json:"messages"`
@@ -76,7 +78,7 @@ func buildDocument(ctx context.Context, st weft.Store, threadID string, res *eng
 	if err != nil {
 		return nil, err
 	}
-	doc := &document{Thread: th, Messages: msgs, Children: []childRow{}, Effects: []effectRow{}}
+	doc := &document{Version: version(), Thread: th, Messages: msgs, Children: []childRow{}, Effects: []effectRow{}}
 	effects, err := st.Effects(ctx, threadID)
 	if err != nil {
 		return nil, err

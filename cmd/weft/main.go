@@ -89,7 +89,9 @@ Definitions live in a project directory (default ./agents) with the folders mode
 providers/, prompts/, agents/ and tools/.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("weft {{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestTwoProcessesOneThread: two weft processes continue the same thread of one SQLite file at the
@@ -88,4 +89,56 @@ func between(s, start, end string) string {
 		return s[:j]
 	}
 	return s
+}
+
+// TestMessageToThreadRunningElsewhere: a weft run --thread whose thread another process is running
+// queues its message, says that the running process will answer it, and exits 0; with --wait it
+// waits for that answer and prints it.
+func TestMessageToThreadRunningElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	files := map[string]string{
+		"models/m.yaml":   "{name: m, provider: test}\n",
+		"prompts/p.yaml":  "{name: p, toolDescription: d, model: m, prompt: Work., tools: [work]}\n",
+		"agents/a.yaml":   "{name: a, sideA: {prompt: p}}\n",
+		"tools/work.yaml": "kind: command\ndescription: Slow work.\ncommand: [sh, -c, \"touch " + started + "; sleep 2; echo done\"]\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, "agents", name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	db := filepath.Join(dir, "w.db")
+	first := filepath.Join(dir, "first.yaml")
+	os.WriteFile(first, []byte("- text: ready\n"), 0o644)
+	out, errOut, code := runWeft(t, dir, "run", "a", "hello", "--db", db, "--model-script", first, "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errOut)
+	}
+	id := between(out, `"id": "`, `"`)
+	// The running process answers every message it drains: a tool call first, then text.
+	script := filepath.Join(dir, "s.yaml")
+	os.WriteFile(script, []byte("- tool_calls: [{name: work}]\n- text: all done\n- text: all done\n"), 0o644)
+	holder := exec.Command(binary, "run", "a", "start the work", "--db", db, "--thread", id, "--model-script", script)
+	holder.Dir = dir
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Wait()
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	quiet := filepath.Join(dir, "none.yaml")
+	os.WriteFile(quiet, []byte("- text: never asked\n"), 0o644)
+	out, errOut, code = runWeft(t, dir, "run", "a", "and this too", "--db", db, "--thread", id, "--model-script", quiet)
+	if code != 0 || !strings.Contains(errOut, "is running in another process; your message is queued") {
+		t.Errorf("without --wait: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeft(t, dir, "run", "a", "and one more", "--db", db, "--thread", id, "--model-script", quiet, "--wait")
+	if code != 0 || strings.TrimSpace(out) != "all done" {
+		t.Errorf("with --wait: exit %d\nstdout %q\n%s", code, out, errOut)
+	}
 }

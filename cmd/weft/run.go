@@ -29,6 +29,8 @@ type runFlags struct {
 	timeout                time.Duration
 	// decide, set by `weft threads approve|deny`, is stored before the thread continues.
 	decide *decideRequest
+	// wait: when another process runs the thread, wait for it to answer.
+	wait bool
 	// budgetUSD and budgetTokens cap a new thread's spend.
 	budgetUSD    float64
 	budgetTokens int64
@@ -57,12 +59,13 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	fl.StringArrayVar(&f.attach, "attach", nil, "attach a file to the message (repeatable)")
 	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the whole thread as JSON")
-	fl.StringVar(&f.db, "db", envOr("WEFT_DB", ":memory:"), "store: SQLite file or :memory: (env WEFT_DB)")
+	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, or :memory: for a thread that is not kept (env WEFT_DB)")
 	fl.StringVar(&f.thread, "thread", "", "continue an existing thread (needs a persistent --db)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "wall-clock limit; on expiry the run is stopped")
 	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
 	fl.StringVar(&f.trace, "trace-requests", "", "append every model request (redacted) as a JSON line to FILE")
+	fl.BoolVar(&f.wait, "wait", false, "when another process runs the thread, wait for its answer and print it")
 	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "cap the new thread's cost in USD (subagents included); the run pauses there")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "cap the new thread's tokens (subagents included); the run pauses there")
 	return c
@@ -196,6 +199,21 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		}
 	}
 	res, err := eng.Ask(runCtx, th.ID, in)
+	if errors.Is(err, weft.ErrLeaseHeld) && in.Message != nil {
+		// Another process runs the thread: the message is queued, and that run takes it at its
+		// next step boundary.
+		if !f.wait {
+			if !f.quiet {
+				fmt.Fprintf(stderr, "weft: thread %s is running in another process; your message is queued and that run will answer it\n"+
+					"  see the answer with: weft threads show %s%s   (or run with --wait)\n", th.ID, th.ID, dbFlag(f.db))
+			}
+			return nil
+		}
+		if err = waitElsewhere(runCtx, store, th.ID); err != nil {
+			return exit(exitFailure, err)
+		}
+		res, err = &engine.RunResult{}, nil
+	}
 	// On a terminal, calls that wait for approval are asked about here, and the thread goes on.
 	for err == nil && awaiting(res.Last().Reason) && !f.asJSON && interactive(cmd.InOrStdin(), stdout) {
 		redact, rerr := eng.Redactor(context.WithoutCancel(ctx), th.ID)
@@ -266,6 +284,37 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return exit(exitFailure, nil)
 	}
 	return nil
+}
+
+// waitElsewhere waits, polling the store (another process gives no signal), until the queue of a
+// thread run elsewhere is empty and its run has stopped.
+func waitElsewhere(ctx context.Context, store weft.Store, threadID string) error {
+	for {
+		t, err := store.Thread(ctx, threadID)
+		if err != nil {
+			return err
+		}
+		q, err := store.Queued(ctx, threadID)
+		if err != nil {
+			return err
+		}
+		if len(q) == 0 && t.Status != weft.ThreadRunning {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("thread %s: still running in another process when the time limit passed", threadID)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// dbFlag is the --db flag that names a store other than the default ("" for the default).
+func dbFlag(db string) string {
+	if db == "" || db == defaultDB() {
+		return ""
+	}
+	return " --db " + db
 }
 
 func scriptFailed(s *scripted.Provider, res *engine.RunResult) bool {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +37,9 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads delete ID      delete it and its descendants
   weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
   weft threads deny ID CALL [--reason TEXT]    deny it
-  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend`,
+  weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend
+  weft threads files ID                         its files (attachments, tool outputs)
+  weft threads file ID PATH [-o FILE]           save one of them`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -166,6 +171,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
+	c.AddCommand(newFilesCmds(&db)...)
 	return c
 }
 
@@ -188,7 +194,10 @@ func printThreads(cmd *cobra.Command, threads []*weft.Thread, total int, redact 
 // empty database).
 func openExisting(cmd *cobra.Command, dsn string) (weft.Store, error) {
 	if dsn != ":memory:" && !strings.HasPrefix(dsn, "postgres") {
-		if _, err := os.Stat(dsn); err != nil {
+		if _, err := os.Stat(dsn); errors.Is(err, fs.ErrNotExist) {
+			abs, _ := filepath.Abs(dsn)
+			return nil, exit(exitUsage, fmt.Errorf("no store at %s: weft run creates it there (the default, .weft/weft.db, is relative to the current directory; --db or WEFT_DB names another)", abs))
+		} else if err != nil {
 			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, unwrapPath(err)))
 		}
 	}

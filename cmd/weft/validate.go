@@ -71,10 +71,11 @@ func writeDiagnostics(out, errOut io.Writer, diags weft.Diagnostics, strict bool
 
 func writeDiagnosticsJSON(out io.Writer, diags weft.Diagnostics, failed, strict bool) {
 	doc := struct {
+		Version  string            `json:"version"`
 		OK       bool              `json:"ok"`
 		Errors   []weft.Diagnostic `json:"errors"`
 		Warnings []weft.Diagnostic `json:"warnings"`
-	}{OK: !failed, Errors: diags.Errors(), Warnings: diags.Warnings()}
+	}{Version: version(), OK: !failed, Errors: diags.Errors(), Warnings: diags.Warnings()}
 	if doc.Errors == nil {
 		doc.Errors = []weft.Diagnostic{}
 	}

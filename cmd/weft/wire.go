@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -64,6 +65,38 @@ var defaultBaseURLs = map[string]string{
 	"ollama":     "http://localhost:11434/v1",
 }
 
+// baseURLEnv names, per built-in provider, the environment variable its official SDK reads for
+// its API root, and the version path Weft's root includes when the variable's value has no path.
+var baseURLEnv = map[string]struct{ name, version string }{
+	"openai":     {"OPENAI_BASE_URL", "/v1"},
+	"anthropic":  {"ANTHROPIC_BASE_URL", "/v1"},
+	"google":     {"GOOGLE_GEMINI_BASE_URL", "/v1beta"},
+	"openrouter": {"OPENROUTER_BASE_URL", "/api/v1"},
+	"ollama":     {"OLLAMA_HOST", "/v1"},
+}
+
+// defaultBaseURL is a built-in provider's API root: the SDKs' standard environment variable when
+// set (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, …), else the public endpoint. An explicit baseUrl (a
+// model's providerOptions, a providers/*.yaml file) wins over both.
+func defaultBaseURL(provider string, lookup func(string) (string, bool)) string {
+	e, ok := baseURLEnv[provider]
+	if !ok {
+		return defaultBaseURLs[provider]
+	}
+	v, ok := lookup(e.name)
+	v = strings.TrimSpace(v)
+	if !ok || v == "" {
+		return defaultBaseURLs[provider]
+	}
+	if !strings.Contains(v, "://") {
+		v = "http://" + v // OLLAMA_HOST is host:port
+	}
+	if u, err := url.Parse(v); err == nil && (u.Path == "" || u.Path == "/") {
+		v = strings.TrimSuffix(v, "/") + e.version
+	}
+	return v
+}
+
 // providers resolves a model's provider to an adapter, one per provider name: the OpenAI wire for
 // openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible servers, the
 // Anthropic messages API, Gemini, custom providers (providers/*.yaml) on their base, and the test
@@ -77,12 +110,12 @@ func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft
 		if p, ok := cache[m.Provider]; ok {
 			return p, nil
 		}
-		name, base, baseURL := m.Provider, m.Provider, defaultBaseURLs[m.Provider]
+		name, base, baseURL := m.Provider, m.Provider, defaultBaseURL(m.Provider, os.LookupEnv)
 		var headers map[string]string
 		if cp, ok := reg.Provider(name); ok {
 			base = cp.Base
 			if baseURL = cp.BaseURL; baseURL == "" {
-				baseURL = defaultBaseURLs[base]
+				baseURL = defaultBaseURL(base, os.LookupEnv)
 			}
 			headers = expandHeaders(cp.Headers)
 		}
