@@ -586,3 +586,75 @@ func TestCLIAgainstServer(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestServeVariablesFlow: over plain HTTP against the binary, a subagent missing a scoped
+// variable is announced on the parent's stream (env_required with the request's endpoint); GET
+// describes the request, POST provides the value, the child runs at once and reports to the
+// parent, which answers.
+func TestServeVariablesFlow(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	key := createKey(t, dir, db, "alice")
+	script := filepath.Join(dir, "boss.script.yaml")
+	os.WriteFile(script, []byte(`version: 1
+responses:
+  - match: {prompt: boss}
+    tool_calls:
+      - {name: review, arguments: {message: "Draft: x"}}
+  - match: {prompt: boss}
+    text: I asked for the style guide.
+  - match: {prompt: reviewer}
+    expect: {last_contains: "Draft: x"}
+    text: Looks fine.
+  - match: {prompt: boss}
+    expect: {last_contains: Subagent}
+    text: Review done.
+`), 0o644)
+	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", key, `{"agent":"boss"}`, 201, &created)
+	id := created.Thread.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream := openSSE(t, ctx, s.base+"/api/threads/"+id+"/events", key, "")
+	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"please review"}`, 202, nil)
+	got := framesUntil(t, stream, "env_required")
+	ev := got[len(got)-1].data
+	reqID, _ := ev["request_id"].(string)
+	endpoint, _ := ev["endpoint"].(string)
+	if reqID == "" || endpoint != "/api/threads/"+id+"/variables/"+reqID {
+		t.Fatalf("env_required %v", ev)
+	}
+	framesUntil(t, stream, "run_stopped")
+	var req struct {
+		Status  string
+		Missing []string
+	}
+	s.must("GET", endpoint, key, "", 200, &req)
+	if req.Status != "pending" || len(req.Missing) != 1 || req.Missing[0] != "STYLE_GUIDE" {
+		t.Fatalf("request %+v", req)
+	}
+	s.must("POST", endpoint, key, `{"env":{}}`, 400, nil)
+	var done struct {
+		ChildThreadID string `json:"child_thread_id"`
+		Status        string
+	}
+	s.must("POST", endpoint, key, `{"env":{"STYLE_GUIDE":"AP style"}}`, 201, &done)
+	if done.Status != "success" || done.ChildThreadID == "" {
+		t.Fatalf("fulfilled %+v", done)
+	}
+	s.must("POST", endpoint, key, `{"env":{"STYLE_GUIDE":"AP style"}}`, 409, nil)
+	// The child reports; the parent answers.
+	framesUntil(t, stream, "run_stopped")
+	var msgs struct {
+		Items []struct{ Role, Content string }
+	}
+	s.must("GET", "/api/threads/"+id+"/messages", key, "", 200, &msgs)
+	if last := msgs.Items[len(msgs.Items)-1]; last.Content != "Review done." {
+		t.Fatalf("the parent's last message %+v", last)
+	}
+	s.must("GET", "/api/threads/"+done.ChildThreadID, key, "", 200, nil)
+	s.stop()
+}
