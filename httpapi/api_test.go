@@ -250,6 +250,16 @@ func TestThreadFlow(t *testing.T) {
 		t.Fatalf("effects %+v", effects)
 	}
 
+	// Thread env over PATCH: set a text value, delete the secret; a bad type is refused.
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"set":{"MODE":{"value":"fast","type":"number"}}}}`, 400, nil)
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"set":{"MODE":{"value":"fast","type":"text"},"OLD":{"value":"x1234"}}}}`, 200, nil)
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"delete":["OLD"]}}`, 200, nil)
+	var rows []map[string]any
+	e.json("GET", "/api/threads/"+id+"/env", e.alice, nil, 200, &rows)
+	if len(rows) != 2 || rows[0]["name"] != "MODE" || rows[0]["value"] != "fast" || rows[0]["layer"] != "thread" ||
+		rows[1]["name"] != "TOKEN" || rows[1]["value"] != nil || rows[1]["type"] != "secret" {
+		t.Fatalf("env after patch %v", rows)
+	}
 	// Patch, list with visibility, stop, terminate, delete.
 	var patched weft.Thread
 	e.json("PATCH", "/api/threads/"+id, e.alice, map[string]any{"tags": []string{"vip"}, "properties": map[string]any{"n": 1}}, 200, &patched)
