@@ -15,7 +15,41 @@ const (
 	// MaxAttachmentBytes bounds one attachment, and MaxMessageAttachmentBytes all of one message's.
 	MaxAttachmentBytes        = 20 << 20
 	MaxMessageAttachmentBytes = 50 << 20
+	// MaxToolArgumentsBytes and MaxToolArgumentsDepth bound one tool call's JSON arguments; a call
+	// over them gets an error result the model reads instead of running.
+	MaxToolArgumentsBytes = 1 << 20
+	MaxToolArgumentsDepth = 64
+	// MaxToolResultBytes bounds a tool's result text; a longer one is replaced by an error result
+	// saying so (never cut).
+	MaxToolResultBytes = 4 << 20
 )
+
+// JSONDepth returns the deepest nesting of arrays and objects in a JSON text (0 for a scalar);
+// it scans bytes, so it is cheap on any input, valid or not.
+func JSONDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
 
 // LimitError reports input over a limit.
 func LimitError(what string, size, limit int64) error {

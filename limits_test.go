@@ -40,3 +40,22 @@ func TestCheckNewMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONDepth(t *testing.T) {
+	for in, want := range map[string]int{`1`: 0, `{}`: 1, `{"a":[1,{"b":2}]}`: 3, `"[[["`: 0, `{"a":"\"[["}`: 1, `[[[`: 3, `]]]`: 0} {
+		if got := weft.JSONDepth([]byte(in)); got != want {
+			t.Errorf("JSONDepth(%s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func FuzzJSONDepth(f *testing.F) {
+	for _, s := range []string{`{}`, `[1,[2]]`, `"\\"`, `{"a":"]"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d := weft.JSONDepth([]byte(s)); d < 0 || d > len(s) {
+			t.Fatalf("depth %d for %d bytes", d, len(s))
+		}
+	})
+}

@@ -132,6 +132,13 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 	if args == "" {
 		args = "{}"
 	}
+	if len(args) > weft.MaxToolArgumentsBytes {
+		return nil, nil, fmt.Sprintf("Tool arguments are %s; the limit is %s. Pass large content in a file instead.",
+			weft.ByteSize(int64(len(args))), weft.ByteSize(weft.MaxToolArgumentsBytes))
+	}
+	if d := weft.JSONDepth([]byte(args)); d > weft.MaxToolArgumentsDepth {
+		return nil, nil, fmt.Sprintf("Tool arguments nest %d levels deep; the limit is %d.", d, weft.MaxToolArgumentsDepth)
+	}
 	if err := json.Unmarshal([]byte(args), &raw); err != nil {
 		return nil, nil, "Tool arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 	}
@@ -237,6 +244,11 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 // storeResult persists a call's tool message with its new attachments and marks the call done, in
 // one transaction (storage.md §3.4).
 func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
+	if n := len(res.Result) + len(res.Error); n > weft.MaxToolResultBytes {
+		// Refused, not cut: the model learns why it gets no result.
+		res = weft.Failure(fmt.Sprintf("The tool's result is %s; the limit is %s. Ask for less (a page, a summary, a file).",
+			weft.ByteSize(int64(n)), weft.ByteSize(weft.MaxToolResultBytes)))
+	}
 	res.Result = r.red.String(res.Result)
 	res.Error = r.red.String(res.Error)
 	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
