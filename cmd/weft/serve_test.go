@@ -525,6 +525,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	script := chatScript(t, 3)
 	sf, _ := os.OpenFile(script, os.O_APPEND|os.O_WRONLY, 0)
 	sf.WriteString("  - match: {prompt: careful}\n    tool_calls:\n      - {name: refund, arguments: {order_id: 42}}\n")
+	sf.WriteString("  - match: {prompt: vault}\n    delay: 3s\n    text: late\n")
 	sf.Close()
 	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
 	remote := []string{"--server", s.base, "--api-key", key}
@@ -574,6 +575,31 @@ func TestCLIAgainstServer(t *testing.T) {
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "vault", "hi"}, remote...)...)
 	if code != exitCreation || !strings.Contains(errOut, "VAULT_KEY") {
 		t.Fatalf("missing variables: exit %d %s", code, errOut)
+	}
+	// Out of time: the run is stopped on the server and the command fails.
+	_, errOut, code = runWeft(t, dir, append([]string{"run", "vault", "hi", "--env", "VAULT_KEY=abcd1234", "--timeout", "300ms"}, remote...)...)
+	if code != exitFailure || !strings.Contains(errOut, "no answer within --timeout 300ms; its run was stopped") {
+		t.Fatalf("timeout: exit %d %s", code, errOut)
+	}
+	late := strings.Fields(errOut[strings.Index(errOut, "thread thr_")+len("thread "):])[0]
+	late = strings.TrimSuffix(late, ":")
+	deadline := time.Now().Add(2 * time.Second) // before the model would have answered
+	for {
+		var th struct {
+			Status     string
+			StopReason string `json:"stop_reason"`
+		}
+		s.must("GET", "/api/threads/"+late, key, "", 200, &th)
+		if th.Status != "running" {
+			if th.StopReason == "stop_on_response" {
+				t.Fatalf("the timed-out run was not stopped: %+v", th)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the timed-out thread still runs: %+v", th)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// A call that needs approval: exit 6 with the call and how to decide it.
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "careful", "refund 42"}, remote...)...)
