@@ -345,7 +345,7 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("the log shows a secret:\n%s", logs)
 		}
 	}
-	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"msg":"stopped"`) {
+	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"msg":"stopped"`) || !strings.Contains(logs, `"user":"usr_`) {
 		t.Fatalf("want JSON request logs and a clean stop:\n%.2000s", logs)
 	}
 }
