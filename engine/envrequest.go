@@ -80,7 +80,8 @@ func (r *run) requestEnv(s *scope, o *offered, args map[string]any, decls map[st
 	}
 	endpoint := fmt.Sprintf("/api/threads/%s/variables/%s", r.thread.ID, req.RequestID)
 	r.emit("env_required", map[string]any{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": endpoint})
-	res := weft.Failure(fmt.Sprintf("Subagent %q needs values for: %s. Provide them via POST %s.", req.Agent, strings.Join(req.Missing, ", "), endpoint))
+	res := weft.Failure(fmt.Sprintf("Subagent %q needs values for: %s. Provide them via POST %s (or weft threads provide-env %s %s NAME=VALUE).",
+		req.Agent, strings.Join(req.Missing, ", "), endpoint, r.thread.ID, req.RequestID))
 	res.ErrorCode = "subagent_env_required"
 	res.ErrorData = map[string]any{"request_id": req.RequestID, "endpoint": endpoint, "required": names, "missing": req.Missing, "agent": req.Agent}
 	return &res

@@ -427,3 +427,19 @@ func TestBlockingMessageToBackgroundChild(t *testing.T) {
 		}
 	}
 }
+
+// TestResumableByName: calling a resumable subagent by its name says how to start it.
+func TestResumableByName(t *testing.T) {
+	reg := subagentRegistry(weft.ToolEntry{Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
+	h := newHarness(t, reg, `
+- match: {agent: assistant}
+  tool_calls: [{name: review, arguments: {message: "Draft"}}]
+- match: {agent: assistant}
+  text: ok
+`)
+	th, _ := h.run("assistant", "Review it.", nil)
+	got := h.transcript(th.ID)
+	if len(got) < 3 || !strings.Contains(got[2], `"review" must be started with subagent_create.`) {
+		t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
+	}
+}

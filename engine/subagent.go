@@ -18,7 +18,7 @@ import (
 func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
 	target, e := o.target.Agent, o.entry
 	if e.Resumable != nil && e.Resumable.Enabled {
-		return weft.Failure(fmt.Sprintf("Agent %q is a resumable subagent: resumable subagents are not available in this version of Weft.", target.Name))
+		return weft.Failure(fmt.Sprintf("%q must be started with subagent_create.", target.Name))
 	}
 	ref := weft.NewID("thr_")
 	blocking := weft.Flag(e.Blocking, true)

@@ -113,6 +113,16 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 // prepareCall resolves, parses and validates a call; a non-empty errText is the error result.
 func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, string) {
 	o, ok := s.offered[c.Name]
+	if !ok && s.prompt.ToolChoice != weft.ToolChoiceNone {
+		// A resumable subagent is offered through the lifecycle tools, not under its own name.
+		for _, lo := range s.offered {
+			for _, re := range lo.entries {
+				if lo.lifecycle == toolSubagentCreate && re.agent.Name == c.Name {
+					return nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
+				}
+			}
+		}
+	}
 	if !ok || s.prompt.ToolChoice == weft.ToolChoiceNone {
 		names := make([]string, 0, len(s.specs))
 		for _, sp := range s.specs {

@@ -144,8 +144,8 @@ func (p *parser) load(segs []tmpl.Segment) error {
 		sp := span{start: len(p.buf), interp: s.Kind == tmpl.Interp, src: s.Source, strict: s.Strict}
 		idx := int32(len(p.spans))
 		t := s.Text
-		if prevCR && t[0] == '\n' {
-			t = t[1:]
+		if prevCR && t[0] == '\n' && !sp.interp {
+			t = t[1:] // a CRLF split across two template pieces
 		}
 		prevCR = false
 		if strings.IndexByte(t, '\r') < 0 {
@@ -157,7 +157,9 @@ func (p *parser) load(segs []tmpl.Segment) error {
 					c = '\n'
 					if j+1 < len(t) && t[j+1] == '\n' {
 						j++
-					} else if j+1 == len(t) {
+					} else if j+1 == len(t) && !sp.interp {
+						// Only template text pairs with the next piece: a value ending in CR must
+						// not swallow the template's newline after it (values never make structure).
 						prevCR = true
 					}
 				}

@@ -39,7 +39,8 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads deny ID CALL [--reason TEXT]    deny it
   weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend
   weft threads files ID                         its files (attachments, tool outputs)
-  weft threads file ID PATH [-o FILE]           save one of them`,
+  weft threads file ID PATH [-o FILE]           save one of them
+  weft threads provide-env ID REQUEST K=V...    the variables a subagent asked for`,
 	}
 	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	var agent string
@@ -172,6 +173,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	}
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
 	c.AddCommand(newFilesCmds(&db)...)
+	c.AddCommand(newProvideEnvCmd(g, &db))
 	return c
 }
 
