@@ -491,9 +491,31 @@ func TestServeWatch(t *testing.T) {
 	defer cancel()
 	stream := openSSE(t, ctx, s.base+"/api/threads/"+created.Thread.ID+"/events", "", "")
 	framesUntil(t, stream, "thread_created")
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/threads/"+created.Thread.ID+"/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	wsEnd := make(chan websocket.StatusCode, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				wsEnd <- websocket.CloseStatus(err)
+				return
+			}
+		}
+	}()
 	os.WriteFile(filepath.Join(project, "agents", "echoer.yaml"), []byte("name: echoer\ntype: ai_human\nsideA: {prompt: chat}\n"), 0o644)
 	waitFor("boss,careful,chat,echoer,review,vault")
 	// Streams opened on the previous engine end, so that their clients reconnect to the new one.
+	select {
+	case code := <-wsEnd:
+		if code != websocket.StatusServiceRestart {
+			t.Fatalf("the WebSocket ended with %v, want service restart (1012)", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a WebSocket of the previous engine stayed open after the reload")
+	}
 	deadline := time.After(10 * time.Second)
 	for open := true; open; {
 		select {
