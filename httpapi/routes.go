@@ -49,6 +49,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /api/threads/{id}/effects/{eff}", s.cancelEffect)
 	s.handle("GET /api/threads/{id}/variables/{request_id}", s.getEnvRequest)
 	s.handle("POST /api/threads/{id}/variables/{request_id}", s.provideEnv)
+	s.handle("GET /api/threads/{id}/tool-calls", s.listToolCalls)
 	s.handle("GET /api/threads/{id}/approvals", s.listApprovals)
 	s.handle("POST /api/threads/{id}/approvals/{call_id}", s.decide)
 	s.handle("GET /api/threads/{id}/events", s.threadSSE)

@@ -163,7 +163,11 @@ func (r *remote) threadsShow(cmd *cobra.Command, id string) error {
 	if err != nil {
 		return remoteExit(err)
 	}
-	printMessages(cmd.OutOrStdout(), msgs, nil) // the API does not expose approval states yet
+	var recs []weft.ToolCallRecord
+	if err := r.do(cmd.Context(), "GET", "/api/threads/"+url.PathEscape(id)+"/tool-calls", nil, &recs); err != nil {
+		return remoteExit(err)
+	}
+	printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
 	return nil
 }
 

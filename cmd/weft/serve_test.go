@@ -628,6 +628,12 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code != exitApproval || !strings.Contains(errOut, `refund({"order_id":42}) waits for approval: POST `+s.base) {
 		t.Fatalf("awaiting approval: exit %d %s", code, errOut)
 	}
+	waiting := strings.Split(errOut[strings.Index(errOut, "/api/threads/")+len("/api/threads/"):], "/")[0]
+	viaServer, _, code1 := runWeft(t, dir, append([]string{"threads", "show", waiting}, remote...)...)
+	local, _, code2 := runWeft(t, dir, "threads", "show", waiting, "--db", db)
+	if code1 != 0 || code2 != 0 || viaServer != local || !strings.Contains(local, "awaiting approval") {
+		t.Fatalf("threads show of a waiting call: exit %d/%d\nserver:\n%s\nlocal:\n%s", code1, code2, viaServer, local)
+	}
 	out, _, code = runWeft(t, dir, append([]string{"threads", "delete", id}, remote...)...)
 	if code != 0 || !strings.Contains(out, "deleted "+id) {
 		t.Fatalf("threads delete: exit %d %s", code, out)
