@@ -466,3 +466,51 @@ func TestSchedulerThousandThreads(t *testing.T) {
 	}
 	waitGoroutines(t, before)
 }
+
+// TestSubagentAndDeletionEvents: a child's creation and end are subagent events of its parent;
+// a message a tool deletes is a message_deleted event.
+func TestSubagentAndDeletionEvents(t *testing.T) {
+	eng, _ := newEngine(t, backgroundRegistry(), historyModel, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	var got []string
+	for ev, err := range eng.Converse(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Review my draft."}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "subagent" && ev.ThreadID == th.ID {
+			got = append(got, fmt.Sprint(ev.Data["agent"], " ", ev.Data["status"]))
+		}
+	}
+	if strings.Join(got, ",") != "review running,review terminated" {
+		t.Errorf("subagent events %v", got)
+	}
+
+	var deleted []any
+	reg := registry([]*weft.Tool{{Name: "forget", Description: "Forget the question.", Args: schema.Object(),
+		Execute: weft.ToolFunc(func(ctx context.Context, s weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			msgs, err := s.Messages(ctx, weft.MessageQuery{Roles: []weft.Role{weft.RoleUser}})
+			if err != nil || len(msgs) == 0 {
+				return weft.Failure("nothing to forget"), nil
+			}
+			return weft.Success("forgotten"), s.DeleteMessage(ctx, msgs[0].ID)
+		})}}, nil)
+	forgetful := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "f1", Name: "forget", Arguments: "{}"}}}, nil
+		}
+		return &weft.Response{Text: "done"}, nil
+	})
+	eng2, _ := newEngine(t, reg, forgetful, func(ev engine.Event) {
+		if ev.Type == "message_deleted" {
+			deleted = append(deleted, ev.Data["message_id"])
+		}
+	})
+	th2, _ := eng2.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng2.Ask(ctx, th2.ID, engine.Input{Message: &weft.NewMessage{Content: "secret question"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[0] == "" {
+		t.Errorf("message_deleted events %v", deleted)
+	}
+}

@@ -67,6 +67,9 @@ type Engine struct {
 	validators sync.Map // *schema.Schema → *schema.Validator
 	declared   sync.Map // agent name → map[string]weft.VarType
 
+	envTimeoutsOnce sync.Once
+	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT
+
 	keysOnce sync.Once
 	keyVars  []string          // the key variables of the providers the registry's models use
 	procKeys map[string]string // their values in the process environment

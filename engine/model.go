@@ -100,7 +100,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 		policy := m.Retry.WithDefaults()
 	attempts:
 		for n := 1; n <= policy.Attempts; n++ {
-			resp, log, err := r.attempt(s, base, m, messageID, retryOf)
+			resp, log, err := r.attempt(s, base, m, messageID, retryOf, n)
 			logs = append(logs, log)
 			retryOf = log.ID
 			if err == nil {
@@ -152,14 +152,14 @@ func errorType(err error) string {
 }
 
 // attempt makes one provider call and returns its log row.
-func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string) (*weft.Response, *weft.LogEntry, error) {
+func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string, n int) (*weft.Response, *weft.LogEntry, error) {
 	req := *base
 	req.Model = m
 	if m.Provider != s.provider {
 		// A fallback of another provider cannot read the primary's verbatim blocks.
 		req.Messages = withoutProviderBlocks(req.Messages)
 	}
-	req.Timeouts = m.Timeouts.WithDefaults()
+	req.Timeouts = r.e.timeoutsOf(m)
 	req.Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
 	if !m.Capabilities.ToolCalls() {
 		req.Tools, req.ToolChoice, req.ParallelToolCalls = nil, weft.ToolChoiceNone, false
@@ -175,7 +175,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		log.ToolsOffered = append(log.ToolsOffered, t.Name)
 	}
 	if r.e.observed() {
-		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider})
+		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider, "attempt": n})
 	}
 	if err := r.flushEvents(); err != nil {
 		// The store failed, not the model: no retry or fallback helps.
@@ -557,4 +557,31 @@ func withoutProviderBlocks(msgs []weft.LLMMessage) []weft.LLMMessage {
 		return msgs
 	}
 	return out
+}
+
+// timeoutsOf returns a model's timeouts: its own, else WEFT_FIRST_CHUNK_TIMEOUT and
+// WEFT_STALL_TIMEOUT from the environment (read once), else the defaults.
+func (e *Engine) timeoutsOf(m *weft.Model) weft.Timeouts {
+	e.envTimeoutsOnce.Do(func() {
+		for name, dst := range map[string]*weft.Duration{"WEFT_FIRST_CHUNK_TIMEOUT": &e.envTimeouts.FirstChunk, "WEFT_STALL_TIMEOUT": &e.envTimeouts.Stall} {
+			v, ok := e.opt.LookupEnv(name)
+			if !ok || v == "" {
+				continue
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				e.log.Warn("ignoring an invalid timeout from the environment (want a positive duration such as 90s)", "variable", name, "value", v)
+				continue
+			}
+			*dst = weft.Duration(d)
+		}
+	})
+	t := m.Timeouts
+	if t.FirstChunk == 0 {
+		t.FirstChunk = e.envTimeouts.FirstChunk
+	}
+	if t.Stall == 0 {
+		t.Stall = e.envTimeouts.Stall
+	}
+	return t.WithDefaults()
 }

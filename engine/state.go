@@ -255,6 +255,9 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	if err == nil && s.r != nil {
 		s.r.rows = slices.DeleteFunc(s.r.rows, func(m *weft.Message) bool { return m.ID == id })
 	}
+	if err == nil {
+		s.emit(ctx, "message_deleted", map[string]any{"message_id": id})
+	}
 	return err
 }
 

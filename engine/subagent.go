@@ -76,6 +76,14 @@ const resultProperty = "weft.subagent_result"
 
 // finishChild records a non-resumable child's outcome on it and terminates it (subagents.md §2.5).
 func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
+	defer func() {
+		text := out.Result
+		if out.Status != weft.ToolSuccess {
+			text = out.Error
+		}
+		e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
+			Data: map[string]any{"reference": child.ID, "agent": child.Agent, "status": "terminated", "status_text": preview(text)}})
+	}()
 	props := map[string]any{}
 	if t, err := e.store.Thread(ctx, child.ID); err == nil {
 		for k, v := range t.Properties {
@@ -211,6 +219,8 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
+	r.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: r.thread.ID, RootID: child.RootID,
+		Data: map[string]any{"reference": child.ID, "agent": target.Name, "status": "running", "status_text": "created"}})
 	r.runSubagentCreatedHooks(child)
 	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
 	extra := map[string]any{}

@@ -514,6 +514,9 @@ func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	r.replaceRow(*msg)
 	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
+		if r.e.observed() {
+			r.emit("message_deleted", map[string]any{"message_id": msg.ID})
+		}
 	}
 	return nil
 }
