@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,26 @@ func TestThreadFlow(t *testing.T) {
 	if len(matches) != 1 {
 		t.Fatalf("grep %v", matches)
 	}
+	var stat map[string]any
+	e.json("GET", "/api/threads/"+id+"/fs/notes/a.txt?stat=1", e.alice, nil, 200, &stat)
+	if stat["size"] != float64(10) || stat["path"] != "/notes/a.txt" {
+		t.Fatalf("stat %v", stat)
+	}
+	req, _ := newRequest("GET", e.srv.URL+"/api/threads/"+id+"/fs/notes/a.txt?download=1")
+	req.Header.Set("Authorization", "Bearer "+e.alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cd := resp.Header.Get("Content-Disposition"); cd != `attachment; filename=a.txt` {
+		t.Fatalf("download: %q", cd)
+	}
+	var found []map[string]any
+	e.json("GET", "/api/threads/"+id+"/fs-search?glob=**/*.txt", e.alice, nil, 200, &found)
+	if len(found) != 1 || found[0]["path"] != "/notes/a.txt" {
+		t.Fatalf("glob %v", found)
+	}
 	e.json("DELETE", "/api/threads/"+id+"/fs/notes/a.txt", e.alice, nil, 204, nil)
 	e.json("GET", "/api/threads/"+id+"/fs/notes/a.txt", e.alice, nil, 404, nil)
 
@@ -220,9 +241,25 @@ func TestThreadFlow(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"TOKEN"`) || strings.Contains(string(body), secretValue) {
 		t.Fatalf("env: %d %s", code, body)
 	}
-	var effects []any
+	var effects struct {
+		Items []any `json:"items"`
+		Total int   `json:"total"`
+	}
 	e.json("GET", "/api/threads/"+id+"/effects", e.alice, nil, 200, &effects)
+	if effects.Items == nil || effects.Total != 0 {
+		t.Fatalf("effects %+v", effects)
+	}
 
+	// Thread env over PATCH: set a text value, delete the secret; a bad type is refused.
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"set":{"MODE":{"value":"fast","type":"number"}}}}`, 400, nil)
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"set":{"MODE":{"value":"fast","type":"text"},"OLD":{"value":"x1234"}}}}`, 200, nil)
+	e.json("PATCH", "/api/threads/"+id, e.alice, `{"env":{"delete":["OLD"]}}`, 200, nil)
+	var rows []map[string]any
+	e.json("GET", "/api/threads/"+id+"/env", e.alice, nil, 200, &rows)
+	if len(rows) != 2 || rows[0]["name"] != "MODE" || rows[0]["value"] != "fast" || rows[0]["layer"] != "thread" ||
+		rows[1]["name"] != "TOKEN" || rows[1]["value"] != nil || rows[1]["type"] != "secret" {
+		t.Fatalf("env after patch %v", rows)
+	}
 	// Patch, list with visibility, stop, terminate, delete.
 	var patched weft.Thread
 	e.json("PATCH", "/api/threads/"+id, e.alice, map[string]any{"tags": []string{"vip"}, "properties": map[string]any{"n": 1}}, 200, &patched)
@@ -318,6 +355,18 @@ func TestUsersAndKeys(t *testing.T) {
 		t.Fatalf("prompt: %d %s", code, body)
 	}
 	e.json("GET", "/api/prompts/nothing", e.admin, nil, 404, nil)
+	for path, want := range map[string]string{"/api/models": `"name":"fast"`, "/api/tools": `"name":"echo"`,
+		"/api/prompts": `"name":"careful"`, "/api/providers": `[]`} {
+		if code, body := e.do("GET", path, e.admin, nil); code != 200 || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+	}
+	// A user lists only its own keys.
+	var mine []weft.APIKey
+	e.json("GET", "/api/keys", e.alice, nil, 200, &mine)
+	if len(mine) != 1 || mine[0].UserID != e.aliceID {
+		t.Fatalf("alice's keys %+v", mine)
+	}
 }
 
 // TestHealth needs no key; readiness follows SetReady.

@@ -4,8 +4,38 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 )
+
+// listToolCalls lists the thread's tool-call records in call order: status, result message,
+// and meta (the approval state among it), arguments redacted.
+func (s *Server) listToolCalls(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	eng := s.engine()
+	recs, err := eng.Store().ToolCalls(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	red, err := eng.Redactor(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		recs[i].Arguments = red(recs[i].Arguments)
+		if len(recs[i].Meta) > 0 {
+			recs[i].Meta = redactJSON(recs[i].Meta, red)
+		}
+	}
+	if recs == nil {
+		recs = []weft.ToolCallRecord{}
+	}
+	writeJSON(w, http.StatusOK, recs)
+	return nil
+}
 
 // listApprovals lists the thread's tool calls that wait for a person's decision.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p *principal) error {

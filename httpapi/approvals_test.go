@@ -44,6 +44,11 @@ func TestApprovals(t *testing.T) {
 		t.Fatal("not ready after the only waiting call was approved")
 	}
 	e.json("POST", path, e.alice, `{"approve":true}`, 409, nil)
+	var recs []weft.ToolCallRecord
+	e.json("GET", "/api/threads/"+id+"/tool-calls", e.alice, nil, 200, &recs)
+	if len(recs) != 1 || recs[0].CallID != call || !strings.Contains(string(recs[0].Meta), "approved") {
+		t.Fatalf("tool calls %+v", recs)
+	}
 	until(t, events, "run_stopped", 10*time.Second)
 	var msgs struct {
 		Items []weft.Message `json:"items"`

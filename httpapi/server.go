@@ -37,8 +37,9 @@ type Options struct {
 	// Events is the per-thread event source of the streams; nil = the engine's Subscribe, which
 	// replays the events a reconnecting client missed when the engine records events.
 	Events EventSource
-	// Hub receives every engine event (wire Options.OnEvent to Hub.Publish); it feeds the global
-	// event stream. Required.
+	// Hub receives every engine event (wire engine.Options.OnEvent to Hub.Publish); it feeds the
+	// global event stream. nil = a hub of the server's own, which sees only the thread events the
+	// API itself publishes (updates and deletions).
 	Hub *Hub
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
@@ -143,6 +144,9 @@ func (s *Server) handle(pattern string, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err == nil {
+			if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+				info.user = p.userID
+			}
 			err = h(w, r, p)
 		}
 		if err != nil {
@@ -160,6 +164,12 @@ func admin(h handler) handler {
 		return h(w, r, p)
 	}
 }
+
+// requestInfo carries what the request log reports beyond the request itself: the user id the
+// request acted as (never its key).
+type requestInfo struct{ user string }
+
+type requestInfoKey struct{}
 
 // statusWriter records the status of a response for the request log.
 type statusWriter struct {
@@ -190,6 +200,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		info := &requestInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -201,7 +213,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				}
 			}
 			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-				"duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+				"duration_ms", time.Since(start).Milliseconds(), "user", info.user, "remote", r.RemoteAddr)
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -566,15 +566,17 @@ func (s *Server) listEffects(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
+	q := &query{r: r}
+	limit, offset := q.page(100)
+	if q.err != nil {
+		return q.err
+	}
 	effs, err := s.engine().Store().Effects(r.Context(), t.ID)
 	if err != nil {
 		return err
 	}
-	if effs == nil {
-		effs = []weft.EffectRecord{}
-	}
 	sort.SliceStable(effs, func(i, j int) bool { return effs[i].RunAt.Before(effs[j].RunAt) })
-	writeJSON(w, http.StatusOK, effs)
+	writeJSON(w, http.StatusOK, pageOf(effs, limit, offset))
 	return nil
 }
 

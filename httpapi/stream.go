@@ -253,11 +253,17 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
 	pongs := make(chan struct{}, 1)
-	// The reader answers pings and notices a client that goes away.
+	// The reader answers pings and notices a client that goes away. It reads with a context of its
+	// own, so that a stream the server ends (shutdown, reload) can still close the connection
+	// with a status that tells the client to reconnect.
+	readCtx, stopReading := context.WithCancel(context.Background())
+	defer stopReading()
+	clientGone := make(chan struct{})
 	go func() {
+		defer close(clientGone)
 		defer cancel()
 		for {
-			_, b, err := c.Read(ctx)
+			_, b, err := c.Read(readCtx)
 			if err != nil {
 				return
 			}
@@ -281,6 +287,12 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	for {
 		select {
 		case <-ctx.Done():
+			select {
+			case <-clientGone:
+			default:
+				// The server ends the stream: the client reconnects with its cursor.
+				c.Close(websocket.StatusServiceRestart, "the stream ended; reconnect with ?after= the last seq")
+			}
 			return nil
 		case <-pongs:
 			if !send([]byte(`{"type":"pong"}`)) {

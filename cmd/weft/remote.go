@@ -163,7 +163,11 @@ func (r *remote) threadsShow(cmd *cobra.Command, id string) error {
 	if err != nil {
 		return remoteExit(err)
 	}
-	printMessages(cmd.OutOrStdout(), msgs, nil) // the API does not expose approval states yet
+	var recs []weft.ToolCallRecord
+	if err := r.do(cmd.Context(), "GET", "/api/threads/"+url.PathEscape(id)+"/tool-calls", nil, &recs); err != nil {
+		return remoteExit(err)
+	}
+	printMessages(cmd.OutOrStdout(), msgs, approvalNotes(recs))
 	return nil
 }
 
@@ -380,8 +384,17 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 			}
 		}
 	}
-	if cmd.Context().Err() != nil {
-		return exit(exitInterrupted, nil)
+	if ctx.Err() != nil {
+		// Interrupted or out of time: the run is stopped on the server, as a local run would be.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.do(stopCtx, "POST", "/api/threads/"+url.PathEscape(id)+"/stop", nil, nil); err != nil {
+			fmt.Fprintf(stderr, "weft: stopping thread %s: %v\n", id, err)
+		}
+		if cmd.Context().Err() != nil {
+			return exit(exitInterrupted, nil)
+		}
+		return exit(exitFailure, fmt.Errorf("thread %s: no answer within --timeout %s; its run was stopped", id, f.timeout))
 	}
 	return exit(exitFailure, fmt.Errorf("the stream of thread %s ended before its run stopped", id))
 }

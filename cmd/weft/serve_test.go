@@ -345,7 +345,7 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("the log shows a secret:\n%s", logs)
 		}
 	}
-	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"msg":"stopped"`) {
+	if !strings.Contains(logs, `"msg":"request"`) || !strings.Contains(logs, `"msg":"stopped"`) || !strings.Contains(logs, `"user":"usr_`) {
 		t.Fatalf("want JSON request logs and a clean stop:\n%.2000s", logs)
 	}
 }
@@ -491,9 +491,31 @@ func TestServeWatch(t *testing.T) {
 	defer cancel()
 	stream := openSSE(t, ctx, s.base+"/api/threads/"+created.Thread.ID+"/events", "", "")
 	framesUntil(t, stream, "thread_created")
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/threads/"+created.Thread.ID+"/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	wsEnd := make(chan websocket.StatusCode, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				wsEnd <- websocket.CloseStatus(err)
+				return
+			}
+		}
+	}()
 	os.WriteFile(filepath.Join(project, "agents", "echoer.yaml"), []byte("name: echoer\ntype: ai_human\nsideA: {prompt: chat}\n"), 0o644)
 	waitFor("boss,careful,chat,echoer,review,vault")
 	// Streams opened on the previous engine end, so that their clients reconnect to the new one.
+	select {
+	case code := <-wsEnd:
+		if code != websocket.StatusServiceRestart {
+			t.Fatalf("the WebSocket ended with %v, want service restart (1012)", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a WebSocket of the previous engine stayed open after the reload")
+	}
 	deadline := time.After(10 * time.Second)
 	for open := true; open; {
 		select {
@@ -525,6 +547,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	script := chatScript(t, 3)
 	sf, _ := os.OpenFile(script, os.O_APPEND|os.O_WRONLY, 0)
 	sf.WriteString("  - match: {prompt: careful}\n    tool_calls:\n      - {name: refund, arguments: {order_id: 42}}\n")
+	sf.WriteString("  - match: {prompt: vault}\n    delay: 3s\n    text: late\n")
 	sf.Close()
 	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
 	remote := []string{"--server", s.base, "--api-key", key}
@@ -575,14 +598,117 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code != exitCreation || !strings.Contains(errOut, "VAULT_KEY") {
 		t.Fatalf("missing variables: exit %d %s", code, errOut)
 	}
+	// Out of time: the run is stopped on the server and the command fails.
+	_, errOut, code = runWeft(t, dir, append([]string{"run", "vault", "hi", "--env", "VAULT_KEY=abcd1234", "--timeout", "300ms"}, remote...)...)
+	if code != exitFailure || !strings.Contains(errOut, "no answer within --timeout 300ms; its run was stopped") {
+		t.Fatalf("timeout: exit %d %s", code, errOut)
+	}
+	late := strings.Fields(errOut[strings.Index(errOut, "thread thr_")+len("thread "):])[0]
+	late = strings.TrimSuffix(late, ":")
+	deadline := time.Now().Add(2 * time.Second) // before the model would have answered
+	for {
+		var th struct {
+			Status     string
+			StopReason string `json:"stop_reason"`
+		}
+		s.must("GET", "/api/threads/"+late, key, "", 200, &th)
+		if th.Status != "running" {
+			if th.StopReason == "stop_on_response" {
+				t.Fatalf("the timed-out run was not stopped: %+v", th)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the timed-out thread still runs: %+v", th)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	// A call that needs approval: exit 6 with the call and how to decide it.
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "careful", "refund 42"}, remote...)...)
 	if code != exitApproval || !strings.Contains(errOut, `refund({"order_id":42}) waits for approval: POST `+s.base) {
 		t.Fatalf("awaiting approval: exit %d %s", code, errOut)
 	}
+	waiting := strings.Split(errOut[strings.Index(errOut, "/api/threads/")+len("/api/threads/"):], "/")[0]
+	viaServer, _, code1 := runWeft(t, dir, append([]string{"threads", "show", waiting}, remote...)...)
+	local, _, code2 := runWeft(t, dir, "threads", "show", waiting, "--db", db)
+	if code1 != 0 || code2 != 0 || viaServer != local || !strings.Contains(local, "awaiting approval") {
+		t.Fatalf("threads show of a waiting call: exit %d/%d\nserver:\n%s\nlocal:\n%s", code1, code2, viaServer, local)
+	}
 	out, _, code = runWeft(t, dir, append([]string{"threads", "delete", id}, remote...)...)
 	if code != 0 || !strings.Contains(out, "deleted "+id) {
 		t.Fatalf("threads delete: exit %d %s", code, out)
 	}
+	s.stop()
+}
+
+// TestServeVariablesFlow: over plain HTTP against the binary, a subagent missing a scoped
+// variable is announced on the parent's stream (env_required with the request's endpoint); GET
+// describes the request, POST provides the value, the child runs at once and reports to the
+// parent, which answers.
+func TestServeVariablesFlow(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	key := createKey(t, dir, db, "alice")
+	script := filepath.Join(dir, "boss.script.yaml")
+	os.WriteFile(script, []byte(`version: 1
+responses:
+  - match: {prompt: boss}
+    tool_calls:
+      - {name: review, arguments: {message: "Draft: x"}}
+  - match: {prompt: boss}
+    text: I asked for the style guide.
+  - match: {prompt: reviewer}
+    expect: {last_contains: "Draft: x"}
+    text: Looks fine.
+  - match: {prompt: boss}
+    expect: {last_contains: Subagent}
+    text: Review done.
+`), 0o644)
+	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", key, `{"agent":"boss"}`, 201, &created)
+	id := created.Thread.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream := openSSE(t, ctx, s.base+"/api/threads/"+id+"/events", key, "")
+	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"please review"}`, 202, nil)
+	got := framesUntil(t, stream, "env_required")
+	ev := got[len(got)-1].data
+	reqID, _ := ev["request_id"].(string)
+	endpoint, _ := ev["endpoint"].(string)
+	if reqID == "" || endpoint != "/api/threads/"+id+"/variables/"+reqID {
+		t.Fatalf("env_required %v", ev)
+	}
+	framesUntil(t, stream, "run_stopped")
+	var req struct {
+		Status  string
+		Missing []string
+	}
+	s.must("GET", endpoint, key, "", 200, &req)
+	if req.Status != "pending" || len(req.Missing) != 1 || req.Missing[0] != "STYLE_GUIDE" {
+		t.Fatalf("request %+v", req)
+	}
+	s.must("POST", endpoint, key, `{"env":{}}`, 400, nil)
+	var done struct {
+		ChildThreadID string `json:"child_thread_id"`
+		Status        string
+	}
+	s.must("POST", endpoint, key, `{"env":{"STYLE_GUIDE":"AP style"}}`, 201, &done)
+	if done.Status != "success" || done.ChildThreadID == "" {
+		t.Fatalf("fulfilled %+v", done)
+	}
+	s.must("POST", endpoint, key, `{"env":{"STYLE_GUIDE":"AP style"}}`, 409, nil)
+	// The child reports; the parent answers.
+	framesUntil(t, stream, "run_stopped")
+	var msgs struct {
+		Items []struct{ Role, Content string }
+	}
+	s.must("GET", "/api/threads/"+id+"/messages", key, "", 200, &msgs)
+	if last := msgs.Items[len(msgs.Items)-1]; last.Content != "Review done." {
+		t.Fatalf("the parent's last message %+v", last)
+	}
+	s.must("GET", "/api/threads/"+done.ChildThreadID, key, "", 200, nil)
 	s.stop()
 }
