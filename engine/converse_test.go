@@ -514,3 +514,43 @@ func TestSubagentAndDeletionEvents(t *testing.T) {
 		t.Errorf("message_deleted events %v", deleted)
 	}
 }
+
+// TestServeResumesAfterDeadLease: a serving engine started while a dead process's lease on a
+// thread is still valid resumes the thread once that lease expires, with no other wake-up.
+func TestServeResumesAfterDeadLease(t *testing.T) {
+	st, _ := memstore.New(memstore.Options{})
+	defer st.Close()
+	reg := registry(nil, nil)
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		return &weft.Response{Text: "answered"}, nil
+	})
+	ttl := 150 * time.Millisecond
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	// A process took the thread and died: its lease stays valid for ttl.
+	if _, _, err := st.BeginRun(ctx, th.ID, "dead-node", ttl); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go eng.Serve(sctx, engine.ServeOptions{})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleAssistant}})
+		if len(msgs) == 1 && msgs[0].Content == "answered" {
+			return
+		}
+		if time.Now().After(deadline) {
+			got, _ := st.Thread(ctx, th.ID)
+			t.Fatalf("not resumed after the dead lease expired: status %s, %d replies", got.Status, len(msgs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/weft-agents/weft"
 )
@@ -31,9 +32,15 @@ type owner struct {
 // wakeKind is a request to a thread's worker: a continue (optionally of a side), or the resume of
 // a run a stopped process left interrupted.
 type wakeKind struct {
-	trigger string // "continue" or "resume"
+	trigger string // "continue", "resume", or "" (queued messages)
 	side    weft.Side
+	// retries counts passes that found the lease held by another process (a dead one's lease
+	// lasts until it expires).
+	retries int
 }
+
+// maxLeaseRetries bounds the retries of a wake-up that found the thread's lease held elsewhere.
+const maxLeaseRetries = 3
 
 // ownerOf returns the thread's owner, creating it; the caller holds e.mu.
 func (e *Engine) ownerOf(threadID string) *owner {
@@ -194,8 +201,23 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 	}
 	_, err = e.runHeld(ctx, threadID, trigger, side)
 	switch {
-	case err == nil, errors.Is(err, weft.ErrLeaseHeld):
-		// A run of another process drains the queue there: its transactions see the new rows.
+	case err == nil:
+	case errors.Is(err, weft.ErrLeaseHeld):
+		// A live process runs the thread and takes new messages itself; but the lease may be a
+		// dead process's, valid until it expires (a restart within the lease TTL): look again once
+		// it has, a few times at most, while serving.
+		retry := &wakeKind{}
+		if req != nil {
+			*retry = *req
+		}
+		if retry.retries++; retry.retries <= maxLeaseRetries && e.serving.Load() {
+			root := rootOf(t)
+			time.AfterFunc(e.opt.LeaseTTL+e.opt.LeaseTTL/10, func() {
+				if e.serving.Load() && !e.stopping.Load() {
+					e.wake(context.Background(), threadID, root, retry)
+				}
+			})
+		}
 	default:
 		e.log.Warn("thread run failed", "thread", threadID, "trigger", trigger, "error", err)
 	}
