@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +19,7 @@ func TestRunBudget(t *testing.T) {
 		"script.yaml":              "- {text: One., usage: {input_tokens: 40, output_tokens: 20}}\n- {text: Two., usage: {input_tokens: 40, output_tokens: 20}}\n",
 		"more.yaml":                "- {text: Three., usage: {input_tokens: 40, output_tokens: 20}}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	db := filepath.Join(dir, "weft.db")
 	out, errOut, code := runWeft(t, dir, "run", "--dir", "agents", "--db", db, "desk", "First?", "--model-script", "script.yaml",
 		"--budget-tokens", "50", "--json")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,11 +22,7 @@ func TestProvideEnv(t *testing.T) {
 		"first.yaml":                   "- {match: {agent: desk}, tool_calls: [{name: review, arguments: {message: 'Draft: hello'}}]}\n- {match: {agent: desk}, text: I asked for the style guide.}\n",
 		"second.yaml":                  "- {match: {agent: review}, expect: {system_contains: Be brief}, tool_calls: [{name: approve, arguments: {summary: Looks good.}}]}\n- {match: {agent: desk}, expect: {last_contains: Looks good.}, text: The review is back.}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	out, errOut, code := runWeft(t, dir, "run", "desk", "Review my draft.", "--model-script", "first.yaml", "--json")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, errOut)

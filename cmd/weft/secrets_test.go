@@ -24,11 +24,7 @@ func TestSecretsNeverPrintedOrStored(t *testing.T) {
 		"agents/tools/note.yaml":   "kind: command\ndescription: Notes a text.\nargs:\n  type: object\n  properties:\n    text: {type: string}\ncommand: [sh, -c, 'cat > /dev/null; echo noted']\n",
 		"script.yaml":              "- tool_calls: [{name: note, arguments: {text: 'token " + secret + "'}}]\n- text: Done.\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	db := filepath.Join(dir, "weft.db")
 	out, errOut, _ := runWeft(t, dir, "run", "--dir", "agents", "--db", db, "desk", "My token is "+secret, "--model-script", "script.yaml",
 		"--env", "API_TOKEN="+secret, "--json")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,11 +17,7 @@ func TestRunStructuredValue(t *testing.T) {
 		"good.yaml":                "- text: '{\"category\": \"billing\", \"urgent\": true}'\n",
 		"bad.yaml":                 "- text: '{\"category\": \"weather\"}'\n- text: 'plain words'\n- text: '{\"urgent\": 1}'\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	out, errOut, code := runWeft(t, dir, "run", "--dir", "agents", "desk", "My invoice is wrong!", "--model-script", "good.yaml", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -53,11 +47,7 @@ func TestRenderShowsOutputSchema(t *testing.T) {
 		"agents/models/fast.yaml":  "name: fast\nprovider: openai\nmodel: gpt-4o-mini\n",
 		"agents/prompts/desk.yaml": "name: desk\ntoolDescription: Classifies\nmodel: fast\nprompt: Classify.\noutputSchema:\n  type: object\n  properties:\n    category: {type: string}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	out, errOut, code := runWeft(t, dir, "render", "--dir", "agents", "desk", "--json")
 	if code != 0 || !strings.Contains(out, `"output": {`) || !strings.Contains(out, `"category"`) {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)

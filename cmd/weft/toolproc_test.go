@@ -26,11 +26,7 @@ func TestToolDiesWithWeft(t *testing.T) {
 		"agents/tools/slow.yaml":   "kind: command\ndescription: Takes long.\ntimeout: 10m\ncommand: [sh, -c, 'echo $$ > " + pidFile + "; exec sleep 300']\n",
 		"script.yaml":              "- tool_calls: [{name: slow, arguments: {}}]\n- text: done\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
+	writeFiles(t, dir, files)
 	cmd := exec.Command(binary, "run", "--dir", "agents", "--db", filepath.Join(dir, "weft.db"), "desk", "Go", "--model-script", "script.yaml")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
