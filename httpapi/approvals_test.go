@@ -59,3 +59,42 @@ func TestApprovals(t *testing.T) {
 		t.Fatalf("the approved call ran with %q", last.Content)
 	}
 }
+
+// TestBudgetAndDecisionRoute: a thread's budget is set at creation and raised with PATCH (both
+// validated), and a decision can also be posted to /tool-calls/{call}/decision.
+func TestBudgetAndDecisionRoute(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e.json("POST", "/api/threads", e.alice, map[string]any{"agent": "careful", "budget": map[string]any{"maxCostUsd": -1}}, 400, nil)
+	var created struct {
+		Thread weft.Thread `json:"thread"`
+	}
+	e.json("POST", "/api/threads", e.alice, map[string]any{"agent": "careful", "budget": map[string]any{"maxTokens": 100000}}, 201, &created)
+	id := created.Thread.ID
+	if b, _ := created.Thread.Properties["weft.budget"].(map[string]any); b == nil || b["maxTokens"] != float64(100000) {
+		t.Fatalf("budget property %v", created.Thread.Properties)
+	}
+	e.json("PATCH", "/api/threads/"+id, e.alice, map[string]any{"budget": map[string]any{"maxTokens": 0}}, 400, nil)
+	var patched weft.Thread
+	e.json("PATCH", "/api/threads/"+id, e.alice, map[string]any{"budget": map[string]any{"maxCostUsd": 2.5}}, 200, &patched)
+	if b, _ := patched.Properties["weft.budget"].(map[string]any); b == nil || b["maxCostUsd"] != 2.5 {
+		t.Fatalf("patched budget %v", patched.Properties)
+	}
+	events, _ := e.sse(ctx, "/api/threads/"+id+"/events", e.alice, "")
+	e.json("POST", "/api/threads/"+id+"/messages", e.alice, map[string]any{"content": "refund 42"}, 202, nil)
+	until(t, events, "run_stopped", 10*time.Second)
+	var pending []map[string]any
+	e.json("GET", "/api/threads/"+id+"/approvals", e.alice, nil, 200, &pending)
+	if len(pending) != 1 {
+		t.Fatalf("pending %v", pending)
+	}
+	var res struct{ Ready bool }
+	e.json("POST", "/api/threads/"+id+"/tool-calls/"+pending[0]["call_id"].(string)+"/decision", e.alice, `{"approve":false,"reason":"no"}`, 200, &res)
+	if !res.Ready {
+		t.Fatal("not ready")
+	}
+	if got := until(t, events, "run_stopped", 10*time.Second); got[len(got)-1].data["reason"] == "awaiting_approval" {
+		t.Fatalf("still waiting: %v", got[len(got)-1].data)
+	}
+}

@@ -22,6 +22,8 @@ type createThreadBody struct {
 	Properties map[string]any          `json:"properties"`
 	Label      string                  `json:"label"`
 	Message    *messageBody            `json:"message"`
+	// Budget caps the thread's spend (its subagents' included), replacing its agent's.
+	Budget *weft.Budget `json:"budget"`
 }
 
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -46,8 +48,13 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, p *princip
 		nm = &m
 	}
 	eng := s.engine()
+	if b.Budget != nil {
+		if field, problem := b.Budget.Check(); problem != "" {
+			return validation("budget."+field, problem)
+		}
+	}
 	t, err := eng.CreateThread(r.Context(), engine.NewThread{Agent: b.Agent, UserID: p.userID, Env: b.Env,
-		EnvTypes: b.EnvTypes, Arguments: b.Arguments, Tags: b.Tags, Properties: b.Properties, Label: b.Label})
+		EnvTypes: b.EnvTypes, Arguments: b.Arguments, Tags: b.Tags, Properties: b.Properties, Label: b.Label, Budget: b.Budget})
 	if err != nil {
 		return err
 	}
@@ -200,7 +207,9 @@ func merge(v any, extra map[string]any) (map[string]any, error) {
 type patchThreadBody struct {
 	Tags       []string       `json:"tags"`
 	Properties map[string]any `json:"properties"`
-	Env        *struct {
+	// Budget replaces the thread's budget; a thread paused at its old one goes on.
+	Budget *weft.Budget `json:"budget"`
+	Env    *struct {
 		Set map[string]struct {
 			Value string       `json:"value"`
 			Type  weft.VarType `json:"type"`
@@ -238,6 +247,15 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principa
 			if err := st.SetEnv(r.Context(), weft.EnvThread, t.ID, vals); err != nil {
 				return err
 			}
+		}
+	}
+	if b.Budget != nil {
+		if field, problem := b.Budget.Check(); problem != "" {
+			return validation("budget."+field, problem)
+		}
+		// Raising a paused thread's budget lets it go on (at once: the server schedules it).
+		if err := s.engine().SetBudget(r.Context(), t.ID, *b.Budget); err != nil {
+			return err
 		}
 	}
 	if b.Tags != nil || b.Properties != nil {
