@@ -59,9 +59,12 @@ type Store struct {
 	file    string // absolute path of the database file
 	memory  bool   // throwaway database (MemoryDSN)
 	tempDir string // the throwaway database's directory, removed by Close
-	now     func() time.Time
-	log     *slog.Logger
-	cipher  *envcrypt.Cipher
+	// createdFiles are the files Open created (removed if it fails); keyCreated: the key was new.
+	createdFiles []string
+	keyCreated   bool
+	now          func() time.Time
+	log          *slog.Logger
+	cipher       *envcrypt.Cipher
 
 	rdb *sql.DB // read-only pool
 	rq  readStmts
@@ -150,19 +153,58 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: database path %s: %w", dsn, err)
 		}
 		s.file = abs
+		// A new database file is created private (0600, like its key; SQLite gives its WAL the
+		// file's mode). What this Open creates is removed again if it fails: a refused or corrupt
+		// database leaves no key file or empty database behind.
+		dir := filepath.Dir(abs)
+		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("sqlite: database directory %s: %w", dir, err)
+			}
+			f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err == nil {
+				f.Close()
+				s.createdFiles = append(s.createdFiles, abs, abs+"-wal", abs+"-shm")
+			} else if !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("sqlite: create %s: %w", abs, err)
+			}
+		}
 		if key == nil {
-			dir := filepath.Dir(abs)
 			k, created, err := envcrypt.LoadOrCreateKey(dir)
 			if err != nil {
+				s.removeCreated()
 				return nil, fmt.Errorf("sqlite: encryption key for %s: %w", abs, err)
 			}
 			if created {
-				s.log.Warn("no encryption key configured: created a key file; keep it with the database, env values cannot be read without it",
-					"key_file", filepath.Join(dir, envcrypt.KeyFile), "database", abs)
+				s.createdFiles = append(s.createdFiles, filepath.Join(dir, envcrypt.KeyFile))
+				s.keyCreated = true
 			}
 			key = k
 		}
 	}
+	st, err := s.open(ctx, key, opts)
+	if err != nil {
+		s.removeCreated()
+		return nil, err
+	}
+	if s.keyCreated {
+		s.log.Warn("no encryption key configured: created a key file; keep it with the database, env values cannot be read without it",
+			"key_file", filepath.Join(filepath.Dir(s.file), envcrypt.KeyFile), "database", s.file)
+	}
+	s.createdFiles = nil
+	return st, nil
+}
+
+// removeCreated removes the files a failed Open created.
+func (s *Store) removeCreated() {
+	for _, f := range s.createdFiles {
+		_ = os.Remove(f)
+	}
+	s.createdFiles = nil
+}
+
+// open opens the connections and migrates; the caller cleans up after a failure.
+func (s *Store) open(ctx context.Context, key []byte, opts Options) (*Store, error) {
 	c, err := envcrypt.New(key)
 	if err != nil {
 		s.Close()
