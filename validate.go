@@ -223,7 +223,7 @@ func (v *validator) tool(t *Tool) {
 	if t.Name == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	} else if !snakeCase.MatchString(t.Name) || len(t.Name) > 64 {
-		v.warnf(src, "name", "tool name %q should be snake_case and 1–64 characters (seed 002 §8.3)", t.Name)
+		v.warnf(src, "name", "tool name %q should be snake_case and 1–64 characters: some providers refuse other names", t.Name)
 	}
 	if strings.TrimSpace(t.Description) == "" {
 		v.errf(src, "description", "description is required (a non-empty string that tells the model what the tool does)")

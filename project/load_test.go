@@ -197,3 +197,17 @@ func TestGoAndFilesTogether(t *testing.T) {
 		t.Fatalf("got:\n%s", lines(diags))
 	}
 }
+
+// TestMessagesCiteNoSections: validation messages say their rule in words, never by a section
+// number of a document outside the repository.
+func TestMessagesCiteNoSections(t *testing.T) {
+	_, diags := project.Open("testdata/broken", project.Options{})
+	if len(diags) == 0 {
+		t.Fatal("the broken project has no diagnostics")
+	}
+	for _, d := range diags {
+		if strings.Contains(d.String(), "§") {
+			t.Errorf("cites a section: %s", d)
+		}
+	}
+}

@@ -103,8 +103,15 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%dms\t%s\n", l.CreatedAt.Local().Format(time.TimeOnly), l.Kind, l.Model,
 			l.InputTokens, l.OutputTokens, cost, l.LatencyMS, status)
-		if full {
-			w.Flush()
+	}
+	w.Flush()
+	if full {
+		// The bodies follow the table, so that its columns stay aligned.
+		for i, l := range logs {
+			if len(l.RequestBody) == 0 && len(l.ResponseBody) == 0 {
+				continue
+			}
+			fmt.Fprintf(out, "\n#%d %s %s %s\n", i+1, l.CreatedAt.Local().Format(time.TimeOnly), l.Model, l.ID)
 			if len(l.RequestBody) > 0 {
 				fmt.Fprintf(out, "  request:  %s\n", l.RequestBody)
 			}
@@ -112,16 +119,16 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 				fmt.Fprintf(out, "  response: %s\n", l.ResponseBody)
 			}
 		}
+		fmt.Fprintln(out)
 	}
-	w.Flush()
 	switch {
 	case calls == 0:
 		fmt.Fprintln(out, "no model calls")
 	case unknown == calls:
-		fmt.Fprintf(out, "%d calls, cost unknown (the models have no prices)\n", calls)
+		fmt.Fprintf(out, "%s, cost unknown (the models have no prices)\n", plural(calls, "call"))
 	case unknown > 0:
-		fmt.Fprintf(out, "%d calls, total cost $%.6f (%d calls without a price)\n", calls, total, unknown)
+		fmt.Fprintf(out, "%s, total cost $%.6f (%s without a price)\n", plural(calls, "call"), total, plural(unknown, "call"))
 	default:
-		fmt.Fprintf(out, "%d calls, total cost $%.6f\n", calls, total)
+		fmt.Fprintf(out, "%s, total cost $%.6f\n", plural(calls, "call"), total)
 	}
 }

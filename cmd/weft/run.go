@@ -256,6 +256,10 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	switch {
 	case interrupted:
+		if !f.quiet {
+			fmt.Fprintf(stderr, "weft: interrupted: the run of thread %s was stopped (%s); continue it with: weft run %s --thread %s%s\n",
+				th.ID, doc.Result.Reason, th.Agent, th.ID, dbFlag(f.db))
+		}
 		return exit(exitInterrupted, nil)
 	case awaiting(doc.Result.Reason):
 		if !f.quiet {

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestVersion: weft --version names the build, and the JSON documents carry it.
@@ -159,5 +161,65 @@ func TestRunTimeoutWithFile(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no tool result in %+v", doc.Messages)
+	}
+}
+
+// TestLogsFullAligned: weft logs --full keeps the table's columns aligned (the bodies follow it),
+// and counts read right.
+func TestLogsFullAligned(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	out, _, _ := runWeft(t, proj, "run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml", "--json", "--no-color")
+	var doc struct{ Thread struct{ ID string } }
+	json.Unmarshal([]byte(out), &doc)
+	out, errOut, code := runWeft(t, proj, "logs", doc.Thread.ID, "--full", "--no-color")
+	if code != 0 || strings.Contains(out, "\x1b[") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "TIME") {
+		t.Fatalf("output:\n%s", out)
+	}
+	col := strings.Index(lines[0], "COST")
+	for _, l := range lines[1:3] {
+		if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("misaligned row %q (COST at %d)", l, col)
+		}
+	}
+	if !strings.Contains(out, "2 calls, total cost") {
+		t.Errorf("bodies or total missing:\n%s", out)
+	}
+}
+
+// TestInterruptSaysHowToContinue: SIGINT stops the run and prints one line naming the thread and
+// the command that continues it.
+func TestInterruptSaysHowToContinue(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"agents/models/fast.yaml":  "name: fast\nprovider: openai\nmodel: gpt-4o-mini\n",
+		"agents/agents/desk.yaml":  "name: desk\ntype: ai_human\nsideA: {prompt: desk}\n",
+		"agents/prompts/desk.yaml": "name: desk\ntoolDescription: Works\nmodel: fast\nprompt: You work.\ntools: [slow]\n",
+		"agents/tools/slow.yaml":   "kind: command\ndescription: Takes long.\ncommand: [sh, -c, 'touch started; sleep 30']\ncwd: .\n",
+		"script.yaml":              "- tool_calls: [{name: slow, arguments: {}}]\n- text: done\n",
+	})
+	cmd := exec.Command(binary, "run", "desk", "Go", "--model-script", "script.yaml")
+	cmd.Dir = dir
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(dir + "/started"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(errOut.String(), "weft: interrupted: the run of thread thr_") ||
+		!strings.Contains(errOut.String(), "continue it with: weft run desk --thread thr_") {
+		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }
