@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/weft-agents/weft"
 )
@@ -55,7 +56,8 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 		if err != nil {
 			return nil, err
 		}
-		declared := declaredTypes(newGraph(e.reg, a, nil).declared())
+		decls := newGraph(e.reg, a, nil).declared()
+		declared := declaredTypes(decls)
 		thread := map[string]weft.EnvValue{}
 		for k, v := range in.Env {
 			t, ok := declared[k]
@@ -65,6 +67,17 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 		}
 		r.env = &envView{thread: thread, user: toMap(user), instance: toMap(instance), declared: declared}
+		// The prompt's own required variables are missing as weft run would find them (tools'
+		// variables are read when a tool runs, not to render the prompt).
+		var own []missingVar
+		for _, m := range missingVariables(decls, r.env) {
+			if slices.Contains(m.DeclaredBy, "prompt "+p.Name) {
+				own = append(own, m)
+			}
+		}
+		if len(own) > 0 {
+			return nil, &MissingVariablesError{Missing: own}
+		}
 		r.red = newRedactor(r.env.secrets(), r.providerKeys())
 	}
 	args := in.Args

@@ -57,7 +57,8 @@ error, 4 invalid arguments.`,
 			req, err := eng.Preview(cmd.Context(), engine.PreviewInput{Prompt: a[0], Args: args, Env: envMap, ThreadID: thread})
 			if err != nil {
 				switch weft.ErrorCode(err) {
-				case weft.EInvalid:
+				case weft.EInvalid, weft.EMissingVariables:
+					// The same refusal, and exit status, as weft run's.
 					return exit(exitCreation, err)
 				case weft.ENotFound:
 					return exit(exitUsage, err)

@@ -223,3 +223,26 @@ func TestInterruptSaysHowToContinue(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }
+
+// TestRenderAndRunAgree: a prompt's missing required variable makes both render and run refuse
+// with exit 4; a secret read by an env part renders as [redacted].
+func TestRenderAndRunAgree(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"agents/models/fast.yaml": "name: fast\nprovider: openai\nmodel: gpt-4o-mini\n",
+		"agents/agents/desk.yaml": "name: desk\ntype: ai_human\nsideA: {prompt: desk}\n",
+		"agents/prompts/desk.yaml": "name: desk\ntoolDescription: W\nmodel: fast\nprompt:\n  - {type: text, content: 'Shop: '}\n  - {type: env, property: SHOP}\n" +
+			"  - {type: text, content: ' key '}\n  - {type: env, property: TOKEN}\nvariables:\n  - {name: SHOP, type: text, required: true, description: s}\n" +
+			"  - {name: TOKEN, type: secret, required: false, description: t}\n",
+		"s.yaml": "- text: hi\n",
+	})
+	_, runErr, runCode := runWeft(t, dir, "run", "desk", "hi", "--model-script", "s.yaml", "--db", ":memory:")
+	_, renderErr, renderCode := runWeft(t, dir, "render", "desk")
+	if runCode != 4 || renderCode != 4 || !strings.Contains(renderErr, "missing required variables: SHOP") || !strings.Contains(runErr, "SHOP") {
+		t.Errorf("run %d %s; render %d %s", runCode, runErr, renderCode, renderErr)
+	}
+	out, _, code := runWeft(t, dir, "render", "desk", "--env", "SHOP=Acme", "--env", "TOKEN=sekrit-value")
+	if code != 0 || !strings.Contains(out, "Shop: Acme key [redacted]") || strings.Contains(out, "sekrit") {
+		t.Errorf("render with values: exit %d\n%s", code, out)
+	}
+}
