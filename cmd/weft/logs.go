@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -87,7 +88,12 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 			if status == "" {
 				status = "error"
 			}
-			status += ": " + oneLine(l.Error)
+			// A provider error's text starts with its type already ("unknown: …").
+			if msg := oneLine(l.Error); strings.HasPrefix(msg, status+":") || strings.HasPrefix(msg, status+" (") {
+				status = msg
+			} else {
+				status += ": " + msg
+			}
 		case l.FinishReason != "":
 			status = l.FinishReason
 		}

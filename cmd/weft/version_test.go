@@ -246,3 +246,23 @@ func TestRenderAndRunAgree(t *testing.T) {
 		t.Errorf("render with values: exit %d\n%s", code, out)
 	}
 }
+
+// TestLogsNoDoubledPrefix: a failed call's status names its error type once.
+func TestLogsNoDoubledPrefix(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	writeFiles(t, dir, map[string]string{"fail.yaml": "- error: {status: 500, message: upstream broke}\n- error: {status: 500, message: upstream broke}\n"})
+	out, _, _ := runWeft(t, proj, "run", "assistant", "hi", "--model-script", dir+"/fail.yaml", "--json")
+	var doc struct{ Thread struct{ ID string } }
+	json.Unmarshal([]byte(out), &doc)
+	out, errOut, code := runWeft(t, proj, "logs", doc.Thread.ID)
+	if code != 0 || !strings.Contains(out, "server_error") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, typ := range []string{"server_error: server_error", "unknown: unknown"} {
+		if strings.Contains(out, typ) {
+			t.Errorf("doubled prefix %q:\n%s", typ, out)
+		}
+	}
+}
