@@ -100,11 +100,14 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 		cost := "—"
 		if l.Kind == "llm" {
 			calls++
-			if l.CostTotal != nil {
+			switch {
+			case l.CostTotal != nil:
 				cost = fmt.Sprintf("$%.6f", *l.CostTotal)
 				total += *l.CostTotal
-			} else {
-				unknown++
+			case l.InputTokens+l.OutputTokens > 0:
+				unknown++ // tokens were used, and the model has no price
+			default:
+				cost = "$0" // a failed attempt that used nothing
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%dms\t%s\n", l.CreatedAt.Local().Format(time.TimeOnly), l.Kind, l.Model,
@@ -130,7 +133,7 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 	switch {
 	case calls == 0:
 		fmt.Fprintln(out, "no model calls")
-	case unknown == calls:
+	case unknown == calls && unknown > 0:
 		fmt.Fprintf(out, "%s, cost unknown (the models have no prices)\n", plural(calls, "call"))
 	case unknown > 0:
 		fmt.Fprintf(out, "%s, total cost $%.6f (%s without a price)\n", plural(calls, "call"), total, plural(unknown, "call"))

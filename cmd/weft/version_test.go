@@ -260,6 +260,9 @@ func TestLogsNoDoubledPrefix(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "server_error") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
+	if strings.Contains(out, "cost unknown") {
+		t.Errorf("failed attempts that used nothing made the cost unknown:\n%s", out)
+	}
 	for _, typ := range []string{"server_error: server_error", "unknown: unknown"} {
 		if strings.Contains(out, typ) {
 			t.Errorf("doubled prefix %q:\n%s", typ, out)
