@@ -159,7 +159,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	var th *weft.Thread
 	if f.thread != "" {
 		if th, err = store.Thread(ctx, f.thread); err != nil {
-			return exit(exitUsage, fmt.Errorf("thread %s: %w", f.thread, err))
+			return exit(exitUsage, err) // the store names the thread
 		}
 	} else {
 		nt := engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs}

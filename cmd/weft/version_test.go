@@ -269,3 +269,21 @@ func TestLogsNoDoubledPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownThreadSaidOnce: every command names an unknown thread once ("thread X: not found").
+func TestUnknownThreadSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	runWeft(t, proj, "run", "assistant", "hi", "--model-script", "examples/hello.script.yaml")
+	for _, args := range [][]string{
+		{"run", "assistant", "hi", "--thread", "thr_missing", "--model-script", "examples/hello.script.yaml"},
+		{"threads", "show", "thr_missing"}, {"threads", "export", "thr_missing"}, {"threads", "stop", "thr_missing"},
+		{"threads", "approve", "thr_missing", "call_1"}, {"logs", "thr_missing"}, {"render", "assistant", "--thread", "thr_missing"},
+	} {
+		_, errOut, code := runWeft(t, proj, args...)
+		if code == 0 || strings.Count(errOut, "thr_missing") != 1 || !strings.Contains(errOut, "not found") {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+}
