@@ -126,7 +126,7 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if s.depth > 0 || r.thread.ParentID != "" {
+	if s.depth > 0 || (r.thread.ParentID != "" && !blockingChild(r.thread)) {
 		// A sub-prompt's nested run, or a subagent's thread, cannot be parked yet (its caller would
 		// not learn when the decision comes): the call is answered, never run unapproved.
 		where := "a sub-prompt"
@@ -134,7 +134,7 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 			where = "a subagent"
 		}
 		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which %s cannot wait for; "+
-			"the agent's own prompt must call it.", c.Name, where)), true, false
+			"the calling prompt must call it.", c.Name, where)), true, false
 	}
 	a := ApprovalOf(r.recordOf(*c, msg.ID))
 	switch a.Status {
@@ -171,6 +171,13 @@ func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error 
 	return nil
 }
 
+// blockingChild tells whether a thread is a blocking, non-resumable subagent: its parent's call
+// waits for it, so it can wait for a person too (the parent parks with it).
+func blockingChild(t *weft.Thread) bool {
+	row, ok := registryRow(t)
+	return ok && row["blocking"] != false && row["resumable"] != true
+}
+
 // Decide records a person's decision on a tool call waiting for approval. ready reports that no
 // call of the reply waits any more: the run can go on — while the engine serves (Serve) it
 // resumes at once; otherwise the caller continues it (Converse or Ask with no message). Edited
@@ -188,6 +195,19 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 			rec = &recs[i]
 		}
 	}
+	target := threadID
+	if rec == nil {
+		// A call of a blocking subagent the thread waits for is decided through the thread.
+		waiting, err := e.PendingApprovals(ctx, threadID)
+		if err != nil {
+			return false, err
+		}
+		for i := range waiting {
+			if waiting[i].CallID == callID {
+				rec, target = &waiting[i], waiting[i].ThreadID
+			}
+		}
+	}
 	if rec == nil {
 		return false, weft.Errorf(weft.ENotFound, "thread %s has no tool call %s", threadID, callID)
 	}
@@ -198,7 +218,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		return false, weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", callID, rec.Status)
 	}
 	if d.Approve && d.Arguments != nil {
-		if err := e.checkEditedArguments(ctx, threadID, rec, d.Arguments); err != nil {
+		if err := e.checkEditedArguments(ctx, target, rec, d.Arguments); err != nil {
 			return false, err
 		}
 	}
@@ -208,9 +228,9 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		a = ApprovalState{Status: approvalApproved, Arguments: d.Arguments, By: d.By, At: &now}
 	}
 	waiting := 0
-	err = e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	err = e.store.Tx(ctx, target, nil, func(tx weft.Tx) error {
 		// Read again under the thread's writer: two deciders of one call cannot both win.
-		cur, err := e.store.ToolCalls(ctx, threadID, weft.CallAwaitingApproval)
+		cur, err := e.store.ToolCalls(ctx, target, weft.CallAwaitingApproval)
 		if err != nil {
 			return err
 		}
@@ -280,11 +300,30 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	return nil
 }
 
-// PendingApprovals lists a thread's tool calls that wait for a decision, in call order.
+// PendingApprovals lists the tool calls that wait for a decision in a thread and in the blocking
+// subagents it waits for (ThreadID tells whose), in call order per thread; Decide takes them
+// through the thread.
 func (e *Engine) PendingApprovals(ctx context.Context, threadID string) ([]weft.ToolCallRecord, error) {
 	recs, err := e.store.ToolCalls(ctx, threadID, weft.CallAwaitingApproval)
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: %w", threadID, err)
+	}
+	for i := range recs {
+		recs[i].ThreadID = threadID
+	}
+	kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Status: weft.ThreadAwaitingApproval, Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		if !blockingChild(k) {
+			continue
+		}
+		more, err := e.PendingApprovals(ctx, k.ID)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, more...)
 	}
 	return recs, nil
 }

@@ -404,9 +404,10 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 	}
 }
 
-// TestApprovalInSubagentIsAnswered: a subagent's thread cannot be parked yet, so its call that needs
-// approval is answered with an error the child's model reads, and the tool never runs.
-func TestApprovalInSubagentIsAnswered(t *testing.T) {
+// TestApprovalInBlockingSubagent: a blocking subagent's call that needs approval parks the child
+// and its parent (whose call stays running); the call is listed and decided through the parent,
+// whose continue runs the child on: the tool runs once and the parent gets the child's result.
+func TestApprovalInBlockingSubagent(t *testing.T) {
 	reg := subagentRegistry(weft.ToolEntry{}, nil)
 	ran := 0
 	reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
@@ -432,12 +433,60 @@ func TestApprovalInSubagentIsAnswered(t *testing.T) {
 	ctx := context.Background()
 	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
-	if err != nil || res.Last().Reason != weft.StopOnResponse || ran != 0 {
+	if err != nil || res.Last().Reason != weft.StopAwaitingApproval || ran != 0 {
 		t.Fatalf("%+v %v, ran %d", res, err, ran)
 	}
-	if got := lastText(t, st, th.ID); !strings.Contains(got, `needs a person's approval, which a subagent cannot wait for`) {
-		t.Errorf("answer %q", got)
+	parent, _ := st.Thread(ctx, th.ID)
+	pending, _ := eng.PendingApprovals(ctx, th.ID)
+	if parent.Status != weft.ThreadAwaitingApproval || len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID == th.ID {
+		t.Fatalf("parent %s, pending %+v", parent.Status, pending)
+	}
+	if ready, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
+		t.Fatalf("Decide: %v %v", ready, err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastText(t, st, th.ID); ran != 1 || got != "Child said: refunded" {
+		t.Errorf("ran %d, answer %q", ran, got)
 	}
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestApprovalInSubPromptIsAnswered: a sub-prompt's nested run cannot be parked, so its call that
+// needs approval is answered with an error its model reads, and the tool never runs.
+func TestApprovalInSubPromptIsAnswered(t *testing.T) {
+	ran := 0
+	refund := &weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			ran++
+			return weft.Success("refunded"), nil
+		})}
+	reg := registry([]*weft.Tool{refund}, func(p *weft.Prompt) { p.Tools = []weft.ToolEntry{{Name: "clerk"}} })
+	reg.AddPrompt(&weft.Prompt{Name: "clerk", ToolDescription: "A clerk.", Model: "fast", Prompt: weft.Text("You refund."),
+		Tools: []weft.ToolEntry{{Name: "refund"}}, RequiredSchema: schema.Object(schema.Field("task", schema.String()))})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "clerk" && last.Role == weft.RoleTool:
+			return &weft.Response{Text: "Clerk: " + last.Text()}, nil
+		case req.Prompt == "clerk":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
+		case last.Role == weft.RoleTool:
+			return &weft.Response{Text: "done"}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "clerk", Arguments: `{"task":"refund"}`}}}, nil
+	})
+	eng, st := newEngine(t, reg, model, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
+	if err != nil || res.Last().Reason != weft.StopOnResponse || ran != 0 {
+		t.Fatalf("%+v %v, ran %d", res, err, ran)
+	}
+	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	if len(msgs) == 0 || !strings.Contains(msgs[0].Content, "which a sub-prompt cannot wait for") {
+		t.Errorf("tool messages %+v", msgs)
+	}
+}

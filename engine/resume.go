@@ -69,6 +69,10 @@ func (r *run) resume() (bool, error) {
 			rec, known := status[c.ID]
 			if known && rec.Status == weft.CallRunning {
 				if res, ok := r.reattach(s, rec, c); ok {
+					if r.childParked != "" {
+						r.childParked = ""
+						return true, errAwaitApproval // the child still waits for decisions
+					}
 					if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {
 						return true, err
 					}

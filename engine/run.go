@@ -435,6 +435,9 @@ type run struct {
 	terminate bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
+	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
+	// parks the run too.
+	childParked string
 	// outbox holds events waiting for the run's next transaction (Options.RecordEvents); a tool
 	// may use its State from goroutines of its own.
 	outboxMu sync.Mutex

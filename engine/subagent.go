@@ -64,6 +64,12 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
+	if info.Reason == weft.StopAwaitingApproval {
+		// The child waits for a person: so does this call (it stays running, with the child's
+		// reference), and the run stops until the child's calls are decided.
+		r.childParked = child.ID
+		return weft.ToolResult{}
+	}
 	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
 	r.e.finishChild(context.WithoutCancel(ctx), child, out)
@@ -310,7 +316,7 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	switch {
 	case len(q) > 0:
 		res, err = e.runHeld(held, child.ID, "message", "")
-	case resume && t.Status == weft.ThreadRunning:
+	case resume && (t.Status == weft.ThreadRunning || t.Status == weft.ThreadAwaitingApproval):
 		res, err = e.runHeld(held, child.ID, "continue", "")
 	}
 	if err != nil {

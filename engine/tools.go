@@ -85,6 +85,10 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 			return res, err
 		}
 		res.result = r.invoke(s, st, tool, c, res.args, msg)
+		if r.childParked != "" {
+			r.childParked = ""
+			return res, errAwaitApproval // the call stays running; its child waits for decisions
+		}
 		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
 		replaced, keep := r.hookAfterToolCall(s, st, c, res.result)
 		if !keep {
