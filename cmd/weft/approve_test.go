@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -188,5 +191,75 @@ func TestAskApprovals(t *testing.T) {
 	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
 	if len(msgs) != 3 || msgs[2].Content != "Failed to execute tool: denied: not today" {
 		t.Errorf("tool messages %+v", msgs)
+	}
+}
+
+// TestApprovalSurvivesSIGKILL: weft threads approve|deny killed at random points — before the
+// decision is stored, after it, mid-tool — then the thread continued by a new process: an approved
+// call runs at most once (the ledger has one line at most), a denied one never.
+func TestApprovalSurvivesSIGKILL(t *testing.T) {
+	t.Setenv("WEFT_LEASE_TTL", "500ms")
+	var redecided, interrupted, ranOnce int
+	defer func() {
+		t.Logf("decisions lost to the kill (decided again) %d, calls interrupted mid-tool %d, approved calls that ran once %d",
+			redecided, interrupted, ranOnce)
+	}()
+	for round, delay := range []time.Duration{0, 15 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond} {
+		for _, approve := range []bool{true, false} {
+			dir, ledger := approvalProject(t)
+			// The tool leaves its line, then takes a while: a kill can land mid-tool.
+			writeFiles(t, dir, map[string]string{"agents/tools/refund.yaml": "kind: command\ndescription: Refund an order.\napproval: required\n" +
+				"args:\n  type: object\n  properties:\n    order_id: {type: integer}\n  required: [order_id]\n" +
+				"command: [sh, -c, 'cat >> " + ledger + "; echo >> " + ledger + "; sleep 0.3; echo refunded']\n"})
+			db := filepath.Join(dir, "weft.db")
+			out, errOut, code := runWeft(t, dir, "run", "--dir", "agents", "--db", db, "desk", "Refund order 42.", "--model-script", "call.yaml", "--json")
+			if code != 6 {
+				t.Fatalf("round %d: exit %d: %s", round, code, errOut)
+			}
+			id := between(out, `"id": "`, `"`)
+			verb := "deny"
+			if approve {
+				verb = "approve"
+			}
+			cmd := exec.Command(binary, "threads", verb, id, "call_1", "--db", db, "--model-script", "answer.yaml", "--dir", "agents")
+			cmd.Dir = dir
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			// Continue until the thread is done (a dead process's lease lasts until it expires).
+			var last string
+			for try := 0; try < 40; try++ {
+				out, errOut, code = runWeft(t, dir, "run", "--dir", "agents", "--db", db, "desk", "--thread", id, "--model-script", "answer.yaml")
+				last = out + errOut
+				if code == 0 && !strings.Contains(errOut, "running") {
+					break
+				}
+				if code == 6 { // the decision was not stored before the kill: decide again
+					redecided++
+					runWeft(t, dir, "threads", verb, id, "call_1", "--db", db, "--model-script", "answer.yaml", "--dir", "agents")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			lines := ledgerLines(t, ledger)
+			switch {
+			case approve && len(lines) > 1:
+				t.Errorf("round %d (%v): the approved tool ran %d times", round, delay, len(lines))
+			case !approve && len(lines) != 0:
+				t.Errorf("round %d (%v): the denied tool ran", round, delay)
+			}
+			show, _, _ := runWeft(t, dir, "threads", "show", id, "--db", db)
+			if strings.Contains(show, "interrupted by a restart") {
+				interrupted++
+			}
+			if approve && len(lines) == 1 {
+				ranOnce++
+			}
+			if !strings.Contains(show, "Done.") {
+				t.Errorf("round %d (%v, approve %v): the thread did not finish; last output %q\n%s", round, delay, approve, last, show)
+			}
+		}
 	}
 }
