@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEnvLayers: an instance variable set with weft env satisfies a prompt's required variable; a
@@ -37,5 +40,38 @@ func TestEnvLayers(t *testing.T) {
 	}
 	if _, errOut, code := runWeft(t, dir, "env", "list"); code != 2 || !strings.Contains(errOut, "--user NAME") {
 		t.Errorf("no layer: exit %d: %s", code, errOut)
+	}
+}
+
+// TestLogsFollow: weft logs --follow prints a thread's calls, then the calls of a run another
+// process makes, as they happen; SIGINT ends it.
+func TestLogsFollow(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	out, _, _ := runWeft(t, proj, "run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml", "--json")
+	id := between(out, `"id": "`, `"`)
+	cmd := exec.Command(binary, "logs", id, "--follow")
+	cmd.Dir = proj
+	var buf syncBuffer
+	cmd.Stdout = &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitLines := func(n int) {
+		t.Helper()
+		for i := 0; i < 200 && strings.Count(buf.String(), " llm ") < n; i++ {
+			time.Sleep(25 * time.Millisecond)
+		}
+		if got := strings.Count(buf.String(), " llm "); got < n {
+			t.Fatalf("%d calls followed, want %d:\n%s", got, n, buf.String())
+		}
+	}
+	waitLines(2)
+	runWeft(t, proj, "run", "assistant", "And now?", "--thread", id, "--model-script", "examples/hello.script.yaml")
+	waitLines(4)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("logs --follow after SIGINT: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,13 +16,13 @@ import (
 
 func newLogsCmd(g *globals) *cobra.Command {
 	var db string
-	var full, asJSON bool
+	var full, asJSON, follow bool
 	c := &cobra.Command{
 		Use:   "logs THREAD",
 		Short: "Print a thread's model calls: time, model, tokens, cost, latency, status",
 		Long: `Print one line per model attempt of THREAD (every depth): time, model, tokens in/out, cost,
 latency and status, then the thread's total cost. --full adds the redacted request and response
-bodies; --json prints the log rows.`,
+bodies; --json prints the log rows; --follow keeps printing new calls as they happen (Ctrl-C ends it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if rc := remoteOf(g); rc != nil {
@@ -34,6 +35,9 @@ bodies; --json prints the log rows.`,
 			defer st.Close()
 			if _, err := st.Thread(cmd.Context(), a[0]); err != nil {
 				return exit(threadExit(err), err)
+			}
+			if follow {
+				return followLogs(cmd.Context(), cmd.OutOrStdout(), st, a[0])
 			}
 			logs, err := st.Logs(cmd.Context(), a[0], weft.LogQuery{MaxDepth: 1 << 20})
 			if err != nil {
@@ -62,7 +66,45 @@ bodies; --json prints the log rows.`,
 	c.Flags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
 	c.Flags().BoolVar(&full, "full", false, "add the redacted request and response bodies")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the log rows as JSON")
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new model calls as they happen")
 	return c
+}
+
+// followLogs prints the thread's log rows, then new ones as they are written, until ctx ends. The
+// store of another process gives no signal, so it looks again every 300 ms.
+func followLogs(ctx context.Context, out io.Writer, st weft.Store, threadID string) error {
+	fmt.Fprintf(out, "%-8s  %-5s  %-16s  %6s  %6s  %-10s  %8s  %s\n", "TIME", "KIND", "MODEL", "IN", "OUT", "COST", "LATENCY", "STATUS")
+	seen := map[string]bool{}
+	for {
+		logs, err := st.Logs(ctx, threadID, weft.LogQuery{MaxDepth: 1 << 20})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return exit(exitFailure, err)
+		}
+		for _, l := range logs {
+			if seen[l.ID] || (l.Kind == "llm" && !l.IsComplete && l.Error == "") {
+				continue // printed, or a call still under way
+			}
+			seen[l.ID] = true
+			cost := "—"
+			if l.CostTotal != nil {
+				cost = fmt.Sprintf("$%.6f", *l.CostTotal)
+			}
+			status := l.FinishReason
+			if l.Error != "" {
+				status = oneLine(l.Error)
+			}
+			fmt.Fprintf(out, "%-8s  %-5s  %-16s  %6d  %6d  %-10s  %6dms  %s\n", l.CreatedAt.Local().Format(time.TimeOnly), l.Kind, l.Model,
+				l.InputTokens, l.OutputTokens, cost, l.LatencyMS, status)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }
 
 // jsonOrString keeps a body that is JSON as it is and turns any other text into a JSON string.
