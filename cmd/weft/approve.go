@@ -144,16 +144,16 @@ func askApprovals(ctx context.Context, in io.Reader, out io.Writer, eng *engine.
 }
 
 // interactive tells whether standard input and output are both terminals.
-func interactive(in io.Reader, out io.Writer) bool {
-	isTTY := func(v any) bool {
-		f, ok := v.(*os.File)
-		if !ok {
-			return false
-		}
-		st, err := f.Stat()
-		return err == nil && st.Mode()&os.ModeCharDevice != 0
+func interactive(in io.Reader, out io.Writer) bool { return isTerminal(in) && isTerminal(out) }
+
+// isTerminal tells whether v is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
 	}
-	return isTTY(in) && isTTY(out)
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // awaiting tells whether a run result parked the thread for approvals.

@@ -75,3 +75,39 @@ func TestLogsFollow(t *testing.T) {
 		t.Errorf("logs --follow after SIGINT: %v", err)
 	}
 }
+
+// TestRunStreamsOnTerminal: on a terminal weft run shows the reply as it streams, once; piped, it
+// prints the final text as before.
+func TestRunStreamsOnTerminal(t *testing.T) {
+	scriptCmd, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("needs script(1) from util-linux to run weft on a pseudo-terminal")
+	}
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	writeFiles(t, dir, map[string]string{"long.yaml": "options: {chunk_size: 5}\nresponses:\n- text: 'Streaming a reply in small pieces.'\n"})
+	cmd := exec.Command(scriptCmd, "-qfec", binary+" run assistant hello --model-script "+dir+"/long.yaml --db :memory:", "/dev/null")
+	cmd.Dir = proj
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.Count(string(out), "Streaming a reply in small pieces."); got != 1 {
+		t.Errorf("the reply appears %d times on the terminal:\n%q", got, out)
+	}
+	piped, _, code := runWeft(t, proj, "run", "assistant", "hello", "--model-script", dir+"/long.yaml", "--db", ":memory:")
+	if code != 0 || strings.TrimSpace(piped) != "Streaming a reply in small pieces." {
+		t.Errorf("piped: exit %d %q", code, piped)
+	}
+	// A reply that stalls after two chunks is never stored, yet its first pieces were shown: the
+	// terminal got them as they came.
+	writeFiles(t, dir, map[string]string{"stall.yaml": "options: {chunk_size: 5}\nresponses:\n- {text: 'Streaming a reply in small pieces.', stall_after: 2}\n"})
+	cmd = exec.Command(scriptCmd, "-qfc", binary+" run assistant hello --model-script "+dir+"/stall.yaml --db :memory:", "/dev/null")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "WEFT_STALL_TIMEOUT=200ms")
+	out, _ = cmd.CombinedOutput()
+	if !strings.Contains(string(out), "Streaming ") || strings.Contains(string(out), "small pieces") {
+		t.Errorf("stalled reply on the terminal:\n%q", out)
+	}
+}

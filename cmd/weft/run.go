@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -138,8 +139,22 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}
-	if f.verbose && !f.quiet {
-		opt.OnEvent = func(e engine.Event) { printEvent(stderr, e) }
+	// On a terminal the reply's text appears as it streams (the --json document is unchanged).
+	var streamThread atomic.Value // the thread whose deltas are shown, once known
+	var streamed atomic.Bool
+	live := !f.asJSON && !f.quiet && isTerminal(stdout)
+	if (f.verbose && !f.quiet) || live {
+		opt.OnEvent = func(e engine.Event) {
+			if f.verbose && !f.quiet {
+				printEvent(stderr, e)
+			}
+			if live && e.Type == "message_chunk" && e.ThreadID == streamThread.Load() && e.Data["depth"] == 0 {
+				if d, _ := e.Data["delta"].(string); d != "" {
+					fmt.Fprint(stdout, d)
+					streamed.Store(true)
+				}
+			}
+		}
 	}
 	if f.trace != "" {
 		tf, err := os.OpenFile(f.trace, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -182,6 +197,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if message != "" || len(attachments) > 0 {
 		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}
 	}
+	streamThread.Store(th.ID)
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	if f.decide != nil {
@@ -251,6 +267,8 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if f.asJSON {
 		b, _ := json.MarshalIndent(doc, "", "  ")
 		fmt.Fprintln(stdout, redact(string(b)))
+	} else if streamed.Load() {
+		fmt.Fprintln(stdout) // the text was shown as it streamed
 	} else if doc.Result.Text != "" {
 		fmt.Fprintln(stdout, redact(doc.Result.Text))
 	}
