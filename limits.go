@@ -19,6 +19,9 @@ const (
 	// over them gets an error result the model reads instead of running.
 	MaxToolArgumentsBytes = 1 << 20
 	MaxToolArgumentsDepth = 64
+	// MaxToolCallsPerReply bounds the calls one model reply may make: the calls past it are
+	// answered with an error result, in order, and never run.
+	MaxToolCallsPerReply = 128
 	// MaxToolResultBytes bounds a tool's result text; a longer one is replaced by an error result
 	// saying so (never cut).
 	MaxToolResultBytes = 4 << 20

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,5 +46,36 @@ func TestToolLimits(t *testing.T) {
 		if !strings.Contains(msgs[i].Content, want) || msgs[i].ToolStatus != weft.ToolError {
 			t.Errorf("result %d: %.200q, want %q", i, msgs[i].Content, want)
 		}
+	}
+}
+
+// TestToolCallsPerReplyLimit: the calls of one reply past the limit are answered, in order, with
+// an error result naming the limit, and never run.
+func TestToolCallsPerReplyLimit(t *testing.T) {
+	ran := 0
+	count := &weft.Tool{Name: "count", Description: "Count.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		ran++
+		return weft.Success("ok"), nil
+	})}
+	n := weft.MaxToolCallsPerReply + 3
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
+			calls := make([]weft.ToolCall, n)
+			for i := range calls {
+				calls[i] = weft.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "count", Arguments: "{}"}
+			}
+			return &weft.Response{ToolCalls: calls}, nil
+		}
+		return &weft.Response{Text: "done"}, nil
+	})
+	eng, st := newEngine(t, registry([]*weft.Tool{count}, nil), model, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}, Limit: 1000})
+	if ran != weft.MaxToolCallsPerReply || len(msgs) != n || !strings.Contains(msgs[n-1].Content, "may make 128 tool calls at most") {
+		t.Errorf("ran %d, %d results, last %q", ran, len(msgs), msgs[len(msgs)-1].Content)
 	}
 }

@@ -58,6 +58,12 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 	if r.suspending() {
 		return res, errShutdown
 	}
+	overLimit := false
+	for i, mc := range msg.ToolCalls {
+		if mc.ID == c.ID {
+			overLimit = i >= weft.MaxToolCallsPerReply
+		}
+	}
 	denied, isDenied, _ := r.decided(s, msg, &c)
 	res.call = c // with the arguments a person approved
 	if err := r.startApproved(s, msg, c); err != nil {
@@ -66,6 +72,9 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 	switch {
 	case r.ar.stop.Load() || r.ctx.Err() != nil:
 		res.result = weft.Failure("Execution stopped by user")
+	case overLimit:
+		res.result = weft.Failure(fmt.Sprintf("Not run: a reply may make %d tool calls at most; call the rest in your next reply.",
+			weft.MaxToolCallsPerReply))
 	case isDenied:
 		res.result = denied
 	default:
