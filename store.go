@@ -105,6 +105,36 @@ type Store interface {
 	Close() error
 }
 
+// Notifier is implemented by a Store that several processes share (postgres): it tells one process
+// of what the others commit, so that an engine wakes for them instead of polling the store.
+type Notifier interface {
+	// Watch calls fn, from one goroutine, with each notice of another process's commit until ctx
+	// ends. Notices can be lost when the store's connection drops: after reconnecting it sends one
+	// of kind NoticeReset, and the watcher re-reads from the store whatever it follows.
+	Watch(ctx context.Context, fn func(Notice)) error
+}
+
+// Notice is one commit of another process, as a Notifier reports it.
+type Notice struct {
+	Kind NoticeKind
+	// ThreadID and Seq: the thread whose event log grew to Seq (NoticeEvents).
+	ThreadID string
+	Seq      int64
+}
+
+// NoticeKind says what a Notice reports.
+type NoticeKind uint8
+
+// The notice kinds.
+const (
+	// NoticeEvents: a thread's events up to Seq were committed.
+	NoticeEvents NoticeKind = iota + 1
+	// NoticeEffect: an effect was scheduled or rescheduled; the next due time may have changed.
+	NoticeEffect
+	// NoticeReset: notices may have been missed; re-read what is followed.
+	NoticeReset
+)
+
 // Tx is the write side of one transaction on one thread's rows.
 type Tx interface {
 	// UpdateThread changes thread fields.

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
+)
+
+// Env returns the decrypted values of one scope and owner, sorted by name.
+func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
+	return s.env(ctx, s.pool, scope, owner)
+}
+
+// env reads and decrypts the values of one scope and owner.
+func (s *Store) env(ctx context.Context, q querier, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
+	rows, err := q.Query(ctx, `SELECT name, value_enc, key_id, type, updated_at FROM env
+		WHERE scope = $1 AND owner = $2 ORDER BY name`, string(scope), owner)
+	if err != nil {
+		return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
+	}
+	defer rows.Close()
+	out := []weft.EnvValue{}
+	for rows.Next() {
+		var name, keyID, typ string
+		var enc []byte
+		var at int64
+		if err := rows.Scan(&name, &enc, &keyID, &typ, &at); err != nil {
+			return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
+		}
+		if keyID != s.cipher.KeyID() {
+			return nil, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, name, keyID, s.cipher.KeyID())
+		}
+		p, err := s.cipher.Open(enc)
+		if err != nil {
+			return nil, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, name, err)
+		}
+		out = append(out, weft.EnvValue{Name: name, Value: string(p), Type: weft.VarType(typ), UpdatedAt: fromNanos(at)})
+	}
+	return out, pgErr(fmt.Sprintf("env %s %s", scope, owner), rows.Err())
+}
+
+// SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner, in one
+// transaction. An empty Type is stored as secret.
+func (s *Store) SetEnv(ctx context.Context, scope weft.EnvScope, owner string, values []weft.EnvValue) error {
+	for _, v := range values {
+		if _, err := storecontract.CheckEnvValue(scope, owner, v); err != nil {
+			return err
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.setEnvTx(ctx, tx, scope, owner, values, s.nowUTC())
+	})
+	return pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
+}
+
+// setEnvTx writes checked env values inside tx.
+func (s *Store) setEnvTx(ctx context.Context, tx pgx.Tx, scope weft.EnvScope, owner string, values []weft.EnvValue, now time.Time) error {
+	if len(values) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, v := range values {
+		if v.Delete {
+			b.Queue("DELETE FROM env WHERE scope = $1 AND owner = $2 AND name = $3", string(scope), owner, v.Name)
+			continue
+		}
+		typ, _ := storecontract.CheckEnvValue(scope, owner, v)
+		b.Queue(`INSERT INTO env (scope, owner, name, value_enc, key_id, type, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (scope, owner, name) DO UPDATE SET value_enc = excluded.value_enc, key_id = excluded.key_id,
+			type = excluded.type, updated_at = excluded.updated_at`,
+			string(scope), owner, v.Name, s.cipher.Seal([]byte(v.Value)), s.cipher.KeyID(), string(typ), nanos(now))
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
