@@ -131,4 +131,3 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	}
 	return f, rs, nil
 }
-

@@ -18,10 +18,10 @@ import (
 
 // threadRow is what a write transaction reads of its thread when it locks the row.
 type threadRow struct {
-	status                                     string
+	status                                      string
 	msgSeq, callSeq, logSeq, queueSeq, eventSeq int64
-	leaseOwner                                 string
-	leaseToken, leaseExpires                   int64
+	leaseOwner                                  string
+	leaseToken, leaseExpires                    int64
 }
 
 const qLockThread = `SELECT status, msg_seq, call_seq, log_seq, queue_seq, event_seq, lease_owner, lease_token,
