@@ -96,7 +96,6 @@ type tx struct {
 
 	meta       *weft.Thread // the thread record once UpdateThread loaded it
 	metaDirty  bool
-	drainedTo  int64
 	pushed     bool
 	events     int64 // events appended
 	release    bool

@@ -27,7 +27,7 @@ func newBudgetCmd(g *globals, db *string) *cobra.Command {
 			}
 			store, err := openStore(ctx, *db, newLogger(g.logLevel, os.Stderr), nil)
 			if err != nil {
-				return exit(exitUsage, fmt.Errorf("--db %s: %w", *db, err))
+				return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(*db), err))
 			}
 			defer store.Close()
 			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Providers: providers(reg, scripted.New(nil))})

@@ -38,7 +38,7 @@ store, --user NAME for the threads of one user (a weft serve user's name or id).
   weft env list (--user NAME | --instance)      secret values are never shown
   weft env unset NAME (--user NAME | --instance)`,
 	}
-	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store: SQLite file or postgres:// URL (env WEFT_DB)")
 	c.PersistentFlags().StringVar(&user, "user", "", "the layer of this user (name or id)")
 	c.PersistentFlags().BoolVar(&instance, "instance", false, "the instance layer (every thread)")
 	set := &cobra.Command{
@@ -49,7 +49,7 @@ store, --user NAME for the threads of one user (a weft serve user's name or id).
 			}
 			st, err := openStore(cmd.Context(), db, newLogger("warn", os.Stderr), nil)
 			if err != nil {
-				return exit(exitUsage, fmt.Errorf("--db %s: %w", db, err))
+				return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(db), err))
 			}
 			defer st.Close()
 			sc, owner, err := scope(cmd, st)

@@ -22,7 +22,7 @@ func newKeysCmd() *cobra.Command {
   weft keys list                             every key: id, user, hint, created, revoked
   weft keys revoke ID                        the key stops working at once`,
 	}
-	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store: SQLite file or postgres:// URL (env WEFT_DB)")
 	var user string
 	var isAdmin bool
 	create := &cobra.Command{
@@ -124,7 +124,7 @@ func openAuth(cmd *cobra.Command, db string, create bool) (weft.AuthStore, func(
 		}
 		st, err = openStore(cmd.Context(), db, newLogger("warn", os.Stderr), nil)
 		if err != nil {
-			return nil, nil, exit(exitUsage, fmt.Errorf("--db %s: %w", db, err))
+			return nil, nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(db), err))
 		}
 	} else if st, err = openExisting(cmd, db); err != nil {
 		return nil, nil, err

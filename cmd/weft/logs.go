@@ -63,7 +63,7 @@ bodies; --json prints the log rows; --follow keeps printing new calls as they ha
 			return nil
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	c.Flags().StringVar(&db, "db", defaultDB(), "store: SQLite file or postgres:// URL (env WEFT_DB)")
 	c.Flags().BoolVar(&full, "full", false, "add the redacted request and response bodies")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the log rows as JSON")
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new model calls as they happen")

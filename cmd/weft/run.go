@@ -60,7 +60,7 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	fl.StringArrayVar(&f.attach, "attach", nil, "attach a file to the message (repeatable)")
 	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the whole thread as JSON")
-	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, or :memory: for a thread that is not kept (env WEFT_DB)")
+	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, postgres:// URL, or :memory: for a thread that is not kept (env WEFT_DB)")
 	fl.StringVar(&f.thread, "thread", "", "continue an existing thread (needs a persistent --db)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "wall-clock limit; on expiry the run is stopped")
 	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
@@ -124,7 +124,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		if errors.As(err, &ee) {
 			return err
 		}
-		return exit(exitUsage, fmt.Errorf("--db %s: %w", f.db, err))
+		return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
 	}
 	defer store.Close()
 

@@ -50,7 +50,7 @@ gives running steps --drain to reach a step boundary.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.addr, "addr", envOr("WEFT_ADDR", "127.0.0.1:8080"), "listen address (env WEFT_ADDR)")
-	fl.StringVar(&f.db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file or postgres:// URL (env WEFT_DB)")
 	fl.IntVar(&f.workers, "workers", 64, "threads run at once")
 	fl.StringVar(&f.nodeID, "node-id", "", "this process's name in thread leases (default: a random id)")
 	fl.BoolVar(&f.noAuth, "no-auth", false, "every request acts as the admin user local (loopback addresses only)")
@@ -112,7 +112,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		if errors.As(err, &ee) {
 			return err
 		}
-		return exit(exitUsage, fmt.Errorf("--db %s: %w", f.db, err))
+		return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
 	}
 	defer store.Close()
 	auth, _ := store.(weft.AuthStore)
@@ -295,7 +295,7 @@ func mkParent(db string) error {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
-		return exit(exitUsage, fmt.Errorf("--db %s: %w", db, unwrapPath(err)))
+		return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(db), unwrapPath(err)))
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads file ID PATH [-o FILE]           save one of them
   weft threads provide-env ID REQUEST K=V...    the variables a subagent asked for`,
 	}
-	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store (SQLite file; env WEFT_DB)")
+	c.PersistentFlags().StringVar(&db, "db", defaultDB(), "store: SQLite file or postgres:// URL (env WEFT_DB)")
 	var agent string
 	var limit int
 	list := &cobra.Command{
@@ -200,12 +200,12 @@ func openExisting(cmd *cobra.Command, dsn string) (weft.Store, error) {
 			abs, _ := filepath.Abs(dsn)
 			return nil, exit(exitUsage, fmt.Errorf("no store at %s: weft run creates it there (the default, .weft/weft.db, is relative to the current directory; --db or WEFT_DB names another)", abs))
 		} else if err != nil {
-			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, unwrapPath(err)))
+			return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(dsn), unwrapPath(err)))
 		}
 	}
 	st, err := openStore(cmd.Context(), dsn, newLogger("warn", os.Stderr), nil)
 	if err != nil {
-		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", dsn, err))
+		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(dsn), err))
 	}
 	return st, nil
 }

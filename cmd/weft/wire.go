@@ -15,6 +15,7 @@ import (
 	"github.com/weft-agents/weft/gemini"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/openai"
+	"github.com/weft-agents/weft/postgres"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
 )
@@ -37,19 +38,32 @@ func openStore(ctx context.Context, dsn string, log *slog.Logger, now func() tim
 	switch {
 	case dsn == "" || dsn == ":memory:":
 		return memstore.New(memstore.Options{Now: now})
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return nil, exit(exitUsage, fmt.Errorf("--db %s: PostgreSQL is not available in this version of Weft", redactDSN(dsn)))
+	case postgres.IsURL(dsn):
+		return openPostgres(ctx, dsn, log, now)
 	}
 	return openSQLite(ctx, dsn, log, now)
 }
 
+// redactDSN is a database URL fit to print: its password (in the user info or a password
+// parameter) replaced by "redacted".
 func redactDSN(dsn string) string {
-	if i := strings.Index(dsn, "@"); i > 0 {
-		if j := strings.Index(dsn, "://"); j > 0 && j < i {
-			return dsn[:j+3] + "…" + dsn[i:]
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		if i := strings.Index(dsn, "@"); i > 0 {
+			if j := strings.Index(dsn, "://"); j > 0 && j < i {
+				return dsn[:j+3] + "…" + dsn[i:]
+			}
 		}
+		return dsn
 	}
-	return dsn
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "redacted")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "redacted")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // defaultBaseURLs are the built-in providers' API roots, version included (definitions.md §3).
