@@ -56,7 +56,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			case runErr = <-done:
 				finished = true
 			}
-			q, _ := sub.take()
+			q, _, _ := sub.take()
 			for _, ev := range q {
 				if !yield(ev, nil) {
 					cancel(errConsumerGone)
@@ -67,7 +67,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 				}
 			}
 			if finished {
-				q, _ = sub.take()
+				q, _, _ = sub.take()
 				for _, ev := range q {
 					if !yield(ev, nil) {
 						return

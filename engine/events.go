@@ -25,6 +25,7 @@ type subscription struct {
 	mu      sync.Mutex
 	queue   []Event
 	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
+	poked   bool          // another process committed events: re-read the store
 	bounded bool          // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
 	signal  chan struct{} // capacity 1: events were queued since the last take
 }
@@ -89,14 +90,38 @@ func (sub *subscription) push(ev Event) {
 	}
 }
 
+// poke tells the subscribers of one thread ("" = of every thread) that another process committed
+// events they may not have: they re-read the store.
+func (s *subscribers) poke(threadID string) {
+	if s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, list := range s.by {
+		if threadID != "" && key != "thread:"+threadID {
+			continue
+		}
+		for _, sub := range list {
+			sub.mu.Lock()
+			sub.poked = true
+			sub.mu.Unlock()
+			select {
+			case sub.signal <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // take returns the queued events and empties the queue; lagged reports events dropped since the
-// last take.
-func (sub *subscription) take() (q []Event, lagged bool) {
+// last take, poked that the store has events from elsewhere.
+func (sub *subscription) take() (q []Event, lagged, poked bool) {
 	sub.mu.Lock()
-	q, lagged = sub.queue, sub.lagged
-	sub.queue, sub.lagged = nil, false
+	q, lagged, poked = sub.queue, sub.lagged, sub.poked
+	sub.queue, sub.lagged, sub.poked = nil, false, false
 	sub.mu.Unlock()
-	return q, lagged
+	return q, lagged, poked
 }
 
 // Subscribe yields a thread's events: first those recorded after the cursor after (Event.Seq;
@@ -106,8 +131,9 @@ func (sub *subscription) take() (q []Event, lagged bool) {
 // Options.RecordEvents nothing is replayed and every event is live only. A subscriber that falls
 // far behind loses live deltas, never recorded events (they are read again from the store).
 //
-// Only events of this process are live: on a cluster, a node's store notifications wake
-// subscribers of threads other nodes run.
+// Live events are this process's; while Serve runs on a store that several processes share
+// (weft.Notifier), another process's committed events wake the subscription, which reads them
+// from the store.
 func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		t, err := e.store.Thread(ctx, threadID)
@@ -148,8 +174,8 @@ func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) it
 			case <-ctx.Done():
 				return
 			}
-			q, lagged := sub.take()
-			if lagged && !replay() {
+			q, lagged, poked := sub.take()
+			if (lagged || poked) && !replay() {
 				return
 			}
 			for _, ev := range q {

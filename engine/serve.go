@@ -47,8 +47,81 @@ func (e *Engine) Serve(ctx context.Context, o ServeOptions) error {
 		e.serving.Store(false)
 		return fmt.Errorf("recovering interrupted work: %w", err)
 	}
+	if n, ok := e.store.(weft.Notifier); ok {
+		// A store other processes share: follow their commits, and take over the work of any
+		// that died.
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			e.watch(ctx, n)
+		}()
+		defer func() { <-watching }()
+		go e.sweepLoop(ctx)
+	}
 	e.effectsLoop(ctx)
 	return e.shutdown(o.DrainTimeout)
+}
+
+// watch follows other processes' commits: their events wake this process's subscribers of the
+// thread, and their effects the effect loop.
+func (e *Engine) watch(ctx context.Context, n weft.Notifier) {
+	err := n.Watch(ctx, func(nt weft.Notice) {
+		switch nt.Kind {
+		case weft.NoticeEvents:
+			e.subs.poke(nt.ThreadID)
+		case weft.NoticeEffect:
+			e.effectScheduled()
+		case weft.NoticeReset:
+			e.subs.poke("")
+			e.effectScheduled()
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("following other processes' commits failed", "error", err)
+	}
+}
+
+// sweepLoop looks, every lease TTL, for runnable threads nobody runs (sweep).
+func (e *Engine) sweepLoop(ctx context.Context) {
+	for {
+		if err := e.clock.Sleep(ctx, e.opt.LeaseTTL); err != nil {
+			return
+		}
+		if err := e.sweep(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("looking for abandoned threads failed", "error", err)
+		}
+	}
+}
+
+// sweep wakes the root threads that are running or have queued messages and that this process
+// does not work on: one whose lease expired (its process died) is resumed here, and one that
+// another process runs refuses the lease at once (a sweep never retries). On a shared store this
+// is how a node that died has its threads taken over, without a restart (storage.md §4.3).
+func (e *Engine) sweep(ctx context.Context) error {
+	running, _, err := e.store.Threads(ctx, weft.ThreadQuery{Status: weft.ThreadRunning, RootsOnly: true, Sort: "oldest"})
+	if err != nil {
+		return err
+	}
+	queued, _, err := e.store.Threads(ctx, weft.ThreadQuery{Queued: true, RootsOnly: true, Sort: "oldest"})
+	if err != nil {
+		return err
+	}
+	for i, list := range [][]*weft.Thread{running, queued} {
+		for _, t := range list {
+			e.mu.Lock()
+			_, here := e.owners[t.ID]
+			e.mu.Unlock()
+			if here || t.Status == weft.ThreadTerminated || e.stopping.Load() {
+				continue
+			}
+			req := &wakeKind{retries: maxLeaseRetries}
+			if i == 0 {
+				req.trigger = "resume"
+			}
+			e.wake(ctx, t.ID, rootOf(t), req)
+		}
+	}
+	return nil
 }
 
 // effectsLoop runs due effects until ctx ends, sleeping on the engine's clock until the next one

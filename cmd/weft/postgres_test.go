@@ -71,3 +71,30 @@ func TestPostgresBadDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestDBCommands: weft db status reads without changing, weft db migrate applies, on PostgreSQL
+// and on a SQLite file.
+func TestDBCommands(t *testing.T) {
+	_, dsn := pgtest.Schema(t)
+	dir := t.TempDir()
+	file := dir + "/w.db"
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"pg_status_empty", []string{"db", "status", "--db", dsn}, 0, "schema version 0 (this weft: 1)\n  pending  0001_init.sql"},
+		{"pg_migrate", []string{"db", "migrate", "--db", dsn}, 0, "applied  0001_init.sql"},
+		{"pg_status_current", []string{"db", "status", "--db", dsn}, 0, "up to date"},
+		{"sqlite_status_missing", []string{"db", "status", "--db", file}, 2, ""},
+		{"sqlite_migrate", []string{"db", "migrate", "--db", file}, 0, "applied  0005_auth.sql"},
+		{"sqlite_status", []string{"db", "status", "--db", file}, 0, "up to date"},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runWeft(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Fatalf("%s: exit %d, want %d with %q\nstdout: %s\nstderr: %s", tc.name, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}
