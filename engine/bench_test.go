@@ -13,6 +13,8 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/internal/pgtest"
+	"github.com/weft-agents/weft/postgres"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -96,6 +98,9 @@ func (s *timedStore) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	return s.Store.ReleaseLease(ctx, f)
 }
 
+// benchStores are the stores the engine benchmarks run on.
+var benchStores = []string{"memory", "sqlite", "postgres"}
+
 func openBenchStore(b testing.TB, kind string) weft.Store {
 	var st weft.Store
 	var err error
@@ -104,6 +109,9 @@ func openBenchStore(b testing.TB, kind string) weft.Store {
 		st, err = memstore.New(memstore.Options{})
 	case "sqlite":
 		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+	case "postgres": // skipped unless WEFT_TEST_POSTGRES_URL is set
+		_, dsn := pgtest.Schema(b)
+		st, err = postgres.Open(context.Background(), dsn, postgres.Options{Key: make([]byte, 32)})
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -200,14 +208,14 @@ func benchTurns(b *testing.B, kind string, toolMode bool) {
 
 // BenchmarkStep is one step: a user message and a text reply, persisted.
 func BenchmarkStep(b *testing.B) {
-	for _, kind := range []string{"memory", "sqlite"} {
+	for _, kind := range benchStores {
 		b.Run(kind, func(b *testing.B) { benchTurns(b, kind, false) })
 	}
 }
 
 // BenchmarkToolTurn is the peers' turn: model call → validated args → tool → result → model reply.
 func BenchmarkToolTurn(b *testing.B) {
-	for _, kind := range []string{"memory", "sqlite"} {
+	for _, kind := range benchStores {
 		b.Run(kind, func(b *testing.B) { benchTurns(b, kind, true) })
 	}
 }
@@ -230,7 +238,7 @@ func threeSteps() weft.Provider {
 
 // BenchmarkConcurrentThreads runs 1,000 threads' 3-step conversations at once and reports steps/s.
 func BenchmarkConcurrentThreads(b *testing.B) {
-	for _, kind := range []string{"memory", "sqlite"} {
+	for _, kind := range benchStores {
 		b.Run(kind, func(b *testing.B) {
 			const threads = 1000
 			st := openBenchStore(b, kind)

@@ -23,25 +23,48 @@ func (s *Store) env(ctx context.Context, q querier, scope weft.EnvScope, owner s
 	if err != nil {
 		return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
 	}
-	defer rows.Close()
-	out := []weft.EnvValue{}
-	for rows.Next() {
-		var name, keyID, typ string
-		var enc []byte
-		var at int64
-		if err := rows.Scan(&name, &enc, &keyID, &typ, &at); err != nil {
-			return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
-		}
-		if keyID != s.cipher.KeyID() {
-			return nil, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, name, keyID, s.cipher.KeyID())
-		}
-		p, err := s.cipher.Open(enc)
-		if err != nil {
-			return nil, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, name, err)
-		}
-		out = append(out, weft.EnvValue{Name: name, Value: string(p), Type: weft.VarType(typ), UpdatedAt: fromNanos(at)})
+	raw, err := scanEnvRows(rows)
+	if err != nil {
+		return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)
 	}
-	return out, pgErr(fmt.Sprintf("env %s %s", scope, owner), rows.Err())
+	return s.openEnv(scope, owner, raw)
+}
+
+// envRow is a stored env value, still sealed.
+type envRow struct {
+	name, keyID, typ string
+	enc              []byte
+	at               int64
+}
+
+// scanEnvRows reads rows of name, value_enc, key_id, type, updated_at.
+func scanEnvRows(rows pgx.Rows) ([]envRow, error) {
+	defer rows.Close()
+	var out []envRow
+	for rows.Next() {
+		var r envRow
+		if err := rows.Scan(&r.name, &r.enc, &r.keyID, &r.typ, &r.at); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// openEnv decrypts sealed values, failing on one sealed with another key.
+func (s *Store) openEnv(scope weft.EnvScope, owner string, raw []envRow) ([]weft.EnvValue, error) {
+	out := make([]weft.EnvValue, 0, len(raw))
+	for _, r := range raw {
+		if r.keyID != s.cipher.KeyID() {
+			return nil, fmt.Errorf("env %s %s: variable %s was encrypted with key %s, current key is %s", scope, owner, r.name, r.keyID, s.cipher.KeyID())
+		}
+		p, err := s.cipher.Open(r.enc)
+		if err != nil {
+			return nil, fmt.Errorf("env %s %s: variable %s: %w", scope, owner, r.name, err)
+		}
+		out = append(out, weft.EnvValue{Name: r.name, Value: string(p), Type: weft.VarType(r.typ), UpdatedAt: fromNanos(r.at)})
+	}
+	return out, nil
 }
 
 // SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner, in one

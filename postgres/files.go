@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -376,7 +377,7 @@ func (r *fileReader) Usage(ctx context.Context, threadID string) (weft.FileStats
 
 // fileKind reads what is at p inside the transaction: exists, isDir, id and creation time.
 func (t *tx) fileKind(p string) (exists, isDir bool, id, created int64, err error) {
-	err = t.c.QueryRow(t.ctx, `SELECT id, is_dir, created_at FROM files WHERE thread_id = $1 AND path = $2`, t.id, p).
+	err = t.queryRow(`SELECT id, is_dir, created_at FROM files WHERE thread_id = $1 AND path = $2`, t.id, p).
 		Scan(&id, &isDir, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, 0, 0, nil
@@ -455,22 +456,16 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 		inline = []byte{}
 	}
 	var id int64
-	err = t.c.QueryRow(t.ctx, `INSERT INTO files (thread_id, path, parent, name, is_text, mime_type, size, data, chunk_count,
+	err = t.queryRow(`INSERT INTO files (thread_id, path, parent, name, is_text, mime_type, size, data, chunk_count,
 		width, height, description, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		RETURNING id`, t.id, p, storecontract.ParentDir(p), f.Name, storecontract.TextMIME(f.MimeType), text(f.MimeType), f.Size, inline,
 		chunks, f.Width, f.Height, text(f.Description), md, nanos(f.CreatedAt), nanos(f.UpdatedAt)).Scan(&id)
 	if err != nil {
 		return pgErr("thread "+t.id+": write "+p, err)
 	}
-	if chunks > 0 {
-		b := &pgx.Batch{}
-		for n := 0; n < chunks; n++ {
-			b.Queue(`INSERT INTO file_chunks (file_id, n, data) VALUES ($1, $2, $3)`, id, n,
-				data[n*weft.ChunkSize:min((n+1)*weft.ChunkSize, len(data))])
-		}
-		if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-			return pgErr("thread "+t.id+": write "+p, err)
-		}
+	for n := 0; n < chunks; n++ {
+		t.queue(op{sql: `INSERT INTO file_chunks (file_id, n, data) VALUES ($1, $2, $3)`,
+			args: []any{id, n, slices.Clone(data[n*weft.ChunkSize : min((n+1)*weft.ChunkSize, len(data))])}})
 	}
 	return nil
 }
@@ -525,7 +520,7 @@ func (t *tx) RemoveDir(p string, recursive bool) error {
 	args = append([]any{t.id}, args...)
 	if !recursive {
 		var any bool
-		if err := t.c.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE thread_id = $1`+cond+`)`, args...).Scan(&any); err != nil {
+		if err := t.queryRow(`SELECT EXISTS (SELECT 1 FROM files WHERE thread_id = $1`+cond+`)`, args...).Scan(&any); err != nil {
 			return pgErr("thread "+t.id+": remove dir "+p, err)
 		}
 		if any {

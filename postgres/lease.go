@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weft-agents/weft"
 )
@@ -43,15 +45,37 @@ func (s *Store) leaseRefused(ctx context.Context, q querier, threadID string) er
 	return fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner, weft.ErrLeaseHeld)
 }
 
+// asyncCommit makes a lease transaction commit without waiting for its WAL to reach disk. A lease
+// only matters while the database runs: if PostgreSQL crashes and loses the change, the holder's
+// next fenced write finds another token (or owner) and fails with ErrLeaseLost, and the thread is
+// taken again. The run's next step transaction, which does wait, makes it durable anyway.
+const asyncCommit = "SET LOCAL synchronous_commit = off"
+
+// leaseTx runs one lease statement in an asynchronously committed transaction (one round trip)
+// and returns the rows it changed.
+func (s *Store) leaseTx(ctx context.Context, sql string, args ...any) (int64, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(asyncCommit)
+	var n int64
+	b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error {
+		n = ct.RowsAffected()
+		return nil
+	})
+	b.Queue("COMMIT")
+	err := s.pool.SendBatch(ctx, b).Close()
+	return n, err
+}
+
 // RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
 // took it since); ErrLeaseLost otherwise.
 func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
-	ct, err := s.pool.Exec(ctx, "UPDATE threads SET lease_expires_at = $4 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
+	n, err := s.leaseTx(ctx, "UPDATE threads SET lease_expires_at = $4 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
 		f.ThreadID, f.Node, f.Token, s.now().Add(ttl).UnixNano())
 	if err != nil {
 		return pgErr("thread "+f.ThreadID+": renew lease", err)
 	}
-	if ct.RowsAffected() == 0 {
+	if n == 0 {
 		return leaseLost(&f)
 	}
 	return nil
@@ -59,7 +83,7 @@ func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration)
 
 // ReleaseLease frees a lease held with f's token; no error if it was already lost.
 func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
-	_, err := s.pool.Exec(ctx, "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
+	_, err := s.leaseTx(ctx, "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
 		f.ThreadID, f.Node, f.Token)
 	return pgErr("thread "+f.ThreadID+": release lease", err)
 }
@@ -69,65 +93,109 @@ func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
 // the thread, its user (when UserID is set) and the instance. An unknown thread is ErrNotFound;
 // nothing is taken when it fails.
 func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
-	var f weft.Fence
-	var rs *weft.RunStart
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		now := s.now()
-		var doc []byte
-		var owner string
-		var expires int64
-		err := tx.QueryRow(ctx, "SELECT doc, lease_owner, lease_expires_at FROM threads WHERE id = $1 FOR UPDATE", threadID).
-			Scan(&doc, &owner, &expires)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return threadNotFound(threadID)
-		}
-		if err != nil {
-			return err
-		}
-		if owner != "" && now.UnixNano() < expires {
-			return fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner, weft.ErrLeaseHeld)
-		}
-		th, err := decodeThread(doc)
-		if err != nil {
-			return err
-		}
-		rs = &weft.RunStart{Thread: th}
-		// Env first: it is the only part that can fail for a reason of its own (a wrong key).
-		if rs.ThreadEnv, err = s.env(ctx, tx, weft.EnvThread, threadID); err != nil {
-			return err
-		}
-		if th.UserID != "" {
-			if rs.UserEnv, err = s.env(ctx, tx, weft.EnvUser, th.UserID); err != nil {
-				return err
-			}
-		}
-		if rs.InstanceEnv, err = s.env(ctx, tx, weft.EnvInstance, ""); err != nil {
-			return err
-		}
-		if rs.ExecState, err = jsonMap(ctx, tx, "SELECT key, value FROM exec_state WHERE thread_id = $1", threadID, "run state"); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, "SELECT doc, seq FROM messages WHERE thread_id = $1 AND depth <= 0 ORDER BY seq", threadID)
-		if err != nil {
-			return err
-		}
-		if rs.Messages, err = collect(rows, "thread "+threadID+": messages", func(doc []byte, seq int64) (weft.Message, error) {
-			return decodeMessage(doc, threadID, seq)
-		}); err != nil {
-			return err
-		}
-		if rs.Queued, err = queued(ctx, tx, threadID, 0); err != nil {
-			return err
-		}
-		var token int64
-		if err := tx.QueryRow(ctx, qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).Scan(&token); err != nil {
-			return err
-		}
-		f = weft.Fence{Node: node, Token: token, ThreadID: threadID}
-		return nil
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
 	}
-	return f, rs, nil
+	defer conn.Release()
+	now := s.now()
+	// One round trip reads everything under the row lock; a second takes the lease and commits, or
+	// rolls back when the lease is held or an env value cannot be read.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(asyncCommit)
+	var doc []byte
+	var owner string
+	var expires int64
+	b.Queue("SELECT doc, lease_owner, lease_expires_at FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&doc, &owner, &expires)
+	})
+	var envRows [3][]envRow
+	for i, q := range []struct {
+		scope weft.EnvScope
+		owner string // SQL naming the owner
+		args  []any
+	}{
+		{weft.EnvThread, "$1", []any{threadID}},
+		{weft.EnvUser, "(SELECT user_id FROM threads WHERE id = $1 AND user_id <> '')", []any{threadID}},
+		{weft.EnvInstance, "''", nil},
+	} {
+		b.Queue(`SELECT name, value_enc, key_id, type, updated_at FROM env WHERE scope = '`+string(q.scope)+`' AND owner = `+q.owner+` ORDER BY name`,
+			q.args...).Query(func(rows pgx.Rows) error {
+			var err error
+			envRows[i], err = scanEnvRows(rows)
+			return err
+		})
+	}
+	rs := &weft.RunStart{}
+	b.Queue("SELECT key, value FROM exec_state WHERE thread_id = $1", threadID).Query(func(rows pgx.Rows) error {
+		rs.ExecState = map[string]json.RawMessage{}
+		for rows.Next() {
+			var k string
+			var v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			rs.ExecState[k] = v
+		}
+		return rows.Err()
+	})
+	b.Queue("SELECT doc, seq FROM messages WHERE thread_id = $1 AND depth <= 0 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
+		var err error
+		rs.Messages, err = collect(rows, "thread "+threadID+": messages", func(doc []byte, seq int64) (weft.Message, error) {
+			return decodeMessage(doc, threadID, seq)
+		})
+		return err
+	})
+	b.Queue("SELECT doc, seq FROM queue WHERE thread_id = $1 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
+		var err error
+		rs.Queued, err = collect(rows, "thread "+threadID+": queue", func(doc []byte, seq int64) (weft.QueuedMessage, error) {
+			return decodeQueued(doc, threadID, seq)
+		})
+		return err
+	})
+	err = conn.SendBatch(ctx, b).Close()
+	rollback := func() {
+		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	if err == nil && owner != "" && now.UnixNano() < expires {
+		err = fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner, weft.ErrLeaseHeld)
+	}
+	if err == nil {
+		rs.Thread, err = decodeThread(doc)
+	}
+	for i, scope := range []weft.EnvScope{weft.EnvThread, weft.EnvUser, weft.EnvInstance} {
+		var vals []weft.EnvValue
+		if err == nil {
+			vals, err = s.openEnv(scope, threadID, envRows[i])
+		}
+		switch scope {
+		case weft.EnvThread:
+			rs.ThreadEnv = vals
+		case weft.EnvUser:
+			if rs.Thread != nil && rs.Thread.UserID != "" {
+				rs.UserEnv = vals
+			}
+		case weft.EnvInstance:
+			rs.InstanceEnv = vals
+		}
+	}
+	if err != nil {
+		rollback()
+		if errors.Is(err, pgx.ErrNoRows) {
+			return weft.Fence{}, nil, threadNotFound(threadID)
+		}
+		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
+	}
+	var token int64
+	b = &pgx.Batch{}
+	b.Queue(qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).QueryRow(func(r pgx.Row) error { return r.Scan(&token) })
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback()
+		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
+	}
+	return weft.Fence{Node: node, Token: token, ThreadID: threadID}, rs, nil
 }

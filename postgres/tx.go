@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,18 +19,18 @@ import (
 
 // threadRow is what a write transaction reads of its thread when it locks the row.
 type threadRow struct {
-	status                                      string
-	msgSeq, callSeq, logSeq, queueSeq, eventSeq int64
-	leaseOwner                                  string
-	leaseToken, leaseExpires                    int64
+	status                     string
+	doc                        []byte
+	msgSeq, queueSeq, eventSeq int64
+	leaseOwner                 string
+	leaseToken, leaseExpires   int64
 }
 
-const qLockThread = `SELECT status, msg_seq, call_seq, log_seq, queue_seq, event_seq, lease_owner, lease_token,
-	lease_expires_at FROM threads WHERE id = $1 FOR UPDATE`
+const qLockThread = `SELECT status, doc, msg_seq, queue_seq, event_seq, lease_owner, lease_token, lease_expires_at
+	FROM threads WHERE id = $1 FOR UPDATE`
 
 func (r *threadRow) scan(row pgx.Row) error {
-	return row.Scan(&r.status, &r.msgSeq, &r.callSeq, &r.logSeq, &r.queueSeq, &r.eventSeq, &r.leaseOwner,
-		&r.leaseToken, &r.leaseExpires)
+	return row.Scan(&r.status, &r.doc, &r.msgSeq, &r.queueSeq, &r.eventSeq, &r.leaseOwner, &r.leaseToken, &r.leaseExpires)
 }
 
 // held reports whether the row's lease is live and held with f at now.
@@ -47,6 +48,11 @@ func leaseLost(f *weft.Fence) error {
 // ends. With a fence, the lease must be live and held with fence's node and token both before fn
 // and at commit, else ErrLeaseLost and nothing is written. fn may read the store (it sees committed
 // data). An unknown thread is ErrNotFound.
+//
+// A transaction costs two round trips to the database: one that begins it and locks the row, and
+// one that sends fn's writes, the thread's counters and COMMIT together. Writes whose outcome fn
+// needs at once (a read-modify-write of a committed message, draining the queue, file operations)
+// add one each.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -64,16 +70,13 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		f.ThreadID = threadID
 		t.fence = &f
 	}
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		return pgErr("thread "+threadID+": begin", err)
-	}
 	done := false
 	defer func() {
 		if !done {
 			t.rollback()
 		}
 	}()
-	if err := t.lock(); err != nil {
+	if err := t.begin(); err != nil {
 		return err
 	}
 	if err := fn(t); err != nil {
@@ -83,8 +86,8 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 	return t.commit()
 }
 
-// tx is the write side of one transaction: statements run on its connection as fn calls them; the
-// thread's counters and record are written back, with the fence's last check, at commit.
+// tx is the write side of one transaction. Writes whose outcome fn does not need at once are
+// queued as ops and sent with the next statement that must run now, or with COMMIT.
 type tx struct {
 	s     *Store
 	ctx   context.Context
@@ -94,49 +97,85 @@ type tx struct {
 	row   threadRow
 	now   time.Time
 
-	meta       *weft.Thread // the thread record once UpdateThread loaded it
-	metaDirty  bool
-	pushed     bool
-	events     int64 // events appended
-	release    bool
-	touchedRow bool // counters changed
+	ops []op
+
+	meta     *weft.Thread // the thread record once UpdateThread changed it
+	pushed   bool
+	events   int64 // events appended
+	release  bool
+	rowDirty bool // counters changed
+	began    bool
 }
 
-// lock locks the fence's thread (when it is another) and the thread, and checks the fence.
-func (t *tx) lock() error {
+// op is a queued statement. row, when set, scans the statement's one RETURNING row; fail maps the
+// statement's error. msgID names the message a queued insert or update writes, so that a later
+// change within the same transaction edits it in place.
+type op struct {
+	sql   string
+	args  []any
+	row   func(pgx.Row) error
+	fail  func(error) error
+	msgID string
+}
+
+// begin starts the transaction, locks the fence's thread (when it is another) and the thread, and
+// checks the fence, in one round trip.
+func (t *tx) begin() error {
 	ctx, f := t.ctx, t.fence
 	now := t.s.now()
-	if f != nil && f.ThreadID != t.id {
-		var lr threadRow
-		err := t.c.QueryRow(ctx, `SELECT lease_owner, lease_token, lease_expires_at FROM threads WHERE id = $1 FOR SHARE`,
-			f.ThreadID).Scan(&lr.leaseOwner, &lr.leaseToken, &lr.leaseExpires)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !lr.held(f, now)) {
-			return leaseLost(f)
-		}
-		if err != nil {
-			return pgErr("thread "+f.ThreadID+": lease", err)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	var lr threadRow
+	other := f != nil && f.ThreadID != t.id
+	if other {
+		b.Queue(`SELECT lease_owner, lease_token, lease_expires_at FROM threads WHERE id = $1 FOR SHARE`, f.ThreadID)
+	}
+	b.Queue(qLockThread, t.id)
+	br := t.c.SendBatch(ctx, b)
+	_, err := br.Exec()
+	t.began = err == nil
+	var otherErr error
+	if err == nil && other {
+		otherErr = br.QueryRow().Scan(&lr.leaseOwner, &lr.leaseToken, &lr.leaseExpires)
+		if errors.Is(otherErr, pgx.ErrNoRows) || (otherErr == nil && !lr.held(f, now)) {
+			otherErr = leaseLost(f)
 		}
 	}
-	err := t.row.scan(t.c.QueryRow(ctx, qLockThread, t.id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	var ownErr error
+	if err == nil {
+		ownErr = t.row.scan(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case otherErr != nil && !errors.Is(otherErr, weft.ErrLeaseLost):
+		return pgErr("thread "+f.ThreadID+": lease", otherErr)
+	case otherErr != nil:
+		return otherErr
+	case errors.Is(ownErr, pgx.ErrNoRows):
 		return threadNotFound(t.id)
-	}
-	if err != nil {
-		return pgErr("thread "+t.id, err)
-	}
-	if f != nil && f.ThreadID == t.id && !t.row.held(f, now) {
+	case ownErr != nil:
+		return pgErr("thread "+t.id, ownErr)
+	case err != nil:
+		return pgErr("thread "+t.id+": begin", err)
+	case f != nil && !other && !t.row.held(f, now):
 		return leaseLost(f)
 	}
 	return nil
 }
 
 func (t *tx) rollback() {
+	if !t.began {
+		return
+	}
 	// A connection whose rollback fails (lost, or cancelled mid-statement) is closed, not reused.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
 	if _, err := t.c.Exec(ctx, "ROLLBACK"); err != nil {
 		_ = t.c.Conn().Close(ctx)
 	}
+	t.began = false
 }
 
 func (t *tx) clock() time.Time {
@@ -146,7 +185,48 @@ func (t *tx) clock() time.Time {
 	return t.now
 }
 
+// queue adds a statement to send later.
+func (t *tx) queue(o op) { t.ops = append(t.ops, o) }
+
+// send sends the queued ops followed by tail in one round trip.
+func (t *tx) send(tail ...op) error {
+	ops := append(t.ops, tail...)
+	t.ops = t.ops[:0]
+	if len(ops) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, o := range ops {
+		b.Queue(o.sql, o.args...)
+	}
+	br := t.c.SendBatch(t.ctx, b)
+	var first error
+	for _, o := range ops {
+		var err error
+		if o.row != nil {
+			err = o.row(br.QueryRow())
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			if o.fail != nil {
+				err = o.fail(err)
+			}
+			first = err
+			break
+		}
+	}
+	if err := br.Close(); first == nil {
+		first = err
+	}
+	return pgErr("thread "+t.id, first)
+}
+
+// exec runs a statement now, after the queued ones.
 func (t *tx) exec(what, sql string, args ...any) (int64, error) {
+	if err := t.send(); err != nil {
+		return 0, err
+	}
 	ct, err := t.c.Exec(t.ctx, sql, args...)
 	if err != nil {
 		return 0, pgErr("thread "+t.id+": "+what, err)
@@ -154,24 +234,25 @@ func (t *tx) exec(what, sql string, args ...any) (int64, error) {
 	return ct.RowsAffected(), nil
 }
 
-// commit checks the fence once more, writes the thread row back, and commits; the notifications it
-// queues are delivered by PostgreSQL when (and only if) it commits.
+// queryRow runs a query now, after the queued statements.
+func (t *tx) queryRow(sql string, args ...any) pgx.Row {
+	if err := t.send(); err != nil {
+		return errRow{err}
+	}
+	return t.c.QueryRow(t.ctx, sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// commit checks the fence once more and sends the queued writes, the thread row and COMMIT in one
+// round trip; the notifications it queues are delivered by PostgreSQL when (and only if) it commits.
 func (t *tx) commit() error {
-	ctx := t.ctx
-	if f := t.fence; f != nil && f.ThreadID == t.id && !t.row.held(f, t.s.now()) {
+	now := t.s.now()
+	if f := t.fence; f != nil && f.ThreadID == t.id && !t.row.held(f, now) {
 		t.rollback()
 		return leaseLost(f)
-	}
-	if f := t.fence; f != nil && f.ThreadID != t.id {
-		// The row is locked FOR SHARE: only the clock can have moved.
-		var exp int64
-		if err := t.c.QueryRow(ctx, "SELECT lease_expires_at FROM threads WHERE id = $1", f.ThreadID).Scan(&exp); err != nil || t.s.now().UnixNano() >= exp {
-			t.rollback()
-			if err != nil {
-				return pgErr("thread "+f.ThreadID+": lease", err)
-			}
-			return leaseLost(f)
-		}
 	}
 	status := t.row.status
 	if t.meta != nil {
@@ -181,64 +262,65 @@ func (t *tx) commit() error {
 		t.rollback()
 		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
 	}
-	b := &pgx.Batch{}
-	if t.touchedRow || t.metaDirty {
-		sql := "UPDATE threads SET msg_seq = $2, call_seq = $3, log_seq = $4, queue_seq = $5, event_seq = $6"
-		args := []any{t.id, t.row.msgSeq, t.row.callSeq, t.row.logSeq, t.row.queueSeq, t.row.eventSeq}
-		if t.metaDirty {
+	var tail []op
+	if f := t.fence; f != nil && f.ThreadID != t.id {
+		// The fence's row is locked FOR SHARE: only the clock can have moved, checked by the
+		// database (an error aborts the transaction).
+		tail = append(tail, op{sql: `SELECT 1 / (lease_expires_at > $2)::int FROM threads WHERE id = $1`,
+			args: []any{f.ThreadID, now.UnixNano()}, fail: func(error) error { return leaseLost(f) }})
+	}
+	if t.rowDirty || t.meta != nil {
+		sql := "UPDATE threads SET msg_seq = $2, queue_seq = $3, event_seq = $4"
+		args := []any{t.id, t.row.msgSeq, t.row.queueSeq, t.row.eventSeq}
+		if t.meta != nil {
 			doc, err := encodeThread(t.meta)
 			if err != nil {
 				t.rollback()
 				return err
 			}
-			cols := threadCols(t.meta)
-			sql += ", user_id = $7, agent = $8, label = $9, preview = $10, tags = $11, status = $12, created_at = $13, last_activity_at = $14, doc = $15"
-			args = append(append(args, cols...), doc)
+			sql += ", user_id = $5, agent = $6, label = $7, preview = $8, tags = $9, status = $10, created_at = $11, last_activity_at = $12, doc = $13"
+			args = append(append(args, threadCols(t.meta)...), doc)
 		}
-		b.Queue(sql+" WHERE id = $1", args...)
+		tail = append(tail, op{sql: sql + " WHERE id = $1", args: args})
 	}
 	if t.release {
-		b.Queue("UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
-			t.fence.ThreadID, t.fence.Node, t.fence.Token)
+		tail = append(tail, op{sql: "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
+			args: []any{t.fence.ThreadID, t.fence.Node, t.fence.Token}})
 	}
 	if t.events > 0 {
 		seq := t.row.eventSeq
 		if seq > weft.EventWindow && (seq-t.events)/(weft.EventWindow/8) != seq/(weft.EventWindow/8) {
-			b.Queue("DELETE FROM events WHERE thread_id = $1 AND seq <= $2", t.id, seq-weft.EventWindow)
+			tail = append(tail, op{sql: "DELETE FROM events WHERE thread_id = $1 AND seq <= $2", args: []any{t.id, seq - weft.EventWindow}})
 		}
-		b.Queue("SELECT pg_notify($1, $2)", channelEvents, t.id+" "+strconv.FormatInt(seq, 10))
+		tail = append(tail, op{sql: "SELECT pg_notify($1, $2)", args: []any{channelEvents, t.id + " " + strconv.FormatInt(seq, 10)}})
 	}
-	b.Queue("COMMIT")
-	if err := t.c.SendBatch(ctx, b).Close(); err != nil {
+	tail = append(tail, op{sql: "COMMIT"})
+	if err := t.send(tail...); err != nil {
 		t.rollback()
-		return pgErr("thread "+t.id+": commit", err)
+		return err
 	}
+	t.began = false
 	return nil
 }
 
-// loadMeta reads the thread record for UpdateThread (the row is locked: it cannot change).
-func (t *tx) loadMeta() error {
-	if t.meta != nil {
-		return nil
+// thread returns the thread record this transaction writes back, decoding it on first use.
+func (t *tx) thread() (*weft.Thread, error) {
+	if t.meta == nil {
+		m, err := decodeThread(t.row.doc)
+		if err != nil {
+			return nil, err
+		}
+		t.meta = m
 	}
-	var doc []byte
-	if err := t.c.QueryRow(t.ctx, "SELECT doc FROM threads WHERE id = $1", t.id).Scan(&doc); err != nil {
-		return pgErr("thread "+t.id, err)
-	}
-	m, err := decodeThread(doc)
-	if err != nil {
-		return err
-	}
-	t.meta = m
-	return nil
+	return t.meta, nil
 }
 
 // UpdateThread changes thread fields; UpdatedAt becomes now.
 func (t *tx) UpdateThread(p weft.ThreadPatch) error {
-	if err := t.loadMeta(); err != nil {
+	m, err := t.thread()
+	if err != nil {
 		return err
 	}
-	m := t.meta
 	if p.Tags != nil {
 		m.Tags = slices.Clone(p.Tags)
 	}
@@ -255,12 +337,11 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 		m.Arguments = p.Arguments
 	}
 	storecontract.ApplyThreadPatch(m, p, t.clock())
-	t.metaDirty = true
 	return nil
 }
 
 // InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and
-// CreatedAt (when zero) on m.
+// CreatedAt (when zero) on m. An id the thread already has fails the transaction (EConflict).
 func (t *tx) InsertMessage(m *weft.Message) error {
 	if m.ID == "" {
 		m.ID = weft.NewID("msg_")
@@ -274,71 +355,112 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	seq := t.row.msgSeq + 1
 	c := *m
 	c.Seq = seq
-	if len(c.ToolCalls) == 0 {
-		c.ToolCalls = nil
-	}
-	if len(c.Attachments) == 0 {
-		c.Attachments = nil
-	}
+	c.ToolCalls = nilIfEmptySlice(c.ToolCalls)
+	c.Attachments = nilIfEmptySlice(c.Attachments)
 	doc, err := encodeMessage(&c)
 	if err != nil {
 		return err
 	}
-	n, err := t.exec("insert message", `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`, t.id, seq, m.ID, text(string(m.Role)), m.Silent, m.Depth, doc)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
-	}
+	id := m.ID
+	// The doc is encoded now (the caller may change m afterwards); the copy is kept, decoded from
+	// it, only if an update within this transaction changes the message before it is sent.
+	t.queue(op{sql: `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		args: []any{t.id, seq, m.ID, text(string(m.Role)), m.Silent, m.Depth, doc}, msgID: m.ID,
+		fail: func(err error) error {
+			if isCode(err, uniqueViolation) {
+				return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, id)
+			}
+			return err
+		}})
 	m.Seq = seq
 	t.row.msgSeq = seq
-	t.touchedRow = true
+	t.rowDirty = true
 	return nil
 }
 
-// UpdateMessage changes a message (inserted earlier in this Tx or committed).
+func nilIfEmptySlice[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// pendingInsert returns the index of the queued insert of message id, or -1 when this transaction
+// has not queued one (or has sent it).
+func (t *tx) pendingInsert(id string) int {
+	for i := len(t.ops) - 1; i >= 0; i-- {
+		if t.ops[i].msgID == id && strings.HasPrefix(t.ops[i].sql, "INSERT") {
+			return i
+		}
+	}
+	return -1
+}
+
+// UpdateMessage changes a message (inserted earlier in this Tx or committed). A message this
+// transaction inserted and has not sent yet is changed in place; a committed one is read (the
+// thread's lock keeps it as read until commit) and written back with the commit.
 func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
+	if ch.Metadata != nil {
+		if _, err := json.Marshal(ch.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
+		}
+	}
+	var ins *op
+	if i := t.pendingInsert(id); i >= 0 {
+		ins = &t.ops[i]
+	}
 	var doc []byte
 	var seq int64
-	err := t.c.QueryRow(t.ctx, "SELECT doc, seq FROM messages WHERE thread_id = $1 AND id = $2", t.id, id).Scan(&doc, &seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	if ins != nil {
+		doc, seq = ins.args[6].([]byte), ins.args[1].(int64)
+	} else {
+		err := t.queryRow("SELECT doc, seq FROM messages WHERE thread_id = $1 AND id = $2", t.id, id).Scan(&doc, &seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+		}
+		if err != nil {
+			return pgErr("thread "+t.id+": message "+id, err)
+		}
 	}
-	if err != nil {
-		return pgErr("thread "+t.id+": message "+id, err)
-	}
-	m, err := decodeMessage(doc, t.id, seq)
+	dm, err := decodeMessage(doc, t.id, seq)
 	if err != nil {
 		return err
 	}
-	storecontract.ApplyMessageChange(&m, ch)
+	m := &dm
+	storecontract.ApplyMessageChange(m, ch)
 	if ch.ToolCalls != nil {
-		m.ToolCalls = slices.Clone(*ch.ToolCalls)
+		m.ToolCalls = nilIfEmptySlice(slices.Clone(*ch.ToolCalls))
 	}
 	if ch.Attachments != nil {
-		m.Attachments = slices.Clone(*ch.Attachments)
+		m.Attachments = nilIfEmptySlice(slices.Clone(*ch.Attachments))
 	}
 	if ch.Metadata != nil {
 		m.Metadata = ch.Metadata
 	}
-	if len(m.ToolCalls) == 0 {
-		m.ToolCalls = nil
-	}
-	if len(m.Attachments) == 0 {
-		m.Attachments = nil
-	}
-	if doc, err = encodeMessage(&m); err != nil {
+	if doc, err = encodeMessage(m); err != nil {
 		return err
 	}
-	_, err = t.exec("update message "+id, "UPDATE messages SET silent = $3, doc = $4 WHERE thread_id = $1 AND seq = $2",
-		t.id, seq, m.Silent, doc)
-	return err
+	if ins != nil {
+		ins.args[4], ins.args[6] = m.Silent, doc
+		return nil
+	}
+	t.queue(op{sql: "UPDATE messages SET silent = $3, doc = $4 WHERE thread_id = $1 AND seq = $2",
+		args: []any{t.id, m.Seq, m.Silent, doc}, msgID: id})
+	return nil
 }
 
 // DeleteMessage removes a message; its seq is not reused.
 func (t *tx) DeleteMessage(id string) error {
+	for i := range t.ops {
+		if t.ops[i].msgID == id && strings.HasPrefix(t.ops[i].sql, "UPDATE") {
+			t.ops = slices.Delete(t.ops, i, i+1) // the row goes: its queued update too
+			break
+		}
+	}
+	if i := t.pendingInsert(id); i >= 0 {
+		t.ops = slices.Delete(t.ops, i, i+1) // inserted and deleted here: never sent
+		return nil
+	}
 	n, err := t.exec("delete message "+id, "DELETE FROM messages WHERE thread_id = $1 AND id = $2", t.id, id)
 	if err == nil && n == 0 {
 		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
@@ -346,8 +468,17 @@ func (t *tx) DeleteMessage(id string) error {
 	return err
 }
 
+// qPutToolCall inserts or replaces a call record. A new call takes the thread's next call number
+// (the counter lives in the thread row, advanced by this statement); a replaced one keeps its own.
+const qPutToolCall = `WITH old AS (SELECT seq FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
+	next AS (UPDATE threads SET call_seq = call_seq + 1 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) RETURNING call_seq)
+	INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
+	VALUES ($1, $2, COALESCE((SELECT seq FROM old), (SELECT call_seq FROM next)), $3, $4)
+	ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
+	RETURNING seq`
+
 // PutToolCall inserts or replaces a tool-call record, assigning ThreadID and Seq (kept from the
-// call's first put; Status defaults to pending).
+// call's first put; Status defaults to pending). Seq is set when the transaction sends it.
 func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	if err := storecontract.PrepareToolCall(t.id, c); err != nil {
 		return err
@@ -361,24 +492,16 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: tool call %s: %v", t.id, c.CallID, err)
 	}
-	var seq int64
-	var inserted bool
-	err = t.c.QueryRow(t.ctx, `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
-		RETURNING seq, xmax = 0`, t.id, c.CallID, t.row.callSeq+1, string(c.Status), doc).Scan(&seq, &inserted)
-	if err != nil {
-		return pgErr("thread "+t.id+": tool call "+c.CallID, err)
-	}
-	if inserted {
-		t.row.callSeq = seq
-		t.touchedRow = true
-	}
-	c.Seq = seq
+	t.queue(op{sql: qPutToolCall, args: []any{t.id, c.CallID, string(c.Status), doc},
+		row: func(row pgx.Row) error { return row.Scan(&c.Seq) }})
 	return nil
 }
 
 // DrainQueue removes and returns the queued messages with seq ≤ upTo (all when upTo ≤ 0), in order.
 func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
+	if err := t.send(); err != nil {
+		return nil, err
+	}
 	sql := "DELETE FROM queue WHERE thread_id = $1 RETURNING doc, seq"
 	args := []any{t.id}
 	if upTo > 0 {
@@ -406,13 +529,22 @@ func (t *tx) SetExecState(key string, value json.RawMessage) error {
 		return err
 	}
 	if value == nil {
-		_, err := t.exec("run state", "DELETE FROM exec_state WHERE thread_id = $1 AND key = $2", t.id, key)
-		return err
+		t.queue(op{sql: "DELETE FROM exec_state WHERE thread_id = $1 AND key = $2", args: []any{t.id, key}})
+		return nil
 	}
-	_, err := t.exec("run state", `INSERT INTO exec_state (thread_id, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`, t.id, key, []byte(value))
-	return err
+	t.queue(op{sql: `INSERT INTO exec_state (thread_id, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`, args: []any{t.id, key, []byte(slices.Clone(value))}})
+	return nil
 }
+
+// qPutLog inserts or replaces a log row; a new one takes the thread's next log number (its
+// creation order), a replaced one keeps its place.
+const qPutLog = `WITH old AS (SELECT n FROM logs WHERE thread_id = $1 AND id = $2),
+	next AS (UPDATE threads SET log_seq = log_seq + 1 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) RETURNING log_seq)
+	INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body)
+	VALUES ($1, $2, COALESCE((SELECT n FROM old), (SELECT log_seq FROM next)), $3, $4, $5, $6)
+	ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
+	request_body = excluded.request_body, response_body = excluded.response_body`
 
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
 // (when empty), ThreadID and CreatedAt (when zero). Bodies are stored verbatim.
@@ -432,19 +564,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: log %s: %v", t.id, l.ID, err)
 	}
-	var inserted bool
-	err = t.c.QueryRow(t.ctx, `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
-		request_body = excluded.request_body, response_body = excluded.response_body
-		RETURNING xmax = 0`, t.id, l.ID, t.row.logSeq+1, l.Depth, doc, nilIfEmpty(l.RequestBody), nilIfEmpty(l.ResponseBody)).Scan(&inserted)
-	if err != nil {
-		return pgErr("thread "+t.id+": log "+l.ID, err)
-	}
-	if inserted {
-		t.row.logSeq++
-		t.touchedRow = true
-	}
+	t.queue(op{sql: qPutLog, args: []any{t.id, l.ID, l.Depth, doc, nilIfEmpty(slices.Clone(l.RequestBody)), nilIfEmpty(slices.Clone(l.ResponseBody))}})
 	return nil
 }
 
@@ -461,13 +581,13 @@ func (t *tx) SetKV(key string, value json.RawMessage) error {
 		return err
 	}
 	if value == nil {
-		_, err := t.exec("kv", "DELETE FROM kv WHERE thread_id = $1 AND key = $2", t.id, key)
-		return err
+		t.queue(op{sql: "DELETE FROM kv WHERE thread_id = $1 AND key = $2", args: []any{t.id, key}})
+		return nil
 	}
-	_, err := t.exec("kv", `INSERT INTO kv (thread_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
+	t.queue(op{sql: `INSERT INTO kv (thread_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		t.id, key, []byte(value), nanos(t.clock()))
-	return err
+		args: []any{t.id, key, []byte(slices.Clone(value)), nanos(t.clock())}})
+	return nil
 }
 
 // PushQueue queues a message with the transaction's other writes; a terminated thread refuses it at
@@ -480,38 +600,29 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.exec("queue", "INSERT INTO queue (thread_id, seq, doc) VALUES ($1, $2, $3)", t.id, q.Seq, doc); err != nil {
-		return err
-	}
+	t.queue(op{sql: "INSERT INTO queue (thread_id, seq, doc) VALUES ($1, $2, $3)", args: []any{t.id, q.Seq, doc}})
 	t.row.queueSeq = q.Seq
-	t.pushed, t.touchedRow = true, true
+	t.pushed, t.rowDirty = true, true
 	return nil
 }
 
 // AppendEvents adds events to the thread's log, numbering them from the thread's count.
 func (t *tx) AppendEvents(evs []weft.EventRecord) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
 	for i := range evs {
 		evs[i].ThreadID, evs[i].Seq = t.id, t.row.eventSeq+int64(i)+1
 		if evs[i].CreatedAt.IsZero() {
 			evs[i].CreatedAt = t.clock()
 		}
-		data := []byte(evs[i].Data)
+		data := []byte(slices.Clone(evs[i].Data))
 		if data == nil {
 			data = []byte("null")
 		}
-		b.Queue("INSERT INTO events (thread_id, seq, type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
-			t.id, evs[i].Seq, text(evs[i].Type), data, nanos(evs[i].CreatedAt))
-	}
-	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-		return pgErr("thread "+t.id+": events", err)
+		t.queue(op{sql: "INSERT INTO events (thread_id, seq, type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
+			args: []any{t.id, evs[i].Seq, text(evs[i].Type), data, nanos(evs[i].CreatedAt)}})
 	}
 	t.row.eventSeq += int64(len(evs))
 	t.events += int64(len(evs))
-	t.touchedRow = true
+	t.rowDirty = t.rowDirty || len(evs) > 0
 	return nil
 }
 
