@@ -489,7 +489,7 @@ func normalizeModelOptions(o map[string]any) map[string]any {
 
 // template reads `template:` (prompty.md §2.2): "mustache"/"jinja2", or {format, parser}.
 func (f *File) template(fm *frontMatter, v any) error {
-	f.Engine = "mustache"
+	f.Engine = "jinja2"
 	engine := func(path keyPath, s string) error {
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "mustache":
