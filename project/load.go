@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -192,6 +193,9 @@ type definition struct {
 	agent    *weft.Agent
 	tool     *weft.Tool
 	mcp      *weft.MCPServer
+	// implicitFor is set on a model or provider a .prompty front matter implies: the prompt (or
+	// model) that refers to it, renamed along with it when another definition took the name.
+	implicitFor any
 }
 
 // read checks the file type, reads, parses and decodes the file. It runs concurrently with other
@@ -246,6 +250,26 @@ func (l *loader) add(_ string, f *parsed) {
 
 func (l *loader) register(rel string, d definition) {
 	switch {
+	case d.model != nil && d.implicitFor != nil:
+		if old, ok := l.reg.Model(d.model.Name); ok {
+			if reflect.DeepEqual(old, d.model) {
+				return // the same implicit model of another .prompty file
+			}
+			p := d.implicitFor.(*weft.Prompt)
+			d.model.Name = p.Name + "/" + d.model.Name
+			p.Model = d.model.Name
+		}
+		l.reg.AddModelFrom(rel, d.model)
+	case d.provider != nil && d.implicitFor != nil:
+		if old, ok := l.reg.Provider(d.provider.Name); ok {
+			if reflect.DeepEqual(old, d.provider) {
+				return
+			}
+			m := d.implicitFor.(*weft.Model)
+			d.provider.Name += "/" + strings.TrimSuffix(path.Base(rel), path.Ext(rel))
+			m.Provider = d.provider.Name
+		}
+		l.reg.AddProviderFrom(rel, d.provider)
 	case d.model != nil:
 		l.reg.AddModelFrom(rel, d.model)
 	case d.provider != nil:
