@@ -173,9 +173,36 @@ func (l *loader) folder(kind string) {
 	}
 	close(work)
 	wg.Wait()
+	// A JSON or YAML file that a .prompty file reads with ${file:} (a Prompty sample.json, a
+	// shared connection) is that file's data, not a definition.
+	data := map[string]bool{}
 	for _, f := range files {
+		for _, r := range f.refs {
+			if abs, err := filepath.Abs(r); err == nil {
+				data[abs] = true
+			}
+		}
+	}
+	for _, f := range files {
+		if len(data) > 0 && !strings.EqualFold(path.Ext(f.rel), ".prompty") && l.isData(f.full, data) {
+			continue
+		}
 		l.add(kind, f)
 	}
+}
+
+// isData reports whether the file at full is among the data files (symlinks resolved as the
+// Prompty loader resolves them).
+func (l *loader) isData(full string, data map[string]bool) bool {
+	if abs, err := filepath.Abs(full); err == nil {
+		if data[abs] {
+			return true
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && data[real] {
+			return true
+		}
+	}
+	return false
 }
 
 // parsed is one definition file after the parallel phase: its definitions and its problems.
@@ -183,6 +210,8 @@ type parsed struct {
 	full, rel string
 	diags     weft.Diagnostics
 	defs      []definition
+	// refs are the files a .prompty file's front matter read with ${file:} (absolute paths).
+	refs []string
 }
 
 // definition is one decoded definition, registered in the sequential phase.

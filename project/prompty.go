@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -28,6 +29,7 @@ func (l *loader) prompty(pf *parsed) {
 		pf.diags = append(pf.diags, d)
 		return
 	}
+	pf.refs = f.FileRefs
 	d := &decoder{src: rel, diags: &pf.diags}
 	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true}
 	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
@@ -312,3 +314,48 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 
 // SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
 func (t *promptyTemplate) SampleArgs() map[string]any { return t.f.SampleArgs() }
+
+// OpenPrompty loads one .prompty file that need not be in a project, the way Prompty users preview
+// a prompt (`weft render FILE.prompty`): the prompt, the model its front matter implies (without
+// one, a stand-in model of the test provider), `${file:}` confined to the file's directory, and the
+// project checks that only make sense inside a project (a description, a defined model) relaxed.
+// It returns the registry and the prompt's name.
+func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnostics) {
+	reg := opt.Registry
+	if reg == nil {
+		reg = weft.NewRegistry()
+	}
+	var diags weft.Diagnostics
+	dir := filepath.Dir(file)
+	if abs, err := filepath.Abs(dir); err == nil {
+		reg.Root = abs
+	}
+	l := &loader{dir: dir, reg: reg, diags: &diags, opt: opt}
+	pf := &parsed{full: file, rel: filepath.Base(file)}
+	l.prompty(pf)
+	l.add("prompts", pf)
+	name := ""
+	for _, d := range pf.defs {
+		if d.prompt == nil {
+			continue
+		}
+		p := d.prompt
+		name = p.Name
+		if strings.TrimSpace(p.ToolDescription) == "" {
+			p.ToolDescription = p.Name
+		}
+		if _, ok := reg.Model(p.Model); !ok {
+			stand := &weft.Model{Name: "preview", Provider: "test", Model: "preview"}
+			if p.Model != "" {
+				diags = append(diags, weft.Diagnostic{Source: pf.rel, Path: "model", Severity: weft.SeverityWarning,
+					Message: fmt.Sprintf("model %q is not defined here; previewing with a stand-in model", p.Model)})
+			}
+			reg.AddModelFrom(pf.rel, stand)
+			p.Model = stand.Name
+		}
+	}
+	if !diags.HasErrors() {
+		diags = append(diags, reg.Validate()...)
+	}
+	return reg, name, Sort(diags)
+}

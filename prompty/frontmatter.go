@@ -223,6 +223,8 @@ type resolver struct {
 	params    []ParamRef
 	// envRefs maps the key path of each value that came from `${env:NAME}` to NAME.
 	envRefs map[string]string
+	// fileRefs are the absolute paths `${file:}` values read.
+	fileRefs []string
 }
 
 // resolve walks v (in place for maps and lists) and returns the resolved value. dir is the
@@ -295,6 +297,7 @@ func (r *resolver) resolveString(s string, path keyPath, dir string, depth int, 
 		if err != nil {
 			return nil, r.errAt(path, origin, fmt.Sprintf("${file:%s}: %v", rest, err), err)
 		}
+		r.fileRefs = append(r.fileRefs, abs)
 		v, err := decodeFileValue(abs, data)
 		if err != nil {
 			return nil, r.errAt(path, origin, fmt.Sprintf("${file:%s}: %v", rest, err), err)

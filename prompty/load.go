@@ -145,6 +145,9 @@ type File struct {
 	// EnvRefs maps the key path of each front-matter value written `${env:NAME}` (e.g.
 	// `model.configuration.api_key`) to NAME.
 	EnvRefs map[string]string
+	// FileRefs are the absolute paths of the files front-matter `${file:}` values read (samples,
+	// shared connections, schemas): data of this file, not definitions of their own.
+	FileRefs []string
 	// HistoryLoop names the thread input that a loop (`{% for item in chat_history %}`) places in
 	// the template's sample render ("" when none): the prompt then sees the whole history.
 	HistoryLoop string
@@ -259,6 +262,7 @@ func LoadBytes(path string, data []byte, opt Options) (f *File, err error) {
 	}
 	f.ParamRefs = r.params
 	f.EnvRefs = r.envRefs
+	f.FileRefs = r.fileRefs
 	if err := f.fields(fm, top, opt); err != nil {
 		return nil, err
 	}
