@@ -13,8 +13,8 @@ import (
 type Model struct {
 	// Name is what prompts refer to.
 	Name string `json:"name"`
-	// Provider names a built-in provider (openai, anthropic, google, openrouter, groq, xai, deepinfra,
-	// cerebras, ollama, openai-compatible, test) or a custom provider definition.
+	// Provider names a built-in provider (openai, azure_openai, anthropic, google, openrouter, groq,
+	// xai, deepinfra, cerebras, ollama, openai-compatible, test) or a custom provider definition.
 	Provider string `json:"provider"`
 	// Model is the upstream model id sent to the provider.
 	Model string `json:"model"`
@@ -158,6 +158,7 @@ var builtinProviders = map[string]string{
 	"deepinfra":         "DEEPINFRA_API_KEY",
 	"cerebras":          "CEREBRAS_API_KEY",
 	"ollama":            "OLLAMA_API_KEY",
+	"azure_openai":      "AZURE_OPENAI_API_KEY",
 	"openai-compatible": "",
 	"test":              "",
 }

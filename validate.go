@@ -376,12 +376,21 @@ func (v *validator) prompt(p *Prompt) {
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	}
+	prompty := strings.HasSuffix(strings.ToLower(src), ".prompty")
 	if strings.TrimSpace(p.ToolDescription) == "" {
-		v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
+		if prompty {
+			v.errf(src, "toolDescription", "toolDescription is required: add `description: <what this prompt does>` to the front matter")
+		} else {
+			v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
+		}
 	}
 	var model *Model
 	if p.Model == "" {
-		v.errf(src, "model", "model is required (the name of a defined model)")
+		if prompty {
+			v.errf(src, "model", "model is required: name a defined model (`model: NAME`) or give `model.configuration` (type openai, azure_openai or serverless) in the front matter")
+		} else {
+			v.errf(src, "model", "model is required (the name of a defined model)")
+		}
 	} else if m, ok := v.r.models.get(p.Model); ok {
 		model = m
 	} else {

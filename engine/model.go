@@ -413,7 +413,9 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 			return p, key, nil
 		}
 	}
-	if base == "ollama" || base == "test" {
+	if base == "ollama" || base == "test" || base == "azure_openai" {
+		// azure_openai without a key authenticates with a Microsoft Entra ID token when its
+		// adapter has one, else its call fails auth_error naming both variables.
 		return p, "", nil
 	}
 	return nil, "", fmt.Errorf("No API key found for provider %q (set %s)", m.Provider, keyVar)

@@ -1,6 +1,7 @@
 // Package openai is the Weft model provider adapter for the OpenAI chat-completions wire, used by
 // the providers openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible,
-// and for the OpenAI Responses wire (request option useResponsesApi), which adds provider-executed
+// and by azure_openai (NewAzure: openai-go's Azure support — deployment path, api-version, api-key
+// or Entra ID token), and for the OpenAI Responses wire (request option useResponsesApi), which adds provider-executed
 // tools (web search, code interpreter, …) and replayable encrypted reasoning. It makes exactly one
 // attempt per Call (the engine owns retries) and classifies every failure as a *weft.ProviderError.
 package openai
@@ -44,6 +45,8 @@ type Options struct {
 type Provider struct {
 	opts   Options
 	client sdk.Client
+	// azure is set for Azure OpenAI (NewAzure).
+	azure *azureConfig
 }
 
 var _ weft.Provider = (*Provider)(nil)
@@ -123,9 +126,18 @@ func (p *Provider) post(ctx context.Context, req *weft.Request, path string, bod
 		}
 		return res, err
 	}
-	reqOpts := []option.RequestOption{option.WithAPIKey(req.APIKey), option.WithMiddleware(capture)}
-	if u := p.baseURL(req); u != p.opts.BaseURL {
-		reqOpts = append(reqOpts, option.WithBaseURL(u))
+	var reqOpts []option.RequestOption
+	if p.azure != nil {
+		az, err := p.azureRequestOptions(req)
+		if err != nil {
+			return nil, err
+		}
+		reqOpts = append(az, option.WithMiddleware(capture))
+	} else {
+		reqOpts = []option.RequestOption{option.WithAPIKey(req.APIKey), option.WithMiddleware(capture)}
+		if u := p.baseURL(req); u != p.opts.BaseURL {
+			reqOpts = append(reqOpts, option.WithBaseURL(u))
+		}
 	}
 	for k, v := range p.headers(req) {
 		reqOpts = append(reqOpts, option.WithHeader(k, v))

@@ -71,10 +71,10 @@ var modelOptionKeys = map[string]string{
 }
 
 // transportKeys are options that configure the adapter rather than the model and never go into
-// the body: the transport (baseUrl, headers), the wire (useResponsesApi) and the tool form
+// the body: the transport (baseUrl, headers, Azure's apiVersion), the wire (useResponsesApi) and the tool form
 // (strictTools). The options named after offered provider-executed tools stay out too (see
 // bodyOptions).
-var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "useResponsesApi": true, "strictTools": true}
+var transportKeys = map[string]bool{"baseUrl": true, "headers": true, "useResponsesApi": true, "strictTools": true, "apiVersion": true}
 
 // ownTool reports whether t is a provider-executed tool this adapter runs natively: its Provider is
 // openai, this adapter's name, or the model's provider (a custom provider based on openai).

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -172,9 +173,36 @@ func (l *loader) folder(kind string) {
 	}
 	close(work)
 	wg.Wait()
+	// A JSON or YAML file that a .prompty file reads with ${file:} (a Prompty sample.json, a
+	// shared connection) is that file's data, not a definition.
+	data := map[string]bool{}
 	for _, f := range files {
+		for _, r := range f.refs {
+			if abs, err := filepath.Abs(r); err == nil {
+				data[abs] = true
+			}
+		}
+	}
+	for _, f := range files {
+		if len(data) > 0 && !strings.EqualFold(path.Ext(f.rel), ".prompty") && l.isData(f.full, data) {
+			continue
+		}
 		l.add(kind, f)
 	}
+}
+
+// isData reports whether the file at full is among the data files (symlinks resolved as the
+// Prompty loader resolves them).
+func (l *loader) isData(full string, data map[string]bool) bool {
+	if abs, err := filepath.Abs(full); err == nil {
+		if data[abs] {
+			return true
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && data[real] {
+			return true
+		}
+	}
+	return false
 }
 
 // parsed is one definition file after the parallel phase: its definitions and its problems.
@@ -182,6 +210,8 @@ type parsed struct {
 	full, rel string
 	diags     weft.Diagnostics
 	defs      []definition
+	// refs are the files a .prompty file's front matter read with ${file:} (absolute paths).
+	refs []string
 }
 
 // definition is one decoded definition, registered in the sequential phase.
@@ -192,6 +222,9 @@ type definition struct {
 	agent    *weft.Agent
 	tool     *weft.Tool
 	mcp      *weft.MCPServer
+	// implicitFor is set on a model or provider a .prompty front matter implies: the prompt (or
+	// model) that refers to it, renamed along with it when another definition took the name.
+	implicitFor any
 }
 
 // read checks the file type, reads, parses and decodes the file. It runs concurrently with other
@@ -246,6 +279,26 @@ func (l *loader) add(_ string, f *parsed) {
 
 func (l *loader) register(rel string, d definition) {
 	switch {
+	case d.model != nil && d.implicitFor != nil:
+		if old, ok := l.reg.Model(d.model.Name); ok {
+			if reflect.DeepEqual(old, d.model) {
+				return // the same implicit model of another .prompty file
+			}
+			p := d.implicitFor.(*weft.Prompt)
+			d.model.Name = p.Name + "/" + d.model.Name
+			p.Model = d.model.Name
+		}
+		l.reg.AddModelFrom(rel, d.model)
+	case d.provider != nil && d.implicitFor != nil:
+		if old, ok := l.reg.Provider(d.provider.Name); ok {
+			if reflect.DeepEqual(old, d.provider) {
+				return
+			}
+			m := d.implicitFor.(*weft.Model)
+			d.provider.Name += "/" + strings.TrimSuffix(path.Base(rel), path.Ext(rel))
+			m.Provider = d.provider.Name
+		}
+		l.reg.AddProviderFrom(rel, d.provider)
 	case d.model != nil:
 		l.reg.AddModelFrom(rel, d.model)
 	case d.provider != nil:

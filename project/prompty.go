@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -28,6 +29,7 @@ func (l *loader) prompty(pf *parsed) {
 		pf.diags = append(pf.diags, d)
 		return
 	}
+	pf.refs = f.FileRefs
 	d := &decoder{src: rel, diags: &pf.diags}
 	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true}
 	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
@@ -62,9 +64,16 @@ func (l *loader) prompty(pf *parsed) {
 			p.OutputSchema = s
 		}
 	}
+	// The chat-history idiom places the whole history, so the prompt sees the earlier turns.
+	if f.HistoryLoop != "" && !o.has("includeChat") {
+		p.IncludeChat = true
+	}
 	o.done()
-	if m := l.implicitModel(d, f, p); m != nil {
-		pf.defs = append(pf.defs, definition{model: m})
+	if m, pd := l.implicitModel(d, f, p); m != nil {
+		if pd != nil {
+			pf.defs = append(pf.defs, definition{provider: pd, implicitFor: m})
+		}
+		pf.defs = append(pf.defs, definition{model: m, implicitFor: p})
 	}
 	for i, t := range f.Tools {
 		if e, ok := frontMatterTool(d, index("tools", i), t); ok {
@@ -74,27 +83,56 @@ func (l *loader) prompty(pf *parsed) {
 	pf.defs = append(pf.defs, definition{prompt: p})
 }
 
-// implicitModel returns the model of `model: {id, provider, connection}` (v2), named after its id,
-// when no model of that name is defined (prompty.md §2.2).
-func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) *weft.Model {
+// implicitModel returns the model of `model: {id, provider, connection}` (v2) or of a v1
+// `model.configuration` (openai, azure_openai, serverless), named after its id (the Azure
+// deployment), when no model of that name is defined (prompty.md §2.2): the endpoint becomes
+// providerOptions.baseUrl, api_version providerOptions.apiVersion, organization the
+// OpenAI-Organization header. A key written `${env:NAME}` is read from NAME at call time — through
+// an implicit provider when NAME is not the provider's own key variable; a key written in the file
+// itself is not used (warning).
+func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*weft.Model, *weft.ProviderDef) {
 	ref := f.ModelRef
 	if ref == nil || ref.Provider == "" || ref.ID == "" {
-		return nil
+		return nil, nil
 	}
 	if _, ok := l.reg.Model(ref.ID); ok {
-		return nil
+		return nil, nil
 	}
 	m := &weft.Model{Name: ref.ID, Provider: ref.Provider, Model: ref.ID}
+	var pd *weft.ProviderDef
 	if c := ref.Connection; c != nil {
+		opts := map[string]any{}
 		if c.Endpoint != "" {
-			m.ProviderOptions = map[string]any{"baseUrl": c.Endpoint}
+			opts["baseUrl"] = c.Endpoint
 		}
-		if c.APIKey != "" {
-			d.warnf("model.connection.apiKey", "connection.apiKey is ignored; give the key in the provider's key variable")
+		if c.APIVersion != "" {
+			opts["apiVersion"] = c.APIVersion
+		}
+		if c.Organization != "" {
+			opts["headers"] = map[string]any{"OpenAI-Organization": c.Organization}
+		}
+		if len(opts) > 0 {
+			m.ProviderOptions = opts
+		}
+		own, _ := weft.ProviderKeyEnv(ref.Provider)
+		switch {
+		case c.APIKey == "":
+		case c.APIKeyEnv == "":
+			d.warnf("model.connection.apiKey", "a key written in the file is not used; write it as ${env:NAME}, or set %s", keyHint(own))
+		case c.APIKeyEnv != own:
+			pd = &weft.ProviderDef{Name: ref.Provider + ":" + c.APIKeyEnv, Base: ref.Provider, APIKeyEnv: c.APIKeyEnv, BaseURL: c.Endpoint}
+			m.Provider = pd.Name
 		}
 	}
 	p.Model = ref.ID
-	return m
+	return m, pd
+}
+
+func keyHint(v string) string {
+	if v == "" {
+		return "the provider's key variable"
+	}
+	return v
 }
 
 // inputSchema builds the requiredSchema of the inputs in their file order.
@@ -246,7 +284,15 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 	if err != nil {
 		return nil, err
 	}
-	out := &weft.RenderedPrompt{System: r.System, Prefix: r.Prefix, Suffix: r.Suffix, HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
+	suffix := r.Suffix
+	if r.HistoryLoop != "" {
+		// In the chat-history idiom the turn's question is the thread's newest message: a user
+		// message after the loop that renders empty (its input not given) is not sent.
+		suffix = slices.DeleteFunc(slices.Clone(suffix), func(m weft.LLMMessage) bool {
+			return m.Role == weft.RoleUser && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0
+		})
+	}
+	out := &weft.RenderedPrompt{System: r.System, Prefix: r.Prefix, Suffix: suffix, HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
 	if len(r.Tools) > 0 {
 		var diags weft.Diagnostics
 		d := &decoder{src: t.src, diags: &diags}
@@ -268,3 +314,48 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 
 // SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
 func (t *promptyTemplate) SampleArgs() map[string]any { return t.f.SampleArgs() }
+
+// OpenPrompty loads one .prompty file that need not be in a project, the way Prompty users preview
+// a prompt (`weft render FILE.prompty`): the prompt, the model its front matter implies (without
+// one, a stand-in model of the test provider), `${file:}` confined to the file's directory, and the
+// project checks that only make sense inside a project (a description, a defined model) relaxed.
+// It returns the registry and the prompt's name.
+func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnostics) {
+	reg := opt.Registry
+	if reg == nil {
+		reg = weft.NewRegistry()
+	}
+	var diags weft.Diagnostics
+	dir := filepath.Dir(file)
+	if abs, err := filepath.Abs(dir); err == nil {
+		reg.Root = abs
+	}
+	l := &loader{dir: dir, reg: reg, diags: &diags, opt: opt}
+	pf := &parsed{full: file, rel: filepath.Base(file)}
+	l.prompty(pf)
+	l.add("prompts", pf)
+	name := ""
+	for _, d := range pf.defs {
+		if d.prompt == nil {
+			continue
+		}
+		p := d.prompt
+		name = p.Name
+		if strings.TrimSpace(p.ToolDescription) == "" {
+			p.ToolDescription = p.Name
+		}
+		if _, ok := reg.Model(p.Model); !ok {
+			stand := &weft.Model{Name: "preview", Provider: "test", Model: "preview"}
+			if p.Model != "" {
+				diags = append(diags, weft.Diagnostic{Source: pf.rel, Path: "model", Severity: weft.SeverityWarning,
+					Message: fmt.Sprintf("model %q is not defined here; previewing with a stand-in model", p.Model)})
+			}
+			reg.AddModelFrom(pf.rel, stand)
+			p.Model = stand.Name
+		}
+	}
+	if !diags.HasErrors() {
+		diags = append(diags, reg.Validate()...)
+	}
+	return reg, name, Sort(diags)
+}

@@ -221,6 +221,10 @@ type resolver struct {
 	lookupEnv func(string) (string, bool)
 	files     *confinedFS
 	params    []ParamRef
+	// envRefs maps the key path of each value that came from `${env:NAME}` to NAME.
+	envRefs map[string]string
+	// fileRefs are the absolute paths `${file:}` values read.
+	fileRefs []string
 }
 
 // resolve walks v (in place for maps and lists) and returns the resolved value. dir is the
@@ -272,6 +276,12 @@ func (r *resolver) resolveString(s string, path keyPath, dir string, depth int, 
 	switch proto {
 	case "env":
 		name, def, hasDef := envRef(rest)
+		if origin == "" {
+			if r.envRefs == nil {
+				r.envRefs = map[string]string{}
+			}
+			r.envRefs[path.String()] = name
+		}
 		if v, ok := r.lookupEnv(name); ok {
 			return v, nil
 		}
@@ -287,6 +297,7 @@ func (r *resolver) resolveString(s string, path keyPath, dir string, depth int, 
 		if err != nil {
 			return nil, r.errAt(path, origin, fmt.Sprintf("${file:%s}: %v", rest, err), err)
 		}
+		r.fileRefs = append(r.fileRefs, abs)
 		v, err := decodeFileValue(abs, data)
 		if err != nil {
 			return nil, r.errAt(path, origin, fmt.Sprintf("${file:%s}: %v", rest, err), err)

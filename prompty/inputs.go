@@ -121,6 +121,10 @@ func property(fm *frontMatter, ps propSpec, depth int) (Input, map[string]any, e
 			break
 		}
 	}
+	// Prompty v1 / prompt flow mark the chat history with `is_chat_history: true`: it is the thread.
+	if b, _ := s["is_chat_history"].(bool); b {
+		in.Kind = "thread"
+	}
 	if v, ok := s["description"]; ok && v != nil {
 		d, ok := v.(string)
 		if !ok {

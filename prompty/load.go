@@ -40,14 +40,25 @@ type ModelRef struct {
 	Options map[string]any
 }
 
-// Connection is `model.connection`: how to reach the provider.
+// Connection is `model.connection` (v1: `model.configuration`): how to reach the provider.
 type Connection struct {
-	// Kind is `kind` (v1: `type`), e.g. key, reference, anonymous.
+	// Kind is `kind` (v1: `type`), e.g. key, reference, anonymous (v2), or openai, azure_openai,
+	// serverless (v1).
 	Kind string
-	// Endpoint is `endpoint` (v1: `azure_endpoint`) → the model's baseUrl.
+	// Endpoint is `endpoint` (v1: `azure_endpoint`, `base_url`) → the model's baseUrl.
 	Endpoint string
-	// APIKey is `apiKey` (v1: `api_key`).
+	// APIKey is `apiKey` (v1: `api_key`, `key`).
 	APIKey string
+	// APIKeyEnv names the variable APIKey came from when it was written `${env:NAME}`.
+	APIKeyEnv string
+	// Deployment is v1 `azure_deployment`: the Azure OpenAI deployment, sent as the model.
+	Deployment string
+	// APIVersion is v1 `api_version` (Azure OpenAI's api-version query parameter).
+	APIVersion string
+	// Organization is v1 `organization` (the OpenAI-Organization header).
+	Organization string
+	// Model is v1 `name` (openai) or `model` (serverless): the upstream model id.
+	Model string
 	// Raw holds every key as written (after `${env:}`/`${file:}` resolution).
 	Raw map[string]any
 }
@@ -131,6 +142,15 @@ type File struct {
 	Metadata map[string]any
 	// ParamRefs lists the front-matter `${params:}` values left for render time.
 	ParamRefs []ParamRef
+	// EnvRefs maps the key path of each front-matter value written `${env:NAME}` (e.g.
+	// `model.configuration.api_key`) to NAME.
+	EnvRefs map[string]string
+	// FileRefs are the absolute paths of the files front-matter `${file:}` values read (samples,
+	// shared connections, schemas): data of this file, not definitions of their own.
+	FileRefs []string
+	// HistoryLoop names the thread input that a loop (`{% for item in chat_history %}`) places in
+	// the template's sample render ("" when none): the prompt then sees the whole history.
+	HistoryLoop string
 	// Body is the text after the front matter.
 	Body string
 	// BodyLine is the 1-based file line on which Body starts.
@@ -155,7 +175,7 @@ func isWeftField(k string) bool {
 // isPromptyField reports the top-level keys this package maps onto File fields.
 func isPromptyField(k string) bool {
 	switch k {
-	case "name", "description", "toolDescription", "model", "inputs", "outputs", "tools", "template", "dialect", "metadata":
+	case "name", "description", "toolDescription", "model", "inputs", "outputs", "tools", "template", "dialect", "metadata", "sample":
 		return true
 	}
 	return false
@@ -241,6 +261,8 @@ func LoadBytes(path string, data []byte, opt Options) (f *File, err error) {
 		top[k] = v
 	}
 	f.ParamRefs = r.params
+	f.EnvRefs = r.envRefs
+	f.FileRefs = r.fileRefs
 	if err := f.fields(fm, top, opt); err != nil {
 		return nil, err
 	}
@@ -306,8 +328,26 @@ func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 			return fm.errAt(keyPath{"inputs"}, "inputs and requiredSchema cannot be used together", nil)
 		}
 	}
-	if err := f.inputs(fm, top["inputs"]); err != nil {
+	inputs := top["inputs"]
+	sample, _ := top["sample"].(map[string]any)
+	if v, ok := top["sample"]; ok && v != nil && sample == nil {
+		return fm.errAt(keyPath{"sample"}, "must be a mapping of input names to values (or ${file:sample.json})", nil)
+	}
+	if inputs == nil && len(sample) > 0 {
+		// Prompty v1 files often give only `sample:`; each sample value declares an optional input.
+		specs := make(map[string]any, len(sample))
+		for k, v := range sample {
+			specs[k] = map[string]any{"sample": v}
+		}
+		inputs = specs
+	}
+	if err := f.inputs(fm, inputs); err != nil {
 		return err
+	}
+	for i := range f.Inputs {
+		if v, ok := sample[f.Inputs[i].Name]; ok && !f.Inputs[i].HasSample {
+			f.Inputs[i].Sample, f.Inputs[i].HasSample = v, true
+		}
 	}
 	if v, ok := top["outputs"]; ok && v != nil {
 		specs, err := propertyList(fm, keyPath{"outputs"}, v)
@@ -426,10 +466,28 @@ func (f *File) model(fm *frontMatter, v any) error {
 				return fm.errAt(keyPath{"model", k}, "must be a mapping", nil)
 			}
 			m.Connection = &Connection{Raw: cm,
-				Kind:     firstString(cm, "kind", "type"),
-				Endpoint: firstString(cm, "endpoint", "azure_endpoint"),
-				APIKey:   firstString(cm, "apiKey", "api_key")}
+				Kind:         firstString(cm, "kind", "type"),
+				Endpoint:     firstString(cm, "endpoint", "azure_endpoint", "base_url", "baseUrl"),
+				APIKey:       firstString(cm, "apiKey", "api_key", "key"),
+				Deployment:   firstString(cm, "azure_deployment", "deployment"),
+				APIVersion:   firstString(cm, "api_version", "apiVersion"),
+				Organization: firstString(cm, "organization"),
+				Model:        firstString(cm, "name", "model")}
+			for _, kk := range []string{"apiKey", "api_key", "key"} {
+				if name, ok := f.EnvRefs[keyPath{"model", k, kk}.String()]; ok {
+					m.Connection.APIKeyEnv = name
+					break
+				}
+			}
 			break
+		}
+		if m.Provider == "" && m.Connection != nil {
+			m.Provider = v1Provider(m.Connection)
+		}
+		if m.ID == "" && m.Connection != nil {
+			if m.ID = m.Connection.Deployment; m.ID == "" {
+				m.ID = m.Connection.Model
+			}
 		}
 		for _, k := range []string{"parameters", "options"} {
 			o, ok := t[k]
@@ -453,6 +511,26 @@ func (f *File) model(fm *frontMatter, v any) error {
 		return nil
 	}
 	return fm.errAt(keyPath{"model"}, "must be a model name or a mapping", nil)
+}
+
+// v1Provider maps a Prompty v1 `model.configuration.type` to a Weft provider: openai → openai,
+// azure_openai (or azure, or none with an azure_deployment) → azure_openai, serverless /
+// azure_serverless / azure_ai_inference (Azure AI inference endpoints) → openai-compatible. Other
+// kinds (v2 key, reference, …) name no provider.
+func v1Provider(c *Connection) string {
+	switch strings.ToLower(strings.TrimSpace(c.Kind)) {
+	case "openai":
+		return "openai"
+	case "azure_openai", "azure":
+		return "azure_openai"
+	case "serverless", "azure_serverless", "azure_ai_inference", "azure_ai":
+		return "openai-compatible"
+	case "":
+		if c.Deployment != "" {
+			return "azure_openai"
+		}
+	}
+	return ""
 }
 
 func firstString(m map[string]any, keys ...string) string {
@@ -489,7 +567,7 @@ func normalizeModelOptions(o map[string]any) map[string]any {
 
 // template reads `template:` (prompty.md §2.2): "mustache"/"jinja2", or {format, parser}.
 func (f *File) template(fm *frontMatter, v any) error {
-	f.Engine = "mustache"
+	f.Engine = "jinja2"
 	engine := func(path keyPath, s string) error {
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "mustache":
@@ -596,12 +674,15 @@ func (f *File) trialRender() error {
 		delete(args, name)
 	}
 	f.media = map[string][]byte{}
-	_, err := f.render(RenderInput{Args: args}, func(p string) ([]byte, error) {
+	r, err := f.render(RenderInput{Args: args}, func(p string) ([]byte, error) {
 		_, data, err := f.fs.read(f.fs.dir, p)
 		if err == nil {
 			f.media[p] = data
 		}
 		return data, err
 	})
+	if r != nil {
+		f.HistoryLoop = r.HistoryLoop
+	}
 	return err
 }

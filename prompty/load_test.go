@@ -107,7 +107,7 @@ system:
 
 func TestLoadDefaultsAndShorthand(t *testing.T) {
 	f := mustLoad(t, "no front matter {{x}}")
-	if f.Name != "p" || f.Engine != "mustache" || f.Dialect != DialectSeed || f.BodyLine != 1 || f.InputSchema != nil {
+	if f.Name != "p" || f.Engine != "jinja2" || f.Dialect != DialectSeed || f.BodyLine != 1 || f.InputSchema != nil {
 		t.Errorf("%+v", f)
 	}
 	f = mustLoad(t, "\n\n  +++  \n+++\nbody")
@@ -137,7 +137,7 @@ func TestLoadErrors(t *testing.T) {
 		{"---\ninputs:\n  a: {required: maybe}\n---\n", "inputs.a.required: must be true or false"},
 		{"---\nmodel: 3\n---\n", "model: must be a model name or a mapping"},
 		{"---\ntemplate: jinja2\n---\nline one\n{% macro x() %}{% endmacro %}\n", "p.prompty:5:"},
-		{"---\nname: x\n---\nsystem:\n{{> partial}}\n", "p.prompty:5:1:"},
+		{"---\nname: x\ntemplate: mustache\n---\nsystem:\n{{> partial}}\n", "p.prompty:6:1:"},
 	} {
 		_, err := loadText(t, c.text, Options{})
 		wantErr(t, err, c.msg)

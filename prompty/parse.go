@@ -285,6 +285,16 @@ func (p *parser) line(cur *block, s, e int, pts []point) (*block, error) {
 			}
 			return p.thread(cur, pts[0].pos, 0)
 		}
+		// A placeholder that opens a line (a mustache standalone section over the thread is cut
+		// with its line): the point, then the rest of the line as a line of its own, so that a
+		// literal marker there still opens a message.
+		if len(pts) == 1 && pts[0].pos == s && !(!cur.implicit && (cur.role == "tools" || cur.isToolCall(p.seed))) {
+			next, err := p.thread(cur, s, 0)
+			if err != nil {
+				return nil, err
+			}
+			return p.line(next, s, e, nil)
+		}
 		// A placeholder inside a line of text: a point between two pieces of content.
 		if !cur.implicit && (cur.role == "tools" || cur.isToolCall(p.seed)) {
 			return nil, p.errAt(pts[0].pos, "thread placeholder inside a YAML block", nil)

@@ -34,6 +34,9 @@ type Rendered struct {
 	ThreadLimit int
 	// HasThread reports whether the template placed the history with a placeholder.
 	HasThread bool
+	// HistoryLoop names the thread input whose loop placed the history ("" when the placeholder
+	// came from `{{name}}`, `![thread]` or a marker, or there is none).
+	HistoryLoop string
 	// Tools are the entries of the body's `tools:` block for this step.
 	Tools []any
 	// Warnings are non-fatal findings (unset env variables, missing params, empty media).
@@ -98,6 +101,12 @@ func (f *File) render(in RenderInput, readMedia func(string) ([]byte, error)) (*
 		return nil, err
 	}
 	r := mapRendered(parsed)
+	for _, s := range segs {
+		if s.Kind == tmpl.Placeholder && s.Loop {
+			r.HistoryLoop = s.Source
+			break
+		}
+	}
 	if len(warnings) > 0 {
 		r.Warnings = append(warnings, r.Warnings...)
 	}

@@ -500,7 +500,7 @@ func TestSeed001(t *testing.T) {
 			_, err = g.Render(RenderInput{})
 		}
 		wantErr(t, err, "outside allowed roots")
-		h, _ := loadIn(t, dir, "r.prompty", "system:\n{{#x}}${file:missing.txt}{{/x}}", Options{})
+		h, _ := loadIn(t, dir, "r.prompty", "system:\n{% if x %}${file:missing.txt}{% endif %}", Options{})
 		_, err = h.Render(RenderInput{Args: map[string]any{"x": true}})
 		wantErr(t, err, "${file:missing.txt}: not found")
 		r = mustRender(t, h, RenderInput{Args: map[string]any{"x": true}, Files: func(p string) ([]byte, error) {

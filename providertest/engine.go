@@ -123,6 +123,9 @@ func RunEngine(t *testing.T, target Target, newProvider func(baseURL string) wef
 					models = append(models, "fake-model-1")
 				}
 				mu.Unlock()
+				if rc, ok := f.(RequestChecker); ok {
+					rc.CheckRequest(t, r)
+				}
 				sc.answers[i](t, f, w, r, []byte(body))
 			}))
 			defer srv.Close()

@@ -61,6 +61,13 @@ type Fake interface {
 	EncodeError(status int, message string) (contentType string, body []byte)
 }
 
+// RequestChecker is implemented by the fakes of providers whose requests have a shape of their own
+// beyond the body (Azure OpenAI: the deployment path, the api-version query, the api-key header):
+// the suites call CheckRequest with every request the adapter sends.
+type RequestChecker interface {
+	CheckRequest(t *testing.T, r *http.Request)
+}
+
 // ReasoningInOutput is implemented by the fakes of providers that count reasoning tokens inside
 // the output tokens without reporting them apart (Anthropic): the suite then expects
 // Usage.ReasoningTokens to be 0 instead of the reply's value.
@@ -396,6 +403,9 @@ func Run(t *testing.T, newProvider func(baseURL string) weft.Provider, f Fake) {
 				mu.Lock()
 				got = buf.Bytes()
 				mu.Unlock()
+				if rc, ok := f.(RequestChecker); ok {
+					rc.CheckRequest(t, r)
+				}
 				sc.serve(t, f, w, r, buf.Bytes())
 			}))
 			defer srv.Close()

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
 )
 
@@ -19,22 +21,23 @@ func newRenderCmd(g *globals) *cobra.Command {
 	var argsJSON, thread, db string
 	var asJSON, tools bool
 	c := &cobra.Command{
-		Use:   "render PROMPT",
+		Use:   "render PROMPT|FILE.prompty",
 		Short: "Print the messages and tools a prompt sends to the model",
 		Long: `Render PROMPT as the model would receive it: the system prompt, the template's messages and the
 offered tools. Missing arguments of a .prompty prompt take their samples. With --thread the next
 step of that thread is rendered with its history. Secrets print as [redacted].
 
+A path to a .prompty file renders that file on its own, inside a project or not: its model comes
+from its own front matter (model.configuration or model.provider; none needed to preview) and
+missing arguments take the samples of its inputs or of its top-level sample:.
+
 Exit status: 0 rendered, 2 usage (unknown prompt or thread), 3 invalid definitions or a template
 error, 4 invalid arguments.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			reg, err := loadProject(g.dir)
+			reg, name, err := renderRegistry(g.dir, a[0])
 			if err != nil {
 				return err
-			}
-			if _, ok := reg.Prompt(a[0]); !ok {
-				return exit(exitUsage, fmt.Errorf("no prompt named %q in %s", a[0], g.dir))
 			}
 			envMap, err := parseEnv(env, "")
 			if err != nil {
@@ -54,7 +57,7 @@ error, 4 invalid arguments.`,
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			req, err := eng.Preview(cmd.Context(), engine.PreviewInput{Prompt: a[0], Args: args, Env: envMap, ThreadID: thread})
+			req, err := eng.Preview(cmd.Context(), engine.PreviewInput{Prompt: name, Args: args, Env: envMap, ThreadID: thread})
 			if err != nil {
 				switch weft.ErrorCode(err) {
 				case weft.EInvalid, weft.EMissingVariables:
@@ -87,6 +90,28 @@ error, 4 invalid arguments.`,
 	fl.BoolVar(&asJSON, "json", false, `print {"messages": [...], "tools": [...]}`)
 	fl.BoolVar(&tools, "tools", false, "print the offered tools' schemas")
 	return c
+}
+
+// renderRegistry returns the registry and prompt name that `weft render` renders: a .prompty
+// file given by path on its own, else the prompt of that name in the project of dir.
+func renderRegistry(dir, arg string) (*weft.Registry, string, error) {
+	if strings.EqualFold(filepath.Ext(arg), ".prompty") {
+		if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+			reg, name, diags := project.OpenPrompty(arg, project.Options{})
+			if diags.HasErrors() {
+				return nil, "", exit(exitDefinitions, diags.Err())
+			}
+			return reg, name, nil
+		}
+	}
+	reg, err := loadProject(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, ok := reg.Prompt(arg); !ok {
+		return nil, "", exit(exitUsage, fmt.Errorf("no prompt named %q in %s", arg, dir))
+	}
+	return reg, arg, nil
 }
 
 type renderedTool struct {

@@ -87,6 +87,8 @@ var baseURLEnv = map[string]struct{ name, version string }{
 	"google":     {"GOOGLE_GEMINI_BASE_URL", "/v1beta"},
 	"openrouter": {"OPENROUTER_BASE_URL", "/api/v1"},
 	"ollama":     {"OLLAMA_HOST", "/v1"},
+	// Azure OpenAI's endpoint is the resource root; openai-go adds /openai/deployments/….
+	"azure_openai": {"AZURE_OPENAI_ENDPOINT", ""},
 }
 
 // defaultBaseURL is a built-in provider's API root: the SDKs' standard environment variable when
@@ -105,14 +107,15 @@ func defaultBaseURL(provider string, lookup func(string) (string, bool)) string 
 	if !strings.Contains(v, "://") {
 		v = "http://" + v // OLLAMA_HOST is host:port
 	}
-	if u, err := url.Parse(v); err == nil && (u.Path == "" || u.Path == "/") {
+	if u, err := url.Parse(v); err == nil && (u.Path == "" || u.Path == "/") && e.version != "" {
 		v = strings.TrimSuffix(v, "/") + e.version
 	}
 	return v
 }
 
 // providers resolves a model's provider to an adapter, one per provider name: the OpenAI wire for
-// openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible servers, the
+// openai, openrouter, groq, xai, deepinfra, cerebras, ollama and openai-compatible servers and, with
+// openai-go's Azure support, azure_openai; the
 // Anthropic messages API, Gemini, custom providers (providers/*.yaml) on their base, and the test
 // provider.
 func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft.Provider, error) {
@@ -143,12 +146,35 @@ func providers(reg *weft.Registry, test weft.Provider) func(m *weft.Model) (weft
 			p = gemini.New(gemini.Options{BaseURL: baseURL, Headers: headers})
 		case "openai", "openrouter", "groq", "xai", "deepinfra", "cerebras", "ollama", "openai-compatible":
 			p = openai.New(openai.Options{BaseURL: baseURL, Headers: headers, Name: base})
+		case "azure_openai":
+			p = openai.NewAzure(azureOptions(reg, name, baseURL, headers, os.LookupEnv))
 		default:
 			return nil, fmt.Errorf("provider %q is not available in this version of Weft; run with --model-script FILE", m.Provider)
 		}
 		cache[name] = p
 		return p, nil
 	}
+}
+
+// azureOptions configures the azure_openai adapter: the endpoint (a custom provider's baseUrl,
+// else AZURE_OPENAI_ENDPOINT; a model's providerOptions.baseUrl wins over both), the api-version (a
+// custom provider's options.apiVersion, else OPENAI_API_VERSION, else the adapter's default; a
+// model's providerOptions.apiVersion wins) and, for requests without AZURE_OPENAI_API_KEY, the
+// Microsoft Entra ID token of AZURE_OPENAI_AD_TOKEN.
+func azureOptions(reg *weft.Registry, name, endpoint string, headers map[string]string, lookup func(string) (string, bool)) openai.AzureOptions {
+	o := openai.AzureOptions{Endpoint: endpoint, Headers: headers, Name: name}
+	if v, ok := lookup("OPENAI_API_VERSION"); ok {
+		o.APIVersion = strings.TrimSpace(v)
+	}
+	if cp, ok := reg.Provider(name); ok {
+		if v, ok := cp.Options["apiVersion"].(string); ok && v != "" {
+			o.APIVersion = v
+		}
+	}
+	if v, ok := lookup("AZURE_OPENAI_AD_TOKEN"); ok && strings.TrimSpace(v) != "" {
+		o.TokenCredential = openai.StaticToken(strings.TrimSpace(v))
+	}
+	return o
 }
 
 // expandHeaders resolves ${env:NAME} in custom-provider header values from the process

@@ -1101,6 +1101,14 @@ func (r *jrun) loop(n *jnode) error {
 	if err != nil {
 		return r.positioned(n.pos, err)
 	}
+	// A loop over a thread input (the chat-history idiom `{% for item in chat_history %}
+	// {{item.role}}:\n{{item.content}}{% endfor %}`) is the thread placeholder: the history's
+	// messages go there with their stored roles, and the body is not rendered, so no role ever
+	// comes from an interpolated value.
+	if name, ok := threadName(v); ok {
+		r.o.loopPlaceholder(name)
+		return nil
+	}
 	s := makeSeq(v)
 	if s.n == 0 {
 		if n.elseBody != nil {

@@ -328,6 +328,11 @@ func (r *mrun) nodes(ns []mnode) error {
 			if !truthy(v) {
 				continue
 			}
+			// A section over a thread input is the thread placeholder, like a jinja loop over it.
+			if name, ok := threadName(v); ok {
+				r.o.loopPlaceholder(name)
+				continue
+			}
 			var items []any
 			switch l := v.(type) {
 			case []any:

@@ -125,6 +125,28 @@ func (o *out) placeholder(name string) {
 	o.segs = append(o.segs, Segment{Kind: Placeholder, Source: name})
 }
 
+// loopPlaceholder appends the thread placeholder of a loop (or section) over a thread input.
+func (o *out) loopPlaceholder(name string) {
+	if o.plain {
+		return
+	}
+	o.flush()
+	o.segs = append(o.segs, Segment{Kind: Placeholder, Source: name, Loop: true})
+}
+
+// threadName reports whether v is a thread input value, and its input name.
+func threadName(v any) (string, bool) {
+	switch th := v.(type) {
+	case Thread:
+		return th.Name, true
+	case *Thread:
+		if th != nil {
+			return th.Name, true
+		}
+	}
+	return "", false
+}
+
 // result finishes a segment render.
 func (o *out) result() []Segment {
 	o.flush()

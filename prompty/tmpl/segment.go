@@ -1,5 +1,5 @@
-// Package tmpl holds the two template engines of the Prompty format — mustache (Weft's default) and
-// the Prompty Jinja subset — rendering to segments so that the Prompty parser can tell template text
+// Package tmpl holds the two template engines of the Prompty format — mustache and the Prompty
+// Jinja subset (Weft's default) — rendering to segments so that the Prompty parser can tell template text
 // (literal) from values that came in through inputs (interp) and never lets a value open a message.
 package tmpl
 
@@ -38,6 +38,9 @@ type Segment struct {
 	Source string
 	// Strict is set when the value came from an input declared `strict: true`.
 	Strict bool
+	// Loop is set on a Placeholder rendered by a loop (jinja `for`, mustache section) over the
+	// thread input rather than by `{{name}}`.
+	Loop bool
 }
 
 // Template is a compiled template, safe for concurrent use.
