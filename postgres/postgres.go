@@ -43,6 +43,8 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxConns caps the pool when the URL sets no pool_max_conns; 0 means max(16, 4×GOMAXPROCS).
 	MaxConns int32
+	// Tracer, when set, traces the pool's statements (pgx's tracing hooks: OpenTelemetry, logs).
+	Tracer pgx.QueryTracer
 }
 
 // Store is a weft.Store on PostgreSQL. It is safe for concurrent use.
@@ -129,6 +131,9 @@ func config(url string, opts Options) (*pgxpool.Config, error) {
 	}
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
