@@ -99,16 +99,16 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	}
 	defer conn.Release()
 	now := s.now()
-	// One round trip reads everything under the row lock; a second takes the lease and commits, or
-	// rolls back when the lease is held or an env value cannot be read.
+	// One round trip reads everything under the row lock, takes the lease if it is free or expired
+	// (else the update changes nothing) and commits. An env value that cannot be opened (it was
+	// sealed with another key) gives the lease back.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(asyncCommit)
 	var doc []byte
 	var owner string
-	var expires int64
-	b.Queue("SELECT doc, lease_owner, lease_expires_at FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&doc, &owner, &expires)
+	b.Queue("SELECT doc, lease_owner FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&doc, &owner)
 	})
 	var envRows [3][]envRow
 	for i, q := range []struct {
@@ -154,13 +154,26 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		})
 		return err
 	})
+	var token int64
+	b.Queue(qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&token); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue("COMMIT")
 	err = conn.SendBatch(ctx, b).Close()
-	rollback := func() {
+	if err != nil {
+		// The batch stopped at an error: the transaction is open and aborted.
 		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 			_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		}
+		token = 0
 	}
-	if err == nil && owner != "" && now.UnixNano() < expires {
+	f := weft.Fence{Node: node, Token: token, ThreadID: threadID}
+	if err == nil && token == 0 {
 		err = fmt.Errorf("thread %s: lease held by %s: %w", threadID, owner, weft.ErrLeaseHeld)
 	}
 	if err == nil {
@@ -183,19 +196,13 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 	}
 	if err != nil {
-		rollback()
+		if token != 0 {
+			_ = s.ReleaseLease(context.WithoutCancel(ctx), f)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return weft.Fence{}, nil, threadNotFound(threadID)
 		}
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
 	}
-	var token int64
-	b = &pgx.Batch{}
-	b.Queue(qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).QueryRow(func(r pgx.Row) error { return r.Scan(&token) })
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback()
-		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
-	}
-	return weft.Fence{Node: node, Token: token, ThreadID: threadID}, rs, nil
+	return f, rs, nil
 }

@@ -99,6 +99,8 @@ type tx struct {
 
 	ops []op
 
+	queued []weft.QueuedMessage // the queue as of the lock, less what DrainQueue took
+
 	meta     *weft.Thread // the thread record once UpdateThread changed it
 	pushed   bool
 	events   int64 // events appended
@@ -131,6 +133,9 @@ func (t *tx) begin() error {
 		b.Queue(`SELECT lease_owner, lease_token, lease_expires_at FROM threads WHERE id = $1 FOR SHARE`, f.ThreadID)
 	}
 	b.Queue(qLockThread, t.id)
+	// The queue as of the lock: pushes lock the row too, so it cannot change before commit, and
+	// DrainQueue needs no round trip of its own.
+	b.Queue("SELECT doc, seq FROM queue WHERE thread_id = $1 ORDER BY seq", t.id)
 	br := t.c.SendBatch(ctx, b)
 	_, err := br.Exec()
 	t.began = err == nil
@@ -144,6 +149,15 @@ func (t *tx) begin() error {
 	var ownErr error
 	if err == nil {
 		ownErr = t.row.scan(br.QueryRow())
+	}
+	if err == nil && ownErr == nil {
+		rows, qerr := br.Query()
+		if qerr == nil {
+			t.queued, qerr = collect(rows, "thread "+t.id+": queue", func(doc []byte, seq int64) (weft.QueuedMessage, error) {
+				return decodeQueued(doc, t.id, seq)
+			})
+		}
+		ownErr = qerr
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -497,26 +511,20 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	return nil
 }
 
-// DrainQueue removes and returns the queued messages with seq ≤ upTo (all when upTo ≤ 0), in order.
+// DrainQueue removes and returns the queued messages with seq ≤ upTo (all when upTo ≤ 0), in order:
+// the rows read with the lock (no push can come between), deleted with the commit.
 func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
-	if err := t.send(); err != nil {
-		return nil, err
+	n := 0
+	for n < len(t.queued) && (upTo <= 0 || t.queued[n].Seq <= upTo) {
+		n++
 	}
-	sql := "DELETE FROM queue WHERE thread_id = $1 RETURNING doc, seq"
-	args := []any{t.id}
-	if upTo > 0 {
-		sql = "DELETE FROM queue WHERE thread_id = $1 AND seq <= $2 RETURNING doc, seq"
-		args = append(args, upTo)
+	if n == 0 {
+		return nil, nil
 	}
-	rows, err := t.c.Query(t.ctx, sql, args...)
-	if err != nil {
-		return nil, pgErr("thread "+t.id+": drain queue", err)
-	}
-	out, err := collect(rows, "thread "+t.id+": drain queue", func(doc []byte, seq int64) (weft.QueuedMessage, error) {
-		return decodeQueued(doc, t.id, seq)
-	})
-	slices.SortFunc(out, func(a, b weft.QueuedMessage) int { return int(a.Seq - b.Seq) })
-	return out, err
+	out := t.queued[:n:n]
+	t.queued = t.queued[n:]
+	t.queue(op{sql: "DELETE FROM queue WHERE thread_id = $1 AND seq <= $2", args: []any{t.id, out[n-1].Seq}})
+	return out, nil
 }
 
 // QueueSeq returns the seq of the newest message ever queued on the thread, as of this transaction
