@@ -290,3 +290,68 @@ func BenchmarkConcurrentThreads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConcurrentNodes is BenchmarkConcurrentThreads on PostgreSQL with the threads spread over
+// 1 or 3 engines, each with a store (a connection pool) of its own on the one database: nodes, as
+// far as the database can tell, on this one machine. Reports steps/s.
+func BenchmarkConcurrentNodes(b *testing.B) {
+	for _, nodes := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			const threads = 999
+			_, dsn := pgtest.Schema(b)
+			engines := make([]*engine.Engine, nodes)
+			for i := range engines {
+				// The nodes share the database's connection budget (the default pool's 16), as nodes
+				// sized for one database server would: on this machine more connections in all only
+				// add context switches.
+				st, err := postgres.Open(context.Background(), dsn, postgres.Options{Key: make([]byte, 32), MaxConns: int32(16 / nodes)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				if engines[i], err = engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: threeSteps()}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			var total time.Duration
+			steps := 0
+			for b.Loop() {
+				b.StopTimer()
+				ids := make([]string, threads)
+				for i := range ids {
+					eng := engines[i%nodes]
+					th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "support"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ids[i] = th.ID
+					if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "Where is my order 42?"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				start := time.Now()
+				var done atomic.Int64
+				errs := make(chan error, threads)
+				for i, id := range ids {
+					go func() {
+						res, err := engines[i%nodes].Run(ctx, id)
+						if err == nil {
+							done.Add(int64(res.Steps))
+						}
+						errs <- err
+					}()
+				}
+				for range ids {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				total += time.Since(start)
+				steps += int(done.Load())
+			}
+			b.ReportMetric(float64(steps)/total.Seconds(), "steps/s")
+		})
+	}
+}
