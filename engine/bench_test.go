@@ -12,8 +12,8 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
-	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/internal/pgtest"
+	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/postgres"
 	"github.com/weft-agents/weft/sqlite"
 )
