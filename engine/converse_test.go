@@ -557,3 +557,44 @@ func TestServeResumesAfterDeadLease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// listCounter counts the thread listings that returned.
+type listCounter struct {
+	weft.Store
+	n atomic.Int32
+}
+
+func (s *listCounter) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
+	time.Sleep(20 * time.Millisecond)
+	defer s.n.Add(1)
+	return s.Store.Threads(ctx, q)
+}
+
+// TestServeStartedAfterRecovery: ServeOptions.Started (a server's readiness) comes once the work a
+// stopped process left has been looked for, not before.
+func TestServeStartedAfterRecovery(t *testing.T) {
+	ms, _ := memstore.New(memstore.Options{})
+	st := &listCounter{Store: ms}
+	eng, err := engine.New(engine.Options{Registry: backgroundRegistry(), Store: st, Override: historyModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int32, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- eng.Serve(ctx, engine.ServeOptions{Started: func() { started <- st.n.Load() }})
+	}()
+	select {
+	case n := <-started:
+		if n < 2 {
+			t.Fatalf("Started after %d thread listings; RecoverAll lists running and queued threads first", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Started was not called")
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}

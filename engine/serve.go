@@ -19,6 +19,9 @@ type ServeOptions struct {
 	// 10s). Runs still going then are interrupted; like runs at the boundary they keep their
 	// status and resume at the next start.
 	DrainTimeout time.Duration
+	// Started, when set, is called once Serve has resumed the work a stopped process left
+	// (RecoverAll returned) and takes new work: a server's readiness.
+	Started func()
 }
 
 // errShutdown interrupts the runs still going when a shutdown's drain deadline passes.
@@ -46,6 +49,9 @@ func (e *Engine) Serve(ctx context.Context, o ServeOptions) error {
 	if _, err := e.RecoverAll(ctx); err != nil && ctx.Err() == nil {
 		e.serving.Store(false)
 		return fmt.Errorf("recovering interrupted work: %w", err)
+	}
+	if o.Started != nil {
+		o.Started()
 	}
 	if n, ok := e.store.(weft.Notifier); ok {
 		// A store other processes share: follow their commits, and take over the work of any

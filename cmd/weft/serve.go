@@ -143,7 +143,11 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return exit(exitFailure, err)
 	}
-	sched := &scheduler{log: log, opt: engine.ServeOptions{Workers: f.workers, DrainTimeout: f.drain}}
+	// Ready once listening and once the engine has resumed what a stopped process left.
+	recovered := make(chan struct{})
+	var once sync.Once
+	sched := &scheduler{log: log, opt: engine.ServeOptions{Workers: f.workers, DrainTimeout: f.drain,
+		Started: func() { once.Do(func() { close(recovered) }) }}}
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
@@ -159,7 +163,13 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	srv := api.HTTPServer(baseCtx, httpapi.Limits{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	api.SetReady(true)
+	go func() {
+		select {
+		case <-recovered:
+			api.SetReady(true)
+		case <-ctx.Done():
+		}
+	}()
 	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
 	fmt.Fprintf(cmd.OutOrStdout(), "weft: serving http://%s/api\n", ln.Addr())
 
