@@ -22,6 +22,7 @@ import (
 	"github.com/weft-agents/weft/envcrypt"
 	"github.com/weft-agents/weft/internal/pgtest"
 	"github.com/weft-agents/weft/postgres"
+	"github.com/weft-agents/weft/sqlite"
 )
 
 const (
@@ -82,6 +83,22 @@ func clusterModel(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// writeRecordProject writes the agent of the kill tests: a model at modelURL and a command tool
+// that appends a line naming its thread and call to lines (not idempotent).
+func writeRecordProject(t *testing.T, dir, modelURL, lines string) {
+	writeFiles(t, dir, map[string]string{
+		"models/m.yaml": fmt.Sprintf("name: m\nprovider: openai-compatible\nmodel: cluster-llm\n"+
+			"providerOptions: {baseUrl: %q}\ncapabilities: {supportsStreaming: false}\n", modelURL+"/v1"),
+		"prompts/p.yaml": "{name: p, toolDescription: Records lines, model: m, prompt: 'Record three lines with the tool, then say done.', tools: [record]}\n",
+		"agents/a.yaml":  "{name: a, sideA: {prompt: p}}\n",
+		"tools/record.yaml": fmt.Sprintf(`kind: command
+description: Record one line naming the call (not idempotent).
+command: [sh, -c, 'sleep 0.02; echo "$WEFT_THREAD_ID $WEFT_TOOL_CALL_ID" >> "$LINES_FILE"; echo recorded']
+env: {LINES_FILE: %q}
+`, lines),
+	})
 }
 
 // clusterNode is one weft serve process of the cluster and the address it serves on now.
@@ -147,17 +164,7 @@ func TestClusterSIGKILL(t *testing.T) {
 	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
 	lines := filepath.Join(dir, "records.txt")
 	model := clusterModel(t)
-	writeFiles(t, filepath.Join(dir, "agents"), map[string]string{
-		"models/m.yaml": fmt.Sprintf("name: m\nprovider: openai-compatible\nmodel: cluster-llm\n"+
-			"providerOptions: {baseUrl: %q}\ncapabilities: {supportsStreaming: false}\n", model.URL+"/v1"),
-		"prompts/p.yaml": "{name: p, toolDescription: Records lines, model: m, prompt: 'Record three lines with the tool, then say done.', tools: [record]}\n",
-		"agents/a.yaml":  "{name: a, sideA: {prompt: p}}\n",
-		"tools/record.yaml": fmt.Sprintf(`kind: command
-description: Record one line naming the call (not idempotent).
-command: [sh, -c, 'sleep 0.02; echo "$WEFT_THREAD_ID $WEFT_TOOL_CALL_ID" >> "$LINES_FILE"; echo recorded']
-env: {LINES_FILE: %q}
-`, lines),
-	})
+	writeRecordProject(t, filepath.Join(dir, "agents"), model.URL, lines)
 	c := &cluster{t: t, dir: dir,
 		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=" + clusterLeaseTTL},
 		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", dsn, "--workers", "64", "--log-level", "warn"}}
@@ -218,81 +225,12 @@ env: {LINES_FILE: %q}
 	}
 	<-killed
 
-	// Every conversation completes.
-	deadline := time.Now().Add(3 * time.Minute)
-	for _, id := range ids {
-		for {
-			msgs, err := st.Messages(ctx, id, weft.MessageQuery{Limit: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if th, _ := st.Thread(ctx, id); th != nil && th.Status != weft.ThreadRunning && len(msgs) > 0 &&
-				msgs[len(msgs)-1].Role == weft.RoleAssistant && strings.HasPrefix(msgs[len(msgs)-1].Content, "done after") {
-				break
-			}
-			if time.Now().After(deadline) {
-				q, _ := st.Queued(ctx, id)
-				th, _ := st.Thread(ctx, id)
-				t.Fatalf("thread %s did not complete (status %s, %d queued):%s\nnode logs:\n%s", id, th.Status, len(q), dumpMessages(msgs), c.logs())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	elapsed := time.Since(posting)
-
-	// No message lost, no tool call run twice.
-	interrupted := 0
-	for _, id := range ids {
-		msgs, _ := st.Messages(ctx, id, weft.MessageQuery{Limit: -1})
-		users, results := 0, 0
-		for _, m := range msgs {
-			switch m.Role {
-			case weft.RoleUser:
-				users++
-			case weft.RoleTool:
-				results++
-				if m.Content != "recorded" {
-					interrupted++
-				}
-			}
-		}
-		if users != 1 || results != clusterToolCalls {
-			t.Fatalf("thread %s: %d user messages and %d tool results, want 1 and %d:%s", id, users, results, clusterToolCalls, dumpMessages(msgs))
-		}
-	}
-	raw, _ := os.ReadFile(lines)
-	seen := map[string]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		if seen[l] {
-			t.Fatalf("tool call run twice: %q", l)
-		}
-		seen[l] = true
-	}
-
-	// Every subscriber saw every event of its thread once, in order.
-	reconnects := 0
-	dist := map[int]int{}
-	for i, id := range ids {
-		evs, err := st.Events(ctx, id, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := make([]string, len(evs))
-		for k, e := range evs {
-			want[k] = strconv.FormatInt(e.Seq, 10) + " " + e.Type
-		}
-		got := subs[i].waitFor(ctx, int64(len(evs)))
-		if strings.Join(got, ", ") != strings.Join(want, ", ") {
-			t.Fatalf("thread %s: the subscriber saw\n%v\nthe store holds\n%v", id, got, want)
-		}
-		reconnects += subs[i].reconnects()
-		dist[subs[i].reconnects()]++
-	}
-
+	done, records, interrupted, reconnects, dist := checkConversations(t, ctx, c, st, ids, subs, lines)
+	elapsed := done.Sub(posting)
 	cancel()
 	t.Logf("%d threads × %d non-idempotent calls on %d nodes, 2 SIGKILLed and restarted: all completed in %v; "+
 		"%d records, 0 run twice; %d results interrupted by a kill; %d SSE reconnects (subscribers by reconnects: %v), every stream complete and in order",
-		threads, clusterToolCalls, clusterNodes, elapsed.Round(time.Millisecond), len(seen), interrupted, reconnects, dist)
+		threads, clusterToolCalls, clusterNodes, elapsed.Round(time.Millisecond), records, interrupted, reconnects, dist)
 	for _, n := range c.nodes {
 		n.srv.stop()
 	}
@@ -452,4 +390,162 @@ func (s *clusterSub) reconnects() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conns - 1
+}
+
+// checkConversations waits until every conversation has its final answer, then checks that each
+// has its one user message and clusterToolCalls results, that no tool line was written twice, and
+// that every subscriber saw exactly the thread's stored events, in order. It returns when the last
+// conversation completed, the records written, the results a kill interrupted, and the
+// subscribers' reconnects (with how many subscribers reconnected how often).
+func checkConversations(t *testing.T, ctx context.Context, c *cluster, st weft.Store, ids []string, subs []*clusterSub, lines string) (
+	done time.Time, records, interrupted, reconnects int, dist map[int]int) {
+	t.Helper()
+	// Every conversation completes.
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, id := range ids {
+		for {
+			msgs, err := st.Messages(ctx, id, weft.MessageQuery{Limit: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if th, _ := st.Thread(ctx, id); th != nil && th.Status != weft.ThreadRunning && len(msgs) > 0 &&
+				msgs[len(msgs)-1].Role == weft.RoleAssistant && strings.HasPrefix(msgs[len(msgs)-1].Content, "done after") {
+				break
+			}
+			if time.Now().After(deadline) {
+				q, _ := st.Queued(ctx, id)
+				th, _ := st.Thread(ctx, id)
+				t.Fatalf("thread %s did not complete (status %s, %d queued):%s\nnode logs:\n%s", id, th.Status, len(q), dumpMessages(msgs), c.logs())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	done = time.Now()
+
+	// No message lost, no tool call run twice.
+	for _, id := range ids {
+		msgs, _ := st.Messages(ctx, id, weft.MessageQuery{Limit: -1})
+		users, results := 0, 0
+		for _, m := range msgs {
+			switch m.Role {
+			case weft.RoleUser:
+				users++
+			case weft.RoleTool:
+				results++
+				if m.Content != "recorded" {
+					interrupted++
+				}
+			}
+		}
+		if users != 1 || results != clusterToolCalls {
+			t.Fatalf("thread %s: %d user messages and %d tool results, want 1 and %d:%s", id, users, results, clusterToolCalls, dumpMessages(msgs))
+		}
+	}
+	raw, _ := os.ReadFile(lines)
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if seen[l] {
+			t.Fatalf("tool call run twice: %q", l)
+		}
+		seen[l] = true
+	}
+
+	// Every subscriber saw every event of its thread once, in order.
+	dist = map[int]int{}
+	for i, id := range ids {
+		if subs[i] == nil {
+			continue
+		}
+		evs, err := st.Events(ctx, id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]string, len(evs))
+		for k, e := range evs {
+			want[k] = strconv.FormatInt(e.Seq, 10) + " " + e.Type
+		}
+		got := subs[i].waitFor(ctx, int64(len(evs)))
+		if strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("thread %s: the subscriber saw\n%v\nthe store holds\n%v", id, got, want)
+		}
+		reconnects += subs[i].reconnects()
+		dist[subs[i].reconnects()]++
+	}
+
+	return done, len(seen), interrupted, reconnects, dist
+}
+
+// serveKills is how many times TestServeCrashSIGKILL kills the server: 100, or WEFT_SERVE_KILLS.
+func serveKills(t *testing.T) int {
+	if v := os.Getenv("WEFT_SERVE_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("WEFT_SERVE_KILLS=%q", v)
+		}
+		return n
+	}
+	return 100
+}
+
+// TestServeCrashSIGKILL SIGKILLs one weft serve on the embedded SQLite default 100 times at random
+// points while conversations of non-idempotent tool calls run, restarting it each time. Each
+// round posts two new conversations (every other one followed over SSE), waits 0–250 ms and
+// kills. With no client action beyond reconnecting its streams, every conversation completes, no
+// posted message is lost, no tool call runs twice, and every stream holds its thread's events
+// once and in order.
+func TestServeCrashSIGKILL(t *testing.T) {
+	kills := serveKills(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	lines := filepath.Join(dir, "records.txt")
+	model := clusterModel(t)
+	writeRecordProject(t, filepath.Join(dir, "agents"), model.URL, lines)
+	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
+	c := &cluster{t: t, dir: dir,
+		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=300ms"},
+		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", db, "--workers", "64", "--log-level", "warn"}}
+	n := &clusterNode{id: "solo"}
+	c.nodes = []*clusterNode{n}
+	c.start(n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	var ids []string
+	var subs []*clusterSub
+	started := time.Now()
+	for round := range kills {
+		for k := range 2 {
+			var created struct {
+				Thread struct{ ID string } `json:"thread"`
+			}
+			n.srv.must("POST", "/api/threads", clusterAdminKey, `{"agent":"a"}`, 201, &created)
+			id := created.Thread.ID
+			var sub *clusterSub
+			if k == 0 {
+				sub = &clusterSub{c: c, thread: id, changed: make(chan struct{}, 1)}
+				go sub.follow(ctx)
+				sub.waitConnected(t)
+			}
+			n.srv.must("POST", "/api/threads/"+id+"/messages", clusterAdminKey, fmt.Sprintf(`{"content":"go %d"}`, round), 202, nil)
+			ids, subs = append(ids, id), append(subs, sub)
+		}
+		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
+		c.kill(n)
+		c.start(n)
+	}
+	key, err := envcrypt.ParseKey(keyText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, db, sqlite.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	done, records, interrupted, reconnects, _ := checkConversations(t, ctx, c, st, ids, subs, lines)
+	cancel()
+	t.Logf("%d SIGKILLs of weft serve (SQLite) at random points, restarted each time: %d conversations of %d non-idempotent calls "+
+		"all completed %v after the first post; %d records, 0 run twice; %d results interrupted by a kill; %d streams, %d reconnects, every stream complete and in order",
+		kills, len(ids), clusterToolCalls, done.Sub(started).Round(time.Millisecond), records, interrupted, len(ids)/2, reconnects)
+	n.srv.stop()
 }
