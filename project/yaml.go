@@ -17,6 +17,12 @@ const maxNesting = 64
 // parseYAML decodes one YAML or JSON document keeping mapping order (mappings become
 // goyaml.MapSlice). The fast yaml.v3 parser reads the document; on a syntax error the file is parsed
 // again with go-yaml, whose errors carry the line and the column.
+//
+// Why two YAML libraries: measured by BenchmarkParseYAML on the full test project's files, yaml.v3
+// with the node conversion below decodes them in about half the time and half the memory of
+// go-yaml's ordered decoder (2.5 ms, 445 KB, 5.2k allocs against 4.4-5.2 ms, 873 KB, 18k allocs per
+// load, 2-core machine), while only go-yaml reports a syntax error's column. A definitions load
+// (validate, every serve reload) pays the first on every file and the second only on a broken one.
 func parseYAML(src string, data []byte) (any, *weft.Diagnostic) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, &weft.Diagnostic{Source: src, Severity: weft.SeverityError, Message: "file is empty"}
