@@ -309,6 +309,8 @@ func filepathToSlash(p string) string { return strings.ReplaceAll(p, `\`, "/") }
 
 func (v *validator) mcpServer(s *MCPServer) {
 	src := v.r.mcp.src[s.Name]
+	// A server that validated would fail on every call: say so now, not at run time.
+	v.errf(src, "kind", "MCP servers are not supported by this version of Weft (it has no MCP client yet), so every call to %q's tools would fail; remove the definition until MCP support lands", s.Name)
 	v.variables(src, "variables", s.Variables)
 	declared := declaredTypes(s.Variables)
 	switch {

@@ -27,6 +27,34 @@ func lines(diags weft.Diagnostics) string {
 	return b.String()
 }
 
+// TestMCPNotSupported: an MCP server definition (and so any use of its tools) is a validation error
+// naming the file and saying why, not a tool that fails on every call; so is an MCP tool in a
+// .prompty file's front matter.
+func TestMCPNotSupported(t *testing.T) {
+	_, diags := project.Open("testdata/mcp", project.Options{})
+	got := lines(diags)
+	if !diags.HasErrors() || !strings.Contains(got, "tools/kb.yaml: kind: MCP servers are not supported by this version of Weft") {
+		t.Fatalf("diagnostics:\n%s", got)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "prompts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "---\nname: fs\ndescription: Reads files.\nmodel: {provider: openai, connection: {}, id: gpt-4o}\n" +
+		"tools:\n  - {name: mcp_fs, kind: mcp, connection: {url: 'http://localhost:1'}}\n  - {name: search, kind: bing_search}\n---\nsystem:\nHelp.\n"
+	if err := os.WriteFile(filepath.Join(dir, "prompts", "fs.prompty"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags = project.Open(dir, project.Options{})
+	got = lines(diags)
+	for _, want := range []string{"prompts/fs.prompty: tools[0]: kind: mcp tools in .prompty front matter cannot be bound",
+		"prompts/fs.prompty: tools[1]: tool kind \"bing_search\" cannot be bound"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}
+
 // TestFullProject loads a project that uses every definition kind and every tool-entry form
 // (definitions.md §4.4): it must validate without a single diagnostic.
 func TestFullProject(t *testing.T) {
@@ -36,7 +64,7 @@ func TestFullProject(t *testing.T) {
 	}
 	counts := fmt.Sprintf("models=%d providers=%d prompts=%d agents=%d tools=%d mcp=%d",
 		len(reg.Models()), len(reg.Providers()), len(reg.Prompts()), len(reg.Agents()), len(reg.Tools()), len(reg.MCPServers()))
-	if counts != "models=3 providers=1 prompts=10 agents=4 tools=9 mcp=1" {
+	if counts != "models=3 providers=1 prompts=10 agents=4 tools=9 mcp=0" {
 		t.Errorf("loaded %s", counts)
 	}
 	h, _ := reg.Prompt("helper")
@@ -50,7 +78,7 @@ func TestFullProject(t *testing.T) {
 	}
 	want := map[string]string{"word_count": "tool", "lookup_order": "tool", "search_docs": "tool", "fetch_page": "tool",
 		"summarize": "prompt", "translate": "prompt", "support": "handoff", "reviewer": "subagent",
-		"researcher": "resumable subagent", "web_search": "tool", "kb_lookup": "tool"}
+		"researcher": "resumable subagent", "web_search": "tool"}
 	if fmt.Sprint(roles) != fmt.Sprint(want) {
 		t.Errorf("roles %v\nwant  %v", roles, want)
 	}

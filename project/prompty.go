@@ -215,9 +215,9 @@ func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
 		}
 		return e, true
 	case "mcp":
-		d.warnf(path, "mcp tools in .prompty front matter are not bound; declare the server in tools/ (kind: mcp)")
+		d.errf(path, "kind: mcp tools in .prompty front matter cannot be bound (this version of Weft has no MCP client); remove the entry")
 	default:
-		d.warnf(path, "tool kind %q is not available for this prompt and is ignored", kind)
+		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, or a tool defined in tools/); remove the entry or define the tool", kind)
 	}
 	return weft.ToolEntry{}, false
 }
