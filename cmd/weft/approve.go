@@ -51,6 +51,9 @@ weft run prints it (exit status as weft run's; 6 when calls still wait for a dec
 			}
 			f.db, f.thread = *db, args[0]
 			f.decide = &decideRequest{call: args[1], decision: d}
+			if rc := remoteOf(g); rc != nil {
+				return rc.decide(cmd, f, args[0], f.decide)
+			}
 			return runAgent(cmd, g, f, []string{""})
 		},
 	}

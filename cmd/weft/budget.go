@@ -21,6 +21,13 @@ func newBudgetCmd(g *globals, db *string) *cobra.Command {
 		Use: "budget ID", Short: "Set a thread's budget (its subagents included) and show its spend", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if rc := remoteOf(g); rc != nil {
+				var set *weft.Budget
+				if cmd.Flags().Changed("usd") || cmd.Flags().Changed("tokens") {
+					set = &weft.Budget{MaxCostUSD: usd, MaxTokens: tokens}
+				}
+				return rc.budget(cmd, args[0], set)
+			}
 			reg, err := loadProject(g.dir)
 			if err != nil {
 				return err

@@ -65,7 +65,16 @@ type scriptStats struct {
 	Remaining int `json:"remaining"`
 }
 
-func buildDocument(ctx context.Context, st weft.Store, threadID string, res *engine.RunResult, script *scripted.Provider) (*document, error) {
+// docSource is what a document is read from: a store, or a server (remoteSource).
+type docSource interface {
+	Thread(ctx context.Context, id string) (*weft.Thread, error)
+	Messages(ctx context.Context, threadID string, q weft.MessageQuery) ([]weft.Message, error)
+	Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error)
+	Effects(ctx context.Context, threadID string) ([]weft.EffectRecord, error)
+	Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error)
+}
+
+func buildDocument(ctx context.Context, st docSource, threadID string, res *engine.RunResult, script *scripted.Provider) (*document, error) {
 	th, err := st.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err

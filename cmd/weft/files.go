@@ -14,10 +14,13 @@ import (
 
 // newFilesCmds builds `weft threads files ID` (a thread's files, attachments included) and
 // `weft threads file ID PATH [-o FILE]` (one file's bytes, to standard output or a file).
-func newFilesCmds(db *string) []*cobra.Command {
+func newFilesCmds(g *globals, db *string) []*cobra.Command {
 	files := &cobra.Command{
 		Use: "files ID", Short: "List a thread's files (attachments and tool outputs)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.files(cmd, a[0])
+			}
 			st, err := openExisting(cmd, *db)
 			if err != nil {
 				return err
@@ -46,6 +49,9 @@ func newFilesCmds(db *string) []*cobra.Command {
 	file := &cobra.Command{
 		Use: "file ID PATH", Short: "Write one of a thread's files to standard output (or -o FILE)", Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if rc := remoteOf(g); rc != nil {
+				return rc.file(cmd, a[0], a[1], outFile)
+			}
 			st, err := openExisting(cmd, *db)
 			if err != nil {
 				return err

@@ -22,10 +22,6 @@ func newProvideEnvCmd(g *globals, db *string) *cobra.Command {
 		Short: "Provide the variables a subagent asked for, and let it run",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			ctx := cmd.Context()
-			reg, err := loadProject(g.dir)
-			if err != nil {
-				return err
-			}
 			env := map[string]string{}
 			for _, kv := range a[2:] {
 				k, v, ok := strings.Cut(kv, "=")
@@ -33,6 +29,13 @@ func newProvideEnvCmd(g *globals, db *string) *cobra.Command {
 					return exit(exitUsage, fmt.Errorf("%q: want NAME=value", kv))
 				}
 				env[k] = v
+			}
+			if rc := remoteOf(g); rc != nil {
+				return rc.provideEnv(cmd, a[0], a[1], env)
+			}
+			reg, err := loadProject(g.dir)
+			if err != nil {
+				return err
 			}
 			sc, err := loadScript(script)
 			if err != nil {

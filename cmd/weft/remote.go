@@ -299,18 +299,11 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 			return remoteExit(err)
 		}
 	}
-	req, err := r.request(ctx, "GET", fmt.Sprintf("/api/threads/%s/events?after=%d", url.PathEscape(id), after), nil)
+	resp, err := r.openStream(ctx, id, after)
 	if err != nil {
 		return err
 	}
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return exit(exitFailure, fmt.Errorf("--server %s: %w", r.base, err))
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return remoteExit(weft.Errorf(weft.ENotFound, "thread %s: %s", id, resp.Status))
-	}
 	msg := map[string]any{"content": message}
 	if len(files) > 0 {
 		atts := make([]map[string]any, len(files))
@@ -322,6 +315,29 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	if err := r.do(ctx, "POST", "/api/threads/"+url.PathEscape(id)+"/messages", msg, nil); err != nil {
 		return remoteExit(err)
 	}
+	return r.follow(ctx, cmd, f, id, resp)
+}
+
+// openStream opens a thread's SSE stream after the cursor.
+func (r *remote) openStream(ctx context.Context, id string, after int64) (*http.Response, error) {
+	req, err := r.request(ctx, "GET", fmt.Sprintf("/api/threads/%s/events?after=%d", url.PathEscape(id), after), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return nil, exit(exitFailure, fmt.Errorf("--server %s: %w", r.base, err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, remoteExit(weft.Errorf(weft.ENotFound, "thread %s: %s", id, resp.Status))
+	}
+	return resp, nil
+}
+
+// follow prints a thread's run from its stream as weft run prints it, until the run stops: the
+// reply's text as it streams, the calls waiting for approval (exit 6), a failed stop (exit 1).
+func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id string, resp *http.Response) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	streamed, last := false, ""
 	sc := bufio.NewScanner(resp.Body)

@@ -547,6 +547,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	script := chatScript(t, 3)
 	sf, _ := os.OpenFile(script, os.O_APPEND|os.O_WRONLY, 0)
 	sf.WriteString("  - match: {prompt: careful}\n    tool_calls:\n      - {name: refund, arguments: {order_id: 42}}\n")
+	sf.WriteString("  - match: {prompt: careful}\n    text: Refund done.\n")
 	sf.WriteString("  - match: {prompt: vault}\n    delay: 3s\n    text: late\n")
 	sf.Close()
 	s := startServer(t, dir, nil, "--dir", repo("httpapi/testdata/agents"), "--db", db, "--model-script", script)
@@ -634,11 +635,46 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code1 != 0 || code2 != 0 || viaServer != local || !strings.Contains(local, "awaiting approval") {
 		t.Fatalf("threads show of a waiting call: exit %d/%d\nserver:\n%s\nlocal:\n%s", code1, code2, viaServer, local)
 	}
+	// Approving it over the server runs the call and prints the reply, as locally.
+	call := strings.Fields(errOut[strings.Index(errOut, "/approvals/")+len("/approvals/"):])[0]
+	out, errOut, code = runWeft(t, dir, append([]string{"threads", "approve", waiting, call}, remote...)...)
+	if code != 0 || strings.TrimSpace(out) != "Refund done." {
+		t.Fatalf("threads approve: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	_, errOut, code = runWeft(t, dir, append([]string{"threads", "deny", waiting, call}, remote...)...)
+	if code != exitUsage || !strings.Contains(errOut, "was already approved") {
+		t.Fatalf("deciding twice: exit %d %s", code, errOut)
+	}
+	// export, budget, files and file print over the server what they print from the database.
+	s.must("PUT", "/api/threads/"+id+"/fs/notes/today.txt", key, "remember the milk", 201, nil)
+	if out, errOut, code = runWeft(t, dir, append([]string{"threads", "budget", id, "--usd", "5"}, remote...)...); code != 0 || !strings.Contains(out, "budget: $5") {
+		t.Fatalf("threads budget: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"threads", "export", id}, {"threads", "budget", id}, {"threads", "files", id},
+		{"threads", "file", id, "/notes/today.txt"}} {
+		viaServer, errServer, code1 := runWeft(t, dir, append(args, remote...)...)
+		local, errLocal, code2 := runWeft(t, dir, append(args, "--db", db, "--dir", repo("httpapi/testdata/agents"))...)
+		if args[1] == "budget" {
+			viaServer, local = firstLines(viaServer, 2), firstLines(local, 2) // the default budget's wording differs
+		}
+		if code1 != 0 || code2 != 0 || viaServer != local || strings.Contains(viaServer, e2eSecret) {
+			t.Fatalf("%v: exit %d/%d\nserver:\n%s%s\nlocal:\n%s%s", args, code1, code2, viaServer, errServer, local, errLocal)
+		}
+	}
+	if _, errOut, code = runWeft(t, dir, append([]string{"threads", "provide-env", id, "req_missing", "A=b"}, remote...)...); code != exitUsage || !strings.Contains(errOut, "no variables request req_missing") {
+		t.Fatalf("provide-env of an unknown request: exit %d %s", code, errOut)
+	}
 	out, _, code = runWeft(t, dir, append([]string{"threads", "delete", id}, remote...)...)
 	if code != 0 || !strings.Contains(out, "deleted "+id) {
 		t.Fatalf("threads delete: exit %d %s", code, out)
 	}
 	s.stop()
+}
+
+// firstLines returns the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	return strings.Join(lines[:min(n, len(lines))], "")
 }
 
 // TestServeVariablesFlow: over plain HTTP against the binary, a subagent missing a scoped

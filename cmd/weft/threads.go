@@ -106,8 +106,8 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	export := &cobra.Command{
 		Use: "export ID", Short: "Print a thread as the weft run --json document", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if remoteOf(g) != nil {
-				return exit(exitUsage, fmt.Errorf("threads export reads a local store; against a server use GET /api/threads/%s and its messages", a[0]))
+			if rc := remoteOf(g); rc != nil {
+				return rc.threadsExport(cmd, a[0])
 			}
 			st, err := openExisting(cmd, db)
 			if err != nil {
@@ -172,7 +172,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
-	c.AddCommand(newFilesCmds(&db)...)
+	c.AddCommand(newFilesCmds(g, &db)...)
 	c.AddCommand(newProvideEnvCmd(g, &db))
 	return c
 }
