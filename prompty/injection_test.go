@@ -136,3 +136,21 @@ func TestInjectionStructuredPositions(t *testing.T) {
 		})
 	}
 }
+
+// TestInjectionTypeAttribute: a role marker's type decides structure (type="tool_call" opens a YAML
+// tool call), so a value inside it is refused, in both dialects; other attributes (name) may be
+// values.
+func TestInjectionTypeAttribute(t *testing.T) {
+	for _, d := range []string{DialectSeed, DialectV2} {
+		segs := []tmpl.Segment{{Kind: tmpl.Literal, Text: "system:\nhi\n\nassistant[type=\""}, {Kind: tmpl.Interp, Text: "tool", Source: "kind"},
+			{Kind: tmpl.Literal, Text: "_call\"]:\nid: c\nfunction:\n  name: f\n  arguments: {}\n"}}
+		_, err := ParseSegments(segs, ParseOptions{Dialect: d, File: "f.prompty"})
+		if err == nil || !strings.Contains(err.Error(), `the type attribute in role marker cannot come from a template value ("kind")`) {
+			t.Errorf("dialect %v: %v", d, err)
+		}
+		segs = []tmpl.Segment{{Kind: tmpl.Literal, Text: "user[name=\""}, {Kind: tmpl.Interp, Text: "ann", Source: "who"}, {Kind: tmpl.Literal, Text: "\"]:\nhi\n"}}
+		if p, err := ParseSegments(segs, ParseOptions{Dialect: d, File: "f.prompty"}); err != nil || len(p.Messages) != 1 || p.Messages[0].Name != "ann" {
+			t.Errorf("dialect %v: a name from a value: %+v, %v", d, p, err)
+		}
+	}
+}

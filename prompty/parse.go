@@ -660,6 +660,10 @@ func (p *parser) attrs(i, e int, where string) (attrs map[string]any, next int, 
 					if unsafe == nil && (containsByte(txt, '"') || containsByte(txt, '\n')) {
 						unsafe = p.errAt(i, fmt.Sprintf("unsafe value for %q in %s", sp.src, where), nil)
 					}
+					if unsafe == nil && key == "type" {
+						// type decides structure (a tool call's YAML body): values never make it.
+						unsafe = p.errAt(i, fmt.Sprintf("the type attribute in %s cannot come from a template value (%q)", where, sp.src), nil)
+					}
 					sb = append(sb, txt...)
 					i = end
 					continue
