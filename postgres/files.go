@@ -9,7 +9,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -181,49 +180,22 @@ func (r *fileReader) Open(ctx context.Context, threadID, p string) (io.ReadClose
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}
-	return &chunkReader{s: r.s, ctx: ctx, threadID: threadID, path: f.info.Path, id: f.id, count: f.chunks}, nil
+	return r.chunks(ctx, threadID, f.info.Path, f.id, f.chunks), nil
 }
 
-// chunkReader streams a chunked file by its row id, which a replaced file does not keep.
-type chunkReader struct {
-	s         *Store
-	ctx       context.Context
-	threadID  string
-	path      string
-	id        int64
-	n, count  int
-	buf       []byte
-	closedErr error
-}
-
-// Read reads from the current chunk, fetching the next one when it is used up.
-func (c *chunkReader) Read(p []byte) (int, error) {
-	if c.closedErr != nil {
-		return 0, c.closedErr
-	}
-	for len(c.buf) == 0 {
-		if c.n >= c.count {
-			return 0, io.EOF
-		}
+// chunks streams the chunks of one file version (the files row id).
+func (r *fileReader) chunks(ctx context.Context, threadID, path string, id int64, count int) *storecontract.ChunkReader {
+	return &storecontract.ChunkReader{ThreadID: threadID, Path: path, Count: count, Fetch: func(n int) ([]byte, bool, error) {
 		var data []byte
-		err := c.s.pool.QueryRow(c.ctx, `SELECT data FROM file_chunks WHERE file_id = $1 AND n = $2`, c.id, c.n).Scan(&data)
+		err := r.s.pool.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = $1 AND n = $2`, id, n).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, fmt.Errorf("thread %s: file %s changed while being read", c.threadID, c.path)
+			return nil, false, nil
 		}
 		if err != nil {
-			return 0, pgErr("thread "+c.threadID+": read "+c.path, err)
+			return nil, false, pgErr("thread "+threadID+": read "+path, err)
 		}
-		c.buf, c.n = data, c.n+1
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	return n, nil
-}
-
-// Close ends the stream; later reads fail.
-func (c *chunkReader) Close() error {
-	c.closedErr, c.buf = errors.New("read of closed file"), nil
-	return nil
+		return data, true, nil
+	}}
 }
 
 // ReadDir lists a directory's direct entries sorted by name.
@@ -268,28 +240,12 @@ func below(dir string, n int) (string, []any) {
 	return fmt.Sprintf(" AND path > $%d AND path < $%d", n, n+1), []any{dir + "/", dir + "0"}
 }
 
-// globDir returns the longest directory prefix of a glob without wildcards.
-func globDir(glob string) string {
-	segs := strings.Split(strings.TrimPrefix(glob, "/"), "/")
-	dir := ""
-	for _, s := range segs[:len(segs)-1] {
-		if strings.ContainsAny(s, `*?[\`) {
-			break
-		}
-		dir += "/" + s
-	}
-	if dir == "" {
-		return "/"
-	}
-	return dir
-}
-
 // Find lists files (not directories) matching a ** glob, sorted by path.
 func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.FileInfo, error) {
 	if err := storecontract.CheckGlob(glob); err != nil {
 		return nil, err
 	}
-	cond, args := below(globDir(glob), 2)
+	cond, args := below(storecontract.GlobDir(glob), 2)
 	all, err := r.list(ctx, threadID, `SELECT `+fileCols+` FROM files WHERE thread_id = $1 AND NOT is_dir`+cond+` ORDER BY path`,
 		append([]any{threadID}, args...)...)
 	if err != nil {
@@ -342,7 +298,7 @@ func (r *fileReader) Grep(ctx context.Context, threadID, pattern string, o weft.
 	for _, c := range cands {
 		var src io.Reader
 		if c.chunks > 0 {
-			src = &chunkReader{s: r.s, ctx: ctx, threadID: threadID, path: c.path, id: c.id, count: c.chunks}
+			src = r.chunks(ctx, threadID, c.path, c.id, c.chunks)
 		} else {
 			var data []byte
 			err := r.s.pool.QueryRow(ctx, `SELECT data FROM files WHERE id = $1`, c.id).Scan(&data)

@@ -5,9 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,17 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
 // Migration is one embedded schema step.
-type Migration struct {
-	Version int
-	Name    string
-	sql     string
-}
+type Migration = storecontract.Migration
 
 // migrationLock is the advisory lock id under which a database is migrated, so that nodes starting
 // together migrate it once ("weft" in ASCII).
@@ -33,25 +27,7 @@ const migrationLock = 0x77656674
 
 // Migrations returns the embedded migrations in version order; files are named NNNN_name.sql.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s: name must start with a version number", e.Name())
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Migration{Version: v, Name: e.Name(), sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
-	return out, nil
+	return storecontract.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this binary migrates to.
@@ -94,7 +70,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if m.Version <= cur {
 				continue
 			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",

@@ -19,14 +19,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/storecontract"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -84,34 +83,9 @@ var _ weft.Store = (*Store)(nil)
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one embedded schema step.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order; files are named NNNN_name.sql.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s: name must start with a version number", e.Name())
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	return out, nil
+// migrations returns the embedded migrations in version order.
+func migrations() ([]storecontract.Migration, error) {
+	return storecontract.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this binary migrates to.
@@ -120,7 +94,7 @@ func SchemaVersion() int {
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // Open opens (creating if needed) the database at dsn — a file path, or ":memory:" — migrates it and
@@ -317,7 +291,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	return s.rawWrite(ctx, func(c *sql.Conn) error {
 		if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
@@ -331,14 +305,14 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("database schema version %d is newer than this Weft supports (%d): upgrade Weft", cur, latest)
 		}
 		for _, m := range ms {
-			if m.version <= cur {
+			if m.Version <= cur {
 				continue
 			}
-			if _, err := c.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := c.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 			if _, err := c.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.version, m.name, s.now().UnixNano()); err != nil {
+				m.Version, m.Name, s.now().UnixNano()); err != nil {
 				return err
 			}
 		}

@@ -106,7 +106,7 @@ func TestRunStateAndLeasesMigrated(t *testing.T) {
 	}
 	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
 	for _, m := range ms[:2] {
-		stmts = append(stmts, m.sql, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.version, m.name))
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
 	}
 	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
 			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`,
