@@ -166,7 +166,7 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	}
 	// Runs of one thread are serialized; sorting by stop number only guards the order.
 	slices.SortStableFunc(res.Stops, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
-	return res, nil
+	return e.withValue(ctx, threadID, res), nil
 }
 
 // stopInfoOf reads a run_stopped event's payload.

@@ -167,11 +167,29 @@ var errStopped = errors.New("execution stopped by user")
 // RunResult describes what Run did.
 type RunResult struct {
 	// Stops lists each run's stop, in order.
-	Stops []weft.StopInfo
+	Stops []weft.StopInfo `json:"stops"`
 	// Steps is the number of steps over all runs.
-	Steps int
+	Steps int `json:"steps"`
 	// LastLineRedactions counts secrets the last-line pass found in requests (env.md §6.3).
-	LastLineRedactions int
+	LastLineRedactions int `json:"last_line_redactions"`
+	// Value is the structured answer of the thread's last reply when its prompt declares an
+	// output schema and the last run stopped well (the reply's metadata "structured").
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// withValue sets res.Value from the thread's last reply when it carries a structured answer.
+func (e *Engine) withValue(ctx context.Context, threadID string, res *RunResult) *RunResult {
+	if res == nil || len(res.Stops) == 0 || !res.Last().Reason.OK() {
+		return res
+	}
+	msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
+	if err != nil || len(msgs) == 0 {
+		return res
+	}
+	if v, ok := msgs[0].Metadata["structured"]; ok {
+		res.Value, _ = json.Marshal(v)
+	}
+	return res
 }
 
 // Last returns the last stop.
@@ -207,7 +225,8 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 		return nil, err
 	}
 	defer release()
-	return e.runHeld(held, threadID, trigger, side)
+	res, err := e.runHeld(held, threadID, trigger, side)
+	return e.withValue(ctx, threadID, res), err
 }
 
 // runHeld is run for a caller holding the thread's turn (acquire).

@@ -59,6 +59,12 @@ func TestStructuredOutput(t *testing.T) {
 			if res.Last().Reason != tc.wantReason || calls != tc.wantCalls || !strings.Contains(res.Last().Error, tc.wantErr) {
 				t.Fatalf("stop %+v after %d calls", res.Last(), calls)
 			}
+			// The Go API returns the value with the result (RunResult JSON: "value").
+			doc, _ := json.Marshal(res)
+			if tc.wantValue != "" && string(res.Value) != tc.wantValue || tc.wantValue == "" && res.Value != nil ||
+				tc.wantValue != "" && !strings.Contains(string(doc), `"value":`+tc.wantValue) {
+				t.Errorf("RunResult value %s (JSON %s), want %s", res.Value, doc, tc.wantValue)
+			}
 			if len(notes) != calls-1 || (len(notes) > 0 && !strings.Contains(notes[0], "Your answer was not accepted")) {
 				t.Errorf("corrective notes: %q", notes)
 			}
