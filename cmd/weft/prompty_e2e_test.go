@@ -328,3 +328,35 @@ func TestPromptyServerless(t *testing.T) {
 		t.Errorf("request %s auth %q model %v messages %q", r.Path, r.Auth, r.Model, roles(r.Messages))
 	}
 }
+
+// TestRenderPromptyWithoutEnv: previewing a v1 Azure .prompty calls no model, so the endpoint and
+// key variables its front matter names need not be set.
+func TestRenderPromptyWithoutEnv(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"chat.prompty": `---
+name: Chat
+description: A chat prompt
+model:
+  api: chat
+  configuration:
+    type: azure_openai
+    azure_endpoint: ${env:WEFT_TEST_UNSET_ENDPOINT}
+    azure_deployment: gpt-4o
+    api_key: ${env:WEFT_TEST_UNSET_KEY}
+inputs:
+  question: {type: string}
+sample:
+  question: What is Prompty?
+---
+system:
+You are helpful.
+{% if question %}
+user:
+{{question}}
+{% endif %}
+`})
+	out, errOut, code := runWeft(t, dir, "render", "chat.prompty")
+	if code != 0 || out != "system:\nYou are helpful.\n\nuser:\nWhat is Prompty?\n" {
+		t.Fatalf("exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
+	}
+}

@@ -97,7 +97,15 @@ error, 4 invalid arguments.`,
 func renderRegistry(dir, arg string) (*weft.Registry, string, error) {
 	if strings.EqualFold(filepath.Ext(arg), ".prompty") {
 		if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-			reg, name, diags := project.OpenPrompty(arg, project.Options{})
+			// A preview calls no model: a front-matter ${env:NAME} that is not set (an endpoint, a
+			// key) reads as that text instead of failing, as Prompty users preview a file.
+			lookup := func(name string) (string, bool) {
+				if v, ok := os.LookupEnv(name); ok {
+					return v, true
+				}
+				return "${env:" + name + "}", true
+			}
+			reg, name, diags := project.OpenPrompty(arg, project.Options{LookupEnv: lookup})
 			if diags.HasErrors() {
 				return nil, "", exit(exitDefinitions, diags.Err())
 			}
