@@ -14,6 +14,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/schema"
 )
 
 var errCrashed = errors.New("process crashed")
@@ -487,5 +488,47 @@ func TestHeldReportSurvivesRestart(t *testing.T) {
 	}
 	if docs, _ := mem.ExecState(ctx, kids[0].ID); docs["subagent_held/7"] != nil {
 		t.Errorf("held report record left: %s", docs["subagent_held/7"])
+	}
+}
+
+// TestResumeWithChangedDefinitions: the process dies after storing a reply with two calls; the
+// next one starts with changed definitions — one tool removed, the other's schema now requiring an
+// argument the call lacks. Neither call silently proceeds: each gets a tool result saying why it did
+// not run, the model reads them, and the thread finishes.
+func TestResumeWithChangedDefinitions(t *testing.T) {
+	var ran atomic.Int64
+	tool := func(name string, args *weft.Schema) *weft.Tool {
+		return &weft.Tool{Name: name, Description: "d", Args: args, Idempotent: true, Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			ran.Add(1)
+			return weft.Success(name + " ok"), nil
+		})}
+	}
+	mem, _ := memstore.New(memstore.Options{})
+	ctx := context.Background()
+	first, _ := engine.New(engine.Options{Registry: registry([]*weft.Tool{tool("charge", nil), tool("lookup", nil)}, nil),
+		Store: &crashStore{Store: mem, after: 1}, Override: modelByHistory, LeaseTTL: 30 * time.Millisecond})
+	th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+		t.Fatal(err)
+	}
+	first.Run(ctx, th.ID) // dies once the reply and its calls are stored, before any result is
+	before := ran.Load()
+	time.Sleep(40 * time.Millisecond)
+	changed := registry([]*weft.Tool{tool("charge", schema.Object(schema.Field("amount", schema.Integer())))}, nil)
+	second, _ := engine.New(engine.Options{Registry: changed, Store: mem, Override: modelByHistory})
+	res, err := second.Continue(ctx, th.ID, "")
+	if err != nil || res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("resume: %+v %v", res.Last(), err)
+	}
+	results := map[string]string{}
+	msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	for _, m := range msgs {
+		if m.Role == weft.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	if !strings.Contains(results["c1"], `missing required property "amount"`) ||
+		!strings.Contains(results["c2"], `Tool "lookup" is not available for this prompt`) || ran.Load() != before {
+		t.Fatalf("results %q; tools run after the resume: %d", results, ran.Load()-before)
 	}
 }

@@ -507,7 +507,7 @@ func TestServeCrashSIGKILL(t *testing.T) {
 	n := &clusterNode{id: "solo"}
 	c.nodes = []*clusterNode{n}
 	c.start(n)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(kills)*time.Second)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	var ids []string
