@@ -25,6 +25,11 @@ const (
 	// MaxToolResultBytes bounds a tool's result text; a longer one is replaced by an error result
 	// saying so (never cut).
 	MaxToolResultBytes = 4 << 20
+	// DefaultMaxThreadMessages bounds a thread's length: once it holds this many messages (counted
+	// by seq, deleted ones included), a new posted message is refused (engine.Options.MaxThreadMessages
+	// raises it). Context assembly and listings read a thread's messages, so an endless thread
+	// would make every step slower.
+	DefaultMaxThreadMessages = 100_000
 )
 
 // JSONDepth returns the deepest nesting of arrays and objects in a JSON text (0 for a scalar);

@@ -47,6 +47,9 @@ type Options struct {
 	OnTrace func(line []byte)
 	// LeaseTTL is how long a run's lease lasts between renewals (default 30s).
 	LeaseTTL time.Duration
+	// MaxThreadMessages refuses a message posted to a thread that already holds this many
+	// (default weft.DefaultMaxThreadMessages; negative: no limit).
+	MaxThreadMessages int
 	// RecordEvents keeps every event except streamed text deltas in the thread's event log, written
 	// in the run's transactions, so that Subscribe can replay what a client missed — after a
 	// dropped connection or a restart. Servers set it; it costs a small transaction before each
@@ -124,6 +127,9 @@ func New(opt Options) (*Engine, error) {
 	}
 	if e.opt.LeaseTTL == 0 {
 		e.opt.LeaseTTL = 30 * time.Second
+	}
+	if e.opt.MaxThreadMessages == 0 {
+		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
 	return e, nil
 }
@@ -284,6 +290,21 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	return id, err
 }
 
+// checkThreadLength refuses a message to a thread that reached Options.MaxThreadMessages (its newest
+// message's seq: one indexed read).
+func (e *Engine) checkThreadLength(ctx context.Context, threadID string) error {
+	limit := e.opt.MaxThreadMessages
+	if limit < 0 {
+		return nil
+	}
+	last, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, MaxDepth: 1 << 20})
+	if err != nil || len(last) == 0 || last[0].Seq < int64(limit) {
+		return err
+	}
+	return weft.Errorf(weft.EInvalid, "thread %s holds %d messages; the limit is %d: start a new thread, or raise "+
+		"engine.Options.MaxThreadMessages (weft: WEFT_MAX_THREAD_MESSAGES)", threadID, last[0].Seq, limit)
+}
+
 // enqueue queues a message without waking anyone.
 func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
 	if m.Role == "" {
@@ -298,6 +319,9 @@ func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage
 		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
 	}
 	if err := weft.CheckNewMessage(m); err != nil {
+		return "", err
+	}
+	if err := e.checkThreadLength(ctx, threadID); err != nil {
 		return "", err
 	}
 	// PushQueue refuses an unknown or terminated thread atomically. A message with attachments is

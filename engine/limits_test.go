@@ -9,6 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -77,5 +78,44 @@ func TestToolCallsPerReplyLimit(t *testing.T) {
 	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}, Limit: 1000})
 	if ran != weft.MaxToolCallsPerReply || len(msgs) != n || !strings.Contains(msgs[n-1].Content, "may make 128 tool calls at most") {
 		t.Errorf("ran %d, %d results, last %q", ran, len(msgs), msgs[len(msgs)-1].Content)
+	}
+}
+
+// TestThreadLengthLimit: a message to a thread holding MaxThreadMessages messages is refused with
+// an error naming the limit and how to raise it; nothing is queued; a negative limit turns it off.
+func TestThreadLengthLimit(t *testing.T) {
+	reg := registry(nil, nil)
+	text := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		return &weft.Response{Text: "ok"}, nil
+	})
+	for _, tc := range []struct {
+		limit   int
+		refused bool
+	}{{4, true}, {5, false}, {-1, false}} {
+		st, _ := memstore.New(memstore.Options{})
+		eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: text, MaxThreadMessages: tc.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+		for i := range 2 {
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: fmt.Sprint("turn ", i)}}); err != nil {
+				t.Fatalf("limit %d, turn %d: %v", tc.limit, i, err)
+			}
+		}
+		_, err = eng.Send(ctx, th.ID, weft.NewMessage{Content: "one more"})
+		if got := err != nil; got != tc.refused {
+			t.Fatalf("limit %d: %v", tc.limit, err)
+		}
+		if tc.refused {
+			if weft.ErrorCode(err) != weft.EInvalid || !strings.Contains(err.Error(), "holds 4 messages; the limit is 4") ||
+				!strings.Contains(err.Error(), "MaxThreadMessages") {
+				t.Errorf("refusal: %v", err)
+			}
+			if q, _ := st.Queued(ctx, th.ID); len(q) != 0 {
+				t.Errorf("a refused message was queued: %+v", q)
+			}
+		}
 	}
 }

@@ -38,3 +38,21 @@ func TestInputOverLimitRefused(t *testing.T) {
 		t.Errorf("attachment over the limit: exit %d: %s", code, errOut)
 	}
 }
+
+// TestRunThreadLengthLimit: WEFT_MAX_THREAD_MESSAGES refuses a message to a thread that long with
+// exit 2 and the limit named.
+func TestRunThreadLengthLimit(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := dir + "/p"
+	out, errOut, code := runWeft(t, proj, "run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml", "--json")
+	if code != 0 {
+		t.Fatalf("first run: exit %d %s", code, errOut)
+	}
+	id := between(out, `"id": "`, `"`)
+	t.Setenv("WEFT_MAX_THREAD_MESSAGES", "2")
+	_, errOut, code = runWeft(t, proj, "run", "assistant", "And now?", "--thread", id, "--model-script", "examples/hello.script.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "the limit is 2") || !strings.Contains(errOut, "WEFT_MAX_THREAD_MESSAGES") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,20 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	return c
 }
 
+// envMaxThreadMessages reads WEFT_MAX_THREAD_MESSAGES: the messages a thread may hold before new
+// ones are refused (0: the default, weft.DefaultMaxThreadMessages; negative: no limit).
+func envMaxThreadMessages() (int, error) {
+	v := os.Getenv("WEFT_MAX_THREAD_MESSAGES")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, exit(exitUsage, fmt.Errorf("WEFT_MAX_THREAD_MESSAGES=%q: want a whole number", v))
+	}
+	return n, nil
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
@@ -128,7 +143,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	defer store.Close()
 
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil))}
+	maxMsgs, err := envMaxThreadMessages()
+	if err != nil {
+		return err
+	}
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs}
 	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
 		ttl, err := time.ParseDuration(v)
 		if err != nil || ttl <= 0 {

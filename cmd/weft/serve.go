@@ -130,10 +130,14 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 			return exit(exitUsage, fmt.Errorf("WEFT_LEASE_TTL=%q: want a positive duration such as 30s", v))
 		}
 	}
+	maxMsgs, err := envMaxThreadMessages()
+	if err != nil {
+		return err
+	}
 	hub := httpapi.NewHub()
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID}
+			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs}
 		if script != nil {
 			opt.Override = script
 		}
