@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -475,6 +476,9 @@ func checkConversations(t *testing.T, ctx context.Context, c *cluster, st weft.S
 	return done, len(seen), interrupted, reconnects, dist
 }
 
+// attachmentText is the content of the attachment posted to thread id.
+func attachmentText(id string) string { return "notes of " + id + "\n" }
+
 // serveKills is how many times TestServeCrashSIGKILL kills the server: 100, or WEFT_SERVE_KILLS.
 func serveKills(t *testing.T) int {
 	if v := os.Getenv("WEFT_SERVE_KILLS"); v != "" {
@@ -510,7 +514,7 @@ func TestServeCrashSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(kills)*time.Second)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	var ids []string
+	var ids, attached []string
 	var subs []*clusterSub
 	started := time.Now()
 	for round := range kills {
@@ -526,7 +530,14 @@ func TestServeCrashSIGKILL(t *testing.T) {
 				go sub.follow(ctx)
 				sub.waitConnected(t)
 			}
-			n.srv.must("POST", "/api/threads/"+id+"/messages", clusterAdminKey, fmt.Sprintf(`{"content":"go %d"}`, round), 202, nil)
+			body := fmt.Sprintf(`{"content":"go %d"}`, round)
+			if k == 1 {
+				// Attachments in flight: the file and its message are written together or not at all.
+				body = fmt.Sprintf(`{"content":"go %d","attachments":[{"name":"note.txt","mime_type":"text/plain","data":%q}]}`,
+					round, base64.StdEncoding.EncodeToString([]byte(attachmentText(id))))
+				attached = append(attached, id)
+			}
+			n.srv.must("POST", "/api/threads/"+id+"/messages", clusterAdminKey, body, 202, nil)
 			ids, subs = append(ids, id), append(subs, sub)
 		}
 		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
@@ -543,9 +554,25 @@ func TestServeCrashSIGKILL(t *testing.T) {
 	}
 	defer st.Close()
 	done, records, interrupted, reconnects, _ := checkConversations(t, ctx, c, st, ids, subs, lines)
+	// Each attachment is stored once, with its message, and no file is left without one.
+	for _, id := range attached {
+		usage, err := st.Files().Usage(ctx, id)
+		if err != nil || usage.Files != 1 {
+			t.Fatalf("thread %s: %d files (%v), want its one attachment", id, usage.Files, err)
+		}
+		msgs, _ := st.Messages(ctx, id, weft.MessageQuery{Limit: 1})
+		if len(msgs) != 1 || len(msgs[0].Attachments) != 1 {
+			t.Fatalf("thread %s: the user message lost its attachment: %+v", id, msgs)
+		}
+		data, err := st.Files().ReadFile(ctx, id, msgs[0].Attachments[0].Path)
+		if err != nil || string(data) != attachmentText(id) {
+			t.Fatalf("thread %s: attachment %q, %v", id, data, err)
+		}
+	}
 	cancel()
 	t.Logf("%d SIGKILLs of weft serve (SQLite) at random points, restarted each time: %d conversations of %d non-idempotent calls "+
-		"all completed %v after the first post; %d records, 0 run twice; %d results interrupted by a kill; %d streams, %d reconnects, every stream complete and in order",
-		kills, len(ids), clusterToolCalls, done.Sub(started).Round(time.Millisecond), records, interrupted, len(ids)/2, reconnects)
+		"all completed %v after the first post; %d records, 0 run twice; %d results interrupted by a kill; %d streams, %d reconnects, every stream complete and in order; "+
+		"%d attachments each stored once with its message, 0 orphan files",
+		kills, len(ids), clusterToolCalls, done.Sub(started).Round(time.Millisecond), records, interrupted, len(ids)/2, reconnects, len(attached))
 	n.srv.stop()
 }
