@@ -126,9 +126,10 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if s.depth > 0 || (r.thread.ParentID != "" && !blockingChild(r.thread)) {
-		// A sub-prompt's nested run, or a subagent's thread, cannot be parked yet (its caller would
-		// not learn when the decision comes): the call is answered, never run unapproved.
+	if s.depth > 0 || (r.thread.ParentID != "" && !blockingChild(r.thread) && !backgroundChild(r.thread)) {
+		// A sub-prompt's nested run, or a resumable subagent's thread, cannot be parked yet (its
+		// caller would not learn when the decision comes): the call is answered, never run
+		// unapproved. A blocking child parks with its parent; a background child parks alone.
 		where := "a sub-prompt"
 		if s.depth == 0 {
 			where = "a subagent"
@@ -169,6 +170,14 @@ func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error 
 	}
 	r.noteCall(rec)
 	return nil
+}
+
+// backgroundChild tells whether a thread is a non-blocking subagent: it runs in a driver of its own
+// and reports to its parent when it stops, so it can wait for a person on its own (its parent
+// goes on) and report once the decided calls have run.
+func backgroundChild(t *weft.Thread) bool {
+	row, ok := registryRow(t)
+	return ok && row["blocking"] == false
 }
 
 // blockingChild tells whether a thread is a blocking, non-resumable subagent: its parent's call
@@ -264,6 +273,14 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	if waiting > 0 {
 		return false, nil
 	}
+	// A background subagent goes on in a driver of its own, which reports its outcome to the
+	// parent when it stops, as the driver that started it would have.
+	if child, err := e.store.Thread(ctx, target); err == nil && backgroundChild(child) {
+		if a, owner, mode, ok := e.driveArgs(child); ok {
+			e.goDrive(context.WithoutCancel(ctx), child, a, owner, mode, true)
+			return true, nil
+		}
+	}
 	if e.serving.Load() {
 		e.wake(ctx, threadID, rootOf(t), &wakeKind{trigger: "continue"})
 	}
@@ -316,7 +333,7 @@ func (e *Engine) PendingApprovals(ctx context.Context, threadID string) ([]weft.
 		return nil, err
 	}
 	for _, k := range kids {
-		if !blockingChild(k) {
+		if !blockingChild(k) && !backgroundChild(k) {
 			continue
 		}
 		more, err := e.PendingApprovals(ctx, k.ID)

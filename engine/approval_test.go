@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -488,5 +490,89 @@ func TestApprovalInSubPromptIsAnswered(t *testing.T) {
 	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
 	if len(msgs) == 0 || !strings.Contains(msgs[0].Content, "which a sub-prompt cannot wait for") {
 		t.Errorf("tool messages %+v", msgs)
+	}
+}
+
+// TestApprovalInBackgroundSubagent: a non-blocking subagent's call that needs approval parks the
+// child alone — its parent went on — and is listed and decided through the parent; the decided
+// child runs the tool once, stops, and reports to the parent, which answers with the report.
+func TestApprovalInBackgroundSubagent(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same_process", true: "after_restart"}[restart], func(t *testing.T) {
+			testApprovalInBackgroundSubagent(t, restart)
+		})
+	}
+}
+
+// testApprovalInBackgroundSubagent: with restart, the decision is made by a new engine on the same
+// store (a restarted process): Recover leaves the waiting child alone, and Decide drives it on.
+func testApprovalInBackgroundSubagent(t *testing.T, restart bool) {
+	no := false
+	reg := subagentRegistry(weft.ToolEntry{Blocking: &no}, nil)
+	var ran atomic.Int32
+	reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			ran.Add(1)
+			return weft.Success("refunded"), nil
+		})})
+	rp, _ := reg.Prompt("reviewer")
+	rp.Tools = append(rp.Tools, weft.ToolEntry{Name: "refund"})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Prompt == "reviewer" && last.Role == weft.RoleTool:
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "approve", Arguments: `{"summary":` + strconvQuote(last.Text()) + `}`}}}, nil
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
+		case last.Role == weft.RoleTool:
+			return &weft.Response{Text: "Started the review."}, nil
+		case strings.Contains(last.Text(), "refunded"):
+			return &weft.Response{Text: "The child reported: refunded"}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "p1", Name: "review", Arguments: `{"message":"Refund please"}`}}}, nil
+	})
+	eng, st := newEngine(t, reg, model, nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
+	if err != nil || res.Last().Reason != weft.StopOnResponse || ran.Load() != 0 {
+		t.Fatalf("%+v %v, ran %d", res, err, ran.Load())
+	}
+	pending, _ := eng.PendingApprovals(ctx, th.ID)
+	if len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID == th.ID {
+		t.Fatalf("pending %+v", pending)
+	}
+	child, _ := st.Thread(ctx, pending[0].ThreadID)
+	if child.Status != weft.ThreadAwaitingApproval {
+		t.Fatalf("child status %s", child.Status)
+	}
+	if restart {
+		eng.Wait()
+		var err error
+		if eng, err = engine.New(engine.Options{Registry: reg, Store: st, Override: model}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.RecoverAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		eng.Wait()
+		if c, _ := st.Thread(ctx, child.ID); c.Status != weft.ThreadAwaitingApproval || ran.Load() != 0 {
+			t.Fatalf("after recovery: child %s, ran %d", c.Status, ran.Load())
+		}
+	}
+	if ready, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
+		t.Fatalf("Decide: %v %v", ready, err)
+	}
+	eng.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for lastText(t, st, th.ID) != "The child reported: refunded" {
+		if time.Now().After(deadline) {
+			t.Fatalf("ran %d; parent's last answer %q", ran.Load(), lastText(t, st, th.ID))
+		}
+		time.Sleep(10 * time.Millisecond)
+		eng.Wait()
+	}
+	if ran.Load() != 1 {
+		t.Errorf("the tool ran %d times", ran.Load())
 	}
 }

@@ -108,6 +108,9 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			e.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
 			continue
 		}
+		if k.Status == weft.ThreadAwaitingApproval {
+			continue // waits for a person: Decide drives it on, and its driver reports
+		}
 		st, err := loadExecState(ctx, e.store, k.ID)
 		if err != nil {
 			return err

@@ -405,6 +405,21 @@ func (e *Engine) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent,
 	})
 }
 
+// driveArgs reads from a background child's registry row what its driver needs: its agent, the
+// parent side it reports to and how it reports.
+func (e *Engine) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMode, bool) {
+	row, ok := registryRow(child)
+	if !ok {
+		return nil, "", childMode{}, false
+	}
+	a, ok := e.reg.Agent(child.Agent)
+	if !ok {
+		return nil, "", childMode{}, false
+	}
+	owner, _ := row["owner_side"].(string)
+	return a, weft.Side(owner), childMode{resumable: row["resumable"] == true, explicit: row["parent_communication"] == "explicit"}, true
+}
+
 // drivenHere tells whether a driver of this process is running the child.
 func (e *Engine) drivenHere(childID string) bool {
 	e.mu.Lock()
@@ -425,6 +440,11 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		info, ran, err := e.driveOnce(ctx, child, resume)
 		resume = false
 		if !ran {
+			return
+		}
+		if err == nil && info.Reason == weft.StopAwaitingApproval {
+			// The child waits for a person: nothing to report yet. Decide starts a driver again
+			// once its calls are decided, and that one reports.
 			return
 		}
 		var out weft.ToolResult
@@ -464,10 +484,10 @@ func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool)
 	}
 	trigger := "message"
 	if len(q) == 0 {
-		if !resume || t.Status != weft.ThreadRunning {
+		if !resume || (t.Status != weft.ThreadRunning && t.Status != weft.ThreadAwaitingApproval) {
 			return weft.StopInfo{}, false, nil
 		}
-		trigger = "continue" // a run a crash interrupted
+		trigger = "continue" // a run a crash interrupted, or one whose calls were decided
 	}
 	info, _, _, err := e.runOnce(held, child.ID, trigger, "")
 	switch {
