@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -159,6 +160,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	st, err := s.open(ctx, key, opts)
 	if err != nil {
 		s.removeCreated()
+		if !s.memory && readOnlyFile(s.file) {
+			return nil, fmt.Errorf("sqlite: %s is on a read-only file system; weft writes its database, so make it writable or use another --db: %w", s.file, err)
+		}
 		return nil, err
 	}
 	if s.keyCreated {
@@ -167,6 +171,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.createdFiles = nil
 	return st, nil
+}
+
+// readOnlyFile reports whether path cannot be written because its file system is read-only.
+func readOnlyFile(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		f.Close()
+		return false
+	}
+	return errors.Is(err, syscall.EROFS)
 }
 
 // removeCreated removes the files a failed Open created.

@@ -1,0 +1,235 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/sqlite"
+)
+
+// faultyStore fails write transactions with an I/O fault while it is on: SQLite's errors when the
+// disk is full or a write or fsync fails (the store itself stays usable once the fault clears).
+type faultyStore struct {
+	weft.Store
+	fault  atomic.Pointer[error]
+	writes atomic.Int32 // fenced transactions committed
+	after  int32        // the fault starts after this many
+}
+
+func (s *faultyStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	if p := s.fault.Load(); p != nil && f != nil && s.writes.Load() >= s.after {
+		return *p
+	}
+	err := s.Store.Tx(ctx, id, f, fn)
+	if err == nil && f != nil {
+		s.writes.Add(1)
+	}
+	return err
+}
+
+// countTool is a non-idempotent tool counting its runs.
+func countTool(name string, n *atomic.Int32) *weft.Tool {
+	return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		n.Add(1)
+		return weft.Success(name + " ok"), nil
+	})}
+}
+
+// TestWriteFaults: the disk fills up, or a write or fsync fails, at each step boundary of a
+// conversation with a non-idempotent tool. The run stops with step_error naming the fault; what
+// was committed before stays; once the fault clears, continuing the thread finishes it, and the
+// tool has run at most once.
+func TestWriteFaults(t *testing.T) {
+	faults := map[string]error{
+		"disk_full":  errors.New("sqlite: database or disk is full (13)"),
+		"io_error":   errors.New("sqlite: disk I/O error (10)"),
+		"fsync_fail": errors.New("sqlite: disk I/O error (4874): fsync"),
+	}
+	for name, fault := range faults {
+		for after := int32(0); after <= 3; after++ {
+			t.Run(fmt.Sprintf("%s_after_%d", name, after), func(t *testing.T) {
+				var charges atomic.Int32
+				reg := registry([]*weft.Tool{countTool("charge", &charges), countTool("lookup", new(atomic.Int32))}, nil)
+				db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				fs := &faultyStore{Store: db, after: after}
+				fs.fault.Store(&fault)
+				ctx := context.Background()
+				eng, _ := engine.New(engine.Options{Registry: reg, Store: fs, Override: modelByHistory, LeaseTTL: time.Second})
+				th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "pay"}})
+				if err == nil && res.Last().Reason != weft.StopStepError {
+					t.Fatalf("under the fault: %+v", res.Last())
+				}
+				if err == nil && !strings.Contains(res.Last().Error, strings.TrimPrefix(fault.Error(), "sqlite: ")) {
+					t.Errorf("the stop does not name the fault: %q", res.Last().Error)
+				}
+				before, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+				fs.fault.Store(nil)
+				time.Sleep(10 * time.Millisecond)
+				res, err = eng.Ask(ctx, th.ID, engine.Input{})
+				if err != nil {
+					t.Fatalf("after the fault cleared: %v", err)
+				}
+				after, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+				kept := map[string]bool{}
+				for _, m := range after {
+					kept[m.ID] = true
+				}
+				for _, m := range before {
+					if !kept[m.ID] {
+						t.Errorf("committed message lost: %+v", m)
+					}
+				}
+				if last := after[len(after)-1]; !strings.HasPrefix(last.Content, "final: ") || charges.Load() > 1 {
+					t.Fatalf("not finished (%+v, last %q) or the tool ran %d times", res.Last(), last.Content, charges.Load())
+				}
+			})
+		}
+	}
+}
+
+// TestFilesystemFaults runs a conversation on a SQLite file on a tmpfs and, once its message is
+// queued, takes the disk away: filled up (SQLite's own ENOSPC path, not an injected error) or
+// remounted read-only. The run fails with an error naming the fault; once the fault clears,
+// continuing the thread finishes it, with nothing committed lost and the tool run at most once.
+// It mounts a tmpfs (root, as in CI); elsewhere it skips, saying so.
+func TestFilesystemFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		want        string
+		fault, heal func(t *testing.T, dir string)
+	}{
+		{"disk_full", "full", func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, "filler"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			block := make([]byte, 4096)
+			for {
+				if _, err := f.Write(block); err != nil {
+					return
+				}
+			}
+		}, func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+				t.Skipf("mounting a tmpfs needs root (run as root, as CI does): %v %s", err, out)
+			}
+			t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+			ctx := context.Background()
+			db, err := sqlite.Open(ctx, filepath.Join(dir, "w.db"), sqlite.Options{Key: make([]byte, 32)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var charges atomic.Int32
+			reg := registry([]*weft.Tool{countTool("charge", &charges), countTool("lookup", new(atomic.Int32))}, nil)
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: db, Override: modelByHistory, LeaseTTL: time.Second})
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+				t.Fatal(err)
+			}
+			tc.fault(t, dir)
+			res, err := eng.Ask(ctx, th.ID, engine.Input{})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else if res.Last().Reason == weft.StopStepError {
+				got = res.Last().Error
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("under the fault: %+v, %v (want an error naming %q)", res.Last(), err, tc.want)
+			}
+			before, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			tc.heal(t, dir)
+			res, err = eng.Ask(ctx, th.ID, engine.Input{})
+			if err != nil {
+				t.Fatalf("once the fault cleared: %v", err)
+			}
+			after, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			kept := map[string]bool{}
+			for _, m := range after {
+				kept[m.ID] = true
+			}
+			for _, m := range before {
+				if !kept[m.ID] {
+					t.Errorf("committed message lost: %+v", m)
+				}
+			}
+			if len(after) == 0 || !strings.HasPrefix(after[len(after)-1].Content, "final: ") || charges.Load() > 1 {
+				t.Fatalf("not finished (%+v) or the tool ran %d times", res.Last(), charges.Load())
+			}
+		})
+	}
+}
+
+// TestReadOnlyDatabase: a database on a filesystem that went read-only (as the kernel does on disk
+// errors) is refused at open with a clear error and is left as it was; once the filesystem is
+// writable again, the queued message is answered. Mounts a tmpfs (root, as in CI); else skips.
+func TestReadOnlyDatabase(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mounting a tmpfs needs root (run as root, as CI does): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	ctx := context.Background()
+	path := filepath.Join(dir, "w.db")
+	key := make([]byte, 32)
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charges atomic.Int32
+	reg := registry([]*weft.Tool{countTool("charge", &charges), countTool("lookup", new(atomic.Int32))}, nil)
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: db, Override: modelByHistory})
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if out, err := exec.Command("mount", "-o", "remount,ro", dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount ro: %v %s", err, out)
+	}
+	if _, err := sqlite.Open(ctx, path, sqlite.Options{Key: key}); err == nil || !strings.Contains(err.Error(), "read-only file system") {
+		t.Fatalf("opening on a read-only filesystem: %v", err)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,rw", dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount rw: %v %s", err, out)
+	}
+	db, err = sqlite.Open(ctx, path, sqlite.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	eng, _ = engine.New(engine.Options{Registry: reg, Store: db, Override: modelByHistory})
+	res, err := eng.Ask(ctx, th.ID, engine.Input{})
+	msgs, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	if err != nil || len(msgs) == 0 || !strings.HasPrefix(msgs[len(msgs)-1].Content, "final: ") || charges.Load() != 1 {
+		t.Fatalf("once writable: %+v %v, ran %d", res.Last(), err, charges.Load())
+	}
+}
