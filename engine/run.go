@@ -373,6 +373,10 @@ func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.Ca
 	var mu sync.Mutex
 	stopped := false
 	var t *time.Timer
+	// t is assigned under mu: with a short TTL the timer can fire before AfterFunc returns, and its
+	// Reset below reads t under mu.
+	mu.Lock()
+	defer mu.Unlock()
 	t = time.AfterFunc(e.opt.LeaseTTL/3, func() {
 		if ctx.Err() != nil {
 			return
