@@ -15,6 +15,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -231,5 +232,74 @@ func TestReadOnlyDatabase(t *testing.T) {
 	msgs, _ := db.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 	if err != nil || len(msgs) == 0 || !strings.HasPrefix(msgs[len(msgs)-1].Content, "final: ") || charges.Load() != 1 {
 		t.Fatalf("once writable: %+v %v, ran %d", res.Last(), err, charges.Load())
+	}
+}
+
+// jumpClock is a store clock a test moves by hand: a wall clock that jumps.
+type jumpClock struct{ off atomic.Int64 }
+
+func (c *jumpClock) now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *jumpClock) jump(d time.Duration) { c.off.Add(int64(d)) }
+
+// TestClockJumps: while a run executes a non-idempotent tool, the clock jumps. Forward past the
+// lease's expiry, another process takes the thread over: fencing refuses the first run's next
+// write (it stops), the second answers the running call as interrupted rather than run it again,
+// and the thread finishes with the tool run once. Backward, the lease only seems to last longer:
+// the run finishes as if nothing happened.
+func TestClockJumps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		jump time.Duration
+	}{{"forward", time.Hour}, {"backward", -time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &jumpClock{}
+			mem, _ := memstore.New(memstore.Options{Now: clock.now})
+			var charges atomic.Int32
+			started, release := make(chan struct{}), make(chan struct{})
+			charge := &weft.Tool{Name: "charge", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+				charges.Add(1)
+				close(started)
+				<-release
+				return weft.Success("charge ok"), nil
+			})}
+			reg := registry([]*weft.Tool{charge, countTool("lookup", new(atomic.Int32))}, nil)
+			ctx := context.Background()
+			first, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, LeaseTTL: time.Minute})
+			th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan *engine.RunResult, 1)
+			go func() {
+				res, _ := first.Run(ctx, th.ID)
+				done <- res
+			}()
+			<-started
+			clock.jump(tc.jump)
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, LeaseTTL: time.Minute})
+			res2, err := second.Continue(ctx, th.ID, "")
+			switch {
+			case tc.jump > 0 && (err != nil || res2.Last().Reason != weft.StopOnResponse):
+				t.Fatalf("the takeover after the jump: %+v %v", res2, err)
+			case tc.jump < 0 && !errors.Is(err, weft.ErrLeaseHeld):
+				t.Fatalf("a takeover while the lease is live: %+v %v", res2, err)
+			}
+			close(release)
+			res1 := <-done
+			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			results := map[string]int{}
+			for _, m := range msgs {
+				if m.Role == weft.RoleTool {
+					results[m.ToolCallID]++
+				}
+			}
+			last := msgs[len(msgs)-1]
+			if charges.Load() != 1 || results["c1"] != 1 || results["c2"] != 1 || !strings.HasPrefix(last.Content, "final: ") {
+				t.Fatalf("charges %d, results %v, last %q, first run %+v", charges.Load(), results, last.Content, res1.Last())
+			}
+			if tc.jump > 0 && !strings.Contains(last.Content, "interrupted") {
+				t.Errorf("the taken-over call was not answered as interrupted: %q", last.Content)
+			}
+		})
 	}
 }
