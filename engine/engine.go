@@ -60,12 +60,14 @@ type Options struct {
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is
 // only its rows in the store.
 type Engine struct {
-	reg   *weft.Registry
-	store weft.Store
-	opt   Options
-	clock weft.Clock
-	log   *slog.Logger
-	node  string
+	reg *weft.Registry
+	// structured: some prompt declares an output schema (RunResult.Value is then looked up).
+	structured bool
+	store      weft.Store
+	opt        Options
+	clock      weft.Clock
+	log        *slog.Logger
+	node       string
 
 	validators sync.Map // *schema.Schema → *schema.Validator
 	declared   sync.Map // agent name → map[string]weft.VarType
@@ -130,6 +132,9 @@ func New(opt Options) (*Engine, error) {
 	}
 	if e.opt.MaxThreadMessages == 0 {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
+	}
+	for _, p := range e.reg.Prompts() {
+		e.structured = e.structured || p.OutputSchema != nil
 	}
 	return e, nil
 }

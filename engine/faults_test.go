@@ -104,6 +104,22 @@ func TestWriteFaults(t *testing.T) {
 	}
 }
 
+// tmpfs mounts an 8 MiB tmpfs on a fresh directory for the test. Mounting needs root: elsewhere the
+// test skips saying so, except when WEFT_TEST_FS_FAULTS is set (.ci/run sets it; CI runs as
+// root), where a failed mount fails the test rather than hide the check.
+func tmpfs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Getenv("WEFT_TEST_FS_FAULTS") != "" {
+			t.Fatalf("WEFT_TEST_FS_FAULTS is set but mounting a tmpfs failed (these tests need root): %v %s", err, out)
+		}
+		t.Skipf("mounting a tmpfs needs root: run as root (set WEFT_TEST_FS_FAULTS=1 to require it, as .ci/run does): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	return dir
+}
+
 // TestFilesystemFaults runs a conversation on a SQLite file on a tmpfs and, once its message is
 // queued, takes the disk away: filled up (SQLite's own ENOSPC path, not an injected error) or
 // remounted read-only. The run fails with an error naming the fault; once the fault clears,
@@ -134,11 +150,7 @@ func TestFilesystemFaults(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
-				t.Skipf("mounting a tmpfs needs root (run as root, as CI does): %v %s", err, out)
-			}
-			t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+			dir := tmpfs(t)
 			ctx := context.Background()
 			db, err := sqlite.Open(ctx, filepath.Join(dir, "w.db"), sqlite.Options{Key: make([]byte, 32)})
 			if err != nil {
@@ -193,11 +205,7 @@ func TestFilesystemFaults(t *testing.T) {
 // errors) is refused at open with a clear error and is left as it was; once the filesystem is
 // writable again, the queued message is answered. Mounts a tmpfs (root, as in CI); else skips.
 func TestReadOnlyDatabase(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mounting a tmpfs needs root (run as root, as CI does): %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	dir := tmpfs(t)
 	ctx := context.Background()
 	path := filepath.Join(dir, "w.db")
 	key := make([]byte, 32)

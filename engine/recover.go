@@ -91,12 +91,10 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.drivenHere(k.ID) {
 			continue
 		}
-		a, ok := e.reg.Agent(k.Agent)
+		a, owner, mode, ok := e.driveArgs(k)
 		if !ok {
 			continue
 		}
-		owner := weft.Side(row["owner_side"].(string))
-		mode := childMode{resumable: row["resumable"] == true, explicit: row["parent_communication"] == "explicit"}
 		if err := e.sendHeld(ctx, k); err != nil {
 			return err
 		}

@@ -177,9 +177,10 @@ type RunResult struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// withValue sets res.Value from the thread's last reply when it carries a structured answer.
+// withValue sets res.Value from the thread's last reply when it carries a structured answer. It
+// reads the store only when some prompt declares an output schema.
 func (e *Engine) withValue(ctx context.Context, threadID string, res *RunResult) *RunResult {
-	if res == nil || len(res.Stops) == 0 || !res.Last().Reason.OK() {
+	if !e.structured || res == nil || len(res.Stops) == 0 || !res.Last().Reason.OK() {
 		return res
 	}
 	msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
@@ -204,7 +205,8 @@ func (r *RunResult) Last() weft.StopInfo {
 // the thread is not stopped. It returns when the last run stops. Only one run per thread happens
 // at a time cluster-wide (the lease); a thread running elsewhere is weft.ErrLeaseHeld.
 func (e *Engine) Run(ctx context.Context, threadID string) (*RunResult, error) {
-	return e.run(ctx, threadID, "message", "")
+	res, err := e.run(ctx, threadID, "message", "")
+	return e.withValue(ctx, threadID, res), err
 }
 
 // Continue starts a run without a new message: side "" = the side due next.
@@ -216,7 +218,8 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 	if t.Status == weft.ThreadTerminated {
 		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
-	return e.run(ctx, threadID, "continue", side)
+	res, err := e.run(ctx, threadID, "continue", side)
+	return e.withValue(ctx, threadID, res), err
 }
 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
@@ -225,8 +228,7 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 		return nil, err
 	}
 	defer release()
-	res, err := e.runHeld(held, threadID, trigger, side)
-	return e.withValue(ctx, threadID, res), err
+	return e.runHeld(held, threadID, trigger, side)
 }
 
 // runHeld is run for a caller holding the thread's turn (acquire).

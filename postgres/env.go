@@ -13,12 +13,7 @@ import (
 
 // Env returns the decrypted values of one scope and owner, sorted by name.
 func (s *Store) Env(ctx context.Context, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
-	return s.env(ctx, s.pool, scope, owner)
-}
-
-// env reads and decrypts the values of one scope and owner.
-func (s *Store) env(ctx context.Context, q querier, scope weft.EnvScope, owner string) ([]weft.EnvValue, error) {
-	rows, err := q.Query(ctx, `SELECT name, value_enc, key_id, type, updated_at FROM env
+	rows, err := s.pool.Query(ctx, `SELECT name, value_enc, key_id, type, updated_at FROM env
 		WHERE scope = $1 AND owner = $2 ORDER BY name`, string(scope), owner)
 	if err != nil {
 		return nil, pgErr(fmt.Sprintf("env %s %s", scope, owner), err)

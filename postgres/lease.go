@@ -24,7 +24,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 	var token int64
 	err := s.pool.QueryRow(ctx, qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return weft.Fence{}, s.leaseRefused(ctx, s.pool, threadID)
+		return weft.Fence{}, s.leaseRefused(ctx, threadID)
 	}
 	if err != nil {
 		return weft.Fence{}, pgErr("thread "+threadID+": lease", err)
@@ -33,9 +33,9 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 }
 
 // leaseRefused says why a lease was not taken: the thread is missing or someone holds it.
-func (s *Store) leaseRefused(ctx context.Context, q querier, threadID string) error {
+func (s *Store) leaseRefused(ctx context.Context, threadID string) error {
 	var owner string
-	err := q.QueryRow(ctx, "SELECT lease_owner FROM threads WHERE id = $1", threadID).Scan(&owner)
+	err := s.pool.QueryRow(ctx, "SELECT lease_owner FROM threads WHERE id = $1", threadID).Scan(&owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return threadNotFound(threadID)
 	}

@@ -145,12 +145,12 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 
 // ExecState returns the thread's run-state documents by key.
 func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
-	return jsonMap(ctx, s.pool, "SELECT key, value FROM exec_state WHERE thread_id = $1", threadID, "run state")
+	return s.jsonMap(ctx, "SELECT key, value FROM exec_state WHERE thread_id = $1", threadID, "run state")
 }
 
 // jsonMap reads key/value rows of one thread.
-func jsonMap(ctx context.Context, q querier, sql, threadID, what string) (map[string]json.RawMessage, error) {
-	rows, err := q.Query(ctx, sql, threadID)
+func (s *Store) jsonMap(ctx context.Context, sql, threadID, what string) (map[string]json.RawMessage, error) {
+	rows, err := s.pool.Query(ctx, sql, threadID)
 	if err != nil {
 		return nil, pgErr("thread "+threadID+": "+what, err)
 	}
@@ -179,24 +179,7 @@ func decodeQueued(doc []byte, threadID string, seq int64) (weft.QueuedMessage, e
 
 // Queued lists the thread's queued messages in order without draining them.
 func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessage, error) {
-	return queued(ctx, s.pool, threadID, 0)
-}
-
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// queued reads the queue rows with seq ≤ upTo (all when upTo ≤ 0).
-func queued(ctx context.Context, q querier, threadID string, upTo int64) ([]weft.QueuedMessage, error) {
-	sql := "SELECT doc, seq FROM queue WHERE thread_id = $1 ORDER BY seq"
-	args := []any{threadID}
-	if upTo > 0 {
-		sql = "SELECT doc, seq FROM queue WHERE thread_id = $1 AND seq <= $2 ORDER BY seq"
-		args = append(args, upTo)
-	}
-	rows, err := q.Query(ctx, sql, args...)
+	rows, err := s.pool.Query(ctx, "SELECT doc, seq FROM queue WHERE thread_id = $1 ORDER BY seq", threadID)
 	if err != nil {
 		return nil, pgErr("thread "+threadID+": queue", err)
 	}
@@ -318,7 +301,7 @@ func (s *Store) GetKV(ctx context.Context, threadID, key string) (json.RawMessag
 
 // ListKV returns all of a thread's KV values by key.
 func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
-	return jsonMap(ctx, s.pool, "SELECT key, value FROM kv WHERE thread_id = $1", threadID, "kv")
+	return s.jsonMap(ctx, "SELECT key, value FROM kv WHERE thread_id = $1", threadID, "kv")
 }
 
 // Events returns the thread's events after a seq, in order (at most limit, 1,000 when limit ≤ 0).

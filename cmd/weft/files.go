@@ -33,15 +33,7 @@ func newFilesCmds(g *globals, db *string) []*cobra.Command {
 			if err := walkFiles(cmd.Context(), st, a[0], "/", &all); err != nil {
 				return exit(exitFailure, err)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "PATH\tTYPE\tSIZE")
-			for _, f := range all {
-				fmt.Fprintf(w, "%s\t%s\t%s\n", f.Path, f.MimeType, weft.ByteSize(f.Size))
-			}
-			w.Flush()
-			if len(all) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "the thread has no files")
-			}
+			printFiles(cmd, all)
 			return nil
 		},
 	}
@@ -90,6 +82,19 @@ func newFilesCmds(g *globals, db *string) []*cobra.Command {
 	}
 	file.Flags().StringVarP(&outFile, "output", "o", "", "write to this file instead of standard output")
 	return []*cobra.Command{files, file}
+}
+
+// printFiles prints a thread's files as a table (or says it has none), for a store and a server alike.
+func printFiles(cmd *cobra.Command, files []weft.FileInfo) {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PATH\tTYPE\tSIZE")
+	for _, f := range files {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", f.Path, f.MimeType, weft.ByteSize(f.Size))
+	}
+	w.Flush()
+	if len(files) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "the thread has no files")
+	}
 }
 
 // walkFiles lists a thread's files under dir, depth first.

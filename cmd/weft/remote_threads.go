@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -207,15 +206,11 @@ func (r *remote) files(cmd *cobra.Command, id string) error {
 	if err := r.walk(cmd.Context(), id, "/", &all); err != nil {
 		return remoteExit(err)
 	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PATH\tTYPE\tSIZE")
-	for _, f := range all {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", f.Path, f.MimeType, weft.ByteSize(f.Size))
+	files := make([]weft.FileInfo, len(all))
+	for i, f := range all {
+		files[i] = weft.FileInfo{Path: f.Path, MimeType: f.MimeType, Size: f.Size}
 	}
-	w.Flush()
-	if len(all) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "the thread has no files")
-	}
+	printFiles(cmd, files)
 	return nil
 }
 
