@@ -39,7 +39,15 @@ func fitImage(data []byte, mimeType string) ([]byte, string, int, int, error) {
 	if err != nil {
 		return nil, "", 0, 0, fmt.Errorf("the image cannot be decoded: %w", err)
 	}
-	w, h := cfg.Width, cfg.Height
+	// The decoded bounds, not the header's claim, are what is scaled: a GIF's first frame may be
+	// smaller than its logical screen, or empty.
+	w, h := src.Bounds().Dx(), src.Bounds().Dy()
+	if w == 0 || h == 0 {
+		return nil, "", 0, 0, fmt.Errorf("the image has no pixels (%d×%d)", w, h)
+	}
+	if w <= maxImageSide && h <= maxImageSide {
+		return data, mimeType, w, h, nil
+	}
 	if w >= h {
 		w, h = maxImageSide, max(1, h*maxImageSide/w)
 	} else {

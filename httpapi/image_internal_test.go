@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func encoded(t *testing.T, format string, w, h int) []byte {
+func encoded(t testing.TB, format string, w, h int) []byte {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for i := 0; i < len(img.Pix); i += 4 {
 		p := i / 4
@@ -69,6 +69,11 @@ func TestFitImage(t *testing.T) {
 	if _, _, _, _, err := fitImage(bomb, "image/gif"); err == nil {
 		t.Fatal("a 65535×65535 image was decoded")
 	}
+	// A GIF whose logical screen is too wide but whose first frame holds no pixels is refused
+	// (it once panicked: the header's size was scaled, not the decoded frame's).
+	if _, _, _, _, err := fitImage(emptyFrameGIF(t), "image/gif"); err == nil {
+		t.Fatal("an empty frame was fitted")
+	}
 }
 
 // FuzzFitImage: any bytes posted as an image are stored as sent, refused with an error, or
@@ -78,6 +83,7 @@ func FuzzFitImage(f *testing.F) {
 	f.Add(encodedSeed("gif", 3, 2), "image/gif")
 	f.Add(encodedSeed("jpeg", 2, 2), "image/jpeg")
 	f.Add([]byte("GIF89a\xff\xff\x01\x00"), "image/gif")
+	f.Add(emptyFrameGIF(f), "image/gif")
 	f.Fuzz(func(t *testing.T, data []byte, mimeType string) {
 		out, mt, w, h, err := fitImage(data, mimeType)
 		if err != nil {
@@ -107,4 +113,14 @@ func encodedSeed(format string, w, h int) []byte {
 		gif.Encode(&b, img, nil)
 	}
 	return b.Bytes()
+}
+
+// emptyFrameGIF is a GIF whose logical screen is 3000×4 and whose one frame is 0×4 with an LZW
+// stream holding only its end code.
+func emptyFrameGIF(t testing.TB) []byte {
+	g := encoded(t, "gif", 4, 4)
+	g[6], g[7] = 0xb8, 0x0b                              // logical screen width 3000
+	i := bytes.IndexByte(g[13+3*256:], ',') + 13 + 3*256 // image descriptor after the global colour table
+	g[i+5], g[i+6] = 0, 0                                // frame width 0
+	return append(g[:i+10:i+10], 2, 1, 5, 0, ';')        // LZW minimum code size 2, one sub-block {EOI}, trailer
 }
