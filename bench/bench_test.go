@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+)
+
+// TestHonesty checks that every runner really does the turn (Check): the answer, the model and
+// tool calls, what is stored, and that arguments outside the schema never reach the tool.
+func TestHonesty(t *testing.T) {
+	pg := os.Getenv("WEFT_TEST_POSTGRES_URL")
+	for _, def := range Runners() {
+		t.Run(def.Name, func(t *testing.T) {
+			err := Check(context.Background(), def, t.TempDir(), pg)
+			if errors.Is(err, ErrNoPostgres) {
+				t.Skip("WEFT_TEST_POSTGRES_URL is not set: the PostgreSQL runners are skipped. Run them with WEFT_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestFakeRefusesOtherConversations: the fake model fails a runner that skips a step.
+func TestFakeRefusesOtherConversations(t *testing.T) {
+	cases := []struct {
+		n          int
+		role, text string
+		call, ok   bool
+	}{
+		{Prior + 2, "user", Question, true, true},
+		{Prior + 4, "tool", Result, false, true},
+		{Prior + 1, "user", Question, false, false}, // history lost
+		{Prior + 2, "user", "something else", false, false},
+		{Prior + 3, "tool", Result, false, false}, // the tool call was not recorded
+	}
+	for _, c := range cases {
+		var counts Counts
+		call, err := counts.Reply(c.n, c.role, c.text)
+		if (err == nil) != c.ok || call != c.call {
+			t.Errorf("Reply(%d, %s, %.20q) = %v, %v", c.n, c.role, c.text, call, err)
+		}
+	}
+}
+
+func TestDecodeArgs(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{`{"order_id":42}`, 42, true},
+		{`{"order_id":"42"}`, 0, false},
+		{`{"order_id":4.2}`, 0, false},
+		{`{}`, 0, false},
+		{`{"order_id":42,"x":1}`, 0, false},
+		{`[`, 0, false},
+	}
+	for _, c := range cases {
+		a, err := decodeArgs(c.in)
+		if (err == nil) != c.ok || a.OrderID != c.want {
+			t.Errorf("decodeArgs(%s) = %v, %v", c.in, a, err)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/weft-agents/weft/bench"
+)
+
+// Instruction counts do not depend on the machine's load. Each runner runs twice under callgrind
+// with the same threads prepared, once with no turns and once with turnsCounted turns; the
+// difference over turnsCounted is its instructions per turn, setup excluded.
+const (
+	threadsCounted = 300
+	turnsCounted   = 300
+)
+
+var collected = regexp.MustCompile(`Collected : (\d+)`)
+
+func callgrind(defs []bench.Def) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	count := func(name string, turns int) (int64, error) {
+		cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", self,
+			"-child", name, "-threads", strconv.Itoa(threadsCounted), "-turns", strconv.Itoa(turns))
+		// One P, no preemption signals (callgrind mishandles them): the same schedule every time.
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("%s under callgrind: %v\n%s", name, err, stderr.String())
+		}
+		m := collected.FindSubmatch(stderr.Bytes())
+		if m == nil {
+			return 0, fmt.Errorf("%s: no instruction count in callgrind's output:\n%s", name, stderr.String())
+		}
+		return strconv.ParseInt(string(m[1]), 10, 64)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "runner\tstore\tinstructions/turn\t× its floor\t× eino-react\t\n")
+	floors := map[bench.Kind]float64{}
+	var eino float64
+	for _, d := range defs {
+		if d.Kind == bench.Postgres {
+			continue // most of its work is in the server, which callgrind does not see
+		}
+		base, err := count(d.Name, 0)
+		if err != nil {
+			return err
+		}
+		total, err := count(d.Name, turnsCounted)
+		if err != nil {
+			return err
+		}
+		per := float64(total-base) / turnsCounted
+		vs, ve := "", ""
+		if d.Floor {
+			floors[d.Kind] = per
+		} else if f := floors[d.Kind]; f > 0 {
+			vs = fmt.Sprintf("%.2f", per/f)
+		}
+		if d.Name == "eino-react" {
+			eino = per
+		} else if eino > 0 {
+			ve = fmt.Sprintf("%.2f", per/eino)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %.0f instructions/turn\n", d.Name, per)
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%s\t%s\t\n", d.Name, d.Kind, per, vs, ve)
+	}
+	fmt.Printf("Instructions per turn under callgrind (%d turns less none, %d threads prepared in both)\n\n", turnsCounted, threadsCounted)
+	return w.Flush()
+}
+
+// runChild prepares threads threads of the named runner and runs turns turns on them.
+func runChild(name string, threads, turns int) error {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, d := range bench.Runners() {
+		if d.Name != name {
+			continue
+		}
+		ctx := context.Background()
+		r, err := d.New(bench.Config{Counts: &bench.Counts{}, Dir: dir, PostgresURL: os.Getenv("WEFT_TEST_POSTGRES_URL")})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if err := r.Prepare(ctx, threads); err != nil {
+			return err
+		}
+		for i := range turns {
+			if got, err := r.Turn(ctx, i%threads); err != nil || got != bench.Answer {
+				return fmt.Errorf("turn %d: %q %v", i, got, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no runner %q", name)
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/postgres"
+	"github.com/weft-agents/weft/sqlite"
+)
+
+// Weft: an agent whose prompt offers the lookup tool (arguments inferred from LookupArgs and
+// validated against that schema), on each store, driven through Engine.Converse — the one call a
+// library user, `weft run` and the server all make — until the thread is quiet.
+
+type weftRunner struct {
+	eng   *engine.Engine
+	st    weft.Store
+	ids   []string
+	close func() error
+}
+
+func weftModel(cfg Config) weft.Provider {
+	args := argsFor(cfg)
+	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if len(req.Tools) != 1 || req.Tools[0].Name != ToolName {
+			return nil, errors.New("fake model: the tool was not offered")
+		}
+		last := req.Messages[len(req.Messages)-1]
+		call, err := cfg.Counts.Reply(len(req.Messages), string(last.Role), last.Content)
+		if err != nil {
+			return nil, &weft.ProviderError{Type: weft.ErrExpectationFailed, Message: err.Error(), Err: err}
+		}
+		if call {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: CallID, Name: ToolName, Arguments: args}},
+				FinishReason: "tool_calls", Usage: weft.Usage{InputTokens: 1200, OutputTokens: 12}}, nil
+		}
+		return &weft.Response{Text: Answer, FinishReason: "stop", Usage: weft.Usage{InputTokens: 1300, OutputTokens: 20}}, nil
+	})
+}
+
+func newWeft(cfg Config, st weft.Store, close func() error) (Runner, error) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fake", Provider: "fake", Model: "fake"})
+	reg.AddTool(weft.NewTool(ToolName, ToolDoc, func(ctx context.Context, _ weft.State, a LookupArgs) (weft.ToolResult, error) {
+		out, err := cfg.Counts.Lookup(a)
+		if err != nil {
+			return weft.Failure(err.Error()), nil
+		}
+		return weft.Success(out), nil
+	}))
+	reg.AddPrompt(&weft.Prompt{Name: "support", ToolDescription: "Order support.", Model: "fake", IncludeChat: true,
+		Prompt: weft.Text(System), Tools: []weft.ToolEntry{{Name: ToolName}}})
+	reg.AddAgent(&weft.Agent{Name: "support", SideA: weft.AgentSide{Prompt: "support"}})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weftModel(cfg)})
+	if err != nil {
+		close()
+		return nil, err
+	}
+	return &weftRunner{eng: eng, st: st, close: close}, nil
+}
+
+func newWeftMemory(cfg Config) (Runner, error) {
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return newWeft(cfg, st, st.Close)
+}
+
+func newWeftSQLite(cfg Config) (Runner, error) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(cfg.Dir, "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+	if err != nil {
+		return nil, err
+	}
+	return newWeft(cfg, st, st.Close)
+}
+
+func newWeftPostgres(cfg Config) (Runner, error) {
+	if cfg.PostgresURL == "" {
+		return nil, ErrNoPostgres
+	}
+	ctx := context.Background()
+	_, dsn, drop, err := pgSchema(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, err
+	}
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Key: make([]byte, 32)})
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	return newWeft(cfg, st, func() error { return errors.Join(st.Close(), drop()) })
+}
+
+func (w *weftRunner) Close() error { return w.close() }
+
+// Prepare deletes the previous batch's threads (so the store holds one batch, whatever the
+// benchmark's length) and creates n threads holding the prior messages.
+func (w *weftRunner) Prepare(ctx context.Context, n int) error {
+	for _, id := range w.ids {
+		if err := w.st.DeleteThread(ctx, id); err != nil {
+			return err
+		}
+	}
+	w.ids = w.ids[:0]
+	for range n {
+		th, err := w.eng.CreateThread(ctx, engine.NewThread{Agent: "support"})
+		if err != nil {
+			return err
+		}
+		err = w.st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			for i := range Prior {
+				m := &weft.Message{Role: weft.RoleUser, Side: weft.SideB, Content: PriorText(i), Status: weft.MessageCompleted}
+				if i%2 == 1 {
+					m.Role, m.Side, m.Prompt = weft.RoleAssistant, weft.SideA, "support"
+				}
+				if err := tx.InsertMessage(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		w.ids = append(w.ids, th.ID)
+	}
+	return nil
+}
+
+func (w *weftRunner) Turn(ctx context.Context, i int) (string, error) {
+	var answer string
+	for ev, err := range w.eng.Converse(ctx, w.ids[i], engine.Input{Message: &weft.NewMessage{Content: Question}}) {
+		if err != nil {
+			return "", err
+		}
+		if ev.Type == "message" {
+			if m, ok := ev.Data["message"].(weft.Message); ok && m.Role == weft.RoleAssistant && len(m.ToolCalls) == 0 {
+				answer = m.Content
+			}
+		}
+	}
+	return answer, nil
+}
+
+// Added counts the messages thread i gained since Prepare.
+func (w *weftRunner) Added(ctx context.Context, i int) (int, error) {
+	msgs, err := w.st.Messages(ctx, w.ids[i], weft.MessageQuery{})
+	return len(msgs) - Prior, err
+}
