@@ -66,3 +66,40 @@ func TestDecodeArgs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTurn times the turn through each runner, for profiling one of them
+// (go test -run '^$' -bench 'Turn/weft-memstore' -cpuprofile cpu.out); the table command is what
+// compares them.
+func BenchmarkTurn(b *testing.B) {
+	pg := os.Getenv("WEFT_TEST_POSTGRES_URL")
+	ctx := context.Background()
+	for _, def := range Runners() {
+		b.Run(def.Name, func(b *testing.B) {
+			r, err := def.New(Config{Counts: &Counts{}, Dir: b.TempDir(), PostgresURL: pg})
+			if errors.Is(err, ErrNoPostgres) {
+				b.Skip(err)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			const batch = 256
+			b.ReportAllocs()
+			next, have := 0, 0
+			for i := 0; i < b.N; i++ {
+				if next == have {
+					b.StopTimer()
+					have, next = min(batch, b.N-i), 0
+					if err := r.Prepare(ctx, have); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if got, err := r.Turn(ctx, next); err != nil || got != Answer {
+					b.Fatalf("%q %v", got, err)
+				}
+				next++
+			}
+		})
+	}
+}

@@ -17,8 +17,8 @@ import (
 // with the same threads prepared, once with no turns and once with turnsCounted turns; the
 // difference over turnsCounted is its instructions per turn, setup excluded.
 const (
-	threadsCounted = 300
-	turnsCounted   = 300
+	threadsCounted = 2000
+	turnsCounted   = 2000
 )
 
 var collected = regexp.MustCompile(`Collected : (\d+)`)
@@ -79,7 +79,8 @@ func callgrind(defs []bench.Def) error {
 	return w.Flush()
 }
 
-// runChild prepares threads threads of the named runner and runs turns turns on them.
+// runChild prepares threads threads of the named runner and runs turns turns on them, after a
+// warm-up turn.
 func runChild(name string, threads, turns int) error {
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	if err != nil {
@@ -96,8 +97,13 @@ func runChild(name string, threads, turns int) error {
 			return err
 		}
 		defer r.Close()
-		if err := r.Prepare(ctx, threads); err != nil {
+		// One turn more than asked, first, in both runs: one-time costs (compiling a schema,
+		// filling caches) are not a turn's.
+		if err := r.Prepare(ctx, threads+1); err != nil {
 			return err
+		}
+		if got, err := r.Turn(ctx, threads); err != nil || got != bench.Answer {
+			return fmt.Errorf("warm-up turn: %q %v", got, err)
 		}
 		for i := range turns {
 			if got, err := r.Turn(ctx, i%threads); err != nil || got != bench.Answer {
