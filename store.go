@@ -117,7 +117,8 @@ type Notifier interface {
 // Notice is one commit of another process, as a Notifier reports it.
 type Notice struct {
 	Kind NoticeKind
-	// ThreadID and Seq: the thread whose event log grew to Seq (NoticeEvents).
+	// ThreadID and Seq: the thread whose event log grew to Seq (NoticeEvents); the thread a
+	// message was queued on (NoticeQueued).
 	ThreadID string
 	Seq      int64
 }
@@ -133,6 +134,9 @@ const (
 	NoticeEffect
 	// NoticeReset: notices may have been missed; re-read what is followed.
 	NoticeReset
+	// NoticeQueued: a message was queued on ThreadID; a serving process that does not run the
+	// thread yet may take it.
+	NoticeQueued
 )
 
 // Tx is the write side of one transaction on one thread's rows.

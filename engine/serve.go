@@ -77,6 +77,16 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier) {
 			e.subs.poke(nt.ThreadID)
 		case weft.NoticeEffect:
 			e.effectScheduled()
+		case weft.NoticeQueued:
+			// Another process queued a message (a CLI's push, another node's API): take the
+			// thread unless it runs here already; one that another process runs refuses the
+			// lease at once, and that process drains its queue itself.
+			e.mu.Lock()
+			_, here := e.owners[nt.ThreadID]
+			e.mu.Unlock()
+			if !here && !e.stopping.Load() {
+				e.wake(ctx, nt.ThreadID, "", &wakeKind{retries: maxLeaseRetries})
+			}
 		case weft.NoticeReset:
 			e.subs.poke("")
 			e.effectScheduled()

@@ -20,6 +20,8 @@ const (
 	channelEvents = "weft_events"
 	// channelEffects carries nothing: an effect was scheduled or rescheduled.
 	channelEffects = "weft_effects"
+	// channelQueue carries "<thread id>": a message was queued on the thread.
+	channelQueue = "weft_queue"
 )
 
 var _ weft.Notifier = (*Store)(nil)
@@ -98,7 +100,7 @@ func (s *Store) listen(ctx context.Context, fn func(weft.Notice), reset bool, co
 		return s.connErr(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{channelEvents, channelEffects} {
+	for _, ch := range []string{channelEvents, channelEffects, channelQueue} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
 		}
@@ -118,6 +120,8 @@ func (s *Store) listen(ctx context.Context, fn func(weft.Notice), reset bool, co
 		switch nt.Channel {
 		case channelEffects:
 			fn(weft.Notice{Kind: weft.NoticeEffect})
+		case channelQueue:
+			fn(weft.Notice{Kind: weft.NoticeQueued, ThreadID: nt.Payload})
 		case channelEvents:
 			id, seq, ok := strings.Cut(nt.Payload, " ")
 			n, err := strconv.ParseInt(seq, 10, 64)

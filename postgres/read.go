@@ -202,10 +202,12 @@ func encodeQueued(q *weft.QueuedMessage) ([]byte, error) {
 }
 
 // qPushQueue numbers and stores a queued message in one statement: the thread row's counter is
-// taken under its row lock, and a terminated (or missing) thread inserts nothing.
+// taken under its row lock, and a terminated (or missing) thread inserts nothing. The insert
+// notifies the processes that serve the store, which may take the thread.
 const qPushQueue = `WITH t AS (
-	UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = $1 AND status <> 'terminated' RETURNING queue_seq)
-	INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq`
+	UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = $1 AND status <> 'terminated' RETURNING queue_seq),
+	i AS (INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq)
+	SELECT seq FROM i, LATERAL (SELECT pg_notify('` + channelQueue + `', $1)) n`
 
 // PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
 // Role defaults to user. A terminated thread refuses it (ErrTerminated).

@@ -308,6 +308,9 @@ func (t *tx) commit() error {
 		}
 		tail = append(tail, op{sql: "SELECT pg_notify($1, $2)", args: []any{channelEvents, t.id + " " + strconv.FormatInt(seq, 10)}})
 	}
+	if t.pushed {
+		tail = append(tail, op{sql: "SELECT pg_notify($1, $2)", args: []any{channelQueue, t.id}})
+	}
 	tail = append(tail, op{sql: "COMMIT"})
 	if err := t.send(tail...); err != nil {
 		t.rollback()
