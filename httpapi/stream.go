@@ -79,10 +79,17 @@ func frame(ev engine.Event) []byte {
 	return b
 }
 
+// maxBatch bounds the bytes of the frames written with one flush.
+const maxBatch = 64 << 10
+
+// pumpBuffer is how many events a stream's source may run ahead of its writer: a step's burst is
+// then written with one flush.
+const pumpBuffer = 64
+
 // pump runs a subscription in its own goroutine, handing events over ch until ctx ends; the
 // goroutine ends with ctx (the subscription honours it), and err reports why the source ended.
 func pump(ctx context.Context, seq func(yield func(engine.Event, error) bool)) (<-chan engine.Event, <-chan error) {
-	ch := make(chan engine.Event)
+	ch := make(chan engine.Event, pumpBuffer)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -194,6 +201,7 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return rc.Flush() == nil
 	}
+	var b []byte
 	for {
 		select {
 		case <-ctx.Done():
@@ -203,30 +211,48 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 				return nil
 			}
 		case ev, ok := <-events:
-			if !ok {
-				if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
-					s.log.Info("stream ended", "path", r.URL.Path, "error", err)
+			// The events already waiting go out with this one, in one write and one flush.
+			b = b[:0]
+			for more := true; more; {
+				if !ok {
+					if len(b) > 0 {
+						write(b)
+					}
+					if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+						s.log.Info("stream ended", "path", r.URL.Path, "error", err)
+					}
+					return nil
 				}
-				return nil
+				if keep(ev) {
+					b = appendFrame(b, ev)
+				}
+				if len(b) >= maxBatch {
+					break
+				}
+				select {
+				case ev, ok = <-events:
+				default:
+					more = false
+				}
 			}
-			if !keep(ev) {
-				continue
-			}
-			var b []byte
-			b = append(b, "event: "...)
-			b = append(b, ev.Type...)
-			if seq := seqOf(ev); seq > 0 {
-				b = append(b, "\nid: "...)
-				b = strconv.AppendInt(b, seq, 10)
-			}
-			b = append(b, "\ndata: "...)
-			b = append(b, frame(ev)...)
-			b = append(b, "\n\n"...)
-			if !write(b) {
+			if len(b) > 0 && !write(b) {
 				return nil
 			}
 		}
 	}
+}
+
+// appendFrame appends an event as an SSE frame: its type, its cursor and its payload.
+func appendFrame(b []byte, ev engine.Event) []byte {
+	b = append(b, "event: "...)
+	b = append(b, ev.Type...)
+	if seq := seqOf(ev); seq > 0 {
+		b = append(b, "\nid: "...)
+		b = strconv.AppendInt(b, seq, 10)
+	}
+	b = append(b, "\ndata: "...)
+	b = append(b, frame(ev)...)
+	return append(b, "\n\n"...)
 }
 
 // threadWebSocket streams a thread's events over a WebSocket; the client may send
