@@ -183,7 +183,7 @@ func (t *transcript) flushLive(mark string) []chatLine {
 	if mark == "" {
 		return nil // the stored message that follows holds the whole text
 	}
-	return []chatLine{{lineReply, inert(t.agent) + "> " + text + mark}}
+	return []chatLine{{lineReply, inert(t.agent) + "> " + strings.TrimRight(text, " ") + mark}}
 }
 
 // status is the one-line summary of the work so far: steps, tool calls, tokens, activity.

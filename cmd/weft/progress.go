@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/charmbracelet/x/term"
+	xterm "github.com/charmbracelet/x/term"
 
 	"github.com/weft-agents/weft/engine"
 )
@@ -32,7 +32,7 @@ func newRunProgress(stderr io.Writer) *runProgress {
 	}
 	width := 80
 	if f, ok := stderr.(interface{ Fd() uintptr }); ok {
-		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+		if w, _, err := xterm.GetSize(f.Fd()); err == nil && w > 0 {
 			width = w
 		}
 	}
