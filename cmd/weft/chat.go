@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -285,6 +286,7 @@ type localChat struct {
 	mu     sync.Mutex
 	thread string
 	env    map[string]string // for the thread's creation
+	logs   *chatLog
 }
 
 func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, env map[string]string) (*localChat, error) {
@@ -299,7 +301,12 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 	if err != nil {
 		return nil, err
 	}
-	log := newLogger(g.logLevel, os.Stderr)
+	logs := &chatLog{}
+	var level slog.Level
+	if level.UnmarshalText([]byte(g.logLevel)) != nil {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 	var clock weft.Clock = weft.SystemClock{}
 	if script != nil {
 		clock = script.Clock()
@@ -327,7 +334,32 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 			return nil, exit(exitUsage, err)
 		}
 	}
-	return &localChat{eng: eng, store: store, script: script, agent: agent, thread: f.thread, env: env}, nil
+	return &localChat{eng: eng, store: store, script: script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+}
+
+// chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
+// in its transcript (a line written under the UI would garble it).
+type chatLog struct {
+	mu sync.Mutex
+	to func(string)
+}
+
+func (l *chatLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	to := l.to
+	l.mu.Unlock()
+	if to == nil {
+		return os.Stderr.Write(p)
+	}
+	to(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// redirect sends log lines to to (nil: back to standard error).
+func (l *chatLog) redirect(to func(string)) {
+	l.mu.Lock()
+	l.to = to
+	l.mu.Unlock()
 }
 
 func (l *localChat) close() {

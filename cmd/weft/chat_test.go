@@ -18,7 +18,7 @@ const chatSecret = "sk-live-abc123456789"
 
 // chatProject writes a project whose helper agent calls an echo tool, and a model script: a tool
 // call, a reply quoting the secret and carrying escape sequences, two replies that stall after two
-// chunks (for /stop and Ctrl-C), and a last reply for /continue.
+// chunks (for /stop and Ctrl-C), a reply for /continue, and one more that stalls (for /exit).
 func chatProject(t *testing.T, dir string) (agents, script string) {
 	writeFiles(t, dir, map[string]string{
 		"agents/agents/helper.yaml": "name: helper\ntype: ai_human\nsideA: {prompt: helper, maxSteps: 8}\n",
@@ -40,6 +40,8 @@ responses:
   - text: "Another slow one"
     stall_after: 2
   - text: "Back again."
+  - text: "Final words here"
+    stall_after: 2
 `,
 	})
 	return filepath.Join(dir, "agents"), filepath.Join(dir, "chat.script.yaml")
@@ -144,7 +146,8 @@ func checkChatScreen(t *testing.T, tm *term, s string) {
 
 // TestChatTerminal is weft chat on a local database in a real terminal: a message, the tool call
 // and result, the streamed reply, /stop and Ctrl-C mid-run (the chat stays), /continue, /thread,
-// /json and /exit. Escape sequences in a reply stay text, and the secret never shows.
+// /json and /exit (mid-run: the run stops). Escape sequences in a reply stay text, and the secret
+// never shows.
 func TestChatTerminal(t *testing.T) {
 	dir := t.TempDir()
 	agents, script := chatProject(t, dir)
@@ -178,12 +181,16 @@ func TestChatTerminal(t *testing.T) {
 	tm.typeLine("/json")
 	s = tm.waitFor(1, `"id": "`+id+`"`, `"consumed": 5`)
 	checkChatScreen(t, tm, s)
+	// Leaving mid-run stops the run.
+	tm.typeLine("last one")
+	tm.waitFor(1, "helper> Final w")
 	tm.typeLine("/exit")
 	tm.waitFor(1, "[exited 0]")
 
-	// The conversation was kept: the thread continues with --thread.
+	// The conversation was kept, with its three stops.
 	out, errOut, code := runWeft(t, dir, "threads", "show", id, "--db", filepath.Join(dir, "chat.db"))
-	if code != 0 || !strings.Contains(out, "All done, pong.") || !strings.Contains(out, "Back again.") || strings.Contains(out, chatSecret) {
+	if code != 0 || !strings.Contains(out, "All done, pong.") || !strings.Contains(out, "Back again.") || strings.Contains(out, chatSecret) ||
+		strings.Count(out, "system: Execution stopped by user.") != 3 {
 		t.Fatalf("threads show: exit %d\n%s%s", code, out, errOut)
 	}
 }

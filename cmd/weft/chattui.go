@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -285,6 +287,10 @@ func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	lb, local := b.(*localChat)
+	if local {
+		lb.logs.redirect(func(line string) { p.Send(chatNoteMsg{[]chatLine{{lineNote, "-- log: " + inert(line)}}}) })
+	}
 	go func() {
 		for {
 			select {
@@ -300,7 +306,18 @@ func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *
 		}
 	}()
 	_, err := p.Run()
-	cancel() // a conversation still going stops (its run as aborted)
+	if local {
+		lb.logs.redirect(nil)
+	}
+	if m.running && !m.stopping {
+		// Leaving mid-run stops the run (on a server too), as /stop would.
+		stopCtx, cancelStop := context.WithTimeout(ctx, 10*time.Second)
+		if err := b.Stop(stopCtx); err != nil && weft.ErrorCode(err) != weft.EConflict {
+			fmt.Fprintf(out, "weft: stopping thread %s: %v\n", b.Thread(), err)
+		}
+		cancelStop()
+	}
+	cancel() // a conversation still going ends
 	if m.running {
 		// Wait for the conversation to end so that the stop is stored before the store closes.
 		<-m.finished
