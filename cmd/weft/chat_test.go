@@ -249,7 +249,8 @@ func TestChatLineMode(t *testing.T) {
 }
 
 // TestRunProgress: on a terminal, weft run's standard error shows the run's progress (steps,
-// tool calls, tokens) while it runs, and clears it; piped, it shows nothing.
+// tool calls, tokens) while it runs, and clears it, for a local run and with --server; piped, it
+// shows nothing.
 func TestRunProgress(t *testing.T) {
 	dir := t.TempDir()
 	agents, _ := chatProject(t, dir)
@@ -267,6 +268,17 @@ func TestRunProgress(t *testing.T) {
 		tm.keys("C-c")
 		s := tm.waitFor(1, "[exited 130]", "weft: interrupted")
 		if strings.Contains(s, "· thinking") {
+			t.Errorf("the progress line stayed after the run:\n%s", s)
+		}
+	})
+	t.Run("server", func(t *testing.T) {
+		sdir := t.TempDir()
+		s := startServer(t, sdir, nil, "--dir", agents, "--db", filepath.Join(sdir, "serve.db"),
+			"--model-script", filepath.Join(dir, "slow.script.yaml"), "--no-auth")
+		tm := startTerm(t, dir, shellQuote(binary, "run", "helper", "hello", "--server", s.base)+" > out.txt")
+		tm.waitFor(1, "weft: step 2 · 1 tool call · ", " tokens · thinking")
+		tm.keys("C-c")
+		if s := tm.waitFor(1, "[exited 130]"); strings.Contains(s, "· thinking") {
 			t.Errorf("the progress line stayed after the run:\n%s", s)
 		}
 	})
