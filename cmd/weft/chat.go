@@ -185,7 +185,7 @@ func answer(ctx context.Context, b chatBackend, c chatCommand) []chatLine {
 // chatLines is the chat without a terminal: a message or command per input line, the transcript
 // as plain lines. An interrupt stops the run, or ends the chat when nothing runs.
 func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader, out io.Writer) error {
-	print := func(lines []chatLine) {
+	show := func(lines []chatLine) {
 		for _, l := range lines {
 			fmt.Fprintln(out, l.text)
 		}
@@ -215,20 +215,20 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 					tr.thread = b.Thread()
 				}
 				ls, _ := tr.add(ev)
-				print(ls)
+				show(ls)
 			})
 		}()
 		for {
 			select {
 			case err := <-done:
-				print(tr.flushLive(" [cut off]"))
+				show(tr.flushLive(" [cut off]"))
 				return err
 			case s := <-sigs:
 				if s != os.Interrupt {
 					return exit(exitInterrupted, nil)
 				}
 				if err := b.Stop(ctx); err != nil && weft.ErrorCode(err) != weft.EConflict {
-					print([]chatLine{{lineError, "!! stop: " + inert(err.Error())}})
+					show([]chatLine{{lineError, "!! stop: " + inert(err.Error())}})
 				}
 			}
 		}
@@ -256,23 +256,23 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 		case "/exit", "/quit":
 			return nil
 		case "/stop":
-			print([]chatLine{{lineNote, "-- nothing is running"}})
+			show([]chatLine{{lineNote, "-- nothing is running"}})
 		case "/continue":
 			side, serr := sideArg(c.arg)
 			if serr != nil {
-				print([]chatLine{{lineError, "!! " + serr.Error()}})
+				show([]chatLine{{lineError, "!! " + serr.Error()}})
 				continue
 			}
 			err = converse("", side)
 		default:
-			print(answer(ctx, b, c))
+			show(answer(ctx, b, c))
 		}
 		if err != nil {
 			var ee *exitError
 			if errors.As(err, &ee) {
 				return err
 			}
-			print([]chatLine{{lineError, "!! " + inert(err.Error())}})
+			show([]chatLine{{lineError, "!! " + inert(err.Error())}})
 		}
 	}
 }

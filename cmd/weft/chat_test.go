@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,6 +247,73 @@ func TestChatLineMode(t *testing.T) {
 	}
 	if strings.ContainsAny(got, "\x1b\a\r") || strings.Contains(got+errOut.String(), chatSecret) || strings.Contains(got, "never sent") {
 		t.Errorf("stdout has control characters, the secret, or went past /exit: %q", got)
+	}
+}
+
+// TestChatLineModeInterrupt: in line mode an interrupt stops the run, and the chat goes on.
+func TestChatLineModeInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	agents, _ := chatProject(t, dir)
+	writeFiles(t, dir, map[string]string{"stall.script.yaml": `version: 1
+options: {real_time: true, chunk_size: 4}
+responses:
+  - tool_calls: [{name: echo, arguments: {text: ping}}]
+  - {text: "Streaming slowly and more", stall_after: 2}
+  - text: Still here.
+`})
+	cmd := exec.Command(binary, "chat", "helper", "--dir", agents, "--db", ":memory:", "--model-script", "stall.script.yaml")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WEFT_DIR=", "OPENAI_API_KEY=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var got []string
+	waitLine := func(prefix string) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout ended before %q:\n%s\nstderr: %s", prefix, strings.Join(got, "\n"), errOut.String())
+				}
+				got = append(got, l)
+				if strings.HasPrefix(l, prefix) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no line %q:\n%s", prefix, strings.Join(got, "\n"))
+			}
+		}
+	}
+	io.WriteString(stdin, "hello\n")
+	waitLine("  <- echo:") // the run is in its second step now
+	cmd.Process.Signal(os.Interrupt)
+	waitLine("-- run stopped: aborted_by_user")
+	io.WriteString(stdin, "again\n")
+	waitLine("helper> Still here.")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s\nstderr: %s", err, strings.Join(got, "\n"), errOut.String())
 	}
 }
 
