@@ -280,7 +280,7 @@ func (m *chatModel) View() string {
 	return b.String()
 }
 
-// chatTUI runs the terminal UI until /exit; a run still going is stopped by cancelling ctx.
+// chatTUI runs the terminal UI until /exit (or SIGTERM); a run still going is stopped first.
 func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *transcript, noColor bool, in io.Reader, out io.Writer) error {
 	m := newChatModel(ctx, b, tr, !noColor && os.Getenv("NO_COLOR") == "")
 	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler(), tea.WithContext(ctx))
@@ -306,6 +306,11 @@ func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *
 		}
 	}()
 	_, err := p.Run()
+	if err != nil && ctx.Err() == nil {
+		err = exit(exitFailure, err)
+	} else {
+		err = nil
+	}
 	if local {
 		lb.logs.redirect(nil)
 	}
@@ -322,8 +327,5 @@ func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *
 		// Wait for the conversation to end so that the stop is stored before the store closes.
 		<-m.finished
 	}
-	if err != nil && ctx.Err() == nil {
-		return exit(exitFailure, err)
-	}
-	return nil
+	return err
 }
