@@ -62,6 +62,38 @@ func TestHandoff(t *testing.T) {
 	})
 }
 
+// TestMessageAfterStop: a user message to a stopped thread clears the stop flag and is answered
+// (execution.md §1.3), instead of being failed by the flag it clears.
+func TestMessageAfterStop(t *testing.T) {
+	started := make(chan struct{}, 1)
+	block := &weft.Tool{Name: "slow", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return weft.Failure("cancelled"), nil
+	})}
+	h := newHarness(t, registry([]*weft.Tool{block}, nil), `
+- tool_calls: [{name: slow}]
+- expect: {last_role: user, last_contains: again}
+  text: Here again.
+`)
+	ctx := context.Background()
+	th, _ := h.eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	h.eng.Send(ctx, th.ID, weft.NewMessage{Content: "go"})
+	done := make(chan struct{})
+	go func() { h.eng.Run(ctx, th.ID); close(done) }()
+	<-started
+	h.eng.Stop(ctx, th.ID)
+	<-done
+	res, err := h.eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "again"}})
+	if err != nil || res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%v %+v", err, res)
+	}
+	tr := h.transcript(th.ID)
+	if tr[len(tr)-2] != "user: again" || tr[len(tr)-1] != "assistant: Here again." {
+		t.Errorf("transcript %v", tr)
+	}
+}
+
 func TestStopThenContinue(t *testing.T) {
 	started := make(chan struct{}, 1)
 	block := &weft.Tool{Name: "slow", Description: "d", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -714,6 +715,11 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if forceSide != "" {
 			r.state.Side = forceSide
 		}
+	}
+	// An inbound user message clears the stop flag (execution.md §1.3): it runs instead of being
+	// failed by the stop check before the queue is drained.
+	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
+		r.state.Stopped = false
 	}
 	resumed, err := r.resume()
 	if errors.Is(err, errAwaitApproval) {

@@ -143,10 +143,17 @@ func TestInitCommand(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"validate", "--help"}, {"init", "--help"}, {"help", "validate"}} {
+	for _, args := range [][]string{{"--help"}, {"validate", "--help"}, {"init", "--help"}, {"help", "validate"}, {"chat", "--help"}} {
 		out, _, code := runWeft(t, t.TempDir(), args...)
 		if code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+	// weft chat's help lists its commands.
+	out, _, _ := runWeft(t, t.TempDir(), "chat", "--help")
+	for _, c := range []string{"/stop", "/continue [a|b]", "/env NAME=VALUE", "/thread", "/json", "/exit", "--server", "--thread"} {
+		if !strings.Contains(out, c) {
+			t.Errorf("weft chat --help lacks %s:\n%s", c, out)
 		}
 	}
 }

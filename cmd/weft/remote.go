@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
 )
 
 // remote is a client of a weft serve API: the commands that read or drive threads use it instead
@@ -340,6 +341,16 @@ func (r *remote) openStream(ctx context.Context, id string, after int64) (*http.
 func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id string, resp *http.Response) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	streamed, last := false, ""
+	// On a terminal, standard error shows the run's progress, as for a local run.
+	var progress *runProgress
+	if !f.quiet && !f.verbose {
+		progress = newRunProgress(stderr)
+	}
+	if progress != nil {
+		progress.follow(id)
+		defer progress.done()
+	}
+	sameTerminal := progress != nil && isTerminal(out)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 32<<20)
 	var typ string
@@ -356,11 +367,19 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 			if f.verbose && !f.quiet {
 				fmt.Fprintf(stderr, "· %s\n", typ)
 			}
+			if progress != nil {
+				thread, _ := data["thread_id"].(string)
+				progress.event(engine.Event{Type: typ, ThreadID: thread, Data: data})
+			}
 			switch typ {
 			case "message_chunk":
 				if d, _ := data["depth"].(float64); d == 0 {
 					delta, _ := data["delta"].(string)
-					fmt.Fprint(out, delta)
+					if sameTerminal {
+						progress.text(out, delta)
+					} else {
+						fmt.Fprint(out, delta)
+					}
 					streamed = true
 				}
 			case "message":
@@ -371,6 +390,9 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 				}
 			case "run_stopped":
 				reason, _ := data["reason"].(string)
+				if progress != nil {
+					progress.done()
+				}
 				switch {
 				case !streamed && last != "":
 					fmt.Fprintln(out, last)

@@ -162,14 +162,26 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	var streamThread atomic.Value // the thread whose deltas are shown, once known
 	var streamed atomic.Bool
 	live := !f.asJSON && !f.quiet && isTerminal(stdout)
-	if (f.verbose && !f.quiet) || live {
+	// On a terminal, standard error shows the run's progress (not with --verbose's event lines).
+	var progress *runProgress
+	if !f.quiet && !f.verbose {
+		progress = newRunProgress(stderr)
+	}
+	if (f.verbose && !f.quiet) || live || progress != nil {
 		opt.OnEvent = func(e engine.Event) {
 			if f.verbose && !f.quiet {
 				printEvent(stderr, e)
 			}
+			if progress != nil {
+				progress.event(e)
+			}
 			if live && e.Type == "message_chunk" && e.ThreadID == streamThread.Load() && e.Data["depth"] == 0 {
 				if d, _ := e.Data["delta"].(string); d != "" {
-					fmt.Fprint(stdout, d)
+					if progress != nil {
+						progress.text(stdout, d)
+					} else {
+						fmt.Fprint(stdout, d)
+					}
 					streamed.Store(true)
 				}
 			}
@@ -217,6 +229,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}
 	}
 	streamThread.Store(th.ID)
+	if progress != nil {
+		progress.follow(th.ID)
+	}
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	if f.decide != nil {
@@ -225,6 +240,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			return err
 		}
 		if !ready {
+			if progress != nil {
+				progress.done()
+			}
 			redact, _ := eng.Redactor(context.WithoutCancel(ctx), th.ID)
 			if redact == nil {
 				redact = func(s string) string { return s }
@@ -255,6 +273,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		if rerr != nil {
 			break
 		}
+		if progress != nil {
+			progress.done() // the questions take the terminal
+		}
 		decided, derr := askApprovals(runCtx, cmd.InOrStdin(), stderr, eng, th.ID, redact)
 		if derr != nil || !decided {
 			break
@@ -264,6 +285,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		res.LastLineRedactions += more.LastLineRedactions
 	}
 	eng.Wait()
+	if progress != nil {
+		progress.done()
+	}
 	if err != nil && len(res.Stops) == 0 && !errors.Is(err, weft.ErrLeaseHeld) {
 		switch weft.ErrorCode(err) {
 		case weft.EInvalid, weft.ENotFound, weft.EConflict:

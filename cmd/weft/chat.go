@@ -1,0 +1,590 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/scripted"
+)
+
+type chatFlags struct {
+	thread, db, script string
+	env                []string
+}
+
+func newChatCmd(g *globals) *cobra.Command {
+	f := &chatFlags{}
+	c := &cobra.Command{
+		Use:   "chat AGENT",
+		Short: "Talk with an agent in the terminal",
+		Long: `Start an interactive session with AGENT: type a message, watch the reply stream in, with the
+tool calls it makes and their results shown on one line each. The thread is created with your first
+message (or continue one with --thread) and is kept in --db, or on the server with --server.
+
+Commands:
+  /stop            stop the run (Ctrl-C does the same; it never leaves the chat)
+  /continue [a|b]  run again without a new message (side a or b; default the side due next)
+  /env NAME=VALUE  set a thread variable (secret unless the agent declares it text)
+  /thread          show the thread's id and how to come back to it
+  /json            print the thread as the weft run --json document
+  /help            list the commands
+  /exit            leave (also Ctrl-D on an empty line)
+
+When standard output is not a terminal, weft chat reads one message or command per line from
+standard input and prints the transcript as plain lines.
+
+Example:
+  weft chat support --model-script examples/support/demo.script.yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return chat(cmd, g, f, args[0]) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.thread, "thread", "", "continue this thread")
+	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, postgres:// URL or :memory: (env WEFT_DB)")
+	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
+	fl.StringArrayVar(&f.env, "env", nil, "thread env value K=V for a new thread (repeatable)")
+	return c
+}
+
+// chatBackend is what a chat drives: a local engine and store, or a server.
+type chatBackend interface {
+	// Converse posts text (or, when text is "", continues the thread on side) and passes every
+	// event of the conversation to emit until it is quiet. The thread is created first if needed.
+	Converse(ctx context.Context, text string, side weft.Side, emit func(engine.Event)) error
+	// Stop stops the thread's run.
+	Stop(ctx context.Context) error
+	// SetEnv sets a thread variable (kept for the thread's creation when it does not exist yet)
+	// and returns its type.
+	SetEnv(ctx context.Context, name, value string) (weft.VarType, error)
+	// Thread is the thread's id, "" before it exists.
+	Thread() string
+	// Document is the thread as the weft run --json document, redacted.
+	Document(ctx context.Context) (string, error)
+}
+
+func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
+	env, err := parseEnv(f.env, "")
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	// The session outlives an interrupt: Ctrl-C stops a run, not the chat.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(cmd.Context()))
+	defer cancel()
+	var b chatBackend
+	if rc := remoteOf(g); rc != nil {
+		if f.script != "" {
+			return exit(exitUsage, fmt.Errorf("--model-script applies to local chats only (give it to weft serve)"))
+		}
+		rb := &remoteChat{r: rc, agent: agent, env: env, thread: f.thread}
+		if f.thread != "" {
+			if err := rc.do(ctx, "GET", threadPath(f.thread), nil, nil); err != nil {
+				return remoteExit(err)
+			}
+		} else if err := rc.do(ctx, "GET", "/api/agents/"+url.PathEscape(agent), nil, nil); err != nil {
+			return remoteExit(err)
+		}
+		b = rb
+	} else {
+		lb, err := openLocalChat(ctx, g, f, agent, env)
+		if err != nil {
+			return err
+		}
+		defer lb.close()
+		b = lb
+	}
+	tr := newTranscript(agent, b.Thread())
+	stdout := cmd.OutOrStdout()
+	if isTerminal(stdout) && isTerminal(cmd.InOrStdin()) {
+		return chatTUI(ctx, cancel, b, tr, g.noColor, cmd.InOrStdin(), stdout)
+	}
+	return chatLines(ctx, b, tr, cmd.InOrStdin(), stdout)
+}
+
+// chatCommand is a parsed line: a slash command and its argument, or a message (name "").
+type chatCommand struct{ name, arg string }
+
+func parseChatLine(line string) chatCommand {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "/") {
+		return chatCommand{arg: line}
+	}
+	name, arg, _ := strings.Cut(line, " ")
+	return chatCommand{name: name, arg: strings.TrimSpace(arg)}
+}
+
+// sideArg reads /continue's argument.
+func sideArg(arg string) (weft.Side, error) {
+	switch strings.ToLower(arg) {
+	case "":
+		return "", nil
+	case "a":
+		return weft.SideA, nil
+	case "b":
+		return weft.SideB, nil
+	}
+	return "", fmt.Errorf("/continue %s: want a or b", arg)
+}
+
+// chatHelp lists the commands.
+var chatHelp = []chatLine{{lineNote, "-- /stop (or Ctrl-C) stops the run · /continue [a|b] runs again · /env NAME=VALUE sets a variable · " +
+	"/thread shows the thread · /json prints it · /exit leaves"}}
+
+// answer runs the commands that need no run state: /env, /thread, /json, /help and unknown ones.
+func answer(ctx context.Context, b chatBackend, c chatCommand) []chatLine {
+	switch c.name {
+	case "/env":
+		name, value, ok := strings.Cut(c.arg, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return []chatLine{{lineError, "!! /env: want NAME=VALUE"}}
+		}
+		had := b.Thread() != ""
+		typ, err := b.SetEnv(ctx, name, value)
+		if err != nil {
+			return []chatLine{{lineError, "!! /env " + inert(name) + ": " + inert(err.Error())}}
+		}
+		if !had {
+			return []chatLine{{lineNote, fmt.Sprintf("-- %s (%s) will be set when the thread is created", inert(name), typ)}}
+		}
+		return []chatLine{{lineNote, fmt.Sprintf("-- %s (%s) set for thread %s", inert(name), typ, b.Thread())}}
+	case "/thread":
+		if b.Thread() == "" {
+			return []chatLine{{lineNote, "-- no thread yet: it is created with your first message"}}
+		}
+		return []chatLine{{lineNote, "-- thread " + b.Thread()}}
+	case "/json":
+		if b.Thread() == "" {
+			return []chatLine{{lineNote, "-- no thread yet: it is created with your first message"}}
+		}
+		doc, err := b.Document(ctx)
+		if err != nil {
+			return []chatLine{{lineError, "!! /json: " + inert(err.Error())}}
+		}
+		return []chatLine{{lineNote, inert(doc)}}
+	case "/help", "/?":
+		return chatHelp
+	}
+	return []chatLine{{lineError, "!! unknown command " + inert(c.name) + " (try /help)"}}
+}
+
+// chatLines is the chat without a terminal: a message or command per input line, the transcript
+// as plain lines. An interrupt stops the run, or ends the chat when nothing runs.
+func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader, out io.Writer) error {
+	show := func(lines []chatLine) {
+		for _, l := range lines {
+			fmt.Fprintln(out, l.text)
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), weft.MaxMessageBytes)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	converse := func(text string, side weft.Side) error {
+		tr.reset()
+		done := make(chan error, 1)
+		go func() {
+			done <- b.Converse(ctx, text, side, func(ev engine.Event) {
+				if tr.thread == "" {
+					tr.thread = b.Thread()
+				}
+				ls, _ := tr.add(ev)
+				show(ls)
+			})
+		}()
+		for {
+			select {
+			case err := <-done:
+				show(tr.flushLive(" [cut off]"))
+				return err
+			case s := <-sigs:
+				if s != os.Interrupt {
+					return exit(exitInterrupted, nil)
+				}
+				if err := b.Stop(ctx); err != nil && weft.ErrorCode(err) != weft.EConflict {
+					show([]chatLine{{lineError, "!! stop: " + inert(err.Error())}})
+				}
+			}
+		}
+	}
+	for {
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-sigs:
+			return exit(exitInterrupted, nil)
+		}
+		if !ok {
+			return nil
+		}
+		c := parseChatLine(line)
+		var err error
+		switch c.name {
+		case "":
+			if c.arg == "" {
+				continue
+			}
+			tr.sent = append(tr.sent, c.arg)
+			err = converse(c.arg, "")
+		case "/exit", "/quit":
+			return nil
+		case "/stop":
+			show([]chatLine{{lineNote, "-- nothing is running"}})
+		case "/continue":
+			side, serr := sideArg(c.arg)
+			if serr != nil {
+				show([]chatLine{{lineError, "!! " + serr.Error()}})
+				continue
+			}
+			err = converse("", side)
+		default:
+			show(answer(ctx, b, c))
+		}
+		if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
+			show([]chatLine{{lineError, "!! " + inert(err.Error())}})
+		}
+	}
+}
+
+// localChat drives a thread in this process's engine and store.
+type localChat struct {
+	eng    *engine.Engine
+	store  weft.Store
+	script *scripted.Provider
+	agent  string
+	mu     sync.Mutex
+	thread string
+	env    map[string]string // for the thread's creation
+	logs   *chatLog
+}
+
+func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, env map[string]string) (*localChat, error) {
+	reg, err := loadProject(g.dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
+		return nil, exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
+	}
+	script, err := loadScript(f.script)
+	if err != nil {
+		return nil, err
+	}
+	logs := &chatLog{}
+	var level slog.Level
+	if level.UnmarshalText([]byte(g.logLevel)) != nil {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+	var clock weft.Clock = weft.SystemClock{}
+	if script != nil {
+		clock = script.Clock()
+	}
+	store, err := openStore(ctx, f.db, log, clock.Now)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
+		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
+	}
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil))}
+	if script != nil {
+		opt.Override, opt.Clock = script, script.Clock()
+	}
+	eng, err := engine.New(opt)
+	if err != nil {
+		store.Close()
+		return nil, exit(exitFailure, err)
+	}
+	if f.thread != "" {
+		if _, err := store.Thread(ctx, f.thread); err != nil {
+			store.Close()
+			return nil, exit(exitUsage, err)
+		}
+	}
+	return &localChat{eng: eng, store: store, script: script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+}
+
+// chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
+// in its transcript (a line written under the UI would garble it).
+type chatLog struct {
+	mu sync.Mutex
+	to func(string)
+}
+
+func (l *chatLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	to := l.to
+	l.mu.Unlock()
+	if to == nil {
+		return os.Stderr.Write(p)
+	}
+	to(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// redirect sends log lines to to (nil: back to standard error).
+func (l *chatLog) redirect(to func(string)) {
+	l.mu.Lock()
+	l.to = to
+	l.mu.Unlock()
+}
+
+func (l *localChat) close() {
+	l.eng.Wait()
+	l.store.Close()
+}
+
+func (l *localChat) Thread() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.thread
+}
+
+// ensureThread creates the thread with the variables given so far.
+func (l *localChat) ensureThread(ctx context.Context) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.thread != "" {
+		return l.thread, nil
+	}
+	th, err := l.eng.CreateThread(ctx, engine.NewThread{Agent: l.agent, Env: l.env})
+	if err != nil {
+		var mv *engine.MissingVariablesError
+		if errors.As(err, &mv) {
+			return "", fmt.Errorf("%w (set them with /env NAME=VALUE)", err)
+		}
+		return "", err
+	}
+	l.thread = th.ID
+	return th.ID, nil
+}
+
+func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, emit func(engine.Event)) error {
+	id, err := l.ensureThread(ctx)
+	if err != nil {
+		return err
+	}
+	in := engine.Input{Side: side}
+	if text != "" {
+		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: text}
+	}
+	for ev, err := range l.eng.Converse(ctx, id, in) {
+		if err != nil {
+			return err
+		}
+		if ev.Type == "message_chunk" || ev.Type == "reasoning_chunk" {
+			// Deltas carry only strings and numbers: no need for the JSON round trip.
+			emit(engine.Event{Type: ev.Type, ThreadID: ev.ThreadID, Data: map[string]any{"depth": ev.Data["depth"], "delta": ev.Data["delta"]}})
+			continue
+		}
+		emit(plainEvent(ev))
+	}
+	return nil
+}
+
+func (l *localChat) Stop(ctx context.Context) error {
+	id := l.Thread()
+	if id == "" {
+		return nil
+	}
+	return l.eng.Stop(ctx, id)
+}
+
+func (l *localChat) SetEnv(ctx context.Context, name, value string) (weft.VarType, error) {
+	typ := weft.VarSecret
+	if vars, err := l.eng.AgentVariables(l.agent); err == nil {
+		for _, v := range vars {
+			if v.Name == name && v.Type != "" {
+				typ = v.Type
+			}
+		}
+	}
+	l.mu.Lock()
+	id := l.thread
+	if id == "" {
+		if l.env == nil {
+			l.env = map[string]string{}
+		}
+		l.env[name] = value
+	}
+	l.mu.Unlock()
+	if id == "" {
+		return typ, nil
+	}
+	return typ, l.store.SetEnv(ctx, weft.EnvThread, id, []weft.EnvValue{{Name: name, Value: value, Type: typ}})
+}
+
+func (l *localChat) Document(ctx context.Context) (string, error) {
+	id := l.Thread()
+	doc, err := buildDocument(ctx, l.store, id, &engine.RunResult{}, l.script)
+	if err != nil {
+		return "", err
+	}
+	redact, err := l.eng.Redactor(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	return redact(string(b)), nil
+}
+
+// remoteChat drives a thread of a weft serve API.
+type remoteChat struct {
+	r      *remote
+	agent  string
+	mu     sync.Mutex
+	thread string
+	env    map[string]string // for the thread's creation
+}
+
+func (c *remoteChat) Thread() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.thread
+}
+
+func (c *remoteChat) ensureThread(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.thread != "" {
+		return c.thread, nil
+	}
+	var created struct {
+		Thread weft.Thread `json:"thread"`
+	}
+	if err := c.r.do(ctx, "POST", "/api/threads", map[string]any{"agent": c.agent, "env": c.env}, &created); err != nil {
+		if weft.ErrorCode(err) == weft.EMissingVariables {
+			return "", fmt.Errorf("%w (set them with /env NAME=VALUE)", err)
+		}
+		return "", err
+	}
+	c.thread = created.Thread.ID
+	return c.thread, nil
+}
+
+func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, emit func(engine.Event)) error {
+	id, err := c.ensureThread(ctx)
+	if err != nil {
+		return err
+	}
+	// The stream opens before the message is posted, at the thread's cursor, so that it holds
+	// exactly this conversation.
+	after, err := c.r.lastCursor(ctx, id)
+	if err != nil {
+		return err
+	}
+	resp, err := c.r.openStream(ctx, id, after)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if text != "" {
+		err = c.r.do(ctx, "POST", threadPath(id)+"/messages", map[string]any{"content": text}, nil)
+	} else {
+		body := map[string]any{}
+		if side != "" {
+			body["side"] = side
+		}
+		err = c.r.do(ctx, "POST", threadPath(id)+"/continue", body, nil)
+	}
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 32<<20)
+	var typ string
+	for sc.Scan() {
+		line := sc.Text()
+		if t, ok := strings.CutPrefix(line, "event: "); ok {
+			typ = t
+			continue
+		}
+		raw, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var data map[string]any
+		if json.Unmarshal([]byte(raw), &data) != nil {
+			continue
+		}
+		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: data}
+		delete(data, "type")
+		delete(data, "thread_id")
+		delete(data, "seq")
+		emit(ev)
+		if typ == "run_stopped" && ev.ThreadID == id {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the stream of thread %s ended before its run stopped", id)
+}
+
+func (c *remoteChat) Stop(ctx context.Context) error {
+	id := c.Thread()
+	if id == "" {
+		return nil
+	}
+	return c.r.do(ctx, "POST", threadPath(id)+"/stop", nil, nil)
+}
+
+func (c *remoteChat) SetEnv(ctx context.Context, name, value string) (weft.VarType, error) {
+	c.mu.Lock()
+	id := c.thread
+	if id == "" {
+		if c.env == nil {
+			c.env = map[string]string{}
+		}
+		c.env[name] = value
+	}
+	c.mu.Unlock()
+	if id == "" {
+		return weft.VarSecret, nil
+	}
+	body := map[string]any{"env": map[string]any{"set": map[string]any{name: map[string]any{"value": value}}}}
+	return weft.VarSecret, c.r.do(ctx, "PATCH", threadPath(id), body, nil)
+}
+
+func (c *remoteChat) Document(ctx context.Context) (string, error) {
+	doc, err := buildDocument(ctx, remoteSource{c.r}, c.Thread(), &engine.RunResult{}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	return string(b), nil
+}
