@@ -140,8 +140,12 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
+	stop, err := lastStop(r.Context(), st, t.ID, seq)
+	if err != nil {
+		return err
+	}
 	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": len(msgs), "children": children,
-		"event_seq": seq})
+		"event_seq": seq, "last_stop": stop})
 	if err != nil {
 		return err
 	}
@@ -185,6 +189,42 @@ func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, e
 		}
 	}
 	return hi, nil
+}
+
+// stopLookback is how many of a thread's newest events lastStop reads at most: a run's stop is
+// among its last events, so a longer look only costs reads.
+const stopLookback = 256
+
+// lastStop returns what the thread's newest recorded run_stopped event says — {run_id, reason,
+// side, steps, error, at} — so that a page can show why and at which step the last run ended; nil
+// when none is among the newest events.
+func lastStop(ctx context.Context, st weft.Store, threadID string, newest int64) (map[string]any, error) {
+	const window = 64
+	for end := newest; end > 0 && newest-end < stopLookback; end -= window {
+		from := max(end-window, 0)
+		evs, err := st.Events(ctx, threadID, from, int(end-from))
+		if err != nil {
+			return nil, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type != "run_stopped" {
+				continue
+			}
+			var d struct {
+				RunID  string `json:"run_id"`
+				Reason string `json:"reason"`
+				Side   string `json:"side"`
+				Steps  int    `json:"steps"`
+				Error  string `json:"error"`
+			}
+			if err := json.Unmarshal(evs[i].Data, &d); err != nil {
+				return nil, fmt.Errorf("thread %s: event %d: %w", threadID, evs[i].Seq, err)
+			}
+			return map[string]any{"run_id": d.RunID, "reason": d.Reason, "side": d.Side, "steps": d.Steps,
+				"error": d.Error, "at": evs[i].CreatedAt}, nil
+		}
+	}
+	return nil, nil
 }
 
 // merge returns v's JSON object with extra keys added.
