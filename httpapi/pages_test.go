@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/weft-agents/weft"
 )
 
 // TestThreadLastStop: GET /api/threads/{id} tells why and after how many steps the last run
@@ -60,5 +62,57 @@ func TestPagesBesideAPI(t *testing.T) {
 	bare := newEnv(t, envOptions{})
 	if code, _ := bare.do("GET", "/", "", nil); code != 404 {
 		t.Errorf("GET / without pages: %d", code)
+	}
+}
+
+// TestListThreadsByCost: sort=cost orders threads by their spend (descendants' included), highest
+// first, and with_cost adds each thread's cost_total to the list.
+func TestListThreadsByCost(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	spend := map[string]float64{}
+	var ids []string
+	for i, c := range []float64{0.02, 0.5, 0.1} {
+		id := e.createThread(e.alice)
+		ids = append(ids, id)
+		spend[id] = c
+		cost := c
+		if err := e.store.Tx(ctx, id, nil, func(tx weft.Tx) error {
+			return tx.PutLog(&weft.LogEntry{ID: weft.NewID("log_"), ThreadID: id, Kind: "llm", Model: "fast", CostTotal: &cost,
+				InputTokens: 10 * (i + 1)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var byCost struct {
+		Items []struct {
+			ID        string
+			CostTotal *float64 `json:"cost_total"`
+		}
+		Total   int
+		HasMore bool `json:"has_more"`
+	}
+	e.json("GET", "/api/threads?sort=cost&limit=2", e.alice, nil, 200, &byCost)
+	if len(byCost.Items) != 2 || byCost.Total != 3 || !byCost.HasMore || byCost.Items[0].ID != ids[1] || byCost.Items[1].ID != ids[2] ||
+		byCost.Items[0].CostTotal == nil || *byCost.Items[0].CostTotal != 0.5 {
+		t.Fatalf("sort=cost: %+v", byCost)
+	}
+	e.json("GET", "/api/threads?sort=cost&limit=2&offset=2", e.alice, nil, 200, &byCost)
+	if len(byCost.Items) != 1 || byCost.Items[0].ID != ids[0] || byCost.HasMore {
+		t.Fatalf("sort=cost, second page: %+v", byCost)
+	}
+	var plain map[string]any
+	e.json("GET", "/api/threads", e.alice, nil, 200, &plain)
+	if item := plain["items"].([]any)[0].(map[string]any); item["cost_total"] != nil || item["id"] == nil {
+		t.Fatalf("a plain list carries no cost: %v", item)
+	}
+	e.json("GET", "/api/threads?with_cost=true&sort=oldest", e.alice, nil, 200, &byCost)
+	for i, it := range byCost.Items {
+		if it.ID != ids[i] || it.CostTotal == nil || *it.CostTotal != spend[it.ID] {
+			t.Fatalf("with_cost item %d: %+v", i, it)
+		}
+	}
+	if code, _ := e.do("GET", "/api/threads?sort=price", e.alice, nil); code != 400 {
+		t.Fatalf("an unknown sort: %d", code)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -76,12 +77,26 @@ func validation(path, msg string) *apiError {
 		details: map[string]any{"errors": []map[string]string{{"path": path, "message": msg}}}}
 }
 
+// costSortWindow is how many matching threads sort=cost orders: the most recently active ones.
+const costSortWindow = 1000
+
+// listedThread is a thread in a list, with its spend when the query asks for it.
+type listedThread struct {
+	*weft.Thread
+	// CostTotal is the thread's spend with its descendants' (with_cost or sort=cost).
+	CostTotal *float64 `json:"cost_total,omitempty"`
+}
+
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principal) error {
 	q := &query{r: r}
 	limit, offset := q.page(50)
+	order := q.oneOf("sort", "activity", "activity", "created", "oldest", "cost")
+	withCost := q.bool("with_cost") || order == "cost"
 	tq := weft.ThreadQuery{Agent: q.str("agent"), Tag: q.str("tag"), ParentID: q.str("parent"), Search: q.str("search"),
-		Status: weft.ThreadStatus(q.str("status")), Sort: q.oneOf("sort", "activity", "activity", "created", "oldest"),
-		Limit: limit, Offset: offset}
+		Status: weft.ThreadStatus(q.str("status")), Sort: order, Limit: limit, Offset: offset}
+	if order == "cost" {
+		tq.Sort, tq.Limit, tq.Offset = "activity", costSortWindow, 0
+	}
 	tq.RootsOnly = !q.bool("include_children")
 	if q.err != nil {
 		return q.err
@@ -99,15 +114,29 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	if threads == nil {
-		threads = []*weft.Thread{}
+	items := make([]listedThread, len(threads))
+	for i, t := range threads {
+		items[i].Thread = t
+		if withCost {
+			c, err := s.costOf(r, t, true)
+			if err != nil {
+				return err
+			}
+			items[i].CostTotal = &c.CostTotal
+		}
 	}
-	for _, t := range threads {
-		if err := s.redactThread(r.Context(), t); err != nil {
+	if order == "cost" {
+		sort.SliceStable(items, func(i, j int) bool { return *items[i].CostTotal > *items[j].CostTotal })
+		total = len(items)
+		pg := pageOf(items, limit, offset)
+		items = pg.Items
+	}
+	for _, it := range items {
+		if err := s.redactThread(r.Context(), it.Thread); err != nil {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, list[*weft.Thread]{Items: threads, Total: total, HasMore: offset+len(threads) < total})
+	writeJSON(w, http.StatusOK, list[listedThread]{Items: items, Total: total, HasMore: offset+len(items) < total})
 	return nil
 }
 
