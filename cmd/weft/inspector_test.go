@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive the real weft binary's inspector in headless Chromium. They need
+// WEFT_TEST_CHROMIUM (the path of a Chromium binary; .ci/run sets /usr/bin/chromium): unset, they
+// skip; set to something that does not start, they fail.
+
+// inspectorSecret is a thread secret the scripted model repeats: no page may show it.
+const inspectorSecret = "tok-9f8e7d6c5b4a"
+
+// inspectorProject is a project whose helper agent calls a command tool, a sub-prompt and a
+// subagent in one reply; chat only talks.
+var inspectorProject = map[string]string{
+	"models/fast.yaml":   "name: fast\nprovider: openai\nmodel: gpt-4o-mini\ninputPrice: 0.15\noutputPrice: 0.60\n",
+	"tools/echo.yaml":    "kind: command\ndescription: Echo the arguments back.\nargs: {type: object, properties: {text: {type: string}}, required: [text]}\ncommand: [cat]\ntimeout: 5s\nidempotent: true\n",
+	"tools/refund.yaml":  "kind: command\ndescription: Refund an order.\napproval: required\nargs: {type: object, properties: {order_id: {type: integer}}, required: [order_id]}\ncommand: [cat]\ntimeout: 5s\n",
+	"agents/helper.yaml": "name: helper\ntype: ai_human\ndescription: Looks things up\nsideA: {prompt: helper, maxSteps: 8}\n",
+	"prompts/helper.yaml": "name: helper\nmodel: fast\ntoolDescription: Helps\nincludeChat: true\nprompt: You help with orders.\n" +
+		"tools: [echo, summarize, refund, \"agent:review\"]\n",
+	"prompts/summarize.yaml": "name: summarize\nmodel: fast\ntoolDescription: Summarize a text.\nprompt: Summarize briefly.\n" +
+		"requiredSchema: {type: object, properties: {text: {type: string}}, required: [text]}\n",
+	"agents/review.yaml": "name: review\ntype: dual_ai\nexposeAsTool: true\ntoolDescription: Have a reviewer check a draft\nmaxSessionTurns: 2\n" +
+		"sideA: {prompt: reviewer, stopOnResponse: true}\nsideB: {prompt: reviewer}\n",
+	"prompts/reviewer.yaml": "name: reviewer\nmodel: fast\ntoolDescription: Reviews a draft\nincludeChat: true\nprompt: You review drafts.\n",
+	"agents/chat.yaml":      "name: chat\ntype: ai_human\ndescription: Talks\nsideA: {prompt: chat, maxSteps: 4}\n",
+	"prompts/chat.yaml":     "name: chat\nmodel: fast\ntoolDescription: Talks\nincludeChat: true\nprompt: You chat.\n",
+}
+
+// browser starts headless Chromium for one test and returns its context (one tab), with a
+// deadline; JavaScript exceptions and console errors fail the test at its end.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("WEFT_TEST_CHROMIUM")
+	if path == "" {
+		t.Skip("browser test: set WEFT_TEST_CHROMIUM=/usr/bin/chromium to run it (Debian: apt-get install chromium)")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("WEFT_TEST_CHROMIUM=%s: %v", path, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.Flag("disable-quic", true),
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 50*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting Chromium (%s): %v", path, err)
+	}
+	// Uncaught exceptions and console.error calls of the page fail the test (the browser's own
+	// log, which reports the 404 answers the not-found pages rely on, does not).
+	var problems syncBuffer
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source == "") {
+				fmt.Fprintf(&problems, "%s\n", m)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if p := problems.String(); p != "" {
+			t.Errorf("the page reported errors:\n%s", p)
+		}
+	})
+	return ctx
+}
+
+// shot saves a screenshot of the window under the test's artifact directory.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(t.ArtifactDir(), name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", p)
+}
+
+// act runs browser actions, failing the test with the step that failed.
+func act(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		shot(t, ctx, "failed")
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// js runs a JavaScript expression for its effect.
+func js(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](expr)(ctx, t)
+		return err
+	})
+}
+
+// setField sets a form field's value and fires the event the page listens to (input or change).
+func setField(sel, value, event string) chromedp.Action[chromedp.Void] {
+	return js(fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.value = %q; e.dispatchEvent(new Event(%q)); })()`, sel, value, event))
+}
+
+// eval returns a JavaScript expression's value.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS polls a JavaScript expression until it is true.
+func waitJS(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('main').innerText.slice(0, 3000)`))
+			shot(t, ctx, "failed")
+			t.Fatalf("%s: %s stayed false; the page shows:\n%s", what, expr, html)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// inspectorServer starts weft inspect on a fresh project and store with the model script.
+func inspectorServer(t *testing.T, script string, seed func(db string)) (*server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "agents"), inspectorProject)
+	scriptPath := filepath.Join(dir, "script.yaml")
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "weft.db")
+	if seed != nil {
+		seed(db)
+	}
+	return startInspect(t, dir, "--dir", filepath.Join(dir, "agents"), "--db", db, "--model-script", scriptPath), db
+}
+
+// startInspect runs weft inspect and waits for the URL it prints.
+func startInspect(t *testing.T, dir string, args ...string) *server {
+	t.Helper()
+	return startProcess(t, dir, nil, "weft: inspector at ", append([]string{"inspect"}, args...)...)
+}
+
+// createThread creates a thread over the API and returns its id.
+func (s *server) createThread(body string) string {
+	s.t.Helper()
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", "", body, 201, &created)
+	return created.Thread.ID
+}
+
+// waitIdle waits until the thread's run stopped with the reason.
+func (s *server) waitStopped(id, reason string) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var th struct {
+			Status     string
+			StopReason string `json:"stop_reason"`
+		}
+		s.must("GET", "/api/threads/"+id, "", "", 200, &th)
+		if th.Status != "running" && th.StopReason == reason {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("thread %s: %s / %s, want it stopped with %s", id, th.Status, th.StopReason, reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const helperScript = `version: 1
+responses:
+  - match: {prompt: helper, depth: 0}
+    tool_calls:
+      - {name: echo, arguments: {text: "order 7"}}
+      - {name: summarize, arguments: {text: "Order 7 shipped late."}}
+      - {name: review, arguments: {message: "Draft: refund order 7"}}
+  - match: {prompt: summarize}
+    text: Shipped late; a refund is due.
+  - match: {prompt: reviewer, side: a}
+    text: Looks fine to me.
+  - match: {prompt: reviewer, side: b}
+    text: Agreed, ship it.
+  - match: {prompt: reviewer}
+    text: Nothing more.
+  - match: {prompt: reviewer}
+    text: Nothing more.
+  - match: {prompt: reviewer}
+    text: Nothing more.
+  - match: {prompt: helper, depth: 0}
+    text: "All done. The token was ` + inspectorSecret + `, as asked."
+  - match: {prompt: helper, depth: 0}
+    text: Noted the review.
+  - match: {prompt: helper, depth: 0}
+    text: Noted again.
+  - match: {prompt: chat}
+    text: Sure, here is a short answer.
+  - match: {prompt: chat}
+    text: A second short answer, a little longer than the first one so that it costs more.
+`
+
+// TestInspectorList: the list shows the seeded threads with their agents, statuses, tags and
+// costs; search, the agent, status and tag filters and the cost sort narrow and order it; a
+// thread created meanwhile appears without a reload.
+func TestInspectorList(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, helperScript, nil)
+	helper := s.createThread(`{"agent":"helper","tags":["orders","vip"],"env":{"TOKEN":"` + inspectorSecret + `"},"message":{"content":"Look up order 7"}}`)
+	s.waitStopped(helper, "stop_on_response")
+	chat1 := s.createThread(`{"agent":"chat","tags":["smalltalk"],"message":{"content":"Say hi"}}`)
+	s.waitStopped(chat1, "stop_on_response")
+	chat2 := s.createThread(`{"agent":"chat","tags":["smalltalk"],"message":{"content":"Say more about the weather today"}}`)
+	s.waitStopped(chat2, "stop_on_response")
+	idle := s.createThread(`{"agent":"chat","label":"Untouched"}`)
+
+	rows := `[...document.querySelectorAll('#threads tr.thread-row')].map(r => r.dataset.id).join(',')`
+	act(t, ctx, "open the list", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#threads tr.thread-row`))
+	waitJS(t, ctx, "all four threads, newest activity first", rows+` === '`+strings.Join([]string{idle, chat2, chat1, helper}, ",")+`'`)
+	waitJS(t, ctx, "live", `document.getElementById('conn').textContent === 'live'`)
+	shot(t, ctx, "list")
+
+	act(t, ctx, "filter by agent", setField("#f-agent", "helper", "change"))
+	waitJS(t, ctx, "only the helper thread", rows+` === '`+helper+`'`)
+	waitJS(t, ctx, "the URL keeps the filter", `location.search === '?agent=helper'`)
+	act(t, ctx, "clear the agent, type a tag", setField("#f-agent", "", "change"), chromedp.SendKeys(`#f-tag`, "smalltalk"))
+	waitJS(t, ctx, "the smalltalk threads", rows+` === '`+chat2+","+chat1+`'`)
+	act(t, ctx, "sort by cost", setField("#f-sort", "cost", "change"))
+	waitJS(t, ctx, "the costlier chat first", rows+` === '`+chat2+","+chat1+`' && document.querySelector('#threads tr .num').textContent.startsWith('$')`)
+	act(t, ctx, "clear the tag, type a search", setField("#f-tag", "", "input"), chromedp.SendKeys(`#f-search`, "weather"))
+	waitJS(t, ctx, "the thread that speaks of the weather", rows+` === '`+chat2+`'`)
+	act(t, ctx, "clear the search and sort, filter by status", setField("#f-search", "", "input"), setField("#f-sort", "activity", "change"),
+		setField("#f-status", "idle", "change"))
+	waitJS(t, ctx, "the idle thread", rows+` === '`+idle+`'`)
+
+	// Live: a thread created now shows up in the open list (status idle matches).
+	fresh := s.createThread(`{"agent":"helper","label":"Arrived live"}`)
+	waitJS(t, ctx, "the new thread appears", rows+` === '`+fresh+","+idle+`'`)
+	text := eval[string](t, ctx, `document.body.innerText`)
+	if strings.Contains(text, inspectorSecret) {
+		t.Fatalf("the list shows the thread's secret")
+	}
+}
+
+// TestInspectorThread: a thread whose reply called a command tool, a sub-prompt and a subagent
+// shows each call paired with its result, the sub-prompt's rows folded under its call, the
+// subagent linked (and in the tree), the stop reason with its step, and the model calls; a
+// model call opens to its redacted request body. The thread's secret appears nowhere.
+func TestInspectorThread(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, helperScript, nil)
+	id := s.createThread(`{"agent":"helper","env":{"TOKEN":"` + inspectorSecret + `"},"message":{"content":"Look up order 7"}}`)
+	s.waitStopped(id, "stop_on_response")
+
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "three calls with their results", `document.querySelectorAll('.call .result').length === 3`)
+	waitJS(t, ctx, "echo's result", `document.querySelector('.call[data-tool=echo] .result').textContent.includes('order 7')`)
+	waitJS(t, ctx, "the sub-prompt folded under its call",
+		`(() => { const d = document.querySelector('.call[data-tool=summarize] details.subprompt');
+		  return d && !d.open && d.querySelector('summary').textContent.startsWith('Sub-prompt · ') &&
+		    d.querySelector('.nested > .msg.role-assistant > .content').textContent === 'Shipped late; a refund is due.' })()`)
+	waitJS(t, ctx, "the subagent in the tree", `document.querySelectorAll('#subagents li[data-thread]').length === 1`)
+	child := eval[string](t, ctx, `document.querySelector('#subagents li[data-thread]').dataset.thread`)
+	waitJS(t, ctx, "the stop reason with its step", `/Stopped: awaiting_human after step \d+/.test(document.getElementById('stop-reason').textContent) ||
+		/Stopped: stop_on_response after step \d+/.test(document.getElementById('stop-reason').textContent)`)
+	waitJS(t, ctx, "the secret redacted in the reply", `document.body.innerText.includes('[redacted]')`)
+	waitJS(t, ctx, "the model calls listed", `document.querySelectorAll('#model-calls details.log').length >= 2`)
+
+	act(t, ctx, "open the sub-prompt", chromedp.Click(`.call[data-tool=summarize] details.subprompt summary`))
+	waitJS(t, ctx, "the sub-prompt shows its rows", `document.querySelector('.call[data-tool=summarize] details.subprompt').open`)
+	act(t, ctx, "open the first model call", chromedp.Click(`#model-calls details.log:last-child summary`))
+	waitJS(t, ctx, "its stats", `/Provider\s*scripted|Provider\s*openai/.test(document.querySelector('#model-calls details.log:last-child .stats').innerText)`)
+	waitJS(t, ctx, "its request body", `(() => { const p = document.querySelector('#model-calls details.log:last-child .request-body pre');
+		return p && p.textContent.includes('You help with orders.') && p.textContent.includes('Look up order 7') })()`)
+	shot(t, ctx, "thread")
+	text := eval[string](t, ctx, `document.documentElement.outerHTML`)
+	if strings.Contains(text, inspectorSecret) {
+		t.Fatalf("the thread page shows the secret")
+	}
+
+	// The subagent's own page links back to its parent.
+	act(t, ctx, "open the child", chromedp.Navigate(s.base+"/threads/"+child), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "the child's reply and its parent link", `document.body.innerText.includes('Looks fine to me.') &&
+		document.querySelector('#subagents a[href="/threads/`+id+`"]') !== null`)
+}
