@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +15,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/sqlite"
 )
 
 // The browser tests drive the real weft binary's inspector in headless Chromium. They need
@@ -314,4 +322,213 @@ func TestInspectorThread(t *testing.T) {
 	act(t, ctx, "open the child", chromedp.Navigate(s.base+"/threads/"+child), chromedp.WaitVisible(`#timeline .msg`))
 	waitJS(t, ctx, "the child's reply and its parent link", `document.body.innerText.includes('Looks fine to me.') &&
 		document.querySelector('#subagents a[href="/threads/`+id+`"]') !== null`)
+}
+
+// TestInspectorSendAndStop: a message sent from the page (with an image attached) gets its reply
+// streamed in as it arrives, the image shown inline; a second message starts a slow run that the
+// Stop button stops, and the page shows why it stopped. A dropped event stream reconnects by
+// itself and resumes where it left off: a message posted meanwhile, and the reply Continue
+// brings, appear once each, without a reload.
+func TestInspectorSendAndStop(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, `version: 1
+options: {real_time: true, chunk_size: 3}
+responses:
+  - match: {prompt: chat}
+    delay: 100ms
+    text: Streaming back to you, a few words at a time, until the reply is whole.
+  - match: {prompt: chat}
+    delay: 30s
+    text: Too late.
+  - match: {prompt: chat}
+    text: Back after the dropped stream.
+`, nil)
+	id := s.createThread(`{"agent":"chat","label":"Live chat"}`)
+	img := filepath.Join(t.TempDir(), "dot.png")
+	writePNG(t, img, 40, 30)
+
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "the stream is live", `document.body.dataset.stream === 'live'`)
+	act(t, ctx, "write a message with an image", chromedp.SendKeys(`#message`, "Hello there"), chromedp.SetUploadFiles(`#files`, []string{img}),
+		chromedp.Click(`#send`))
+	reply := `[...document.querySelectorAll('#timeline .msg.role-assistant')].find(m => m.querySelector('.content').textContent.startsWith('Streaming back'))`
+	waitJS(t, ctx, "the reply, streamed in chunks", `(() => { const m = `+reply+`; return m && m.querySelector('.content').textContent ===
+		'Streaming back to you, a few words at a time, until the reply is whole.' && Number(m.dataset.chunks) > 5 })()`)
+	waitJS(t, ctx, "the message and its image, shown inline", `(() => { const u = [...document.querySelectorAll('#timeline .msg.role-user')].find(m => m.textContent.includes('Hello there'));
+		const i = u && u.querySelector('img.thumb'); return i && i.src.startsWith('blob:') && i.complete && i.naturalWidth === 40 })()`)
+	shot(t, ctx, "streamed")
+
+	act(t, ctx, "send a message whose reply is slow", chromedp.SendKeys(`#message`, "Take your time"), chromedp.Click(`#send`))
+	waitJS(t, ctx, "the run is under way", `!document.getElementById('stop').disabled && document.body.innerText.includes('Running step')`)
+	act(t, ctx, "stop it", chromedp.Click(`#stop`))
+	waitJS(t, ctx, "stopped by the user", `document.getElementById('stop-reason') && document.getElementById('stop-reason').textContent.includes('aborted_by_user') &&
+		document.getElementById('stop').disabled`)
+	shot(t, ctx, "stopped")
+
+	// A stopped thread keeps new messages until it is continued: post one while the page's stream
+	// is down, then continue from the page.
+	act(t, ctx, "mark the page, drop the stream", js(`window.samePage = true; window.weftStream.drop()`))
+	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"Still there?"}`, 202, nil)
+	act(t, ctx, "continue", chromedp.Click(`#continue`))
+	waitJS(t, ctx, "the message and the reply after the reconnect, once each, on the same page", `window.samePage === true &&
+		[...document.querySelectorAll('#timeline .msg .content')].filter(c => c.textContent === 'Still there?').length === 1 &&
+		[...document.querySelectorAll('#timeline .msg .content')].filter(c => c.textContent === 'Back after the dropped stream.').length === 1 &&
+		document.body.dataset.stream === 'live'`)
+	ids := eval[[]any](t, ctx, `[...document.querySelectorAll('#timeline .msg')].map(m => m.dataset.id)`)
+	seen := map[any]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("message %v shown twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestInspectorRendersText: markup in a message, in tool arguments and in a tool result is shown
+// as text — nothing of it runs or loads — in the list and in the thread; the pages carry a
+// Content-Security-Policy.
+func TestInspectorRendersText(t *testing.T) {
+	ctx := browser(t)
+	const userText = `<img src=x onerror="window.pwned='user'">`
+	s, _ := inspectorServer(t, `version: 1
+responses:
+  - match: {prompt: helper, depth: 0}
+    tool_calls: [{name: echo, arguments: {text: "<img src=x onerror=window.pwned='args'><script>window.pwned='script'</script>"}}]
+  - match: {prompt: helper, depth: 0}
+    text: "<b onmouseover=window.pwned='reply'>bold</b><iframe src=javascript:window.pwned='frame'></iframe>"
+`, nil)
+	id := s.createThread(`{"agent":"helper","label":"<img src=x onerror=window.pwned='label'>","message":{"content":"` + strings.ReplaceAll(userText, `"`, `\"`) + `"}}`)
+	s.waitStopped(id, "stop_on_response")
+
+	act(t, ctx, "open the list", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#threads tr.thread-row`))
+	waitJS(t, ctx, "the label as text", `document.querySelector('#threads .thread-link').textContent === "<img src=x onerror=window.pwned='label'>"`)
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "the reply as text", `[...document.querySelectorAll('#timeline .content')].some(c => c.textContent.startsWith('<b onmouseover'))`)
+	waitJS(t, ctx, "the user's markup as text", `document.querySelector('#timeline .msg.role-user .content').textContent === `+jsString(userText))
+	waitJS(t, ctx, "the arguments and result as text", `document.querySelector('.call[data-tool=echo] .args').textContent.includes('<script>') &&
+		document.querySelector('.call[data-tool=echo] .result').textContent.includes("<img src=x onerror=window.pwned='args'>")`)
+	act(t, ctx, "hover everything", js(`document.querySelectorAll('#main *').forEach(e => e.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})))`),
+		chromedp.Sleep(300*time.Millisecond))
+	if got := eval[string](t, ctx, `String(window.pwned)`); got != "undefined" {
+		t.Fatalf("markup from the thread ran: window.pwned = %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('#main img:not(.thumb), #main script, #main iframe, #main b').length`); n != 0 {
+		t.Fatalf("the page made %d elements out of thread text", n)
+	}
+	shot(t, ctx, "as-text")
+	code, body := s.call("GET", "/threads/"+id, "", "")
+	if code != 200 || strings.Contains(body, "pwned") {
+		t.Fatalf("the shell: %d, or it holds thread data", code)
+	}
+	resp, err := http.Get(s.base + "/threads/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+}
+
+// TestInspectorNotFound: an unknown thread and an unknown page each say so clearly.
+func TestInspectorNotFound(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, helperScript, nil)
+	act(t, ctx, "open an unknown thread", chromedp.Navigate(s.base+"/threads/thr_01nosuchthread0000000000000"), chromedp.WaitVisible(`#not-found`))
+	waitJS(t, ctx, "the not-found page", `document.querySelector('#not-found h1').textContent === 'Thread not found' &&
+		document.querySelector('#not-found').textContent.includes('thr_01nosuchthread0000000000000') && document.title.startsWith('Not found')`)
+	shot(t, ctx, "not-found")
+	act(t, ctx, "open an unknown page", chromedp.Navigate(s.base+"/nothing/here"), chromedp.WaitVisible(`#not-found`))
+	waitJS(t, ctx, "the page not found", `document.querySelector('#not-found h1').textContent === 'Page not found'`)
+	if code, _ := s.call("GET", "/nothing/here", "", ""); code != 404 {
+		t.Fatalf("GET /nothing/here: %d", code)
+	}
+}
+
+// TestInspectorFirstPaint: a thread of 2,000 messages paints its newest page in under 300 ms
+// (navigation start to the first frame that shows the messages; the fastest of three loads on
+// this shared machine); scrolling up loads an earlier page and keeps the reader's place.
+func TestInspectorFirstPaint(t *testing.T) {
+	ctx := browser(t)
+	var id string
+	s, _ := inspectorServer(t, helperScript, func(db string) { id = seedThread(t, db, 2000) })
+	act(t, ctx, "warm the browser", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#threads tr.thread-row`))
+	// The machine is shared: the fastest of three loads is the figure.
+	var times []string
+	best := -1.0
+	for range 3 {
+		act(t, ctx, "open the long thread", chromedp.Navigate(s.base+"/threads/"+id))
+		waitJS(t, ctx, "painted", `performance.getEntriesByName('weft-painted').length === 1`)
+		ms := eval[float64](t, ctx, `performance.getEntriesByName('weft-painted')[0].startTime`)
+		times = append(times, fmt.Sprintf("%.0f", ms))
+		if best < 0 || ms < best {
+			best = ms
+		}
+	}
+	shown := eval[int](t, ctx, `document.querySelectorAll('#timeline .msg').length`)
+	t.Logf("first paint of a 2,000-message thread: %.0f ms, the fastest of %s ms (%d messages rendered)", best, strings.Join(times, ", "), shown)
+	if best >= 300 {
+		t.Errorf("first paint took %.0f ms, want under 300", best)
+	}
+	if shown != 50 || !eval[bool](t, ctx, `document.querySelector('#timeline .msg:last-child .content').textContent === 'Message 2000'`) {
+		t.Fatalf("rendered %d messages, the newest page ending at Message 2000", shown)
+	}
+	act(t, ctx, "scroll to the top", js(`window.scrollTo(0, 0)`))
+	waitJS(t, ctx, "an earlier page loads", `document.querySelectorAll('#timeline .msg').length === 150 &&
+		document.querySelector('#timeline .msg .content').textContent === 'Message 1851'`)
+	waitJS(t, ctx, "the reader keeps their place", `window.scrollY > 0`)
+}
+
+// seedThread writes a chat thread of n alternating user and assistant messages into the store.
+func seedThread(t *testing.T, db string, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	th := &weft.Thread{Agent: "chat", Label: "A long conversation"}
+	if err := st.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		for i := 1; i <= n; i++ {
+			m := &weft.Message{Role: weft.RoleUser, Side: weft.SideB, Content: fmt.Sprintf("Message %d", i), Status: weft.MessageCompleted}
+			if i%2 == 0 {
+				m.Role, m.Side = weft.RoleAssistant, weft.SideA
+			}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th.ID
+}
+
+// writePNG writes a w×h PNG.
+func writePNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -1,9 +1,7 @@
 // app.js — the inspector's entry: picks the view from the URL (/ the thread list,
 // /threads/{id} a thread) and asks for an API key when the server wants one.
-import { h, clear } from './dom.js';
+import { h, fill } from './dom.js';
 import { key, setKey, whenUnauthorized } from './api.js';
-import { showList } from './list.js';
-import { showThread } from './thread.js';
 
 const main = document.getElementById('main');
 
@@ -48,12 +46,14 @@ export function notFound(what, detail) {
 
 whenUnauthorized(askForKey);
 
+// The view modules load after this one runs: a thread's first requests go out at once.
 const path = location.pathname;
 const m = path.match(/^\/threads\/([^/]+)\/?$/);
 if (path === '/') {
-  showList(main);
+  import('./list.js').then((v) => v.showList(main));
 } else if (m) {
-  showThread(main, decodeURIComponent(m[1]));
+  const id = decodeURIComponent(m[1]);
+  import('./thread.js').then((v) => v.showThread(main, id));
 } else {
   notFound('Page', 'There is no page at ' + path + '.');
 }

@@ -75,7 +75,7 @@ export function money(v) {
 
 // num formats a count with thousands separators.
 export function num(v) {
-  return (v || 0).toLocaleString('en-US');
+  return String(Math.round(v || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 // badge is a small label whose class follows the value (status-running, status-failed, …).

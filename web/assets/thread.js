@@ -8,7 +8,8 @@ import { h, clear, fill, threadHref, pretty, ago, money, num, badge } from './do
 import { api, stream, blobURL, APIError } from './api.js';
 import { connection, notFound } from './app.js';
 
-const PAGE = 100; // messages per page
+const FIRST = 50; // messages of the first paint: the newest
+const PAGE = 100; // messages per earlier page
 const DEPTH = 64; // sub-prompt depth fetched and streamed
 
 export async function showThread(main, id) {
@@ -19,7 +20,7 @@ export async function showThread(main, id) {
   try {
     [thread, first] = await Promise.all([
       api('GET', base),
-      api('GET', base + '/messages?order=desc&limit=' + PAGE + msgQuery),
+      api('GET', base + '/messages?order=desc&limit=' + FIRST + msgQuery),
     ]);
   } catch (e) {
     if (e instanceof APIError && e.status === 404) {
@@ -29,6 +30,7 @@ export async function showThread(main, id) {
     }
     return;
   }
+  performance.mark('weft-data');
   const v = new ThreadView(main, id, base, msgQuery, thread, first);
   v.start();
 }
@@ -92,9 +94,13 @@ class ThreadView {
 
   start() {
     this.renderHead();
+    performance.mark('weft-head');
     this.render();
+    performance.mark('weft-timeline');
     window.scrollTo(0, document.body.scrollHeight);
-    performance.mark('weft-first-paint');
+    performance.mark('weft-rendered');
+    // The frame that shows the messages is painted after this animation frame's callbacks.
+    requestAnimationFrame(() => setTimeout(() => performance.mark('weft-painted'), 0));
     document.body.dataset.ready = 'thread';
     // Auto-load earlier pages when the reader scrolls to the top.
     new IntersectionObserver((es) => {
@@ -126,7 +132,10 @@ class ThreadView {
       const page = await api('GET', this.base + '/messages?order=desc&limit=' + PAGE + '&offset=' + this.rows.size + this.msgQuery);
       this.total = page.total;
       for (const m of page.items) if (!this.rows.has(m.id)) this.put(m);
+      // Keep what the reader looks at in place while rows appear above it.
+      const fromBottom = document.body.scrollHeight - window.scrollY;
       this.render();
+      window.scrollTo(0, document.body.scrollHeight - fromBottom);
     } finally {
       this.loading = false;
       this.earlier.textContent = 'Load earlier messages';
@@ -361,7 +370,7 @@ class ThreadView {
     }
     if (res) {
       el.append(h('div', { class: 'label' }, 'Result'),
-        h('pre', { class: 'result' + (res.tool_status === 'error' ? ' error' : '') }, res.content || ''));
+        h('pre', { class: 'result' + (res.tool_status === 'error' ? ' error' : '') }, pretty(res.content || '')));
       if ((res.attachments || []).length) el.append(this.attachments(res.attachments));
     }
     return el;
