@@ -35,14 +35,18 @@ var inspectorProject = map[string]string{
 	"tools/refund.yaml":  "kind: command\ndescription: Refund an order.\napproval: required\nargs: {type: object, properties: {order_id: {type: integer}}, required: [order_id]}\ncommand: [cat]\ntimeout: 5s\n",
 	"agents/helper.yaml": "name: helper\ntype: ai_human\ndescription: Looks things up\nsideA: {prompt: helper, maxSteps: 8}\n",
 	"prompts/helper.yaml": "name: helper\nmodel: fast\ntoolDescription: Helps\nincludeChat: true\nprompt: You help with orders.\n" +
-		"tools: [echo, summarize, refund, \"agent:review\"]\n",
+		"tools: [echo, summarize, refund, \"agent:review\", \"agent:auditor\"]\n",
 	"prompts/summarize.yaml": "name: summarize\nmodel: fast\ntoolDescription: Summarize a text.\nprompt: Summarize briefly.\n" +
 		"requiredSchema: {type: object, properties: {text: {type: string}}, required: [text]}\n",
 	"agents/review.yaml": "name: review\ntype: dual_ai\nexposeAsTool: true\ntoolDescription: Have a reviewer check a draft\nmaxSessionTurns: 2\n" +
 		"sideA: {prompt: reviewer, stopOnResponse: true}\nsideB: {prompt: reviewer}\n",
 	"prompts/reviewer.yaml": "name: reviewer\nmodel: fast\ntoolDescription: Reviews a draft\nincludeChat: true\nprompt: You review drafts.\n",
-	"agents/chat.yaml":      "name: chat\ntype: ai_human\ndescription: Talks\nsideA: {prompt: chat, maxSteps: 4}\n",
-	"prompts/chat.yaml":     "name: chat\nmodel: fast\ntoolDescription: Talks\nincludeChat: true\nprompt: You chat.\n",
+	"agents/auditor.yaml": "name: auditor\ntype: dual_ai\nexposeAsTool: true\ntoolDescription: Audit an order\nmaxSessionTurns: 1\n" +
+		"sideA: {prompt: auditor, stopOnResponse: true}\nsideB: {prompt: auditor}\n",
+	"prompts/auditor.yaml": "name: auditor\nmodel: fast\ntoolDescription: Audits\nincludeChat: true\nprompt: You audit orders.\n" +
+		"variables:\n  - {name: AUDIT_KEY, type: secret, required: true, scoped: true, description: The auditor's key}\n",
+	"agents/chat.yaml":  "name: chat\ntype: ai_human\ndescription: Talks\nsideA: {prompt: chat, maxSteps: 4}\n",
+	"prompts/chat.yaml": "name: chat\nmodel: fast\ntoolDescription: Talks\nincludeChat: true\nprompt: You chat.\n",
 }
 
 // browser starts headless Chromium for one test and returns its context (one tab), with a
@@ -531,4 +535,47 @@ func writePNG(t *testing.T, path string, w, h int) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestInspectorApproveAndVariables: a tool call that needs a person's approval shows Approve and
+// Deny in its card, and approving it lets the run go on; a subagent that lacks a variable shows a
+// form for it, and providing the value starts the subagent, which then appears in the tree.
+func TestInspectorApproveAndVariables(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, `version: 1
+responses:
+  - match: {prompt: helper, depth: 0}
+    tool_calls: [{name: refund, arguments: {order_id: 7}}]
+  - match: {prompt: helper, depth: 0}
+    tool_calls: [{name: auditor, arguments: {message: "Audit order 7"}}]
+  - match: {prompt: helper, depth: 0}
+    text: I need the audit key first.
+  - match: {prompt: auditor}
+    text: Audit clean.
+  - match: {prompt: auditor}
+    text: Audit clean.
+  - match: {prompt: helper, depth: 0}
+    text: The audit is back.
+  - match: {prompt: helper, depth: 0}
+    text: Noted.
+`, nil)
+	id := s.createThread(`{"agent":"helper","message":{"content":"Refund order 7"}}`)
+	s.waitStopped(id, "awaiting_approval")
+
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "the call waits for approval", `document.querySelector('.call[data-tool=refund] .approval button.approve') !== null &&
+		document.querySelector('.call[data-tool=refund] .badge').textContent === 'awaiting approval'`)
+	shot(t, ctx, "approval")
+	act(t, ctx, "approve", chromedp.Click(`.call[data-tool=refund] .approval button.approve`))
+	waitJS(t, ctx, "the refund ran", `document.querySelector('.call[data-tool=refund] .result') !== null &&
+		document.querySelector('.call[data-tool=refund] .approval') === null`)
+	waitJS(t, ctx, "the variables form", `document.querySelector('#pending form.env-request input[name=AUDIT_KEY]') !== null`)
+	act(t, ctx, "provide the key", chromedp.SendKeys(`#pending input[name=AUDIT_KEY]`, "audit-key-123"),
+		chromedp.Click(`#pending form.env-request button[type=submit]`))
+	waitJS(t, ctx, "the subagent started, in the tree", `document.querySelector('#pending form.env-request') === null &&
+		[...document.querySelectorAll('#subagents li[data-thread]')].some(li => li.textContent.includes('auditor'))`)
+	waitJS(t, ctx, "the parent heard back", `document.body.innerText.includes('The audit is back.')`)
+	if strings.Contains(eval[string](t, ctx, `document.documentElement.outerHTML`), "audit-key-123") {
+		t.Fatalf("the page still shows the provided secret")
+	}
 }

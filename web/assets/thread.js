@@ -153,6 +153,7 @@ class ThreadView {
         this.put(m);
         this.schedule();
         if (m.role === 'tool' && /envreq_/.test(m.content || '')) this.findEnvRequests();
+        if (m.metadata && m.metadata.subagent_id) this.refreshTree();
         break;
       }
       case 'message_deleted':
@@ -685,7 +686,7 @@ class ThreadView {
   async refreshTree() {
     const t = this.thread;
     const list = h('ul', { class: 'tree' });
-    const kids = await this.childrenOf(t.id, t.children, 0);
+    const kids = await this.childrenOf(t.id, 0);
     clear(this.tree);
     if (!kids.length) {
       this.tree.append(h('p', { class: 'muted small' }, 'No subagents.'));
@@ -696,14 +697,12 @@ class ThreadView {
     if (t.parent_id) this.tree.prepend(h('p', { class: 'small' }, 'Started by ', h('a', { href: threadHref(t.parent_id), class: 'mono' }, t.parent_id)));
   }
 
-  async childrenOf(id, known, level) {
-    let kids = known;
-    if (!kids) {
-      try {
-        kids = (await api('GET', '/api/threads?include_children=true&limit=100&parent=' + encodeURIComponent(id))).items;
-      } catch {
-        kids = [];
-      }
+  async childrenOf(id, level) {
+    let kids = [];
+    try {
+      kids = (await api('GET', '/api/threads?include_children=true&sort=oldest&limit=100&parent=' + encodeURIComponent(id))).items;
+    } catch {
+      /* none shown */
     }
     const out = [];
     for (const k of kids || []) {
@@ -711,7 +710,7 @@ class ThreadView {
         h('a', { href: threadHref(k.id) }, k.label || k.agent), ' ', badge('status', k.status),
         h('div', { class: 'muted mono small' }, k.agent + ' · ' + k.id));
       if (level < 3) {
-        const sub = await this.childrenOf(k.id, null, level + 1);
+        const sub = await this.childrenOf(k.id, level + 1);
         if (sub.length) li.append(h('ul', null, sub));
       }
       out.push(li);
