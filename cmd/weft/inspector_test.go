@@ -579,3 +579,61 @@ responses:
 		t.Fatalf("the page still shows the provided secret")
 	}
 }
+
+// TestInspectorAuth: weft serve with keys serves the same pages; the page asks for a key, refuses
+// a wrong one, keeps the right one in the tab's sessionStorage (never in the URL or a cookie),
+// and then shows only what that key's user may see, live.
+func TestInspectorAuth(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "agents"), inspectorProject)
+	db := filepath.Join(dir, "weft.db")
+	alice := createKey(t, dir, db, "alice")
+	bob := createKey(t, dir, db, "bob")
+	script := filepath.Join(dir, "script.yaml")
+	if err := os.WriteFile(script, []byte(helperScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, dir, nil, "--dir", filepath.Join(dir, "agents"), "--db", db, "--model-script", script)
+	var mine, theirs struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", alice, `{"agent":"chat","label":"Alice's thread"}`, 201, &mine)
+	s.must("POST", "/api/threads", bob, `{"agent":"chat","label":"Bob's thread"}`, 201, &theirs)
+
+	act(t, ctx, "open the inspector", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#login`))
+	act(t, ctx, "enter a wrong key", chromedp.SendKeys(`#api-key`, "wft_wrongwrongwrong"), chromedp.Click(`#login button`))
+	waitJS(t, ctx, "refused", `document.querySelector('#login .error') !== null && document.querySelector('#login .error').textContent.includes('refused')`)
+	act(t, ctx, "enter alice's key", js(`document.getElementById('api-key').value = ''`), chromedp.SendKeys(`#api-key`, alice), chromedp.Click(`#login button`))
+	waitJS(t, ctx, "alice's threads only", `[...document.querySelectorAll('#threads tr.thread-row')].map(r => r.dataset.id).join(',') === '`+mine.Thread.ID+`'`)
+	waitJS(t, ctx, "live", `document.getElementById('conn').textContent === 'live'`)
+	if got := eval[string](t, ctx, `sessionStorage.getItem('weft.api_key')`); got != alice {
+		t.Fatalf("sessionStorage holds %q", got)
+	}
+	if c := eval[string](t, ctx, `document.cookie + location.href`); strings.Contains(c, alice) {
+		t.Fatalf("the key is in a cookie or the URL: %s", c)
+	}
+	act(t, ctx, "open bob's thread", chromedp.Navigate(s.base+"/threads/"+theirs.Thread.ID), chromedp.WaitVisible(`#not-found`))
+	act(t, ctx, "open her thread", chromedp.Navigate(s.base+"/threads/"+mine.Thread.ID), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "her thread, live", `document.querySelector('#thread-head h1').textContent === "Alice's thread" && document.body.dataset.stream === 'live'`)
+}
+
+// TestInspectLoopbackOnly: weft inspect has no auth, so it refuses a non-loopback address; on a
+// loopback one it prints the inspector's URL and serves the API without a key.
+func TestInspectLoopbackOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "agents"), inspectorProject)
+	_, errOut, code := runWeft(t, dir, "inspect", "--addr", "0.0.0.0:0", "--dir", filepath.Join(dir, "agents"), "--db", filepath.Join(dir, "w.db"))
+	if code != exitUsage || !strings.Contains(errOut, "loopback") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := startInspect(t, dir, "--dir", filepath.Join(dir, "agents"), "--db", filepath.Join(dir, "w.db"))
+	if !strings.HasPrefix(s.base, "http://127.0.0.1:") {
+		t.Fatalf("inspector URL %q", s.base)
+	}
+	s.must("GET", "/api/threads", "", "", 200, nil)
+	if code, body := s.call("GET", "/", "", ""); code != 200 || !strings.Contains(body, "/assets/app.js") {
+		t.Fatalf("GET /: %d %.200s", code, body)
+	}
+	s.stop()
+}

@@ -18,7 +18,7 @@ let askedForKey = false;
 function askForKey(message) {
   if (askedForKey) return;
   askedForKey = true;
-  const input = h('input', { type: 'password', name: 'key', id: 'api-key', autocomplete: 'off', placeholder: 'wft_…', required: true });
+  const input = h('input', { type: 'password', id: 'api-key', autocomplete: 'off', placeholder: 'wft_…', required: true });
   const form = h('form', { class: 'card login', id: 'login' },
     h('h1', null, 'API key'),
     h('p', { class: 'muted' }, 'This server needs an API key (create one with ', h('code', null, 'weft keys create'), '). ' +
