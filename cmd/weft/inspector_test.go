@@ -130,6 +130,11 @@ func setField(sel, value, event string) chromedp.Action[chromedp.Void] {
 	return js(fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.value = %q; e.dispatchEvent(new Event(%q)); })()`, sel, value, event))
 }
 
+// center scrolls an element to the middle of the window, clear of the sticky header and composer.
+func center(sel string) chromedp.Action[chromedp.Void] {
+	return js(fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: 'center'})`, sel))
+}
+
 // eval returns a JavaScript expression's value.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
@@ -310,12 +315,13 @@ func TestInspectorThread(t *testing.T) {
 	waitJS(t, ctx, "the secret redacted in the reply", `document.body.innerText.includes('[redacted]')`)
 	waitJS(t, ctx, "the model calls listed", `document.querySelectorAll('#model-calls details.log').length >= 2`)
 
-	act(t, ctx, "open the sub-prompt", chromedp.Click(`.call[data-tool=summarize] details.subprompt summary`))
+	act(t, ctx, "open the sub-prompt", center(`.call[data-tool=summarize] details.subprompt summary`), chromedp.Click(`.call[data-tool=summarize] details.subprompt summary`))
 	waitJS(t, ctx, "the sub-prompt shows its rows", `document.querySelector('.call[data-tool=summarize] details.subprompt').open`)
-	act(t, ctx, "open the first model call", chromedp.Click(`#model-calls details.log:last-child summary`))
+	act(t, ctx, "open the first model call", center(`#model-calls details.log:last-child summary`), chromedp.Click(`#model-calls details.log:last-child summary`))
 	waitJS(t, ctx, "its stats", `/Provider\s*scripted|Provider\s*openai/.test(document.querySelector('#model-calls details.log:last-child .stats').innerText)`)
 	waitJS(t, ctx, "its request body", `(() => { const p = document.querySelector('#model-calls details.log:last-child .request-body pre');
 		return p && p.textContent.includes('You help with orders.') && p.textContent.includes('Look up order 7') })()`)
+	act(t, ctx, "scroll to the top", js(`window.scrollTo(0, 0)`))
 	shot(t, ctx, "thread")
 	text := eval[string](t, ctx, `document.documentElement.outerHTML`)
 	if strings.Contains(text, inspectorSecret) {
