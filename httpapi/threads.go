@@ -465,10 +465,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	for i := range all {
-		redactMessage(&all[i], red)
+	pg := pageOf(all, limit, offset) // only the page is answered, so only the page is redacted
+	for i := range pg.Items {
+		redactMessage(&pg.Items[i], red)
 	}
-	writeJSON(w, http.StatusOK, pageOf(all, limit, offset))
+	writeJSON(w, http.StatusOK, pg)
 	return nil
 }
 

@@ -15,13 +15,13 @@ const DEPTH = 64; // sub-prompt depth fetched and streamed
 export async function showThread(main, id) {
   const base = '/api/threads/' + encodeURIComponent(id);
   const msgQuery = '&depth=' + DEPTH + '&include_silent=true';
-  let thread;
+  // The messages paint first; the thread's details (cost, children, stop) fill the head when
+  // they arrive.
+  const details = api('GET', base);
+  details.catch(() => {});
   let first;
   try {
-    [thread, first] = await Promise.all([
-      api('GET', base),
-      api('GET', base + '/messages?order=desc&limit=' + FIRST + msgQuery),
-    ]);
+    first = await api('GET', base + '/messages?order=desc&limit=' + FIRST + msgQuery);
   } catch (e) {
     if (e instanceof APIError && e.status === 404) {
       notFound('Thread', 'No thread ' + id + ' exists, or it is not yours to see.');
@@ -31,17 +31,17 @@ export async function showThread(main, id) {
     return;
   }
   performance.mark('weft-data');
-  const v = new ThreadView(main, id, base, msgQuery, thread, first);
-  v.start();
+  const v = new ThreadView(main, id, base, msgQuery, first);
+  v.start(details);
 }
 
 class ThreadView {
-  constructor(main, id, base, msgQuery, thread, first) {
+  constructor(main, id, base, msgQuery, first) {
     this.main = main;
     this.id = id;
     this.base = base;
     this.msgQuery = msgQuery;
-    this.thread = thread;
+    this.thread = { id, status: '', children: [] }; // until its details arrive
     this.rows = new Map(); // message id → row (every depth)
     this.total = first.total;
     this.cache = new Map(); // entry key → {el, sig}
@@ -65,16 +65,18 @@ class ThreadView {
     this.rows.set(m.id, m);
   }
 
+  // crumbs names the thread in the title and the header.
+  crumbs() {
+    const t = this.thread;
+    document.title = (t.label || t.agent || t.id) + ' · Weft inspector';
+    fill(document.getElementById('crumbs'), h('a', { href: '/' }, 'Threads'),
+      t.root_id && t.root_id !== t.id ? [' / ', h('a', { href: threadHref(t.root_id) }, 'root')] : null,
+      t.parent_id && t.parent_id !== t.root_id ? [' / ', h('a', { href: threadHref(t.parent_id) }, 'parent')] : null,
+      ' / ', h('span', { class: 'mono' }, t.id));
+  }
+
   // build lays out the page; the timeline is filled by render.
   build() {
-    const t = this.thread;
-    document.title = (t.label || t.agent) + ' · Weft inspector';
-    const crumbs = clear(document.getElementById('crumbs'));
-    crumbs.append(h('a', { href: '/' }, 'Threads'));
-    if (t.root_id && t.root_id !== t.id) crumbs.append(' / ', h('a', { href: threadHref(t.root_id) }, 'root'));
-    if (t.parent_id && t.parent_id !== t.root_id) crumbs.append(' / ', h('a', { href: threadHref(t.parent_id) }, 'parent'));
-    crumbs.append(' / ', h('span', { class: 'mono' }, t.id));
-
     this.head = h('section', { class: 'card thread-head', id: 'thread-head' });
     this.earlier = h('button', { class: 'ghost', id: 'earlier', onclick: () => this.loadEarlier() }, 'Load earlier messages');
     this.timeline = h('div', { class: 'timeline', id: 'timeline' });
@@ -92,7 +94,8 @@ class ThreadView {
       this.side));
   }
 
-  start() {
+  async start(details) {
+    this.crumbs();
     this.renderHead();
     performance.mark('weft-head');
     this.render();
@@ -106,6 +109,15 @@ class ThreadView {
     new IntersectionObserver((es) => {
       if (es.some((e) => e.isIntersecting) && !this.loading && this.rows.size < this.total) this.loadEarlier();
     }).observe(this.earlier);
+    try {
+      this.thread = await details;
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) notFound('Thread', 'No thread ' + this.id + ' exists, or it is not yours to see.');
+      return;
+    }
+    this.total = Math.max(this.total, this.thread.message_count || 0);
+    this.crumbs();
+    this.renderHead();
     this.follow();
     this.refreshSide();
   }
@@ -119,9 +131,33 @@ class ThreadView {
       onState: (s) => {
         connection(s);
         document.body.dataset.stream = s;
+        if (s === 'live' && !this.caughtUp) {
+          this.caughtUp = true;
+          this.catchUp();
+        }
       },
     });
     window.weftStream = this.stream; // lets a person (or a test) drop the connection from the console
+  }
+
+  // catchUp refetches the newest rows once the stream is live: what changed between the first
+  // page and the cursor the stream started from is not lost.
+  async catchUp() {
+    let page;
+    try {
+      page = await api('GET', this.base + '/messages?order=desc&limit=' + FIRST + this.msgQuery);
+    } catch {
+      return;
+    }
+    for (const m of page.items) {
+      const old = this.rows.get(m.id);
+      if (!old || old.status !== m.status || old.content !== m.content) {
+        if (!old) this.total++;
+        this.put(m);
+      }
+    }
+    this.total = Math.max(this.total, page.total);
+    this.schedule();
   }
 
   async loadEarlier() {
