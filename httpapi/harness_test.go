@@ -87,6 +87,7 @@ type envOptions struct {
 	ping         time.Duration
 	writeTimeout time.Duration
 	logger       *slog.Logger
+	pages        http.Handler
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -116,7 +117,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}()
 	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
 	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
-		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger})
+		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages})
 	e.api.SetReady(true)
 	e.srv = httptest.NewServer(e.api.Handler())
 	t.Cleanup(func() {

@@ -20,6 +20,9 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	})
 	s.mux.HandleFunc("/api/", s.noRoute)
+	if s.opt.Pages != nil {
+		s.mux.Handle("/", s.opt.Pages)
+	}
 
 	s.handle("POST /api/threads", s.createThread)
 	s.handle("GET /api/threads", s.listThreads)

@@ -45,6 +45,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported by /api/health.
 	Version string
+	// Pages, when set, serves every path outside /api (the web inspector). It sees the request
+	// log and panic recovery of the API; what it shows it must fetch through the API itself.
+	Pages http.Handler
 	// PingInterval is the SSE keep-alive period (default 15s).
 	PingInterval time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).

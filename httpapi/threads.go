@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -76,12 +77,26 @@ func validation(path, msg string) *apiError {
 		details: map[string]any{"errors": []map[string]string{{"path": path, "message": msg}}}}
 }
 
+// costSortWindow is how many matching threads sort=cost orders: the most recently active ones.
+const costSortWindow = 1000
+
+// listedThread is a thread in a list, with its spend when the query asks for it.
+type listedThread struct {
+	*weft.Thread
+	// CostTotal is the thread's spend with its descendants' (with_cost or sort=cost).
+	CostTotal *float64 `json:"cost_total,omitempty"`
+}
+
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principal) error {
 	q := &query{r: r}
 	limit, offset := q.page(50)
+	order := q.oneOf("sort", "activity", "activity", "created", "oldest", "cost")
+	withCost := q.bool("with_cost") || order == "cost"
 	tq := weft.ThreadQuery{Agent: q.str("agent"), Tag: q.str("tag"), ParentID: q.str("parent"), Search: q.str("search"),
-		Status: weft.ThreadStatus(q.str("status")), Sort: q.oneOf("sort", "activity", "activity", "created", "oldest"),
-		Limit: limit, Offset: offset}
+		Status: weft.ThreadStatus(q.str("status")), Sort: order, Limit: limit, Offset: offset}
+	if order == "cost" {
+		tq.Sort, tq.Limit, tq.Offset = "activity", costSortWindow, 0
+	}
 	tq.RootsOnly = !q.bool("include_children")
 	if q.err != nil {
 		return q.err
@@ -99,15 +114,29 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	if threads == nil {
-		threads = []*weft.Thread{}
+	items := make([]listedThread, len(threads))
+	for i, t := range threads {
+		items[i].Thread = t
+		if withCost {
+			c, err := s.costOf(r, t, true)
+			if err != nil {
+				return err
+			}
+			items[i].CostTotal = &c.CostTotal
+		}
 	}
-	for _, t := range threads {
-		if err := s.redactThread(r.Context(), t); err != nil {
+	if order == "cost" {
+		sort.SliceStable(items, func(i, j int) bool { return *items[i].CostTotal > *items[j].CostTotal })
+		total = len(items)
+		pg := pageOf(items, limit, offset)
+		items = pg.Items
+	}
+	for _, it := range items {
+		if err := s.redactThread(r.Context(), it.Thread); err != nil {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, list[*weft.Thread]{Items: threads, Total: total, HasMore: offset+len(threads) < total})
+	writeJSON(w, http.StatusOK, list[listedThread]{Items: items, Total: total, HasMore: offset+len(items) < total})
 	return nil
 }
 
@@ -140,8 +169,12 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
+	stop, err := lastStop(r.Context(), st, t.ID, seq)
+	if err != nil {
+		return err
+	}
 	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": len(msgs), "children": children,
-		"event_seq": seq})
+		"event_seq": seq, "last_stop": stop})
 	if err != nil {
 		return err
 	}
@@ -185,6 +218,42 @@ func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, e
 		}
 	}
 	return hi, nil
+}
+
+// stopLookback is how many of a thread's newest events lastStop reads at most: a run's stop is
+// among its last events, so a longer look only costs reads.
+const stopLookback = 256
+
+// lastStop returns what the thread's newest recorded run_stopped event says — {run_id, reason,
+// side, steps, error, at} — so that a page can show why and at which step the last run ended; nil
+// when none is among the newest events.
+func lastStop(ctx context.Context, st weft.Store, threadID string, newest int64) (map[string]any, error) {
+	const window = 64
+	for end := newest; end > 0 && newest-end < stopLookback; end -= window {
+		from := max(end-window, 0)
+		evs, err := st.Events(ctx, threadID, from, int(end-from))
+		if err != nil {
+			return nil, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type != "run_stopped" {
+				continue
+			}
+			var d struct {
+				RunID  string `json:"run_id"`
+				Reason string `json:"reason"`
+				Side   string `json:"side"`
+				Steps  int    `json:"steps"`
+				Error  string `json:"error"`
+			}
+			if err := json.Unmarshal(evs[i].Data, &d); err != nil {
+				return nil, fmt.Errorf("thread %s: event %d: %w", threadID, evs[i].Seq, err)
+			}
+			return map[string]any{"run_id": d.RunID, "reason": d.Reason, "side": d.Side, "steps": d.Steps,
+				"error": d.Error, "at": evs[i].CreatedAt}, nil
+		}
+	}
+	return nil, nil
 }
 
 // merge returns v's JSON object with extra keys added.
@@ -396,10 +465,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	for i := range all {
-		redactMessage(&all[i], red)
+	pg := pageOf(all, limit, offset) // only the page is answered, so only the page is redacted
+	for i := range pg.Items {
+		redactMessage(&pg.Items[i], red)
 	}
-	writeJSON(w, http.StatusOK, pageOf(all, limit, offset))
+	writeJSON(w, http.StatusOK, pg)
 	return nil
 }
 

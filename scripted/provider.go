@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -284,6 +285,11 @@ func (p *Provider) reply(ctx context.Context, req *weft.Request, onChunk func(we
 			resp.Usage.Cost = &c
 		}
 	}
+	// The bodies a log shows: the provider-neutral request this provider received (what
+	// --trace-requests writes) and the reply it made, as a real adapter's wire payloads would be.
+	resp.RequestBody = req.TraceJSON()
+	resp.ResponseBody, _ = json.Marshal(map[string]any{"text": resp.Text, "reasoning": resp.Reasoning,
+		"tool_calls": resp.ToolCalls, "finish_reason": resp.FinishReason, "usage": resp.Usage})
 	return resp, nil
 }
 

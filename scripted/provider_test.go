@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -54,6 +55,13 @@ func text(t testing.TB, p *Provider, r *weft.Request) string {
 	return resp.Text
 }
 
+// bare is a response without its log bodies, for comparing the rest.
+func bare(r *weft.Response) *weft.Response {
+	c := *r
+	c.RequestBody, c.ResponseBody = nil, nil
+	return &c
+}
+
 func TestTestProvider(t *testing.T) {
 	for _, p := range []*Provider{New(nil), {}} {
 		r := req(msg(weft.RoleSystem, "sys"), msg(weft.RoleUser, "hi there"))
@@ -64,7 +72,7 @@ func TestTestProvider(t *testing.T) {
 		}
 		want := &weft.Response{Text: TestResponse, FinishReason: "stop", ModelID: "gpt-fast",
 			Usage: weft.Usage{InputTokens: 3, OutputTokens: 6}}
-		if !reflect.DeepEqual(resp, want) {
+		if !reflect.DeepEqual(bare(resp), want) {
 			t.Errorf("got %#v, want %#v", resp, want)
 		}
 		if len(chunks) != 1 || chunks[0].Text != TestResponse {
@@ -533,8 +541,19 @@ func TestReply(t *testing.T) {
 			{ID: "own", Name: "search", Arguments: `{"q": "x"}`}},
 		Usage: Usage(r, "Let me count.", []weft.ToolCall{{Name: "word_count", Arguments: `{"text":"a b c"}`},
 			{Name: "search", Arguments: `{"q": "x"}`}})}
-	if !reflect.DeepEqual(resp, want) {
+	if !reflect.DeepEqual(bare(resp), want) {
 		t.Errorf("reply 1:\n got %#v\nwant %#v", resp, want)
+	}
+	// The log's bodies: the provider-neutral request received, and the reply.
+	if string(resp.RequestBody) != string(r.TraceJSON()) {
+		t.Errorf("request body %s, want %s", resp.RequestBody, r.TraceJSON())
+	}
+	var body struct {
+		Text      string
+		ToolCalls []weft.ToolCall `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(resp.ResponseBody, &body); err != nil || body.Text != "Let me count." || len(body.ToolCalls) != 2 {
+		t.Errorf("response body %s: %v", resp.ResponseBody, err)
 	}
 	if resp.Usage.InputTokens != 3 || resp.Usage.OutputTokens != (13+10+17+6+10+3)/4 {
 		t.Errorf("usage %+v", resp.Usage)
@@ -550,7 +569,7 @@ func TestReply(t *testing.T) {
 		t.Errorf("reply 3: %#v", resp)
 	}
 	resp, _ = call(t, p, r)
-	if !reflect.DeepEqual(resp, &weft.Response{ModelID: "gpt-fast", FinishReason: "stop", Usage: weft.Usage{InputTokens: 3}}) {
+	if !reflect.DeepEqual(bare(resp), &weft.Response{ModelID: "gpt-fast", FinishReason: "stop", Usage: weft.Usage{InputTokens: 3}}) {
 		t.Errorf("empty reply: %#v", resp)
 	}
 	resp, _ = call(t, p, r)

@@ -22,6 +22,7 @@ import (
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
+	"github.com/weft-agents/weft/web"
 )
 
 // serveFlags are the flags of weft serve.
@@ -31,6 +32,8 @@ type serveFlags struct {
 	workers                     int
 	noAuth, insecure, watch     bool
 	drain                       time.Duration
+	// inspect: weft inspect (loopback only, no auth; prints the inspector's URL).
+	inspect bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -76,6 +79,9 @@ func isLoopback(addr string) bool {
 }
 
 func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
+	if f.inspect && !isLoopback(f.addr) {
+		return exit(exitUsage, fmt.Errorf("--addr %s: weft inspect has no auth, so it listens on a loopback address only (127.0.0.1, ::1, localhost); use weft serve with keys for others", f.addr))
+	}
 	if f.noAuth && !isLoopback(f.addr) && !f.insecure {
 		return exit(exitUsage, fmt.Errorf("--no-auth on %s would let anyone on the network act as admin; listen on a loopback address or add --insecure", f.addr))
 	}
@@ -155,7 +161,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: adminKey, Hub: hub, Logger: log, Version: version()})
+		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler()})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
@@ -175,7 +181,12 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		}
 	}()
 	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
-	fmt.Fprintf(cmd.OutOrStdout(), "weft: serving http://%s/api\n", ln.Addr())
+	if f.inspect {
+		fmt.Fprintf(cmd.OutOrStdout(), "weft: inspector at http://%s/\n", ln.Addr())
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "weft: serving http://%s/api\n", ln.Addr())
+		fmt.Fprintf(cmd.OutOrStdout(), "weft: inspector at http://%s/\n", ln.Addr())
+	}
 
 	if f.watch {
 		go watchDefinitions(ctx, g.dir, stamp, log, func(reg *weft.Registry) error {

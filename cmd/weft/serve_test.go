@@ -68,7 +68,14 @@ type server struct {
 // startServer runs weft serve in dir with args and waits for its address.
 func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startProcess(t, dir, env, "weft: serving ", append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startProcess runs the binary with args in dir and waits for the line starting with banner that
+// gives its base URL (the rest of the line, less a trailing /api or /).
+func startProcess(t *testing.T, dir string, env []string, banner string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append([]string{"WEFT_DIR=", "OPENAI_API_KEY="}, env...)...)
 	out, err := cmd.StdoutPipe()
@@ -84,8 +91,8 @@ func startServer(t *testing.T, dir string, env []string, args ...string) *server
 	addr := make(chan string, 1)
 	go func() {
 		for lines.Scan() {
-			if a, ok := strings.CutPrefix(lines.Text(), "weft: serving "); ok {
-				addr <- strings.TrimSuffix(a, "/api")
+			if a, ok := strings.CutPrefix(lines.Text(), banner); ok {
+				addr <- strings.TrimSuffix(strings.TrimSuffix(a, "/api"), "/")
 			}
 		}
 	}()
@@ -93,10 +100,10 @@ func startServer(t *testing.T, dir string, env []string, args ...string) *server
 	select {
 	case s.base = <-addr:
 	case err := <-s.done:
-		t.Fatalf("weft serve exited: %v\n%s", err, s.stderr)
+		t.Fatalf("weft %s exited: %v\n%s", args[0], err, s.stderr)
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("weft serve did not start\n%s", s.stderr)
+		t.Fatalf("weft %s did not start\n%s", args[0], s.stderr)
 	}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {

@@ -1,0 +1,773 @@
+// thread.js — one thread: its timeline by side (tool calls paired with their results, sub-prompt
+// rows folded under their call, errors marked), the last stop and its step, model calls with
+// their redacted request and response bodies, subagents as a tree, and the actions (send with
+// attachments, stop, continue, approve or deny, provide a subagent's variables). It renders the
+// newest page of messages first and earlier pages on demand, and follows the thread's event
+// stream, resuming from the last event after a dropped connection.
+import { h, clear, fill, threadHref, pretty, ago, money, num, badge } from './dom.js';
+import { api, stream, blobURL, APIError } from './api.js';
+import { connection, notFound } from './app.js';
+
+const FIRST = 50; // messages of the first paint: the newest
+const PAGE = 100; // messages per earlier page
+const DEPTH = 64; // sub-prompt depth fetched and streamed
+
+export async function showThread(main, id) {
+  const base = '/api/threads/' + encodeURIComponent(id);
+  const msgQuery = '&depth=' + DEPTH + '&include_silent=true';
+  // The messages paint first; the thread's details (cost, children, stop) fill the head when
+  // they arrive.
+  const details = api('GET', base);
+  details.catch(() => {});
+  let first;
+  try {
+    first = await api('GET', base + '/messages?order=desc&limit=' + FIRST + msgQuery);
+  } catch (e) {
+    if (e instanceof APIError && e.status === 404) {
+      notFound('Thread', 'No thread ' + id + ' exists, or it is not yours to see.');
+    } else if (!(e instanceof APIError && e.status === 401)) {
+      fill(main, h('p', { class: 'error pad' }, 'Could not load the thread: ' + e.message));
+    }
+    return;
+  }
+  performance.mark('weft-data');
+  const v = new ThreadView(main, id, base, msgQuery, first);
+  v.start(details);
+}
+
+class ThreadView {
+  constructor(main, id, base, msgQuery, first) {
+    this.main = main;
+    this.id = id;
+    this.base = base;
+    this.msgQuery = msgQuery;
+    this.thread = { id, status: '', children: [] }; // until its details arrive
+    this.rows = new Map(); // message id → row (every depth)
+    this.total = first.total;
+    this.cache = new Map(); // entry key → {el, sig}
+    this.open = new Set(); // keys of <details> the reader opened
+    this.approvals = new Map(); // call id → approval
+    this.envRequests = new Map(); // request id → request
+    this.running = new Set(); // call ids of tools running now
+    this.logs = [];
+    this.version = 0;
+    for (const m of first.items) this.put(m);
+    this.build();
+  }
+
+  put(m) {
+    const old = this.rows.get(m.id);
+    m._v = ++this.version;
+    if (old && old._stream) m._stream = old._stream;
+    if (old && old._stream && m.status === 'pending' && (m.content || '').length < old.content.length) {
+      m.content = old.content; // keep deltas a late pending row would hide
+    }
+    this.rows.set(m.id, m);
+  }
+
+  // crumbs names the thread in the title and the header.
+  crumbs() {
+    const t = this.thread;
+    document.title = (t.label || t.agent || t.id) + ' · Weft inspector';
+    fill(document.getElementById('crumbs'), h('a', { href: '/' }, 'Threads'),
+      t.root_id && t.root_id !== t.id ? [' / ', h('a', { href: threadHref(t.root_id) }, 'root')] : null,
+      t.parent_id && t.parent_id !== t.root_id ? [' / ', h('a', { href: threadHref(t.parent_id) }, 'parent')] : null,
+      ' / ', h('span', { class: 'mono' }, t.id));
+  }
+
+  // build lays out the page; the timeline is filled by render.
+  build() {
+    this.head = h('section', { class: 'card thread-head', id: 'thread-head' });
+    this.earlier = h('button', { class: 'ghost', id: 'earlier', onclick: () => this.loadEarlier() }, 'Load earlier messages');
+    this.timeline = h('div', { class: 'timeline', id: 'timeline' });
+    this.composer = this.buildComposer();
+    this.side = h('aside', { class: 'side' });
+    this.calls = h('div', { id: 'model-calls' });
+    this.tree = h('div', { id: 'subagents' });
+    this.pending = h('div', { id: 'pending' });
+    this.side.append(
+      this.pending,
+      h('section', { class: 'card' }, h('h2', null, 'Subagents'), this.tree),
+      h('section', { class: 'card' }, h('h2', null, 'Model calls'), this.calls));
+    fill(this.main, h('div', { class: 'thread-page' },
+      h('div', { class: 'thread-main' }, this.head, h('div', { class: 'center' }, this.earlier), this.timeline, this.composer),
+      this.side));
+  }
+
+  async start(details) {
+    this.crumbs();
+    this.renderHead();
+    performance.mark('weft-head');
+    this.render();
+    performance.mark('weft-timeline');
+    window.scrollTo(0, document.body.scrollHeight);
+    performance.mark('weft-rendered');
+    // The frame that shows the messages is painted after this animation frame's callbacks.
+    requestAnimationFrame(() => setTimeout(() => performance.mark('weft-painted'), 0));
+    document.body.dataset.ready = 'thread';
+    // Auto-load earlier pages when the reader scrolls to the top.
+    new IntersectionObserver((es) => {
+      if (es.some((e) => e.isIntersecting) && !this.loading && this.rows.size < this.total) this.loadEarlier();
+    }).observe(this.earlier);
+    try {
+      this.thread = await details;
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) notFound('Thread', 'No thread ' + this.id + ' exists, or it is not yours to see.');
+      return;
+    }
+    this.total = Math.max(this.total, this.thread.message_count || 0);
+    this.crumbs();
+    this.renderHead();
+    this.follow();
+    this.refreshSide();
+  }
+
+  follow() {
+    // From the cursor the thread had when the page loaded: what happens next, and after a drop,
+    // what was missed (Last-Event-ID).
+    this.stream = stream(this.base + '/events?reasoning=true&depth=' + DEPTH + '&include_silent=true', {
+      after: this.thread.event_seq || 0,
+      onEvent: (type, data) => this.onEvent(type, data),
+      onState: (s) => {
+        connection(s);
+        document.body.dataset.stream = s;
+        if (s === 'live' && !this.caughtUp) {
+          this.caughtUp = true;
+          this.catchUp();
+        }
+      },
+    });
+    window.weftStream = this.stream; // lets a person (or a test) drop the connection from the console
+  }
+
+  // catchUp refetches the newest rows once the stream is live: what changed between the first
+  // page and the cursor the stream started from is not lost.
+  async catchUp() {
+    let page;
+    try {
+      page = await api('GET', this.base + '/messages?order=desc&limit=' + FIRST + this.msgQuery);
+    } catch {
+      return;
+    }
+    for (const m of page.items) {
+      const old = this.rows.get(m.id);
+      if (!old || old.status !== m.status || old.content !== m.content) {
+        if (!old) this.total++;
+        this.put(m);
+      }
+    }
+    this.total = Math.max(this.total, page.total);
+    this.schedule();
+  }
+
+  async loadEarlier() {
+    if (this.loading || this.rows.size >= this.total) return;
+    this.loading = true;
+    this.earlier.textContent = 'Loading…';
+    try {
+      const page = await api('GET', this.base + '/messages?order=desc&limit=' + PAGE + '&offset=' + this.rows.size + this.msgQuery);
+      this.total = page.total;
+      for (const m of page.items) if (!this.rows.has(m.id)) this.put(m);
+      // Keep what the reader looks at in place while rows appear above it.
+      const fromBottom = document.body.scrollHeight - window.scrollY;
+      this.render();
+      window.scrollTo(0, document.body.scrollHeight - fromBottom);
+    } finally {
+      this.loading = false;
+      this.earlier.textContent = 'Load earlier messages';
+    }
+  }
+
+  // ---------------------------------------------------------------- events
+
+  onEvent(type, d) {
+    switch (type) {
+      case 'message': {
+        const m = d.message;
+        if (!m) return;
+        if (!this.rows.has(m.id)) this.total++;
+        this.put(m);
+        this.schedule();
+        if (m.role === 'tool' && /envreq_/.test(m.content || '')) this.findEnvRequests();
+        if (m.metadata && m.metadata.subagent_id) this.refreshTree();
+        break;
+      }
+      case 'message_deleted':
+        if (this.rows.delete(d.message_id)) this.total--;
+        this.schedule();
+        break;
+      case 'message_chunk':
+      case 'reasoning_chunk':
+        this.chunk(type, d);
+        break;
+      case 'run_started':
+        this.thread.status = 'running';
+        this.renderHead();
+        break;
+      case 'step_started':
+        this.step = d;
+        this.renderHead();
+        break;
+      case 'tool_started':
+        this.running.add(d.call_id);
+        this.schedule();
+        break;
+      case 'tool_completed':
+        this.running.delete(d.call_id);
+        this.schedule();
+        break;
+      case 'llm_request':
+      case 'llm_response':
+      case 'fallback_triggered':
+        this.refreshLogs();
+        break;
+      case 'subagent':
+        this.refreshTree();
+        break;
+      case 'env_required':
+        this.loadEnvRequest(d.request_id);
+        break;
+      case 'run_stopped':
+        this.running.clear();
+        this.step = null;
+        this.refreshThread();
+        this.refreshSide();
+        break;
+    }
+  }
+
+  // chunk appends streamed text to its message as it arrives.
+  chunk(type, d) {
+    let m = this.rows.get(d.message_id);
+    if (!m) {
+      m = { id: d.message_id, role: 'assistant', side: 'a', content: '', depth: d.depth || 0, status: 'pending', seq: Infinity };
+      this.put(m);
+      this.total++;
+    }
+    m._stream = (m._stream || 0) + 1;
+    if (type === 'reasoning_chunk') {
+      m.reasoning = (m.reasoning || '') + d.delta;
+      this.schedule();
+      return;
+    }
+    m.content = (m.content || '') + d.delta;
+    const el = document.getElementById('c-' + m.id);
+    if (el) {
+      el.textContent = m.content;
+      el.closest('.msg').dataset.chunks = m._stream;
+      this.stick();
+    } else {
+      m._v = ++this.version;
+      this.schedule();
+    }
+  }
+
+  schedule() {
+    if (this.queued) return;
+    this.queued = true;
+    requestAnimationFrame(() => {
+      this.queued = false;
+      const bottom = this.nearBottom();
+      this.render();
+      if (bottom) this.stick(true);
+    });
+  }
+
+  nearBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+  }
+
+  stick(force) {
+    if (force || this.nearBottom()) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  // ---------------------------------------------------------------- timeline
+
+  // render lays out the loaded rows: each top-level row is an entry; a tool row goes under the
+  // call it answers, sub-prompt rows under the tool row of their call. Entries whose rows did
+  // not change keep their elements (and the reader's place and open sections).
+  render() {
+    const all = [...this.rows.values()].sort((a, b) => a.seq - b.seq);
+    const byParent = new Map(); // tool row id → nested rows
+    const results = new Map(); // call id → tool row
+    const known = new Set(all.map((m) => m.id));
+    for (const m of all) {
+      if (m.role === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
+      if (m.depth > 0 && m.parent_id && known.has(m.parent_id)) {
+        if (!byParent.has(m.parent_id)) byParent.set(m.parent_id, []);
+        byParent.get(m.parent_id).push(m);
+      }
+    }
+    const calls = new Set();
+    for (const m of all) for (const c of m.tool_calls || []) calls.add(c.id);
+    const ctx = { results, byParent, calls };
+    // Top level: depth 0 rows (their tool rows shown with the call when it is loaded), and
+    // nested rows whose call's result is not there yet (a sub-prompt running now).
+    const entries = [];
+    for (const m of all) {
+      const orphan = m.depth > 0 && !(m.parent_id && known.has(m.parent_id));
+      if (m.depth > 0 && !orphan) continue;
+      if (m.role === 'tool' && m.tool_call_id && calls.has(m.tool_call_id)) continue;
+      entries.push(m);
+    }
+    const seen = new Set();
+    let prev = null;
+    for (const m of entries) {
+      const sig = this.sig(m, ctx);
+      let c = this.cache.get(m.id);
+      if (!c || c.sig !== sig) {
+        const el = this.msg(m, ctx);
+        if (c) c.el.replaceWith(el);
+        c = { el, sig };
+        this.cache.set(m.id, c);
+      }
+      seen.add(m.id);
+      const want = prev ? prev.nextSibling : this.timeline.firstChild;
+      if (want !== c.el) this.timeline.insertBefore(c.el, want);
+      prev = c.el;
+    }
+    for (const [k, c] of this.cache) {
+      if (!seen.has(k)) {
+        c.el.remove();
+        this.cache.delete(k);
+      }
+    }
+    this.earlier.hidden = this.rows.size >= this.total;
+    if (entries.length === 0) this.timeline.dataset.empty = 'No messages yet.';
+    else delete this.timeline.dataset.empty;
+  }
+
+  // sig is what an entry shows: its rows and their versions, and the calls' live state.
+  sig(m, ctx) {
+    let s = m.id + ':' + m._v;
+    for (const c of m.tool_calls || []) {
+      const r = ctx.results.get(c.id);
+      s += '|' + c.id + (this.running.has(c.id) ? '*' : '') + (this.approvals.has(c.id) ? '?' : '');
+      if (r) {
+        s += ':' + r._v;
+        for (const n of ctx.byParent.get(r.id) || []) s += ',' + this.sig(n, ctx);
+      }
+    }
+    return s;
+  }
+
+  msg(m, ctx) {
+    const side = m.side || 'none';
+    const cls = ['msg', 'role-' + m.role, 'side-' + side];
+    if (m.silent) cls.push('silent');
+    if (m.status === 'failed' || m.tool_status === 'error') cls.push('failed');
+    if (m.status === 'pending') cls.push('pending');
+    if ((m.tool_calls || []).length) cls.push('has-calls');
+    const who = [m.role];
+    if (m.side) who.push('side ' + m.side.toUpperCase());
+    if (m.name) who.push(m.name);
+    if (m.prompt) who.push(m.prompt);
+    const meta = m.metadata || {};
+    const el = h('article', { class: cls.join(' '), id: 'm-' + m.id, dataset: { id: m.id, seq: m.seq, depth: m.depth } },
+      h('header', null,
+        h('span', { class: 'who' }, who.join(' · ')),
+        m.silent ? h('span', { class: 'flag' }, 'silent') : null,
+        m.status === 'failed' ? h('span', { class: 'flag flag-error' }, 'failed') : null,
+        m.status === 'pending' ? h('span', { class: 'flag flag-live' }, 'streaming') : null,
+        meta.subagent_id ? h('a', { class: 'flag', href: threadHref(meta.subagent_id) }, 'from subagent ' + meta.subagent_id) : null,
+        h('span', { class: 'grow' }),
+        m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
+        Number.isFinite(m.seq) ? h('span', { class: 'seq muted' }, '#' + m.seq) : null,
+        m.created_at ? h('time', { class: 'muted', datetime: m.created_at, title: m.created_at }, ago(m.created_at)) : null));
+    if (m._stream) el.dataset.chunks = m._stream;
+    if (m.reasoning) el.append(this.details('r-' + m.id, 'Reasoning', h('pre', { class: 'reasoning' }, m.reasoning)));
+    if (m.content || m.status === 'pending' || !(m.tool_calls || []).length) {
+      el.append(h('div', { class: 'content', id: 'c-' + m.id }, m.content || ''));
+    }
+    if ((m.attachments || []).length) el.append(this.attachments(m.attachments));
+    for (const c of m.tool_calls || []) el.append(this.call(c, ctx.results.get(c.id), ctx));
+    return el;
+  }
+
+  call(c, res, ctx) {
+    const approval = this.approvals.get(c.id);
+    let state = res ? (res.tool_status || 'done') : this.running.has(c.id) ? 'running' : approval ? 'awaiting approval' : 'pending';
+    const cls = 'call call-' + state.replace(/ /g, '-');
+    const nested = res ? ctx.byParent.get(res.id) || [] : [];
+    const child = res && this.childOf(res);
+    const el = h('div', { class: cls, dataset: { callId: c.id, tool: c.name } },
+      h('div', { class: 'call-head' },
+        h('span', { class: 'tool-name' }, c.name),
+        badge('tool', state),
+        child ? h('a', { class: 'chip', href: threadHref(child) }, 'subagent thread →') : null,
+        h('span', { class: 'grow' }),
+        h('span', { class: 'muted mono small' }, c.id)),
+      h('div', { class: 'label' }, 'Arguments'),
+      h('pre', { class: 'args' }, pretty(c.arguments)));
+    if (approval) el.append(this.approvalForm(approval));
+    if (nested.length) {
+      const inner = h('div', { class: 'nested' });
+      for (const n of nested) inner.append(this.msg(n, ctx));
+      el.append(this.details('s-' + res.id, 'Sub-prompt · ' + nested.length + (nested.length === 1 ? ' message' : ' messages'), inner, 'subprompt'));
+    }
+    if (res) {
+      el.append(h('div', { class: 'label' }, 'Result'),
+        h('pre', { class: 'result' + (res.tool_status === 'error' ? ' error' : '') }, pretty(res.content || '')));
+      if ((res.attachments || []).length) el.append(this.attachments(res.attachments));
+    }
+    return el;
+  }
+
+  // childOf finds the subagent thread a tool row speaks of.
+  childOf(res) {
+    const meta = res.metadata || {};
+    if (meta.subagent_id) return meta.subagent_id;
+    for (const k of this.thread.children || []) if ((res.content || '').includes(k.id)) return k.id;
+    return null;
+  }
+
+  details(key, title, body, cls) {
+    const d = h('details', { class: cls || '', open: this.open.has(key), dataset: { key } }, h('summary', null, title), body);
+    d.addEventListener('toggle', () => (d.open ? this.open.add(key) : this.open.delete(key)));
+    return d;
+  }
+
+  attachments(list) {
+    const box = h('div', { class: 'attachments' });
+    for (const a of list) {
+      const path = this.base + '/fs/' + String(a.path || '').replace(/^\/+/, '').split('/').map(encodeURIComponent).join('/');
+      const label = (a.name || a.path) + ' · ' + (a.mime_type || '') + (a.size ? ' · ' + num(a.size) + ' B' : '');
+      if ((a.mime_type || '').startsWith('image/')) {
+        const img = h('img', { alt: a.description || a.name || 'attachment', class: 'thumb' });
+        blobURL(path).then((u) => (img.src = u)).catch(() => img.replaceWith(h('span', { class: 'muted' }, '(image unavailable)')));
+        box.append(h('figure', null, img, h('figcaption', { class: 'muted small' }, label)));
+      } else {
+        const link = h('a', { href: '#', class: 'file' }, label);
+        link.addEventListener('click', async (ev) => {
+          ev.preventDefault();
+          const u = await blobURL(path + '?download=1');
+          const a2 = h('a', { href: u, download: a.name || 'file' });
+          a2.click();
+          setTimeout(() => URL.revokeObjectURL(u), 10000);
+        });
+        box.append(link);
+      }
+    }
+    return box;
+  }
+
+  // ---------------------------------------------------------------- head and actions
+
+  renderHead() {
+    const t = this.thread;
+    const s = t.last_stop;
+    const running = t.status === 'running';
+    const stop = s && !running
+      ? h('div', { class: 'stop' + (s.error ? ' error' : ''), id: 'stop-reason' },
+        'Stopped: ', h('strong', null, s.reason || t.stop_reason), ' after step ' + s.steps,
+        s.side ? ' (side ' + s.side.toUpperCase() + ')' : '', s.error ? h('div', null, s.error) : null)
+      : t.stop_reason && !running ? h('div', { class: 'stop', id: 'stop-reason' }, 'Stopped: ', h('strong', null, t.stop_reason)) : null;
+    const live = running && this.step
+      ? h('div', { class: 'stop live' }, 'Running step ' + this.step.step + ' · side ' + String(this.step.side || '').toUpperCase() +
+        (this.step.prompt ? ' · ' + this.step.prompt : ''))
+      : null;
+    fill(this.head, 
+      h('div', { class: 'row' },
+        h('h1', null, t.label || t.agent),
+        badge('status', t.status),
+        h('span', { class: 'grow' }),
+        h('button', { id: 'stop', class: 'danger', disabled: !running, onclick: () => this.act('POST', '/stop') }, 'Stop'),
+        this.continueControl(running)),
+      h('div', { class: 'facts' },
+        fact('Agent', t.agent),
+        fact('Thread', h('span', { class: 'mono' }, t.id)),
+        fact('Messages', num(this.total)),
+        fact('Cost', money(t.cost_total)),
+        fact('Created', ago(t.created_at)),
+        fact('Activity', ago(t.last_activity_at)),
+        (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null),
+      stop, live,
+      h('div', { id: 'action-error', class: 'error', hidden: true }));
+  }
+
+  continueControl(running) {
+    const sel = h('select', { id: 'continue-side', disabled: running },
+      h('option', { value: '' }, 'next side'), h('option', { value: 'a' }, 'side A'), h('option', { value: 'b' }, 'side B'));
+    return h('span', { class: 'joined' }, h('button', {
+      id: 'continue', disabled: running || this.thread.status === 'terminated',
+      onclick: () => this.act('POST', '/continue', sel.value ? { side: sel.value } : {}),
+    }, 'Continue'), sel);
+  }
+
+  async act(method, path, body) {
+    const err = document.getElementById('action-error');
+    err.hidden = true;
+    try {
+      return await api(method, this.base + path, body);
+    } catch (e) {
+      err.textContent = e.message;
+      err.hidden = false;
+      throw e;
+    }
+  }
+
+  buildComposer() {
+    const text = h('textarea', { id: 'message', rows: 3, placeholder: 'Send a message… (Ctrl+Enter)' });
+    const files = h('input', { type: 'file', id: 'files', multiple: true });
+    const role = h('select', { id: 'role' }, ['user', 'assistant', 'system'].map((r) => h('option', { value: r }, r)));
+    const status = h('span', { class: 'muted small', id: 'send-status' });
+    const send = h('button', { class: 'primary', id: 'send', type: 'submit' }, 'Send');
+    const form = h('form', { class: 'card composer', id: 'composer' }, text,
+      h('div', { class: 'row' }, h('label', { class: 'file-pick' }, files), role, status, h('span', { class: 'grow' }), send));
+    text.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+    });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const attachments = [];
+      for (const f of files.files) attachments.push({ name: f.name, mime_type: f.type || '', data: await base64(f) });
+      if (!text.value.trim() && !attachments.length) return;
+      send.disabled = true;
+      status.textContent = 'sending…';
+      try {
+        const r = await this.act('POST', '/messages', { content: text.value, role: role.value, attachments });
+        status.textContent = r.status;
+        text.value = '';
+        files.value = '';
+      } catch {
+        status.textContent = '';
+      } finally {
+        send.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  approvalForm(a) {
+    const reason = h('input', { type: 'text', placeholder: 'reason (for a denial)', class: 'reason' });
+    const decide = async (approve) => {
+      const body = { approve };
+      if (!approve && reason.value) body.reason = reason.value;
+      await this.act('POST', '/approvals/' + encodeURIComponent(a.call_id), body);
+      this.approvals.delete(a.call_id);
+      this.schedule();
+    };
+    return h('div', { class: 'approval' },
+      h('strong', null, 'Waiting for approval'),
+      h('button', { class: 'primary approve', onclick: () => decide(true) }, 'Approve'),
+      h('button', { class: 'danger deny', onclick: () => decide(false) }, 'Deny'),
+      reason);
+  }
+
+  // ---------------------------------------------------------------- side panel
+
+  refreshSide() {
+    this.refreshLogs();
+    this.refreshTree();
+    this.refreshApprovals();
+    this.findEnvRequests();
+  }
+
+  async refreshThread() {
+    try {
+      this.thread = await api('GET', this.base);
+      this.total = Math.max(this.total, this.thread.message_count);
+    } catch {
+      return;
+    }
+    this.renderHead();
+  }
+
+  async refreshApprovals() {
+    let list = [];
+    try {
+      list = await api('GET', this.base + '/approvals');
+    } catch {
+      return;
+    }
+    this.approvals = new Map(list.map((a) => [a.call_id, a]));
+    this.schedule();
+  }
+
+  // findEnvRequests looks for variables requests named by the loaded tool rows.
+  findEnvRequests() {
+    for (const m of this.rows.values()) {
+      if (m.role !== 'tool') continue;
+      for (const id of (m.content || '').match(/envreq_[0-9a-z]+/g) || []) {
+        if (!this.envRequests.has(id)) this.loadEnvRequest(id);
+      }
+    }
+  }
+
+  async loadEnvRequest(id) {
+    this.envRequests.set(id, null);
+    let req;
+    try {
+      req = await api('GET', this.base + '/variables/' + encodeURIComponent(id));
+    } catch {
+      return;
+    }
+    this.envRequests.set(id, req);
+    this.renderPending();
+  }
+
+  renderPending() {
+    clear(this.pending);
+    for (const req of this.envRequests.values()) {
+      if (!req || req.status !== 'pending') continue;
+      const inputs = req.missing.map((name) => {
+        const decl = (req.required || []).find((r) => r.name === name) || {};
+        return h('label', { class: 'field' }, h('span', null, name, decl.description ? h('span', { class: 'muted' }, ' — ' + decl.description) : null),
+          h('input', { type: decl.type === 'text' ? 'text' : 'password', name, autocomplete: 'off', required: true }));
+      });
+      const form = h('form', { class: 'card env-request', dataset: { request: req.request_id } },
+        h('h2', null, 'Variables for subagent ' + req.agent),
+        h('p', { class: 'muted small' }, 'The subagent starts once these are set; the values go to its own thread.'),
+        inputs, h('button', { class: 'primary', type: 'submit' }, 'Provide and start'));
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        const env = {};
+        for (const i of form.querySelectorAll('input')) env[i.name] = i.value;
+        try {
+          await this.act('POST', '/variables/' + encodeURIComponent(req.request_id), { env });
+          req.status = 'fulfilled';
+          this.renderPending();
+          this.refreshTree();
+        } catch {
+          /* shown in the head */
+        }
+      });
+      this.pending.append(form);
+    }
+  }
+
+  async refreshLogs() {
+    clearTimeout(this.logTimer);
+    this.logTimer = setTimeout(async () => {
+      let page;
+      try {
+        page = await api('GET', this.base + '/logs?limit=500');
+      } catch {
+        return;
+      }
+      this.logs = page.items.filter((l) => l.kind === 'llm' || !l.kind);
+      this.renderLogs();
+      // Message chips name their call's model: refresh them.
+      for (const c of this.cache.values()) for (const chip of c.el.querySelectorAll('.chip[href^="#log-"]')) {
+        chip.textContent = this.logLabel(chip.getAttribute('href').slice(5));
+      }
+    }, 100);
+  }
+
+  logLabel(id) {
+    const l = this.logs.find((x) => x.id === id);
+    return l ? l.model + ' · ' + num(l.input_tokens) + '→' + num(l.output_tokens) : 'model call';
+  }
+
+  renderLogs() {
+    clear(this.calls);
+    if (!this.logs.length) {
+      this.calls.append(h('p', { class: 'muted small' }, 'No model calls yet.'));
+      return;
+    }
+    const attempt = new Map();
+    for (const l of this.logs) attempt.set(l.id, l.retry_of_log_id ? (attempt.get(l.retry_of_log_id) || 1) + 1 : 1);
+    for (const l of [...this.logs].reverse()) {
+      const failed = l.error || (l.status_code && l.status_code >= 400);
+      const body = h('div', { class: 'log-body' },
+        h('dl', { class: 'stats' },
+          stat('Model', l.model + (l.model_id && l.model_id !== l.model ? ' (' + l.model_id + ')' : '')),
+          stat('Provider', l.provider),
+          stat('Attempt', String(attempt.get(l.id)) + (l.retry_of_log_id ? ' (retry of ' + l.retry_of_log_id + ')' : '')),
+          stat('Prompt', (l.prompt || '—') + (l.depth ? ' · depth ' + l.depth : '') + (l.side ? ' · side ' + l.side.toUpperCase() : '')),
+          stat('Tokens in', num(l.input_tokens)),
+          stat('Cached', num(l.cached_tokens)),
+          stat('Tokens out', num(l.output_tokens)),
+          stat('Reasoning', num(l.reasoning_tokens)),
+          stat('Cost', money(l.cost_total)),
+          stat('Latency', (l.latency_ms || 0) + ' ms' + (l.time_to_first_token_ms ? ' · first token ' + l.time_to_first_token_ms + ' ms' : '')),
+          stat('Finish', l.finish_reason || '—'),
+          l.error ? stat('Error', l.error) : null),
+        h('div', { class: 'bodies' }));
+      const d = h('details', { class: 'log' + (failed ? ' failed' : ''), id: 'log-' + l.id, dataset: { log: l.id } },
+        h('summary', null,
+          h('span', { class: 'mono' }, l.model),
+          h('span', { class: 'muted small' }, ' ' + num(l.input_tokens) + ' in · ' + num(l.output_tokens) + ' out · ' + money(l.cost_total) + ' · ' + (l.latency_ms || 0) + ' ms'),
+          failed ? h('span', { class: 'flag flag-error' }, 'error') : null),
+        body);
+      d.addEventListener('toggle', () => {
+        if (d.open) this.loadBodies(l.id, body.querySelector('.bodies'));
+      });
+      this.calls.append(d);
+    }
+  }
+
+  openLog(id) {
+    const d = document.getElementById('log-' + id);
+    if (d) d.open = true;
+  }
+
+  async loadBodies(id, box) {
+    if (box.dataset.loaded) return;
+    box.dataset.loaded = '1';
+    box.append(h('p', { class: 'muted small' }, 'Loading bodies…'));
+    let l;
+    try {
+      l = await api('GET', this.base + '/logs/' + encodeURIComponent(id));
+    } catch (e) {
+      fill(box, h('p', { class: 'error' }, e.message));
+      delete box.dataset.loaded;
+      return;
+    }
+    fill(box, 
+      h('details', { class: 'body request-body', open: true }, h('summary', null, 'Request body (redacted)'), h('pre', null, pretty(l.request_body) || '(none)')),
+      h('details', { class: 'body response-body' }, h('summary', null, 'Response body (redacted)'), h('pre', null, pretty(l.response_body) || '(none)')));
+  }
+
+  async refreshTree() {
+    const t = this.thread;
+    const list = h('ul', { class: 'tree' });
+    const kids = await this.childrenOf(t.id, 0);
+    clear(this.tree);
+    if (!kids.length) {
+      this.tree.append(h('p', { class: 'muted small' }, 'No subagents.'));
+    } else {
+      for (const k of kids) list.append(k);
+      this.tree.append(list);
+    }
+    if (t.parent_id) this.tree.prepend(h('p', { class: 'small' }, 'Started by ', h('a', { href: threadHref(t.parent_id), class: 'mono' }, t.parent_id)));
+  }
+
+  async childrenOf(id, level) {
+    let kids = [];
+    try {
+      kids = (await api('GET', '/api/threads?include_children=true&sort=oldest&limit=100&parent=' + encodeURIComponent(id))).items;
+    } catch {
+      /* none shown */
+    }
+    const out = [];
+    for (const k of kids || []) {
+      const li = h('li', { dataset: { thread: k.id } },
+        h('a', { href: threadHref(k.id) }, k.label || k.agent), ' ', badge('status', k.status),
+        h('div', { class: 'muted mono small' }, k.agent + ' · ' + k.id));
+      if (level < 3) {
+        const sub = await this.childrenOf(k.id, level + 1);
+        if (sub.length) li.append(h('ul', null, sub));
+      }
+      out.push(li);
+    }
+    return out;
+  }
+}
+
+function fact(label, value) {
+  return h('span', { class: 'fact' }, h('span', { class: 'muted' }, label), ' ', value);
+}
+
+function stat(label, value) {
+  return [h('dt', null, label), h('dd', null, value)];
+}
+
+function base64(file) {
+  return new Promise((res, rej) => {
+    const r = new FileReader();
+    r.onload = () => res(String(r.result).replace(/^data:[^,]*,/, ''));
+    r.onerror = () => rej(r.error);
+    r.readAsDataURL(file);
+  });
+}
