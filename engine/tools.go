@@ -50,6 +50,21 @@ func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) (
 // by the last transaction before it (the reply's, or the previous call's result); its own result
 // transaction marks next running.
 func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
+	if r.obs == nil {
+		return r.runCall(r.ctx, s, msg, c, next)
+	}
+	ctx := r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: r.resuming})
+	res, err := r.runCall(ctx, s, msg, c, next)
+	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
+	if res.msg != nil {
+		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content
+	}
+	r.obs.EndTool(end)
+	return res, err
+}
+
+// runCall is executeCall; the tool runs with ctx (the run's, carrying the call's trace).
+func (r *run) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
 	res := callResult{call: c}
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
@@ -86,6 +101,7 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		}
 		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := r.state_(exec)
+		st.ctx = ctx
 		if r.e.observed() {
 			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
