@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
+	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -73,10 +75,16 @@ func wanted(get func(string) string, key string, def bool) (bool, error) {
 // weft). Spans go out in batches (OTEL_BSP_*), metrics periodically (OTEL_METRIC_EXPORT_INTERVAL).
 // shutdown flushes and stops both; call it before the process exits. A Config that enables
 // nothing returns a nil Observer.
-func Setup(ctx context.Context, c Config, version string) (_ *Observer, shutdown func(context.Context) error, _ error) {
+//
+// Export failures (a collector that is down) go to log; the OpenTelemetry SDK has one error handler
+// per process, which Setup sets.
+func Setup(ctx context.Context, c Config, version string, log *slog.Logger) (_ *Observer, shutdown func(context.Context) error, _ error) {
 	shutdown = func(context.Context) error { return nil }
 	if !c.Enabled() {
 		return nil, shutdown, nil
+	}
+	if log != nil {
+		otelapi.SetErrorHandler(otelapi.ErrorHandlerFunc(func(err error) { log.Warn("OpenTelemetry export failed", "error", err) }))
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName("weft"), semconv.ServiceVersion(version)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
