@@ -558,6 +558,10 @@ func (r *run) runQueuedTools(s *scope) error {
 		r.queuedTools = r.queuedTools[1:]
 		r.state.QueuedTools++
 		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
+		ctx := r.ctx
+		if r.obs != nil {
+			ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
+		}
 		t, ok := r.e.reg.Tool(q.name)
 		var res weft.ToolResult
 		if !ok {
@@ -573,7 +577,9 @@ func (r *run) runQueuedTools(s *scope) error {
 				res = weft.Failure(errText)
 			} else {
 				exec := &execution{r: r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				res = r.invoke(qs, r.state_(exec), o, c, args, &weft.Message{})
+				st := r.state_(exec)
+				st.ctx = ctx
+				res = r.invoke(qs, st, o, c, args, &weft.Message{})
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
@@ -583,12 +589,16 @@ func (r *run) runQueuedTools(s *scope) error {
 		} else {
 			tm.Content = "Failed to execute tool: " + r.red.String(res.Error)
 		}
-		if err := r.tx(func(tx weft.Tx) error {
+		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.InsertMessage(tm); err != nil {
 				return err
 			}
 			return tx.SetExecState(execKey, r.state.encode())
-		}); err != nil {
+		})
+		if r.obs != nil {
+			r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
+		}
+		if err != nil {
 			return err
 		}
 		r.addRow(*tm)
