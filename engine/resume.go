@@ -95,8 +95,10 @@ func (r *run) resume() (bool, error) {
 func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
 	var stored *weft.Message
 	if r.obs != nil {
-		r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
+		prev := r.toolCtx
+		r.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
 		defer func() {
+			r.toolCtx = prev
 			end := ToolEnd{Committed: err == nil && stored != nil}
 			if stored != nil {
 				end.Status, end.Result = stored.ToolStatus, stored.Content

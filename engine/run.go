@@ -483,6 +483,9 @@ type run struct {
 	trigger     string
 	// resuming: the run is finishing the calls a crashed run left open (resume).
 	resuming bool
+	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
+	// none, or unobserved): a blocking subagent's run nests under it.
+	toolCtx context.Context
 }
 
 type queuedTool struct {

@@ -54,7 +54,10 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		return r.runCall(r.ctx, s, msg, c, next)
 	}
 	ctx := r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: r.resuming})
+	prev := r.toolCtx
+	r.toolCtx = ctx
 	res, err := r.runCall(ctx, s, msg, c, next)
+	r.toolCtx = prev
 	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
 	if res.msg != nil {
 		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content

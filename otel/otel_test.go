@@ -469,3 +469,53 @@ func TestCrashResumeNotDuplicated(t *testing.T) {
 		})
 	}
 }
+
+// TestSubagentNests: a blocking subagent's run is a span under the parent's execute_tool span,
+// in the parent's trace, with the child thread's attributes.
+func TestSubagentNests(t *testing.T) {
+	reg := testRegistry()
+	reg.AddTool(&weft.Tool{Name: "approve", Description: "Approve the draft.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		return weft.Success("approved"), nil
+	})})
+	reg.AddPrompt(&weft.Prompt{Name: "reviewer", ToolDescription: "Reviews.", Model: "fast", Prompt: weft.Text("You review drafts."),
+		Tools: []weft.ToolEntry{{Name: "approve"}}})
+	reg.AddPrompt(&weft.Prompt{Name: "author", ToolDescription: "Writes.", Model: "fast", Prompt: weft.Text("You revise drafts.")})
+	reg.AddAgent(&weft.Agent{Name: "review", Type: weft.DualAI, ExposeAsTool: true, ToolDescription: "Have a draft reviewed.",
+		SideA: weft.AgentSide{Prompt: "reviewer", SessionStop: &weft.SessionTool{Name: "approve"}}, SideB: &weft.AgentSide{Prompt: "author"}})
+	p, _ := reg.Prompt("assistant")
+	p.Tools = []weft.ToolEntry{{Name: "review", Kind: weft.EntryAgent}}
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		switch last := req.Messages[len(req.Messages)-1]; {
+		case req.Prompt == "reviewer":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{}`}}}, nil
+		case last.Role == weft.RoleUser:
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "review", Arguments: `{"message":"Draft"}`}}}, nil
+		default:
+			return &weft.Response{Text: "reviewed"}, nil
+		}
+	})
+	tel := newTelemetry(t, false)
+	eng := newEngine(t, reg, newStore(t), model, tel.obs)
+	ctx := context.Background()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "review my draft"}}); err != nil || res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%v %+v", err, res)
+	}
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range tel.spans.GetSpans() {
+		byName[s.Name] = s
+	}
+	child, call, parent := byName["invoke_agent review"], byName["execute_tool review"], byName["invoke_agent assistant"]
+	if !child.SpanContext.IsValid() || !call.SpanContext.IsValid() {
+		t.Fatalf("spans: %v", byName)
+	}
+	if child.Parent.SpanID() != call.SpanContext.SpanID() || child.SpanContext.TraceID() != parent.SpanContext.TraceID() {
+		t.Errorf("the child's run hangs under %v, want the call %v", child.Parent.SpanID(), call.SpanContext.SpanID())
+	}
+	if a := attrs(child); a["weft.thread.parent_id"].AsString() != th.ID || a["weft.thread.root_id"].AsString() != th.ID {
+		t.Errorf("child run attributes: %v", a)
+	}
+}
