@@ -39,7 +39,10 @@ func (r *recordingRun) StartStep(s engine.StepInfo) {
 	r.add(fmt.Sprintf("step %d %s", s.Step, s.Prompt))
 	r.depth++
 }
-func (r *recordingRun) EndStep(err error) { r.depth--; r.add(fmt.Sprintf("end step err=%v", err != nil)) }
+func (r *recordingRun) EndStep(err error) {
+	r.depth--
+	r.add(fmt.Sprintf("end step err=%v", err != nil))
+}
 func (r *recordingRun) ModelCall(c engine.ModelCall) {
 	var parts []string
 	for _, a := range c.Attempts {
