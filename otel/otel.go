@@ -8,6 +8,7 @@ package otel
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -73,6 +74,9 @@ type Observer struct {
 	duration metric.Float64Histogram
 	cost     metric.Float64Counter
 	content  bool
+
+	setsMu sync.Mutex
+	sets   map[metricKey]attribute.Set
 }
 
 // New returns an Observer over the providers of opt.
@@ -84,7 +88,7 @@ func New(opt Options) (*Observer, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	o := &Observer{tracer: tp.Tracer(ScopeName), content: opt.CaptureContent}
+	o := &Observer{tracer: tp.Tracer(ScopeName), content: opt.CaptureContent, sets: map[metricKey]attribute.Set{}}
 	meter := mp.Meter(ScopeName)
 	var err error
 	// Bucket boundaries as the GenAI metric conventions advise.
@@ -154,7 +158,7 @@ func (r *runObserver) pop() frame {
 // StartStep opens a step's span under the run's.
 func (r *runObserver) StartStep(s engine.StepInfo) {
 	ctx, span := r.o.tracer.Start(r.top().ctx, "step", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		AttrStep.Int(s.Step), AttrSide.String(string(s.Side)), AttrPrompt.String(s.Prompt), AttrRunID.String(r.info.RunID), r.conv))
+		AttrStep.Int(s.Step), AttrSide.String(string(s.Side)), AttrPrompt.String(s.Prompt), r.conv))
 	r.push(frame{ctx, span})
 }
 
@@ -175,9 +179,9 @@ func (r *runObserver) ModelCall(c engine.ModelCall) {
 		l := a.Log
 		provider := providerName(l.Provider)
 		op := semconv.GenAIOperationNameChat
-		attrs := []attribute.KeyValue{op, provider, semconv.GenAIRequestModel(a.RequestModel), r.conv,
-			AttrModel.String(l.Model), AttrLogID.String(l.ID), AttrAttempt.Int(i + 1), AttrPrompt.String(c.Prompt),
-			AttrSide.String(string(c.Side)), AttrDepth.Int(c.Depth), AttrRunID.String(r.info.RunID)}
+		attrs := append(make([]attribute.KeyValue, 0, 24), op, provider, semconv.GenAIRequestModel(a.RequestModel), r.conv,
+			AttrModel.String(l.Model), AttrLogID.String(l.ID), AttrAttempt.Int(i+1), AttrPrompt.String(c.Prompt),
+			AttrSide.String(string(c.Side)), AttrDepth.Int(c.Depth))
 		if l.RetryOfLogID != "" {
 			attrs = append(attrs, AttrRetryOf.String(l.RetryOfLogID))
 		}
@@ -230,33 +234,61 @@ func (r *runObserver) ModelCall(c engine.ModelCall) {
 		span.End(trace.WithTimestamp(a.End))
 
 		// Metrics, with the attributes the conventions name.
-		mattrs := []attribute.KeyValue{op, provider, semconv.GenAIRequestModel(a.RequestModel)}
+		key := metricKey{provider: l.Provider, request: a.RequestModel, err: errType}
 		if l.IsComplete {
-			mattrs = append(mattrs, semconv.GenAIResponseModel(l.ModelID))
+			key.response = l.ModelID
 		}
-		if errType != "" {
-			mattrs = append(mattrs, semconv.ErrorTypeKey.String(errType))
-		}
-		set := metric.WithAttributeSet(attribute.NewSet(mattrs...))
-		r.o.duration.Record(ctx, a.End.Sub(l.CreatedAt).Seconds(), set)
+		r.o.duration.Record(ctx, a.End.Sub(l.CreatedAt).Seconds(), metric.WithAttributeSet(r.o.attrSet(key)))
 		if l.IsComplete {
-			in := attribute.NewSet(append(mattrs[:len(mattrs):len(mattrs)], semconv.GenAITokenTypeInput)...)
-			out := attribute.NewSet(append(mattrs[:len(mattrs):len(mattrs)], semconv.GenAITokenTypeOutput)...)
-			r.o.tokens.Record(ctx, int64(l.InputTokens), metric.WithAttributeSet(in))
-			r.o.tokens.Record(ctx, int64(l.OutputTokens+l.ReasoningTokens), metric.WithAttributeSet(out))
+			key.tokens = "input"
+			r.o.tokens.Record(ctx, int64(l.InputTokens), metric.WithAttributeSet(r.o.attrSet(key)))
+			key.tokens = "output"
+			r.o.tokens.Record(ctx, int64(l.OutputTokens+l.ReasoningTokens), metric.WithAttributeSet(r.o.attrSet(key)))
 		}
 		if l.CostTotal != nil && *l.CostTotal > 0 {
-			r.o.cost.Add(ctx, *l.CostTotal, metric.WithAttributes(op, provider, semconv.GenAIRequestModel(a.RequestModel)))
+			r.o.cost.Add(ctx, *l.CostTotal, metric.WithAttributeSet(r.o.attrSet(metricKey{provider: l.Provider, request: a.RequestModel})))
 		}
 	}
 }
 
+// metricKey names a metric attribute set: a few values, so few sets, built once each.
+type metricKey struct {
+	provider, request, response, err, tokens string
+}
+
+// attrSet returns the attribute set of k (chat operation, provider, request and response model,
+// error type, token type; empty values left out), built once.
+func (o *Observer) attrSet(k metricKey) attribute.Set {
+	o.setsMu.Lock()
+	defer o.setsMu.Unlock()
+	if s, ok := o.sets[k]; ok {
+		return s
+	}
+	kvs := []attribute.KeyValue{semconv.GenAIOperationNameChat, providerName(k.provider), semconv.GenAIRequestModel(k.request)}
+	if k.response != "" {
+		kvs = append(kvs, semconv.GenAIResponseModel(k.response))
+	}
+	if k.err != "" {
+		kvs = append(kvs, semconv.ErrorTypeKey.String(k.err))
+	}
+	if k.tokens != "" {
+		kvs = append(kvs, semconv.GenAITokenTypeKey.String(k.tokens))
+	}
+	s := attribute.NewSet(kvs...)
+	if len(o.sets) < maxMetricSets {
+		o.sets[k] = s
+	}
+	return s
+}
+
+// maxMetricSets bounds the cache of attribute sets (model ids a provider reports could vary).
+const maxMetricSets = 1024
+
 // StartTool opens an execute_tool span under the current step (or tool call, for a sub-prompt's
 // calls); the tool runs with ctx carrying it.
 func (r *runObserver) StartTool(ctx context.Context, c engine.ToolCall) context.Context {
-	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Call.Name),
-		semconv.GenAIToolCallID(c.Call.ID), semconv.GenAIToolTypeKey.String("function"), r.conv, AttrDepth.Int(c.Depth),
-		AttrRunID.String(r.info.RunID)}
+	attrs := append(make([]attribute.KeyValue, 0, 10), semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Call.Name),
+		semconv.GenAIToolCallID(c.Call.ID), semconv.GenAIToolTypeKey.String("function"), r.conv, AttrDepth.Int(c.Depth))
 	if c.Resumed {
 		attrs = append(attrs, AttrResumed.Bool(true))
 	}
