@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -205,5 +207,63 @@ func TestTelemetryEnv(t *testing.T) {
 				t.Errorf("spans exported: %v, want %v", got, tt.exported)
 			}
 		})
+	}
+}
+
+// TestServeExportsOTLP: weft serve exports the runs it serves, flushed at shutdown; with content
+// capture on, the thread's secret (which the model's reply quotes) is redacted in every span.
+func TestServeExportsOTLP(t *testing.T) {
+	col := &collector{metrics: map[string]bool{}}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	dir := t.TempDir()
+	s := startServer(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
+		"OTEL_SDK_DISABLED=", "OTEL_TRACES_EXPORTER=", "OTEL_METRICS_EXPORTER=", "OTEL_EXPORTER_OTLP_PROTOCOL="},
+		"--no-auth", "--dir", repo("httpapi/testdata/agents"), "--db", filepath.Join(dir, "weft.db"), "--model-script", chatScript(t, 1))
+	var created struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	s.must("POST", "/api/threads", "", `{"agent":"chat","env":{"TOKEN":"`+e2eSecret+`"}}`, 201, &created)
+	s.must("POST", "/api/threads/"+created.Thread.ID+"/messages", "", `{"content":"hello"}`, 202, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var th struct {
+			StopReason string `json:"stop_reason"`
+		}
+		s.must("GET", "/api/threads/"+created.Thread.ID, "", "", 200, &th)
+		if th.StopReason != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not stop")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop() // flushes the batch
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	names := map[string]int{}
+	captured := false
+	for _, sp := range col.spans {
+		names[sp.Name]++
+		for _, a := range sp.Attributes {
+			v := a.GetValue().GetStringValue()
+			if strings.Contains(v, e2eSecret) {
+				t.Errorf("span %s leaks the secret in %s", sp.Name, a.Key)
+			}
+			if a.Key == "gen_ai.output.messages" && strings.Contains(v, "The token was [redacted]") {
+				captured = true
+			}
+		}
+		if spanAttr(sp, "gen_ai.conversation.id") != created.Thread.ID {
+			t.Errorf("span %s of another conversation: %q", sp.Name, spanAttr(sp, "gen_ai.conversation.id"))
+		}
+	}
+	if names["invoke_agent chat"] != 1 || names["execute_tool echo"] != 1 || names["step"] != 2 {
+		t.Errorf("spans %v", names)
+	}
+	if !captured {
+		t.Error("the reply's content was not captured (redacted)")
 	}
 }
