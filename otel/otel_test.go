@@ -189,7 +189,7 @@ func TestSpans(t *testing.T) {
 	for k, v := range map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant",
 		"gen_ai.conversation.id": th.ID, "weft.thread.id": th.ID, "weft.run.trigger": "message", "weft.run.stop_reason": "stop_on_response"} {
 		if ra[k].AsString() != v {
-			t.Errorf("run span %s = %q, want %q", k, ra[k].Emit(), v)
+			t.Errorf("run span %s = %q, want %q", k, ra[k].String(), v)
 		}
 	}
 
@@ -208,7 +208,7 @@ func TestSpans(t *testing.T) {
 		for k, v := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
 			"gen_ai.request.model": "gpt-4o-mini", "gen_ai.conversation.id": th.ID, "weft.model": "fast"} {
 			if a[k].AsString() != v {
-				t.Errorf("chat span %s = %q, want %q", k, a[k].Emit(), v)
+				t.Errorf("chat span %s = %q, want %q", k, a[k].String(), v)
 			}
 		}
 	}
@@ -232,13 +232,13 @@ func TestSpans(t *testing.T) {
 	for k, v := range map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_1",
 		"gen_ai.tool.type": "function", "gen_ai.conversation.id": th.ID, "weft.tool.status": "success"} {
 		if tool[k].AsString() != v {
-			t.Errorf("tool span %s = %q, want %q", k, tool[k].Emit(), v)
+			t.Errorf("tool span %s = %q, want %q", k, tool[k].String(), v)
 		}
 	}
 	// Without OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT no content is recorded.
 	for _, s := range spans {
 		for _, kv := range s.Attributes {
-			if strings.Contains(kv.Value.Emit(), "order 42") {
+			if strings.Contains(kv.Value.String(), "order 42") {
 				t.Errorf("span %s carries content in %s", s.Name, kv.Key)
 			}
 		}
@@ -299,7 +299,7 @@ func TestContentRedacted(t *testing.T) {
 	found := map[string]bool{}
 	for _, s := range tel.spans.GetSpans() {
 		for _, kv := range s.Attributes {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			if strings.Contains(v, secret) {
 				t.Errorf("span %s leaks the secret in %s: %s", s.Name, kv.Key, v)
 			}
