@@ -55,6 +55,9 @@ type Options struct {
 	// dropped connection or a restart. Servers set it; it costs a small transaction before each
 	// model call and each tool call when events are waiting, and one at the end of each run.
 	RecordEvents bool
+	// Observer is told how runs proceed, for traces and metrics (package otel); nil = off, at no
+	// cost.
+	Observer Observer
 }
 
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is

@@ -198,6 +198,9 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		resp, err = r.callProvider(p, &req, log, start)
 		if err == nil {
 			r.finishLog(log, m, resp, start)
+			if r.obs != nil {
+				r.attemptEnded(log)
+			}
 			return resp, log, nil
 		}
 	}
@@ -212,6 +215,9 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
 	}
 	log.LatencyMS = r.now().Sub(start).Milliseconds()
+	if r.obs != nil {
+		r.attemptEnded(log)
+	}
 	if r.e.observed() {
 		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
 	}

@@ -33,6 +33,8 @@ func (r *run) resume() (bool, error) {
 	if len(open) == 0 {
 		return false, nil
 	}
+	r.resuming = true
+	defer func() { r.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
 		return false, err
@@ -68,23 +70,13 @@ func (r *run) resume() (bool, error) {
 			}
 			rec, known := status[c.ID]
 			if known && rec.Status == weft.CallRunning {
-				if res, ok := r.reattach(s, rec, c); ok {
-					if r.childParked != "" {
-						r.childParked = ""
-						return true, errAwaitApproval // the child still waits for decisions
-					}
-					if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {
-						return true, err
-					}
-					continue
-				}
-			}
-			if known && rec.Status == weft.CallRunning && !rec.Idempotent {
-				res := weft.Failure(interruptedResult)
-				if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), next); err != nil {
+				answered, err := r.answerRunning(s, m, rec, c, next)
+				if err != nil {
 					return true, err
 				}
-				continue
+				if answered {
+					continue
+				}
 			}
 			if _, _, waiting := r.decided(s, m, &c); waiting {
 				return true, r.awaitApproval(s, m, pending[i:])
@@ -95,4 +87,36 @@ func (r *run) resume() (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// answerRunning answers a call that was running when its run died: with its re-attached child's
+// result, or with the interrupted error when its tool is not idempotent. answered false: the call
+// runs again.
+func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
+	var stored *weft.Message
+	if r.obs != nil {
+		prev := r.toolCtx
+		r.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
+		defer func() {
+			r.toolCtx = prev
+			end := ToolEnd{Committed: err == nil && stored != nil}
+			if stored != nil {
+				end.Status, end.Result = stored.ToolStatus, stored.Content
+			}
+			r.obs.EndTool(end)
+		}()
+	}
+	if res, ok := r.reattach(s, rec, c); ok {
+		if r.childParked != "" {
+			r.childParked = ""
+			return true, errAwaitApproval // the child still waits for decisions
+		}
+		stored, err = r.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		return true, err
+	}
+	if rec.Idempotent {
+		return false, nil
+	}
+	stored, err = r.storeResult(s, m, c, weft.Failure(interruptedResult), weft.NewID("msg_"), next)
+	return true, err
 }

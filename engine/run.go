@@ -337,8 +337,16 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if trigger == "message" && len(start.Queued) == 0 {
 		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
+	r.trigger = trigger
+	if obs := e.opt.Observer; obs != nil {
+		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
+			ParentID: r.thread.ParentID, Agent: r.agent.Name, Redact: r.red.String})
+	}
 	info, err := r.loop(trigger, forceSide)
 	r.finishEvents()
+	if r.obs != nil {
+		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
+	}
 	released = r.released
 	putReqBuf(r.reqBuf)
 	return info, r.lastLine, false, err
@@ -468,6 +476,17 @@ type run struct {
 	// may use its State from goroutines of its own.
 	outboxMu sync.Mutex
 	outbox   []Event
+
+	// obs observes the run (Options.Observer; nil = off). attemptEnds holds when each model attempt
+	// ended until its call is reported; trigger is what started the run.
+	obs         RunObserver
+	attemptEnds map[*weft.LogEntry]time.Time
+	trigger     string
+	// resuming: the run is finishing the calls a crashed run left open (resume).
+	resuming bool
+	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
+	// none, or unobserved): a blocking subagent's run nests under it.
+	toolCtx context.Context
 }
 
 type queuedTool struct {
@@ -730,6 +749,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	}
 	if resumed {
 		trigger = "resume"
+		r.trigger = trigger
 	}
 	if r.e.observed() {
 		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})

@@ -27,6 +27,16 @@ const (
 
 // step runs one top-level step of side with prompt p.
 func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+	if r.obs == nil {
+		return r.runStep(p, side, def)
+	}
+	r.obs.StartStep(StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
+	out, err := r.runStep(p, side, def)
+	r.obs.EndStep(err)
+	return out, err
+}
+
+func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
 	r.steps++
 	r.sideSteps[sideIndex(side)]++
 	s, err := r.newScope(p, 0, side, r.thread.Arguments)
@@ -186,7 +196,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	res, err := r.callModel(s, req, msgID)
 	if err != nil {
 		if len(res.logs) > 0 {
-			_ = r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) })
+			if r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) }) == nil && r.obs != nil {
+				r.observeModelCall(s, req, res.logs, nil, err)
+			}
 		}
 		return nil, nil, err
 	}
@@ -309,11 +321,15 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	})
 	if err != nil {
 		r.state = prev
+		clear(r.attemptEnds)
 		return nil, nil, err
 	}
 	r.savedState = state
 	if final != "" {
 		r.savedState, r.finished = finalState, final
+	}
+	if r.obs != nil {
+		r.observeModelCall(s, req, res.logs, msg, nil)
 	}
 	r.afterInsert(s, msg)
 	if emptyResult != nil {

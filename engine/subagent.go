@@ -60,6 +60,9 @@ type subagentMeta struct {
 // awaitChild runs a child until it stops and returns its result; the child is then terminated.
 func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
 	ctx := r.ctx
+	if r.toolCtx != nil {
+		ctx = r.toolCtx // the child's run nests under the call in traces
+	}
 	info, err := r.e.runChild(ctx, child, resume)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))

@@ -50,6 +50,24 @@ func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) (
 // by the last transaction before it (the reply's, or the previous call's result); its own result
 // transaction marks next running.
 func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
+	if r.obs == nil {
+		return r.runCall(r.ctx, s, msg, c, next)
+	}
+	ctx := r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: r.resuming})
+	prev := r.toolCtx
+	r.toolCtx = ctx
+	res, err := r.runCall(ctx, s, msg, c, next)
+	r.toolCtx = prev
+	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
+	if res.msg != nil {
+		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content
+	}
+	r.obs.EndTool(end)
+	return res, err
+}
+
+// runCall is executeCall; the tool runs with ctx (the run's, carrying the call's trace).
+func (r *run) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
 	res := callResult{call: c}
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
@@ -86,6 +104,7 @@ func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *we
 		}
 		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := r.state_(exec)
+		st.ctx = ctx
 		if r.e.observed() {
 			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
@@ -542,6 +561,10 @@ func (r *run) runQueuedTools(s *scope) error {
 		r.queuedTools = r.queuedTools[1:]
 		r.state.QueuedTools++
 		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
+		ctx := r.ctx
+		if r.obs != nil {
+			ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
+		}
 		t, ok := r.e.reg.Tool(q.name)
 		var res weft.ToolResult
 		if !ok {
@@ -557,7 +580,9 @@ func (r *run) runQueuedTools(s *scope) error {
 				res = weft.Failure(errText)
 			} else {
 				exec := &execution{r: r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				res = r.invoke(qs, r.state_(exec), o, c, args, &weft.Message{})
+				st := r.state_(exec)
+				st.ctx = ctx
+				res = r.invoke(qs, st, o, c, args, &weft.Message{})
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
@@ -567,12 +592,16 @@ func (r *run) runQueuedTools(s *scope) error {
 		} else {
 			tm.Content = "Failed to execute tool: " + r.red.String(res.Error)
 		}
-		if err := r.tx(func(tx weft.Tx) error {
+		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.InsertMessage(tm); err != nil {
 				return err
 			}
 			return tx.SetExecState(execKey, r.state.encode())
-		}); err != nil {
+		})
+		if r.obs != nil {
+			r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
+		}
+		if err != nil {
 			return err
 		}
 		r.addRow(*tm)

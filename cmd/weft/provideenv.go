@@ -46,7 +46,16 @@ func newProvideEnvCmd(g *globals, db *string) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			opt := engine.Options{Registry: reg, Store: st, Logger: newLogger(g.logLevel, os.Stderr), Providers: providers(reg, scripted.New(nil))}
+			log := newLogger(g.logLevel, os.Stderr)
+			opt := engine.Options{Registry: reg, Store: st, Logger: log, Providers: providers(reg, scripted.New(nil))}
+			obs, flush, err := telemetry(ctx, log)
+			if err != nil {
+				return err
+			}
+			defer flush()
+			if obs != nil {
+				opt.Observer = obs
+			}
 			if sc != nil {
 				opt.Override, opt.Clock = sc, sc.Clock()
 			}

@@ -148,6 +148,14 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return err
 	}
 	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs}
+	obs, flush, err := telemetry(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	if obs != nil {
+		opt.Observer = obs
+	}
 	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
 		ttl, err := time.ParseDuration(v)
 		if err != nil || ttl <= 0 {

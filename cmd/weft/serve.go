@@ -140,10 +140,18 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	obs, flush, err := telemetry(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flush()
 	hub := httpapi.NewHub()
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
 			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs}
+		if obs != nil {
+			opt.Observer = obs
+		}
 		if script != nil {
 			opt.Override = script
 		}
