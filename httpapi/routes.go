@@ -20,6 +20,13 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	})
 	s.mux.HandleFunc("/api/", s.noRoute)
+	if s.opt.MCP != nil {
+		s.handle("/mcp", func(w http.ResponseWriter, r *http.Request, p *principal) error {
+			r.Header.Set("Weft-Mcp-User", p.userID) // replaces whatever the client sent
+			s.opt.MCP.ServeHTTP(w, r)
+			return nil
+		})
+	}
 
 	s.handle("POST /api/threads", s.createThread)
 	s.handle("GET /api/threads", s.listThreads)

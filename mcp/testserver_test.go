@@ -93,11 +93,15 @@ func serveTestServer(mode string) {
 		})
 	s.AddTool(&sdk.Tool{Name: "odd_schema", Description: "Its schema uses a keyword outside the subset.",
 		InputSchema: raw(`{"type":"object","properties":{"a":{"type":"string"}},"patternProperties":{"^x":{"type":"string"}}}`)},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("should not be called"), nil })
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text("should not be called"), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "grow", Description: "Adds a tool and says the list changed.", InputSchema: raw(`{"type":"object"}`)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.AddTool(&sdk.Tool{Name: "added", Description: "Added later.", InputSchema: raw(`{"type":"object"}`)},
-				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("added works"), nil })
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return text("added works"), nil
+				})
 			return text("grown"), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "whoami", Description: "Reports the environment it sees.", InputSchema: raw(`{"type":"object"}`)},

@@ -147,7 +147,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if err != nil {
 		return err
 	}
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs}
+	mcpClient := newMCPClient(reg, log)
+	defer mcpClient.Close()
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs, MCP: mcpClient}
 	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
 		ttl, err := time.ParseDuration(v)
 		if err != nil || ttl <= 0 {

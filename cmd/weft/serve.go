@@ -20,6 +20,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
 )
@@ -135,9 +136,14 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return err
 	}
 	hub := httpapi.NewHub()
+	// One MCP client for the process: sessions outlive definition reloads.
+	mcpClient := newMCPClient(reg, log)
+	defer mcpClient.Close()
+	preloadMCP(ctx, mcpClient, reg, log)
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
+		mcp.AddPromptAgents(reg)
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs}
+			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if script != nil {
 			opt.Override = script
 		}
@@ -155,7 +161,8 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: adminKey, Hub: hub, Logger: log, Version: version()})
+		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(),
+		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
@@ -174,7 +181,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
+	log.Info("serving", "addr", ln.Addr().String(), "mcp", "/mcp", "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
 	fmt.Fprintf(cmd.OutOrStdout(), "weft: serving http://%s/api\n", ln.Addr())
 
 	if f.watch {
