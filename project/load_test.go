@@ -40,7 +40,7 @@ func TestMCPDefinitions(t *testing.T) {
 	}
 	dir := t.TempDir()
 	files := map[string]string{
-		"models/m.yaml": "{name: m, provider: test, model: x}\n",
+		"models/m.yaml":   "{name: m, provider: test, model: x}\n",
 		"tools/desk.yaml": "kind: mcp\nserver: {url: 'http://127.0.0.1:1/mcp'}\n",
 		"prompts/fs.prompty": "---\nname: fs\ndescription: Reads files.\nmodel: m\ntools:\n" +
 			"  - {name: files, kind: mcp, connection: {kind: reference, name: desk}, allowedTools: [read, list]}\n" +
