@@ -23,9 +23,11 @@ func convertResult(res *sdk.CallToolResult) weft.ToolResult {
 		case *sdk.TextContent:
 			texts = append(texts, x.Text)
 		case *sdk.ImageContent:
-			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("image-%d%s", i+1, extension(x.MIMEType)), MimeType: x.MIMEType, Data: x.Data})
+			mt := mediaType(x.MIMEType, "image/png")
+			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("image-%d%s", i+1, extension(mt)), MimeType: mt, Data: x.Data})
 		case *sdk.AudioContent:
-			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("audio-%d%s", i+1, extension(x.MIMEType)), MimeType: x.MIMEType, Data: x.Data})
+			mt := mediaType(x.MIMEType, "application/octet-stream")
+			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("audio-%d%s", i+1, extension(mt)), MimeType: mt, Data: x.Data})
 		case *sdk.EmbeddedResource:
 			if r := x.Resource; r != nil {
 				atts = append(atts, resourceAttachment(i, r))
@@ -76,6 +78,14 @@ func resourceAttachment(i int, r *sdk.ResourceContents) weft.ToolAttachment {
 		name += extension(mt)
 	}
 	return weft.ToolAttachment{Name: name, MimeType: mt, Data: data, Description: r.URI}
+}
+
+// mediaType is a server's media type, or def when it sent none.
+func mediaType(mt, def string) string {
+	if strings.TrimSpace(mt) == "" {
+		return def
+	}
+	return mt
 }
 
 // extension is a file extension for a media type ("" when unknown).

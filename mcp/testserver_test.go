@@ -87,9 +87,9 @@ func serveTestServer(mode string) {
 			os.Exit(3)
 			return nil, nil
 		})
-	s.AddTool(&sdk.Tool{Name: "flood", Description: "Returns 8 MiB of text.", InputSchema: raw(`{"type":"object"}`)},
+	s.AddTool(&sdk.Tool{Name: "flood", Description: "Returns 5 MiB of text.", InputSchema: raw(`{"type":"object"}`)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return text(strings.Repeat("x", 8<<20)), nil
+			return text(strings.Repeat("x", 5<<20)), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "odd_schema", Description: "Its schema uses a keyword outside the subset.",
 		InputSchema: raw(`{"type":"object","properties":{"a":{"type":"string"}},"patternProperties":{"^x":{"type":"string"}}}`)},
