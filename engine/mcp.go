@@ -8,27 +8,26 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 // defaultMCPTimeout bounds one MCP call when the server declaration sets no timeout
 // (definitions.md §6.6).
 const defaultMCPTimeout = 60 * time.Second
 
-// mcpTools lists an MCP server's tools for a scope; a server that cannot be reached is logged and
-// offers nothing this step (its tools come back once it answers again).
-func (r *run) mcpTools(s *scope, e weft.ToolEntry, srv *weft.MCPServer) []weft.MCPTool {
+// mcpTools lists an MCP server's tools for a scope; a server that cannot be reached is logged.
+func (r *run) mcpTools(s *scope, e weft.ToolEntry, srv *weft.MCPServer) ([]weft.MCPTool, error) {
 	if r.e.opt.MCP == nil {
 		r.e.log.Warn("MCP tools omitted: this engine has no MCP client (engine.Options.MCP)", "server", srv.Name)
-		return nil
+		return nil, errors.New("this engine has no MCP client")
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, mcpTimeout(srv))
 	defer cancel()
 	tools, err := r.e.opt.MCP.Tools(ctx, srv, r.envLookup(s.env.with(s.prompt.Env, e.Env)))
 	if err != nil {
-		r.e.log.Warn("MCP tools omitted: the server's tools could not be listed", "server", srv.Name, "error", err)
-		return nil
+		r.e.log.Warn("MCP server's tools could not be listed", "server", srv.Name, "error", err)
 	}
-	return tools
+	return tools, err
 }
 
 // openMCPTool resolves a bare tool name against the servers without an allow-list, whose tools are
@@ -38,7 +37,8 @@ func (r *run) openMCPTool(s *scope, e weft.ToolEntry) (weft.Target, bool) {
 		if srv.Tools != nil {
 			continue
 		}
-		for _, t := range r.mcpTools(s, e, srv) {
+		tools, _ := r.mcpTools(s, e, srv)
+		for _, t := range tools {
 			if t.Name == e.Name {
 				return weft.Target{Kind: weft.EntryTool, Name: t.Name, MCP: srv, MCPTool: t.Remote}, true
 			}
@@ -49,9 +49,21 @@ func (r *run) openMCPTool(s *scope, e weft.ToolEntry) (weft.Target, bool) {
 
 // offerMCP offers the tools of an MCP entry: one tool, or every tool of the server for
 // `mcp:SERVER`. A tool whose schema is outside the allowed subset is not offered; the log says why.
+// A tool named explicitly whose server cannot be reached is still offered, with any object as its
+// arguments: its call returns the server's error, which the model and the thread then see.
 func (r *run) offerMCP(s *scope, e weft.ToolEntry, t weft.Target) {
+	tools, err := r.mcpTools(s, e, t.MCP)
+	if err != nil && t.MCPTool != "" {
+		if _, dup := s.offered[t.Name]; !dup {
+			o := &offered{entry: e, target: t, spec: weft.ToolSpec{Name: t.Name, Parameters: &schema.Schema{Type: "object"},
+				Description: fmt.Sprintf("Tool %s of MCP server %s (the server is not available now).", t.MCPTool, t.MCP.Name)}}
+			s.offered[t.Name] = o
+			s.specs = append(s.specs, o.spec)
+		}
+		return
+	}
 	found := false
-	for _, mt := range r.mcpTools(s, e, t.MCP) {
+	for _, mt := range tools {
 		if t.MCPTool != "" && mt.Remote != t.MCPTool {
 			continue
 		}

@@ -137,7 +137,37 @@ type config struct {
 	env     []string
 	url     string
 	headers map[string]string
+	// secrets are the values ${env:} references resolved to: errors never show them.
+	secrets []string
 }
+
+// scrub replaces the configuration's resolved values in an error's text with [redacted] (a URL
+// in a transport error may carry a key).
+func (c config) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, v := range c.secrets {
+		if len(v) >= 4 && strings.Contains(msg, v) {
+			msg, changed = strings.ReplaceAll(msg, v, weft.Redacted), true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return scrubbed{msg: msg, err: err}
+}
+
+// scrubbed is an error whose text had secrets removed; errors.Is still sees the original.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e scrubbed) Error() string { return e.msg }
+func (e scrubbed) Unwrap() error { return e.err }
 
 // key identifies a configuration without holding its (possibly secret) values in clear.
 func (c config) key() string {
@@ -163,14 +193,17 @@ func (c config) key() string {
 // environment is its declared variables and env plus only PATH, HOME, LANG, LC_*, TMPDIR and TZ of
 // Weft's own — never provider keys.
 func resolve(s *weft.MCPServer, env weft.EnvLookup) (config, error) {
+	cfg := config{name: s.Name, headers: map[string]string{}}
 	lookup := func(name string) (string, bool, error) {
 		if env == nil {
 			return "", false, nil
 		}
 		v, _, ok := env(name)
+		if ok {
+			cfg.secrets = append(cfg.secrets, v)
+		}
 		return v, ok, nil
 	}
-	cfg := config{name: s.Name, headers: map[string]string{}}
 	var err error
 	expand := func(field, v string) string {
 		out, e := weft.ExpandEnv(v, lookup)
@@ -247,7 +280,7 @@ func (cn *conn) session(ctx context.Context) (*sdk.ClientSession, int, error) {
 	}
 	sess, proc, err := cn.start(ctx)
 	if err != nil {
-		cn.failErr, cn.failedAt = fmt.Errorf("MCP server %s could not be started: %w", cn.server.Name, err), time.Now()
+		cn.failErr, cn.failedAt = cn.cfg.scrub(fmt.Errorf("MCP server %s could not be started: %w", cn.server.Name, err)), time.Now()
 		return nil, 0, cn.failErr
 	}
 	cn.failErr = nil
@@ -408,6 +441,10 @@ func (cn *conn) call(ctx context.Context, remote string, args json.RawMessage) (
 // failure explains a failed request: a server that died says so with the tail of its stderr; a
 // dead session is dropped so that the next use restarts the server.
 func (cn *conn) failure(what string, err error) error {
+	return cn.cfg.scrub(cn.explain(what, err))
+}
+
+func (cn *conn) explain(what string, err error) error {
 	cn.mu.Lock()
 	proc := cn.proc
 	cn.mu.Unlock()

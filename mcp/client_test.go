@@ -254,3 +254,14 @@ func TestClientStreamableHTTP(t *testing.T) {
 		t.Fatalf("want an error without the header's value, got %v", err)
 	}
 }
+
+// TestClientScrubsSecrets: a transport error that quotes the URL never shows a secret the URL was
+// built from.
+func TestClientScrubsSecrets(t *testing.T) {
+	c := newClient(t, mcp.ClientOptions{ConnectTimeout: 2 * time.Second})
+	srv := &weft.MCPServer{Name: "remote", URL: "http://127.0.0.1:1/mcp?key=${env:KEY}"}
+	_, err := c.Tools(context.Background(), srv, env(map[string]string{"KEY": "very-secret-key"}))
+	if err == nil || strings.Contains(err.Error(), "very-secret-key") || !strings.Contains(err.Error(), "key=[redacted]") {
+		t.Fatalf("want a scrubbed error naming the server, got %v", err)
+	}
+}

@@ -251,3 +251,70 @@ func TestMCPServeHTTP(t *testing.T) {
 	defer cs.Close()
 	checkServer(t, cs, progress)
 }
+
+// TestMCPPromptyKinds: Prompty 2 tool kinds in a .prompty file's front matter, run end to end:
+// `kind: mcp` bound to a declared server (by reference, narrowed by allowedTools) and `kind:
+// prompty` loading a child file as a sub-prompt.
+func TestMCPPromptyKinds(t *testing.T) {
+	inner := t.TempDir()
+	writeFiles(t, inner, innerProject)
+	outer := t.TempDir()
+	server, _ := json.Marshal([]string{binary, "mcp", "--dir", filepath.Join(inner, "agents"), "--db", ":memory:",
+		"--model-script", filepath.Join(inner, "inner.script.yaml")})
+	writeFiles(t, outer, map[string]string{
+		"agents/models/m.yaml":     "{name: m, provider: test, model: scripted}\n",
+		"agents/tools/orders.yaml": "kind: mcp\nserver: {command: " + string(server) + "}\n",
+		"agents/prompts/front.prompty": "---\nname: front\ndescription: Front desk.\nmodel: m\ntools:\n" +
+			"  - {name: desk, kind: mcp, connection: {kind: reference, name: orders}, allowedTools: [lookup]}\n" +
+			"  - {name: summarize, kind: prompty, path: _parts/summarize.prompty, description: Summarize a text.}\n" +
+			"---\nsystem:\nYou help customers.\n",
+		"agents/prompts/_parts/summarize.prompty": "---\nname: summary\ndescription: Summaries.\nmodel: m\n" +
+			"inputs: [{name: text, kind: string}]\n---\nsystem:\nSummarize: {{text}}\n",
+		"agents/agents/front.yaml": "{name: front, sideA: {prompt: front}}\n",
+		"outer.script.yaml": "- match: {prompt: front}\n  expect: {tools: [lookup, summarize]}\n  tool_calls:\n" +
+			"    - {name: lookup, arguments: {message: \"Where is order 42?\"}}\n    - {name: summarize, arguments: {text: \"A long text.\"}}\n" +
+			"- match: {prompt: summarize}\n  expect: {system_contains: \"Summarize: A long text.\"}\n  text: Short summary.\n" +
+			"- match: {prompt: front}\n  expect: {tool_result_contains: [Order 42 shipped yesterday., Short summary.]}\n  text: All done.\n",
+	})
+	out, errOut, code := runWeft(t, outer, "run", "front", "Help me.", "--model-script", "outer.script.yaml")
+	if code != 0 || strings.TrimSpace(out) != "All done." {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestMCPHTTPSecretHeader: a streamable-HTTP MCP server (here /mcp of another weft serve) reached
+// with a header built from a secret thread variable. The call works with the right key; with a
+// wrong one it fails with a clear error; the key appears in no output, error or log either way.
+func TestMCPHTTPSecretHeader(t *testing.T) {
+	inner := t.TempDir()
+	writeFiles(t, inner, innerProject)
+	const admin = "adm-secret-0123456789abcdefghij"
+	s := startServer(t, inner, []string{"WEFT_ADMIN_KEY=" + admin}, "--db", filepath.Join(inner, "w.db"), "--model-script", "inner.script.yaml")
+	defer s.stop()
+	outer := t.TempDir()
+	writeFiles(t, outer, map[string]string{
+		"agents/models/m.yaml": "{name: m, provider: test, model: scripted}\n",
+		"agents/tools/orders.yaml": "kind: mcp\nserver: {url: '" + s.base + "/mcp', headers: {Authorization: 'Bearer ${env:DESK_KEY}'}}\n" +
+			"tools: [lookup]\nvariables: [{name: DESK_KEY, type: secret, required: true}]\n",
+		"agents/prompts/front.yaml": "{name: front, toolDescription: Front desk., model: m, prompt: You help., tools: [lookup]}\n",
+		"agents/agents/front.yaml":  "{name: front, sideA: {prompt: front}}\n",
+		"outer.script.yaml": "- tool_calls: [{name: lookup, arguments: {message: \"Where is order 43?\"}}]\n" +
+			"- expect: {not_contains: " + admin + "}\n  text: Checked.\n",
+	})
+	cases := []struct {
+		key, want string
+	}{
+		{admin, "Order 42 shipped yesterday."},
+		{"wrong-key-0123456789abcdef", "MCP server orders could not be started"},
+	}
+	for _, tc := range cases {
+		out, errOut, code := runWeftEnv(t, outer, []string{"WEFT_LOG_LEVEL=debug"}, "run", "front", "Where?", "--model-script", "outer.script.yaml",
+			"--env", "DESK_KEY="+tc.key, "--json", "--verbose", "--log-level", "debug")
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Fatalf("key %s: exit %d, want %q in\n%s\n%s", tc.key, code, tc.want, out, errOut)
+		}
+		if strings.Contains(out+errOut, tc.key) {
+			t.Fatalf("the key leaked:\n%s\n%s", out, errOut)
+		}
+	}
+}
