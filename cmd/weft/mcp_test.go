@@ -318,3 +318,23 @@ func TestMCPHTTPSecretHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPSupportExample is README's MCP command: an MCP client asks the support example, offline.
+func TestMCPSupportExample(t *testing.T) {
+	cmd := exec.Command(binary, "mcp", "--dir", repo("examples/support/agents"), "--db", ":memory:",
+		"--model-script", repo("examples/support/demo.script.yaml"))
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "WEFT_DIR=", "OPENAI_API_KEY=")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "readme", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res := mcpCall(t, cs, "support", map[string]any{"message": "Where is order 42?"})
+	if got := mcpText(t, res); res.IsError || got != "Good news, your order 42 shipped on November 20 with ParcelCo! You can follow it with tracking number PC-77812." {
+		t.Fatalf("support answered %q (error %v)", got, res.IsError)
+	}
+}
