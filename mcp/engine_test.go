@@ -20,23 +20,27 @@ import (
 // tool message, and the run finishes.
 func TestEngineMCPTools(t *testing.T) {
 	srv := testServer("normal")
-	srv.Timeout = weft.Duration(5 * time.Second)
+	srv.Timeout = weft.Duration(60 * time.Second) // a flood takes a while under the race detector
+	// The same server again with a short timeout, for the call that hangs.
+	slow := testServer("normal")
+	slow.Name, slow.Prefix, slow.Timeout = "t_slow", "slow_", weft.Duration(time.Second)
 	reg := weft.NewRegistry()
 	reg.AddModel(&weft.Model{Name: "m", Provider: "test", Model: "x"})
 	reg.AddMCPServer(srv)
+	reg.AddMCPServer(slow)
 	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "P.", Model: "m", Prompt: weft.Text("Use the tools."),
-		Tools: []weft.ToolEntry{{Name: srv.Name, Kind: weft.EntryMCP}}})
+		Tools: []weft.ToolEntry{{Name: srv.Name, Kind: weft.EntryMCP}, {Name: "t_slow/hang", Kind: weft.EntryMCP}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
 	if d := reg.Validate(); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	script, err := scripted.Parse("s", []byte(`
-- expect: {tools_include: [echo, fail, hang, flood, die, picture], tools_exclude: [odd_schema]}
+- expect: {tools_include: [echo, fail, slow_hang, flood, die, picture], tools_exclude: [odd_schema, slow_echo]}
   tool_calls:
     - {name: echo, arguments: {text: hi}, id: c1}
     - {name: echo, arguments: {}, id: c2}
     - {name: fail, id: c3}
-    - {name: hang, id: c4}
+    - {name: slow_hang, id: c4}
     - {name: flood, id: c5}
     - {name: die, id: c6}
     - {name: picture, id: c7}
@@ -81,7 +85,7 @@ func TestEngineMCPTools(t *testing.T) {
 		"c1": {weft.ToolSuccess, "echo: hi\ndone", 0},
 		"c2": {weft.ToolError, "Tool argument validation failed", 0},
 		"c3": {weft.ToolError, "the lookup failed: no such order", 0},
-		"c4": {weft.ToolError, "tool hang timed out after 5s (MCP server t_normal)", 0},
+		"c4": {weft.ToolError, "tool slow_hang timed out after 1s (MCP server t_slow)", 0},
 		"c5": {weft.ToolError, "the limit is 4 MiB", 0},
 		"c6": {weft.ToolError, "MCP server t_normal stopped while calling die: exit status 3; stderr: fatal: out of cheese", 0},
 		"c7": {weft.ToolSuccess, "here it is", 2},

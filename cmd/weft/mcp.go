@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,37 +115,82 @@ func newMCPClient(reg *weft.Registry, log *slog.Logger) *mcp.Client {
 	return mcp.NewClient(mcp.ClientOptions{Root: reg.Root, Logger: log, Version: version()})
 }
 
-// preloadMCP lists the tools of every declared server that needs no thread variable, in parallel,
-// so that a server that cannot start, or a tool whose schema Weft cannot check, is reported when
-// the command starts rather than in the middle of a run. Problems are logged as warnings: the
-// server is tried again when a run needs it.
+// preloadMCP lists the tools of every declared server that needs no thread variable, so that a
+// server that cannot start, or a tool whose schema Weft cannot check, is reported when the
+// command starts rather than in the middle of a run. Problems are logged as warnings: the server
+// is tried again when a run needs it.
 func preloadMCP(ctx context.Context, c *mcp.Client, reg *weft.Registry, log *slog.Logger) {
+	for _, d := range checkMCP(ctx, c, reg) {
+		log.Warn("MCP: "+d.Message, "file", d.Source, "field", d.Path)
+	}
+}
+
+// checkMCP starts every declared server that needs no thread variable, in parallel, lists its
+// tools and reports: a server that cannot start (error), a tool whose input schema is outside the
+// subset (warning: it is not offered), allow-list names and mcp:SERVER/TOOL entries the server
+// does not list (warning, error).
+func checkMCP(ctx context.Context, c *mcp.Client, reg *weft.Registry) weft.Diagnostics {
 	servers := reg.MCPServers()
 	if len(servers) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	var mu sync.Mutex
+	var out weft.Diagnostics
+	listed := map[string]map[string]bool{}
+	add := func(d weft.Diagnostic) {
+		mu.Lock()
+		out = append(out, d)
+		mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		if mcpNeedsThreadEnv(s) {
 			continue
 		}
 		wg.Go(func() {
-			tools, err := c.Tools(ctx, s, nil)
 			src := reg.Source("mcp", s.Name)
+			probe := *s
+			probe.Tools = nil // list everything, to check the allow-list against it
+			tools, err := c.Tools(ctx, &probe, nil)
 			if err != nil {
-				log.Warn("MCP server not available", "file", src, "error", err)
+				add(weft.Diagnostic{Source: src, Path: "server", Severity: weft.SeverityError, Message: err.Error()})
 				return
 			}
+			names := map[string]bool{}
 			for _, t := range tools {
-				if t.Problem != "" {
-					log.Warn("MCP tool left out: its input schema is outside the subset Weft checks", "file", src, "tool", t.Remote, "problem", t.Problem)
+				names[t.Remote] = true
+				if t.Problem != "" && (s.Tools == nil || slices.Contains(s.Tools, t.Remote)) {
+					add(weft.Diagnostic{Source: src, Path: "tools." + t.Remote, Severity: weft.SeverityWarning,
+						Message: "the tool's input schema is outside the subset Weft checks, so it is not offered: " + t.Problem})
 				}
 			}
+			for i, name := range s.Tools {
+				if !names[name] {
+					add(weft.Diagnostic{Source: src, Path: fmt.Sprintf("tools[%d]", i), Severity: weft.SeverityWarning,
+						Message: fmt.Sprintf("the server lists no tool %q", name)})
+				}
+			}
+			mu.Lock()
+			listed[s.Name] = names
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	for _, p := range reg.Prompts() {
+		for i, e := range p.Tools {
+			if e.Kind != weft.EntryMCP {
+				continue
+			}
+			server, tool := weft.SplitMCPEntry(e.Name)
+			if names, ok := listed[server]; ok && tool != "" && !names[tool] {
+				out = append(out, weft.Diagnostic{Source: reg.Source("prompt", p.Name), Path: fmt.Sprintf("tools[%d]", i), Severity: weft.SeverityError,
+					Message: fmt.Sprintf("MCP server %q lists no tool %q", server, tool)})
+			}
+		}
+	}
+	return out
 }
 
 // mcpNeedsThreadEnv reports whether a server's declaration reads thread variables (${env:}).

@@ -338,3 +338,42 @@ func TestMCPSupportExample(t *testing.T) {
 		t.Fatalf("support answered %q (error %v)", got, res.IsError)
 	}
 }
+
+// TestMCPValidateStartsServers: validate --mcp starts the servers and checks their tools against
+// the declarations and the prompts' entries; a server that cannot start is an error naming its
+// file.
+func TestMCPValidateStartsServers(t *testing.T) {
+	inner := t.TempDir()
+	writeFiles(t, inner, innerProject)
+	outer := t.TempDir()
+	server, _ := json.Marshal([]string{binary, "mcp", "--dir", filepath.Join(inner, "agents"), "--db", ":memory:"})
+	broken, _ := json.Marshal([]string{binary, "mcp", "--dir", filepath.Join(outer, "nowhere")})
+	writeFiles(t, outer, map[string]string{
+		"agents/models/m.yaml":     "{name: m, provider: test, model: scripted}\n",
+		"agents/tools/orders.yaml": "kind: mcp\nserver: {command: " + string(server) + "}\ntools: [lookup, refund]\n",
+		"agents/tools/broken.yaml": "kind: mcp\nserver: {command: " + string(broken) + "}\n",
+		"agents/prompts/p.yaml":    "{name: p, toolDescription: P., model: m, prompt: Hi., tools: [\"mcp:orders/lookup\", \"mcp:orders/greet\"]}\n",
+	})
+	out, errOut, code := runWeft(t, outer, "validate")
+	if code != 3 || !strings.Contains(out, `MCP server "orders"'s tools allow-list does not include "greet"`) {
+		t.Fatalf("validate without --mcp: exit %d\n%s%s", code, out, errOut)
+	}
+	writeFiles(t, outer, map[string]string{
+		"agents/prompts/p.yaml": "{name: p, toolDescription: P., model: m, prompt: Hi., tools: [\"mcp:orders/lookup\"]}\n",
+	})
+	if out, errOut, code := runWeft(t, outer, "validate"); code != 0 {
+		t.Fatalf("validate (no servers started): exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeft(t, outer, "validate", "--mcp")
+	if code != 3 {
+		t.Fatalf("validate --mcp: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"tools/broken.yaml: server: MCP server broken could not be started",
+		`warning: tools/orders.yaml: tools[1]: the server lists no tool "refund"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
