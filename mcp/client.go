@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -266,6 +267,8 @@ type conn struct {
 	listed   bool
 	failErr  error
 	failedAt time.Time
+	// stale is set when the server says its tool list changed.
+	stale atomic.Bool
 }
 
 // session returns the live session, starting one if there is none.
@@ -311,11 +314,8 @@ func (cn *conn) start(ctx context.Context) (*sdk.ClientSession, *process, error)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "weft", Version: cn.c.opt.Version}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			cn.mu.Lock()
-			cn.listed = false
-			cn.mu.Unlock()
-		},
+		// Never blocks: it may run while session() holds the lock around the handshake.
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { cn.stale.Store(true) },
 	})
 	var transport sdk.Transport
 	var proc *process
@@ -357,8 +357,9 @@ func (cn *conn) tools(ctx context.Context) ([]weft.MCPTool, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale := cn.stale.Swap(false)
 	cn.mu.Lock()
-	if cn.listed && cn.gen == gen {
+	if cn.listed && cn.gen == gen && !stale {
 		l := cn.list
 		cn.mu.Unlock()
 		return l, nil
