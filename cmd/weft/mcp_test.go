@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -375,5 +378,53 @@ func TestMCPValidateStartsServers(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+}
+
+// TestMCPStdioServerDiesWithWeft: a stdio MCP server started by weft serve (at start, to list its
+// tools) is killed with it, even one that ignores the end of its stdin — by the kernel when weft
+// is killed with SIGKILL, which it cannot intercept (Linux), and by a clean shutdown otherwise.
+func TestMCPStdioServerDiesWithWeft(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux ties a child's life to its parent's (Pdeathsig)")
+	}
+	inner := t.TempDir()
+	writeFiles(t, inner, innerProject)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			outer := t.TempDir()
+			pidFile := filepath.Join(outer, "server.pid")
+			// The shell outlives the server's end of stdin (it sleeps after), so only a signal ends it.
+			script := `echo $$ > "$PID_FILE"; "$WEFT" mcp --dir "$INNER" --db :memory:; sleep 30`
+			writeFiles(t, outer, map[string]string{
+				"agents/models/m.yaml": "{name: m, provider: test, model: scripted}\n",
+				"agents/tools/orders.yaml": "kind: mcp\nserver:\n  command: [/bin/sh, -c, '" + script + "']\n" +
+					"  env: {PID_FILE: '" + pidFile + "', WEFT: '" + binary + "', INNER: '" + filepath.Join(inner, "agents") + "'}\n",
+			})
+			s := startServer(t, outer, nil, "--no-auth", "--db", filepath.Join(outer, "w.db"))
+			var pid int
+			deadline := time.Now().Add(20 * time.Second)
+			for pid == 0 && time.Now().Before(deadline) {
+				b, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				time.Sleep(20 * time.Millisecond)
+			}
+			if pid == 0 || syscall.Kill(pid, 0) != nil {
+				t.Fatalf("the MCP server did not start (pid %d)\n%s", pid, s.stderr)
+			}
+			if sig == syscall.SIGKILL {
+				s.cmd.Process.Kill()
+				<-s.done
+			} else {
+				s.stop()
+			}
+			deadline = time.Now().Add(10 * time.Second)
+			for syscall.Kill(pid, 0) == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("MCP server %d outlived weft serve (%s)", pid, sig)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
