@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/weft-agents/weft"
@@ -261,7 +262,8 @@ type conn struct {
 
 	mu       sync.Mutex
 	sess     *sdk.ClientSession
-	proc     *process // stdio servers only
+	ended    chan struct{} // closed when sess ends
+	proc     *process      // stdio servers only
 	gen      int      // incremented per started session
 	list     []weft.MCPTool
 	listed   bool
@@ -271,29 +273,39 @@ type conn struct {
 	stale atomic.Bool
 }
 
-// session returns the live session, starting one if there is none.
-func (cn *conn) session(ctx context.Context) (*sdk.ClientSession, int, error) {
+// errSessionEnded cancels requests of a session that ended (the server exited, or the connection
+// broke on a malformed message): the SDK would leave them waiting for their deadline.
+var errSessionEnded = errors.New("the MCP session ended")
+
+// session returns the live session (and a channel closed when it ends), starting one if there is
+// none.
+func (cn *conn) session(ctx context.Context) (*sdk.ClientSession, int, <-chan struct{}, error) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if cn.sess != nil {
-		return cn.sess, cn.gen, nil
+		return cn.sess, cn.gen, cn.ended, nil
 	}
 	if cn.failErr != nil && time.Since(cn.failedAt) < cn.c.opt.RetryAfter {
-		return nil, 0, cn.failErr
+		return nil, 0, nil, cn.failErr
 	}
 	sess, proc, err := cn.start(ctx)
 	if err != nil {
 		cn.failErr, cn.failedAt = cn.cfg.scrub(fmt.Errorf("MCP server %s could not be started: %w", cn.server.Name, err)), time.Now()
-		return nil, 0, cn.failErr
+		return nil, 0, nil, cn.failErr
 	}
 	cn.failErr = nil
 	cn.gen++
-	cn.sess, cn.proc, cn.listed = sess, proc, false
+	ended := make(chan struct{})
+	cn.sess, cn.proc, cn.listed, cn.ended = sess, proc, false, ended
 	gen := cn.gen
 	go func() {
 		// The session ends when the server exits or the connection breaks: the next use starts a
 		// new one.
 		_ = sess.Wait()
+		close(ended)
+		if proc != nil && !proc.waitExit(time.Second) {
+			proc.kill()
+		}
 		cn.mu.Lock()
 		if cn.gen == gen && cn.sess == sess {
 			cn.sess, cn.listed = nil, false
@@ -304,7 +316,20 @@ func (cn *conn) session(ctx context.Context) (*sdk.ClientSession, int, error) {
 			proc.kill()
 		}
 	}()
-	return sess, gen, nil
+	return sess, gen, ended, nil
+}
+
+// bound returns a context that also ends when the session does.
+func bound(ctx context.Context, ended <-chan struct{}) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-ended:
+			cancel(errSessionEnded)
+		case <-cctx.Done():
+		}
+	}()
+	return cctx, func() { cancel(nil) }
 }
 
 // start connects: a stdio process or a streamable-HTTP endpoint, then the initialize handshake,
@@ -353,10 +378,12 @@ func (cn *conn) start(ctx context.Context) (*sdk.ClientSession, *process, error)
 
 // tools returns the cached listing, listing again when it is stale.
 func (cn *conn) tools(ctx context.Context) ([]weft.MCPTool, error) {
-	sess, gen, err := cn.session(ctx)
+	sess, gen, ended, err := cn.session(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := bound(ctx, ended)
+	defer cancel()
 	stale := cn.stale.Swap(false)
 	cn.mu.Lock()
 	if cn.listed && cn.gen == gen && !stale {
@@ -368,7 +395,7 @@ func (cn *conn) tools(ctx context.Context) ([]weft.MCPTool, error) {
 	var list []weft.MCPTool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return nil, cn.failure("listing tools", err)
+			return nil, cn.failure(ctx, "listing tools", err)
 		}
 		if cn.server.Tools != nil && !slices.Contains(cn.server.Tools, t.Name) {
 			continue
@@ -428,37 +455,47 @@ func checkSchema(v any) (*schema.Schema, string) {
 
 // call calls one tool and maps the reply.
 func (cn *conn) call(ctx context.Context, remote string, args json.RawMessage) (weft.ToolResult, error) {
-	sess, _, err := cn.session(ctx)
+	sess, _, ended, err := cn.session(ctx)
 	if err != nil {
 		return weft.ToolResult{}, err
 	}
+	ctx, cancel := bound(ctx, ended)
+	defer cancel()
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: remote, Arguments: args})
 	if err != nil {
-		return weft.ToolResult{}, cn.failure("calling "+remote, err)
+		return weft.ToolResult{}, cn.failure(ctx, "calling "+remote, err)
 	}
 	return convertResult(res), nil
 }
 
 // failure explains a failed request: a server that died says so with the tail of its stderr; a
 // dead session is dropped so that the next use restarts the server.
-func (cn *conn) failure(what string, err error) error {
-	return cn.cfg.scrub(cn.explain(what, err))
+func (cn *conn) failure(ctx context.Context, what string, err error) error {
+	return cn.cfg.scrub(cn.explain(ctx, what, err))
 }
 
-func (cn *conn) explain(what string, err error) error {
+func (cn *conn) explain(ctx context.Context, what string, err error) error {
 	cn.mu.Lock()
 	proc := cn.proc
 	cn.mu.Unlock()
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	ended := errors.Is(context.Cause(ctx), errSessionEnded)
+	if !ended && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return fmt.Errorf("MCP server %s: %s: %w", cn.server.Name, what, err)
 	}
 	if proc != nil && proc.waitExit(time.Second) {
 		cn.drop()
 		return fmt.Errorf("MCP server %s stopped while %s: %w", cn.server.Name, what, proc.explain(nil))
 	}
-	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if ended || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		cn.drop()
 		return fmt.Errorf("MCP server %s closed the connection while %s", cn.server.Name, what)
+	}
+	var wire *jsonrpc.Error
+	if !errors.As(err, &wire) {
+		// Not the server's error answer: the stream is in an unknown state (say, a line that was
+		// not JSON-RPC swallowed an answer), so the session is replaced on the next use.
+		cn.drop()
+		return fmt.Errorf("MCP server %s broke the protocol while %s (Weft restarts it): %v", cn.server.Name, what, err)
 	}
 	return fmt.Errorf("MCP server %s: %s: %v", cn.server.Name, what, err)
 }

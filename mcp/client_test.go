@@ -128,6 +128,25 @@ func TestClientStdio(t *testing.T) {
 		}
 	})
 
+	t.Run("malformed JSON-RPC mid-session", func(t *testing.T) {
+		// The broken line swallows the answer: the call ends at its deadline (the engine's tool
+		// timeout), the next request reads garbage and fails clearly, and the one after gets a
+		// fresh server.
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := c.Call(cctx, srv, "babble", json.RawMessage(`{}`), nil); err == nil {
+			t.Fatal("babble's answer was swallowed, yet the call succeeded")
+		}
+		_, err := c.Call(ctx, srv, "echo", json.RawMessage(`{"text":"lost"}`), nil)
+		if err == nil || !strings.Contains(err.Error(), "broke the protocol") {
+			t.Fatalf("want a protocol error, got %v", err)
+		}
+		res, err := c.Call(ctx, srv, "echo", json.RawMessage(`{"text":"after"}`), nil)
+		if err != nil || res.Result != "echo: after\ndone" {
+			t.Fatalf("after a malformed line: %+v %v", res, err)
+		}
+	})
+
 	t.Run("list changed", func(t *testing.T) {
 		if _, err := c.Call(ctx, srv, "grow", json.RawMessage(`{}`), nil); err != nil {
 			t.Fatal(err)

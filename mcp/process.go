@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,6 +22,8 @@ type process struct {
 	done   chan struct{}
 	err    error // set before done closes
 	once   sync.Once
+	// killed: Weft ended the process (it was still running), e.g. after the connection broke.
+	killed atomic.Bool
 }
 
 // startProcess starts prog on a goroutine locked to its OS thread for the process's lifetime:
@@ -87,7 +90,8 @@ func (p *process) waitExit(d time.Duration) bool {
 // kill ends the whole process group and waits for the process.
 func (p *process) kill() {
 	p.once.Do(func() {
-		if p.cmd.Process != nil {
+		if p.cmd.Process != nil && !p.exited() {
+			p.killed.Store(true)
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		p.stdin.Close()
@@ -105,8 +109,11 @@ func (p *process) explain(err error) error {
 		return err
 	}
 	status := "it exited"
+	if p.killed.Load() {
+		status = "the connection broke (a message that is not JSON-RPC?), so Weft stopped the server"
+	}
 	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
+	if errors.As(p.err, &ee) && !p.killed.Load() {
 		status = ee.String()
 	}
 	if tail := strings.TrimSpace(p.stderr.String()); tail != "" {

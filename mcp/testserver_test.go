@@ -104,6 +104,11 @@ func serveTestServer(mode string) {
 				})
 			return text("grown"), nil
 		})
+	s.AddTool(&sdk.Tool{Name: "babble", Description: "Writes a line that is not JSON-RPC to the protocol stream.", InputSchema: raw(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			fmt.Fprintln(os.Stdout, `{"jsonrpc":"2.0","id":`)
+			return text("babbled"), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "whoami", Description: "Reports the environment it sees.", InputSchema: raw(`{"type":"object"}`)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return text(fmt.Sprintf("pid=%d token=%s openai=%s", os.Getpid(), os.Getenv("KB_TOKEN"), os.Getenv("OPENAI_API_KEY"))), nil
