@@ -264,7 +264,7 @@ type conn struct {
 	sess     *sdk.ClientSession
 	ended    chan struct{} // closed when sess ends
 	proc     *process      // stdio servers only
-	gen      int      // incremented per started session
+	gen      int           // incremented per started session
 	list     []weft.MCPTool
 	listed   bool
 	failErr  error
