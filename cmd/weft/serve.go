@@ -44,6 +44,9 @@ env WEFT_DB). Requests need an API key (Authorization: Bearer KEY; create one wi
 create) or WEFT_ADMIN_KEY; --no-auth lets every request act as the admin user "local" and is
 refused unless --addr is a loopback address (override with --insecure).
 
+The same address serves MCP over streamable HTTP at /mcp, behind the same keys: each agent and
+each prompt usable as a tool is an MCP tool (see weft mcp --help).
+
 Interrupted runs and queued messages resume at start; SIGTERM or SIGINT stops taking work and
 gives running steps --drain to reach a step boundary.`,
 		Args: cobra.NoArgs,
