@@ -20,7 +20,7 @@ const promptAgentPrefix = "prompt:"
 // AddPromptAgents adds to reg, for each prompt that may be used as a tool (exposeAsTool not
 // false), an ai_human agent named "prompt:NAME" whose side A is that prompt: a prompt runs in a
 // thread of its own when an MCP client calls it. Call it after validation, before the engine is
-// built; the agents are not exposed as tools to other prompts.
+// built; the agents are Internal (APIs do not list them) and not exposed as tools to prompts.
 func AddPromptAgents(reg *weft.Registry) {
 	for _, p := range reg.Prompts() {
 		if !p.Exposed() {
@@ -29,7 +29,7 @@ func AddPromptAgents(reg *weft.Registry) {
 		if _, taken := reg.Agent(promptAgentPrefix + p.Name); taken {
 			continue
 		}
-		reg.AddAgentFrom(reg.Source("prompt", p.Name), &weft.Agent{Name: promptAgentPrefix + p.Name, Type: weft.AIHuman,
+		reg.AddAgentFrom(reg.Source("prompt", p.Name), &weft.Agent{Name: promptAgentPrefix + p.Name, Type: weft.AIHuman, Internal: true,
 			SideA: weft.AgentSide{Prompt: p.Name}, Description: "Runs prompt " + p.Name + " (for MCP clients)."})
 	}
 }
