@@ -36,6 +36,9 @@ type Agent struct {
 	// Description and Icon are for people and UIs only.
 	Description string `json:"description,omitempty"`
 	Icon        string `json:"icon,omitempty"`
+	// Internal marks an agent Weft adds itself (to run a prompt for an MCP client): APIs do not
+	// list it, though its threads are ordinary threads.
+	Internal bool `json:"-"`
 	// Budget caps what a thread of the agent may spend, its subagents included; a thread's own
 	// budget (set at creation or later) replaces it. nil = no cap.
 	Budget *Budget `json:"budget,omitempty"`

@@ -149,6 +149,9 @@ const (
 	EntryPrompt   EntryKind = "prompt"
 	EntryAgent    EntryKind = "agent"
 	EntryProvider EntryKind = "provider"
+	// EntryMCP names an MCP server's tools: `mcp:SERVER` (all the tools it offers) or
+	// `mcp:SERVER/TOOL` (one tool, by its name on the server).
+	EntryMCP EntryKind = "mcp"
 )
 
 // ToolEntry is one element of a prompt's tools list: a plain name, a ToolConfig (function tool with
@@ -158,7 +161,8 @@ const (
 type ToolEntry struct {
 	// Name of the tool, prompt or agent.
 	Name string `json:"name"`
-	// Kind, when set, forces the resolution (from a `tool:`/`prompt:`/`agent:`/`provider:` prefix).
+	// Kind, when set, forces the resolution (from a `tool:`/`prompt:`/`agent:`/`provider:`/`mcp:`
+	// prefix).
 	Kind EntryKind `json:"kind,omitempty"`
 	// Optional names an env flag; the entry is enabled only when it resolves to true, 1 or yes.
 	Optional string `json:"optional,omitempty"`

@@ -3,6 +3,7 @@ package weft
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Registry holds a project's definitions, from Go code and from files alike, with where each came
@@ -211,6 +212,8 @@ type Target struct {
 	Agent  *Agent
 	// MCP is set when the tool comes from an MCP server declaration.
 	MCP *MCPServer
+	// MCPTool is the tool's name on that server; "" = every tool the server offers (`mcp:SERVER`).
+	MCPTool string
 }
 
 // Role names the target's role for messages: tool, prompt, handoff, subagent or resumable subagent.
@@ -231,7 +234,8 @@ func (t Target) Role(e ToolEntry) string {
 }
 
 // Resolve finds what a tool entry names: with no forced kind a bare name resolves tool → prompt →
-// agent (definitions.md §1.3). Tools of MCP servers resolve when the server's allow-list names them.
+// agent (definitions.md §1.3). Tools of MCP servers resolve when the server's allow-list names them,
+// or through an `mcp:SERVER[/TOOL]` entry (whose target's Name is "" for a whole server).
 func (r *Registry) Resolve(e ToolEntry) (Target, bool) {
 	kinds := []EntryKind{EntryTool, EntryPrompt, EntryAgent}
 	if e.Kind != EntryAny {
@@ -244,7 +248,16 @@ func (r *Registry) Resolve(e ToolEntry) (Target, bool) {
 				return Target{Kind: EntryTool, Name: e.Name, Tool: t}, true
 			}
 			if s := r.mcpServerOf(e.Name); s != nil {
-				return Target{Kind: EntryTool, Name: e.Name, MCP: s}, true
+				return Target{Kind: EntryTool, Name: e.Name, MCP: s, MCPTool: strings.TrimPrefix(e.Name, s.Prefix)}, true
+			}
+		case EntryMCP:
+			server, tool := SplitMCPEntry(e.Name)
+			if s, ok := r.mcp.get(server); ok {
+				name := ""
+				if tool != "" {
+					name = s.Prefix + tool
+				}
+				return Target{Kind: EntryTool, Name: name, MCP: s, MCPTool: tool}, true
 			}
 		case EntryProvider:
 			if t, ok := r.tools.get(e.Name); ok {

@@ -309,8 +309,6 @@ func filepathToSlash(p string) string { return strings.ReplaceAll(p, `\`, "/") }
 
 func (v *validator) mcpServer(s *MCPServer) {
 	src := v.r.mcp.src[s.Name]
-	// A server that validated would fail on every call: say so now, not at run time.
-	v.errf(src, "kind", "MCP servers are not supported by this version of Weft (it has no MCP client yet), so every call to %q's tools would fail; remove the definition until MCP support lands", s.Name)
 	v.variables(src, "variables", s.Variables)
 	declared := declaredTypes(s.Variables)
 	switch {
@@ -321,6 +319,15 @@ func (v *validator) mcpServer(s *MCPServer) {
 	}
 	for i, a := range s.Command {
 		v.envRefs(src, fmt.Sprintf("server.command[%d]", i), a, declared)
+	}
+	if len(s.Command) > 0 && !strings.Contains(s.Command[0], "${") {
+		// A server that cannot start would fail every call: say so now, naming the file.
+		if _, err := LookProgram(v.r.Root, s.Command[0]); err != nil {
+			v.errf(src, "server.command[0]", "%v", err)
+		}
+	}
+	if s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "${env:") {
+		v.errf(src, "server.url", "url must start with http:// or https://")
 	}
 	for _, k := range sortedKeys(s.Env) {
 		v.envRefs(src, "server.env."+k, s.Env[k], declared)
@@ -570,6 +577,13 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 				}
 			}
 		case EntryTool:
+			if t.MCP != nil && e.Kind == EntryMCP {
+				if _, tool := SplitMCPEntry(e.Name); tool == "" && strings.Contains(e.Name, "/") {
+					v.errf(src, base, "mcp:%s names no tool: write mcp:SERVER or mcp:SERVER/TOOL", e.Name)
+				} else if tool != "" && t.MCP.Tools != nil && !slices.Contains(t.MCP.Tools, tool) {
+					v.errf(src, base, "MCP server %q's tools allow-list does not include %q", t.MCP.Name, tool)
+				}
+			}
 			for _, param := range sortedKeys(e.Bindings) {
 				if t.Tool == nil || t.Tool.Args == nil || t.Tool.Args.Properties[param] == nil {
 					v.errf(src, base+".bindings."+param, "%q is not a parameter of tool %q", param, e.Name)
@@ -592,6 +606,11 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 		if e.Kind == EntryProvider {
 			what = "provider-executed tool"
 		}
+	}
+	if e.Kind == EntryMCP {
+		server, _ := SplitMCPEntry(e.Name)
+		v.errf(src, base, "no MCP server named %q (declare it in tools/%s.yaml with kind: mcp)", server, server)
+		return
 	}
 	if open := v.r.openMCPServers(); len(open) > 0 && (e.Kind == EntryAny || e.Kind == EntryTool) {
 		v.warnf(src, base, "no %s named %q is defined; it may come from MCP server %s, which lists no tools (add a tools allow-list to check it)", what, e.Name, strings.Join(open, ", "))

@@ -85,8 +85,15 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			}
 		}
 		t, ok := r.e.reg.Resolve(e)
+		if !ok && (e.Kind == weft.EntryAny || e.Kind == weft.EntryTool) {
+			t, ok = r.openMCPTool(s, e)
+		}
 		if !ok {
 			return nil, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)
+		}
+		if t.MCP != nil {
+			r.offerMCP(s, e, t)
+			continue
 		}
 		o := &offered{entry: e, target: t}
 		switch {
@@ -116,8 +123,6 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 					schema.OptionalField("attachments", schema.Array(schema.String())))
 			}
 			o.spec = weft.ToolSpec{Name: t.Name, Description: desc, Parameters: params}
-		case t.MCP != nil:
-			o.spec = weft.ToolSpec{Name: t.Name, Description: "Tool " + t.Name + " of MCP server " + t.MCP.Name, Parameters: schema.NoArgs()}
 		}
 		if _, dup := s.offered[o.spec.Name]; dup {
 			continue

@@ -28,6 +28,8 @@ type Options struct {
 	Store weft.Store
 	// Providers returns the provider for a model's provider name (built-in or custom).
 	Providers func(model *weft.Model) (weft.Provider, error)
+	// MCP reaches the MCP servers the registry declares; nil = their tools are not offered.
+	MCP weft.MCPClient
 	// Override, when set, answers every model call (a model script).
 	Override weft.Provider
 	// Clock tells time and waits (retries, backoff); nil = the system clock.

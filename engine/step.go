@@ -456,6 +456,8 @@ func providerIDs(orig, used []weft.ToolCall) map[string]any {
 func (r *run) idempotent(s *scope, name string) bool {
 	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
 		return o.target.Tool.Idempotent
+	} else if ok && o.target.MCP != nil {
+		return o.target.MCP.Idempotent
 	}
 	return false
 }

@@ -245,7 +245,7 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	case t.Agent != nil:
 		return r.callSubagent(s, o, c, msg, args)
 	case t.MCP != nil:
-		return weft.Failure(fmt.Sprintf("Tool %q belongs to MCP server %q; MCP servers are not available in this version of Weft.", t.Name, t.MCP.Name))
+		return r.callMCP(s, st, o, args)
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
 		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
 	}

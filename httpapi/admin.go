@@ -25,9 +25,11 @@ func agentJSON(a *weft.Agent) map[string]any {
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, p *principal) error {
 	as := s.engine().Registry().Agents()
-	out := make([]map[string]any, len(as))
-	for i, a := range as {
-		out[i] = agentJSON(a)
+	out := make([]map[string]any, 0, len(as))
+	for _, a := range as {
+		if !a.Internal {
+			out = append(out, agentJSON(a))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -41,6 +41,9 @@ type Options struct {
 	// global event stream. nil = a hub of the server's own, which sees only the thread events the
 	// API itself publishes (updates and deletions).
 	Hub *Hub
+	// MCP, when set, is served at /mcp behind the same authentication as /api (the MCP server of
+	// package mcp); the authenticated user's id reaches it in the Weft-Mcp-User header.
+	MCP http.Handler
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /api/health.

@@ -232,7 +232,7 @@ func (d *decoder) promptContent(path string, v any) weft.PromptContent {
 	return nil
 }
 
-var entryPrefixes = map[string]weft.EntryKind{"tool:": weft.EntryTool, "prompt:": weft.EntryPrompt, "agent:": weft.EntryAgent, "provider:": weft.EntryProvider}
+var entryPrefixes = map[string]weft.EntryKind{"mcp:": weft.EntryMCP, "tool:": weft.EntryTool, "prompt:": weft.EntryPrompt, "agent:": weft.EntryAgent, "provider:": weft.EntryProvider}
 
 // entryName splits a kind prefix off a tool entry name.
 func entryName(s string) (string, weft.EntryKind) {

@@ -212,6 +212,8 @@ type parsed struct {
 	defs      []definition
 	// refs are the files a .prompty file's front matter read with ${file:} (absolute paths).
 	refs []string
+	// depth counts the kind: prompty tools that led to this file (0 for a file of prompts/).
+	depth int
 }
 
 // definition is one decoded definition, registered in the sequential phase.
@@ -304,6 +306,12 @@ func (l *loader) register(rel string, d definition) {
 	case d.provider != nil:
 		l.reg.AddProviderFrom(rel, d.provider)
 	case d.prompt != nil:
+		if c, ok := d.implicitFor.(promptyChild); ok {
+			rel = c.rel
+		}
+		if l.reg.Source("prompt", d.prompt.Name) == rel {
+			return // a child .prompty file that prompts/ holds too, under the same name
+		}
 		l.reg.AddPromptFrom(rel, d.prompt)
 	case d.agent != nil:
 		l.reg.AddAgentFrom(rel, d.agent)

@@ -27,31 +27,64 @@ func lines(diags weft.Diagnostics) string {
 	return b.String()
 }
 
-// TestMCPNotSupported: an MCP server definition (and so any use of its tools) is a validation error
-// naming the file and saying why, not a tool that fails on every call; so is an MCP tool in a
-// .prompty file's front matter.
-func TestMCPNotSupported(t *testing.T) {
+// TestMCPDefinitions: an MCP server whose program does not exist is a validation error naming the
+// file (issue 21, bad input); Prompty 2 tool kinds bind: `kind: mcp` to a declared server (by
+// reference, serverName or an inline endpoint, allowedTools narrowing it) and `kind: prompty` to
+// a child .prompty file loaded as a sub-prompt; unknown kinds are still refused.
+func TestMCPDefinitions(t *testing.T) {
 	_, diags := project.Open("testdata/mcp", project.Options{})
 	got := lines(diags)
-	if !diags.HasErrors() || !strings.Contains(got, "tools/kb.yaml: kind: MCP servers are not supported by this version of Weft") {
+	if !diags.HasErrors() || !strings.Contains(got, `tools/kb.yaml: server.command[0]: program "kb-server" not found in PATH`) ||
+		strings.Contains(got, "not supported") {
 		t.Fatalf("diagnostics:\n%s", got)
 	}
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "prompts"), 0o755); err != nil {
-		t.Fatal(err)
+	files := map[string]string{
+		"models/m.yaml":   "{name: m, provider: test, model: x}\n",
+		"tools/desk.yaml": "kind: mcp\nserver: {url: 'http://127.0.0.1:1/mcp'}\n",
+		"prompts/fs.prompty": "---\nname: fs\ndescription: Reads files.\nmodel: m\ntools:\n" +
+			"  - {name: files, kind: mcp, connection: {kind: reference, name: desk}, allowedTools: [read, list]}\n" +
+			"  - {name: desk, kind: mcp, serverName: desk}\n" +
+			"  - {name: remote, kind: mcp, connection: {kind: key, endpoint: 'http://127.0.0.1:2/mcp', headers: {X-Team: weft}}}\n" +
+			"  - {name: summarize, kind: prompty, path: _parts/summarize.prompty, description: Summarize a text.}\n" +
+			"  - {name: search, kind: bing_search}\n" +
+			"---\nsystem:\nHelp.\n",
+		"prompts/_parts/summarize.prompty": "---\nname: summary\ndescription: Summaries.\nmodel: m\ninputs: [{name: text, kind: string}]\n---\nsystem:\nSummarize {{text}}.\n",
 	}
-	body := "---\nname: fs\ndescription: Reads files.\nmodel: {provider: openai, connection: {}, id: gpt-4o}\n" +
-		"tools:\n  - {name: mcp_fs, kind: mcp, connection: {url: 'http://localhost:1'}}\n  - {name: search, kind: bing_search}\n---\nsystem:\nHelp.\n"
-	if err := os.WriteFile(filepath.Join(dir, "prompts", "fs.prompty"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, diags = project.Open(dir, project.Options{})
-	got = lines(diags)
-	for _, want := range []string{"prompts/fs.prompty: tools[0]: kind: mcp tools in .prompty front matter cannot be bound",
-		"prompts/fs.prompty: tools[1]: tool kind \"bing_search\" cannot be bound"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("missing %q in:\n%s", want, got)
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, diags := project.Open(dir, project.Options{})
+	got = lines(diags)
+	if want := `prompts/fs.prompty: tools[4]: tool kind "bing_search" cannot be bound`; !strings.Contains(got, want) {
+		t.Errorf("missing %q in:\n%s", want, got)
+	}
+	if n := len(diags.Errors()); n != 1 {
+		t.Errorf("want only the bing_search error, got:\n%s", got)
+	}
+	p, ok := reg.Prompt("fs")
+	if !ok {
+		t.Fatal("prompt fs not loaded")
+	}
+	var entries []string
+	for _, e := range p.Tools {
+		entries = append(entries, string(e.Kind)+":"+e.Name)
+	}
+	if want := "mcp:desk/read mcp:desk/list mcp:desk mcp:remote prompt:summarize"; strings.Join(entries, " ") != want {
+		t.Errorf("entries %v, want %s", entries, want)
+	}
+	if s, ok := reg.MCPServer("remote"); !ok || s.URL != "http://127.0.0.1:2/mcp" || s.Headers["X-Team"] != "weft" || reg.Source("mcp", "remote") != "prompts/fs.prompty" {
+		t.Errorf("inline server: %+v from %s", s, reg.Source("mcp", "remote"))
+	}
+	child, ok := reg.Prompt("summarize")
+	if !ok || child.ToolDescription != "Summarize a text." || child.RequiredSchema == nil || child.RequiredSchema.Properties["text"] == nil ||
+		reg.Source("prompt", "summarize") != "prompts/_parts/summarize.prompty" {
+		t.Errorf("child prompt: %+v", child)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,11 +78,48 @@ func (l *loader) prompty(pf *parsed) {
 		pf.defs = append(pf.defs, definition{model: m, implicitFor: p})
 	}
 	for i, t := range f.Tools {
-		if e, ok := frontMatterTool(d, index("tools", i), t); ok {
-			p.Tools = append(p.Tools, e)
-		}
+		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
 	}
 	pf.defs = append(pf.defs, definition{prompt: p})
+	for i, def := range pf.defs {
+		if c, ok := def.implicitFor.(promptyChild); ok {
+			// A child .prompty file (a kind: prompty tool) is a prompt of its own, loaded like this one.
+			child := &parsed{rel: c.rel, full: filepath.Join(l.dir, filepath.FromSlash(c.rel)), depth: pf.depth + 1}
+			if _, err := os.Stat(child.full); err != nil {
+				pf.diags = append(pf.diags, weft.Diagnostic{Source: rel, Path: c.path, Severity: weft.SeverityError,
+					Message: fmt.Sprintf("child prompt %s not found", c.rel)})
+				pf.defs[i] = definition{}
+				continue
+			}
+			if child.depth > maxPromptyNesting {
+				pf.diags = append(pf.diags, weft.Diagnostic{Source: rel, Path: c.path, Severity: weft.SeverityError,
+					Message: fmt.Sprintf("kind: prompty tools nest more than %d files deep (a cycle?)", maxPromptyNesting)})
+				continue
+			}
+			l.prompty(child)
+			pf.diags = append(pf.diags, child.diags...)
+			pf.refs = append(pf.refs, child.full)
+			for _, cd := range child.defs {
+				if cd.prompt != nil && cd.prompt.Template != nil && cd.prompt.Template.(*promptyTemplate).src == c.rel {
+					cd.prompt.Name = c.name
+					if c.description != "" {
+						cd.prompt.ToolDescription = c.description
+					}
+					cd.implicitFor = c
+				}
+				pf.defs = append(pf.defs, cd)
+			}
+			pf.defs[i] = definition{}
+		}
+	}
+}
+
+// maxPromptyNesting bounds how deep kind: prompty tools may nest child files.
+const maxPromptyNesting = 8
+
+// promptyChild marks the prompt of a child .prompty file a kind: prompty tool names.
+type promptyChild struct {
+	name, description, rel, path string
 }
 
 // implicitModel returns the model of `model: {id, provider, connection}` (v2) or of a v1
@@ -154,16 +193,25 @@ func inputSchema(d *decoder, f *prompty.File) *schema.Schema {
 // frontMatterTool maps one front-matter tools entry (prompty.md §2.3): strings and objects without
 // kind/type are Weft tool entries; kind function binds the Weft tool of that name; mcp and native
 // kinds are not bound here and are reported.
-func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
+func frontMatterTool(d *decoder, path string, v any, define func(definition)) []weft.ToolEntry {
+	e, ok := frontMatterEntry(d, path, v, define)
+	if !ok {
+		return nil
+	}
+	return e
+}
+
+func frontMatterEntry(d *decoder, path string, v any, define func(definition)) ([]weft.ToolEntry, bool) {
+	one := func(e weft.ToolEntry, ok bool) ([]weft.ToolEntry, bool) { return []weft.ToolEntry{e}, ok }
 	v = ordered(v)
 	if s, ok := v.(string); ok {
 		name, kind := entryName(s)
-		return weft.ToolEntry{Name: name, Kind: kind}, true
+		return one(weft.ToolEntry{Name: name, Kind: kind}, true)
 	}
 	m, ok := v.(yaml.MapSlice)
 	if !ok {
 		d.errf(path, "a tool entry is a name or a mapping, got %s", describe(v))
-		return weft.ToolEntry{}, false
+		return nil, false
 	}
 	kind := ""
 	for _, it := range m {
@@ -173,7 +221,11 @@ func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
 	}
 	switch kind {
 	case "":
-		return d.toolEntry(path, m), true
+		return one(d.toolEntry(path, m), true)
+	case "mcp":
+		return mcpEntries(d, path, m, define)
+	case "prompty":
+		return promptyEntry(d, path, m, define)
 	case "function":
 		name := ""
 		for _, it := range m {
@@ -183,7 +235,7 @@ func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
 		}
 		if name == "" {
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
-			return weft.ToolEntry{}, false
+			return nil, false
 		}
 		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool}
 		for _, it := range m {
@@ -213,13 +265,11 @@ func frontMatterTool(d *decoder, path string, v any) (weft.ToolEntry, bool) {
 				}
 			}
 		}
-		return e, true
-	case "mcp":
-		d.errf(path, "kind: mcp tools in .prompty front matter cannot be bound (this version of Weft has no MCP client); remove the entry")
+		return one(e, true)
 	default:
-		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, or a tool defined in tools/); remove the entry or define the tool", kind)
+		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, mcp, prompty, or a tool defined in tools/); remove the entry or define the tool", kind)
 	}
-	return weft.ToolEntry{}, false
+	return nil, false
 }
 
 // ordered turns decoded map[string]any values into ordered mappings (sorted keys) so the YAML
@@ -297,9 +347,7 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 		var diags weft.Diagnostics
 		d := &decoder{src: t.src, diags: &diags}
 		for i, e := range r.Tools {
-			if te, ok := frontMatterTool(d, index("tools", i), e); ok {
-				out.Tools = append(out.Tools, te)
-			}
+			out.Tools = append(out.Tools, frontMatterTool(d, index("tools", i), e, nil)...)
 		}
 		if diags.HasErrors() {
 			msgs := make([]string, 0, len(diags))
@@ -358,4 +406,110 @@ func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnos
 		diags = append(diags, reg.Validate()...)
 	}
 	return reg, name, Sort(diags)
+}
+
+// mapValue returns the value of key in an ordered mapping.
+func mapValue(m yaml.MapSlice, key string) (any, bool) {
+	for _, it := range m {
+		if fmt.Sprint(it.Key) == key {
+			return it.Value, true
+		}
+	}
+	return nil, false
+}
+
+func mapString(m yaml.MapSlice, key string) string {
+	v, _ := mapValue(m, key)
+	s, _ := v.(string)
+	return s
+}
+
+// mcpEntries binds a Prompty 2 `kind: mcp` tool through Weft's MCP client (prompty.md §2.3): a
+// `connection` of kind reference (or a serverName, else the tool's name) names a server declared
+// in tools/; a connection with an endpoint (streamable HTTP, with headers) or a command (stdio)
+// declares one named after the tool. allowedTools limits the tools offered; the entries are
+// mcp:SERVER or mcp:SERVER/TOOL.
+func mcpEntries(d *decoder, path string, m yaml.MapSlice, define func(definition)) ([]weft.ToolEntry, bool) {
+	name := mapString(m, "name")
+	server := mapString(m, "serverName")
+	if server == "" {
+		server = name
+	}
+	if cv, ok := mapValue(m, "connection"); ok {
+		conn, ok := cv.(yaml.MapSlice)
+		if !ok {
+			d.errf(path+".connection", "connection is a mapping: {kind: reference, name: SERVER} or {endpoint: URL}")
+			return nil, false
+		}
+		endpoint := mapString(conn, "endpoint")
+		if endpoint == "" {
+			endpoint = mapString(conn, "url")
+		}
+		cmd, hasCmd := mapValue(conn, "command")
+		switch {
+		case endpoint != "" || hasCmd:
+			if name == "" {
+				d.errf(path+".name", "an mcp tool with its own connection needs a name (the server's name)")
+				return nil, false
+			}
+			if define == nil {
+				d.errf(path+".connection", "a tools section cannot declare an MCP server; declare it in the front matter or in tools/")
+				return nil, false
+			}
+			s := &weft.MCPServer{Name: name, Description: mapString(m, "description"), URL: endpoint}
+			if hv, ok := mapValue(conn, "headers"); ok {
+				hm, _ := hv.(yaml.MapSlice)
+				s.Headers = map[string]string{}
+				for _, h := range hm {
+					s.Headers[fmt.Sprint(h.Key)] = fmt.Sprint(h.Value)
+				}
+			}
+			if hasCmd {
+				s.Command = d.strList(path+".connection.command", cmd)
+			}
+			define(definition{mcp: s})
+			server = name
+		case mapString(conn, "name") != "":
+			server = mapString(conn, "name")
+		}
+	}
+	if server == "" {
+		d.errf(path, "an mcp tool names its server: connection: {kind: reference, name: SERVER}, serverName or name")
+		return nil, false
+	}
+	var out []weft.ToolEntry
+	if av, ok := mapValue(m, "allowedTools"); ok {
+		for _, t := range d.strList(path+".allowedTools", av) {
+			out = append(out, weft.ToolEntry{Name: server + "/" + t, Kind: weft.EntryMCP})
+		}
+		return out, true
+	}
+	return []weft.ToolEntry{{Name: server, Kind: weft.EntryMCP}}, true
+}
+
+// promptyEntry binds a Prompty 2 `kind: prompty` tool: the child .prompty file at `path` (relative
+// to this file, inside the project) becomes a prompt named after the tool, offered as a sub-prompt.
+func promptyEntry(d *decoder, p string, m yaml.MapSlice, define func(definition)) ([]weft.ToolEntry, bool) {
+	name, file := mapString(m, "name"), mapString(m, "path")
+	switch {
+	case name == "":
+		d.errf(p+".name", "a prompty tool needs a name (the sub-prompt's name)")
+		return nil, false
+	case file == "":
+		d.errf(p+".path", "a prompty tool needs path: the child .prompty file")
+		return nil, false
+	case define == nil:
+		d.errf(p, "a tools section cannot add a prompty tool; list it in the front matter")
+		return nil, false
+	case strings.HasPrefix(file, "/") || !strings.EqualFold(pathpkg.Ext(file), ".prompty"):
+		d.errf(p+".path", "path names a .prompty file relative to this one, got %q", file)
+		return nil, false
+	}
+	rel := pathpkg.Join(pathpkg.Dir(d.src), file)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		d.errf(p+".path", "%q is outside the project", file)
+		return nil, false
+	}
+	define(definition{implicitFor: promptyChild{name: name, description: mapString(m, "description"), rel: rel, path: p + ".path"}})
+	return []weft.ToolEntry{{Name: name, Kind: weft.EntryPrompt}}, true
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/scripted"
 )
 
@@ -281,6 +282,7 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 type localChat struct {
 	eng    *engine.Engine
 	store  weft.Store
+	mcp    *mcp.Client
 	script *scripted.Provider
 	agent  string
 	mu     sync.Mutex
@@ -319,22 +321,25 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 		}
 		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
 	}
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil))}
+	mcpClient := newMCPClient(reg, log)
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MCP: mcpClient}
 	if script != nil {
 		opt.Override, opt.Clock = script, script.Clock()
 	}
 	eng, err := engine.New(opt)
 	if err != nil {
+		mcpClient.Close()
 		store.Close()
 		return nil, exit(exitFailure, err)
 	}
 	if f.thread != "" {
 		if _, err := store.Thread(ctx, f.thread); err != nil {
+			mcpClient.Close()
 			store.Close()
 			return nil, exit(exitUsage, err)
 		}
 	}
-	return &localChat{eng: eng, store: store, script: script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+	return &localChat{eng: eng, store: store, mcp: mcpClient, script: script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
 }
 
 // chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
@@ -364,6 +369,7 @@ func (l *chatLog) redirect(to func(string)) {
 
 func (l *localChat) close() {
 	l.eng.Wait()
+	l.mcp.Close()
 	l.store.Close()
 }
 

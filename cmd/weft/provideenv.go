@@ -47,7 +47,9 @@ func newProvideEnvCmd(g *globals, db *string) *cobra.Command {
 			}
 			defer st.Close()
 			log := newLogger(g.logLevel, os.Stderr)
-			opt := engine.Options{Registry: reg, Store: st, Logger: log, Providers: providers(reg, scripted.New(nil))}
+			mcpClient := newMCPClient(reg, log)
+			defer mcpClient.Close()
+			opt := engine.Options{Registry: reg, Store: st, Logger: log, Providers: providers(reg, scripted.New(nil)), MCP: mcpClient}
 			obs, flush, err := telemetry(ctx, log)
 			if err != nil {
 				return err

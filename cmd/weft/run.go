@@ -147,7 +147,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if err != nil {
 		return err
 	}
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs}
+	mcpClient := newMCPClient(reg, log)
+	defer mcpClient.Close()
+	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs, MCP: mcpClient}
 	obs, flush, err := telemetry(ctx, log)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/scripted"
 	"github.com/weft-agents/weft/web"
@@ -45,6 +46,9 @@ func newServeCmd(g *globals) *cobra.Command {
 env WEFT_DB). Requests need an API key (Authorization: Bearer KEY; create one with weft keys
 create) or WEFT_ADMIN_KEY; --no-auth lets every request act as the admin user "local" and is
 refused unless --addr is a loopback address (override with --insecure).
+
+The same address serves MCP over streamable HTTP at /mcp, behind the same keys: each agent and
+each prompt usable as a tool is an MCP tool (see weft mcp --help).
 
 Interrupted runs and queued messages resume at start; SIGTERM or SIGINT stops taking work and
 gives running steps --drain to reach a step boundary.`,
@@ -146,9 +150,14 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	defer flush()
 	hub := httpapi.NewHub()
+	// One MCP client for the process: sessions outlive definition reloads.
+	mcpClient := newMCPClient(reg, log)
+	defer mcpClient.Close()
+	preloadMCP(ctx, mcpClient, reg, log)
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
+		mcp.AddPromptAgents(reg)
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs}
+			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if obs != nil {
 			opt.Observer = obs
 		}
@@ -169,7 +178,8 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler()})
+		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(),
+		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
@@ -188,7 +198,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
+	log.Info("serving", "addr", ln.Addr().String(), "mcp", "/mcp", "db", redactDSN(f.db), "workers", f.workers, "auth", !f.noAuth)
 	if f.inspect {
 		fmt.Fprintf(cmd.OutOrStdout(), "weft: inspector at http://%s/\n", ln.Addr())
 	} else {

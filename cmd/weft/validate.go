@@ -13,7 +13,7 @@ import (
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	var strict, asJSON bool
+	var strict, asJSON, withMCP bool
 	c := &cobra.Command{
 		Use:   "validate",
 		Short: "Load and validate all definitions",
@@ -22,13 +22,23 @@ definitions, argument schemas, tool entries against their targets, include cycle
 unknown keys. Every problem is printed as "file: field: message", errors first, then warnings.
 
 Exit status: 0 valid (warnings alone are fine), 2 the directory cannot be read,
-3 invalid definitions (with --strict, warnings count as errors).`,
+3 invalid definitions (with --strict, warnings count as errors).
+
+With --mcp the declared MCP servers that need no thread variable are started too, and their
+tools checked: a server that cannot start and an mcp:SERVER/TOOL entry the server does not list
+are errors; a tool whose input schema is outside the subset Weft checks (it is not offered) and
+an allow-list name the server does not list are warnings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := os.Stat(g.dir); err != nil {
 				return exit(exitUsage, fmt.Errorf("cannot read the definitions directory %s: %w", g.dir, unwrapPath(err)))
 			}
-			_, diags := project.Open(g.dir, project.Options{})
+			reg, diags := project.Open(g.dir, project.Options{})
+			if withMCP && !diags.HasErrors() {
+				client := newMCPClient(reg, newLogger(g.logLevel, os.Stderr))
+				diags = project.Sort(append(diags, checkMCP(cmd.Context(), client, reg)...))
+				client.Close()
+			}
 			failed := diags.HasErrors() || (strict && len(diags.Warnings()) > 0)
 			if asJSON {
 				writeDiagnosticsJSON(cmd.OutOrStdout(), diags, failed, strict)
@@ -42,6 +52,7 @@ Exit status: 0 valid (warnings alone are fine), 2 the directory cannot be read,
 		},
 	}
 	c.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+	c.Flags().BoolVar(&withMCP, "mcp", false, "also start the declared MCP servers and check their tools")
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"ok", "errors": [{file, path, message}], "warnings": [...]}`)
 	return c
 }
