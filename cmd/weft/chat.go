@@ -19,7 +19,6 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
-	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/scripted"
 )
 
@@ -282,7 +281,7 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 type localChat struct {
 	eng    *engine.Engine
 	store  weft.Store
-	mcp    *mcp.Client
+	rt     *local
 	script *scripted.Provider
 	agent  string
 	mu     sync.Mutex
@@ -299,47 +298,28 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
 		return nil, exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
 	}
-	script, err := loadScript(f.script)
-	if err != nil {
-		return nil, err
-	}
 	logs := &chatLog{}
 	var level slog.Level
 	if level.UnmarshalText([]byte(g.logLevel)) != nil {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	var clock weft.Clock = weft.SystemClock{}
-	if script != nil {
-		clock = script.Clock()
-	}
-	store, err := openStore(ctx, f.db, log, clock.Now)
+	rt, err := openLocal(ctx, reg, f.db, f.script, log)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, err
-		}
-		return nil, exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
+		return nil, err
 	}
-	mcpClient := newMCPClient(reg, log)
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MCP: mcpClient}
-	if script != nil {
-		opt.Override, opt.Clock = script, script.Clock()
-	}
-	eng, err := engine.New(opt)
+	eng, err := engine.New(rt.opt)
 	if err != nil {
-		mcpClient.Close()
-		store.Close()
+		rt.Close()
 		return nil, exit(exitFailure, err)
 	}
 	if f.thread != "" {
-		if _, err := store.Thread(ctx, f.thread); err != nil {
-			mcpClient.Close()
-			store.Close()
+		if _, err := rt.store.Thread(ctx, f.thread); err != nil {
+			rt.Close()
 			return nil, exit(exitUsage, err)
 		}
 	}
-	return &localChat{eng: eng, store: store, mcp: mcpClient, script: script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+	return &localChat{eng: eng, store: rt.store, rt: rt, script: rt.script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
 }
 
 // chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
@@ -369,8 +349,7 @@ func (l *chatLog) redirect(to func(string)) {
 
 func (l *localChat) close() {
 	l.eng.Wait()
-	l.mcp.Close()
-	l.store.Close()
+	l.rt.Close()
 }
 
 func (l *localChat) Thread() string {

@@ -19,7 +19,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/mcp"
-	"github.com/weft-agents/weft/scripted"
 )
 
 type mcpFlags struct {
@@ -59,10 +58,6 @@ func serveMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	script, err := loadScript(f.script)
-	if err != nil {
-		return err
-	}
 	log := newLogger(g.logLevel, os.Stderr)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -71,41 +66,14 @@ func serveMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 			return err
 		}
 	}
-	var clock weft.Clock = weft.SystemClock{}
-	if script != nil {
-		clock = script.Clock()
-	}
-	store, err := openStore(context.WithoutCancel(ctx), f.db, log, clock.Now)
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
-	}
-	defer store.Close()
-	maxMsgs, err := envMaxThreadMessages()
+	rt, err := openLocal(ctx, reg, f.db, f.script, log)
 	if err != nil {
 		return err
 	}
-	client := newMCPClient(reg, log)
-	defer client.Close()
-	preloadMCP(ctx, client, reg, log)
+	defer rt.Close()
+	preloadMCP(ctx, rt.mcp, reg, log)
 	mcp.AddPromptAgents(reg)
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
-		MaxThreadMessages: maxMsgs, MCP: client}
-	obs, flush, err := telemetry(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer flush()
-	if obs != nil {
-		opt.Observer = obs
-	}
-	if script != nil {
-		opt.Override, opt.Clock = script, script.Clock()
-	}
-	eng, err := engine.New(opt)
+	eng, err := engine.New(rt.opt)
 	if err != nil {
 		return exit(exitFailure, err)
 	}

@@ -124,49 +124,19 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	if err != nil {
 		return exit(exitUsage, err)
 	}
-	script, err := loadScript(f.script)
-	if err != nil {
-		return err
-	}
 	log := newLogger(g.logLevel, os.Stderr)
-	var clock weft.Clock = weft.SystemClock{}
-	if script != nil {
-		clock = script.Clock()
-	}
-	store, err := openStore(ctx, f.db, log, clock.Now)
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(f.db), err))
-	}
-	defer store.Close()
-
-	maxMsgs, err := envMaxThreadMessages()
+	rt, err := openLocal(ctx, reg, f.db, f.script, log)
 	if err != nil {
 		return err
 	}
-	mcpClient := newMCPClient(reg, log)
-	defer mcpClient.Close()
-	opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)), MaxThreadMessages: maxMsgs, MCP: mcpClient}
-	obs, flush, err := telemetry(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer flush()
-	if obs != nil {
-		opt.Observer = obs
-	}
+	defer rt.Close()
+	store, script, clock, opt := rt.store, rt.script, rt.clock, rt.opt
 	if v := os.Getenv("WEFT_LEASE_TTL"); v != "" {
 		ttl, err := time.ParseDuration(v)
 		if err != nil || ttl <= 0 {
 			return exit(exitUsage, fmt.Errorf("WEFT_LEASE_TTL=%q: want a positive duration such as 30s", v))
 		}
 		opt.LeaseTTL = ttl
-	}
-	if script != nil {
-		opt.Override, opt.Clock = script, script.Clock()
 	}
 	// On a terminal the reply's text appears as it streams (the --json document is unchanged).
 	var streamThread atomic.Value // the thread whose deltas are shown, once known
