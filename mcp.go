@@ -49,6 +49,22 @@ func SplitMCPEntry(name string) (server, tool string) {
 	return server, tool
 }
 
+// InheritedEnv is all of Weft's own environment that a process it starts sees — a command
+// tool's or a stdio MCP server's (definitions.md §6.6): PATH, HOME, LANG, TMPDIR, TZ and LC_*.
+// Everything else (API keys, database URLs) stays with Weft; declared variables are added by the
+// caller.
+func InheritedEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "LANG", k == "TMPDIR", k == "TZ", strings.HasPrefix(k, "LC_"):
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // LookProgram finds the program of a command: a name without a slash in PATH, a relative path
 // against root (the project directory). The error names the program and says where it looked.
 func LookProgram(root, prog string) (string, error) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -29,19 +28,6 @@ var errToolTimeout = errors.New("the tool's time limit")
 // expand resolves ${env:NAME} (and ${env:NAME:default}) from the thread env at call time.
 func (s *threadState) expand(ctx context.Context, v string) (string, error) {
 	return weft.ExpandEnv(v, func(name string) (string, bool, error) { return s.LookupEnv(ctx, name) })
-}
-
-// inheritedEnv are the only variables of Weft's own environment a command sees (definitions.md §6.6).
-func inheritedEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "PATH", k == "HOME", k == "LANG", k == "TMPDIR", k == "TZ", strings.HasPrefix(k, "LC_"):
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // runCommand runs a declarative command tool: no shell, args JSON on stdin, declared variables in
@@ -67,7 +53,7 @@ func (r *run) runCommand(ctx context.Context, st *threadState, t *weft.Tool, arg
 	if root := r.e.reg.Root; root != "" {
 		cmd.Dir = filepath.Join(root, filepath.FromSlash(c.Dir))
 	}
-	env := inheritedEnv()
+	env := weft.InheritedEnv()
 	for _, vd := range weft.ToolVariables(t) {
 		if v, ok, _ := st.LookupEnv(ctx, vd.Name); ok {
 			env = append(env, vd.Name+"="+v)

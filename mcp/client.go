@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +217,7 @@ func resolve(s *weft.MCPServer, env weft.EnvLookup) (config, error) {
 		cfg.argv = append(cfg.argv, expand(fmt.Sprintf("server.command[%d]", i), a))
 	}
 	if len(cfg.argv) > 0 {
-		cfg.env = inheritedEnv()
+		cfg.env = weft.InheritedEnv()
 		for _, vd := range s.Variables {
 			if v, ok, _ := lookup(vd.Name); ok {
 				cfg.env = append(cfg.env, vd.Name+"="+v)
@@ -238,19 +237,6 @@ func resolve(s *weft.MCPServer, env weft.EnvLookup) (config, error) {
 		cfg.headers[k] = expand("server.headers."+k, v)
 	}
 	return cfg, err
-}
-
-// inheritedEnv are the only variables of Weft's own environment a stdio server sees.
-func inheritedEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "PATH", k == "HOME", k == "LANG", k == "TMPDIR", k == "TZ", strings.HasPrefix(k, "LC_"):
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // conn is one server session: started lazily, its tool list cached until the server says the
