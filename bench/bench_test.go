@@ -83,22 +83,8 @@ func BenchmarkTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer r.Close()
-			const batch = 256
-			b.ReportAllocs()
-			next, have := 0, 0
-			for i := 0; i < b.N; i++ {
-				if next == have {
-					b.StopTimer()
-					have, next = min(batch, b.N-i), 0
-					if err := r.Prepare(ctx, have); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
-				if got, err := r.Turn(ctx, next); err != nil || got != Answer {
-					b.Fatalf("%q %v", got, err)
-				}
-				next++
+			if err := Turns(ctx, b, r); err != nil {
+				b.Fatal(err)
 			}
 		})
 	}

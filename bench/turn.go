@@ -15,8 +15,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"testing"
 )
 
 // The turn every runner performs.
@@ -165,4 +167,30 @@ func argsFor(cfg Config) string {
 		return BadArgs
 	}
 	return Args
+}
+
+// batch is how many threads Turns prepares at a time, outside the timer.
+const batch = 256
+
+// Turns runs b.N turns of r, each on a thread prepared (in batches, with a collection after each,
+// outside the timer) for it alone. It returns the first error, or a wrong answer, and stops there.
+func Turns(ctx context.Context, b *testing.B, r Runner) error {
+	b.ReportAllocs()
+	next, have := 0, 0
+	for i := 0; i < b.N; i++ {
+		if next == have {
+			b.StopTimer()
+			have, next = min(batch, b.N-i), 0
+			if err := r.Prepare(ctx, have); err != nil {
+				return err
+			}
+			runtime.GC()
+			b.StartTimer()
+		}
+		if got, err := r.Turn(ctx, next); err != nil || got != Answer {
+			return errors.Join(err, fmt.Errorf("answered %q", got))
+		}
+		next++
+	}
+	return nil
 }

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -104,28 +103,7 @@ func measure(ctx context.Context, d bench.Def, dir, pg string) (testing.Benchmar
 	}
 	defer r.Close()
 	var turnErr error
-	res := testing.Benchmark(func(b *testing.B) {
-		const batch = 256
-		b.ReportAllocs()
-		next, have := 0, 0
-		for i := 0; i < b.N; i++ {
-			if next == have {
-				b.StopTimer()
-				have, next = min(batch, b.N-i), 0
-				if err := r.Prepare(ctx, have); err != nil {
-					turnErr = err
-					return
-				}
-				runtime.GC()
-				b.StartTimer()
-			}
-			if got, err := r.Turn(ctx, next); err != nil || got != bench.Answer {
-				turnErr = errors.Join(err, fmt.Errorf("answered %q", got))
-				return
-			}
-			next++
-		}
-	})
+	res := testing.Benchmark(func(b *testing.B) { turnErr = bench.Turns(ctx, b, r) })
 	return res, turnErr
 }
 
