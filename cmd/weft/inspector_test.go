@@ -151,7 +151,9 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		if err != nil {
+		// A page that reloads (the login does) fails an evaluation made while it navigates; the
+		// next one reads the new page.
+		if err != nil && !strings.Contains(err.Error(), "navigated or closed") {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if ok {
