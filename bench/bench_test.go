@@ -89,3 +89,56 @@ func BenchmarkTurn(b *testing.B) {
 		})
 	}
 }
+
+// TestScaleRunners: the group-commit floor does the whole turn as the other runners must, and
+// many threads at once all get their answer.
+func TestScaleRunners(t *testing.T) {
+	for _, def := range ScaleRunners() {
+		t.Run(def.Name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := Check(ctx, def, t.TempDir(), ""); err != nil {
+				t.Fatal(err)
+			}
+			counts := &Counts{}
+			r, err := def.New(Config{Counts: counts, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			const n = 64
+			rate, err := Concurrent(ctx, r, n)
+			if err != nil || rate <= 0 {
+				t.Fatalf("%v turns/s, %v", rate, err)
+			}
+			if got := counts.ToolRuns.Load(); got != n {
+				t.Errorf("the tool ran %d times in %d turns", got, n)
+			}
+			p := r.(persister)
+			for i := range n {
+				if got, err := p.Added(ctx, i); err != nil || got != 4 {
+					t.Fatalf("thread %d gained %d stored messages (%v), want 4", i, got, err)
+				}
+			}
+		})
+	}
+}
+
+// TestIdleThreadsHoldNoGoroutines: once their turns are over, Weft's threads hold no goroutine on
+// either store (the target), and the heap they hold is reported.
+func TestIdleThreadsHoldNoGoroutines(t *testing.T) {
+	for _, def := range Runners() {
+		if def.Name != "weft-memstore" && def.Name != "weft-sqlite" {
+			continue
+		}
+		t.Run(def.Name, func(t *testing.T) {
+			f, err := Idle(context.Background(), def, Config{Counts: &Counts{}, Dir: t.TempDir()}, 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Goroutines > 0 {
+				t.Errorf("%d idle threads hold %d goroutines", f.Threads, f.Goroutines)
+			}
+			t.Logf("%d idle threads: %d goroutines, %.0f heap bytes per thread", f.Threads, f.Goroutines, f.BytesPerThread())
+		})
+	}
+}

@@ -3,6 +3,7 @@
 // running every runner once, so that a slow spell of the machine falls on all of them alike.
 //
 //	cd bench && go run ./cmd/table [-count 5] [-benchtime 1s] [-run REGEX]
+//	cd bench && go run ./cmd/table -scale [-count 3]
 //
 // The PostgreSQL rows run when WEFT_TEST_POSTGRES_URL names a database the runners may create a
 // schema in.
@@ -29,6 +30,7 @@ func main() {
 	benchtime := flag.Duration("benchtime", time.Second, "time per runner per round")
 	run := flag.String("run", "", "measure only the runners matching this regular expression")
 	cg := flag.Bool("callgrind", false, "count instructions per turn under valgrind's callgrind instead of timing (in-process stores only)")
+	scale := flag.Bool("scale", false, "measure the scale figures instead: 1,000 threads' turns at once on SQLite against the group-committed floor, and what 10,000 idle threads hold")
 	child := flag.String("child", "", "internal: prepare -threads threads of this runner and run -turns turns on them")
 	threads := flag.Int("threads", 300, "internal, with -child")
 	turns := flag.Int("turns", 0, "internal, with -child")
@@ -53,6 +55,12 @@ func main() {
 	defer os.RemoveAll(dir)
 	pg := os.Getenv("WEFT_TEST_POSTGRES_URL")
 	ctx := context.Background()
+	if *scale {
+		if err := scaleTable(ctx, dir, *count); err != nil {
+			fatal(err)
+		}
+		return
+	}
 
 	var defs []bench.Def
 	for _, d := range bench.Runners() {
