@@ -6,7 +6,7 @@ import (
 	"reflect"
 )
 
-// HookPoint names where in a run a hook fires (definitions.md §8).
+// HookPoint names where in a run a hook fires.
 type HookPoint string
 
 // The hook points.
@@ -135,7 +135,7 @@ type Effect struct {
 	Run func(ctx context.Context, st State, args []byte) error
 }
 
-// Handler drives an agent side with Go code instead of a model (execution.md §9.4).
+// Handler drives an agent side with Go code instead of a model; each message reaches Fn at most once.
 type Handler struct {
 	// Name is what agent sides refer to.
 	Name string

@@ -21,7 +21,7 @@ type MCPTool struct {
 	Remote string
 	// Description is the server's description of the tool.
 	Description string
-	// Args is the tool's input schema, checked against the allowed subset (definitions.md §5.1)
+	// Args is the tool's input schema, checked against the argument-schema subset of JSON Schema
 	// with local $refs inlined; nil when Problem is set.
 	Args *schema.Schema
 	// Problem, when not empty, says why the tool is not offered (its schema is outside the subset).
@@ -29,8 +29,8 @@ type MCPTool struct {
 }
 
 // MCPClient reaches the servers MCP declarations name: one session per server (and resolved
-// configuration) per process, started on first use and restarted when it dies (definitions.md
-// §6.6). Implementations must be safe for concurrent use; package mcp provides one.
+// configuration) per process, started on first use and restarted when it dies.
+// Implementations must be safe for concurrent use; package mcp provides one.
 type MCPClient interface {
 	// Tools lists the server's tools that its allow-list admits, from a cache refreshed when the
 	// server reports that its list changed. env resolves ${env:NAME} references of the declaration.
@@ -50,7 +50,7 @@ func SplitMCPEntry(name string) (server, tool string) {
 }
 
 // InheritedEnv is all of Weft's own environment that a process it starts sees — a command
-// tool's or a stdio MCP server's (definitions.md §6.6): PATH, HOME, LANG, TMPDIR, TZ and LC_*.
+// tool's or a stdio MCP server's: PATH, HOME, LANG, TMPDIR, TZ and LC_*.
 // Everything else (API keys, database URLs) stays with Weft; declared variables are added by the
 // caller.
 func InheritedEnv() []string {

@@ -141,7 +141,8 @@ type llmMessageJSON struct {
 	Metadata   map[string]any  `json:"metadata,omitempty"`
 }
 
-// MarshalJSON writes the http-api.md §2 LLMMessage shape.
+// MarshalJSON writes the provider-neutral message JSON: content is a string unless the message has
+// media parts, then a list of parts.
 func (m LLMMessage) MarshalJSON() ([]byte, error) {
 	var content []byte
 	var err error

@@ -29,7 +29,7 @@ type Model struct {
 	Capabilities Capabilities `json:"capabilities"`
 	// ProviderOptions are merged verbatim into the request body; baseUrl and headers override transport.
 	ProviderOptions map[string]any `json:"providerOptions,omitempty"`
-	// Timeouts bound a model call (execution.md §11).
+	// Timeouts bound a model call; a timeout is not retried in place but goes to the fallbacks.
 	Timeouts Timeouts `json:"timeouts"`
 	// Retry is the per-model retry policy.
 	Retry RetryPolicy `json:"retry"`
@@ -81,8 +81,8 @@ type Timeouts struct {
 	Total Duration `json:"total,omitempty"`
 }
 
-// WithDefaults returns t with zero fields set to the defaults of definitions.md §2 (first chunk 120s,
-// stall 45s, total none).
+// WithDefaults returns t with zero fields set to the defaults: first chunk 120s, stall 45s, total
+// none.
 func (t Timeouts) WithDefaults() Timeouts {
 	if t.FirstChunk == 0 {
 		t.FirstChunk = Duration(120 * time.Second)
@@ -105,8 +105,8 @@ type RetryPolicy struct {
 	MaxRetryAfter Duration `json:"maxRetryAfter,omitempty"`
 }
 
-// WithDefaults returns p with zero fields set to the defaults of definitions.md §2 (2 attempts, base
-// delay 1s, max delay 30s, max retry-after 60s).
+// WithDefaults returns p with zero fields set to the defaults: 2 attempts, base delay 1s, max delay
+// 30s, max retry-after 60s.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.Attempts == 0 {
 		p.Attempts = 2
@@ -147,7 +147,7 @@ func ProviderKeyEnv(provider string) (string, bool) {
 	return v, ok
 }
 
-// builtinProviders maps each built-in provider to its key variable (definitions.md §3).
+// builtinProviders maps each built-in provider to its key variable.
 var builtinProviders = map[string]string{
 	"openai":            "OPENAI_API_KEY",
 	"anthropic":         "ANTHROPIC_API_KEY",

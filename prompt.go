@@ -67,7 +67,8 @@ func (p *Prompt) ImageThreshold() int {
 	return p.RecentImageThreshold
 }
 
-// ToolChoice is the tool-calling strategy of a prompt (seed 000 §4).
+// ToolChoice is the tool-calling strategy of a prompt: auto (the model decides), none (no tool
+// definitions are sent) or required (the model must call at least one tool).
 type ToolChoice string
 
 // The tool-calling strategies.
@@ -106,7 +107,7 @@ const (
 	PartKindEnv PromptPartKind = "env"
 )
 
-// PromptPart is one part of structured prompt content (seed 000 §2.3).
+// PromptPart is one part of structured prompt content; parts concatenate without separator.
 type PromptPart struct {
 	// Type is text, include or env.
 	Type PromptPartKind `json:"type"`
@@ -127,7 +128,7 @@ func EnvPart(name string) PromptPart { return PromptPart{Type: PartKindEnv, Prop
 // TextPart returns a static text part.
 func TextPart(s string) PromptPart { return PromptPart{Type: PartKindText, Content: s} }
 
-// Reasoning configures extended thinking (seed 000 §6).
+// Reasoning configures extended thinking; it is sent only when Effort or MaxTokens is set.
 type Reasoning struct {
 	// Effort is low, medium or high.
 	Effort string `json:"effort,omitempty"`
@@ -156,7 +157,8 @@ const (
 
 // ToolEntry is one element of a prompt's tools list: a plain name, a ToolConfig (function tool with
 // env/options), a SubpromptConfig (prompt or handoff) or a SubagentToolConfig (dual_ai agent). Which
-// keys apply depends on the resolved target (definitions.md §4.4); keys that do not apply are
+// keys apply depends on the resolved target (env and options only to tools, include* only to
+// prompts, blocking/immediate/resumable only to subagents, …); keys that do not apply are
 // validation errors. Pointer fields distinguish "not given" from a zero value.
 type ToolEntry struct {
 	// Name of the tool, prompt or agent.
@@ -203,7 +205,8 @@ func Flag(b *bool, def bool) bool {
 	return *b
 }
 
-// Resumable configures resumable subagent instances (seed 003 §5).
+// Resumable configures resumable subagent instances: children that persist, keep a reference and
+// are driven through the subagent_create and subagent_message tools.
 type Resumable struct {
 	// Enabled is false for an explicit `resumable: false`.
 	Enabled bool `json:"enabled"`

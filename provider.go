@@ -108,8 +108,8 @@ type Response struct {
 	// ToolCalls are the calls the model made, in order, provider-executed ones included (named as
 	// offered, i.e. the Weft tool name).
 	ToolCalls []ToolCall
-	// ProviderResults are the outcomes of the provider-executed calls among ToolCalls (definitions.md
-	// §6.5): the engine stores each as the call's tool message instead of running it locally.
+	// ProviderResults are the outcomes of the provider-executed calls among ToolCalls: the engine
+	// stores each as the call's tool message instead of running it locally.
 	ProviderResults []ProviderToolResult
 	// FinishReason is stop, tool_calls, length, content_filter or the provider's own word.
 	FinishReason string
@@ -146,7 +146,7 @@ type Usage struct {
 	Cost *float64 `json:"cost,omitempty"`
 }
 
-// ErrorType classifies a provider failure; it decides retries and fallbacks (execution.md §11).
+// ErrorType classifies a provider failure; it decides retries and fallbacks.
 type ErrorType string
 
 // The provider error types.
@@ -188,8 +188,7 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the cause.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// Retryable reports whether the same model may be tried again (execution.md §11.2): auth and invalid
-// request errors go straight to fallbacks, timeouts and stalls too; script failures never retry.
+// Retryable reports whether the same model may be tried again: auth and invalid request errors go straight to fallbacks, timeouts and stalls too; script failures never retry.
 func (e *ProviderError) Retryable() bool {
 	switch e.Type {
 	case ErrRateLimit, ErrServer, ErrUnknown:

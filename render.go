@@ -10,13 +10,14 @@ import (
 // resolved at all.
 type EnvLookup func(name string) (value string, secret bool, ok bool)
 
-// Redacted replaces secret values wherever they would leave Weft (env.md §6).
+// Redacted replaces secret values wherever they would leave Weft: prompts, tool results, logs,
+// events, API responses, CLI output and, as a last line of defence, the whole provider request.
 const Redacted = "[redacted]"
 
 // RenderSystem renders a prompt's static content: text parts verbatim, include parts replaced by the
 // included prompt's rendered content (recursively), env parts by the variable's value — "" when
 // unresolved, [redacted] when secret. Control characters other than tab and newline are stripped from
-// env values (seed 000 §2.1). Include cycles are an error naming the cycle; a template prompt (a
+// env values. Include cycles are an error naming the cycle; a template prompt (a
 // .prompty) contributes the system text of its own rendering.
 // args are the arguments template prompts render with.
 func (r *Registry) RenderSystem(ctx context.Context, name string, args map[string]any, env EnvLookup) (string, error) {
@@ -75,7 +76,7 @@ func (r *Registry) renderInto(ctx context.Context, b *strings.Builder, name stri
 }
 
 // SanitizeText strips control characters other than tab, newline and carriage return, so that a
-// value inserted into a prompt cannot smuggle terminal or protocol control sequences (seed 000 §2.1).
+// value inserted into a prompt cannot smuggle terminal or protocol control sequences.
 func SanitizeText(s string) string {
 	clean := true
 	for _, c := range s {

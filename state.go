@@ -179,7 +179,7 @@ type LogQuery struct {
 	MaxDepth int
 }
 
-// LogEntry is one model attempt (or hook/tool error) of a thread (execution.md §12).
+// LogEntry is one model attempt (or hook/tool error) of a thread.
 type LogEntry struct {
 	ID           string `json:"id"`
 	ThreadID     string `json:"thread_id"`
@@ -234,7 +234,8 @@ const (
 	EffectCanceled   EffectStatus = "canceled"
 )
 
-// EffectRecord is a stored effect (definitions.md §9, storage.md §5.1).
+// EffectRecord is a stored effect: pending until due, processing while claimed, then completed,
+// failed or canceled. An expired claim may be claimed again and counts as an attempt.
 type EffectRecord struct {
 	ID       string          `json:"id"`
 	ThreadID string          `json:"thread_id"`
@@ -264,7 +265,8 @@ type StopSessionOptions struct {
 	NotifyParent *bool
 }
 
-// SubagentInfo is a row of a thread's subagent registry (subagents.md §7.1).
+// SubagentInfo is a row of a thread's subagent registry; Reference is the child thread's id and
+// Status one of running, idle, failed or terminated.
 type SubagentInfo struct {
 	Reference, ParentThreadID, Agent, Label string
 	OwnerSide                               Side

@@ -50,7 +50,7 @@ type Thread struct {
 	Preview string `json:"preview,omitempty"`
 }
 
-// StopReason says why a run ended (execution.md §10).
+// StopReason says why a run ended; OK tells success from failure.
 type StopReason string
 
 // The stop reasons.
@@ -103,8 +103,8 @@ type StopInfo struct {
 	Seq int `json:"seq,omitempty"`
 }
 
-// SubagentStatus is the status a thread shows in its parent's subagent registry (subagents.md
-// §7.1): running, idle, failed or terminated.
+// SubagentStatus is the status a thread shows in its parent's subagent registry: running, idle,
+// failed or terminated.
 func (s ThreadStatus) SubagentStatus() string {
 	switch s {
 	case ThreadRunning:

@@ -21,10 +21,10 @@ type Tool struct {
 	Args *schema.Schema `json:"args,omitempty"`
 	// Execute runs the tool (Go tools).
 	Execute ToolHandler `json:"-"`
-	// Variables declares the variables the tool reads (seed 003 §3).
+	// Variables declares the variables the tool reads.
 	Variables []VariableDefinition `json:"variables,omitempty"`
-	// Tenvs is the legacy object schema of thread variables (seed 002 §9); each property is a text
-	// variable, required unless optional.
+	// Tenvs is the legacy object schema of thread variables; each property is a text variable,
+	// required unless optional.
 	Tenvs *schema.Schema `json:"tenvs,omitempty"`
 	// ExecutionMode is local (default) or provider: a provider-executed tool is sent to the provider.
 	ExecutionMode ExecutionMode `json:"executionMode,omitempty"`
@@ -125,7 +125,7 @@ func (f ToolFunc) Call(ctx context.Context, st State, args json.RawMessage) (Too
 // NewTool defines a Go tool whose arguments decode into A; the argument schema is inferred from A's
 // fields (json names; `jsonschema:"description=…,enum=a|b,default=…"` tags; pointer or omitempty =
 // optional). It panics if A cannot be described by an argument schema — a programming error found
-// at start-up. Use NewToolNoArgs for a tool without arguments (seed 002 §3.5).
+// at start-up. Use NewToolNoArgs for a tool without arguments: such a tool has no argument schema.
 func NewTool[A any](name, description string, fn func(ctx context.Context, st State, args A) (ToolResult, error)) *Tool {
 	s, err := schema.For[A]()
 	if err != nil {
@@ -151,7 +151,7 @@ func NewToolNoArgs(name, description string, fn func(ctx context.Context, st Sta
 		})}
 }
 
-// ToolResult is what a tool returns (seed 002 §4).
+// ToolResult is what a tool returns. Its texts are redacted before they are stored.
 type ToolResult struct {
 	// Status is success or error.
 	Status ToolStatus `json:"status"`
@@ -196,7 +196,7 @@ type ToolAttachment struct {
 // IsRef reports whether the attachment refers to an existing thread file rather than new bytes.
 func (a ToolAttachment) IsRef() bool { return a.Data == nil && a.Path != "" }
 
-// ToolContent is a content item some tools produce (seed 002 §6): text joins into the result text,
+// ToolContent is a content item some tools produce: text joins into the result text,
 // images become attachments.
 type ToolContent struct {
 	// Type is text or image.

@@ -10,8 +10,9 @@ import (
 	"github.com/weft-agents/weft/schema"
 )
 
-// Validate checks every definition in one pass and returns every problem found, errors and warnings
-// (definitions.md §4.5, §7; seed 000 §9; seed 002 §2, §3, §8). It never stops at the first error.
+// Validate checks every definition in one pass — required fields, allowed values, references between
+// definitions, argument schemas, tool names — and returns every problem found, errors and warnings.
+// It never stops at the first error.
 func (r *Registry) Validate() Diagnostics {
 	v := &validator{r: r}
 	v.out = append(v.out, r.dups...)
@@ -345,8 +346,8 @@ func (v *validator) mcpServer(s *MCPServer) {
 	}
 }
 
-// ToolVariables returns a tool's variable declarations with its legacy tenvs read as text variables
-// (env.md §1.1).
+// ToolVariables returns a tool's variable declarations with its legacy tenvs read as text variables,
+// required unless optional in the tenvs schema.
 func ToolVariables(t *Tool) []VariableDefinition {
 	vars := slices.Clone(t.Variables)
 	if t.Tenvs != nil {
@@ -381,7 +382,7 @@ var reasoningEfforts = []string{"low", "medium", "high"}
 
 func (v *validator) prompt(p *Prompt) {
 	src := v.r.prompts.src[p.Name]
-	// Seed 000 §9.1.
+	// Required fields: name and toolDescription non-empty, model defined, prompt a string or parts.
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	}
@@ -435,7 +436,7 @@ func (v *validator) prompt(p *Prompt) {
 			v.errf(src, base+".type", "part type must be text, include or env, got %q", part.Type)
 		}
 	}
-	// Seed 000 §9.2.
+	// Optional fields: toolChoice, reasoning.effort and recentImageThreshold take allowed values only.
 	if !p.ToolChoice.Valid() {
 		v.errf(src, "toolChoice", "toolChoice must be auto, none or required, got %q", p.ToolChoice)
 	}
@@ -484,7 +485,7 @@ func (v *validator) approval(src, field string, a Approval) {
 	}
 }
 
-// entryKeys lists, per key, which target roles accept it (definitions.md §4.4).
+// entryKeys lists, per key, which target roles accept it; a key given for any other role is an error.
 var entryKeys = []struct {
 	key   string
 	roles []string
@@ -919,7 +920,7 @@ func (v *validator) handler(h *Handler) {
 }
 
 // ambiguousNames warns where a bare tool entry resolves to a tool although a prompt or agent has the
-// same name (definitions.md §1.3: prefixes force the kind).
+// same name (a prefix such as `prompt:` forces the kind).
 func (v *validator) ambiguousNames() {
 	for _, p := range v.r.prompts.list() {
 		for i, e := range p.Tools {

@@ -311,7 +311,8 @@ func TestAgentValidation(t *testing.T) {
 }
 
 func TestToolEntryTargets(t *testing.T) {
-	// Keys that do not fit the resolved target are errors, for every cell of definitions.md §4.4.
+	// Keys that do not fit the resolved target are errors, for every key and every target role
+	// (tool, prompt, handoff, subagent, resumable subagent).
 	registry := func() *weft.Registry {
 		r := base()
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "sub" }))

@@ -15,7 +15,7 @@ const (
 	VarSecret VarType = "secret"
 )
 
-// VariableDefinition declares a variable a prompt or tool reads (seed 003 §3).
+// VariableDefinition declares a variable a prompt or tool reads.
 type VariableDefinition struct {
 	// Name of the variable.
 	Name string `json:"name"`

@@ -10,5 +10,5 @@ package weft
 
 import "github.com/weft-agents/weft/schema"
 
-// Schema is a JSON Schema (the 2020-12 subset of definitions.md §5) describing tool arguments.
+// Schema is a JSON Schema (a subset of 2020-12 with an object at the root) describing tool arguments.
 type Schema = schema.Schema

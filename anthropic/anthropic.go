@@ -1,8 +1,8 @@
 // Package anthropic is Weft's adapter for the Anthropic Messages API, built on the official
 // anthropic-sdk-go client with its retries turned off: one Call is one attempt, the engine owns
-// retries and fallbacks (execution.md §11).
+// retries and fallbacks.
 //
-// Server tools (definitions.md §6.5): a weft.ToolSpec whose Provider is "anthropic" is sent as one
+// Server tools, which Anthropic runs itself: a weft.ToolSpec whose Provider is "anthropic" is sent as one
 // of Anthropic's own tools (web_search, code_execution, web_fetch, or any other type by name; a
 // map-valued request option named after the tool adds its settings, such as max_uses). Anthropic
 // runs the calls itself: each comes back as a Response.ToolCalls entry and a
@@ -30,7 +30,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// DefaultBaseURL is the Anthropic API base URL, version included (definitions.md §3).
+// DefaultBaseURL is the Anthropic API base URL, version included.
 const DefaultBaseURL = "https://api.anthropic.com/v1"
 
 // DefaultMaxTokens is sent as max_tokens when neither modelOptions.maxOutputTokens nor the model's

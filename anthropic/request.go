@@ -222,7 +222,8 @@ func extraOptions(req *weft.Request, skip map[string]bool) map[string]any {
 	return out
 }
 
-// maxTokens applies definitions.md §3.4: modelOptions.maxOutputTokens, else the capability, else 4096.
+// maxTokens is max_tokens, which Anthropic requires: modelOptions.maxOutputTokens, else the
+// capability, else 4096.
 func maxTokens(req *weft.Request) int {
 	if v, ok := weft.OptionNumber(req.Options, "maxOutputTokens", "max_tokens"); ok && v > 0 {
 		return int(v)

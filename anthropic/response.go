@@ -48,7 +48,8 @@ type wireContent struct {
 	ToolUseID string          `json:"tool_use_id"`
 }
 
-// usage accumulates usage; later reports replace earlier ones (definitions.md §3.4).
+// usage accumulates usage; later reports replace earlier ones, never add to them (Anthropic's
+// message_delta output_tokens is already cumulative).
 type usage struct {
 	input, output, cacheRead, cacheWrite int
 }

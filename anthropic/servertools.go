@@ -12,9 +12,10 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// ProviderName is this adapter's provider name (definitions.md §3). A weft.ToolSpec whose Provider
+// ProviderName is this adapter's provider name. A weft.ToolSpec whose Provider
 // is ProviderName, or the request model's own provider name (a custom provider based on anthropic),
-// is a server tool: Anthropic runs it and the reply carries its result (definitions.md §6.5).
+// is a server tool: Anthropic runs it and the reply carries its result, stored as the call's
+// tool message.
 const ProviderName = "anthropic"
 
 // serverToolTypes are the versioned tool types of the server tools Weft knows by their plain name.

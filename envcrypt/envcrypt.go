@@ -1,4 +1,4 @@
-// Package envcrypt encrypts env values at rest with AES-256-GCM (env.md §6.2).
+// Package envcrypt encrypts env values at rest with AES-256-GCM.
 //
 // Every value gets a fresh random 96-bit nonce, so two writes of the same plaintext give different
 // ciphertexts. A short key id derived from the key is stored beside each value so a store can tell

@@ -1,9 +1,9 @@
 // Package gemini is Weft's adapter for the Google Gemini API (generateContent and
 // streamGenerateContent over REST), written on net/http and encoding/json. It makes exactly one
-// attempt per Call (the engine owns retries and fallbacks, execution.md §11) and classifies every
+// attempt per Call (the engine owns retries and fallbacks) and classifies every
 // failure as a *weft.ProviderError.
 //
-// Built-in tools (definitions.md §6.5): a weft.ToolSpec whose Provider is "google" is sent as one of
+// Built-in tools, which Gemini runs itself: a weft.ToolSpec whose Provider is "google" is sent as one of
 // Gemini's own tools: google_search (or its alias web_search) as googleSearch, code_execution as
 // codeExecution, url_context as urlContext, any other name in lowerCamelCase; a map-valued request
 // option named after the tool gives its settings. Gemini runs them itself. Code execution comes
@@ -30,7 +30,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// DefaultBaseURL is the Gemini API base URL, version included (definitions.md §3).
+// DefaultBaseURL is the Gemini API base URL, version included.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
 
 // Options configure a Provider.

@@ -11,10 +11,9 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// ProviderName is this adapter's provider name (definitions.md §3). A weft.ToolSpec whose Provider
+// ProviderName is this adapter's provider name. A weft.ToolSpec whose Provider
 // is ProviderName ("gemini" is accepted too, and so is the request model's own provider name, for
-// custom providers based on google) is one of Gemini's built-in tools, which Gemini runs itself
-// (definitions.md §6.5).
+// custom providers based on google) is one of Gemini's built-in tools, which Gemini runs itself.
 const ProviderName = "google"
 
 // builtinKeys are the tool keys of the built-in tools Weft knows by name; web_search is an alias

@@ -190,7 +190,7 @@ func (c config) key() string {
 	return c.name + "/" + hex.EncodeToString(h.Sum(nil))
 }
 
-// resolve expands a declaration's ${env:} references (definitions.md §6.6). A stdio server's
+// resolve expands a declaration's ${env:NAME} references from the thread env. A stdio server's
 // environment is its declared variables and env plus only PATH, HOME, LANG, LC_*, TMPDIR and TZ of
 // Weft's own — never provider keys.
 func resolve(s *weft.MCPServer, env weft.EnvLookup) (config, error) {

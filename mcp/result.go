@@ -12,7 +12,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// convertResult maps a tool reply to a ToolResult (definitions.md §6.6): text parts joined by
+// convertResult maps a tool reply to a ToolResult: text parts joined by
 // "\n"; images, audio and embedded resources as attachments; resource links as text; structured
 // content as JSON text when nothing else came; isError as an error result.
 func convertResult(res *sdk.CallToolResult) weft.ToolResult {

@@ -122,7 +122,7 @@ func (p *Provider) isToolOption(req *weft.Request, key string) bool {
 // engine reads the same option to drop the nulls a strict model returns for optional properties.
 func strictTools(req *weft.Request) bool { return req.Option("strictTools") == true }
 
-// emptyParameters is the schema offered for a tool without arguments (definitions.md §5.4).
+// emptyParameters is the schema offered for a tool without arguments.
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // toolParameters is the JSON schema sent for a function tool: its Parameters (the empty object

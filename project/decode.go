@@ -74,7 +74,7 @@ func (o *obj) has(key string) bool {
 	return false
 }
 
-// done reports every key that was not read as unknown (typo safety, definitions.md §1.5).
+// done reports every key that was not read as unknown: in YAML/JSON files a typo is an error.
 func (o *obj) done() {
 	if o == nil {
 		return

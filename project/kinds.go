@@ -71,7 +71,7 @@ func (d *decoder) provider(v any) *weft.ProviderDef {
 	}
 }
 
-// variables reads a VariableDefinition list (seed 003 §3).
+// variables reads a VariableDefinition list.
 func (o *obj) variables(key string) []weft.VariableDefinition {
 	v, ok := o.get(key)
 	if !ok || v == nil {
@@ -103,7 +103,7 @@ func (o *obj) variables(key string) []weft.VariableDefinition {
 	return out
 }
 
-// envAlias reads `env` or its legacy alias `tenvs` (seed 002 §9.4); both at once is an error.
+// envAlias reads `env` or its legacy alias `tenvs`; both at once is an error.
 func (o *obj) envAlias() map[string]string {
 	if o.has("env") && o.has("tenvs") {
 		o.d.errf(join(o.path, "tenvs"), "give env or its legacy alias tenvs, not both")
@@ -124,7 +124,7 @@ func (d *decoder) prompt(v any) *weft.Prompt {
 	return d.promptFields(o)
 }
 
-// promptFields reads the prompt keys of definitions.md §4.1 from o.
+// promptFields reads the prompt keys from o.
 func (d *decoder) promptFields(o *obj) *weft.Prompt {
 	p := &weft.Prompt{
 		Name:            o.str("name"),
@@ -186,7 +186,7 @@ func (d *decoder) promptOptions(o *obj, p *weft.Prompt) {
 	}
 }
 
-// promptContent reads a string or a part list (seed 000 §2).
+// promptContent reads a string or a part list (text, include and env parts).
 func (d *decoder) promptContent(path string, v any) weft.PromptContent {
 	switch x := v.(type) {
 	case string:
@@ -245,7 +245,7 @@ func entryName(s string) (string, weft.EntryKind) {
 }
 
 // toolEntries reads a prompt's tools list: names and ToolConfig / SubpromptConfig /
-// SubagentToolConfig objects (definitions.md §4.4).
+// SubagentToolConfig objects.
 func (d *decoder) toolEntries(path string, v any) []weft.ToolEntry {
 	l, ok := v.([]any)
 	if !ok {

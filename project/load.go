@@ -1,5 +1,5 @@
 // Package project loads a definitions directory — models, providers, prompts, agents and declarative
-// tools as YAML/JSON files — into a weft.Registry (definitions.md §1), reporting every problem with
+// tools as YAML/JSON files — into a weft.Registry, reporting every problem with
 // its file, field path and rule.
 package project
 

@@ -89,7 +89,7 @@ func TestMCPDefinitions(t *testing.T) {
 }
 
 // TestFullProject loads a project that uses every definition kind and every tool-entry form
-// (definitions.md §4.4): it must validate without a single diagnostic.
+// (name, tool config, sub-prompt config, subagent config): it must validate without a single diagnostic.
 func TestFullProject(t *testing.T) {
 	reg, diags := project.Open("testdata/full", project.Options{})
 	if len(diags) > 0 {

@@ -17,7 +17,7 @@ import (
 	"github.com/weft-agents/weft/schema"
 )
 
-// prompty loads a .prompty file of prompts/ as a Weft prompt (prompty.md §6): the template renders
+// prompty loads a .prompty file of prompts/ as a Weft prompt: the template renders
 // each step's system text and the messages around the history; front-matter fields fill the prompt.
 func (l *loader) prompty(pf *parsed) {
 	rel := pf.rel
@@ -124,7 +124,7 @@ type promptyChild struct {
 
 // implicitModel returns the model of `model: {id, provider, connection}` (v2) or of a v1
 // `model.configuration` (openai, azure_openai, serverless), named after its id (the Azure
-// deployment), when no model of that name is defined (prompty.md §2.2): the endpoint becomes
+// deployment), when no model of that name is defined: the endpoint becomes
 // providerOptions.baseUrl, api_version providerOptions.apiVersion, organization the
 // OpenAI-Organization header. A key written `${env:NAME}` is read from NAME at call time — through
 // an implicit provider when NAME is not the provider's own key variable; a key written in the file
@@ -190,7 +190,7 @@ func inputSchema(d *decoder, f *prompty.File) *schema.Schema {
 	return s
 }
 
-// frontMatterTool maps one front-matter tools entry (prompty.md §2.3): strings and objects without
+// frontMatterTool maps one front-matter tools entry: strings and objects without
 // kind/type are Weft tool entries; kind function binds the Weft tool of that name; mcp and native
 // kinds are not bound here and are reported.
 func frontMatterTool(d *decoder, path string, v any, define func(definition)) []weft.ToolEntry {
@@ -324,8 +324,8 @@ type promptyTemplate struct {
 	systemOnly bool
 }
 
-// SystemOnly reports whether the template renders only system text, so that it can be included
-// (definitions.md §4.3).
+// SystemOnly reports whether the template renders only system text, so that it can be included:
+// an include inserts only system text.
 func (t *promptyTemplate) SystemOnly() bool { return t.systemOnly }
 
 // RenderPrompt renders the template with the step's arguments and env.
@@ -424,7 +424,7 @@ func mapString(m yaml.MapSlice, key string) string {
 	return s
 }
 
-// mcpEntries binds a Prompty 2 `kind: mcp` tool through Weft's MCP client (prompty.md §2.3): a
+// mcpEntries binds a Prompty 2 `kind: mcp` tool through Weft's MCP client: a
 // `connection` of kind reference (or a serverName, else the tool's name) names a server declared
 // in tools/; a connection with an endpoint (streamable HTTP, with headers) or a command (stdio)
 // declares one named after the tool. allowedTools limits the tools offered; the entries are

@@ -16,7 +16,7 @@ import (
 // maxFileDepth bounds `${file:}` references inside referenced files.
 const maxFileDepth = 8
 
-// splitFile separates the front matter from the body (prompty.md §2.1). Front matter exists only if
+// splitFile separates the front matter from the body. Front matter exists only if
 // the first non-blank line is `---` or `+++` (surrounding spaces allowed); it ends at the next line
 // consisting only of that fence. fmLine and bodyLine are 1-based file lines.
 func splitFile(data []byte) (fm []byte, fmLine int, body []byte, bodyLine int, has bool, err error) {
@@ -215,7 +215,8 @@ func envRef(rest string) (name, def string, hasDef bool) {
 	return rest, "", false
 }
 
-// resolver applies the load-time replacement constructs (prompty.md §7) to front-matter values.
+// resolver applies the load-time replacement constructs to whole front-matter string values:
+// `${env:X[:default]}` from the process environment and `${file:path}` confined to the project root.
 type resolver struct {
 	fm        *frontMatter
 	lookupEnv func(string) (string, bool)

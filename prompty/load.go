@@ -63,7 +63,7 @@ type Connection struct {
 	Raw map[string]any
 }
 
-// Input is one declared input (prompty.md §2.2).
+// Input is one declared input of the front matter's `inputs`.
 type Input struct {
 	// Name is the argument name.
 	Name string
@@ -77,7 +77,7 @@ type Input struct {
 	HasDefault bool
 	// Required makes the argument mandatory (default false).
 	Required bool
-	// Strict rejects values that forge a role marker (prompty.md §4.3).
+	// Strict rejects a value with a line that looks like a role marker (default false).
 	Strict bool
 	// EnumValues lists the allowed values, if restricted.
 	EnumValues []any
@@ -275,7 +275,7 @@ func LoadBytes(path string, data []byte, opt Options) (f *File, err error) {
 	return f, nil
 }
 
-// fields maps the resolved front matter onto File (prompty.md §2.2).
+// fields maps the resolved front matter onto File; v1 and v2 forms of a field are both accepted.
 func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 	f.Dialect = opt.Dialect
 	if v, ok := top["dialect"]; ok {
@@ -565,7 +565,8 @@ func normalizeModelOptions(o map[string]any) map[string]any {
 	return out
 }
 
-// template reads `template:` (prompty.md §2.2): "mustache"/"jinja2", or {format, parser}.
+// template reads `template:`: "mustache"/"jinja2" (the v1 string), or {format, parser} with parser
+// prompty; the default engine is jinja2.
 func (f *File) template(fm *frontMatter, v any) error {
 	f.Engine = "jinja2"
 	engine := func(path keyPath, s string) error {

@@ -111,7 +111,7 @@ func partialMatch(path string, got, want any) string {
 }
 
 // applySchema fills defaults and checks required properties of InputSchema, as the schema package
-// does (seed 000 §5.2), for the input_validation_* vectors.
+// does, for the input_validation_* vectors.
 func applySchema(schema map[string]any, args map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for k, v := range args {
@@ -194,7 +194,7 @@ func TestVectorsLoad(t *testing.T) {
 				}
 				file, err := Load(path, Options{Dialect: dialect, LookupEnv: mapEnv(in.Env)})
 				if v.Name == "template_string_invalid" {
-					// Waiver (prompty.md §8): Weft accepts the v1 string form of `template`.
+					// Waiver: Weft accepts the v1 string form of `template`.
 					if err != nil || file.Engine != "jinja2" {
 						t.Fatalf("want the v1 string form accepted, got %v", err)
 					}
@@ -202,7 +202,7 @@ func TestVectorsLoad(t *testing.T) {
 					return
 				}
 				if want, ok := v.Expected["error"].(string); ok && strings.HasPrefix(v.Name, "input_validation") {
-					// Validation of arguments is the schema package's (seed 000 §5.2): the file loads
+					// Validation of arguments is the schema package's: the file loads
 					// and its InputSchema makes the argument required.
 					if err != nil {
 						t.Fatal(err)
@@ -307,7 +307,7 @@ func TestFixtureFiles(t *testing.T) {
 	// Files that must fail, and the rule they break.
 	wantErr := map[string]string{
 		"microsoft-prompty@v1/runtime/promptycs/Prompty.Core.Tests/prompty/basic_with_missing_file.prompty": "not found",
-		// {{> attempt_partial }}: mustache partials are a load error (prompty.md §3.2).
+		// {{> attempt_partial }}: mustache partials are a load error.
 		"microsoft-prompty@v1/runtime/prompty/tests/mustache/basic.prompty": "partial",
 	}
 	sets := map[string]int{}

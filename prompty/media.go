@@ -10,7 +10,7 @@ import (
 	weft "github.com/weft-agents/weft"
 )
 
-// parts splits the content [s, e) into text and media parts (prompty.md §5.8): in the seed dialect
+// parts splits the content [s, e) into text and media parts: in the seed dialect
 // at every `![ALT](TARGET "title")` / `![k="v", …](TARGET)` written in template text, and in both
 // dialects at every value of a media input. It returns nil when there is no media part.
 func (p *parser) parts(s, e int) ([]weft.ContentPart, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/weft-agents/weft/prompty/tmpl"
 )
 
-// The dialects (prompty.md §1).
+// The dialects; front-matter `dialect:` or the loader option selects one.
 const (
 	// DialectSeed is seed 001's prompt section: media parts, tools block, tool calls, tool results
 	// and the thread placeholder. It is the default.
@@ -19,7 +19,7 @@ const (
 	DialectV2 = "v2"
 )
 
-// maxMediaBytes caps a local media file inlined as a data: URI (prompty.md §5.8).
+// maxMediaBytes caps a local media file inlined as a data: URI.
 const maxMediaBytes = 20 << 20
 
 // ParseOptions configures ParseSegments.
@@ -95,7 +95,7 @@ type parser struct {
 	nextStop, nextInterp, unsafeCum []int32
 }
 
-// ParseSegments parses rendered segments into messages (prompty.md §4, §5). Structure is
+// ParseSegments parses rendered segments into messages. Structure is
 // recognised only in Literal segment text; Interp text is always content; a Placeholder segment is
 // the thread placeholder. It never panics.
 func ParseSegments(segs []tmpl.Segment, opt ParseOptions) (res *Parsed, err error) {
@@ -191,7 +191,7 @@ func (p *parser) load(segs []tmpl.Segment) error {
 	return nil
 }
 
-// checkStrict rejects a strict value with a line that looks like a role marker (prompty.md §4.3).
+// checkStrict rejects a strict value with a line that looks like a role marker.
 func (p *parser) checkStrict(sp span) error {
 	text := p.buf[sp.start:sp.end]
 	for ls := 0; ls <= len(text); {
@@ -534,7 +534,7 @@ func (p *parser) roleOf(w []byte) (string, bool) {
 	return "", false
 }
 
-// marker reports whether the line [s, e) is a role marker (prompty.md §5.1): optional indent,
+// marker reports whether the line [s, e) is a role marker: optional indent,
 // optional `#`, a role word, optional `[attrs]`, optional spaces, `:` — all of it template text
 // except inside quoted attribute values. Inside a YAML body (a tools block or a tool call) a marker
 // must start in column 1 without `#`, and a bare `function:` is a YAML key.
@@ -603,7 +603,7 @@ func isKeyChar(c byte) bool {
 	return isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
-// attrs parses `key = value` pairs from i up to and including the closing `]` (prompty.md §5.2). It
+// attrs parses `key = value` pairs from i up to and including the closing `]`. It
 // returns the position after `]`. ok is false when the text is not an attribute list made of template
 // text; unsafe is set when an interp value inside quotes holds a quote or a newline.
 func (p *parser) attrs(i, e int, where string) (attrs map[string]any, next int, ok bool, unsafe *Error) {

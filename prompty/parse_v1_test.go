@@ -11,7 +11,7 @@ import (
 )
 
 // v1Differences lists, by case name, where Weft's seed dialect differs from the v1 Python parser
-// (prompty.md §8) and what Weft produces instead, in the LLMMessage JSON shape. Cases not listed
+// and what Weft produces instead, in the LLMMessage JSON shape. Cases not listed
 // must match the v1 output as is. Thread is the expected placeholder index (-1 none) and tools the
 // expected hoisted tool names.
 var v1Differences = map[string]struct {
@@ -84,7 +84,7 @@ func messagesJSON(t *testing.T, msgs []weft.LLMMessage) any {
 }
 
 // TestPythonV1ParserBehaviour runs the parse cases of derived/python_v1_parser_behaviour.json in the
-// seed dialect. sanitize_cases are not applicable (prompty.md §8: no nonces in Weft).
+// seed dialect. sanitize_cases are not applicable (Weft uses no nonces).
 func TestPythonV1ParserBehaviour(t *testing.T) {
 	var f struct {
 		ParseCases []struct {
@@ -190,7 +190,7 @@ func TestPythonV1GeneratedMD(t *testing.T) {
 				want = append(want, msg)
 			}
 			got := res.Messages
-			// Weft adds the title as the part's description (§5.8); v1 drops it.
+			// Weft adds the title as the part's description; v1 drops it.
 			for i := range got {
 				for j := range got[i].Parts {
 					got[i].Parts[j].Description = ""

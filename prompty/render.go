@@ -22,7 +22,7 @@ type RenderInput struct {
 	Files func(path string) ([]byte, error)
 }
 
-// Rendered is one render mapped onto the Weft prompt (prompty.md §6).
+// Rendered is one render mapped onto the Weft prompt.
 type Rendered struct {
 	// System is the leading system/developer messages joined with a blank line.
 	System string
@@ -44,7 +44,7 @@ type Rendered struct {
 }
 
 // Render renders the body with the arguments, applies the body replacement constructs and parses
-// the result (prompty.md §3–§6). It is safe for concurrent use.
+// the result. It is safe for concurrent use.
 func (f *File) Render(in RenderInput) (r *Rendered, err error) {
 	defer func() {
 		if rec := recover(); rec != nil {
@@ -130,7 +130,8 @@ func (f *File) strictError(inputs map[string]any, se *tmpl.StrictError, cause er
 	return &Error{File: f.Path, Line: line, Msg: fmt.Sprintf("StrictViolation: input %q forges a role marker", se.Input), Err: cause}
 }
 
-// mapRendered splits parsed messages into system prompt, prefix and suffix (prompty.md §6).
+// mapRendered splits parsed messages into system prompt (the leading system/developer messages),
+// prefix (before the thread placeholder, or all when there is none) and suffix (after it).
 func mapRendered(p *Parsed) *Rendered {
 	r := &Rendered{Tools: p.Tools, Warnings: p.Warnings, ThreadLimit: p.ThreadLimit, HasThread: p.Thread >= 0}
 	msgs := p.Messages
@@ -152,7 +153,7 @@ func mapRendered(p *Parsed) *Rendered {
 	return r
 }
 
-// expand applies the body replacement constructs (prompty.md §7) to literal segments: `${env:X}`,
+// expand applies the body replacement constructs to literal segments: `${env:X}`,
 // `${env:X:default}`, `${params:x}` and `${file:path}` become interp segments, `$${` becomes `${`,
 // other protocols stay literal. Values inserted by inputs are never scanned.
 func (f *File) expand(segs []tmpl.Segment, in RenderInput, warnings *[]string) ([]tmpl.Segment, error) {
@@ -298,7 +299,7 @@ func valueText(v any) string {
 
 // ResolveParams returns a copy of a front-matter value (a tool entry, an option) with every
 // whole-string `${params:NAME}` replaced by args[NAME]. A missing argument is an error naming the
-// file and the line of the reference (prompty.md §7).
+// file and the line of the reference.
 func (f *File) ResolveParams(v any, args map[string]any) (any, error) {
 	switch t := v.(type) {
 	case map[string]any:

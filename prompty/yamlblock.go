@@ -25,7 +25,7 @@ type yamlValue struct {
 	pos  int
 }
 
-// yamlBlock decodes the YAML body [s, e) (prompty.md §4.4). Its structure comes from template text
+// yamlBlock decodes the YAML body [s, e). Its structure comes from template text
 // only: every interp value is first replaced by a plain token, and the document decoded that way
 // must match the real one with each value lying inside one scalar. A value with a newline, or one
 // that changes the structure, is the error `unsafe value for "x" in YAML block`.
@@ -327,7 +327,8 @@ func (p *parser) toolsBlock(s, e int) ([]any, error) {
 	return list, nil
 }
 
-// toolCallBlock decodes an `assistant[type="tool_call"]:` body (prompty.md §5.4).
+// toolCallBlock decodes an `assistant[type="tool_call"]:` body: one mapping or a list of
+// {id, type: function, function: {name, arguments}}, arguments a mapping or a JSON string.
 func (p *parser) toolCallBlock(s, e int) ([]weft.ToolCall, error) {
 	v, err := p.yamlBlock(s, e, "tool call")
 	if err != nil {

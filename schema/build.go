@@ -7,7 +7,7 @@ import (
 	"reflect"
 )
 
-// Builders for schemas made in Go at run time (definitions §5.6, `weft.Schema`). They are plain
+// Builders for schemas made in Go at run time (`weft.Schema`). They are plain
 // functions because Schema is an alias of a foreign type and cannot carry methods. Each returns a
 // new schema; the wrappers (Nullable, Describe, WithDefault) copy their input rather than change it.
 
@@ -109,7 +109,7 @@ func Nullable(s *Schema) *Schema {
 }
 
 // Describe returns a copy of s with its description set (Zod's .describe()); descriptions reach
-// the model with the tool definition (seed 000 §5.2).
+// the model with the tool definition.
 func Describe(s *Schema, d string) *Schema {
 	c := shallow(s)
 	c.Description = d

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// knownType reports whether t is a JSON type of Weft's subset (seed 002 §3.2 plus integer).
+// knownType reports whether t is a JSON type of Weft's subset: the seed's Zod types plus integer.
 func knownType(t string) bool {
 	switch t {
 	case "string", "number", "integer", "boolean", "null", "object", "array":
@@ -21,7 +21,7 @@ func knownType(t string) bool {
 	return false
 }
 
-// Check reports every problem of s against Weft's subset (definitions §5.1–5.2): keywords outside
+// Check reports every problem of s against Weft's subset: keywords outside
 // the subset, a root that is not an object, values that cannot work (unknown types, patterns Go's
 // RE2 cannot compile, negative bounds, required properties never declared, empty enums, defaults
 // that fail their own schema, dangling or recursive $refs) and nesting deeper than MaxDepth. A

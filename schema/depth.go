@@ -1,6 +1,6 @@
 package schema
 
-// Depth returns the nesting depth of s as definitions §5.2 counts it: the root object is level 1;
+// Depth returns the nesting depth of s: the root object is level 1;
 // each nested object, record value (additionalProperties schema) or union (anyOf/oneOf) branch adds
 // one; an array adds nothing and its item adds one, so an array of objects counts once. Local
 // $refs are followed (a recursive one counts once).

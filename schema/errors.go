@@ -13,7 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
-// rootPath is the Failure path of the instance root (definitions §5.3).
+// rootPath is the Failure path of the instance root.
 const rootPath = "(root)"
 
 // Failure is one reason arguments do not match their schema.
@@ -25,7 +25,8 @@ type Failure struct {
 }
 
 // ValidationError lists every failure of one validation, sorted by path, then message. Its text
-// is what the model reads after `Tool argument validation failed: ` (execution §5.3).
+// is what the model reads after `Tool argument validation failed: `, as the
+// tool call's error result.
 type ValidationError struct {
 	// Failures holds at least one failure.
 	Failures []Failure

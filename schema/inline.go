@@ -13,7 +13,7 @@ import (
 const maxInlineNodes = 100_000
 
 // Inline returns a copy of s with every local $ref replaced by a copy of the definition it names
-// and no $defs left, the form providers and the validator get (definitions §5.1). Keywords beside a
+// and no $defs left, the form providers and the validator get. Keywords beside a
 // $ref are laid over the copied definition. It fails on a recursive, dangling or non-local $ref.
 // s is not changed.
 func Inline(s *Schema) (*Schema, error) {

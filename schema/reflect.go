@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// For infers the argument schema of the Go struct type T (definitions §5.6, `weft.NewTool[Args]`):
+// For infers the argument schema of the Go struct type T (as `weft.NewTool[Args]` does):
 //   - property names come from `json` tags ("-" skips a field; embedded structs are flattened);
 //   - a field is optional when it is a pointer or tagged omitempty/omitzero, required otherwise;
 //     a pointer does not make the property nullable;

@@ -18,8 +18,8 @@ import (
 // Weft, the MCP SDK and anything else built on it.
 type Schema = jsonschema.Schema
 
-// MaxDepth is the deepest nesting Check accepts (definitions §5.2): deep enough for any real tool
-// (seed 002 §3.3 asks for 7), shallow enough to keep hostile schemas cheap.
+// MaxDepth is the deepest nesting Check accepts (as Depth counts it): deep enough for any real tool
+// (depth 7 must work), shallow enough to keep hostile schemas cheap.
 const MaxDepth = 16
 
 // Problem is one defect in a schema definition, found by Check.
@@ -40,7 +40,7 @@ func (p Problem) String() string {
 	return path + ": " + p.Message
 }
 
-// NoArgs is the schema offered for a tool without arguments (seed 002 §3.5):
+// NoArgs is the schema offered for a tool without arguments, which itself has no args schema:
 // {"type":"object","properties":{}}.
 func NoArgs() *Schema {
 	return &Schema{Type: "object", Properties: map[string]*Schema{}}

@@ -1,6 +1,6 @@
 package schema
 
-// StrictMode selects how far Strict tightens a schema for a provider (definitions §5.5).
+// StrictMode selects how far Strict tightens a schema for a provider.
 type StrictMode int
 
 const (
@@ -13,7 +13,7 @@ const (
 )
 
 // Strict returns a copy of s in the strict form mode asks for, with local $refs inlined (kept
-// when recursive) and $schema dropped. Descriptions are kept (seed 000 §5.2). s is not changed.
+// when recursive) and $schema dropped. Descriptions are kept: the model needs them. s is not changed.
 func Strict(s *Schema, mode StrictMode) *Schema {
 	if s == nil {
 		return nil
@@ -73,7 +73,7 @@ func (st strictener) node(s *Schema) {
 
 // DropNulls returns args without the nulls a strict model sends for absent properties: an object
 // property whose value is null is removed when the original (non-strict) schema s has it optional
-// and not nullable — "a returned null counts as absent" (definitions §5.5). It recurses into present
+// and not nullable: a returned null counts as absent. It recurses into present
 // objects, record values, array items and the one object (or array) branch of a union. args is not
 // changed; parts that change are copied.
 func DropNulls(s *Schema, args any) any {

@@ -13,7 +13,7 @@ import (
 // schemaURL names the one resource each compiler holds.
 const schemaURL = "urn:weft:schema"
 
-// Validator validates argument values against one compiled schema (seed 002 §3.4, seed 000 §5.2).
+// Validator validates argument values against one compiled schema, applying defaults first.
 // Compile once and call Validate many times; it is safe for concurrent use.
 type Validator struct {
 	sch  *sj.Schema

@@ -270,7 +270,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRequiredSchema(t *testing.T) {
-	// seed 000 §5.1's requiredSchema: query string, limit optional number default 10.
+	// The prompt seed's example requiredSchema: query string, limit optional number default 10.
 	s := Object(
 		Field("query", Describe(String(), "Search query")),
 		OptionalField("limit", Describe(WithDefault(Number(), 10), "Max results")),

@@ -11,8 +11,9 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// check evaluates the expectations on req in the order of the cli.md §4 table and returns the first
-// failure ("" when all hold), phrased as `expected … (got …)`.
+// check evaluates the expectations on req in a fixed order (system text, messages, last message,
+// tool results, counts and roles, offered tools, tool choice, model, prompt, images) and returns the
+// first failure ("" when all hold), phrased as `expected … (got …)`.
 func (x *Expect) check(req *weft.Request) string {
 	if len(x.SystemContains) > 0 || len(x.SystemNotContains) > 0 {
 		sys := systemText(req.Messages)

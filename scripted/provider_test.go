@@ -312,7 +312,7 @@ func TestExpect(t *testing.T) {
 }
 
 func TestSpecExpectationMessage(t *testing.T) {
-	// Put entry 3 on line 14 exactly, as in cli.md §4.
+	// Put entry 3 on line 14 exactly, as in the example message the CLI documentation shows.
 	p := provider(t, "- text: a\n- text: b\n"+strings.Repeat("# pad\n", 11)+"- expect: {system_contains: concise}\n  text: c\n")
 	text(t, p, req())
 	text(t, p, req())

@@ -1,4 +1,4 @@
-// Package scripted is Weft's scripted model provider (cli.md §4): it answers model calls from a model
+// Package scripted is Weft's scripted model provider: it answers model calls from a model
 // script — a YAML or JSON list of canned responses with optional `match` selectors and `expect`
 // assertions — so that tests and offline demos drive the engine without a live model. Without a
 // script it is the `test` provider, which answers every call with TestResponse.
@@ -11,7 +11,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// TestResponse is the reply of the test provider when no script is loaded (cli.md §4.3).
+// TestResponse is the reply of the test provider when no script is loaded.
 const TestResponse = "Test response received."
 
 // Script is a parsed model script.

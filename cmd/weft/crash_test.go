@@ -247,7 +247,7 @@ func (s crashState) killPoint() string {
 
 // TestCrashResumeSIGKILL kills the real binary with SIGKILL at random points of a run whose tool
 // is a non-idempotent command appending a line to a file, then resumes the thread with fresh
-// processes (execution.md §13): no persisted message may be lost, the tool may never run twice, and
+// processes: no persisted message may be lost, the tool may never run twice, and
 // every thread ends with the final answer.
 func TestCrashResumeSIGKILL(t *testing.T) {
 	if testing.Short() {

@@ -10,7 +10,8 @@ import (
 	"github.com/weft-agents/weft/scripted"
 )
 
-// document is the `weft run --json` document (cli.md §3).
+// document is the `weft run --json` document. Secrets are redacted; keys are stable and new keys
+// may be added.
 type document struct {
 	// Version is the weft that wrote the document.
 	Version  string         `json:"version"`
@@ -145,7 +146,7 @@ func buildDocument(ctx context.Context, st docSource, threadID string, res *engi
 }
 
 // resultText is the text of the last completed top-level message authored by an AI side: side A's
-// assistant rows and side B's replies of a dual_ai agent (cli.md §2.2).
+// assistant rows and side B's replies of a dual_ai agent (stored as user rows).
 func resultText(msgs []weft.Message) string {
 	if m := lastReply(msgs); m != nil {
 		return m.Content

@@ -13,15 +13,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes of cli.md §2.3.
+// Exit codes of the weft command; exitApproval (6) is in approve.go.
 const (
-	exitOK          = 0
-	exitFailure     = 1
-	exitUsage       = 2
-	exitDefinitions = 3
-	exitCreation    = 4
-	exitScript      = 5
-	exitInterrupted = 130
+	exitOK          = 0   // the root thread's last stop reason counts as success
+	exitFailure     = 1   // it is a failure (step_error, session_fail, max_*_steps, aborted, …)
+	exitUsage       = 2   // bad flag, unknown agent, unreadable file
+	exitDefinitions = 3   // invalid definitions
+	exitCreation    = 4   // thread creation failed (missing required variables, invalid arguments)
+	exitScript      = 5   // model script mismatch, or a secret caught by the last redaction pass
+	exitInterrupted = 130 // SIGINT; the run is stopped first
 )
 
 // exitError carries the process exit code with the error that caused it.

@@ -79,7 +79,7 @@ func TestMCPRoundTrip(t *testing.T) {
 }
 
 // TestMCPValidation: a server command that does not exist is a validation error naming the file
-// (definitions.md §6.6, issue 21 "Bad input"); an mcp: entry must name a declared server and a tool
+// (issue 21 "Bad input"); an mcp: entry must name a declared server and a tool
 // its allow-list admits.
 func TestMCPValidation(t *testing.T) {
 	dir := t.TempDir()

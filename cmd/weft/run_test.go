@@ -121,7 +121,7 @@ func TestRunStdinAndTrace(t *testing.T) {
 	proj := filepath.Join(dir, "p")
 	trace := filepath.Join(dir, "trace.jsonl")
 	// An undeclared --env value is a secret; the user pastes it into the message. The last-line
-	// pass catches it: traces are redacted and, under a model script, the run exits 5 (env.md §6.5).
+	// pass catches it: traces are redacted and, under a model script, the run exits 5.
 	cmd := exec.Command(binary, "run", "assistant", "-", "--model-script", "examples/hello.script.yaml", "--trace-requests", trace,
 		"--env", "API_TOKEN=Klingon-secret-value")
 	cmd.Dir = proj

@@ -16,7 +16,7 @@ import (
 
 // openSQLite opens a SQLite file store (the embedded default). Env values are encrypted with
 // WEFT_ENCRYPTION_KEY (32 bytes, base64 or hex) when set, else with a key file beside the database
-// (env.md §6.2).
+// (weft.key, mode 0600, created with a warning when missing); a wrong key fails at open.
 func openSQLite(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
 	key, err := envKey()
 	if err != nil {
@@ -40,7 +40,7 @@ func envKey() ([]byte, error) {
 
 // openPostgres opens a PostgreSQL store (postgres://…, for many nodes). Env values are encrypted
 // with WEFT_ENCRYPTION_KEY when set — every node of a database needs the same key — else with the
-// key file .weft/weft.key, created (with a warning) when missing (env.md §6.2).
+// key file .weft/weft.key, created (with a warning) when missing.
 func openPostgres(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
 	key, err := envKey()
 	if err != nil {

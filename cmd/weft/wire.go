@@ -66,7 +66,7 @@ func redactDSN(dsn string) string {
 	return u.String()
 }
 
-// defaultBaseURLs are the built-in providers' API roots, version included (definitions.md §3).
+// defaultBaseURLs are the built-in providers' API roots, version included.
 var defaultBaseURLs = map[string]string{
 	"openai":     "https://api.openai.com/v1",
 	"anthropic":  "https://api.anthropic.com/v1",
@@ -178,7 +178,7 @@ func azureOptions(reg *weft.Registry, name, endpoint string, headers map[string]
 }
 
 // expandHeaders resolves ${env:NAME} in custom-provider header values from the process
-// environment (definitions.md §3.1).
+// environment, as provider keys are.
 func expandHeaders(h map[string]string) map[string]string {
 	if len(h) == 0 {
 		return nil

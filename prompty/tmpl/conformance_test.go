@@ -127,7 +127,7 @@ func compileVector(t *testing.T, v renderVector) Template {
 
 // TestRenderVectors runs derived/vectors_render.json (23 vectors, both engines). A thread input
 // expected as a text nonce (`__PROMPTY_THREAD_<hex>_<name>__`) passes when a Placeholder segment
-// for that input sits at the nonce's position (prompty.md §8: Weft has no text nonce).
+// for that input sits at the nonce's position (Weft has no text nonce).
 func TestRenderVectors(t *testing.T) {
 	var file struct {
 		Vectors []renderVector `json:"vectors"`

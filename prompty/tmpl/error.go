@@ -47,8 +47,7 @@ func errorAt(src string, off int, format string, args ...any) *Error {
 // ErrStrictViolation is matched by errors.Is for every *StrictError.
 var ErrStrictViolation = errors.New("StrictViolation")
 
-// StrictError is the render error for a strict input whose value forges a role marker
-// (prompty.md §4.3).
+// StrictError is the render error for a strict input whose value forges a role marker.
 type StrictError struct {
 	// Input names the strict input the value came from.
 	Input string
@@ -64,9 +63,8 @@ func (e *StrictError) Is(target error) bool { return target == ErrStrictViolatio
 
 // ForgesRoleMarker reports whether any line of s looks like a role marker: optional whitespace, an
 // optional `#`, a role word (system, user, assistant, developer, tool, function, thread; any case),
-// optional whitespace, an optional `[...]` attribute list, optional whitespace, then `:`. It is the
-// prompty.md §4.3 pattern, widened to the case-insensitive `#`-prefixed markers the parser accepts
-// (§5.1).
+// optional whitespace, an optional `[...]` attribute list, optional whitespace, then `:`. It covers
+// every marker form the parser accepts, so a strict value cannot slip one past it.
 func ForgesRoleMarker(s string) bool {
 	for len(s) > 0 {
 		line := s

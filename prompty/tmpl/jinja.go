@@ -7,7 +7,7 @@ import (
 	"unicode"
 )
 
-// CompileJinja compiles a template in the Prompty Jinja subset (prompty.md §3.1): `{{ expr }}` with
+// CompileJinja compiles a template in the Prompty Jinja subset: `{{ expr }}` with
 // variables, `.name`, `[index]` and `["key"]` access, string/number/true/false/none literals,
 // `and`/`or`/`not`, comparisons, `in`/`not in` and the filters default, upper, lower, trim, join,
 // length and replace; `{% if %}`/`elif`/`else`/`endif`; `{% for x in xs %}` and

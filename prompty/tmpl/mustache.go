@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// CompileMustache compiles a mustache template (prompty.md §3.2): variables `{{x}}`, `{{{x}}}` and
+// CompileMustache compiles a mustache template: variables `{{x}}`, `{{{x}}}` and
 // `{{&x}}` (all unescaped), dotted names, `{{.}}`, sections `{{#x}}…{{/x}}` (lists iterate, maps
 // push a context, other truthy values render once), inverted sections `{{^x}}…{{/x}}` and comments
 // `{{! … }}`, with the mustache spec's standalone-line rules for section, inverted, closing and

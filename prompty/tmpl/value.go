@@ -383,7 +383,7 @@ func formatFloat(f float64, bits int) string {
 	return strconv.FormatFloat(f, 'g', -1, bits)
 }
 
-// text renders a value per prompty.md §3.3: no escaping, undefined and null → "", booleans
+// text renders a value the same way in both engines: no escaping, undefined and null → "", booleans
 // true/false, integral floats without fraction, maps and lists as compact JSON.
 func text(v any) (string, error) {
 	switch x := v.(type) {
