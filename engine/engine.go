@@ -441,6 +441,9 @@ type Event struct {
 	Seq int64 `json:"seq,omitempty"`
 	// Data is the payload (already redacted).
 	Data map[string]any `json:"data,omitempty"`
+	// Encoded is Data as the event log holds it, JSON (nil for events that are not recorded):
+	// a consumer that writes the payload out as JSON can use it instead of encoding Data again.
+	Encoded json.RawMessage `json:"-"`
 }
 
 func (e *Engine) emit(ev Event) {
@@ -456,7 +459,7 @@ func (e *Engine) emit(ev Event) {
 // message event that follows carries whole.
 func transient(typ string) bool { return typ == "message_chunk" || typ == "reasoning_chunk" }
 
-// records encodes events for the event log.
+// records encodes events for the event log, and keeps each one's encoding on it (Encoded).
 func records(evs []Event) []weft.EventRecord {
 	out := make([]weft.EventRecord, len(evs))
 	for i, ev := range evs {
@@ -465,6 +468,7 @@ func records(evs []Event) []weft.EventRecord {
 			data, _ = json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
 		}
 		out[i] = weft.EventRecord{Type: ev.Type, Data: data}
+		evs[i].Encoded = data
 	}
 	return out
 }
@@ -474,12 +478,13 @@ func records(evs []Event) []weft.EventRecord {
 // thread's log in a transaction of its own.
 func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 	if e.opt.RecordEvents && !transient(ev.Type) {
-		recs := records([]Event{ev})
+		evs := []Event{ev}
+		recs := records(evs)
 		err := e.store.Tx(context.WithoutCancel(ctx), ev.ThreadID, nil, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
 		if err != nil {
 			e.log.Warn("event not recorded", "thread", ev.ThreadID, "type", ev.Type, "error", err)
 		} else {
-			ev.Seq = recs[0].Seq
+			ev.Seq, ev.Encoded = recs[0].Seq, evs[0].Encoded
 		}
 	}
 	e.emit(ev)

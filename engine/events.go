@@ -204,7 +204,7 @@ func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) it
 
 // eventOf decodes a recorded event.
 func eventOf(rec weft.EventRecord, root string) Event {
-	ev := Event{Type: rec.Type, ThreadID: rec.ThreadID, RootID: root, Seq: rec.Seq}
+	ev := Event{Type: rec.Type, ThreadID: rec.ThreadID, RootID: root, Seq: rec.Seq, Encoded: rec.Data}
 	_ = json.Unmarshal(rec.Data, &ev.Data)
 	return ev
 }

@@ -209,3 +209,22 @@ func BenchmarkConcurrentTurns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTurnSetup is the work BenchmarkTurn does outside its timer — creating the threads, and
+// for the server opening each thread's stream — so that instruction counts, which see everything,
+// can subtract it (scripts/server-overhead.sh).
+func BenchmarkTurnSetup(b *testing.B) {
+	b.Run("threads", func(b *testing.B) {
+		s := newBenchServer(b)
+		s.threads(b, b.N)
+	})
+	b.Run("streams", func(b *testing.B) {
+		s := newBenchServer(b)
+		ids := s.threads(b, b.N)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i := 0; i < b.N; i++ {
+			s.stream(b, ctx, ids[i])
+		}
+	})
+}

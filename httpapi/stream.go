@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 )
 
@@ -36,17 +38,28 @@ func (f streamFilter) keep(ev engine.Event) bool {
 		return false
 	}
 	if ev.Type == "message" {
-		var m struct {
-			Silent bool `json:"silent"`
-			Depth  int  `json:"depth"`
-		}
-		if b, err := json.Marshal(ev.Data["message"]); err == nil && json.Unmarshal(b, &m) == nil {
-			if (m.Silent && !f.includeSilent) || m.Depth > f.depth {
-				return false
-			}
+		silent, depth := messageVisibility(ev.Data["message"])
+		if (silent && !f.includeSilent) || depth > f.depth {
+			return false
 		}
 	}
 	return true
+}
+
+// messageVisibility reads a message event's silent flag and depth: a live event carries the
+// message itself, a replayed one its decoded JSON.
+func messageVisibility(v any) (silent bool, depth int) {
+	switch m := v.(type) {
+	case weft.Message:
+		return m.Silent, m.Depth
+	case *weft.Message:
+		return m.Silent, m.Depth
+	case map[string]any:
+		silent, _ = m["silent"].(bool)
+		depth, _ = intOf(m["depth"])
+		return silent, depth
+	}
+	return false, 0
 }
 
 func intOf(v any) (int, bool) {
@@ -66,6 +79,22 @@ func intOf(v any) (int, bool) {
 
 // frame is an event as streams send it: its payload with type, thread and cursor added.
 func frame(ev engine.Event) []byte {
+	if raw := ev.Encoded; len(raw) >= 2 && raw[0] == '{' && !overlaps(ev.Data) {
+		// The payload as the event log holds it, behind the event's own fields.
+		b := make([]byte, 0, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
+		b = append(b, `{"type":`...)
+		b = strconv.AppendQuote(b, ev.Type)
+		b = append(b, `,"thread_id":`...)
+		b = strconv.AppendQuote(b, ev.ThreadID)
+		if seq := seqOf(ev); seq > 0 {
+			b = append(b, `,"seq":`...)
+			b = strconv.AppendInt(b, seq, 10)
+		}
+		if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
+			b = append(b, ',')
+		}
+		return append(b, raw[1:]...)
+	}
 	m := make(map[string]any, len(ev.Data)+3)
 	for k, v := range ev.Data {
 		m[k] = v
@@ -77,6 +106,16 @@ func frame(ev engine.Event) []byte {
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// overlaps tells whether a payload has a key of the frame's own (its value would be replaced).
+func overlaps(data map[string]any) bool {
+	for _, k := range [...]string{"type", "thread_id", "seq"} {
+		if _, ok := data[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // maxBatch bounds the bytes of the frames written with one flush.
