@@ -3,7 +3,9 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Lease and run-start statements; all are prepared at Open (hotWrites). A thread's lease is in its
@@ -294,4 +297,64 @@ func (d *docList) next() string {
 	doc := d.s[:end]
 	d.s = d.s[end:]
 	return doc
+}
+
+// ExecState returns the thread's run-state documents by key.
+func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
+	var framed string
+	if err := s.row(ctx, qRunState, []any{&framed}, threadID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
+	}
+	out, err := decodeRunState(framed)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// runState is a Tx's copy of the thread's run-state documents (threads.run_state): framed keys and
+// values as read, decoded into docs when SetExecState changes one.
+type runState struct {
+	read, dirty bool
+	framed      string
+	docs        []runStateDoc // sorted by key, once decoded
+	decoded     bool
+}
+
+type runStateDoc struct{ key, value string }
+
+// SetExecState stores a run-state document (nil deletes it).
+func (t *tx) SetExecState(key string, value json.RawMessage) error {
+	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
+		return err
+	}
+	if !t.runState.read {
+		if err := t.w.row(t.ctx, qRunState, []any{&t.runState.framed}, t.id); err != nil {
+			return t.fail("exec state "+key, err)
+		}
+		t.runState.read = true
+	}
+	changed, err := t.runState.set(key, value)
+	if err != nil {
+		return t.fail("exec state "+key, err)
+	}
+	t.runState.dirty = t.runState.dirty || changed
+	return nil
+}
+
+// ReleaseLease frees the fence's lease inside the transaction, so it takes effect exactly when the
+// transaction commits (a no-op without a fence). The fence was checked when the transaction began
+// and the write lock is held since, so the lease is still the fence's.
+func (t *tx) ReleaseLease() error {
+	if t.fence == nil {
+		return nil
+	}
+	if t.fence.ThreadID == "" || t.fence.ThreadID == t.id {
+		t.release = true // with the thread row's other changes (flush)
+		return nil
+	}
+	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
+		return t.fail("release lease", err)
+	}
+	return nil
 }
