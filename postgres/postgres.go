@@ -294,3 +294,22 @@ func (l *threadLocks) lock(threadID string) func() {
 		l.mu.Unlock()
 	}
 }
+
+// collect scans rows of one json column with a seq into values.
+func collect[T any](rows pgx.Rows, what string, dec func(doc []byte, seq int64) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var doc []byte
+		var seq int64
+		if err := rows.Scan(&doc, &seq); err != nil {
+			return nil, pgErr(what, err)
+		}
+		v, err := dec(doc, seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, pgErr(what, rows.Err())
+}
