@@ -360,7 +360,9 @@ type MessageChange struct {
 	LogID       *string
 }
 
-// CallStatus is the execution state of a tool call (execution.md §13).
+// CallStatus is the execution state of a tool call: registered pending with the assistant message,
+// running while it executes, done once its result is stored, so that a resumed run never re-runs a
+// stored result and re-runs an interrupted one only when the tool is idempotent.
 type CallStatus string
 
 // The tool-call states.
@@ -443,9 +445,9 @@ func NewID(prefix string) string {
 	return string(buf)
 }
 
-// CleanPath validates and cleans a thread-filesystem path (threadstate.md §3): absolute,
-// /-separated, at most 1024 bytes, no NUL, no empty segments ("//"), and no ".." escaping the root.
-// "." segments and ".." within the tree are resolved; a trailing slash is dropped.
+// CleanPath validates and cleans a thread-filesystem path: absolute, /-separated, at most 1024
+// bytes, no NUL, no empty segments ("//"), and no ".." escaping the root. "." segments and ".."
+// within the tree are resolved; a trailing slash is dropped.
 func CleanPath(p string) (string, error) {
 	if p == "" || p[0] != '/' || len(p) > 1024 || strings.ContainsRune(p, 0) || strings.ContainsRune(p, '\\') {
 		return "", ErrInvalidPath

@@ -3,11 +3,12 @@
 //
 // Every write transaction of a thread first locks the thread's row (SELECT … FOR UPDATE): that
 // orders the thread's writers across nodes, keeps its sequence counters gap-free, and makes the
-// fencing check of a run's lease (storage.md §4) hold until commit. Effects are claimed with FOR
-// UPDATE SKIP LOCKED, so each goes to exactly one node. The schema is migrated at Open from embedded
-// SQL files under an advisory lock, so nodes starting together migrate once; a database migrated
-// by a newer Weft is refused. Env values are sealed with envcrypt, and a check value sealed with
-// the key makes Open fail loudly on a wrong key.
+// fencing check of a run's lease (a write of a run fails with ErrLeaseLost unless the lease is
+// still held with its token) hold until commit. Effects are claimed with FOR UPDATE SKIP LOCKED, so
+// each goes to exactly one node. The schema is migrated at Open from embedded SQL files under an
+// advisory lock, so nodes starting together migrate once; a database migrated by a newer Weft is
+// refused. Env values are sealed with envcrypt, and a check value sealed with the key makes Open
+// fail loudly on a wrong key.
 package postgres
 
 import (

@@ -1,5 +1,5 @@
-// Package storetest is the conformance suite of weft.Store (storage.md §6): every back end runs it,
-// the way testing/fstest checks an fs.FS, so that all of them behave identically.
+// Package storetest is the conformance suite of weft.Store: every back end runs it, the way
+// testing/fstest checks an fs.FS, so that all of them behave identically.
 package storetest
 
 import (

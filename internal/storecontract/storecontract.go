@@ -15,7 +15,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// Limits of the KV store (threadstate.md §2).
+// Limits of the KV store: a key's length in bytes and a value's size as JSON.
 const (
 	maxKVKey   = 256
 	maxKVValue = 1 << 20
@@ -48,7 +48,8 @@ func CheckExecState(threadID, key string, value json.RawMessage) error {
 	return nil
 }
 
-// CheckEnvValue validates one env value and returns its type (secret when unset, env.md §6.1).
+// CheckEnvValue validates one env value and returns its type; a value without a type is a secret,
+// the safe default.
 func CheckEnvValue(scope weft.EnvScope, owner string, v weft.EnvValue) (weft.VarType, error) {
 	switch scope {
 	case weft.EnvThread, weft.EnvUser, weft.EnvInstance:
@@ -206,8 +207,8 @@ func matchSegments(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
-// TextMIME reports whether files of a media type are indexed for Grep (threadstate.md §4): text/*,
-// JSON, YAML, XML, JavaScript, CSV and Markdown (suffixes +json, +xml and +yaml included).
+// TextMIME reports whether files of a media type are indexed for Grep: text/*, JSON, YAML, XML,
+// JavaScript, CSV and Markdown (suffixes +json, +xml and +yaml included).
 func TextMIME(m string) bool {
 	if i := strings.IndexByte(m, ';'); i >= 0 {
 		m = m[:i]
