@@ -10,6 +10,13 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
+// KV write statements. hotWrites lists those prepared at Open.
+const (
+	qSetKV = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
+	qDelKV = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
+)
+
 func (s *Store) jsonMap(ctx context.Context, q, threadID, what string) (map[string]json.RawMessage, error) {
 	rows, err := s.query(ctx, q, threadID)
 	if err != nil {

@@ -10,6 +10,17 @@ import (
 	"github.com/weft-agents/weft"
 )
 
+// Log and event write statements. hotWrites lists those prepared at Open.
+const (
+	// A replaced log row keeps its n (its place in the listing).
+	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
+		request_body = excluded.request_body, response_body = excluded.response_body`
+	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
+	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
+	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
+)
+
 func scanLog(sc scanner, threadID string, bodies bool) (weft.LogEntry, error) {
 	l := weft.LogEntry{ThreadID: threadID}
 	var doc, req, resp string

@@ -11,6 +11,26 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
+// Message, tool-call and queue write statements. hotWrites lists those prepared at Open.
+const (
+	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
+	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
+	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
+	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
+	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
+	// more than a second statement.
+	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
+	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ? AND seq = ?`
+	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
+	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, call_id) DO NOTHING`
+	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
+	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
+	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
+)
+
 const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
 	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
 

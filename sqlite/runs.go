@@ -16,6 +16,12 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
+// Run-state write statements. hotWrites lists those prepared at Open.
+const (
+	// qRunState reads the run-state documents for a Tx that did not read them with its fence.
+	qRunState = `SELECT run_state FROM threads WHERE id = ?`
+)
+
 // Lease and run-start statements; all are prepared at Open (hotWrites). A thread's lease is in its
 // row; the columns outlive releases, so tokens only grow; token 0 means the thread never had one.
 const (
@@ -357,4 +363,45 @@ func (t *tx) ReleaseLease() error {
 		return t.fail("release lease", err)
 	}
 	return nil
+}
+
+// set stores value under key (deleting it when nil); false when that changes nothing.
+func (r *runState) set(key string, value json.RawMessage) (bool, error) {
+	if !r.decoded {
+		docs, err := decodeRunState(r.framed)
+		if err != nil {
+			return false, err
+		}
+		for k, v := range docs {
+			r.docs = append(r.docs, runStateDoc{k, string(v)})
+		}
+		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
+		r.decoded = true
+	}
+	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
+	switch {
+	case value == nil && !found:
+		return false, nil
+	case value == nil:
+		r.docs = slices.Delete(r.docs, i, i+1)
+	case found && r.docs[i].value == string(value):
+		return false, nil
+	case found:
+		r.docs[i].value = string(value)
+	default:
+		r.docs = slices.Insert(r.docs, i, runStateDoc{key, string(value)})
+	}
+	return true, nil
+}
+
+// encode frames the docs as qRunStart's exec-state set is framed: length, ':', bytes.
+func (r *runState) encode() string {
+	var b []byte
+	for _, d := range r.docs {
+		b = strconv.AppendInt(b, int64(len(d.key)), 10)
+		b = append(append(b, ':'), d.key...)
+		b = strconv.AppendInt(b, int64(len(d.value)), 10)
+		b = append(append(b, ':'), d.value...)
+	}
+	return string(b)
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
+// Thread write statements. hotWrites lists those prepared at Open.
+const (
+	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
+)
+
 const qThread = `SELECT doc FROM threads WHERE id = ?`
 
 // scanThread scans a row of a thread doc, followed by the extra columns into extra.

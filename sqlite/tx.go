@@ -11,6 +11,23 @@ import (
 	"github.com/weft-agents/weft"
 )
 
+// A Tx's own statements: whether its thread exists, its fence, its counters. hotWrites lists those
+// prepared at Open.
+const (
+	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
+	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
+		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
+	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
+	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
+		FROM threads WHERE id = ?1`
+	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
+	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
+	// the thread, and one read of the thread row serves them all.
+	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
+		FROM threads t WHERE t.id = ?1`
+)
+
 // What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
 // statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
 // changes.

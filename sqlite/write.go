@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -287,51 +284,6 @@ func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 	}
 }
 
-// Write statements; hotWrites are prepared at Open.
-const (
-	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
-	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
-		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
-	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
-	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
-		FROM threads WHERE id = ?1`
-	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
-	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
-	// the thread, and one read of the thread row serves them all.
-	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
-		FROM threads t WHERE t.id = ?1`
-	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
-	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
-	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
-	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
-	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
-	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
-	// more than a second statement.
-	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
-	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ? AND seq = ?`
-	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
-	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, call_id) DO NOTHING`
-	// A replaced log row keeps its n (its place in the listing).
-	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
-		request_body = excluded.request_body, response_body = excluded.response_body`
-	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
-	// qRunState reads the run-state documents for a Tx that did not read them with its fence.
-	qRunState = `SELECT run_state FROM threads WHERE id = ?`
-	qSetKV    = `INSERT INTO kv (thread_id, key, value, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
-	qDelKV      = `DELETE FROM kv WHERE thread_id = ? AND key = ?`
-	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
-	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
-	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
-	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
-	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
-	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
-)
-
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
@@ -339,47 +291,6 @@ func hotWrites() []string {
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
 		qRunStart, qLeaseState, qTakeLease, qRenewLease, qReleaseLease, qQueued}
 	return append(out, qUpdateThread[1:]...)
-}
-
-// set stores value under key (deleting it when nil); false when that changes nothing.
-func (r *runState) set(key string, value json.RawMessage) (bool, error) {
-	if !r.decoded {
-		docs, err := decodeRunState(r.framed)
-		if err != nil {
-			return false, err
-		}
-		for k, v := range docs {
-			r.docs = append(r.docs, runStateDoc{k, string(v)})
-		}
-		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
-		r.decoded = true
-	}
-	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
-	switch {
-	case value == nil && !found:
-		return false, nil
-	case value == nil:
-		r.docs = slices.Delete(r.docs, i, i+1)
-	case found && r.docs[i].value == string(value):
-		return false, nil
-	case found:
-		r.docs[i].value = string(value)
-	default:
-		r.docs = slices.Insert(r.docs, i, runStateDoc{key, string(value)})
-	}
-	return true, nil
-}
-
-// encode frames the docs as qRunStart's exec-state set is framed: length, ':', bytes.
-func (r *runState) encode() string {
-	var b []byte
-	for _, d := range r.docs {
-		b = strconv.AppendInt(b, int64(len(d.key)), 10)
-		b = append(append(b, ':'), d.key...)
-		b = strconv.AppendInt(b, int64(len(d.value)), 10)
-		b = append(append(b, ':'), d.value...)
-	}
-	return string(b)
 }
 
 func marshal(v any) ([]byte, error) { return json.Marshal(v) }
