@@ -5,7 +5,7 @@ package sqlite
 // per column value read, and each column of a result adds ~0.3 µs to every query, so a 20-column
 // message row took ~4 µs to scan, the packed one a fraction of that. Threads, messages, queue and
 // env rows are read from doc alone; their docs begin with a field present in every one (id, seq,
-// seq, name), so that docs concatenated by group_concat can be split again (docList, run.go).
+// seq, name), so that docs concatenated by group_concat can be split again (docList, runs.go).
 //
 // A doc is a sequence of fields, each a tag byte, a uvarint length and that many bytes; zero values
 // are left out and unknown tags are skipped, so fields can be added later. Decoding works on a
