@@ -13,10 +13,27 @@ import (
 )
 
 // Store persists threads and everything in them: messages, tool calls, the queue, run state, logs,
-// files, KV and env values (storage.md). Reads are methods of the Store; every write of a run goes
-// through Tx, one transaction per step boundary, fenced by the run's lease. Implementations (sqlite,
-// postgres, memstore) must behave identically; storetest checks them. Safe for concurrent use.
+// events, KV, files and env values. Reads are methods of the Store; every write of a run goes
+// through Tx, one transaction per step boundary, fenced by the run's lease. It is composed of one
+// small interface per noun, so that a reader finds a method by what it stores and a caller can
+// ask for only the part it uses. Implementations (sqlite, postgres, memstore) must behave
+// identically; storetest checks them. Safe for concurrent use.
 type Store interface {
+	ThreadStore
+	MessageStore
+	LogStore
+	KVStore
+	FileStore
+	EnvStore
+	EffectStore
+	RunStore
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ThreadStore creates, reads, lists and deletes threads; a run changes a thread through ThreadTx.
+type ThreadStore interface {
 	// CreateThread stores a new thread together with its thread-layer env values, atomically.
 	CreateThread(ctx context.Context, t *Thread, env []EnvValue) error
 	// Thread returns a thread or ErrNotFound.
@@ -25,7 +42,11 @@ type Store interface {
 	Threads(ctx context.Context, q ThreadQuery) ([]*Thread, int, error)
 	// DeleteThread deletes a thread, its descendants and all their rows.
 	DeleteThread(ctx context.Context, id string) error
+}
 
+// MessageStore reads a thread's messages and tool calls and keeps its queue of messages waiting
+// for the next step boundary; a run writes them through MessageTx.
+type MessageStore interface {
 	// Messages lists a thread's messages ordered by seq.
 	Messages(ctx context.Context, threadID string, q MessageQuery) ([]Message, error)
 	// Message returns one message or ErrNotFound.
@@ -33,43 +54,49 @@ type Store interface {
 	// ToolCalls lists a thread's tool calls with one of the given statuses (all when none given),
 	// in call order.
 	ToolCalls(ctx context.Context, threadID string, status ...CallStatus) ([]ToolCallRecord, error)
-	// ExecState returns the thread's run-state documents by key.
-	ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
 	// Queued lists the thread's queued messages in order without draining them.
 	Queued(ctx context.Context, threadID string) ([]QueuedMessage, error)
 	// PushQueue queues a message for the thread's next step boundary (no fence: callers outside runs).
 	// A terminated thread refuses it (ErrTerminated), checked in the same atomic write.
 	PushQueue(ctx context.Context, q *QueuedMessage) error
+}
 
+// LogStore reads what happened in a thread: the log rows of its model calls and the event log that
+// streams resume from; a run appends to both through LogTx.
+type LogStore interface {
 	// Logs lists a thread's log rows in creation order; Log returns one with its bodies.
 	Logs(ctx context.Context, threadID string, q LogQuery) ([]LogEntry, error)
 	Log(ctx context.Context, threadID, id string) (LogEntry, error)
+	// Events returns the thread's events with Seq > after, in order, at most limit of them (1,000
+	// when limit ≤ 0). An unknown thread is ErrNotFound.
+	Events(ctx context.Context, threadID string, after int64, limit int) ([]EventRecord, error)
+}
 
+// KVStore reads a thread's KV values, the JSON documents its tools keep by key; a run writes them
+// through KVTx.
+type KVStore interface {
 	// GetKV returns a thread's KV value; found is false when absent. ListKV returns all keys.
 	GetKV(ctx context.Context, threadID, key string) (value json.RawMessage, found bool, err error)
 	ListKV(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
+}
 
+// FileStore reads a thread's filesystem; a run writes it through FileTx.
+type FileStore interface {
 	// Files reads a thread's filesystem.
 	Files() FileReader
+}
 
+// EnvStore keeps the encrypted env values of threads, users and the instance.
+type EnvStore interface {
 	// Env returns the decrypted values of one env scope (thread, user or instance) and owner.
 	Env(ctx context.Context, scope EnvScope, owner string) ([]EnvValue, error)
 	// SetEnv stores (encrypted) or, with Delete, removes env values of one scope and owner.
 	SetEnv(ctx context.Context, scope EnvScope, owner string, values []EnvValue) error
+}
 
-	// Tx runs fn in one transaction on the thread's rows: everything fn writes becomes visible at
-	// once, or nothing does when fn returns an error. With a fence, the lease of fence.ThreadID (the
-	// Tx's own thread when empty, so a run can write a child thread under its own fence) must still
-	// be held with that token, else ErrLeaseLost and nothing is written. fn may read through the
-	// Store (it sees committed data) but must not call a Store write method: that deadlocks.
-	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
-
-	// BeginRun starts a run in one transaction: it takes the thread's lease for node exactly as
-	// AcquireLease does (ErrLeaseHeld if another node holds it) and returns everything a run loads:
-	// the thread, its run state, its top-level messages (all statuses), its queued messages, and
-	// the env values of the thread, of its user (when UserID is set) and of the instance.
-	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, *RunStart, error)
-
+// EffectStore keeps effects, the work a thread schedules to run later, and hands due ones to
+// exactly one claimer across processes.
+type EffectStore interface {
 	// ScheduleEffect stores a new effect row (status pending); ID, CreatedAt and Status are filled
 	// when empty. ErrNotFound for an unknown thread.
 	ScheduleEffect(ctx context.Context, e *EffectRecord) error
@@ -88,6 +115,25 @@ type Store interface {
 	Effects(ctx context.Context, threadID string) ([]EffectRecord, error)
 	// NextEffectAt returns when the earliest pending effect is due (zero when none).
 	NextEffectAt(ctx context.Context) (time.Time, error)
+}
+
+// RunStore runs a thread: the lease that lets one node at a time run it, the run state a run
+// resumes from, and the transactions through which a run writes.
+type RunStore interface {
+	// Tx runs fn in one transaction on the thread's rows: everything fn writes becomes visible at
+	// once, or nothing does when fn returns an error. With a fence, the lease of fence.ThreadID (the
+	// Tx's own thread when empty, so a run can write a child thread under its own fence) must still
+	// be held with that token, else ErrLeaseLost and nothing is written. fn may read through the
+	// Store (it sees committed data) but must not call a Store write method: that deadlocks.
+	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
+
+	// BeginRun starts a run in one transaction: it takes the thread's lease for node exactly as
+	// AcquireLease does (ErrLeaseHeld if another node holds it) and returns everything a run loads:
+	// the thread, its run state, its top-level messages (all statuses), its queued messages, and
+	// the env values of the thread, of its user (when UserID is set) and of the instance.
+	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, *RunStart, error)
+	// ExecState returns the thread's run-state documents by key.
+	ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
 
 	// AcquireLease takes the thread's lease for node if it is free or expired, returning a fence
 	// with a token higher than any before; ErrLeaseHeld if another node holds it.
@@ -96,13 +142,6 @@ type Store interface {
 	RenewLease(ctx context.Context, f Fence, ttl time.Duration) error
 	// ReleaseLease frees a held lease (no error if it was already lost).
 	ReleaseLease(ctx context.Context, f Fence) error
-
-	// Events returns the thread's events with Seq > after, in order, at most limit of them (1,000
-	// when limit ≤ 0). An unknown thread is ErrNotFound.
-	Events(ctx context.Context, threadID string, after int64, limit int) ([]EventRecord, error)
-
-	// Close releases the store's resources.
-	Close() error
 }
 
 // Notifier is implemented by a Store that several processes share (postgres): it tells one process
@@ -139,10 +178,25 @@ const (
 	NoticeQueued
 )
 
-// Tx is the write side of one transaction on one thread's rows.
+// Tx is the write side of one transaction on one thread's rows, composed of the writes of each
+// noun of the Store.
 type Tx interface {
+	ThreadTx
+	MessageTx
+	LogTx
+	KVTx
+	FileTx
+	RunTx
+}
+
+// ThreadTx changes the Tx's thread.
+type ThreadTx interface {
 	// UpdateThread changes thread fields.
 	UpdateThread(p ThreadPatch) error
+}
+
+// MessageTx writes the Tx's thread's messages, tool calls and queue.
+type MessageTx interface {
 	// InsertMessage inserts m, assigning ID (when empty), ThreadID, Seq (next gap-free number) and
 	// CreatedAt (when zero).
 	InsertMessage(m *Message) error
@@ -160,12 +214,30 @@ type Tx interface {
 	// it is above n. A store reads it with the transaction's other reads, so that a run learns of
 	// queued messages without reading the queue again.
 	QueueSeq() (int64, error)
-	// SetExecState stores a run-state document under key (nil deletes it).
-	SetExecState(key string, value json.RawMessage) error
+	// PushQueue queues a message, as Store.PushQueue does, atomically with the transaction's other
+	// writes (a message and the files it attaches land together or not at all); a terminated
+	// thread refuses it (ErrTerminated) and nothing of the transaction is written.
+	PushQueue(q *QueuedMessage) error
+}
+
+// LogTx appends to the Tx's thread's log rows and event log.
+type LogTx interface {
 	// PutLog inserts or replaces a log row (keyed by id).
 	PutLog(l *LogEntry) error
+	// AppendEvents adds events to the thread's event log, assigning each its Seq (continuing the
+	// thread's gap-free count from 1) and CreatedAt when zero. They commit with the transaction's
+	// other writes, so a stream that reconnects finds exactly the events of what was committed.
+	AppendEvents(evs []EventRecord) error
+}
+
+// KVTx writes the Tx's thread's KV values.
+type KVTx interface {
 	// SetKV stores a JSON value (nil deletes it).
 	SetKV(key string, value json.RawMessage) error
+}
+
+// FileTx writes the Tx's thread's filesystem.
+type FileTx interface {
 	// WriteFile stores a file (chunked above ChunkSize), creating parent directories.
 	WriteFile(f *FileInfo, data []byte) error
 	// Mkdir creates a directory and its parents.
@@ -175,17 +247,15 @@ type Tx interface {
 	RemoveDir(path string, recursive bool) error
 	// RenameFile moves a file; the target must not exist.
 	RenameFile(from, to string) error
+}
+
+// RunTx writes the Tx's thread's run state and ends the run's lease.
+type RunTx interface {
+	// SetExecState stores a run-state document under key (nil deletes it).
+	SetExecState(key string, value json.RawMessage) error
 	// ReleaseLease frees the Tx's fence lease when the transaction commits (no-op without a fence):
 	// a run's last transaction ends it.
 	ReleaseLease() error
-	// PushQueue queues a message, as Store.PushQueue does, atomically with the transaction's other
-	// writes (a message and the files it attaches land together or not at all); a terminated
-	// thread refuses it (ErrTerminated) and nothing of the transaction is written.
-	PushQueue(q *QueuedMessage) error
-	// AppendEvents adds events to the thread's event log, assigning each its Seq (continuing the
-	// thread's gap-free count from 1) and CreatedAt when zero. They commit with the transaction's
-	// other writes, so a stream that reconnects finds exactly the events of what was committed.
-	AppendEvents(evs []EventRecord) error
 }
 
 // EventRecord is a thread's event as kept for streams that reconnect (the newest EventWindow of
@@ -290,7 +360,9 @@ type MessageChange struct {
 	LogID       *string
 }
 
-// CallStatus is the execution state of a tool call (execution.md §13).
+// CallStatus is the execution state of a tool call: registered pending with the assistant message,
+// running while it executes, done once its result is stored, so that a resumed run never re-runs a
+// stored result and re-runs an interrupted one only when the tool is idempotent.
 type CallStatus string
 
 // The tool-call states.
@@ -373,9 +445,9 @@ func NewID(prefix string) string {
 	return string(buf)
 }
 
-// CleanPath validates and cleans a thread-filesystem path (threadstate.md §3): absolute,
-// /-separated, at most 1024 bytes, no NUL, no empty segments ("//"), and no ".." escaping the root.
-// "." segments and ".." within the tree are resolved; a trailing slash is dropped.
+// CleanPath validates and cleans a thread-filesystem path: absolute, /-separated, at most 1024
+// bytes, no NUL, no empty segments ("//"), and no ".." escaping the root. "." segments and ".."
+// within the tree are resolved; a trailing slash is dropped.
 func CleanPath(p string) (string, error) {
 	if p == "" || p[0] != '/' || len(p) > 1024 || strings.ContainsRune(p, 0) || strings.ContainsRune(p, '\\') {
 		return "", ErrInvalidPath

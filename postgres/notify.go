@@ -13,7 +13,8 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// The LISTEN/NOTIFY channels (storage.md §5.2). Notifications are sent inside the transactions
+// The LISTEN/NOTIFY channels, through which every node learns of events, effects and queued
+// messages that another node committed. Notifications are sent inside the transactions
 // whose commits they report, so PostgreSQL delivers them exactly when, and only if, those commit.
 const (
 	// channelEvents carries "<thread id> <seq>": the thread's event log grew to seq.

@@ -3,11 +3,12 @@
 //
 // Every write transaction of a thread first locks the thread's row (SELECT … FOR UPDATE): that
 // orders the thread's writers across nodes, keeps its sequence counters gap-free, and makes the
-// fencing check of a run's lease (storage.md §4) hold until commit. Effects are claimed with FOR
-// UPDATE SKIP LOCKED, so each goes to exactly one node. The schema is migrated at Open from embedded
-// SQL files under an advisory lock, so nodes starting together migrate once; a database migrated
-// by a newer Weft is refused. Env values are sealed with envcrypt, and a check value sealed with
-// the key makes Open fail loudly on a wrong key.
+// fencing check of a run's lease (a write of a run fails with ErrLeaseLost unless the lease is
+// still held with its token) hold until commit. Effects are claimed with FOR UPDATE SKIP LOCKED, so
+// each goes to exactly one node. The schema is migrated at Open from embedded SQL files under an
+// advisory lock, so nodes starting together migrate once; a database migrated by a newer Weft is
+// refused. Env values are sealed with envcrypt, and a check value sealed with the key makes Open
+// fail loudly on a wrong key.
 package postgres
 
 import (
@@ -293,4 +294,23 @@ func (l *threadLocks) lock(threadID string) func() {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// collect scans rows of one json column with a seq into values.
+func collect[T any](rows pgx.Rows, what string, dec func(doc []byte, seq int64) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var doc []byte
+		var seq int64
+		if err := rows.Scan(&doc, &seq); err != nil {
+			return nil, pgErr(what, err)
+		}
+		v, err := dec(doc, seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, pgErr(what, rows.Err())
 }

@@ -36,8 +36,7 @@ func TestAuthConformance(t *testing.T) {
 	})
 }
 
-// TestReopen: migrations are idempotent on re-open, data survives, and a wrong key fails loudly
-// (storage.md §6.7, §6.10).
+// TestReopen: migrations are idempotent on re-open, data survives, and a wrong key fails loudly.
 func TestReopen(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -239,4 +240,41 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 		return err
 	})
 	return pgErr("delete thread "+id, err)
+}
+
+// thread returns the thread record this transaction writes back, decoding it on first use.
+func (t *tx) thread() (*weft.Thread, error) {
+	if t.meta == nil {
+		m, err := decodeThread(t.row.doc)
+		if err != nil {
+			return nil, err
+		}
+		t.meta = m
+	}
+	return t.meta, nil
+}
+
+// UpdateThread changes thread fields; UpdatedAt becomes now.
+func (t *tx) UpdateThread(p weft.ThreadPatch) error {
+	m, err := t.thread()
+	if err != nil {
+		return err
+	}
+	if p.Tags != nil {
+		m.Tags = slices.Clone(p.Tags)
+	}
+	if p.Properties != nil {
+		if _, err := json.Marshal(p.Properties); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.id, err)
+		}
+		m.Properties = p.Properties
+	}
+	if p.Arguments != nil {
+		if _, err := json.Marshal(p.Arguments); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
+		}
+		m.Arguments = p.Arguments
+	}
+	storecontract.ApplyThreadPatch(m, p, t.clock())
+	return nil
 }

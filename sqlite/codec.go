@@ -5,11 +5,26 @@ package sqlite
 // per column value read, and each column of a result adds ~0.3 µs to every query, so a 20-column
 // message row took ~4 µs to scan, the packed one a fraction of that. Threads, messages, queue and
 // env rows are read from doc alone; their docs begin with a field present in every one (id, seq,
-// seq, name), so that docs concatenated by group_concat can be split again (docList, run.go).
+// seq, name), so that docs concatenated by group_concat can be split again (docList, runs.go).
 //
 // A doc is a sequence of fields, each a tag byte, a uvarint length and that many bytes; zero values
 // are left out and unknown tags are skipped, so fields can be added later. Decoding works on a
 // string, so the decoded strings share its memory.
+//
+// Measured against encoding/json of the same message in the doc column (what postgres keeps),
+// on three typical messages (a user message, an assistant message with a tool call and metadata,
+// a tool result), median of 7 runs on a shared 2-core machine:
+//
+//	go test ./sqlite -run '^$' -bench BenchmarkMessageCodec -benchmem -benchtime 20000x -count 7 -cpu 1
+//
+//	            packed                       encoding/json
+//	encode      10.9 µs  1,912 B  18 allocs  17.8 µs  1,776 B  16 allocs   (json 1.6× slower)
+//	decode       8.1 µs  2,128 B  25 allocs  45.5 µs  3,464 B  59 allocs   (json 5.6× slower)
+//	doc size       792 bytes                   1,270 bytes
+//
+// A read decodes every row it returns (a run's BeginRun and each context read all of a thread's
+// messages), so the decode side is the one that counts; the codec stays hand-written per row kind,
+// with a switch per tag, because a field table would call through a function value per field.
 
 import (
 	"encoding/binary"

@@ -32,7 +32,7 @@ import (
 )
 
 // MemoryDSN opens a throwaway database, shared by every connection of the store and removed by
-// Close, with a throwaway encryption key (env.md §6.2).
+// Close, with a throwaway random encryption key (no key file is written, no warning is logged).
 //
 // It is a WAL file in a private temporary directory (synchronous=OFF) rather than SQLite's own
 // in-memory database: those (memdb VFS, shared cache) have no WAL, so an open write transaction

@@ -11,8 +11,9 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// Effects (storage.md §5.1, §6.5). The stores run on the real clock, so due times are set well in
-// the past or the future of it.
+// Effects: claimed in due-time order, each by exactly one of several claimers, re-claimable once a
+// claim expires, cancellable while pending. The stores run on the real clock, so due times are set
+// well in the past or the future of it.
 
 func schedule(t *testing.T, s weft.Store, e *weft.EffectRecord) *weft.EffectRecord {
 	t.Helper()

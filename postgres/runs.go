@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // qAcquire takes a free or expired lease, incrementing the token.
@@ -205,4 +207,29 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
 	}
 	return f, rs, nil
+}
+
+// ExecState returns the thread's run-state documents by key.
+func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
+	return s.jsonMap(ctx, "SELECT key, value FROM exec_state WHERE thread_id = $1", threadID, "run state")
+}
+
+// SetExecState stores a run-state document (nil deletes it).
+func (t *tx) SetExecState(key string, value json.RawMessage) error {
+	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
+		return err
+	}
+	if value == nil {
+		t.queue(op{sql: "DELETE FROM exec_state WHERE thread_id = $1 AND key = $2", args: []any{t.id, key}})
+		return nil
+	}
+	t.queue(op{sql: `INSERT INTO exec_state (thread_id, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (thread_id, key) DO UPDATE SET value = excluded.value`, args: []any{t.id, key, []byte(slices.Clone(value))}})
+	return nil
+}
+
+// ReleaseLease frees the fence's lease when the transaction commits (a no-op without a fence).
+func (t *tx) ReleaseLease() error {
+	t.release = t.fence != nil
+	return nil
 }

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +13,13 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
+)
+
+// Run-state write statements. hotWrites lists those prepared at Open.
+const (
+	// qRunState reads the run-state documents for a Tx that did not read them with its fence.
+	qRunState = `SELECT run_state FROM threads WHERE id = ?`
 )
 
 // Lease and run-start statements; all are prepared at Open (hotWrites). A thread's lease is in its
@@ -294,4 +303,105 @@ func (d *docList) next() string {
 	doc := d.s[:end]
 	d.s = d.s[end:]
 	return doc
+}
+
+// ExecState returns the thread's run-state documents by key.
+func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
+	var framed string
+	if err := s.row(ctx, qRunState, []any{&framed}, threadID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
+	}
+	out, err := decodeRunState(framed)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: exec state: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// runState is a Tx's copy of the thread's run-state documents (threads.run_state): framed keys and
+// values as read, decoded into docs when SetExecState changes one.
+type runState struct {
+	read, dirty bool
+	framed      string
+	docs        []runStateDoc // sorted by key, once decoded
+	decoded     bool
+}
+
+type runStateDoc struct{ key, value string }
+
+// SetExecState stores a run-state document (nil deletes it).
+func (t *tx) SetExecState(key string, value json.RawMessage) error {
+	if err := storecontract.CheckExecState(t.id, key, value); err != nil {
+		return err
+	}
+	if !t.runState.read {
+		if err := t.w.row(t.ctx, qRunState, []any{&t.runState.framed}, t.id); err != nil {
+			return t.fail("exec state "+key, err)
+		}
+		t.runState.read = true
+	}
+	changed, err := t.runState.set(key, value)
+	if err != nil {
+		return t.fail("exec state "+key, err)
+	}
+	t.runState.dirty = t.runState.dirty || changed
+	return nil
+}
+
+// ReleaseLease frees the fence's lease inside the transaction, so it takes effect exactly when the
+// transaction commits (a no-op without a fence). The fence was checked when the transaction began
+// and the write lock is held since, so the lease is still the fence's.
+func (t *tx) ReleaseLease() error {
+	if t.fence == nil {
+		return nil
+	}
+	if t.fence.ThreadID == "" || t.fence.ThreadID == t.id {
+		t.release = true // with the thread row's other changes (flush)
+		return nil
+	}
+	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
+		return t.fail("release lease", err)
+	}
+	return nil
+}
+
+// set stores value under key (deleting it when nil); false when that changes nothing.
+func (r *runState) set(key string, value json.RawMessage) (bool, error) {
+	if !r.decoded {
+		docs, err := decodeRunState(r.framed)
+		if err != nil {
+			return false, err
+		}
+		for k, v := range docs {
+			r.docs = append(r.docs, runStateDoc{k, string(v)})
+		}
+		slices.SortFunc(r.docs, func(a, b runStateDoc) int { return strings.Compare(a.key, b.key) })
+		r.decoded = true
+	}
+	i, found := slices.BinarySearchFunc(r.docs, key, func(d runStateDoc, k string) int { return strings.Compare(d.key, k) })
+	switch {
+	case value == nil && !found:
+		return false, nil
+	case value == nil:
+		r.docs = slices.Delete(r.docs, i, i+1)
+	case found && r.docs[i].value == string(value):
+		return false, nil
+	case found:
+		r.docs[i].value = string(value)
+	default:
+		r.docs = slices.Insert(r.docs, i, runStateDoc{key, string(value)})
+	}
+	return true, nil
+}
+
+// encode frames the docs as qRunStart's exec-state set is framed: length, ':', bytes.
+func (r *runState) encode() string {
+	var b []byte
+	for _, d := range r.docs {
+		b = strconv.AppendInt(b, int64(len(d.key)), 10)
+		b = append(append(b, ':'), d.key...)
+		b = strconv.AppendInt(b, int64(len(d.value)), 10)
+		b = append(append(b, ':'), d.value...)
+	}
+	return string(b)
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
@@ -32,25 +33,6 @@ func encodeMessage(m *weft.Message) ([]byte, error) {
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: message %s: %v", m.ThreadID, m.ID, err)
 	}
 	return b, nil
-}
-
-// collect scans rows of one json column with a seq into values.
-func collect[T any](rows pgx.Rows, what string, dec func(doc []byte, seq int64) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		var doc []byte
-		var seq int64
-		if err := rows.Scan(&doc, &seq); err != nil {
-			return nil, pgErr(what, err)
-		}
-		v, err := dec(doc, seq)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, pgErr(what, rows.Err())
 }
 
 // Messages lists a thread's messages ordered by seq (see weft.MessageQuery; Limit 0 means 100 and a
@@ -143,30 +125,6 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 	})
 }
 
-// ExecState returns the thread's run-state documents by key.
-func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
-	return s.jsonMap(ctx, "SELECT key, value FROM exec_state WHERE thread_id = $1", threadID, "run state")
-}
-
-// jsonMap reads key/value rows of one thread.
-func (s *Store) jsonMap(ctx context.Context, sql, threadID, what string) (map[string]json.RawMessage, error) {
-	rows, err := s.pool.Query(ctx, sql, threadID)
-	if err != nil {
-		return nil, pgErr("thread "+threadID+": "+what, err)
-	}
-	defer rows.Close()
-	out := map[string]json.RawMessage{}
-	for rows.Next() {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, pgErr("thread "+threadID+": "+what, err)
-		}
-		out[k] = v
-	}
-	return out, pgErr("thread "+threadID+": "+what, rows.Err())
-}
-
 func decodeQueued(doc []byte, threadID string, seq int64) (weft.QueuedMessage, error) {
 	var q weft.QueuedMessage
 	if err := json.Unmarshal(doc, &q); err != nil {
@@ -237,110 +195,195 @@ func (s *Store) pushRefused(ctx context.Context, threadID string) error {
 	return fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 }
 
-// decodeLog reads a log doc; bodies come from their own columns.
-func decodeLog(doc []byte, threadID string) (weft.LogEntry, error) {
-	var l weft.LogEntry
-	if err := json.Unmarshal(doc, &l); err != nil {
-		return l, fmt.Errorf("postgres: thread %s: log: %w", threadID, err)
+// InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and
+// CreatedAt (when zero) on m. An id the thread already has fails the transaction (EConflict).
+func (t *tx) InsertMessage(m *weft.Message) error {
+	if m.ID == "" {
+		m.ID = weft.NewID("msg_")
 	}
-	l.ThreadID = threadID
-	l.CreatedAt = l.CreatedAt.UTC()
-	return l, nil
-}
-
-// Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
-// means no limit).
-func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error) {
-	sql := "SELECT doc, n FROM logs WHERE thread_id = $1 AND depth <= $2 ORDER BY n"
-	if q.Limit > 0 {
-		sql += " LIMIT " + strconv.Itoa(q.Limit)
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = t.clock()
+	} else {
+		m.CreatedAt = m.CreatedAt.UTC()
 	}
-	if q.Offset > 0 {
-		sql += " OFFSET " + strconv.Itoa(q.Offset)
-	}
-	rows, err := s.pool.Query(ctx, sql, threadID, q.MaxDepth)
+	m.ThreadID = t.id
+	seq := t.row.msgSeq + 1
+	c := *m
+	c.Seq = seq
+	c.ToolCalls = nilIfEmptySlice(c.ToolCalls)
+	c.Attachments = nilIfEmptySlice(c.Attachments)
+	doc, err := encodeMessage(&c)
 	if err != nil {
-		return nil, pgErr("thread "+threadID+": logs", err)
+		return err
 	}
-	return collect(rows, "thread "+threadID+": logs", func(doc []byte, _ int64) (weft.LogEntry, error) {
-		return decodeLog(doc, threadID)
-	})
+	id := m.ID
+	// The doc is encoded now (the caller may change m afterwards); the copy is kept, decoded from
+	// it, only if an update within this transaction changes the message before it is sent.
+	t.queue(op{sql: `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		args: []any{t.id, seq, m.ID, text(string(m.Role)), m.Silent, m.Depth, doc}, msgID: m.ID,
+		fail: func(err error) error {
+			if isCode(err, uniqueViolation) {
+				return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, id)
+			}
+			return err
+		}})
+	m.Seq = seq
+	t.row.msgSeq = seq
+	t.rowDirty = true
+	return nil
 }
 
-// Log returns one log row with its bodies, or ErrNotFound.
-func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
-	var doc, req, resp []byte
-	err := s.pool.QueryRow(ctx, "SELECT doc, request_body, response_body FROM logs WHERE thread_id = $1 AND id = $2",
-		threadID, id).Scan(&doc, &req, &resp)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return weft.LogEntry{}, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
+func nilIfEmptySlice[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
 	}
-	if err != nil {
-		return weft.LogEntry{}, pgErr("thread "+threadID+": log "+id, err)
-	}
-	l, err := decodeLog(doc, threadID)
-	if len(req) > 0 {
-		l.RequestBody = req
-	}
-	if len(resp) > 0 {
-		l.ResponseBody = resp
-	}
-	return l, err
+	return s
 }
 
-// GetKV returns a thread's KV value; found is false when absent.
-func (s *Store) GetKV(ctx context.Context, threadID, key string) (json.RawMessage, bool, error) {
-	var v []byte
-	err := s.pool.QueryRow(ctx, "SELECT value FROM kv WHERE thread_id = $1 AND key = $2", threadID, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, pgErr("thread "+threadID+": kv", err)
-	}
-	return v, true, nil
-}
-
-// ListKV returns all of a thread's KV values by key.
-func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.RawMessage, error) {
-	return s.jsonMap(ctx, "SELECT key, value FROM kv WHERE thread_id = $1", threadID, "kv")
-}
-
-// Events returns the thread's events after a seq, in order (at most limit, 1,000 when limit ≤ 0).
-// An unknown thread is ErrNotFound.
-func (s *Store) Events(ctx context.Context, threadID string, after int64, limit int) ([]weft.EventRecord, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, type, data, created_at FROM events
-		WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, threadID, after, limit)
-	if err != nil {
-		return nil, pgErr("thread "+threadID+": events", err)
-	}
-	defer rows.Close()
-	out := []weft.EventRecord{}
-	for rows.Next() {
-		e := weft.EventRecord{ThreadID: threadID}
-		var at int64
-		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Type, &data, &at); err != nil {
-			return nil, pgErr("thread "+threadID+": events", err)
+// pendingInsert returns the index of the queued insert of message id, or -1 when this transaction
+// has not queued one (or has sent it).
+func (t *tx) pendingInsert(id string) int {
+	for i := len(t.ops) - 1; i >= 0; i-- {
+		if t.ops[i].msgID == id && strings.HasPrefix(t.ops[i].sql, "INSERT") {
+			return i
 		}
-		e.Data, e.CreatedAt = data, fromNanos(at)
-		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, pgErr("thread "+threadID+": events", err)
+	return -1
+}
+
+// UpdateMessage changes a message (inserted earlier in this Tx or committed). A message this
+// transaction inserted and has not sent yet is changed in place; a committed one is read (the
+// thread's lock keeps it as read until commit) and written back with the commit.
+func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
+	if ch.Metadata != nil {
+		if _, err := json.Marshal(ch.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
+		}
 	}
-	if len(out) == 0 {
-		var one int
-		err := s.pool.QueryRow(ctx, "SELECT 1 FROM threads WHERE id = $1", threadID).Scan(&one)
+	var ins *op
+	if i := t.pendingInsert(id); i >= 0 {
+		ins = &t.ops[i]
+	}
+	var doc []byte
+	var seq int64
+	if ins != nil {
+		doc, seq = ins.args[6].([]byte), ins.args[1].(int64)
+	} else {
+		err := t.queryRow("SELECT doc, seq FROM messages WHERE thread_id = $1 AND id = $2", t.id, id).Scan(&doc, &seq)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, threadNotFound(threadID)
+			return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
 		}
 		if err != nil {
-			return nil, pgErr("thread "+threadID+": events", err)
+			return pgErr("thread "+t.id+": message "+id, err)
 		}
 	}
+	dm, err := decodeMessage(doc, t.id, seq)
+	if err != nil {
+		return err
+	}
+	m := &dm
+	storecontract.ApplyMessageChange(m, ch)
+	if ch.ToolCalls != nil {
+		m.ToolCalls = nilIfEmptySlice(slices.Clone(*ch.ToolCalls))
+	}
+	if ch.Attachments != nil {
+		m.Attachments = nilIfEmptySlice(slices.Clone(*ch.Attachments))
+	}
+	if ch.Metadata != nil {
+		m.Metadata = ch.Metadata
+	}
+	if doc, err = encodeMessage(m); err != nil {
+		return err
+	}
+	if ins != nil {
+		ins.args[4], ins.args[6] = m.Silent, doc
+		return nil
+	}
+	t.queue(op{sql: "UPDATE messages SET silent = $3, doc = $4 WHERE thread_id = $1 AND seq = $2",
+		args: []any{t.id, m.Seq, m.Silent, doc}, msgID: id})
+	return nil
+}
+
+// DeleteMessage removes a message; its seq is not reused.
+func (t *tx) DeleteMessage(id string) error {
+	for i := range t.ops {
+		if t.ops[i].msgID == id && strings.HasPrefix(t.ops[i].sql, "UPDATE") {
+			t.ops = slices.Delete(t.ops, i, i+1) // the row goes: its queued update too
+			break
+		}
+	}
+	if i := t.pendingInsert(id); i >= 0 {
+		t.ops = slices.Delete(t.ops, i, i+1) // inserted and deleted here: never sent
+		return nil
+	}
+	n, err := t.exec("delete message "+id, "DELETE FROM messages WHERE thread_id = $1 AND id = $2", t.id, id)
+	if err == nil && n == 0 {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	}
+	return err
+}
+
+// qPutToolCall inserts or replaces a call record. A new call takes the thread's next call number
+// (the counter lives in the thread row, advanced by this statement); a replaced one keeps its own.
+const qPutToolCall = `WITH old AS (SELECT seq FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
+	next AS (UPDATE threads SET call_seq = call_seq + 1 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) RETURNING call_seq)
+	INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
+	VALUES ($1, $2, COALESCE((SELECT seq FROM old), (SELECT call_seq FROM next)), $3, $4)
+	ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
+	RETURNING seq`
+
+// PutToolCall inserts or replaces a tool-call record, assigning ThreadID and Seq (kept from the
+// call's first put; Status defaults to pending). Seq is set when the transaction sends it.
+func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
+	if err := storecontract.PrepareToolCall(t.id, c); err != nil {
+		return err
+	}
+	c.ThreadID = t.id
+	r := *c
+	if len(r.Meta) == 0 {
+		r.Meta = nil
+	}
+	doc, err := json.Marshal(&r)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: tool call %s: %v", t.id, c.CallID, err)
+	}
+	t.queue(op{sql: qPutToolCall, args: []any{t.id, c.CallID, string(c.Status), doc},
+		row: func(row pgx.Row) error { return row.Scan(&c.Seq) }})
+	return nil
+}
+
+// DrainQueue removes and returns the queued messages with seq ≤ upTo (all when upTo ≤ 0), in order:
+// the rows read with the lock (no push can come between), deleted with the commit.
+func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
+	n := 0
+	for n < len(t.queued) && (upTo <= 0 || t.queued[n].Seq <= upTo) {
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := t.queued[:n:n]
+	t.queued = t.queued[n:]
+	t.queue(op{sql: "DELETE FROM queue WHERE thread_id = $1 AND seq <= $2", args: []any{t.id, out[n-1].Seq}})
 	return out, nil
+}
+
+// QueueSeq returns the seq of the newest message ever queued on the thread, as of this transaction
+// (pushes from outside wait for the row lock this transaction holds).
+func (t *tx) QueueSeq() (int64, error) { return t.row.queueSeq, nil }
+
+// PushQueue queues a message with the transaction's other writes; a terminated thread refuses it at
+// commit (ErrTerminated), and nothing of the transaction is written.
+func (t *tx) PushQueue(q *weft.QueuedMessage) error {
+	q.ThreadID = t.id
+	storecontract.PrepareQueued(q, t.s.nowUTC)
+	q.Seq = t.row.queueSeq + 1
+	doc, err := encodeQueued(q)
+	if err != nil {
+		return err
+	}
+	t.queue(op{sql: "INSERT INTO queue (thread_id, seq, doc) VALUES ($1, $2, $3)", args: []any{t.id, q.Seq, doc}})
+	t.row.queueSeq = q.Seq
+	t.pushed, t.rowDirty = true, true
+	return nil
 }

@@ -1,0 +1,141 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/weft-agents/weft"
+)
+
+// Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
+// means no limit).
+func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	th := s.lookup(threadID)
+	if th == nil {
+		return nil, nil
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	var out []weft.LogEntry
+	skip := q.Offset
+	for _, l := range th.logs {
+		if l.Depth > q.MaxDepth {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		c := copyLog(l)
+		c.RequestBody, c.ResponseBody = nil, nil
+		out = append(out, c)
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func copyLog(l *weft.LogEntry) weft.LogEntry {
+	c := *l
+	c.CostInput, c.CostCached, c.CostOutput, c.CostTotal = copyFloat(l.CostInput), copyFloat(l.CostCached), copyFloat(l.CostOutput), copyFloat(l.CostTotal)
+	c.RequestBody, c.ResponseBody = slices.Clone(l.RequestBody), slices.Clone(l.ResponseBody)
+	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = slices.Clone(l.ToolsOffered), slices.Clone(l.ToolsCalled), slices.Clone(l.QueuedTools)
+	return c
+}
+
+func copyFloat(f *float64) *float64 {
+	if f == nil {
+		return nil
+	}
+	v := *f
+	return &v
+}
+
+// Log returns one log row with its bodies, or ErrNotFound.
+func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
+	th, err := s.get(threadID)
+	if err != nil {
+		return weft.LogEntry{}, err
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	i, ok := th.logIdx[id]
+	if !ok || th.deleted {
+		return weft.LogEntry{}, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
+	}
+	return copyLog(th.logs[i]), nil
+}
+
+// Events returns the thread's events after a seq, in order.
+func (s *Store) Events(ctx context.Context, threadID string, after int64, limit int) ([]weft.EventRecord, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	th, err := s.get(threadID)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	i, _ := slices.BinarySearchFunc(th.events, after+1, func(e weft.EventRecord, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	out := make([]weft.EventRecord, 0, min(limit, len(th.events)-i))
+	for _, e := range th.events[i:] {
+		if len(out) == limit {
+			break
+		}
+		e.Data = slices.Clone(e.Data)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// PutLog stages a log row (keyed by id; a replaced row keeps its place), assigning ID (when empty),
+// ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
+func (t *tx) PutLog(l *weft.LogEntry) error {
+	if l.ID == "" {
+		l.ID = weft.NewID("log_")
+	}
+	l.ThreadID = t.id
+	if l.CreatedAt.IsZero() {
+		l.CreatedAt = t.clock()
+	} else {
+		l.CreatedAt = l.CreatedAt.UTC()
+	}
+	c := copyLog(l)
+	c.RequestBody, c.ResponseBody = nilIfEmpty(c.RequestBody), nilIfEmpty(c.ResponseBody)
+	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = nilIfEmpty(c.ToolsOffered), nilIfEmpty(c.ToolsCalled), nilIfEmpty(c.QueuedTools)
+	t.logs = append(t.logs, &c)
+	return nil
+}
+
+// AppendEvents stages events; their seqs are assigned here from the thread's count, which no
+// other transaction advances while this one holds the thread's writer.
+func (t *tx) AppendEvents(evs []weft.EventRecord) error {
+	t.th.mu.RLock()
+	next := t.th.eventSeq + int64(len(t.events))
+	t.th.mu.RUnlock()
+	for i := range evs {
+		next++
+		evs[i].ThreadID, evs[i].Seq = t.id, next
+		if evs[i].CreatedAt.IsZero() {
+			evs[i].CreatedAt = t.clock()
+		}
+		e := evs[i]
+		e.Data = cloneRaw(e.Data)
+		if e.Data == nil {
+			e.Data = json.RawMessage("null")
+		}
+		t.events = append(t.events, e)
+	}
+	return nil
+}

@@ -1,0 +1,396 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
+)
+
+// Message, tool-call and queue write statements. hotWrites lists those prepared at Open.
+const (
+	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
+	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
+	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
+	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
+	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
+	// more than a second statement.
+	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
+	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ? AND seq = ?`
+	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
+	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, call_id) DO NOTHING`
+	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
+	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
+	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
+)
+
+const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
+	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
+
+const (
+	qMessagesAsc  = `SELECT doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
+	qMessagesDesc = `SELECT doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
+	qMessage      = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+)
+
+// scanMessage scans a row of one doc column.
+func scanMessage(sc scanner, threadID string) (weft.Message, error) {
+	m := weft.Message{ThreadID: threadID}
+	var doc string
+	if err := sc.Scan(&doc); err != nil {
+		return m, err
+	}
+	if err := decodeMessage(doc, &m); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.Seq, err)
+	}
+	return m, nil
+}
+
+// Messages lists a thread's messages ordered by seq (see weft.MessageQuery; Limit 0 means 100 and a
+// negative Limit no limit). An unknown thread has no messages.
+func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQuery) ([]weft.Message, error) {
+	limit := storecontract.MessageLimit(q.Limit)
+	if limit < 0 {
+		limit = -1 // SQLite's LIMIT for none
+	}
+	roles := ""
+	if len(q.Roles) > 0 {
+		var b strings.Builder
+		b.WriteByte(',')
+		for _, r := range q.Roles {
+			b.WriteString(string(r))
+			b.WriteByte(',')
+		}
+		roles = b.String()
+	}
+	query := qMessagesAsc
+	if q.Desc {
+		query = qMessagesDesc
+	}
+	rows, err := s.query(ctx, query, threadID, q.AfterSeq, q.MaxDepth, boolInt(q.ExcludeSilent), roles, limit, max(q.Offset, 0))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: messages: %w", threadID, err)
+	}
+	defer rows.Close()
+	out := make([]weft.Message, 0, min(uint(limit), 32)) // limit -1 is huge as uint
+	for rows.Next() {
+		m, err := scanMessage(rows, threadID)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Message returns one message or ErrNotFound.
+func (s *Store) Message(ctx context.Context, threadID, id string) (weft.Message, error) {
+	row, err := s.rowOf(ctx, qMessage, threadID, id)
+	if err != nil {
+		return weft.Message{}, err
+	}
+	m, err := scanMessage(row, threadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("thread %s: message %s: %w", threadID, id, weft.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("sqlite: thread %s: message %s: %w", threadID, id, err)
+	}
+	return m, nil
+}
+
+// ToolCalls lists a thread's tool calls with one of the given statuses (all when none), by seq.
+func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.CallStatus) ([]weft.ToolCallRecord, error) {
+	sts := ""
+	if len(status) > 0 {
+		var b strings.Builder
+		b.WriteByte(',')
+		for _, st := range status {
+			b.WriteString(string(st))
+			b.WriteByte(',')
+		}
+		sts = b.String()
+	}
+	rows, err := s.query(ctx, `SELECT call_id, seq, status, doc FROM tool_calls
+		WHERE thread_id = ?1 AND (?2 = '' OR instr(?2, ',' || status || ',') > 0) ORDER BY seq`, threadID, sts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []weft.ToolCallRecord
+	for rows.Next() {
+		c := weft.ToolCallRecord{ThreadID: threadID}
+		var doc string
+		err := rows.Scan(&c.CallID, &c.Seq, &c.Status, &doc)
+		if err == nil {
+			err = decodeCall(doc, &c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// scanQueue scans rows of one doc column into queued messages of threadID.
+func scanQueue(rows *sql.Rows, threadID string) ([]weft.QueuedMessage, error) {
+	defer rows.Close()
+	var out []weft.QueuedMessage
+	for rows.Next() {
+		q := weft.QueuedMessage{ThreadID: threadID}
+		var doc string
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		if err := decodeQueued(doc, &q); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.Seq, err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// Queued lists the thread's queued messages in order without draining them.
+func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessage, error) {
+	rows, err := s.query(ctx, qQueued, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
+	}
+	out, err := scanQueue(rows, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: queue: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
+// Role defaults to user. An unknown thread is ErrNotFound.
+func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
+	var md []byte
+	if q.Metadata != nil {
+		var err error
+		if md, err = marshal(q.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
+		}
+	}
+	storecontract.PrepareQueued(q, s.now)
+	return s.write(ctx, func(w *writer) error {
+		var seq int64
+		var status string
+		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, q.ThreadID); err != nil {
+			return s.noThread(q.ThreadID, err)
+		}
+		if weft.ThreadStatus(status) == weft.ThreadTerminated {
+			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated) // the write rolls back
+		}
+		q.Seq = seq
+		if _, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, q.ThreadID, seq, queueDoc(q, md)); err != nil {
+			q.Seq = 0
+			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
+		}
+		return nil
+	})
+}
+
+// QueueSeq returns threads.queue_seq, which PushQueue advances in its own write transaction.
+func (t *tx) QueueSeq() (int64, error) {
+	if !t.queueRead {
+		if err := t.w.row(t.ctx, qQueueSeq, []any{&t.queueSeq}, t.id); err != nil {
+			return 0, t.fail("queue seq", err)
+		}
+		t.queueRead = true
+	}
+	return t.queueSeq, nil
+}
+
+// InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and CreatedAt
+// (when zero).
+func (t *tx) InsertMessage(m *weft.Message) error {
+	var md []byte
+	if m.Metadata != nil {
+		var err error
+		if md, err = marshal(m.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message metadata: %v", t.id, err)
+		}
+	}
+	if m.ID == "" {
+		m.ID = weft.NewID("msg_")
+	}
+	created := m.CreatedAt
+	if created.IsZero() {
+		created = t.clock()
+	}
+	if err := t.readSeqs(); err != nil {
+		return err
+	}
+	seq := t.msgSeq + 1
+	_, err := t.w.exec(t.ctx, qInsertMsg, t.id, seq, m.ID, string(m.Role), boolInt(m.Silent), m.Depth,
+		messageDoc(m, seq, created, md))
+	switch {
+	case isConstraint(err, "UNIQUE"):
+		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
+	case err != nil:
+		return t.fail("insert message", err)
+	}
+	t.msgSeq = seq
+	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
+	return nil
+}
+
+// UpdateMessage changes a message; ErrNotFound if it does not exist.
+func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
+	var m weft.Message
+	var doc string
+	err := t.w.row(t.ctx, qGetMsgDoc, []any{&doc}, t.id, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	}
+	if err == nil {
+		err = decodeMessage(doc, &m)
+	}
+	if err != nil {
+		return t.fail("update message "+id, err)
+	}
+	storecontract.ApplyMessageChange(&m, ch)
+	if ch.ToolCalls != nil {
+		m.ToolCalls = *ch.ToolCalls
+	}
+	if ch.Attachments != nil {
+		m.Attachments = *ch.Attachments
+	}
+	if ch.Metadata != nil {
+		m.Metadata = ch.Metadata
+	}
+	var md []byte
+	if m.Metadata != nil {
+		if md, err = marshal(m.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
+		}
+	}
+	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), messageDoc(&m, m.Seq, m.CreatedAt, md), t.id, m.Seq); err != nil {
+		return t.fail("update message "+id, err)
+	}
+	return nil
+}
+
+// DeleteMessage removes a message; its seq is not reused.
+func (t *tx) DeleteMessage(id string) error {
+	// The counters must be read before the delete can lower MAX(seq).
+	if err := t.readSeqs(); err != nil {
+		return err
+	}
+	n, err := t.w.execN(t.ctx, qDeleteMsg, t.id, id)
+	if err != nil {
+		return t.fail("delete message "+id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
+	}
+	t.deleted = true
+	return nil
+}
+
+// PutToolCall inserts or replaces a tool-call record, assigning ThreadID and Seq (kept from the
+// first insert); Status defaults to pending.
+func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
+	if err := storecontract.PrepareToolCall(t.id, c); err != nil {
+		return err
+	}
+	doc := callDoc(c)
+	seq, err := t.putToolCall(c, doc)
+	if err != nil {
+		return t.fail("put tool call "+c.CallID, err)
+	}
+	c.ThreadID, c.Seq = t.id, seq
+	return nil
+}
+
+// putToolCall writes a call in one statement when it can: a record that carries the seq it is
+// stored with is updated in place, a new one inserted; otherwise the stored call is updated and
+// its seq read back.
+func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
+	status := string(c.Status)
+	if c.Seq > 0 {
+		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.id, c.CallID, c.Seq)
+		if err != nil || n > 0 {
+			return c.Seq, err
+		}
+	}
+	if err := t.readSeqs(); err != nil {
+		return 0, err
+	}
+	seq := t.callSeq + 1
+	n, err := t.w.execN(t.ctx, qInsertToolCall, t.id, c.CallID, seq, status, doc)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		t.callSeq, t.seqsDirty = seq, true
+		return seq, nil
+	}
+	if _, err := t.w.exec(t.ctx, qUpdateToolCall, status, doc, t.id, c.CallID); err != nil {
+		return 0, err
+	}
+	err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.id, c.CallID)
+	return seq, err
+}
+
+// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0).
+func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
+	rows, err := t.w.query(t.ctx, qDrainQueue, t.id, upTo)
+	if err != nil {
+		return nil, t.fail("drain queue", err)
+	}
+	out, err := scanQueue(rows, t.id)
+	if err != nil {
+		return nil, t.fail("drain queue", err)
+	}
+	if len(out) > 0 {
+		if _, err := t.w.exec(t.ctx, qDelQueue, t.id, out[len(out)-1].Seq); err != nil {
+			return nil, t.fail("drain queue", err)
+		}
+	}
+	return out, nil
+}
+
+// PushQueue queues a message inside the transaction (a terminated thread refuses it, and the
+// whole transaction with it).
+func (t *tx) PushQueue(q *weft.QueuedMessage) error {
+	var md []byte
+	if q.Metadata != nil {
+		var err error
+		if md, err = marshal(q.Metadata); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", t.id, err)
+		}
+	}
+	q.ThreadID = t.id
+	storecontract.PrepareQueued(q, t.s.now)
+	var seq int64
+	var status string
+	if err := t.w.row(t.ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, t.id); err != nil {
+		return t.fail("push queue", err)
+	}
+	if t.thread != nil {
+		status = string(t.thread.th.Status)
+	}
+	if weft.ThreadStatus(status) == weft.ThreadTerminated {
+		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
+	}
+	q.Seq = seq
+	if _, err := t.w.exec(t.ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, t.id, seq, queueDoc(q, md)); err != nil {
+		q.Seq = 0
+		return t.fail("push queue", err)
+	}
+	if t.queueRead {
+		t.queueSeq = seq
+	}
+	return nil
+}

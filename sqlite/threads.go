@@ -1,0 +1,247 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
+)
+
+// Thread write statements. hotWrites lists those prepared at Open.
+const (
+	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
+)
+
+const qThread = `SELECT doc FROM threads WHERE id = ?`
+
+// scanThread scans a row of a thread doc, followed by the extra columns into extra.
+func scanThread(sc scanner, extra ...any) (*weft.Thread, error) {
+	var doc string
+	if err := sc.Scan(append([]any{&doc}, extra...)...); err != nil {
+		return nil, err
+	}
+	return decodeThread(doc)
+}
+
+// CreateThread stores t and its thread-layer env values in one transaction. Empty fields get
+// defaults, written back to t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's
+// root), Status (idle), times (now). A missing parent is ErrNotFound; an existing id a conflict.
+func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
+	if err := storecontract.PrepareThread(t, env); err != nil {
+		return err
+	}
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	tagsJSON, err := marshal(tags)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: tags: %v", t.ID, err)
+	}
+	props, err := mapJSON(t.Properties)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.ID, err)
+	}
+	args, err := mapJSON(t.Arguments)
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.ID, err)
+	}
+	return s.write(ctx, func(w *writer) error {
+		var parent any
+		if t.ParentID != "" {
+			parent = t.ParentID
+			var root string
+			if err := w.row(ctx, `SELECT root_id FROM threads WHERE id = ?`, []any{&root}, t.ParentID); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("thread %s: parent thread %s: %w", t.ID, t.ParentID, weft.ErrNotFound)
+				}
+				return err
+			}
+			if t.RootID == "" {
+				t.RootID = root
+			}
+		}
+		now := s.now().UTC()
+		storecontract.DefaultThread(t, now)
+		stored := *t
+		stored.Tags = tags
+		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
+			created_at, last_activity_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
+			nanos(t.CreatedAt), nanos(t.LastActivityAt), threadDoc(&stored, props, args))
+		if isConstraint(err, "UNIQUE") {
+			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create thread %s: %w", t.ID, err)
+		}
+		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
+	})
+}
+
+// Thread returns a thread or ErrNotFound.
+func (s *Store) Thread(ctx context.Context, id string) (*weft.Thread, error) {
+	row, err := s.rowOf(ctx, qThread, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := scanThread(row)
+	if err != nil {
+		return nil, s.noThread(id, err)
+	}
+	return t, nil
+}
+
+// threadOrder is the ORDER BY clause of each thread listing order.
+var threadOrder = [...]string{
+	storecontract.SortByActivity: "last_activity_at DESC, id DESC",
+	storecontract.SortByCreated:  "created_at DESC, id DESC",
+	storecontract.SortByOldest:   "created_at ASC, id ASC",
+}
+
+// Threads lists threads matching q (see weft.ThreadQuery; Limit 0 means no limit) and the number
+// matching before paging. Search matches label, preview and agent, ignoring ASCII case.
+func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
+	by, err := storecontract.ParseThreadSort(q.Sort)
+	if err != nil {
+		return nil, 0, err
+	}
+	order := threadOrder[by]
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if q.UserID != "" {
+		add("user_id = ?", q.UserID)
+	}
+	if q.Agent != "" {
+		add("agent = ?", q.Agent)
+	}
+	if q.ParentID != "" {
+		add("parent_id = ?", q.ParentID)
+	} else if q.RootsOnly {
+		add("parent_id IS NULL")
+	}
+	if q.Status != "" {
+		add("status = ?", string(q.Status))
+	}
+	if q.Queued {
+		add("EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id)")
+	}
+	if q.Tag != "" {
+		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)
+	}
+	if q.Search != "" {
+		s := storecontract.ASCIILower(q.Search)
+		add("(instr(lower(label), ?) > 0 OR instr(lower(preview), ?) > 0 OR instr(lower(agent), ?) > 0)", s, s, s)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var total int
+	if err := s.row(ctx, "SELECT COUNT(*) FROM threads"+cond, []any{&total}, args...); err != nil {
+		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.query(ctx, "SELECT doc FROM threads"+cond+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+		append(args, limit, max(q.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	defer rows.Close()
+	var out []*weft.Thread
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteThread deletes a thread, its descendants and all their rows and env values.
+func (s *Store) DeleteThread(ctx context.Context, id string) error {
+	return s.write(ctx, func(w *writer) error {
+		_, err := w.exec(ctx, `WITH RECURSIVE sub(id) AS (
+				SELECT id FROM threads WHERE id = ?1
+				UNION ALL SELECT t.id FROM threads t JOIN sub ON t.parent_id = sub.id)
+			DELETE FROM env WHERE scope = 'thread' AND owner IN (SELECT id FROM sub)`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+		}
+		n, err := w.execN(ctx, `DELETE FROM threads WHERE id = ?`, id) // cascades to rows and descendants
+		if err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("thread %s: %w", id, weft.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// threadUpdate is the thread row as UpdateThread left it, written by flush.
+type threadUpdate struct {
+	th       weft.Thread
+	tags     any // JSON text, or nil to keep the column
+	activity bool
+	doc      []byte
+}
+
+// UpdateThread changes the thread's fields; UpdatedAt becomes now.
+func (t *tx) UpdateThread(p weft.ThreadPatch) error {
+	if !t.docRead {
+		if err := t.w.row(t.ctx, qThreadDoc, []any{&t.doc}, t.id); err != nil {
+			return t.fail("update thread", err)
+		}
+		t.docRead = true
+	}
+	var th weft.Thread
+	oldProps, oldArgs, err := decodeThreadDoc(t.doc, &th)
+	if err != nil {
+		return t.fail("update thread", err)
+	}
+	props, args := []byte(oldProps), []byte(oldArgs)
+	var tags any // NULL keeps the tags column
+	if p.Tags != nil {
+		b, err := marshal(p.Tags)
+		if err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: tags: %v", t.id, err)
+		}
+		th.Tags, tags = p.Tags, string(b)
+	}
+	if p.Properties != nil {
+		if props, err = mapJSON(p.Properties); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: properties: %v", t.id, err)
+		}
+	}
+	if p.Arguments != nil {
+		if args, err = mapJSON(p.Arguments); err != nil {
+			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
+		}
+	}
+	storecontract.ApplyThreadPatch(&th, p, t.clock())
+	u := t.thread
+	if u == nil {
+		u = &threadUpdate{}
+		t.thread = u
+	}
+	if tags != nil {
+		u.tags = tags
+	}
+	u.th, u.activity = th, u.activity || p.LastActivityAt != nil
+	u.doc = threadDoc(&th, props, args)
+	t.doc = string(u.doc)
+	return nil
+}

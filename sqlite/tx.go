@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// A Tx's own statements: whether its thread exists, its fence, its counters. hotWrites lists those
+// prepared at Open.
+const (
+	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
+	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
+		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
+	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
+	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
+		FROM threads WHERE id = ?1`
+	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
+	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
+	// the thread, and one read of the thread row serves them all.
+	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
+		FROM threads t WHERE t.id = ?1`
+)
+
+// What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
+// statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
+// changes.
+const (
+	setFields   = 1 << iota // the fields UpdateThread changed
+	setActivity             // last_activity_at, whose two indexes cost two pages
+	setSeqs                 // the counters the Tx advanced
+	setRunState             // the run-state documents
+	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
+)
+
+// qUpdateThread holds the statement of each mask. All take the same 12 arguments (see flush), the
+// thread id last: a statement's parameter count is its highest parameter number.
+var qUpdateThread = func() (q [32]string) {
+	for mask := 1; mask < len(q); mask++ {
+		var set []string
+		if mask&setFields != 0 {
+			set = append(set, "agent = ?1, label = ?2, tags = COALESCE(?3, tags), status = ?4, preview = ?5, doc = ?7")
+		}
+		if mask&setActivity != 0 {
+			set = append(set, "last_activity_at = ?6")
+		}
+		if mask&setSeqs != 0 {
+			set = append(set, "msg_seq = max(msg_seq, ?8), call_seq = ?9, log_seq = ?10")
+		}
+		if mask&setRunState != 0 {
+			set = append(set, "run_state = ?11")
+		}
+		if mask&setRelease != 0 {
+			set = append(set, "lease_owner = '', lease_expires_at = 0")
+		}
+		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?12"
+	}
+	return q
+}()
+
+// Tx runs fn in one BEGIN IMMEDIATE transaction on the write connection: committed when fn returns
+// nil, rolled back when it returns an error or panics. Transactions of all threads run one at a time
+// (SQLite has one writer); fn may read through the Store (it sees committed data) but must not
+// start another Tx or other write, nor keep the Tx after returning. With a fence, the lease of
+// fence.ThreadID (the Tx's thread when empty) must be live and held with fence's node and token,
+// checked inside the transaction, else ErrLeaseLost and nothing is written. An unknown thread is
+// ErrNotFound.
+func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
+	return s.write(ctx, func(w *writer) error {
+		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence, eventSeq: -1}
+		if fence == nil {
+			var one int
+			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
+				return s.noThread(threadID, err)
+			}
+		} else {
+			leaseThread := fence.ThreadID
+			if leaseThread == "" {
+				leaseThread = threadID
+			}
+			var owner string
+			var token, expires int64
+			var err error
+			if leaseThread == threadID {
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed}, threadID)
+				t.seqsRead, t.queueRead, t.docRead, t.runState.read = err == nil, err == nil, err == nil, err == nil
+			} else {
+				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
+			}
+			if err != nil {
+				return s.noThread(threadID, err)
+			}
+			if owner != fence.Node || token != fence.Token || s.now().UnixNano() >= expires {
+				return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
+			}
+		}
+		if err := fn(&t); err != nil {
+			return err
+		}
+		return t.flush()
+	})
+}
+
+// noThread maps a missing row to ErrNotFound naming the thread.
+func (s *Store) noThread(threadID string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("thread %s: %w", threadID, weft.ErrNotFound)
+	}
+	return fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+}
+
+// tx is the weft.Tx of one Store.Tx call.
+//
+// Sequence numbers are assigned from counters read when the Tx first numbers a row; the Tx is the
+// only writer until it ends. The next message seq is one above the highest stored seq or threads.msg_seq, which
+// only records the seqs of deleted messages, so that inserting a message does not write the thread
+// row (one page less per commit). Calls and logs are numbered from threads.call_seq and log_seq,
+// stored once, before the commit, when they advanced.
+type tx struct {
+	s     *Store
+	w     *writer
+	ctx   context.Context
+	id    string
+	fence *weft.Fence // nil for an unfenced Tx
+	now   time.Time
+
+	seqsRead                bool  // the counters below were read
+	msgSeq, callSeq, logSeq int64 // last numbers assigned
+	seqsDirty               bool  // callSeq or logSeq advanced
+	queueRead               bool  // queueSeq was read (no push can land while the Tx holds the writer)
+	queueSeq                int64
+	docRead                 bool          // doc holds the thread row's doc
+	doc                     string        // as read, or as UpdateThread last made it
+	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
+	runState                runState
+	release                 bool  // ReleaseLease: flush frees the thread's lease
+	eventSeq                int64 // the last event seq, once read (-1 until then)
+	deleted                 bool  // a message was deleted: msg_seq must keep msgSeq
+}
+
+// readSeqs reads the counters once per Tx.
+func (t *tx) readSeqs() error {
+	if t.seqsRead {
+		return nil
+	}
+	if err := t.w.row(t.ctx, qSeqs, []any{&t.msgSeq, &t.callSeq, &t.logSeq}, t.id); err != nil {
+		return t.fail("counters", err)
+	}
+	t.seqsRead = true
+	return nil
+}
+
+// flush writes the thread row once before the Tx commits: the fields UpdateThread changed, the
+// counters the Tx advanced and the run state SetExecState changed, in one statement.
+func (t *tx) flush() error {
+	mask := 0
+	args := make([]any, 12)
+	args[11] = t.id
+	if u := t.thread; u != nil {
+		th := &u.th
+		mask |= setFields
+		args[0], args[1], args[2], args[3], args[4], args[6] = th.Agent, th.Label, u.tags, string(th.Status), th.Preview, u.doc
+		if u.activity {
+			mask |= setActivity
+			args[5] = nanos(th.LastActivityAt)
+		}
+	}
+	if t.seqsDirty || t.deleted {
+		mask |= setSeqs
+		floor := int64(0)
+		if t.deleted {
+			floor = t.msgSeq
+		}
+		args[7], args[8], args[9] = floor, t.callSeq, t.logSeq
+	}
+	if t.runState.dirty {
+		mask |= setRunState
+		args[10] = t.runState.encode()
+	}
+	if t.release {
+		mask |= setRelease
+	}
+	if mask == 0 {
+		return nil
+	}
+	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
+		return t.fail("update thread", err)
+	}
+	return nil
+}
+
+func (t *tx) clock() time.Time {
+	if t.now.IsZero() {
+		t.now = t.s.now().UTC()
+	}
+	return t.now
+}
+
+func (t *tx) fail(what string, err error) error {
+	return fmt.Errorf("sqlite: thread %s: %s: %w", t.id, what, err)
+}
