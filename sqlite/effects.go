@@ -31,6 +31,10 @@ const (
 	qCancelEffect  = `UPDATE effects SET status = 'canceled', finished_at = ?2 WHERE id = ?1`
 	qThreadEffects = `SELECT ` + effectCols + ` FROM effects WHERE thread_id = ? ORDER BY run_at, created_at, id`
 	qNextEffect    = `SELECT run_at FROM effects WHERE status = 'pending' ORDER BY run_at LIMIT 1`
+	// qClaimable tells whether ClaimEffects would claim anything: each branch reads its own
+	// partial index.
+	qClaimable = `SELECT EXISTS (SELECT 1 FROM effects WHERE status = 'pending' AND run_at <= ?1)
+		OR EXISTS (SELECT 1 FROM effects WHERE status = 'processing' AND claim_expires_at <= ?1)`
 )
 
 // scanEffect scans a row of effectCols.
@@ -100,8 +104,21 @@ func (s *Store) ClaimEffects(ctx context.Context, node string, limit int, claimT
 	if limit <= 0 {
 		limit = -1
 	}
+	// Most calls find nothing due (every conversation's end asks): a read answers them without
+	// taking the write connection. What it misses, the next call claims.
+	row, err := s.rowOf(ctx, qClaimable, s.now().UnixNano())
+	if err != nil {
+		return nil, err
+	}
+	var due bool
+	if err := row.Scan(&due); err != nil {
+		return nil, fmt.Errorf("sqlite: claim effects: %w", err)
+	}
+	if !due {
+		return []weft.EffectRecord{}, nil
+	}
 	var out []weft.EffectRecord
-	err := s.write(ctx, func(w *writer) error {
+	err = s.write(ctx, func(w *writer) error {
 		out = out[:0]
 		now := s.now()
 		rows, err := w.query(ctx, qClaimEffects, now.UnixNano(), limit, node, now.Add(claimTTL).UnixNano())
