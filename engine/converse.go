@@ -127,6 +127,9 @@ func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
 		if len(rep.Threads) > 0 {
 			continue
 		}
+		if in.EffectsUntil.IsZero() {
+			return nil // no later effect is waited for
+		}
 		next, err := e.store.NextEffectAt(ctx)
 		if err != nil || next.IsZero() || next.After(in.EffectsUntil) {
 			return ignoreDone(ctx, err)
