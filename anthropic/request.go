@@ -358,7 +358,8 @@ func partBlock(p weft.ContentPart) (wireBlock, bool) {
 		if p.Type == weft.PartFile {
 			kind = "document"
 		}
-		if mt, data, ok := parseDataURI(p.URL); ok {
+		if d, ok := weft.ParseDataURI(p.URL); ok && d.Base64 {
+			mt, data := d.MediaType, d.Data
 			if mt == "" {
 				mt = p.MimeType
 			}
@@ -376,20 +377,6 @@ func partBlock(p weft.ContentPart) (wireBlock, bool) {
 		desc = p.URL
 	}
 	return wireBlock{Type: "text", Text: fmt.Sprintf("[%s: %s]", p.Type, desc)}, true
-}
-
-// parseDataURI splits data:<mime>;base64,<data>.
-func parseDataURI(u string) (mime, data string, ok bool) {
-	rest, found := strings.CutPrefix(u, "data:")
-	if !found {
-		return "", "", false
-	}
-	head, data, found := strings.Cut(rest, ",")
-	if !found || !strings.HasSuffix(head, ";base64") {
-		return "", "", false
-	}
-	mime, _, _ = strings.Cut(head, ";")
-	return mime, data, true
 }
 
 // toolResult is a tool message as a tool_result block; text-only content is a plain string.

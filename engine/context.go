@@ -371,7 +371,7 @@ func (r *run) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 	var parts []weft.ContentPart
 	var texts, files []string
 	for _, a := range m.Attachments {
-		isImage := modelImage(a.MimeType)
+		isImage := weft.IsModelImage(a.MimeType)
 		switch {
 		case isImage && recent:
 			data, err := r.e.store.Files().ReadFile(r.ctx, r.thread.ID, a.Path)
@@ -417,16 +417,6 @@ func (r *run) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 		lm.Parts = parts
 	}
 	lm.Content = ""
-}
-
-// modelImage reports the image types models accept as image input; other images (SVG, TIFF, …)
-// are listed as files.
-func modelImage(mimeType string) bool {
-	switch mimeType {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		return true
-	}
-	return false
 }
 
 func joinNonEmpty(a, b, sep string) string {

@@ -373,7 +373,8 @@ func mediaPart(p weft.ContentPart) (wirePart, bool) {
 	if p.Type == weft.PartText {
 		return wirePart{Text: p.Text}, p.Text != ""
 	}
-	if mt, data, ok := parseDataURI(p.URL); ok {
+	if d, ok := weft.ParseDataURI(p.URL); ok && d.Base64 {
+		mt, data := d.MediaType, d.Data
 		if mt == "" {
 			mt = p.MimeType
 		}
@@ -387,20 +388,6 @@ func mediaPart(p weft.ContentPart) (wirePart, bool) {
 		desc = p.URL
 	}
 	return wirePart{Text: fmt.Sprintf("[%s: %s]", p.Type, desc)}, true
-}
-
-// parseDataURI splits data:<mime>;base64,<data>.
-func parseDataURI(u string) (mime, data string, ok bool) {
-	rest, found := strings.CutPrefix(u, "data:")
-	if !found {
-		return "", "", false
-	}
-	head, data, found := strings.Cut(rest, ",")
-	if !found || !strings.HasSuffix(head, ";base64") {
-		return "", "", false
-	}
-	mime, _, _ = strings.Cut(head, ";")
-	return mime, data, true
 }
 
 // toolResultParts is a tool message as a functionResponse part ({result} or {error}), followed by

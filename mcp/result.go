@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-	"mime"
 	"path"
 	"strings"
 
@@ -24,10 +23,10 @@ func convertResult(res *sdk.CallToolResult) weft.ToolResult {
 			texts = append(texts, x.Text)
 		case *sdk.ImageContent:
 			mt := mediaType(x.MIMEType, "image/png")
-			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("image-%d%s", i+1, extension(mt)), MimeType: mt, Data: x.Data})
+			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("image-%d%s", i+1, weft.ExtByMIME(mt)), MimeType: mt, Data: x.Data})
 		case *sdk.AudioContent:
 			mt := mediaType(x.MIMEType, "application/octet-stream")
-			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("audio-%d%s", i+1, extension(mt)), MimeType: mt, Data: x.Data})
+			atts = append(atts, weft.ToolAttachment{Name: fmt.Sprintf("audio-%d%s", i+1, weft.ExtByMIME(mt)), MimeType: mt, Data: x.Data})
 		case *sdk.EmbeddedResource:
 			if r := x.Resource; r != nil {
 				atts = append(atts, resourceAttachment(i, r))
@@ -73,9 +72,9 @@ func resourceAttachment(i int, r *sdk.ResourceContents) weft.ToolAttachment {
 		name = name[:j]
 	}
 	if name == "" || name == "." || name == "/" || strings.Contains(name, ":") {
-		name = fmt.Sprintf("resource-%d%s", i+1, extension(mt))
+		name = fmt.Sprintf("resource-%d%s", i+1, weft.ExtByMIME(mt))
 	} else if path.Ext(name) == "" {
-		name += extension(mt)
+		name += weft.ExtByMIME(mt)
 	}
 	return weft.ToolAttachment{Name: name, MimeType: mt, Data: data, Description: r.URI}
 }
@@ -86,28 +85,4 @@ func mediaType(mt, def string) string {
 		return def
 	}
 	return mt
-}
-
-// extension is a file extension for a media type ("" when unknown).
-func extension(mimeType string) string {
-	switch strings.ToLower(strings.TrimSpace(strings.Split(mimeType, ";")[0])) {
-	case "image/png":
-		return ".png"
-	case "image/jpeg":
-		return ".jpg"
-	case "image/gif":
-		return ".gif"
-	case "image/webp":
-		return ".webp"
-	case "text/plain":
-		return ".txt"
-	case "application/json":
-		return ".json"
-	case "audio/wav", "audio/x-wav":
-		return ".wav"
-	}
-	if exts, err := mime.ExtensionsByType(mimeType); err == nil && len(exts) > 0 {
-		return exts[0]
-	}
-	return ""
 }

@@ -274,7 +274,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	}
 	info := *f
 	info.Metadata = md
-	files[p] = &file{info: info, data: bytes.Clone(data), text: storecontract.TextMIME(f.MimeType)}
+	files[p] = &file{info: info, data: bytes.Clone(data), text: weft.IsTextMIME(f.MimeType)}
 	return nil
 }
 

@@ -365,15 +365,15 @@ func clearTools(body map[string]any) {
 // inputAudio is an audio part as both wires take it (base64 data and wav/mp3 format); false when
 // the part is not a data: URI.
 func inputAudio(pt weft.ContentPart) (map[string]any, bool) {
-	mime, data, ok := splitDataURI(pt.URL)
-	if !ok {
+	d, ok := weft.ParseDataURI(pt.URL)
+	if !ok || !d.Base64 {
 		return nil, false
 	}
 	format := "wav"
-	if strings.Contains(mime, "mp3") || strings.Contains(mime, "mpeg") {
+	if strings.Contains(d.MediaType, "mp3") || strings.Contains(d.MediaType, "mpeg") {
 		format = "mp3"
 	}
-	return map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": format}}, true
+	return map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": d.Data, "format": format}}, true
 }
 
 func sendableURL(u string) bool {
@@ -386,19 +386,6 @@ func note(kind string, pt weft.ContentPart) map[string]any {
 		s += " (" + pt.Description + ")"
 	}
 	return map[string]any{"type": "text", "text": s + "]"}
-}
-
-// splitDataURI splits data:<mime>;base64,<data>.
-func splitDataURI(u string) (mime, data string, ok bool) {
-	rest, found := strings.CutPrefix(u, "data:")
-	if !found {
-		return "", "", false
-	}
-	head, data, found := strings.Cut(rest, ",")
-	if !found || !strings.HasSuffix(head, ";base64") {
-		return "", "", false
-	}
-	return strings.TrimSuffix(head, ";base64"), data, true
 }
 
 // metadataBlocks returns the JSON objects of the list kept under key (a single object counts as a

@@ -414,7 +414,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	var id int64
 	err = t.queryRow(`INSERT INTO files (thread_id, path, parent, name, is_text, mime_type, size, data, chunk_count,
 		width, height, description, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		RETURNING id`, t.id, p, storecontract.ParentDir(p), f.Name, storecontract.TextMIME(f.MimeType), text(f.MimeType), f.Size, inline,
+		RETURNING id`, t.id, p, storecontract.ParentDir(p), f.Name, weft.IsTextMIME(f.MimeType), text(f.MimeType), f.Size, inline,
 		chunks, f.Width, f.Height, text(f.Description), md, nanos(f.CreatedAt), nanos(f.UpdatedAt)).Scan(&id)
 	if err != nil {
 		return pgErr("thread "+t.id+": write "+p, err)

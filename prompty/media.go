@@ -249,11 +249,12 @@ func (p *parser) mediaPart(pos int, target, src string, fromInput bool) (part we
 		if q := strings.IndexAny(u, "?#"); q >= 0 {
 			u = u[:q]
 		}
-		return weft.ContentPart{URL: target, MimeType: mimeByExt(path.Ext(u))}, false, nil
+		return weft.ContentPart{URL: target, MimeType: weft.MIMEByExt(path.Ext(u))}, false, nil
 	case strings.HasPrefix(lower, "data:"):
-		return weft.ContentPart{URL: target, MimeType: dataURIMime(target)}, false, nil
+		d, _ := weft.ParseDataURI(target)
+		return weft.ContentPart{URL: target, MimeType: strings.ToLower(d.MediaType)}, false, nil
 	case strings.HasPrefix(target, "/"):
-		return weft.ContentPart{URL: target, MimeType: mimeByExt(path.Ext(target))}, false, nil
+		return weft.ContentPart{URL: target, MimeType: weft.MIMEByExt(path.Ext(target))}, false, nil
 	}
 	if fromInput {
 		return part, false, p.errAt(pos, fmt.Sprintf("unsafe value for %q in media: a value must be an http(s) URL, a data: URI or a /path in the thread filesystem", src), nil)
@@ -271,7 +272,7 @@ func (p *parser) mediaPart(pos int, target, src string, fromInput bool) (part we
 	if len(data) > maxMediaBytes {
 		return part, false, p.errAt(pos, fmt.Sprintf("media file %q is larger than 20 MiB", target), nil)
 	}
-	mt := mimeByExt(path.Ext(target))
+	mt := weft.MIMEByExt(path.Ext(target))
 	if mt == "" {
 		mt = http.DetectContentType(data)
 		if i := strings.IndexByte(mt, ';'); i >= 0 {
@@ -295,61 +296,4 @@ func hasScheme(s string) bool {
 		}
 	}
 	return false
-}
-
-// dataURIMime returns the media type of a data: URI ("" when absent).
-func dataURIMime(u string) string {
-	rest := u[len("data:"):]
-	end := strings.IndexAny(rest, ";,")
-	if end <= 0 {
-		return ""
-	}
-	return strings.ToLower(rest[:end])
-}
-
-// mimeByExt maps common media extensions to types without consulting the system's tables.
-func mimeByExt(ext string) string {
-	switch strings.ToLower(ext) {
-	case ".png":
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".gif":
-		return "image/gif"
-	case ".webp":
-		return "image/webp"
-	case ".bmp":
-		return "image/bmp"
-	case ".svg":
-		return "image/svg+xml"
-	case ".pdf":
-		return "application/pdf"
-	case ".txt":
-		return "text/plain"
-	case ".md":
-		return "text/markdown"
-	case ".csv":
-		return "text/csv"
-	case ".json":
-		return "application/json"
-	case ".html", ".htm":
-		return "text/html"
-	case ".mp3":
-		return "audio/mpeg"
-	case ".wav":
-		return "audio/wav"
-	case ".ogg":
-		return "audio/ogg"
-	case ".m4a":
-		return "audio/mp4"
-	case ".flac":
-		return "audio/flac"
-	case ".mp4":
-		return "video/mp4"
-	case ".webm":
-		return "video/webm"
-	case ".mov":
-		return "video/quicktime"
-	}
-	return ""
 }

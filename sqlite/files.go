@@ -407,7 +407,7 @@ func (t *tx) WriteFile(f *weft.FileInfo, data []byte) error {
 	var id int64
 	err = t.w.row(t.ctx, `INSERT INTO files (thread_id, path, parent, name, is_text, mime_type, size, data, chunk_count,
 		width, height, description, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING id`, []any{&id}, t.id, p, storecontract.ParentDir(p), f.Name, boolInt(storecontract.TextMIME(f.MimeType)), f.MimeType, f.Size, inline,
+		RETURNING id`, []any{&id}, t.id, p, storecontract.ParentDir(p), f.Name, boolInt(weft.IsTextMIME(f.MimeType)), f.MimeType, f.Size, inline,
 		chunks, f.Width, f.Height, f.Description, md, nanos(f.CreatedAt), nanos(f.UpdatedAt))
 	if err != nil {
 		return t.fail("write "+p, err)

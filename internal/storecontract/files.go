@@ -2,7 +2,6 @@ package storecontract
 
 import (
 	"fmt"
-	"net/http"
 	"path"
 	"strings"
 	"time"
@@ -67,7 +66,7 @@ func CheckRenameInto(threadID, from, to string) error {
 func StampWrittenFile(f *weft.FileInfo, p string, data []byte, now time.Time) {
 	f.Path, f.Name, f.Size, f.IsDir = p, path.Base(p), int64(len(data)), false
 	if f.MimeType == "" {
-		f.MimeType = DetectMIME(f.Name, data)
+		f.MimeType = weft.DetectMIME(f.Name, data)
 	}
 	f.CreatedAt, f.UpdatedAt = now, now
 }
@@ -147,93 +146,4 @@ func matchSegments(pat, segs []string) bool {
 		pat, segs = pat[1:], segs[1:]
 	}
 	return len(segs) == 0
-}
-
-// TextMIME reports whether files of a media type are indexed for Grep: text/*, JSON, YAML, XML,
-// JavaScript, CSV and Markdown (suffixes +json, +xml and +yaml included).
-func TextMIME(m string) bool {
-	if i := strings.IndexByte(m, ';'); i >= 0 {
-		m = m[:i]
-	}
-	m = strings.ToLower(strings.TrimSpace(m))
-	if strings.HasPrefix(m, "text/") || strings.HasSuffix(m, "+json") || strings.HasSuffix(m, "+xml") || strings.HasSuffix(m, "+yaml") {
-		return true
-	}
-	switch m {
-	case "application/json", "application/x-ndjson", "application/yaml", "application/x-yaml",
-		"application/xml", "application/javascript", "application/x-javascript", "application/ecmascript",
-		"application/csv", "application/markdown", "application/x-markdown", "application/toml", "application/x-sh":
-		return true
-	}
-	return false
-}
-
-// ExtMIME maps common extensions to media types; the table is fixed so that every machine agrees.
-func ExtMIME(ext string) string {
-	switch ext {
-	case ".txt":
-		return "text/plain; charset=utf-8"
-	case ".md", ".markdown":
-		return "text/markdown; charset=utf-8"
-	case ".csv":
-		return "text/csv; charset=utf-8"
-	case ".tsv":
-		return "text/tab-separated-values; charset=utf-8"
-	case ".html", ".htm":
-		return "text/html; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".js", ".mjs":
-		return "text/javascript; charset=utf-8"
-	case ".ts":
-		return "text/x-typescript; charset=utf-8"
-	case ".go":
-		return "text/x-go; charset=utf-8"
-	case ".py":
-		return "text/x-python; charset=utf-8"
-	case ".json":
-		return "application/json"
-	case ".ndjson", ".jsonl":
-		return "application/x-ndjson"
-	case ".yaml", ".yml":
-		return "application/yaml"
-	case ".xml":
-		return "application/xml"
-	case ".toml":
-		return "application/toml"
-	case ".sh":
-		return "application/x-sh"
-	case ".svg":
-		return "image/svg+xml"
-	case ".png":
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".gif":
-		return "image/gif"
-	case ".webp":
-		return "image/webp"
-	case ".pdf":
-		return "application/pdf"
-	case ".zip":
-		return "application/zip"
-	case ".mp3":
-		return "audio/mpeg"
-	case ".wav":
-		return "audio/wav"
-	case ".mp4":
-		return "video/mp4"
-	}
-	return ""
-}
-
-// DetectMIME guesses a media type from the file name, else from the leading bytes.
-func DetectMIME(name string, data []byte) string {
-	if m := ExtMIME(strings.ToLower(path.Ext(name))); m != "" {
-		return m
-	}
-	if len(data) == 0 {
-		return "application/octet-stream"
-	}
-	return http.DetectContentType(data)
 }

@@ -1,6 +1,6 @@
 // Package storecontract holds the rules every weft.Store implementation applies identically —
 // argument checks and defaults of threads, messages, the queue and tool calls (records.go), value
-// limits (storecontract.go), thread-filesystem paths, globs and text detection (files.go), grep
+// limits (storecontract.go), thread-filesystem paths and globs (files.go), grep
 // (grep.go) and effects (effects.go) — so that memstore, sqlite and postgres cannot drift apart.
 package storecontract
 
