@@ -140,29 +140,6 @@ type ProviderDef struct {
 	Options map[string]any `json:"options,omitempty"`
 }
 
-// ProviderKeyEnv returns the variable that holds the API key of a built-in provider ("" when the
-// provider takes its key from configuration or needs none) and whether the provider is built in.
-func ProviderKeyEnv(provider string) (string, bool) {
-	v, ok := builtinProviders[provider]
-	return v, ok
-}
-
-// builtinProviders maps each built-in provider to its key variable.
-var builtinProviders = map[string]string{
-	"openai":            "OPENAI_API_KEY",
-	"anthropic":         "ANTHROPIC_API_KEY",
-	"google":            "GOOGLE_API_KEY",
-	"openrouter":        "OPENROUTER_API_KEY",
-	"groq":              "GROQ_API_KEY",
-	"xai":               "XAI_API_KEY",
-	"deepinfra":         "DEEPINFRA_API_KEY",
-	"cerebras":          "CEREBRAS_API_KEY",
-	"ollama":            "OLLAMA_API_KEY",
-	"azure_openai":      "AZURE_OPENAI_API_KEY",
-	"openai-compatible": "",
-	"test":              "",
-}
-
 // Duration is a time.Duration that reads as a Go duration string ("30s") or integer milliseconds.
 type Duration time.Duration
 

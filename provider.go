@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/weft-agents/weft/schema"
@@ -284,4 +287,106 @@ func (r *Request) TraceJSON() []byte {
 		return []byte(`{}`)
 	}
 	return b
+}
+
+// Wires are the API protocols of the built-in providers' adapters.
+const (
+	// WireOpenAI is OpenAI's chat completions and responses API, which most hosted services copy.
+	WireOpenAI = "openai"
+	// WireAzureOpenAI is the OpenAI API as Azure OpenAI serves it: a resource endpoint, deployments
+	// and an api-version.
+	WireAzureOpenAI = "azure_openai"
+	// WireAnthropic is Anthropic's messages API.
+	WireAnthropic = "anthropic"
+	// WireGemini is Google's Gemini API.
+	WireGemini = "gemini"
+	// WireScripted is the model-script provider of tests and offline demos.
+	WireScripted = "scripted"
+)
+
+// ProviderInfo describes a built-in provider: the protocol its adapter speaks, where its API is and
+// which variable holds its key. Custom providers (ProviderDef) reuse one under another name.
+type ProviderInfo struct {
+	// Name is what a model's provider field says.
+	Name string
+	// Wire is the protocol its adapter speaks (WireOpenAI, WireAnthropic, …).
+	Wire string
+	// KeyEnv names the variable holding its API key; "" when the key comes from configuration or
+	// none is needed.
+	KeyEnv string
+	// AltKeyEnv names a second variable read when KeyEnv is unset (GEMINI_API_KEY for google).
+	AltKeyEnv string
+	// DefaultBaseURL is its public API root, version included; "" when there is none to default to
+	// (a deployment's own endpoint, an OpenAI-compatible server's URL).
+	DefaultBaseURL string
+	// BaseURLEnv names the variable its official SDK reads for the API root ("" when none).
+	BaseURLEnv string
+	// BaseURLVersion is the version path added to BaseURLEnv's value when that value has no path.
+	BaseURLVersion string
+}
+
+// BaseURL is the provider's API root: BaseURLEnv's value when lookup finds it set (with http://
+// added when it has no scheme, as OLLAMA_HOST's host:port has not, and BaseURLVersion when it has
+// no path), else DefaultBaseURL. An explicit baseUrl (a custom provider's, a model's
+// providerOptions) wins over both; applying it is the caller's part.
+func (p ProviderInfo) BaseURL(lookup func(string) (string, bool)) string {
+	if p.BaseURLEnv == "" {
+		return p.DefaultBaseURL
+	}
+	v, ok := lookup(p.BaseURLEnv)
+	v = strings.TrimSpace(v)
+	if !ok || v == "" {
+		return p.DefaultBaseURL
+	}
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	if u, err := url.Parse(v); err == nil && (u.Path == "" || u.Path == "/") && p.BaseURLVersion != "" {
+		v = strings.TrimSuffix(v, "/") + p.BaseURLVersion
+	}
+	return v
+}
+
+// builtinProviders is the catalog of built-in providers, sorted by name; never written.
+var builtinProviders = []ProviderInfo{
+	{Name: "anthropic", Wire: WireAnthropic, KeyEnv: "ANTHROPIC_API_KEY", DefaultBaseURL: "https://api.anthropic.com/v1",
+		BaseURLEnv: "ANTHROPIC_BASE_URL", BaseURLVersion: "/v1"},
+	// Azure OpenAI's endpoint is the resource root; the adapter adds /openai/deployments/….
+	{Name: "azure_openai", Wire: WireAzureOpenAI, KeyEnv: "AZURE_OPENAI_API_KEY", BaseURLEnv: "AZURE_OPENAI_ENDPOINT"},
+	{Name: "cerebras", Wire: WireOpenAI, KeyEnv: "CEREBRAS_API_KEY", DefaultBaseURL: "https://api.cerebras.ai/v1"},
+	{Name: "deepinfra", Wire: WireOpenAI, KeyEnv: "DEEPINFRA_API_KEY", DefaultBaseURL: "https://api.deepinfra.com/v1/openai"},
+	{Name: "google", Wire: WireGemini, KeyEnv: "GOOGLE_API_KEY", AltKeyEnv: "GEMINI_API_KEY",
+		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta", BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", BaseURLVersion: "/v1beta"},
+	{Name: "groq", Wire: WireOpenAI, KeyEnv: "GROQ_API_KEY", DefaultBaseURL: "https://api.groq.com/openai/v1"},
+	{Name: "ollama", Wire: WireOpenAI, KeyEnv: "OLLAMA_API_KEY", DefaultBaseURL: "http://localhost:11434/v1",
+		BaseURLEnv: "OLLAMA_HOST", BaseURLVersion: "/v1"},
+	{Name: "openai", Wire: WireOpenAI, KeyEnv: "OPENAI_API_KEY", DefaultBaseURL: "https://api.openai.com/v1",
+		BaseURLEnv: "OPENAI_BASE_URL", BaseURLVersion: "/v1"},
+	{Name: "openai-compatible", Wire: WireOpenAI},
+	{Name: "openrouter", Wire: WireOpenAI, KeyEnv: "OPENROUTER_API_KEY", DefaultBaseURL: "https://openrouter.ai/api/v1",
+		BaseURLEnv: "OPENROUTER_BASE_URL", BaseURLVersion: "/api/v1"},
+	{Name: "test", Wire: WireScripted},
+	{Name: "xai", Wire: WireOpenAI, KeyEnv: "XAI_API_KEY", DefaultBaseURL: "https://api.x.ai/v1"},
+}
+
+// Providers lists the built-in providers, sorted by name. The slice is the caller's to keep.
+func Providers() []ProviderInfo {
+	return slices.Clone(builtinProviders)
+}
+
+// LookupProvider returns the built-in provider of that name; false when there is none.
+func LookupProvider(name string) (ProviderInfo, bool) {
+	for _, p := range builtinProviders {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return ProviderInfo{}, false
+}
+
+// ProviderKeyEnv returns the variable that holds the API key of a built-in provider ("" when the
+// provider takes its key from configuration or needs none) and whether the provider is built in.
+func ProviderKeyEnv(provider string) (string, bool) {
+	p, ok := LookupProvider(provider)
+	return p.KeyEnv, ok
 }

@@ -121,11 +121,10 @@ func (v *validator) model(m *Model) {
 }
 
 func builtinProviderNames() []string {
-	names := make([]string, 0, len(builtinProviders))
-	for n := range builtinProviders {
-		names = append(names, n)
+	names := make([]string, len(builtinProviders))
+	for i, p := range builtinProviders {
+		names[i] = p.Name
 	}
-	slices.Sort(names)
 	return names
 }
 

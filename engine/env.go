@@ -451,10 +451,6 @@ func ancestorEnv(ctx context.Context, st weft.Store, parentID string, decls map[
 	return out, nil
 }
 
-// providerKeyVars are the environment variables that hold the built-in providers' keys.
-var providerKeyVars = []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
-	"GROQ_API_KEY", "XAI_API_KEY", "DEEPINFRA_API_KEY", "CEREBRAS_API_KEY", "AZURE_OPENAI_API_KEY"}
-
 // StoreRedactor returns a function replacing by [redacted] the secret values a store holds for a
 // thread — its own, its ancestors', its owner's and the instance's secret variables — and the
 // providers' keys in the process environment. It needs no definitions, so tools that read a store
@@ -490,9 +486,11 @@ func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(st
 	}
 	add(user)
 	add(instance)
-	for _, k := range providerKeyVars {
-		if v := os.Getenv(k); v != "" {
-			secrets = append(secrets, v)
+	for _, p := range weft.Providers() {
+		for _, k := range []string{p.KeyEnv, p.AltKeyEnv} {
+			if v := os.Getenv(k); k != "" && v != "" {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	return newRedactor(secrets).String, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
-	"github.com/weft-agents/weft/scripted"
+	"github.com/weft-agents/weft/providers"
 )
 
 // newBudgetCmd builds `weft threads budget ID [--usd X] [--tokens N]`: it sets the thread's own
@@ -37,7 +37,7 @@ func newBudgetCmd(g *globals, db *string) *cobra.Command {
 				return exit(exitUsage, fmt.Errorf("--db %s: %w", redactDSN(*db), err))
 			}
 			defer store.Close()
-			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Providers: providers(reg, scripted.New(nil))})
+			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Providers: providers.Cache(providers.Options{Registry: reg})})
 			if err != nil {
 				return exit(exitFailure, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/mcp"
+	"github.com/weft-agents/weft/providers"
 	"github.com/weft-agents/weft/scripted"
 )
 
@@ -54,7 +55,7 @@ func openLocal(ctx context.Context, reg *weft.Registry, db, scriptPath string, l
 		return nil, err
 	}
 	l := &local{store: store, script: script, clock: clock, mcp: newMCPClient(reg, log), flush: flush}
-	l.opt = engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
+	l.opt = engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
 		MaxThreadMessages: maxMsgs, MCP: l.mcp}
 	if obs != nil {
 		l.opt.Observer = obs

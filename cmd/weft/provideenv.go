@@ -9,7 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
-	"github.com/weft-agents/weft/scripted"
+	"github.com/weft-agents/weft/providers"
 )
 
 // newProvideEnvCmd builds `weft threads provide-env THREAD REQUEST NAME=VALUE…`: the values a
@@ -49,7 +49,7 @@ func newProvideEnvCmd(g *globals, db *string) *cobra.Command {
 			log := newLogger(g.logLevel, os.Stderr)
 			mcpClient := newMCPClient(reg, log)
 			defer mcpClient.Close()
-			opt := engine.Options{Registry: reg, Store: st, Logger: log, Providers: providers(reg, scripted.New(nil)), MCP: mcpClient}
+			opt := engine.Options{Registry: reg, Store: st, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}), MCP: mcpClient}
 			obs, flush, err := telemetry(ctx, log)
 			if err != nil {
 				return err

@@ -22,7 +22,7 @@ import (
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/project"
-	"github.com/weft-agents/weft/scripted"
+	"github.com/weft-agents/weft/providers"
 	"github.com/weft-agents/weft/web"
 )
 
@@ -156,7 +156,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	preloadMCP(ctx, mcpClient, reg, log)
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		mcp.AddPromptAgents(reg)
-		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers(reg, scripted.New(nil)),
+		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
 			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if obs != nil {
 			opt.Observer = obs
