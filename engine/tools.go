@@ -264,10 +264,8 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	switch {
 	case t.Tool.Execute != nil:
 		out, err = t.Tool.Execute.Call(ctx, st, raw)
-	case t.Tool.Command != nil:
-		out, err = r.runCommand(ctx, st, t.Tool, raw)
-	case t.Tool.HTTP != nil:
-		out, err = r.runHTTP(ctx, st, t.Tool, args)
+	case t.Tool.Command != nil || t.Tool.HTTP != nil:
+		out, err = r.declaredTool(t.Tool).Call(ctx, st, raw)
 	default:
 		err = fmt.Errorf("tool %q has no implementation", t.Name)
 	}
