@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
@@ -184,8 +185,8 @@ func (r *fileReader) Open(ctx context.Context, threadID, p string) (io.ReadClose
 }
 
 // chunks streams the chunks of one file version (the files row id).
-func (r *fileReader) chunks(ctx context.Context, threadID, path string, id int64, count int) *storecontract.ChunkReader {
-	return &storecontract.ChunkReader{ThreadID: threadID, Path: path, Count: count, Fetch: func(n int) ([]byte, bool, error) {
+func (r *fileReader) chunks(ctx context.Context, threadID, path string, id int64, count int) *sqlstore.ChunkReader {
+	return &sqlstore.ChunkReader{ThreadID: threadID, Path: path, Count: count, Fetch: func(n int) ([]byte, bool, error) {
 		var data []byte
 		err := r.s.pool.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = $1 AND n = $2`, id, n).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -245,7 +246,7 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 	if err := storecontract.CheckGlob(glob); err != nil {
 		return nil, err
 	}
-	cond, args := below(storecontract.GlobDir(glob), 2)
+	cond, args := below(sqlstore.GlobDir(glob), 2)
 	all, err := r.list(ctx, threadID, `SELECT `+fileCols+` FROM files WHERE thread_id = $1 AND NOT is_dir`+cond+` ORDER BY path`,
 		append([]any{threadID}, args...)...)
 	if err != nil {

@@ -12,14 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weft-agents/weft/envcrypt"
-	"github.com/weft-agents/weft/internal/storecontract"
+	"github.com/weft-agents/weft/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
 // Migration is one embedded schema step.
-type Migration = storecontract.Migration
+type Migration = sqlstore.Migration
 
 // migrationLock is the advisory lock id under which a database is migrated, so that nodes starting
 // together migrate it once ("weft" in ASCII).
@@ -27,7 +27,7 @@ const migrationLock = 0x77656674
 
 // Migrations returns the embedded migrations in version order; files are named NNNN_name.sql.
 func Migrations() ([]Migration, error) {
-	return storecontract.Migrations(migrationFS, "migrations")
+	return sqlstore.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this binary migrates to.

@@ -11,6 +11,7 @@ import (
 	"path"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
@@ -173,8 +174,8 @@ func (r *fileReader) Open(ctx context.Context, threadID, p string) (io.ReadClose
 }
 
 // chunks streams the chunks of one file version (the files row id).
-func (r *fileReader) chunks(ctx context.Context, threadID, path string, id int64, count int) *storecontract.ChunkReader {
-	return &storecontract.ChunkReader{ThreadID: threadID, Path: path, Count: count, Fetch: func(n int) ([]byte, bool, error) {
+func (r *fileReader) chunks(ctx context.Context, threadID, path string, id int64, count int) *sqlstore.ChunkReader {
+	return &sqlstore.ChunkReader{ThreadID: threadID, Path: path, Count: count, Fetch: func(n int) ([]byte, bool, error) {
 		var data []byte
 		err := r.s.row(ctx, `SELECT data FROM file_chunks WHERE file_id = ? AND n = ?`, []any{&data}, id, n)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -234,7 +235,7 @@ func (r *fileReader) Find(ctx context.Context, threadID, glob string) ([]weft.Fi
 	if err := storecontract.CheckGlob(glob); err != nil {
 		return nil, err
 	}
-	cond, args := below(storecontract.GlobDir(glob))
+	cond, args := below(sqlstore.GlobDir(glob))
 	all, err := r.list(ctx, threadID, `SELECT `+fileCols+` FROM files WHERE thread_id = ? AND is_dir = 0`+cond+` ORDER BY path`,
 		append([]any{threadID}, args...)...)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
-	"github.com/weft-agents/weft/internal/storecontract"
+	"github.com/weft-agents/weft/internal/sqlstore"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -85,8 +85,8 @@ var _ weft.Store = (*Store)(nil)
 var migrationFS embed.FS
 
 // migrations returns the embedded migrations in version order.
-func migrations() ([]storecontract.Migration, error) {
-	return storecontract.Migrations(migrationFS, "migrations")
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this binary migrates to.

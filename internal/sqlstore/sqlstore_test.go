@@ -1,4 +1,4 @@
-package storecontract
+package sqlstore
 
 import (
 	"io"

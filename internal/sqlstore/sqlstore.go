@@ -1,4 +1,7 @@
-package storecontract
+// Package sqlstore holds what the SQL stores (sqlite, postgres) share in their implementation, as
+// opposed to the rules every store keeps (package storecontract): embedded migrations, chunked
+// file streams and the directory a glob is confined to.
+package sqlstore
 
 import (
 	"errors"
@@ -9,9 +12,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// Helpers the SQL stores (sqlite, postgres) share: embedded migrations, chunked file streams and
-// the directory a glob is confined to.
 
 // Migration is one embedded schema step of a SQL store.
 type Migration struct {
