@@ -45,8 +45,12 @@ Commands:
   /help            list the commands
   /exit            leave (also Ctrl-D on an empty line)
 
-When standard output is not a terminal, weft chat reads one message or command per line from
-standard input and prints the transcript as plain lines.
+A tool call that waits for approval is asked about inline, as weft run asks on a terminal:
+"Approve NAME(ARGS)? [y/N/e]" - y approves, e edits the arguments (JSON), anything else denies
+and asks for a reason the model reads; the last decision continues the thread.
+
+When standard output is not a terminal, weft chat reads one message, command or answer per line
+from standard input and prints the transcript as plain lines.
 
 Example:
   weft chat support --model-script examples/support/demo.script.yaml`,
