@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -815,5 +816,92 @@ func testApprovalInBackgroundSubagent(t *testing.T, restart bool) {
 	}
 	if ran.Load() != 1 {
 		t.Errorf("the tool ran %d times", ran.Load())
+	}
+}
+
+// TestDecideRefusalsInSubPrompt: a sub-prompt's waiting call is decided through its thread with
+// the same refusals: an unknown call is ENotFound, edited arguments that fail the schema of the
+// tool as the sub-prompt offers it are EInvalid (the call keeps waiting), a second decision is
+// EConflict.
+func TestDecideRefusalsInSubPrompt(t *testing.T) {
+	w := &subPromptApproval{}
+	eng, _ := newEngine(t, w.registry(false), w.model(`{"to":"bob"}`), nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r404", engine.Decision{Approve: true}); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("unknown call: %v", err)
+	}
+	_, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true, Arguments: json.RawMessage(`{"to": 42}`)})
+	if weft.ErrorCode(err) != weft.EInvalid || !strings.Contains(err.Error(), "/to") {
+		t.Errorf("edited arguments against the schema: %v", err)
+	}
+	if p, _ := eng.PendingApprovals(ctx, th.ID); len(p) != 1 || p[0].CallID != "r1" {
+		t.Fatalf("the call stopped waiting after a refused decision: %v", p)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); weft.ErrorCode(err) != weft.EConflict {
+		t.Errorf("second decision: %v", err)
+	}
+	if len(w.runs()) != 0 {
+		t.Errorf("ran %v", w.runs())
+	}
+}
+
+// TestApprovalInSubPromptCrashAfterDecision kills the process after every possible commit of the
+// run that carries out an approved call inside a sub-prompt; a new process finishes the thread:
+// the call ran at most once, every call has exactly one result, and the caller's answer came.
+func TestApprovalInSubPromptCrashAfterDecision(t *testing.T) {
+	for after := 0; after <= 8; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			w := &subPromptApproval{}
+			reg := w.registry(false)
+			model := w.model(`{"to":"bob"}`)
+			mem, _ := memstore.New(memstore.Options{})
+			defer mem.Close()
+			ctx := context.Background()
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+			th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil {
+				t.Fatal(err)
+			}
+			cs := &crashStore{Store: mem, after: after}
+			dying, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: 30 * time.Millisecond})
+			dying.Continue(ctx, th.ID, "") // dies after `after` commits
+			if after == 8 && cs.dead() {
+				t.Fatal("the sweep must reach a run that completes without a crash")
+			}
+			time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+			next, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+			if _, err := next.Continue(ctx, th.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(w.runs()); n > 1 {
+				t.Errorf("the approved call ran %d times", n)
+			}
+			all, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 1})
+			results := map[string]int{}
+			for _, m := range all {
+				if m.Role == weft.RoleTool {
+					results[m.ToolCallID]++
+				}
+			}
+			if results["c1"] != 1 || results["r1"] != 1 || len(results) != 2 {
+				t.Errorf("results per call: %v", results)
+			}
+			if got := lastText(t, mem, th.ID); !strings.HasPrefix(got, "done: clerk: ") {
+				t.Errorf("answer %q", got)
+			}
+			if len(w.runs()) == 0 && !strings.Contains(lastText(t, mem, th.ID), "interrupted by a restart") {
+				t.Errorf("the call never ran, and its result does not say it was interrupted: %q", lastText(t, mem, th.ID))
+			}
+		})
 	}
 }
