@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
 )
 
 // chatApprovalProject writes a project whose desk agent hands refunds to the sub-prompt clerk,
@@ -151,5 +159,84 @@ func TestChatServerApprovals(t *testing.T) {
 	}
 	if got := ledgerLines(t, ledger); len(got) != 1 || got[0] != `{"order_id":43}` {
 		t.Errorf("ledger %q, want the edited refund once", got)
+	}
+}
+
+// approverBackend is a stub chat backend that also takes approval decisions.
+type approverBackend struct {
+	*stubBackend
+	pending   []weft.ToolCallRecord
+	decisions []string
+}
+
+func (a *approverBackend) Approvals(context.Context) ([]weft.ToolCallRecord, error) {
+	return a.pending, nil
+}
+
+func (a *approverBackend) Decide(_ context.Context, callID string, d engine.Decision, emit func(engine.Event)) (bool, error) {
+	if d.Arguments != nil && !json.Valid(d.Arguments) {
+		return false, weft.Errorf(weft.EInvalid, "edited arguments must be a JSON object")
+	}
+	a.decisions = append(a.decisions, fmt.Sprintf("%s approve=%v args=%s reason=%q by=%s", callID, d.Approve, d.Arguments, d.Reason, d.By))
+	if len(a.decisions) < len(a.pending) {
+		return false, nil
+	}
+	emit(msgEv(map[string]any{"id": "m2", "role": "assistant", "content": "Done.", "depth": 0.0}))
+	return true, nil
+}
+
+// TestChatModelApprovals drives the terminal UI's model through the questions about two waiting
+// calls, without a terminal: a refused edit is asked again, the last decision's conversation shows,
+// and the input line is for messages again.
+func TestChatModelApprovals(t *testing.T) {
+	b := &approverBackend{stubBackend: &stubBackend{thread: "thr_1"}, pending: []weft.ToolCallRecord{
+		{CallID: "c1", Name: "refund", Arguments: `{"to":"a"}`}, {CallID: "c2", Name: "wipe", Arguments: `{}`}}}
+	b.converse = func(emit func(engine.Event)) error {
+		emit(ev("run_stopped", map[string]any{"reason": "awaiting_approval"}))
+		return nil
+	}
+	m := newChatModel(context.Background(), b, newTranscript("helper", "thr_1"), false)
+	enter := func(line string) {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(line)})
+		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+		pending := []tea.Cmd{cmd}
+		for steps := 0; len(pending) > 0 && steps < 100; steps++ {
+			c := pending[0]
+			pending = pending[1:]
+			if c == nil {
+				continue
+			}
+			switch msg := c().(type) {
+			case tea.BatchMsg:
+				pending = append(pending, msg...)
+			case chatEventMsg, chatDoneMsg, chatApprovalsMsg:
+				_, next := m.Update(msg)
+				pending = append(pending, next)
+			}
+		}
+	}
+	enter("refund it")
+	if m.input.Prompt != `Approve refund({"to":"a"})? [y/N/e] ` || !strings.Contains(m.View(), "a tool call waits for your decision") {
+		t.Fatalf("prompt %q, view:\n%s", m.input.Prompt, m.View())
+	}
+	for _, line := range []string{"e", "{oops", `{"to":"b"}`, "", "no wipes"} {
+		enter(line)
+	}
+	want := []string{`c1 approve=true args={"to":"b"} reason="" by=chat`, `c2 approve=false args= reason="no wipes" by=chat`}
+	if strings.Join(b.decisions, "\n") != strings.Join(want, "\n") {
+		t.Errorf("decisions:\n%s\nwant:\n%s", strings.Join(b.decisions, "\n"), strings.Join(want, "\n"))
+	}
+	var printed []string
+	for _, l := range m.printed {
+		printed = append(printed, l.text)
+	}
+	wantPrinted := []string{"you> refund it", "-- the run waits for tool approvals", `Approve refund({"to":"a"})? [y/N/e] e`,
+		"Arguments (JSON): {oops", "!! edited arguments must be a JSON object", `Arguments (JSON): {"to":"b"}`,
+		"Approve wipe({})? [y/N/e] ", "Reason (optional): no wipes", "helper> Done."}
+	if strings.Join(printed, "\n") != strings.Join(wantPrinted, "\n") {
+		t.Errorf("printed:\n%s\nwant:\n%s", strings.Join(printed, "\n"), strings.Join(wantPrinted, "\n"))
+	}
+	if m.asking != nil || m.running || m.input.Prompt != "> " {
+		t.Errorf("after the decisions: asking=%v running=%v prompt %q", m.asking != nil, m.running, m.input.Prompt)
 	}
 }
