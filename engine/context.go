@@ -29,6 +29,8 @@ type scope struct {
 	rendered *weft.RenderedPrompt
 	// nested are the rows of a sub-prompt's own run (its init message, calls and results).
 	nested []weft.Message
+	// via is the call that runs this sub-prompt's nested run (nil at top level).
+	via *subCall
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).

@@ -63,30 +63,39 @@ func (r *run) resume() (bool, error) {
 				pending = append(pending, c)
 			}
 		}
-		for i, c := range pending {
-			var next *weft.ToolCall
-			if i+1 < len(pending) {
-				next = &pending[i+1]
-			}
-			rec, known := status[c.ID]
-			if known && rec.Status == weft.CallRunning {
-				answered, err := r.answerRunning(s, m, rec, c, next)
-				if err != nil {
-					return true, err
-				}
-				if answered {
-					continue
-				}
-			}
-			if _, _, waiting := r.decided(s, m, &c); waiting {
-				return true, r.awaitApproval(s, m, pending[i:])
-			}
-			if _, err := r.executeCall(s, m, c, next); err != nil {
-				return true, err
-			}
+		if err := r.resumeCalls(s, m, pending, status); err != nil {
+			return true, err
 		}
 	}
 	return true, nil
+}
+
+// resumeCalls finishes a reply's unanswered calls in order; status holds their records as the
+// resume found them: a running call is answered by answerRunning or run again, a call waiting for
+// a decision parks the run, the others run normally.
+func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, status map[string]weft.ToolCallRecord) error {
+	for i, c := range pending {
+		var next *weft.ToolCall
+		if i+1 < len(pending) {
+			next = &pending[i+1]
+		}
+		if rec, known := status[c.ID]; known && rec.Status == weft.CallRunning {
+			answered, err := r.answerRunning(s, m, rec, c, next)
+			if err != nil {
+				return err
+			}
+			if answered {
+				continue
+			}
+		}
+		if _, _, waiting := r.decided(s, m, &c); waiting {
+			return r.awaitApproval(s, m, pending[i:])
+		}
+		if _, err := r.executeCall(s, m, c, next); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // answerRunning answers a call that was running when its run died: with its re-attached child's
@@ -112,6 +121,14 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 			return true, errAwaitApproval // the child still waits for decisions
 		}
 		stored, err = r.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		return true, err
+	}
+	if res, resultID, ok := r.resumeSubPrompt(s, m, rec, c); ok {
+		if r.childParked != "" {
+			r.childParked = ""
+			return true, errAwaitApproval // the nested run still waits for decisions
+		}
+		stored, err = r.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
 	if rec.Idempotent {

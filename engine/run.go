@@ -469,8 +469,8 @@ type run struct {
 	terminate bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
-	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
-	// parks the run too.
+	// childParked names what stopped awaiting approval inside a call — a blocking child (its
+	// thread id) or a sub-prompt's nested run (its result message id): the call parks the run too.
 	childParked string
 	// outbox holds events waiting for the run's next transaction (Options.RecordEvents); a tool
 	// may use its State from goroutines of its own.

@@ -239,7 +239,7 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	case o.lifecycle != "":
 		return r.callLifecycle(s, o, c, msg, args)
 	case t.Prompt != nil:
-		return r.callSubPrompt(s, o, c, args, st.exec.resultID)
+		return r.callSubPrompt(s, o, c, msg.ID, args, st.exec.resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return r.startHandoff(s, o, args)
 	case t.Agent != nil:
