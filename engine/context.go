@@ -200,7 +200,7 @@ func (r *run) systemText(s *scope) (string, error) {
 // earlier tool calls are hidden are copies.
 func (r *run) history(s *scope) []*weft.Message {
 	p := s.prompt
-	window := r.state.window(s.side)
+	window := r.state.of(s.side).Window
 	out := make([]*weft.Message, 0, len(r.rows))
 	for _, m := range r.rows {
 		if m.Status != weft.MessageCompleted || m.Depth != 0 {
@@ -319,7 +319,7 @@ func (r *run) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []w
 				// the current turn (providers require them to continue after tool use), for earlier
 				// turns only with reasoning.include (execution.md §3.9).
 				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
-					inTurn := m.Seq > r.state.window(s.side) || s.depth > 0
+					inTurn := m.Seq > r.state.of(s.side).Window || s.depth > 0
 					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
 						if raw, err := json.Marshal(blocks); err == nil {
 							if lm.Metadata == nil {

@@ -20,7 +20,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err er
 	if side == weft.SideB {
 		inbound = weft.RoleAssistant
 	}
-	mark := r.state.watermark(side)
+	mark := r.state.of(side).Handler
 	var rows []weft.Message
 	for _, m := range r.rows {
 		if m.Seq > mark && m.Depth == 0 && m.Status == weft.MessageCompleted && m.Role == inbound {
@@ -30,7 +30,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err er
 	if len(rows) == 0 {
 		return true, nil
 	}
-	r.state.setWatermark(side, rows[len(rows)-1].Seq)
+	r.state.of(side).Handler = rows[len(rows)-1].Seq
 	if err := r.saveState(); err != nil {
 		return false, err
 	}
@@ -53,19 +53,4 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err er
 		return false, err
 	}
 	return r.lastSeq == before && len(q) == 0, nil
-}
-
-func (s *execState) watermark(side weft.Side) int64 {
-	if side == weft.SideA {
-		return s.HandlerA
-	}
-	return s.HandlerB
-}
-
-func (s *execState) setWatermark(side weft.Side, seq int64) {
-	if side == weft.SideA {
-		s.HandlerA = seq
-	} else {
-		s.HandlerB = seq
-	}
 }

@@ -99,7 +99,8 @@ func (r *run) applyHandoff() error {
 		args[k] = v
 	}
 	from := r.agent.Name
-	r.state = execState{Side: weft.SideA, WindowA: r.lastSeq, WindowB: r.lastSeq}
+	r.state = execState{}
+	r.state.endSession(r.lastSeq)
 	state := r.state.encode()
 	name := h.target.Name
 	err := r.tx(func(tx weft.Tx) error {

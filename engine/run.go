@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,142 +14,6 @@ import (
 
 	"github.com/weft-agents/weft"
 )
-
-// execState is a thread's persisted run state (storage.md exec_state, key "run").
-type execState struct {
-	// Stopped is the stop flag: nothing runs until a user message or continue.
-	Stopped bool `json:"stopped,omitempty"`
-	// Side is the side due to act next.
-	Side weft.Side `json:"side"`
-	// TurnsA and TurnsB count completed turns in the session.
-	TurnsA int `json:"turns_a"`
-	TurnsB int `json:"turns_b"`
-	// WindowA and WindowB are the seq of the last row of each side's previous completed turn: a
-	// side's window is the rows after it.
-	WindowA int64 `json:"window_a"`
-	WindowB int64 `json:"window_b"`
-	// ToolCalled records that the acting side called a tool in the current turn (toolChoice
-	// required is enforced until it has).
-	ToolCalled bool `json:"tool_called,omitempty"`
-	// QueuedTools numbers QueueTool calls (queued_<n> ids).
-	QueuedTools int `json:"queued_tools,omitempty"`
-	// HandlerA and HandlerB are the handler sides' delivery watermarks (seq of the last row given).
-	HandlerA int64 `json:"handler_a,omitempty"`
-	HandlerB int64 `json:"handler_b,omitempty"`
-	// IdleA and IdleB record that a handler side's last turn was idle.
-	IdleA bool `json:"idle_a,omitempty"`
-	IdleB bool `json:"idle_b,omitempty"`
-	// Immediate lists the side:prompt pairs whose immediate subagents were started (once per thread).
-	Immediate []string `json:"immediate,omitempty"`
-	// Stops counts the thread's run stops; a subagent's reports are numbered by it.
-	Stops int `json:"stops,omitempty"`
-}
-
-func (s *execState) turns(side weft.Side) int {
-	if side == weft.SideA {
-		return s.TurnsA
-	}
-	return s.TurnsB
-}
-
-func (s *execState) window(side weft.Side) int64 {
-	if side == weft.SideA {
-		return s.WindowA
-	}
-	return s.WindowB
-}
-
-// completeTurn counts a completed turn of side ending at seq.
-func (s *execState) completeTurn(side weft.Side, seq int64) {
-	if side == weft.SideA {
-		s.TurnsA++
-		s.WindowA = seq
-	} else {
-		s.TurnsB++
-		s.WindowB = seq
-	}
-	s.ToolCalled = false
-}
-
-const execKey = "run"
-
-func loadExecState(ctx context.Context, st weft.Store, threadID string) (execState, error) {
-	docs, err := st.ExecState(ctx, threadID)
-	if err != nil {
-		return execState{}, err
-	}
-	s := execState{Side: weft.SideA}
-	if raw, ok := docs[execKey]; ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
-		}
-	}
-	return s, nil
-}
-
-// encode is json.Marshal(s), written out: it runs in every step's transaction.
-func (s *execState) encode() json.RawMessage {
-	b := make([]byte, 0, 128)
-	b = append(b, '{')
-	if s.Stopped {
-		b = append(b, `"stopped":true,`...)
-	}
-	b = append(b, `"side":`...)
-	b = appendJSONString(b, string(s.Side))
-	b = append(b, `,"turns_a":`...)
-	b = strconv.AppendInt(b, int64(s.TurnsA), 10)
-	b = append(b, `,"turns_b":`...)
-	b = strconv.AppendInt(b, int64(s.TurnsB), 10)
-	b = append(b, `,"window_a":`...)
-	b = strconv.AppendInt(b, s.WindowA, 10)
-	b = append(b, `,"window_b":`...)
-	b = strconv.AppendInt(b, s.WindowB, 10)
-	if s.ToolCalled {
-		b = append(b, `,"tool_called":true`...)
-	}
-	b = appendIntField(b, `,"queued_tools":`, int64(s.QueuedTools))
-	b = appendIntField(b, `,"handler_a":`, s.HandlerA)
-	b = appendIntField(b, `,"handler_b":`, s.HandlerB)
-	if s.IdleA {
-		b = append(b, `,"idle_a":true`...)
-	}
-	if s.IdleB {
-		b = append(b, `,"idle_b":true`...)
-	}
-	if len(s.Immediate) > 0 {
-		b = append(b, `,"immediate":[`...)
-		for i, v := range s.Immediate {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, v)
-		}
-		b = append(b, ']')
-	}
-	b = appendIntField(b, `,"stops":`, int64(s.Stops))
-	return append(b, '}')
-}
-
-// appendIntField appends an omitempty integer field.
-func appendIntField(b []byte, key string, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendInt(append(b, key...), v, 10)
-}
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
 
 // activeRun is a run in progress in this process.
 type activeRun struct {
@@ -500,11 +363,9 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if !ok {
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", t.ID, t.Agent)
 	}
-	s := execState{Side: weft.SideA}
-	if raw, ok := start.ExecState[execKey]; ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
-		}
+	s, err := decodeExecState(start.ExecState[execKey])
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
 	r := &run{e: e, ctx: ctx, wctx: context.WithoutCancel(ctx), ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
 		callIDs: map[string]bool{}, queued: start.Queued}
@@ -517,7 +378,6 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
 		declared: e.declaredOf(a)}
 	if t.ParentID != "" {
-		var err error
 		if r.env.inherited, err = ancestorEnv(ctx, e.store, t.ParentID, newGraph(e.reg, a, nil).declared()); err != nil {
 			return nil, err
 		}
@@ -770,7 +630,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		side := r.state.Side
 		def := r.agent.Side(side)
 		// S4: the session's turn cap.
-		if n := r.agent.MaxSessionTurns; n > 0 && min(r.state.TurnsA, r.state.TurnsB) >= n {
+		if n := r.agent.MaxSessionTurns; n > 0 && r.state.minTurns() >= n {
 			return r.endSession(weft.StopMaxSessionTurn, "")
 		}
 		// S5: a human side parks the run.
@@ -783,19 +643,11 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			if err != nil {
 				return r.fail(err)
 			}
-			if side == weft.SideA {
-				r.state.IdleA = idle
-			} else {
-				r.state.IdleB = idle
-			}
+			r.state.of(side).Idle = idle
 			// An idle handler gives the other side nothing new: the run stops, unless the other side
 			// is a handler that has not been idle yet (two idle handler sides stop the run).
 			other := r.agent.Side(side.Other())
-			otherIdle := r.state.IdleA
-			if side == weft.SideA {
-				otherIdle = r.state.IdleB
-			}
-			if idle && (other.Handler == "" || otherIdle) {
+			if idle && (other.Handler == "" || r.state.of(side.Other()).Idle) {
 				return r.stop(weft.StopHandlerIdle, "")
 			}
 			if !idle {
@@ -898,13 +750,6 @@ func (r *run) saveState() error {
 	return nil
 }
 
-func sideIndex(s weft.Side) int {
-	if s == weft.SideB {
-		return 1
-	}
-	return 0
-}
-
 // suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
 // cancelled with errShutdown once the drain deadline passed).
 func (r *run) suspending() bool {
@@ -973,8 +818,9 @@ func (r *run) drain() error {
 	}
 	if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
 		// The human's messages complete a B turn.
-		r.state.TurnsB++
-		r.state.WindowB = r.drained[len(r.drained)-1].Seq
+		b := r.state.of(weft.SideB)
+		b.Turns++
+		b.Window = r.drained[len(r.drained)-1].Seq
 	}
 	r.state.Stopped = false
 	return nil
@@ -1081,9 +927,7 @@ func (r *run) applyForcedTurn() weft.Side {
 // endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
-	r.state.TurnsA, r.state.TurnsB, r.state.ToolCalled = 0, 0, false
-	r.state.WindowA, r.state.WindowB = r.lastSeq, r.lastSeq
-	r.state.Side = weft.SideA
+	r.state.endSession(r.lastSeq)
 	return r.stop(reason, text)
 }
 

@@ -30,7 +30,7 @@ func (x *execution) StepCount() int  { return x.r.steps }
 func (x *execution) SideStepCount(s weft.Side) int {
 	return x.r.sideSteps[sideIndex(s)]
 }
-func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.turns(s) }
+func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.of(s).Turns }
 func (x *execution) Depth() int                  { return x.s.depth }
 func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }

@@ -271,11 +271,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			return err
 		}
 		if final != "" {
-			if s.side == weft.SideA {
-				r.state.WindowA = msg.Seq
-			} else {
-				r.state.WindowB = msg.Seq
-			}
+			r.state.of(s.side).Window = msg.Seq
 		}
 		for _, tm := range provided {
 			if err := tx.InsertMessage(tm); err != nil {
