@@ -39,6 +39,10 @@ type scope struct {
 	// strict: tools are offered in strict form (option strictTools), so a null the model returns
 	// for an optional property counts as absent (definitions.md §5.5).
 	strict bool
+	// fx collects what the scope's tools and hooks ask of the run: the step's own effects, which a
+	// sub-prompt's scope shares with its caller.
+	fx      *toolEffects
+	effects toolEffects
 }
 
 // offered is a tool offered in a scope.
@@ -59,6 +63,7 @@ type offered struct {
 func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[string]any) (*scope, error) {
 	s := &scope{prompt: p, depth: depth, side: side, args: args, offered: map[string]*offered{},
 		env: r.env.with(p.Env, nil)}
+	s.fx = &s.effects
 	if p.Template != nil {
 		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: r.envLookup(s.env)})
 		if err != nil {

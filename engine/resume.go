@@ -10,8 +10,9 @@ const interruptedResult = "Tool execution was interrupted by a restart; it may o
 
 // resume finishes the tool calls a crashed run left without results (execution.md §13): a stored
 // result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
-// interrupted error; pending calls run normally. It returns whether anything was resumed.
-func (r *run) resume() (bool, error) {
+// interrupted error; pending calls run normally. It returns whether anything was resumed, and the
+// effects the resumed calls asked for.
+func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 	answered := map[string]bool{}
 	var open []*weft.Message
 	for _, m := range r.rows {
@@ -31,13 +32,13 @@ func (r *run) resume() (bool, error) {
 		}
 	}
 	if len(open) == 0 {
-		return false, nil
+		return false, fx, nil
 	}
 	r.resuming = true
 	defer func() { r.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
-		return false, err
+		return false, fx, err
 	}
 	status := make(map[string]weft.ToolCallRecord, len(recs))
 	for i, rec := range recs {
@@ -55,8 +56,9 @@ func (r *run) resume() (bool, error) {
 		}
 		s, err := r.newScope(p, 0, rowSide(m), r.thread.Arguments)
 		if err != nil {
-			return true, err
+			return true, fx, err
 		}
+		s.fx = &fx
 		var pending []weft.ToolCall
 		for _, c := range m.ToolCalls {
 			if !answered[c.ID] {
@@ -72,21 +74,21 @@ func (r *run) resume() (bool, error) {
 			if known && rec.Status == weft.CallRunning {
 				answered, err := r.answerRunning(s, m, rec, c, next)
 				if err != nil {
-					return true, err
+					return true, fx, err
 				}
 				if answered {
 					continue
 				}
 			}
 			if _, _, waiting := r.decided(s, m, &c); waiting {
-				return true, r.awaitApproval(s, m, pending[i:])
+				return true, fx, r.awaitApproval(s, m, pending[i:])
 			}
 			if _, err := r.executeCall(s, m, c, next); err != nil {
-				return true, err
+				return true, fx, err
 			}
 		}
 	}
-	return true, nil
+	return true, fx, nil
 }
 
 // answerRunning answers a call that was running when its run died: with its re-attached child's

@@ -322,14 +322,8 @@ type run struct {
 	finished weft.StopReason
 	// releasing: the current transaction releases the lease; released: one that did committed.
 	releasing, released bool
-	// stopSession is set by State.StopSession: the session ends after the current step.
-	stopSession *weft.StopSessionOptions
-	// handoff is a handoff called in this step, applied after it.
-	handoff *pendingHandoff
-	// forced is the side Execution.ForceTurn chose for after the step.
-	forced weft.Side
-	// terminate is set by State.Terminate: the run stops after the current tool.
-	terminate bool
+	// terminated: the loop applied a State.Terminate; the run's stop terminates the thread.
+	terminated bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
 	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
@@ -600,7 +594,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
 	}
-	resumed, err := r.resume()
+	// fx holds the tools' effects not applied yet: the resumed calls', then each step's.
+	resumed, fx, err := r.resume()
+	r.terminated = fx.terminate
 	if errors.Is(err, errAwaitApproval) {
 		return r.stop(weft.StopAwaitingApproval, "")
 	}
@@ -639,7 +635,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		if def.Handler != "" {
 			// S6: a handler turn.
-			idle, err := r.handlerTurn(side, def)
+			idle, hfx, err := r.handlerTurn(side, def, fx)
+			fx = hfx
+			r.terminated = r.terminated || fx.terminate
 			if err != nil {
 				return r.fail(err)
 			}
@@ -653,7 +651,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			if !idle {
 				r.state.completeTurn(side, r.lastSeq)
 			}
-			if next := r.applyForcedTurn(); next != "" {
+			if next := fx.takeForced(); next != "" {
 				r.state.Side = next
 			} else {
 				r.state.Side = side.Other()
@@ -677,7 +675,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if !ok {
 			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
 		}
-		out, err := r.step(p, side, def)
+		out, err := r.step(p, side, def, fx)
+		fx = out.effects
+		r.terminated = r.terminated || fx.terminate
 		if errors.Is(err, errAwaitApproval) {
 			return r.stop(weft.StopAwaitingApproval, "")
 		}
@@ -687,9 +687,10 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if err != nil {
 			return r.fail(err)
 		}
-		if r.handoff != nil && out.stop == "" && out.session == "" {
-			// The thread switches agent and goes on at once (subagents.md §8.3).
-			if err := r.applyHandoff(); err != nil {
+		if h := fx.handoff; h != nil && out.stop == "" && out.session == "" {
+			// The thread switches agent and goes on at once, with no side switch or turn count.
+			fx.handoff = nil
+			if err := r.applyHandoff(h); err != nil {
 				return r.fail(err)
 			}
 			continue
@@ -700,10 +701,10 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if out.session != "" {
 			return r.endSession(out.session, out.stopText)
 		}
-		if r.terminate {
+		if r.terminated {
 			return r.stop(weft.StopAborted, "thread terminated")
 		}
-		if next := r.applyForcedTurn(); next != "" {
+		if next := fx.takeForced(); next != "" {
 			// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
 			if out.turnDone {
 				r.state.completeTurn(side, r.lastSeq)
@@ -872,7 +873,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	case reason == weft.StopAbortedByUser:
 		status = weft.ThreadStopped
 		r.state.Stopped = true
-	case r.terminate:
+	case r.terminated:
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
 		status = weft.ThreadAwaitingHuman
@@ -915,13 +916,6 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return info, err
 	}
 	return info, nil
-}
-
-// applyForcedTurn returns and clears the side ForceTurn chose.
-func (r *run) applyForcedTurn() weft.Side {
-	f := r.forced
-	r.forced = ""
-	return f
 }
 
 // endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the

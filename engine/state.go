@@ -36,7 +36,7 @@ func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
 func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
 func (x *execution) Memory() *sync.Map           { return &x.r.memory }
-func (x *execution) ForceTurn(s weft.Side)       { x.r.forced = s }
+func (x *execution) ForceTurn(s weft.Side)       { x.s.fx.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
 
@@ -575,14 +575,18 @@ func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions
 	if s.r == nil {
 		return weft.ErrNotInRun
 	}
-	s.r.stopSession = &o
+	if s.exec != nil {
+		s.exec.s.fx.stopSession = &o
+	}
 	return nil
 }
 
 // Terminate stops the thread for good: inside a run after the current tool, else at once.
 func (s *threadState) Terminate(ctx context.Context) error {
 	if s.r != nil && s.r.thread.ID == s.thread.ID {
-		s.r.terminate = true
+		if s.exec != nil {
+			s.exec.s.fx.terminate = true
+		}
 		effects, err := s.e.store.Effects(ctx, s.thread.ID)
 		if err != nil {
 			return err

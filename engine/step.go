@@ -17,6 +17,30 @@ type stepOutcome struct {
 	// session ends the session with this reason (session_stop, session_fail, state_stop_session).
 	session  weft.StopReason
 	stopText string
+	// effects are the effects the loop has yet to apply: those it handed the step, with what the
+	// step's tools and hooks added.
+	effects toolEffects
+}
+
+// toolEffects are what tools and hooks asked of the run through their State or Execution, or by
+// calling a handoff. They are collected in the step's scope and come back with its outcome; the
+// loop applies them, and hands what it did not apply to the next step.
+type toolEffects struct {
+	// forced is the side Execution.ForceTurn chose to act after the step.
+	forced weft.Side
+	// stopSession is set by State.StopSession: the session ends after the step.
+	stopSession *weft.StopSessionOptions
+	// terminate is set by State.Terminate: the run stops after the step, the thread terminated.
+	terminate bool
+	// handoff is a handoff called in the step, applied after it.
+	handoff *pendingHandoff
+}
+
+// takeForced returns and clears the side ForceTurn chose.
+func (fx *toolEffects) takeForced() weft.Side {
+	f := fx.forced
+	fx.forced = ""
+	return f
 }
 
 // emptyReply is the synthetic call stored for a reply with nothing in it (execution.md §7.1).
@@ -26,23 +50,27 @@ const (
 )
 
 // step runs one top-level step of side with prompt p.
-func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+// carried are the effects the loop has not applied yet; the outcome returns them with the step's
+// own, also when the step fails.
+func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried toolEffects) (stepOutcome, error) {
 	if r.obs == nil {
-		return r.runStep(p, side, def)
+		return r.runStep(p, side, def, carried)
 	}
 	r.obs.StartStep(StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
-	out, err := r.runStep(p, side, def)
+	out, err := r.runStep(p, side, def, carried)
 	r.obs.EndStep(err)
 	return out, err
 }
 
-func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried toolEffects) (out stepOutcome, err error) {
 	r.steps++
 	r.sideSteps[sideIndex(side)]++
 	s, err := r.newScope(p, 0, side, r.thread.Arguments)
 	if err != nil {
-		return stepOutcome{}, err
+		return stepOutcome{effects: carried}, err
 	}
+	s.effects = carried
+	defer func() { out.effects = s.effects }()
 	s.toolCalled = r.state.ToolCalled
 	s.final = r.finalPlan(def, side)
 	if err := r.startImmediate(s, p, side); err != nil {
@@ -77,7 +105,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepO
 	if r.e.observed() {
 		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
 	}
-	if out, ended := r.sessionEnd(def, results); ended {
+	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil
 	}
 	if reason := r.repeatedError(); reason != "" {
@@ -92,7 +120,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepO
 // sessionEnd checks the session tools of the side (execution.md §9.3): a successful sessionFail
 // call ends the session with session_fail, else a successful sessionStop with session_stop; a
 // failed call ends nothing. State.StopSession ends it with state_stop_session.
-func (r *run) sessionEnd(def weft.AgentSide, results []callResult) (stepOutcome, bool) {
+func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffects) (stepOutcome, bool) {
 	for _, bound := range []struct {
 		tool   *weft.SessionTool
 		reason weft.StopReason
@@ -106,8 +134,8 @@ func (r *run) sessionEnd(def weft.AgentSide, results []callResult) (stepOutcome,
 			}
 		}
 	}
-	if o := r.stopSession; o != nil {
-		r.stopSession = nil
+	if o := fx.stopSession; o != nil {
+		fx.stopSession = nil
 		reason := weft.StopStateSession
 		if o.Failed {
 			reason = weft.StopSessionFail

@@ -21,8 +21,9 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 	}
-	// The nested rows hang under the caller's (pre-allocated) tool message id.
-	s.parentID = parentID
+	// The nested rows hang under the caller's (pre-allocated) tool message id; its effects are the
+	// caller's step's.
+	s.parentID, s.fx = parentID, caller.fx
 	init, err := r.initMessage(s, e, args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))

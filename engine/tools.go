@@ -570,7 +570,7 @@ func (r *run) runQueuedTools(s *scope) error {
 		if !ok {
 			res = weft.Failure(fmt.Sprintf("Tool %q is not defined", q.name))
 		} else {
-			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env}
+			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env, fx: s.fx}
 			o := &offered{entry: weft.ToolEntry{Name: q.name}, target: weft.Target{Kind: weft.EntryTool, Name: q.name, Tool: t},
 				spec: weft.ToolSpec{Name: q.name, Description: t.Description, Parameters: argsSchema(t.Args)}}
 			qs.offered[q.name] = o
