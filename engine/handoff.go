@@ -115,7 +115,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	if err != nil {
 		return err
 	}
-	r.savedState = state
+	r.journal.saved = state
 	if h.init.ID != "" {
 		r.addRow(*h.init)
 		r.emitMessage(*h.init)

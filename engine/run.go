@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -184,7 +183,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		o.run = nil
 		e.dropIfUnused(threadID, o)
 		e.mu.Unlock()
-		more = ar.pushed.Load() || (r != nil && r.waiting())
+		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
 		if !released {
 			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
@@ -210,7 +209,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if r.obs != nil {
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
-	released = r.released
+	released = r.journal.released
 	putReqBuf(r.reqBuf)
 	return info, r.lastLine, false, err
 }
@@ -280,7 +279,6 @@ type run struct {
 	e      *Engine
 	ctx    context.Context
 	ar     *activeRun
-	fence  weft.Fence
 	id     string
 	thread *weft.Thread
 	agent  *weft.Agent
@@ -288,19 +286,12 @@ type run struct {
 
 	// wctx is ctx without cancellation, for writes that must finish.
 	wctx context.Context
+	// journal writes the run's changes: its transactions, the queue it drains, its events.
+	journal *journal
 	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows []*weft.Message
-	// queued holds queue rows read but not yet drained; drained are rows moved into rows whose
-	// insert waits for the run's next transaction (drainedUpTo is the last queue seq taken).
-	queued      []weft.QueuedMessage
-	drained     []*weft.Message
-	drainedUpTo int64
-	// queueSeq is the thread's newest queue seq as the run's last transaction saw it, and
-	// queueKnown the seq up to which the run has read the queue: messages wait when the first is
-	// above both drainedUpTo and queueKnown (or ar.pushed is set).
-	queueSeq, queueKnown int64
-	lastSeq              int64
-	callIDs              map[string]bool
+	rows    []*weft.Message
+	lastSeq int64
+	callIDs map[string]bool
 	// callRecs are the tool-call records the run stored, as stored (noteCall).
 	callRecs []*weft.ToolCallRecord
 
@@ -316,12 +307,8 @@ type run struct {
 	lastLine    int // last-line redaction hits
 	// reqBuf is the message buffer of the run's provider requests, reused step after step.
 	reqBuf []weft.LLMMessage
-	// savedState is the run state as last persisted.
-	savedState []byte
 	// finished is the stop reason the final step already persisted with its reply.
 	finished weft.StopReason
-	// releasing: the current transaction releases the lease; released: one that did committed.
-	releasing, released bool
 	// terminated: the loop applied a State.Terminate; the run's stop terminates the thread.
 	terminated bool
 	// suspend is set at a step boundary while the engine shuts down.
@@ -329,10 +316,6 @@ type run struct {
 	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
 	// parks the run too.
 	childParked string
-	// outbox holds events waiting for the run's next transaction (Options.RecordEvents); a tool
-	// may use its State from goroutines of its own.
-	outboxMu sync.Mutex
-	outbox   []Event
 
 	// obs observes the run (Options.Observer; nil = off). attemptEnds holds when each model attempt
 	// ended until its call is reported; trigger is what started the run.
@@ -361,8 +344,9 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
-	r := &run{e: e, ctx: ctx, wctx: context.WithoutCancel(ctx), ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
-		callIDs: map[string]bool{}, queued: start.Queued}
+	wctx := context.WithoutCancel(ctx)
+	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
+		journal: &journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
 		r.shareRows(start.Rows)
@@ -465,87 +449,22 @@ func (r *run) replaceRow(m weft.Message) {
 	}
 }
 
-// tx writes in one fenced transaction of this run. Messages drained at the step boundary are
-// stored by the run's next transaction, whatever it is: until then they stay in the queue, so a
-// crash loses nothing.
+// tx writes in one fenced transaction of this run (journal.tx); the messages drained at the step
+// boundary that it stored join the run's rows and are published.
 func (r *run) tx(fn func(weft.Tx) error) error {
-	r.releasing = false
-	err := r.txDrain(fn)
-	if err == nil && r.releasing {
-		r.released = true
-	}
-	r.releasing = false
-	return err
-}
-
-// txDrain runs fn in a fenced transaction, storing first the messages drained since the last one,
-// and notes the queue seq the transaction saw.
-func (r *run) txDrain(fn func(weft.Tx) error) error {
-	drained := r.drained
-	var queueSeq int64
-	var recs []weft.EventRecord
-	var pending []Event
-	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
-		if len(drained) > 0 {
-			if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
-				return err
-			}
-			for _, m := range drained {
-				if err := tx.InsertMessage(m); err != nil {
-					return err
-				}
-			}
-			preview := preview(drained[len(drained)-1].Content)
-			now := r.now()
-			if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
-				return err
-			}
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		r.outboxMu.Lock()
-		pending = append(pending[:0], r.outbox...)
-		r.outboxMu.Unlock()
-		if len(pending) > 0 {
-			recs = records(pending)
-			if err := tx.AppendEvents(recs); err != nil {
-				return err
-			}
-		}
-		var err error
-		queueSeq, err = tx.QueueSeq()
-		return err
-	})
-	if err == nil && len(pending) > 0 {
-		// Published in commit order; events emitted meanwhile wait for the next transaction.
-		r.outboxMu.Lock()
-		r.outbox = append(r.outbox[:0], r.outbox[len(pending):]...)
-		r.outboxMu.Unlock()
-		for i := range pending {
-			pending[i].Seq = recs[i].Seq
-			r.e.emit(pending[i])
-		}
-	}
-	if err != nil {
-		return err
-	}
-	r.queueSeq = max(r.queueSeq, queueSeq)
-	r.drained = nil
+	drained, err := r.journal.tx(fn)
 	for _, m := range drained {
 		r.noteRow(m)
 		r.emitMessage(*m)
 	}
-	return nil
+	return err
 }
 
 func (r *run) emit(typ string, data map[string]any) {
 	ev := Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
 	if r.e.opt.RecordEvents && !transient(typ) {
 		// Recorded by the run's next transaction (or flush), published once it commits.
-		r.outboxMu.Lock()
-		r.outbox = append(r.outbox, ev)
-		r.outboxMu.Unlock()
+		r.journal.record(ev)
 		return
 	}
 	r.e.emit(ev)
@@ -554,10 +473,7 @@ func (r *run) emit(typ string, data map[string]any) {
 // flushEvents records and publishes the events waiting in the outbox, before the run blocks on a
 // model or a tool (a no-op when none wait).
 func (r *run) flushEvents() error {
-	r.outboxMu.Lock()
-	n := len(r.outbox)
-	r.outboxMu.Unlock()
-	if n == 0 {
+	if !r.journal.recording() {
 		return nil
 	}
 	return r.tx(func(weft.Tx) error { return nil })
@@ -566,10 +482,10 @@ func (r *run) flushEvents() error {
 // finishEvents ends a run that records events: its last transaction records the events still
 // waiting and releases the lease (persistStop leaves the release to it).
 func (r *run) finishEvents() {
-	if !r.e.opt.RecordEvents || r.released {
+	if !r.e.opt.RecordEvents || r.journal.released {
 		return
 	}
-	if err := r.tx(func(tx weft.Tx) error { r.releasing = true; return tx.ReleaseLease() }); err != nil {
+	if err := r.tx(r.journal.release); err != nil {
 		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
 	}
 }
@@ -591,7 +507,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	}
 	// An inbound user message clears the stop flag (execution.md §1.3): it runs instead of being
 	// failed by the stop check before the queue is drained.
-	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
+	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
 	}
 	// fx holds the tools' effects not applied yet: the resumed calls', then each step's.
@@ -740,15 +656,12 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 
 // saveState persists the run state when it changed since it was last written.
 func (r *run) saveState() error {
-	enc := r.state.encode()
-	if bytes.Equal(enc, r.savedState) {
-		return nil
+	drained, err := r.journal.saveState(&r.state)
+	for _, m := range drained {
+		r.noteRow(m)
+		r.emitMessage(*m)
 	}
-	if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) }); err != nil {
-		return err
-	}
-	r.savedState = enc
-	return nil
+	return err
 }
 
 // suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
@@ -764,33 +677,25 @@ func (r *run) abortReason() weft.StopReason {
 	return weft.StopAborted
 }
 
-// waiting reports queued messages that the run has neither drained nor read, as of its last
-// transaction.
-func (r *run) waiting() bool {
-	return r.queueSeq > max(r.drainedUpTo, r.queueKnown)
-}
-
 // drain moves queued messages into the thread (S2): they join the context now and are stored by
 // the run's next transaction. The acting side of a new turn follows the first drained row:
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
-	if r.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || r.waiting()) {
-		known := r.queueSeq
-		q, err := r.e.store.Queued(r.ctx, r.thread.ID)
-		if err != nil {
+	j := r.journal
+	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
+		if err := j.readQueue(r.ctx); err != nil {
 			return err
 		}
-		r.queued, r.queueKnown = q, max(r.queueKnown, known)
 	}
-	qs := r.queued
-	r.queued = nil
+	qs := j.unread()
 	if len(qs) == 0 {
 		return nil
 	}
 	first := true
+	var last *weft.Message
 	for _, q := range qs {
-		if q.Seq <= r.drainedUpTo {
-			continue // taken already; its insert waits for the next transaction
+		if j.taken(q.Seq) {
+			continue // its insert waits for the next transaction
 		}
 		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
 			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
@@ -801,7 +706,7 @@ func (r *run) drain() error {
 			m.Side = weft.SideA
 		}
 		// Provisional seq until the insert assigns the real one (the run holds the lease).
-		m.Seq = r.lastSeq + int64(len(r.drained)) + 1
+		m.Seq = r.lastSeq + int64(len(j.drained)) + 1
 		if first {
 			first = false
 			if q.Role == weft.RoleAssistant {
@@ -810,9 +715,9 @@ func (r *run) drain() error {
 				r.state.Side = weft.SideA
 			}
 		}
-		r.drained = append(r.drained, m)
+		j.take(m, q.Seq)
 		r.rows = append(r.rows, m)
-		r.drainedUpTo = max(r.drainedUpTo, q.Seq)
+		last = m
 	}
 	if first {
 		return nil
@@ -821,7 +726,7 @@ func (r *run) drain() error {
 		// The human's messages complete a B turn.
 		b := r.state.of(weft.SideB)
 		b.Turns++
-		b.Window = r.drained[len(r.drained)-1].Seq
+		b.Window = last.Seq
 	}
 	r.state.Stopped = false
 	return nil
@@ -940,8 +845,7 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	if r.e.opt.RecordEvents {
 		return state, nil // the run's last transaction, with its last events, releases it
 	}
-	r.releasing = true
-	return state, tx.ReleaseLease()
+	return state, r.journal.release(tx)
 }
 
 // stopRows answers unanswered calls, fails the pending message and stores the stop notice.

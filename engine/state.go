@@ -166,7 +166,7 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 		m.RunID = s.r.id
 	}
 	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
@@ -228,7 +228,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }); err != nil {
 		return weft.Message{}, err
@@ -249,7 +249,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
 	if err == nil && s.r != nil {
@@ -423,7 +423,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
@@ -685,7 +685,7 @@ func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAt
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error {
 		for _, f := range files {
@@ -708,7 +708,7 @@ type threadFS struct{ s *threadState }
 func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 	var fence *weft.Fence
 	if f.s.r != nil {
-		fence = &f.s.r.fence
+		fence = &f.s.r.journal.fence
 	}
 	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
 }

@@ -348,9 +348,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		clear(r.attemptEnds)
 		return nil, nil, err
 	}
-	r.savedState = state
+	r.journal.saved = state
 	if final != "" {
-		r.savedState, r.finished = finalState, final
+		r.journal.saved, r.finished = finalState, final
 	}
 	if r.obs != nil {
 		r.observeModelCall(s, req, res.logs, msg, nil)
