@@ -210,7 +210,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
 	released = r.journal.released
-	putReqBuf(r.reqBuf)
+	putReqBuf(r.requests.buf)
 	return info, r.lastLine, false, err
 }
 
@@ -305,8 +305,8 @@ type run struct {
 
 	queuedTools []queuedTool
 	lastLine    int // last-line redaction hits
-	// reqBuf is the message buffer of the run's provider requests, reused step after step.
-	reqBuf []weft.LLMMessage
+	// requests builds the run's provider requests.
+	requests requests
 	// finished is the stop reason the final step already persisted with its reply.
 	finished weft.StopReason
 	// terminated: the loop applied a State.Terminate; the run's stop terminates the thread.
@@ -347,6 +347,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
 		journal: &journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
+	r.requests.r = r
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
 		r.shareRows(start.Rows)

@@ -79,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if r.e.observed() {
 		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
 	}
-	req, err := r.buildRequest(s, r.history(s))
+	req, err := r.requests.build(s, r.requests.history(s))
 	if err != nil {
 		var be *weft.BlockedError
 		if asBlocked(err, &be) {

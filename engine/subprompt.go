@@ -48,7 +48,7 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 			break
 		}
 		rows := r.subHistory(caller, s)
-		req, err := r.buildRequest(s, rows)
+		req, err := r.requests.build(s, rows)
 		if err != nil {
 			failure = err
 			break
@@ -87,7 +87,7 @@ func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
 	var rows []*weft.Message
 	if s.prompt.IncludeChat {
 		top := &scope{prompt: s.prompt, side: caller.side}
-		rows = r.history(top)
+		rows = r.requests.history(top)
 	}
 	for i := range s.nested {
 		rows = append(rows, &s.nested[i])
