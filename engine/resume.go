@@ -34,8 +34,8 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 	if len(open) == 0 {
 		return false, fx, nil
 	}
-	r.resuming = true
-	defer func() { r.resuming = false }()
+	r.tools.resuming = true
+	defer func() { r.tools.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
 		return false, fx, err
@@ -46,7 +46,7 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 		if rec.Status != weft.CallDone {
 			// Their results start from these records, so a start time or child reference written
 			// before the restart stays.
-			r.noteCall(&recs[i])
+			r.tools.noteCall(&recs[i])
 		}
 	}
 	for _, m := range open {
@@ -83,7 +83,7 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 			if _, _, waiting := r.decided(s, m, &c); waiting {
 				return true, fx, r.awaitApproval(s, m, pending[i:])
 			}
-			if _, err := r.executeCall(s, m, c, next); err != nil {
+			if _, err := r.tools.executeCall(s, m, c, next); err != nil {
 				return true, fx, err
 			}
 		}
@@ -97,10 +97,10 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
 	var stored *weft.Message
 	if r.obs != nil {
-		prev := r.toolCtx
-		r.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
+		prev := r.tools.toolCtx
+		r.tools.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
 		defer func() {
-			r.toolCtx = prev
+			r.tools.toolCtx = prev
 			end := ToolEnd{Committed: err == nil && stored != nil}
 			if stored != nil {
 				end.Status, end.Result = stored.ToolStatus, stored.Content
@@ -109,16 +109,16 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		}()
 	}
 	if res, ok := r.reattach(s, rec, c); ok {
-		if r.childParked != "" {
-			r.childParked = ""
+		if r.tools.childParked != "" {
+			r.tools.childParked = ""
 			return true, errAwaitApproval // the child still waits for decisions
 		}
-		stored, err = r.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		return true, err
 	}
 	if rec.Idempotent {
 		return false, nil
 	}
-	stored, err = r.storeResult(s, m, c, weft.Failure(interruptedResult), weft.NewID("msg_"), next)
+	stored, err = r.tools.storeResult(s, m, c, weft.Failure(interruptedResult), weft.NewID("msg_"), next)
 	return true, err
 }

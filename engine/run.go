@@ -292,8 +292,6 @@ type run struct {
 	rows    []*weft.Message
 	lastSeq int64
 	callIDs map[string]bool
-	// callRecs are the tool-call records the run stored, as stored (noteCall).
-	callRecs []*weft.ToolCallRecord
 
 	steps     int
 	sideSteps [2]int
@@ -303,8 +301,9 @@ type run struct {
 	red    *redactor
 	memory sync.Map
 
-	queuedTools []queuedTool
-	lastLine    int // last-line redaction hits
+	// tools runs the run's tool calls.
+	tools    dispatch
+	lastLine int // last-line redaction hits
 	// requests builds the run's provider requests.
 	requests requests
 	// finished is the stop reason the final step already persisted with its reply.
@@ -313,25 +312,12 @@ type run struct {
 	terminated bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
-	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
-	// parks the run too.
-	childParked string
 
 	// obs observes the run (Options.Observer; nil = off). attemptEnds holds when each model attempt
 	// ended until its call is reported; trigger is what started the run.
 	obs         RunObserver
 	attemptEnds map[*weft.LogEntry]time.Time
 	trigger     string
-	// resuming: the run is finishing the calls a crashed run left open (resume).
-	resuming bool
-	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
-	// none, or unobserved): a blocking subagent's run nests under it.
-	toolCtx context.Context
-}
-
-type queuedTool struct {
-	name string
-	args json.RawMessage
 }
 
 func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
@@ -347,7 +333,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
 		journal: &journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
-	r.requests.r = r
+	r.requests.r, r.tools.r = r, r
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
 		r.shareRows(start.Rows)
@@ -875,12 +861,12 @@ func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
 			if err := tx.InsertMessage(tm); err != nil {
 				return nil, err
 			}
-			done := r.doneRecord(c, m.ID, r.now())
+			done := r.tools.doneRecord(c, m.ID, r.now())
 			done.ResultMessageID = tm.ID
 			if err := tx.PutToolCall(done); err != nil {
 				return nil, err
 			}
-			r.noteCall(done)
+			r.tools.noteCall(done)
 			r.addRow(*tm)
 		}
 	}

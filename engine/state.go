@@ -447,7 +447,7 @@ func (s *threadState) QueueTool(ctx context.Context, name string, args any) erro
 	if args == nil {
 		raw = []byte("{}")
 	}
-	s.r.queuedTools = append(s.r.queuedTools, queuedTool{name: name, args: raw})
+	s.r.tools.queuedTools = append(s.r.tools.queuedTools, queuedTool{name: name, args: raw})
 	return nil
 }
 

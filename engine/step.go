@@ -95,11 +95,11 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		// The reply completed the turn and its transaction persisted the stop.
 		return stepOutcome{stop: r.finished}, nil
 	}
-	results, err := r.executeCalls(s, msg, calls)
+	results, err := r.tools.executeCalls(s, msg, calls)
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if err := r.runQueuedTools(s); err != nil {
+	if err := r.tools.runQueuedTools(s); err != nil {
 		return stepOutcome{}, err
 	}
 	if r.e.observed() {
@@ -284,7 +284,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	state := r.state.encode()
 	final := weft.StopReason("")
-	if s.final != nil && len(calls) == 0 && !empty && len(r.queuedTools) == 0 {
+	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
 		final = s.final(msg.Content)
 	}
 	var finalState []byte
@@ -321,12 +321,12 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
 				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
 			if i == 0 {
-				r.markRunning(s, rec)
+				r.tools.markRunning(s, rec)
 			}
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.noteCall(rec)
+			r.tools.noteCall(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {

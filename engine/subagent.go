@@ -27,13 +27,13 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 		// re-attaches to that child instead of creating another (subagents.md §3.3).
 		meta, _ := json.Marshal(subagentMeta{Ref: ref})
 		now := r.now()
-		rec := r.recordOf(c, msg.ID)
+		rec := r.tools.recordOf(c, msg.ID)
 		rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.noteCall(rec)
+			r.tools.noteCall(rec)
 			return nil
 		})
 		if err != nil {
@@ -60,8 +60,8 @@ type subagentMeta struct {
 // awaitChild runs a child until it stops and returns its result; the child is then terminated.
 func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
 	ctx := r.ctx
-	if r.toolCtx != nil {
-		ctx = r.toolCtx // the child's run nests under the call in traces
+	if r.tools.toolCtx != nil {
+		ctx = r.tools.toolCtx // the child's run nests under the call in traces
 	}
 	info, err := r.e.runChild(ctx, child, resume)
 	if err != nil {
@@ -70,7 +70,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if info.Reason == weft.StopAwaitingApproval {
 		// The child waits for a person: so does this call (it stays running, with the child's
 		// reference), and the run stops until the child's calls are decided.
-		r.childParked = child.ID
+		r.tools.childParked = child.ID
 		return weft.ToolResult{}
 	}
 	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
@@ -134,7 +134,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 		if weft.ErrorCode(err) != weft.ENotFound {
 			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
 		}
-		_, args, errText := r.prepareCall(s, c)
+		_, args, errText := r.tools.prepareCall(s, c)
 		if errText != "" {
 			return weft.Failure(errText), true
 		}
@@ -800,7 +800,7 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 		r.addRow(*m)
 		r.emitMessage(*m)
-		if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
+		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}
 	}

@@ -71,7 +71,7 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 			break
 		}
 		s.toolCalled = true
-		res, err := r.executeCalls(s, msg, stepCalls)
+		res, err := r.tools.executeCalls(s, msg, stepCalls)
 		calls = append(calls, res...)
 		if err != nil {
 			failure = err
