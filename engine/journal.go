@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/weft-agents/weft"
@@ -179,3 +180,14 @@ func (j *journal) take(m *weft.Message, seq int64) {
 	j.drained = append(j.drained, m)
 	j.drainedUpTo = max(j.drainedUpTo, seq)
 }
+
+// preview is a thread's preview of a message: its first 200 characters, trimmed.
+func preview(s string) string {
+	s = strings.TrimSpace(s)
+	if len([]rune(s)) > 200 {
+		return string([]rune(s)[:200])
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

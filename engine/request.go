@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/weft-agents/weft"
 )
@@ -15,6 +17,13 @@ import (
 // perspective with their attachments, between the system prompt and the template's messages; the
 // hooks of each stage's point see and may change it.
 type requests struct {
+	e      *Engine
+	ctx    context.Context
+	thread *weft.Thread
+	// rows and state are the run's: its cached rows and its run state.
+	rows  *[]*weft.Message
+	state *execState
+	// r is the run whose hooks see the request.
 	r *run
 	// buf is the message buffer of the run's requests, reused step after step.
 	buf []weft.LLMMessage
@@ -27,7 +36,7 @@ func (q *requests) systemText(s *scope) (string, error) {
 		text = s.rendered.System
 	} else {
 		var err error
-		text, err = q.r.e.reg.RenderSystem(q.r.ctx, s.prompt.Name, s.args, envLookup(s.env))
+		text, err = q.e.reg.RenderSystem(q.ctx, s.prompt.Name, s.args, envLookup(s.env))
 		if err != nil {
 			return "", err
 		}
@@ -40,9 +49,9 @@ func (q *requests) systemText(s *scope) (string, error) {
 // earlier tool calls are hidden are copies.
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
-	window := q.r.state.of(s.side).Window
-	out := make([]*weft.Message, 0, len(q.r.rows))
-	for _, m := range q.r.rows {
+	window := q.state.of(s.side).Window
+	out := make([]*weft.Message, 0, len(*q.rows))
+	for _, m := range *q.rows {
 		if m.Status != weft.MessageCompleted || m.Depth != 0 {
 			continue
 		}
@@ -112,7 +121,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 	}
 	p := s.prompt
 	req := &weft.Request{Messages: msgs, ToolChoice: p.ToolChoice, ParallelToolCalls: p.ParallelToolCalls,
-		Reasoning: p.Reasoning, Prompt: p.Name, Agent: q.r.thread.Agent, Side: s.side, Depth: s.depth}
+		Reasoning: p.Reasoning, Prompt: p.Name, Agent: q.thread.Agent, Side: s.side, Depth: s.depth}
 	if req.ToolChoice == "" {
 		req.ToolChoice = weft.ToolChoiceAuto
 	}
@@ -159,7 +168,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 				// the current turn (providers require them to continue after tool use), for earlier
 				// turns only with reasoning.include (execution.md §3.9).
 				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
-					inTurn := m.Seq > q.r.state.of(s.side).Window || s.depth > 0
+					inTurn := m.Seq > q.state.of(s.side).Window || s.depth > 0
 					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
 						if raw, err := json.Marshal(blocks); err == nil {
 							if lm.Metadata == nil {
@@ -203,7 +212,7 @@ func (q *requests) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 		isImage := modelImage(a.MimeType)
 		switch {
 		case isImage && recent:
-			data, err := q.r.e.store.Files().ReadFile(q.r.ctx, q.r.thread.ID, a.Path)
+			data, err := q.e.store.Files().ReadFile(q.ctx, q.thread.ID, a.Path)
 			if err != nil {
 				texts = append(texts, fmt.Sprintf("[Image: %s (unavailable)]", a.Name))
 				continue
@@ -254,7 +263,7 @@ func (q *requests) systemMessageHooks(s *scope, text string) string {
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.SystemMessageFunc](*h)
 		var out string
-		if err := call(func() (err error) { out, err = f(q.r.ctx, st, text); return }); err != nil {
+		if err := call(func() (err error) { out, err = f(q.ctx, st, text); return }); err != nil {
 			q.r.hookFailed(h, err)
 			continue
 		}
@@ -282,7 +291,7 @@ func (q *requests) filterMessagesHooks(s *scope, rows []*weft.Message) []*weft.M
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
 		var out []weft.Message
-		if err := call(func() (err error) { out, err = f(q.r.ctx, st, vals); return }); err != nil {
+		if err := call(func() (err error) { out, err = f(q.ctx, st, vals); return }); err != nil {
 			q.r.hookFailed(h, err)
 			continue
 		}
@@ -301,7 +310,7 @@ func (q *requests) prefilterHooks(s *scope, msgs []weft.LLMMessage) ([]weft.LLMM
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.PrefilterHistoryFunc](*h)
 		var out []weft.LLMMessage
-		err := call(func() (err error) { out, err = f(q.r.ctx, st, msgs); return })
+		err := call(func() (err error) { out, err = f(q.ctx, st, msgs); return })
 		var be *weft.BlockedError
 		switch {
 		case errors.As(err, &be):
@@ -313,4 +322,27 @@ func (q *requests) prefilterHooks(s *scope, msgs []weft.LLMMessage) ([]weft.LLMM
 		msgs = out
 	}
 	return msgs, nil
+}
+
+// Request message buffers outlive their run in a pool: a request is dead once its step is stored.
+var reqBufs sync.Pool // of *[]weft.LLMMessage
+
+// maxPooledReqBuf bounds the buffers kept, so that one very long thread does not pin its buffer.
+const maxPooledReqBuf = 1024
+
+func getReqBuf(need int) []weft.LLMMessage {
+	if p, ok := reqBufs.Get().(*[]weft.LLMMessage); ok && cap(*p) >= need {
+		return (*p)[:0]
+	}
+	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
+}
+
+func putReqBuf(b []weft.LLMMessage) {
+	if b == nil || cap(b) > maxPooledReqBuf {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b) // drop the references to the run's messages
+	b = b[:0]
+	reqBufs.Put(&b)
 }

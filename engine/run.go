@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,29 +213,6 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	return info, r.lastLine, false, err
 }
 
-// Request message buffers outlive their run in a pool: a request is dead once its step is stored.
-var reqBufs sync.Pool // of *[]weft.LLMMessage
-
-// maxPooledReqBuf bounds the buffers kept, so that one very long thread does not pin its buffer.
-const maxPooledReqBuf = 1024
-
-func getReqBuf(need int) []weft.LLMMessage {
-	if p, ok := reqBufs.Get().(*[]weft.LLMMessage); ok && cap(*p) >= need {
-		return (*p)[:0]
-	}
-	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
-}
-
-func putReqBuf(b []weft.LLMMessage) {
-	if b == nil || cap(b) > maxPooledReqBuf {
-		return
-	}
-	b = b[:cap(b)]
-	clear(b) // drop the references to the run's messages
-	b = b[:0]
-	reqBufs.Put(&b)
-}
-
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
 var errNothingQueued = errors.New("nothing queued")
 
@@ -333,7 +309,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
 		journal: &journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
-	r.requests.r, r.tools.r = r, r
+	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
 		r.shareRows(start.Rows)
@@ -349,6 +325,12 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	}
 	r.red = newRedactor(r.env.secrets(), r.providerKeys())
 	return r, nil
+}
+
+// wire connects the run's collaborators to it.
+func (r *run) wire() {
+	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
+	r.tools.r = r
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).
@@ -728,16 +710,6 @@ func (r *run) emitMessage(m weft.Message) {
 		r.emit("message", map[string]any{"message": m})
 	}
 }
-
-func preview(s string) string {
-	s = strings.TrimSpace(s)
-	if len([]rune(s)) > 200 {
-		return string([]rune(s)[:200])
-	}
-	return s
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // fail stops the run with step_error.
 func (r *run) fail(err error) (weft.StopInfo, error) {
