@@ -35,7 +35,7 @@ type scope struct {
 	// blocks are replayed verbatim only to it.
 	provider string
 	// strict: tools are offered in strict form (option strictTools), so a null the model returns
-	// for an optional property counts as absent (definitions.md §5.5).
+	// for an optional property counts as absent.
 	strict bool
 	// fx collects what the scope's tools and hooks ask of the run: the step's own effects, which a
 	// sub-prompt's scope shares with its caller.
@@ -113,7 +113,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		case t.Prompt != nil:
 			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Prompt.ToolDescription, Parameters: argsSchema(t.Prompt.RequiredSchema)}
 		case t.Agent != nil && e.Resumable != nil && e.Resumable.Enabled:
-			// Resumable agents are reached through the injected lifecycle tools (subagents.md §3).
+			// Resumable agents are reached through the injected lifecycle tools.
 			resumable = append(resumable, resumableEntry{entry: e, agent: t.Agent})
 			continue
 		case t.Agent != nil:
@@ -139,7 +139,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		}
 	}
 	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
-		// A child that reports explicitly gets notify_parent (subagents.md §4.2).
+		// A child that reports explicitly gets notify_parent.
 		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
 			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}
 		if _, dup := s.offered[toolNotifyParent]; !dup {
@@ -255,7 +255,7 @@ func needsPairing(in []weft.LLMMessage) bool {
 // pair makes every assistant message with calls be followed by exactly its results in call order,
 // wherever those results were stored (a message injected while a tool ran sits between them),
 // synthesises missing results, drops orphan tool messages and empty messages, and moves
-// tool-result images into a user message after the results block (execution.md §3.7).
+// tool-result images into a user message after the results block.
 func pair(in []weft.LLMMessage) []weft.LLMMessage {
 	out := make([]weft.LLMMessage, 0, len(in))
 	used := make([]bool, len(in))

@@ -6,7 +6,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// handlerTurn drives a side with a Go handler (execution.md §9.4): every completed top-level row
+// handlerTurn drives a side with a Go handler: every completed top-level row
 // on the side's inbound role (A reads user rows, B reads assistant rows) newer than the side's
 // watermark is delivered in order; the watermark is persisted before delivery (each row at most
 // once). Handler errors are logged and delivery goes on. It reports whether the handler was idle

@@ -8,7 +8,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// pendingHandoff is a handoff called in the current step, applied after it (subagents.md §8).
+// pendingHandoff is a handoff called in the current step, applied after it.
 type pendingHandoff struct {
 	target *weft.Agent
 	args   map[string]any

@@ -9,7 +9,7 @@ import (
 )
 
 // activeHooks returns the hooks of a point active for the executing prompt: the prompt's `hooks`
-// when set (even empty), else the agent's (seed 000 §8), in listed order.
+// when set (even empty), else the agent's, in listed order.
 func (r *run) activeHooks(x *execution, point weft.HookPoint) []*weft.Hook {
 	ids := r.agent.Hooks
 	if x != nil && x.s != nil && x.s.prompt.Hooks != nil {
@@ -40,7 +40,7 @@ func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadS
 	return r.activeHooks(x, point), &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
 }
 
-// hookFailed logs a hook's error or panic; the hook is skipped (definitions.md §8).
+// hookFailed logs a hook's error or panic; the hook is skipped.
 func (r *run) hookFailed(h *weft.Hook, err error) {
 	r.e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", r.thread.ID, "error", r.red.Error(err))
 	l := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, Kind: "hook_error",

@@ -11,8 +11,7 @@ import (
 	"github.com/weft-agents/weft/schema"
 )
 
-// defaultMCPTimeout bounds one MCP call when the server declaration sets no timeout
-// (definitions.md §6.6).
+// defaultMCPTimeout bounds one MCP call when the server declaration sets no timeout.
 const defaultMCPTimeout = 60 * time.Second
 
 // mcpTools lists an MCP server's tools for a scope; a server that cannot be reached is logged.

@@ -44,9 +44,11 @@ func (q *requests) systemText(s *scope) (string, error) {
 	return q.systemMessageHooks(s, text), nil
 }
 
-// history selects the stored rows sent to the model for a top-level step of side (execution.md
-// §3.2–3.4), before conversion. Rows are shared with the run's cache, not copied; only rows whose
-// earlier tool calls are hidden are copies.
+// history selects the stored rows sent to the model for a top-level step of side, before
+// conversion: the completed top-level rows not excluded from context; rows before the side's
+// window only with includeChat, and without tool calls and results unless includePastTools.
+// Rows are shared with the run's cache, not copied; only rows whose earlier tool calls are hidden
+// are copies.
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
 	window := q.state.of(s.side).Window
@@ -84,7 +86,7 @@ func (q *requests) history(s *scope) []*weft.Message {
 }
 
 // build assembles a step's provider request: system → template prefix → history → template
-// suffix (execution.md §3).
+// suffix.
 func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) {
 	sys, err := q.systemText(s)
 	if err != nil {
@@ -130,7 +132,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 	}
 	switch {
 	case req.ToolChoice == weft.ToolChoiceNone:
-		// seed 000 §4.2: no tool definitions are sent.
+		// No tool definitions are sent.
 	case req.ToolChoice == weft.ToolChoiceRequired && s.toolCalled:
 		req.ToolChoice = weft.ToolChoiceAuto
 		req.Tools = s.specs
@@ -141,7 +143,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 }
 
 // convert appends stored rows to out as provider-neutral messages: perspective, attachments and
-// images, then pairing (execution.md §3.6–3.8).
+// images, then pairing.
 func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage) []weft.LLMMessage {
 	threshold := s.prompt.ImageThreshold()
 	start := len(out)
@@ -166,7 +168,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 				}
 				// Provider reasoning blocks go back to the prompt that produced them: always within
 				// the current turn (providers require them to continue after tool use), for earlier
-				// turns only with reasoning.include (execution.md §3.9).
+				// turns only with reasoning.include.
 				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
 					inTurn := m.Seq > q.state.of(s.side).Window || s.depth > 0
 					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
@@ -185,7 +187,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 			lm.Name = ""
 		case weft.RoleTool:
 			// A provider-executed result goes back verbatim to the provider that produced it;
-			// others see the call and its text like any tool result (definitions.md §6.5).
+			// others see the call and its text like any tool result.
 			if raw, ok := m.Metadata["provider_raw"]; ok && m.Metadata["provider"] == s.provider {
 				if b, err := json.Marshal(raw); err == nil {
 					lm.Metadata = map[string]any{"provider_executed": true, "provider_raw": json.RawMessage(b)}
@@ -201,7 +203,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 }
 
 // attach adds a row's attachments: recent images as image parts (inlined as data: URIs), older
-// ones as text, other files as a listing (execution.md §3.8, seed 000 §7).
+// ones as text, other files as a listing.
 func (q *requests) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 	if len(m.Attachments) == 0 {
 		return

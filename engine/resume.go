@@ -4,11 +4,11 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// interruptedResult answers a non-idempotent call that was running when the process died
-// (execution.md §13.3, Δref 14).
+// interruptedResult answers a non-idempotent call that was running when the process died: it
+// is not run again, since it may have had its effect.
 const interruptedResult = "Tool execution was interrupted by a restart; it may or may not have completed."
 
-// resume finishes the tool calls a crashed run left without results (execution.md §13): a stored
+// resume finishes the tool calls a crashed run left without results: a stored
 // result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
 // interrupted error; pending calls run normally. It returns whether anything was resumed, and the
 // effects the resumed calls asked for.

@@ -32,7 +32,7 @@ type RunResult struct {
 	Stops []weft.StopInfo `json:"stops"`
 	// Steps is the number of steps over all runs.
 	Steps int `json:"steps"`
-	// LastLineRedactions counts secrets the last-line pass found in requests (env.md §6.3).
+	// LastLineRedactions counts secrets the last-line pass found in requests.
 	LastLineRedactions int `json:"last_line_redactions"`
 	// Value is the structured answer of the thread's last reply when its prompt declares an
 	// output schema and the last run stopped well (the reply's metadata "structured").
@@ -126,7 +126,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 }
 
 // Stop stops the thread's run (if any) and sets the stop flag: the pending message is failed,
-// unanswered calls are answered and a notice is stored (execution.md §10).
+// unanswered calls are answered and a notice is stored.
 func (e *Engine) Stop(ctx context.Context, threadID string) error {
 	e.mu.Lock()
 	var ar *activeRun
@@ -466,7 +466,7 @@ func (r *run) stopRequested() bool {
 	return r.ar.stop.Load() || r.state.Stopped || r.ctx.Err() != nil
 }
 
-// loop runs steps until a stop reason (execution.md §2).
+// loop runs steps until a stop reason.
 func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if trigger == "continue" {
 		r.state.Stopped = false
@@ -474,7 +474,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			r.state.Side = forceSide
 		}
 	}
-	// An inbound user message clears the stop flag (execution.md §1.3): it runs instead of being
+	// An inbound user message clears the stop flag: it runs instead of being
 	// failed by the stop check before the queue is drained.
 	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
@@ -724,7 +724,7 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 }
 
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
-// after_run_stopped hooks (execution.md §10).
+// after_run_stopped hooks.
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	if r.suspending() {
 		// A shutdown interrupts the run without stopping it: its status stays running and the
@@ -782,7 +782,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	return info, nil
 }
 
-// endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the
+// endSession ends the session: turn counters reset, the run stops with the
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	r.state.endSession(r.lastSeq)

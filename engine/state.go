@@ -66,7 +66,7 @@ func (s *threadState) emit(ctx context.Context, typ string, data map[string]any)
 	s.e.emitOutside(ctx, Event{Type: typ, ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: data})
 }
 
-// markEffect tags a message created by an effect (definitions.md §9.3).
+// markEffect tags a message created by an effect.
 func (s *threadState) markEffect(nm *weft.NewMessage) {
 	if s.effect == nil {
 		return
@@ -432,7 +432,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	return err
 }
 
-// QueueTool runs a tool after the current calls of the root run (execution.md §5.4).
+// QueueTool runs a tool after the current calls of the root run.
 func (s *threadState) QueueTool(ctx context.Context, name string, args any) error {
 	if s.r == nil {
 		return weft.ErrNotInRun
@@ -524,7 +524,7 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	return nil
 }
 
-// NotifyParent queues "Subagent (reference: …) sent a message" to the parent (subagents.md §4.2),
+// NotifyParent queues "Subagent (reference: …) sent a message" to the parent,
 // silent, role by the owner side, with the files copied into the parent's /attachments/.
 func (s *threadState) NotifyParent(ctx context.Context, text string, attachments ...string) error {
 	if s.thread.ParentID == "" {
@@ -622,7 +622,7 @@ func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error)
 	return &threadState{e: s.e, thread: t, ctx: ctx}, nil
 }
 
-// Children lists the thread's subagent registry (subagents.md §7.1), oldest first.
+// Children lists the thread's subagent registry, oldest first.
 func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
 	kids, _, err := s.e.store.Threads(ctx, weft.ThreadQuery{ParentID: s.thread.ID, Sort: "oldest", Limit: -1})
 	if err != nil {

@@ -43,7 +43,7 @@ func (fx *toolEffects) takeForced() weft.Side {
 	return f
 }
 
-// emptyReply is the synthetic call stored for a reply with nothing in it (execution.md §7.1).
+// emptyReply is the synthetic call stored for a reply with nothing in it.
 const (
 	emptyReplyTool  = "invalid_assistant_response"
 	emptyReplyError = "Your response was empty. Reply with text or call a tool."
@@ -117,7 +117,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	return r.turnCompletion(def, msg, calls, results)
 }
 
-// sessionEnd checks the session tools of the side (execution.md §9.3): a successful sessionFail
+// sessionEnd checks the session tools of the side: a successful sessionFail
 // call ends the session with session_fail, else a successful sessionStop with session_stop; a
 // failed call ends nothing. State.StopSession ends it with state_stop_session.
 func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffects) (stepOutcome, bool) {
@@ -175,7 +175,7 @@ func (r *run) finalPlan(def weft.AgentSide, side weft.Side) func(text string) we
 	}
 }
 
-// turnCompletion decides whether the step completed the side's turn (execution.md §9.1).
+// turnCompletion decides whether the step completed the side's turn.
 func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft.ToolCall, results []callResult) (stepOutcome, error) {
 	if msg.Metadata != nil && msg.Metadata["empty_reply"] == true {
 		return stepOutcome{}, nil
@@ -239,7 +239,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		msg.Reasoning = r.red.String(resp.Reasoning)
 	}
 	if s.side == weft.SideB {
-		// Side B's replies are stored as user rows (execution.md §3.6).
+		// Side B's replies are stored as user rows.
 		msg.Role = weft.RoleUser
 	}
 	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
@@ -266,11 +266,11 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.state.ToolCalled = true
 	}
 	// Provider-executed calls arrive answered: their results are stored with the reply and only
-	// the local calls remain to run (definitions.md §6.5).
+	// the local calls remain to run.
 	provided, calls := r.providerResults(s, res, msg, calls, parentID)
 	var emptyResult *weft.Message
 	if empty {
-		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
+		// Stored with a synthetic failing call so the model sees its mistake.
 		call := weft.ToolCall{ID: r.freshCallID(), Name: emptyReplyTool, Arguments: "{}"}
 		msg.ToolCalls = []weft.ToolCall{call}
 		msg.Metadata = map[string]any{"empty_reply": true}
@@ -438,7 +438,7 @@ func putLogs(tx weft.Tx, logs []*weft.LogEntry) error {
 	return nil
 }
 
-// uniqueCallIDs replaces missing or already used call ids by fresh ones (execution.md §5.5).
+// uniqueCallIDs replaces missing or already used call ids by fresh ones.
 func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 	if len(in) == 0 {
 		return nil
@@ -515,7 +515,7 @@ var (
 )
 
 // repeatedError reports a repeated_tool_error stop text when the 8 latest top-level tool messages
-// are errors with the same text, ids and numbers masked (execution.md §7.2).
+// are errors with the same text, ids and numbers masked.
 func (r *run) repeatedError() string {
 	const n = 8
 	var texts []string

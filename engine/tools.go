@@ -48,7 +48,7 @@ type callResult struct {
 	msg     *weft.Message
 }
 
-// executeCalls runs a reply's calls strictly sequentially in returned order (seed 003 §8), each
+// executeCalls runs a reply's calls strictly sequentially in returned order, each
 // persisted as a tool message before the next starts.
 func (d *dispatch) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
 	results := make([]callResult, 0, len(calls))
@@ -69,7 +69,7 @@ func (d *dispatch) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCa
 	return results, nil
 }
 
-// executeCall runs one call and stores its result (execution.md §5.2). The call was marked running
+// executeCall runs one call and stores its result. The call was marked running
 // by the last transaction before it (the reply's, or the previous call's result); its own result
 // transaction marks next running.
 func (d *dispatch) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
@@ -307,7 +307,7 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 }
 
 // storeResult persists a call's tool message with its new attachments and marks the call done, in
-// one transaction (storage.md §3.4).
+// one transaction.
 func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
 	if n := len(res.Result) + len(res.Error); n > weft.MaxToolResultBytes {
 		// Refused, not cut: the model learns why it gets no result.
@@ -325,7 +325,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	if res.Status == weft.ToolSuccess {
 		tm.Content = toolContent(res.Status, res.Result)
 		if session != nil && session.MessageProperty != "" {
-			// A bound session tool's message is its messageProperty argument (execution.md §6).
+			// A bound session tool's message is its messageProperty argument.
 			var args map[string]any
 			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
 				if v, ok := args[session.MessageProperty].(string); ok {
@@ -397,7 +397,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	}
 	d.r.afterInsert(s, tm)
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
-		// A subagent's sessionStatus call is its status text in the parent's registry (§7.1).
+		// A subagent's sessionStatus call is its status text in the parent's registry.
 		st := &threadState{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx}
 		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
@@ -411,7 +411,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	return tm, nil
 }
 
-// toolContent is a tool message's text (execution.md §5.4): the trimmed result, or "Tool executed
+// toolContent is a tool message's text: the trimmed result, or "Tool executed
 // successfully" when there is none; for an error, "Failed to execute tool: " and the error.
 func toolContent(status weft.ToolStatus, text string) string {
 	text = strings.TrimSpace(text)
@@ -470,7 +470,7 @@ func (d *dispatch) doneRecord(c weft.ToolCall, msgID string, now time.Time) *wef
 	return done
 }
 
-// markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
+// markRunning marks a non-idempotent call running: after a crash such a call is
 // not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
 // way). It reports whether the record changed.
 func (d *dispatch) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
@@ -495,7 +495,7 @@ type newFile struct {
 }
 
 // prepareAttachments turns a result's attachments into files to store under /attachments/ (new,
-// byte-identical: never downsampled) and references to existing files (seed 002 §5).
+// byte-identical: never downsampled) and references to existing files.
 func (d *dispatch) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.Attachment, error) {
 	var files []newFile
 	var refs []weft.Attachment
@@ -526,7 +526,7 @@ func (d *dispatch) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []we
 	return files, refs, nil
 }
 
-// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext> (definitions.md §6.3).
+// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext>.
 func attachmentPath(now time.Time, name, mimeType string) string {
 	ext := strings.ToLower(path.Ext(name))
 	if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "/\\") {
@@ -546,7 +546,7 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// removeCall drops a call from its assistant message after a hook returned nil (definitions.md §8);
+// removeCall drops a call from its assistant message after a hook returned nil;
 // an assistant message left empty is deleted.
 func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
@@ -576,7 +576,7 @@ func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	return nil
 }
 
-// runQueuedTools runs tools queued with QueueTool after the current calls (execution.md §5.4):
+// runQueuedTools runs tools queued with QueueTool after the current calls:
 // their messages (tool_call_id queued_<n>) have no matching call and are not shown to the model.
 func (d *dispatch) runQueuedTools(s *scope) error {
 	for len(d.queuedTools) > 0 {
