@@ -418,15 +418,20 @@ func (r *run) replaceRow(m weft.Message) {
 	}
 }
 
-// tx writes in one fenced transaction of this run (journal.tx); the messages drained at the step
-// boundary that it stored join the run's rows and are published.
+// tx writes in one fenced transaction of this run (journal.tx).
 func (r *run) tx(fn func(weft.Tx) error) error {
 	drained, err := r.journal.tx(fn)
+	r.stored(drained)
+	return err
+}
+
+// stored notes the drained rows a transaction stored (with their seq now final) and publishes
+// them.
+func (r *run) stored(drained []*weft.Message) {
 	for _, m := range drained {
 		r.noteRow(m)
 		r.emitMessage(*m)
 	}
-	return err
 }
 
 func (r *run) emit(typ string, data map[string]any) {
@@ -626,10 +631,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 // saveState persists the run state when it changed since it was last written.
 func (r *run) saveState() error {
 	drained, err := r.journal.saveState(&r.state)
-	for _, m := range drained {
-		r.noteRow(m)
-		r.emitMessage(*m)
-	}
+	r.stored(drained)
 	return err
 }
 
