@@ -70,11 +70,12 @@ func (s *execState) doc() execDoc {
 
 // decodeExecState reads a stored run state; nil raw is a new thread's (side A due).
 func decodeExecState(raw json.RawMessage) (execState, error) {
+	if raw == nil {
+		return execState{Side: weft.SideA}, nil
+	}
 	d := execDoc{Side: weft.SideA}
-	if raw != nil {
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return execState{Side: weft.SideA}, err
-		}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return execState{Side: weft.SideA}, err
 	}
 	return execState{Stopped: d.Stopped, Side: d.Side, ToolCalled: d.ToolCalled, QueuedTools: d.QueuedTools, Immediate: d.Immediate,
 		Stops: d.Stops, Sides: [2]sideState{

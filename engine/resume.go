@@ -12,7 +12,7 @@ const interruptedResult = "Tool execution was interrupted by a restart; it may o
 // result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
 // interrupted error; pending calls run normally. It returns whether anything was resumed, and the
 // effects the resumed calls asked for.
-func (r *run) resume() (resumed bool, fx toolEffects, err error) {
+func (r *run) resume() (bool, toolEffects, error) {
 	answered := map[string]bool{}
 	var open []*weft.Message
 	for _, m := range r.rows {
@@ -32,13 +32,15 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 		}
 	}
 	if len(open) == 0 {
-		return false, fx, nil
+		return false, toolEffects{}, nil
 	}
+	// The effects of all the resumed calls, whichever reply made them.
+	fx := new(toolEffects)
 	r.tools.resuming = true
 	defer func() { r.tools.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
-		return false, fx, err
+		return false, *fx, err
 	}
 	status := make(map[string]weft.ToolCallRecord, len(recs))
 	for i, rec := range recs {
@@ -56,9 +58,9 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 		}
 		s, err := r.newScope(p, 0, rowSide(m), r.thread.Arguments)
 		if err != nil {
-			return true, fx, err
+			return true, *fx, err
 		}
-		s.fx = &fx
+		s.fx = fx
 		var pending []weft.ToolCall
 		for _, c := range m.ToolCalls {
 			if !answered[c.ID] {
@@ -74,21 +76,21 @@ func (r *run) resume() (resumed bool, fx toolEffects, err error) {
 			if known && rec.Status == weft.CallRunning {
 				answered, err := r.answerRunning(s, m, rec, c, next)
 				if err != nil {
-					return true, fx, err
+					return true, *fx, err
 				}
 				if answered {
 					continue
 				}
 			}
 			if _, _, waiting := r.decided(s, m, &c); waiting {
-				return true, fx, r.awaitApproval(s, m, pending[i:])
+				return true, *fx, r.awaitApproval(s, m, pending[i:])
 			}
 			if _, err := r.tools.executeCall(s, m, c, next); err != nil {
-				return true, fx, err
+				return true, *fx, err
 			}
 		}
 	}
-	return true, fx, nil
+	return true, *fx, nil
 }
 
 // answerRunning answers a call that was running when its run died: with its re-attached child's

@@ -263,7 +263,7 @@ type run struct {
 	// wctx is ctx without cancellation, for writes that must finish.
 	wctx context.Context
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
-	journal *journal
+	journal journal
 	// rows caches the thread's top-level messages (completed and pending) in seq order.
 	rows    []*weft.Message
 	lastSeq int64
@@ -308,7 +308,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	}
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
-		journal: &journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
+		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
@@ -652,7 +652,7 @@ func (r *run) abortReason() weft.StopReason {
 // the run's next transaction. The acting side of a new turn follows the first drained row:
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
-	j := r.journal
+	j := &r.journal
 	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
 		if err := j.readQueue(r.ctx); err != nil {
 			return err
