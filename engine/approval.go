@@ -92,7 +92,7 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 		if !s.needsApproval(c.Name) {
 			continue
 		}
-		rec := r.recordOf(c, msg.ID)
+		rec := r.tools.recordOf(c, msg.ID)
 		a := ApprovalOf(rec)
 		if a.Status == approvalApproved || a.Status == approvalDenied {
 			continue
@@ -118,7 +118,7 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 		return err
 	}
 	for _, rec := range recs {
-		r.noteCall(rec)
+		r.tools.noteCall(rec)
 	}
 	return errAwaitApproval
 }
@@ -137,7 +137,7 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a subagent cannot wait for; "+
 			"the calling prompt must call it.", c.Name)), true, false
 	}
-	a := ApprovalOf(r.recordOf(*c, msg.ID))
+	a := ApprovalOf(r.tools.recordOf(*c, msg.ID))
 	switch a.Status {
 	case approvalApproved:
 		if len(a.Arguments) > 0 {
@@ -161,14 +161,14 @@ func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error 
 	if !s.needsApproval(c.Name) {
 		return nil
 	}
-	rec := r.recordOf(c, msg.ID)
-	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.markRunning(s, rec) {
+	rec := r.tools.recordOf(c, msg.ID)
+	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.tools.markRunning(s, rec) {
 		return nil
 	}
 	if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
 		return err
 	}
-	r.noteCall(rec)
+	r.tools.noteCall(rec)
 	return nil
 }
 
@@ -311,7 +311,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if err != nil {
 		return err
 	}
-	if _, _, errText := r.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}); errText != "" {
+	if _, _, errText := r.tools.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}); errText != "" {
 		return weft.Errorf(weft.EInvalid, "%s", errText)
 	}
 	return nil

@@ -16,7 +16,7 @@ const subPromptSteps = 25
 // hang under the caller's tool message and stay invisible to the caller; it loops until a reply
 // without tool calls and returns one string shaped by the entry's include* keys (execution.md §8).
 // When a call inside waits for a person's approval, the nested run parks with the caller's run
-// (r.childParked is set) and resumeSubPrompt goes on from its stored rows once it is decided.
+// (r.tools.childParked is set) and resumeSubPrompt goes on from its stored rows once it is decided.
 func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) weft.ToolResult {
 	p := o.target.Prompt
 	e := o.entry
@@ -24,8 +24,9 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 	}
-	// The nested rows hang under the caller's (pre-allocated) tool message id.
-	s.parentID = parentID
+	// The nested rows hang under the caller's (pre-allocated) tool message id; its effects are the
+	// caller's step's.
+	s.parentID, s.fx = parentID, caller.fx
 	s.via = &subCall{scope: caller, msgID: msgID, call: c, resultID: parentID}
 	init, err := r.initMessage(s, e, args)
 	if err != nil {
@@ -57,7 +58,7 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			break
 		}
 		rows := r.subHistory(caller, s)
-		req, err := r.buildRequest(s, rows)
+		req, err := r.requests.build(s, rows)
 		if err != nil {
 			failure = err
 			break
@@ -80,10 +81,10 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			break
 		}
 		s.toolCalled = true
-		res, err := r.executeCalls(s, msg, stepCalls)
+		res, err := r.tools.executeCalls(s, msg, stepCalls)
 		calls = append(calls, res...)
 		if errors.Is(err, errAwaitApproval) {
-			r.childParked = s.parentID
+			r.tools.childParked = s.parentID
 			return weft.ToolResult{}
 		}
 		if err != nil {
@@ -116,7 +117,7 @@ type subPromptMeta struct {
 func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
 	for v := s.via; v != nil; v = v.scope.via {
-		rec := r.recordOf(v.call, v.msgID)
+		rec := r.tools.recordOf(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
@@ -136,7 +137,7 @@ func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 // that parked (its record names the nested rows' parent): the nested rows come from the store, the
 // open reply's calls are finished as resume finishes a top-level reply's, and the loop goes on
 // from the next step. ok false: the call is no parked sub-prompt call. The result is to be stored
-// under resultID, unless the nested run parks again (r.childParked).
+// under resultID, unless the nested run parks again (r.tools.childParked).
 func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, resultID string, ok bool) {
 	var meta subPromptMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.ResultID == "" {
@@ -151,7 +152,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, true
 	}
 	r.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
-	_, args, errText := r.prepareCall(caller, c)
+	_, args, errText := r.tools.prepareCall(caller, c)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, true
 	}
@@ -159,7 +160,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	if err != nil {
 		return fail(err)
 	}
-	s.parentID = meta.ResultID
+	s.parentID, s.fx = meta.ResultID, caller.fx
 	s.via = &subCall{scope: caller, msgID: m.ID, call: c, resultID: meta.ResultID}
 	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{Limit: -1, MaxDepth: s.depth, AfterSeq: m.Seq})
 	if err != nil {
@@ -199,12 +200,12 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		if len(pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
-			for _, rec := range r.callRecs {
+			for _, rec := range r.tools.callRecs {
 				status[rec.CallID] = *rec
 			}
 			err := r.resumeCalls(s, last, pending, status)
 			if errors.Is(err, errAwaitApproval) {
-				r.childParked = s.parentID
+				r.tools.childParked = s.parentID
 				return weft.ToolResult{}, meta.ResultID, true
 			}
 			if err != nil {
@@ -262,7 +263,7 @@ func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
 	var rows []*weft.Message
 	if s.prompt.IncludeChat {
 		top := &scope{prompt: s.prompt, side: caller.side}
-		rows = r.history(top)
+		rows = r.requests.history(top)
 	}
 	for i := range s.nested {
 		rows = append(rows, &s.nested[i])
