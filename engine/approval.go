@@ -83,14 +83,16 @@ func (s *scope) needsApproval(name string) bool {
 
 // awaitApproval stops before call i of msg's calls: every call from i on that needs approval and
 // has no decision is stored awaiting_approval, with an approval_required event each, in one
-// transaction. The calls after them keep their order: they run once all are decided.
+// transaction. The calls after them keep their order: they run once all are decided. In a
+// sub-prompt's nested run, the same transaction marks the sub-prompt calls that run it
+// (parkedCallers), so that the resumed run goes on with the nested run.
 func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) error {
 	var recs []*weft.ToolCallRecord
 	for _, c := range calls {
 		if !s.needsApproval(c.Name) {
 			continue
 		}
-		rec := r.recordOf(c, msg.ID)
+		rec := r.tools.recordOf(c, msg.ID)
 		a := ApprovalOf(rec)
 		if a.Status == approvalApproved || a.Status == approvalDenied {
 			continue
@@ -103,6 +105,7 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 				"message_id": msg.ID, "depth": s.depth})
 		}
 	}
+	recs = append(recs, r.parkedCallers(s)...)
 	err := r.tx(func(tx weft.Tx) error {
 		for _, rec := range recs {
 			if err := tx.PutToolCall(rec); err != nil {
@@ -115,7 +118,7 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 		return err
 	}
 	for _, rec := range recs {
-		r.noteCall(rec)
+		r.tools.noteCall(rec)
 	}
 	return errAwaitApproval
 }
@@ -126,18 +129,15 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if s.depth > 0 || (r.thread.ParentID != "" && !blockingChild(r.thread) && !backgroundChild(r.thread)) {
-		// A sub-prompt's nested run, or a resumable subagent's thread, cannot be parked yet (its
-		// caller would not learn when the decision comes): the call is answered, never run
-		// unapproved. A blocking child parks with its parent; a background child parks alone.
-		where := "a sub-prompt"
-		if s.depth == 0 {
-			where = "a subagent"
-		}
-		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which %s cannot wait for; "+
-			"the calling prompt must call it.", c.Name, where)), true, false
+	if r.thread.ParentID != "" && !blockingChild(r.thread) && !backgroundChild(r.thread) {
+		// A resumable subagent's thread cannot be parked yet (its caller would not learn when the
+		// decision comes): the call is answered, never run unapproved. A blocking child parks with
+		// its parent; a background child parks alone; a sub-prompt's nested run parks with its
+		// caller's run.
+		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a subagent cannot wait for; "+
+			"the calling prompt must call it.", c.Name)), true, false
 	}
-	a := ApprovalOf(r.recordOf(*c, msg.ID))
+	a := ApprovalOf(r.tools.recordOf(*c, msg.ID))
 	switch a.Status {
 	case approvalApproved:
 		if len(a.Arguments) > 0 {
@@ -161,14 +161,14 @@ func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error 
 	if !s.needsApproval(c.Name) {
 		return nil
 	}
-	rec := r.recordOf(c, msg.ID)
-	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.markRunning(s, rec) {
+	rec := r.tools.recordOf(c, msg.ID)
+	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.tools.markRunning(s, rec) {
 		return nil
 	}
 	if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
 		return err
 	}
-	r.noteCall(rec)
+	r.tools.noteCall(rec)
 	return nil
 }
 
@@ -311,7 +311,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if err != nil {
 		return err
 	}
-	if _, _, errText := r.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}); errText != "" {
+	if _, _, errText := r.tools.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}); errText != "" {
 		return weft.Errorf(weft.EInvalid, "%s", errText)
 	}
 	return nil

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -456,40 +457,281 @@ func TestApprovalInBlockingSubagent(t *testing.T) {
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// TestApprovalInSubPromptIsAnswered: a sub-prompt's nested run cannot be parked, so its call that
-// needs approval is answered with an error its model reads, and the tool never runs.
-func TestApprovalInSubPromptIsAnswered(t *testing.T) {
-	ran := 0
+// subPromptApproval is an assistant offering the sub-prompt "clerk", whose model calls refund
+// (approval required) with args; with twoLevels the clerk reaches refund through the sub-prompt
+// "cashier". The clerk answers with the refund's result, the assistant with the clerk's.
+type subPromptApproval struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (w *subPromptApproval) registry(twoLevels bool) *weft.Registry {
 	refund := &weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
-		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
-			ran++
+		Args: schema.Object(schema.Field("to", schema.String())),
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, args json.RawMessage) (weft.ToolResult, error) {
+			w.mu.Lock()
+			w.ran = append(w.ran, string(args))
+			w.mu.Unlock()
 			return weft.Success("refunded"), nil
 		})}
 	reg := registry([]*weft.Tool{refund}, func(p *weft.Prompt) { p.Tools = []weft.ToolEntry{{Name: "clerk"}} })
-	reg.AddPrompt(&weft.Prompt{Name: "clerk", ToolDescription: "A clerk.", Model: "fast", Prompt: weft.Text("You refund."),
-		Tools: []weft.ToolEntry{{Name: "refund"}}, RequiredSchema: schema.Object(schema.Field("task", schema.String()))})
-	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+	task := schema.Object(schema.Field("task", schema.String()))
+	clerk := &weft.Prompt{Name: "clerk", ToolDescription: "A clerk.", Model: "fast", Prompt: weft.Text("You refund."),
+		Tools: []weft.ToolEntry{{Name: "refund"}}, RequiredSchema: task}
+	if twoLevels {
+		clerk.Tools = []weft.ToolEntry{{Name: "cashier"}}
+		reg.AddPrompt(&weft.Prompt{Name: "cashier", ToolDescription: "A cashier.", Model: "fast", Prompt: weft.Text("You pay."),
+			Tools: []weft.ToolEntry{{Name: "refund"}}, RequiredSchema: task})
+	}
+	reg.AddPrompt(clerk)
+	return reg
+}
+
+func (w *subPromptApproval) model(args string) weft.Provider {
+	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
+		inner := "refund"
+		if slices.ContainsFunc(req.Tools, func(sp weft.ToolSpec) bool { return sp.Name == "cashier" }) {
+			inner = "cashier"
+		}
 		switch {
-		case req.Prompt == "clerk" && last.Role == weft.RoleTool:
-			return &weft.Response{Text: "Clerk: " + last.Text()}, nil
-		case req.Prompt == "clerk":
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
+		case req.Prompt != "assistant" && last.Role == weft.RoleTool:
+			return &weft.Response{Text: req.Prompt + ": " + last.Text()}, nil
+		case req.Prompt != "assistant" && inner == "cashier":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "k1", Name: "cashier", Arguments: `{"task":"pay"}`}}}, nil
+		case req.Prompt != "assistant":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: args}}}, nil
 		case last.Role == weft.RoleTool:
-			return &weft.Response{Text: "done"}, nil
+			return &weft.Response{Text: "done: " + last.Text()}, nil
 		}
 		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "clerk", Arguments: `{"task":"refund"}`}}}, nil
 	})
-	eng, st := newEngine(t, reg, model, nil)
-	ctx := context.Background()
-	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
-	if err != nil || res.Last().Reason != weft.StopOnResponse || ran != 0 {
-		t.Fatalf("%+v %v, ran %d", res, err, ran)
+}
+
+func (w *subPromptApproval) runs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ran)
+}
+
+// TestApprovalInSubPrompt: a sub-prompt's call that needs approval parks the whole thread (the
+// caller's call stays running) with an approval_required event carrying the redacted arguments;
+// the decision — in the same process, or in a new one after a restart while waiting or after the
+// decision — resumes the nested run from the stored rows: an approved call runs exactly once (with
+// edited arguments, if any), a denied one becomes the error result the nested model reads, and the
+// sub-prompt's answer becomes the caller's tool result.
+func TestApprovalInSubPrompt(t *testing.T) {
+	cases := []struct {
+		name      string
+		twoLevels bool
+		args      string
+		decision  engine.Decision
+		wantRan   []string
+		wantEvent string // the approval_required event's arguments
+		wantTool  string // the caller's tool result
+	}{
+		{name: "approve", args: `{"to":"bob"}`, decision: engine.Decision{Approve: true},
+			wantRan: []string{`{"to":"bob"}`}, wantEvent: `{"to":"bob"}`,
+			wantTool: "clerk: refunded\n\nTool Executions:\nTool Call: refund({\"to\":\"bob\"})\nTool Response: refunded"},
+		{name: "approve_with_edited_arguments", args: `{"to":"everyone"}`,
+			decision: engine.Decision{Approve: true, Arguments: json.RawMessage(`{"to":"ann"}`)},
+			wantRan:  []string{`{"to":"ann"}`}, wantEvent: `{"to":"everyone"}`,
+			wantTool: "clerk: refunded\n\nTool Executions:\nTool Call: refund({\"to\":\"ann\"})\nTool Response: refunded"},
+		{name: "deny", args: `{"to":"sk-hidden-42"}`, decision: engine.Decision{Reason: "needs a ticket"},
+			wantEvent: `{"to":"[redacted]"}`,
+			wantTool: "clerk: Failed to execute tool: denied: needs a ticket\n\nTool Executions:\nTool Call: refund({\"to\":\"[redacted]\"})\n" +
+				"Tool Response: Failed to execute tool: denied: needs a ticket\n\nErrors:\nrefund: denied: needs a ticket"},
+		{name: "two_levels", twoLevels: true, args: `{"to":"bob"}`, decision: engine.Decision{Approve: true},
+			wantRan: []string{`{"to":"bob"}`}, wantEvent: `{"to":"bob"}`,
+			wantTool: "clerk: cashier: refunded\n\nTool Executions:\nTool Call: refund({\"to\":\"bob\"})\nTool Response: refunded\n\n" +
+				"Tool Executions:\nTool Call: cashier({\"task\":\"pay\"})\nTool Response: cashier: refunded\n\nTool Executions:\n" +
+				"Tool Call: refund({\"to\":\"bob\"})\nTool Response: refunded"},
 	}
-	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
-	if len(msgs) == 0 || !strings.Contains(msgs[0].Content, "which a sub-prompt cannot wait for") {
-		t.Errorf("tool messages %+v", msgs)
+	for _, tc := range cases {
+		for _, restart := range []string{"same_process", "restart_while_waiting", "restart_after_decision"} {
+			t.Run(tc.name+"/"+restart, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "weft.db")
+				var events []engine.Event
+				var evMu sync.Mutex
+				w := &subPromptApproval{}
+				reg := w.registry(tc.twoLevels)
+				if d := reg.Validate(); d.HasErrors() {
+					t.Fatal(d.Err())
+				}
+				ctx := context.Background()
+				var st weft.Store
+				var eng *engine.Engine
+				start := func() {
+					var err error
+					if st, err = sqlite.Open(ctx, path, sqlite.Options{Key: make([]byte, 32)}); err != nil {
+						t.Fatal(err)
+					}
+					eng, _ = engine.New(engine.Options{Registry: reg, Store: st, Override: w.model(tc.args), OnEvent: func(ev engine.Event) {
+						evMu.Lock()
+						events = append(events, ev)
+						evMu.Unlock()
+					}})
+				}
+				start()
+				defer func() { st.Close() }()
+				th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", Env: map[string]string{"TOKEN": "sk-hidden-42"}})
+				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Refund bob"}})
+				if err != nil || res.Last().Reason != weft.StopAwaitingApproval || len(w.runs()) != 0 {
+					t.Fatalf("first run: %+v %v, ran %v", res, err, w.runs())
+				}
+				if got, _ := st.Thread(ctx, th.ID); got.Status != weft.ThreadAwaitingApproval {
+					t.Errorf("thread status %s", got.Status)
+				}
+				var announced []map[string]any
+				for _, ev := range events {
+					if ev.Type == "approval_required" {
+						announced = append(announced, ev.Data)
+					}
+				}
+				if len(announced) != 1 || announced[0]["call_id"] != "r1" || announced[0]["name"] != "refund" || announced[0]["arguments"] != tc.wantEvent {
+					t.Errorf("approval_required events %v", announced)
+				}
+				recs, _ := st.ToolCalls(ctx, th.ID)
+				for _, rec := range recs {
+					if (rec.CallID == "c1" || rec.CallID == "k1") && rec.Status != weft.CallRunning {
+						t.Errorf("the calling sub-prompt call %s is %s, want running", rec.CallID, rec.Status)
+					}
+				}
+				if restart == "restart_while_waiting" {
+					st.Close()
+					start()
+				}
+				pending, _ := eng.PendingApprovals(ctx, th.ID)
+				if len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID != th.ID {
+					t.Fatalf("pending %+v", pending)
+				}
+				if ready, err := eng.Decide(ctx, th.ID, "r1", tc.decision); err != nil || !ready {
+					t.Fatalf("Decide: %v %v", ready, err)
+				}
+				if restart == "restart_after_decision" {
+					st.Close()
+					start()
+				}
+				for i := range 2 { // a second continue runs nothing twice
+					if res, err = eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+						t.Fatal(err)
+					}
+					if i == 0 && (len(res.Stops) == 0 || res.Stops[0].Reason != weft.StopOnResponse) {
+						t.Errorf("after the decision: %+v", res)
+					}
+				}
+				if got := w.runs(); !slices.Equal(got, tc.wantRan) {
+					t.Errorf("ran %v, want %v", got, tc.wantRan)
+				}
+				tools, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+				if len(tools) != 1 || tools[0].ToolCallID != "c1" || tools[0].Content != tc.wantTool {
+					t.Fatalf("the caller's tool results %+v, want one for c1:\n%s", tools, tc.wantTool)
+				}
+				if got := lastText(t, st, th.ID); got != "done: "+tc.wantTool {
+					t.Errorf("answer %q", got)
+				}
+				if p, _ := eng.PendingApprovals(ctx, th.ID); len(p) != 0 {
+					t.Errorf("still pending: %+v", p)
+				}
+				recs, _ = st.ToolCalls(ctx, th.ID)
+				for _, rec := range recs {
+					if rec.Status != weft.CallDone || rec.ResultMessageID == "" {
+						t.Errorf("call record after the run: %+v", rec)
+					}
+				}
+				// The nested rows hang under the caller's tool message.
+				all, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 2})
+				for _, m := range all {
+					if m.Depth == 1 && m.ParentID != tools[0].ID {
+						t.Errorf("nested row %s (%s) hangs under %s, not the caller's result %s", m.ID, m.Role, m.ParentID, tools[0].ID)
+					}
+				}
+			})
+		}
+	}
+}
+
+// parkCrash is a crashStore that dies right after the transaction parking a call for approval
+// commits: the run never records that it stopped, and its lease is not released.
+type parkCrash struct{ crashStore }
+
+type parkSpy struct {
+	weft.Tx
+	parked *bool
+}
+
+func (tx parkSpy) PutToolCall(rec *weft.ToolCallRecord) error {
+	if rec.Status == weft.CallAwaitingApproval {
+		*tx.parked = true
+	}
+	return tx.Tx.PutToolCall(rec)
+}
+
+func (s *parkCrash) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	parked := false
+	err := s.crashStore.Tx(ctx, id, f, func(tx weft.Tx) error { return fn(parkSpy{tx, &parked}) })
+	if err == nil && parked && f != nil {
+		s.mu.Lock()
+		s.after = s.n
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// TestApprovalInSubPromptSurvivesCrash: the process dies right after a sub-prompt's call was
+// parked; a new process takes the thread over, parks it again from the stored rows, and the
+// decision runs the call once and finishes the nested run and the caller's.
+func TestApprovalInSubPromptSurvivesCrash(t *testing.T) {
+	w := &subPromptApproval{}
+	reg := w.registry(false)
+	mem, _ := memstore.New(memstore.Options{})
+	defer mem.Close()
+	cs := &parkCrash{crashStore{Store: mem, after: 1 << 30}}
+	ctx := context.Background()
+	first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: w.model(`{"to":"bob"}`), LeaseTTL: 30 * time.Millisecond})
+	th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "Refund bob"}); err != nil {
+		t.Fatal(err)
+	}
+	first.Run(ctx, th.ID) // dies right after the park
+	if !cs.dead() {
+		t.Fatal("the first process never parked")
+	}
+	if got, _ := mem.Thread(ctx, th.ID); got.Status == weft.ThreadAwaitingApproval {
+		t.Fatalf("the dead process recorded its stop: %s", got.Status)
+	}
+
+	time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+	second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: w.model(`{"to":"bob"}`)})
+	res, err := second.Continue(ctx, th.ID, "")
+	if err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+		t.Fatalf("takeover: %+v %v", res, err)
+	}
+	if got, _ := mem.Thread(ctx, th.ID); got.Status != weft.ThreadAwaitingApproval || len(w.runs()) != 0 {
+		t.Fatalf("after the takeover: %s, ran %v", got.Status, w.runs())
+	}
+	if ready, err := second.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
+		t.Fatalf("Decide: %v %v", ready, err)
+	}
+	if _, err := second.Ask(ctx, th.ID, engine.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.runs(); !slices.Equal(got, []string{`{"to":"bob"}`}) {
+		t.Errorf("ran %v", got)
+	}
+	if got := lastText(t, mem, th.ID); !strings.HasPrefix(got, "done: clerk: refunded") {
+		t.Errorf("answer %q", got)
+	}
+	// No message was lost or doubled: every call has exactly one result.
+	all, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 1})
+	results := map[string]int{}
+	for _, m := range all {
+		if m.Role == weft.RoleTool {
+			results[m.ToolCallID]++
+		}
+	}
+	if results["c1"] != 1 || results["r1"] != 1 || len(results) != 2 {
+		t.Errorf("results per call: %v", results)
 	}
 }
 
@@ -574,5 +816,92 @@ func testApprovalInBackgroundSubagent(t *testing.T, restart bool) {
 	}
 	if ran.Load() != 1 {
 		t.Errorf("the tool ran %d times", ran.Load())
+	}
+}
+
+// TestDecideRefusalsInSubPrompt: a sub-prompt's waiting call is decided through its thread with
+// the same refusals: an unknown call is ENotFound, edited arguments that fail the schema of the
+// tool as the sub-prompt offers it are EInvalid (the call keeps waiting), a second decision is
+// EConflict.
+func TestDecideRefusalsInSubPrompt(t *testing.T) {
+	w := &subPromptApproval{}
+	eng, _ := newEngine(t, w.registry(false), w.model(`{"to":"bob"}`), nil)
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r404", engine.Decision{Approve: true}); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("unknown call: %v", err)
+	}
+	_, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true, Arguments: json.RawMessage(`{"to": 42}`)})
+	if weft.ErrorCode(err) != weft.EInvalid || !strings.Contains(err.Error(), "/to") {
+		t.Errorf("edited arguments against the schema: %v", err)
+	}
+	if p, _ := eng.PendingApprovals(ctx, th.ID); len(p) != 1 || p[0].CallID != "r1" {
+		t.Fatalf("the call stopped waiting after a refused decision: %v", p)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); weft.ErrorCode(err) != weft.EConflict {
+		t.Errorf("second decision: %v", err)
+	}
+	if len(w.runs()) != 0 {
+		t.Errorf("ran %v", w.runs())
+	}
+}
+
+// TestApprovalInSubPromptCrashAfterDecision kills the process after every possible commit of the
+// run that carries out an approved call inside a sub-prompt; a new process finishes the thread:
+// the call ran at most once, every call has exactly one result, and the caller's answer came.
+func TestApprovalInSubPromptCrashAfterDecision(t *testing.T) {
+	for after := 0; after <= 8; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			w := &subPromptApproval{}
+			reg := w.registry(false)
+			model := w.model(`{"to":"bob"}`)
+			mem, _ := memstore.New(memstore.Options{})
+			defer mem.Close()
+			ctx := context.Background()
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+			th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if _, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil {
+				t.Fatal(err)
+			}
+			cs := &crashStore{Store: mem, after: after}
+			dying, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: 30 * time.Millisecond})
+			dying.Continue(ctx, th.ID, "") // dies after `after` commits
+			if after == 8 && cs.dead() {
+				t.Fatal("the sweep must reach a run that completes without a crash")
+			}
+			time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+			next, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
+			if _, err := next.Continue(ctx, th.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(w.runs()); n > 1 {
+				t.Errorf("the approved call ran %d times", n)
+			}
+			all, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 1})
+			results := map[string]int{}
+			for _, m := range all {
+				if m.Role == weft.RoleTool {
+					results[m.ToolCallID]++
+				}
+			}
+			if results["c1"] != 1 || results["r1"] != 1 || len(results) != 2 {
+				t.Errorf("results per call: %v", results)
+			}
+			if got := lastText(t, mem, th.ID); !strings.HasPrefix(got, "done: clerk: ") {
+				t.Errorf("answer %q", got)
+			}
+			if len(w.runs()) == 0 && !strings.Contains(lastText(t, mem, th.ID), "interrupted by a restart") {
+				t.Errorf("the call never ran, and its result does not say it was interrupted: %q", lastText(t, mem, th.ID))
+			}
+		})
 	}
 }

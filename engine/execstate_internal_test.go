@@ -11,12 +11,12 @@ import (
 func TestExecStateEncode(t *testing.T) {
 	for _, s := range []execState{
 		{},
-		{Side: weft.SideA, TurnsA: 3, WindowA: 21, WindowB: 20},
-		{Stopped: true, Side: weft.SideB, TurnsA: 1, TurnsB: 2, WindowA: -1, WindowB: 1 << 40, ToolCalled: true, QueuedTools: 4,
-			HandlerA: 9, HandlerB: 10, IdleA: true, IdleB: true, Immediate: []string{"a:p", `q"<&>\` + "\x01é"}, Stops: 7},
+		{Side: weft.SideA, Sides: [2]sideState{{Turns: 3, Window: 21}, {Window: 20}}},
+		{Stopped: true, Side: weft.SideB, Sides: [2]sideState{{Turns: 1, Window: -1, Handler: 9, Idle: true}, {Turns: 2, Window: 1 << 40, Handler: 10, Idle: true}},
+			ToolCalled: true, QueuedTools: 4, Immediate: []string{"a:p", `q"<&>\` + "\x01é"}, Stops: 7},
 		{Immediate: []string{}},
 	} {
-		want, _ := json.Marshal(&s)
+		want, _ := json.Marshal(s.doc())
 		if got := s.encode(); string(got) != string(want) {
 			t.Errorf("encode = %s, want %s", got, want)
 		}
@@ -26,12 +26,12 @@ func TestExecStateEncode(t *testing.T) {
 func FuzzExecStateEncode(f *testing.F) {
 	f.Add(true, "A", 1, 2, int64(3), int64(4), true, 5, int64(6), int64(7), true, false, "x:y", 8)
 	f.Fuzz(func(t *testing.T, stopped bool, side string, ta, tb int, wa, wb int64, called bool, qt int, ha, hb int64, ia, ib bool, imm string, stops int) {
-		s := execState{Stopped: stopped, Side: weft.Side(side), TurnsA: ta, TurnsB: tb, WindowA: wa, WindowB: wb, ToolCalled: called,
-			QueuedTools: qt, HandlerA: ha, HandlerB: hb, IdleA: ia, IdleB: ib, Stops: stops}
+		s := execState{Stopped: stopped, Side: weft.Side(side), Sides: [2]sideState{{Turns: ta, Window: wa, Handler: ha, Idle: ia},
+			{Turns: tb, Window: wb, Handler: hb, Idle: ib}}, ToolCalled: called, QueuedTools: qt, Stops: stops}
 		if imm != "" {
 			s.Immediate = []string{imm, imm + "2"}
 		}
-		want, _ := json.Marshal(&s)
+		want, _ := json.Marshal(s.doc())
 		if got := s.encode(); string(got) != string(want) {
 			t.Fatalf("encode = %s, want %s", got, want)
 		}
@@ -39,7 +39,7 @@ func FuzzExecStateEncode(f *testing.F) {
 }
 
 func BenchmarkExecStateEncode(b *testing.B) {
-	s := execState{Side: weft.SideA, TurnsA: 3, TurnsB: 2, WindowA: 21, WindowB: 20, ToolCalled: true, Stops: 4}
+	s := execState{Side: weft.SideA, Sides: [2]sideState{{Turns: 3, Window: 21}, {Turns: 2, Window: 20}}, ToolCalled: true, Stops: 4}
 	b.Run("written_out", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -49,7 +49,7 @@ func BenchmarkExecStateEncode(b *testing.B) {
 	b.Run("encoding_json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_, _ = json.Marshal(&s)
+			_, _ = json.Marshal(s.doc())
 		}
 	})
 }

@@ -6,21 +6,24 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// handlerTurn drives a side with a Go handler (execution.md §9.4): every completed top-level row
+// handlerTurn drives a side with a Go handler: every completed top-level row
 // on the side's inbound role (A reads user rows, B reads assistant rows) newer than the side's
 // watermark is delivered in order; the watermark is persisted before delivery (each row at most
 // once). Handler errors are logged and delivery goes on. It reports whether the handler was idle
 // (nothing to deliver and nothing produced).
-func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err error) {
+//
+// The handler's effects (ForceTurn, …) are added to carried, the effects the loop has not applied
+// yet, and returned.
+func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffects) (idle bool, fx toolEffects, err error) {
 	h, ok := r.e.reg.Handler(def.Handler)
 	if !ok {
-		return false, fmt.Errorf("handler %q is not defined", def.Handler)
+		return false, carried, fmt.Errorf("handler %q is not defined", def.Handler)
 	}
 	inbound := weft.RoleUser
 	if side == weft.SideB {
 		inbound = weft.RoleAssistant
 	}
-	mark := r.state.watermark(side)
+	mark := r.state.of(side).Handler
 	var rows []weft.Message
 	for _, m := range r.rows {
 		if m.Seq > mark && m.Depth == 0 && m.Status == weft.MessageCompleted && m.Role == inbound {
@@ -28,16 +31,18 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err er
 		}
 	}
 	if len(rows) == 0 {
-		return true, nil
+		return true, carried, nil
 	}
-	r.state.setWatermark(side, rows[len(rows)-1].Seq)
+	r.state.of(side).Handler = rows[len(rows)-1].Seq
 	if err := r.saveState(); err != nil {
-		return false, err
+		return false, carried, err
 	}
 	r.steps++
 	r.sideSteps[sideIndex(side)]++
 	before := r.lastSeq
-	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env}
+	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env,
+		effects: carried}
+	s.fx = &s.effects
 	st := r.state_(&execution{r: r, s: s})
 	for _, m := range rows {
 		if err := call(func() error { return h.Fn(r.ctx, st, m) }); err != nil {
@@ -50,22 +55,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide) (idle bool, err er
 	// What the handler queued joins the thread at the next boundary; what it injected is there.
 	q, err := r.e.store.Queued(r.ctx, r.thread.ID)
 	if err != nil {
-		return false, err
+		return false, s.effects, err
 	}
-	return r.lastSeq == before && len(q) == 0, nil
-}
-
-func (s *execState) watermark(side weft.Side) int64 {
-	if side == weft.SideA {
-		return s.HandlerA
-	}
-	return s.HandlerB
-}
-
-func (s *execState) setWatermark(side weft.Side, seq int64) {
-	if side == weft.SideA {
-		s.HandlerA = seq
-	} else {
-		s.HandlerB = seq
-	}
+	return r.lastSeq == before && len(q) == 0, s.effects, nil
 }

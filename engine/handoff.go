@@ -8,7 +8,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// pendingHandoff is a handoff called in the current step, applied after it (subagents.md §8).
+// pendingHandoff is a handoff called in the current step, applied after it.
 type pendingHandoff struct {
 	target *weft.Agent
 	args   map[string]any
@@ -65,7 +65,7 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 		init.Attachments = append(init.Attachments, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name,
 			MimeType: fi.MimeType, Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
 	}
-	r.handoff = &pendingHandoff{target: target, args: args, init: init}
+	s.fx.handoff = &pendingHandoff{target: target, args: args, init: init}
 	return weft.Success("Handoff complete")
 }
 
@@ -88,9 +88,7 @@ func attachmentPaths(v any) []string {
 // applyHandoff switches the thread to the handoff's agent after the step: agent (origin kept),
 // side A, turn counters reset, arguments merged, the init message stored; the run goes on with no
 // side switch or turn count.
-func (r *run) applyHandoff() error {
-	h := r.handoff
-	r.handoff = nil
+func (r *run) applyHandoff(h *pendingHandoff) error {
 	args := map[string]any{}
 	for k, v := range r.thread.Arguments {
 		args[k] = v
@@ -99,7 +97,8 @@ func (r *run) applyHandoff() error {
 		args[k] = v
 	}
 	from := r.agent.Name
-	r.state = execState{Side: weft.SideA, WindowA: r.lastSeq, WindowB: r.lastSeq}
+	r.state = execState{}
+	r.state.endSession(r.lastSeq)
 	state := r.state.encode()
 	name := h.target.Name
 	err := r.tx(func(tx weft.Tx) error {
@@ -116,7 +115,7 @@ func (r *run) applyHandoff() error {
 	if err != nil {
 		return err
 	}
-	r.savedState = state
+	r.journal.saved = state
 	if h.init.ID != "" {
 		r.addRow(*h.init)
 		r.emitMessage(*h.init)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/weft-agents/weft"
 )
 
 // activeHooks returns the hooks of a point active for the executing prompt: the prompt's `hooks`
-// when set (even empty), else the agent's (seed 000 §8), in listed order.
+// when set (even empty), else the agent's, in listed order.
 func (r *run) activeHooks(x *execution, point weft.HookPoint) []*weft.Hook {
 	ids := r.agent.Hooks
 	if x != nil && x.s != nil && x.s.prompt.Hooks != nil {
@@ -41,7 +40,7 @@ func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadS
 	return r.activeHooks(x, point), &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
 }
 
-// hookFailed logs a hook's error or panic; the hook is skipped (definitions.md §8).
+// hookFailed logs a hook's error or panic; the hook is skipped.
 func (r *run) hookFailed(h *weft.Hook, err error) {
 	r.e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", r.thread.ID, "error", r.red.Error(err))
 	l := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, Kind: "hook_error",
@@ -57,71 +56,6 @@ func call(fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-func (r *run) hookSystemMessage(s *scope, text string) string {
-	hooks, st := r.scopeHooks(s, weft.HookAfterSystemMessage)
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.SystemMessageFunc](*h)
-		var out string
-		if err := call(func() (err error) { out, err = f(r.ctx, st, text); return }); err != nil {
-			r.hookFailed(h, err)
-			continue
-		}
-		text = out
-	}
-	return text
-}
-
-func (r *run) hookFilterMessages(s *scope, rows []*weft.Message) []*weft.Message {
-	hooks, st := r.scopeHooks(s, weft.HookFilterMessages)
-	if len(hooks) == 0 {
-		return rows
-	}
-	// Hooks get copies they may change: cached rows can be shared with the store (RunStart.Rows).
-	vals := make([]weft.Message, len(rows))
-	for i, m := range rows {
-		vals[i] = *m
-		vals[i].ToolCalls = slices.Clone(m.ToolCalls)
-		vals[i].Attachments = slices.Clone(m.Attachments)
-		if m.Metadata != nil {
-			vals[i].Metadata, _ = cloneJSON(m.Metadata).(map[string]any)
-		}
-	}
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
-		var out []weft.Message
-		if err := call(func() (err error) { out, err = f(r.ctx, st, vals); return }); err != nil {
-			r.hookFailed(h, err)
-			continue
-		}
-		vals = out
-	}
-	rows = make([]*weft.Message, len(vals))
-	for i := range vals {
-		rows[i] = &vals[i]
-	}
-	return rows
-}
-
-// hookPrefilter runs prefilter_llm_history on the final list; weft.Block stops the run.
-func (r *run) hookPrefilter(s *scope, msgs []weft.LLMMessage) ([]weft.LLMMessage, error) {
-	hooks, st := r.scopeHooks(s, weft.HookPrefilterLLMHistory)
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.PrefilterHistoryFunc](*h)
-		var out []weft.LLMMessage
-		err := call(func() (err error) { out, err = f(r.ctx, st, msgs); return })
-		var be *weft.BlockedError
-		switch {
-		case errors.As(err, &be):
-			return nil, be
-		case err != nil:
-			r.hookFailed(h, err)
-			continue
-		}
-		msgs = out
-	}
-	return msgs, nil
 }
 
 func asBlocked(err error, be **weft.BlockedError) bool { return errors.As(err, be) }

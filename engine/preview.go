@@ -51,7 +51,8 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}}
+			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
+		r.wire()
 		_, user, instance, err := loadEnv(ctx, e.store, "", "")
 		if err != nil {
 			return nil, err
@@ -108,9 +109,9 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 	}
 	var rows []*weft.Message
 	if in.ThreadID != "" {
-		rows = r.history(s)
+		rows = r.requests.history(s)
 	}
-	req, err := r.buildRequest(s, rows)
+	req, err := r.requests.build(s, rows)
 	if err != nil {
 		return nil, err
 	}

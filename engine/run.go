@@ -1,156 +1,17 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-agents/weft"
 )
-
-// execState is a thread's persisted run state (storage.md exec_state, key "run").
-type execState struct {
-	// Stopped is the stop flag: nothing runs until a user message or continue.
-	Stopped bool `json:"stopped,omitempty"`
-	// Side is the side due to act next.
-	Side weft.Side `json:"side"`
-	// TurnsA and TurnsB count completed turns in the session.
-	TurnsA int `json:"turns_a"`
-	TurnsB int `json:"turns_b"`
-	// WindowA and WindowB are the seq of the last row of each side's previous completed turn: a
-	// side's window is the rows after it.
-	WindowA int64 `json:"window_a"`
-	WindowB int64 `json:"window_b"`
-	// ToolCalled records that the acting side called a tool in the current turn (toolChoice
-	// required is enforced until it has).
-	ToolCalled bool `json:"tool_called,omitempty"`
-	// QueuedTools numbers QueueTool calls (queued_<n> ids).
-	QueuedTools int `json:"queued_tools,omitempty"`
-	// HandlerA and HandlerB are the handler sides' delivery watermarks (seq of the last row given).
-	HandlerA int64 `json:"handler_a,omitempty"`
-	HandlerB int64 `json:"handler_b,omitempty"`
-	// IdleA and IdleB record that a handler side's last turn was idle.
-	IdleA bool `json:"idle_a,omitempty"`
-	IdleB bool `json:"idle_b,omitempty"`
-	// Immediate lists the side:prompt pairs whose immediate subagents were started (once per thread).
-	Immediate []string `json:"immediate,omitempty"`
-	// Stops counts the thread's run stops; a subagent's reports are numbered by it.
-	Stops int `json:"stops,omitempty"`
-}
-
-func (s *execState) turns(side weft.Side) int {
-	if side == weft.SideA {
-		return s.TurnsA
-	}
-	return s.TurnsB
-}
-
-func (s *execState) window(side weft.Side) int64 {
-	if side == weft.SideA {
-		return s.WindowA
-	}
-	return s.WindowB
-}
-
-// completeTurn counts a completed turn of side ending at seq.
-func (s *execState) completeTurn(side weft.Side, seq int64) {
-	if side == weft.SideA {
-		s.TurnsA++
-		s.WindowA = seq
-	} else {
-		s.TurnsB++
-		s.WindowB = seq
-	}
-	s.ToolCalled = false
-}
-
-const execKey = "run"
-
-func loadExecState(ctx context.Context, st weft.Store, threadID string) (execState, error) {
-	docs, err := st.ExecState(ctx, threadID)
-	if err != nil {
-		return execState{}, err
-	}
-	s := execState{Side: weft.SideA}
-	if raw, ok := docs[execKey]; ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
-		}
-	}
-	return s, nil
-}
-
-// encode is json.Marshal(s), written out: it runs in every step's transaction.
-func (s *execState) encode() json.RawMessage {
-	b := make([]byte, 0, 128)
-	b = append(b, '{')
-	if s.Stopped {
-		b = append(b, `"stopped":true,`...)
-	}
-	b = append(b, `"side":`...)
-	b = appendJSONString(b, string(s.Side))
-	b = append(b, `,"turns_a":`...)
-	b = strconv.AppendInt(b, int64(s.TurnsA), 10)
-	b = append(b, `,"turns_b":`...)
-	b = strconv.AppendInt(b, int64(s.TurnsB), 10)
-	b = append(b, `,"window_a":`...)
-	b = strconv.AppendInt(b, s.WindowA, 10)
-	b = append(b, `,"window_b":`...)
-	b = strconv.AppendInt(b, s.WindowB, 10)
-	if s.ToolCalled {
-		b = append(b, `,"tool_called":true`...)
-	}
-	b = appendIntField(b, `,"queued_tools":`, int64(s.QueuedTools))
-	b = appendIntField(b, `,"handler_a":`, s.HandlerA)
-	b = appendIntField(b, `,"handler_b":`, s.HandlerB)
-	if s.IdleA {
-		b = append(b, `,"idle_a":true`...)
-	}
-	if s.IdleB {
-		b = append(b, `,"idle_b":true`...)
-	}
-	if len(s.Immediate) > 0 {
-		b = append(b, `,"immediate":[`...)
-		for i, v := range s.Immediate {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, v)
-		}
-		b = append(b, ']')
-	}
-	b = appendIntField(b, `,"stops":`, int64(s.Stops))
-	return append(b, '}')
-}
-
-// appendIntField appends an omitempty integer field.
-func appendIntField(b []byte, key string, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendInt(append(b, key...), v, 10)
-}
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
 
 // activeRun is a run in progress in this process.
 type activeRun struct {
@@ -171,7 +32,7 @@ type RunResult struct {
 	Stops []weft.StopInfo `json:"stops"`
 	// Steps is the number of steps over all runs.
 	Steps int `json:"steps"`
-	// LastLineRedactions counts secrets the last-line pass found in requests (env.md §6.3).
+	// LastLineRedactions counts secrets the last-line pass found in requests.
 	LastLineRedactions int `json:"last_line_redactions"`
 	// Value is the structured answer of the thread's last reply when its prompt declares an
 	// output schema and the last run stopped well (the reply's metadata "structured").
@@ -265,7 +126,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 }
 
 // Stop stops the thread's run (if any) and sets the stop flag: the pending message is failed,
-// unanswered calls are answered and a notice is stored (execution.md §10).
+// unanswered calls are answered and a notice is stored.
 func (e *Engine) Stop(ctx context.Context, threadID string) error {
 	e.mu.Lock()
 	var ar *activeRun
@@ -321,7 +182,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		o.run = nil
 		e.dropIfUnused(threadID, o)
 		e.mu.Unlock()
-		more = ar.pushed.Load() || (r != nil && r.waiting())
+		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
 		if !released {
 			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
@@ -347,32 +208,9 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if r.obs != nil {
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
-	released = r.released
-	putReqBuf(r.reqBuf)
+	released = r.journal.released
+	putReqBuf(r.requests.buf)
 	return info, r.lastLine, false, err
-}
-
-// Request message buffers outlive their run in a pool: a request is dead once its step is stored.
-var reqBufs sync.Pool // of *[]weft.LLMMessage
-
-// maxPooledReqBuf bounds the buffers kept, so that one very long thread does not pin its buffer.
-const maxPooledReqBuf = 1024
-
-func getReqBuf(need int) []weft.LLMMessage {
-	if p, ok := reqBufs.Get().(*[]weft.LLMMessage); ok && cap(*p) >= need {
-		return (*p)[:0]
-	}
-	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
-}
-
-func putReqBuf(b []weft.LLMMessage) {
-	if b == nil || cap(b) > maxPooledReqBuf {
-		return
-	}
-	b = b[:cap(b)]
-	clear(b) // drop the references to the run's messages
-	b = b[:0]
-	reqBufs.Put(&b)
 }
 
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
@@ -417,7 +255,6 @@ type run struct {
 	e      *Engine
 	ctx    context.Context
 	ar     *activeRun
-	fence  weft.Fence
 	id     string
 	thread *weft.Thread
 	agent  *weft.Agent
@@ -425,21 +262,12 @@ type run struct {
 
 	// wctx is ctx without cancellation, for writes that must finish.
 	wctx context.Context
+	// journal writes the run's changes: its transactions, the queue it drains, its events.
+	journal journal
 	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows []*weft.Message
-	// queued holds queue rows read but not yet drained; drained are rows moved into rows whose
-	// insert waits for the run's next transaction (drainedUpTo is the last queue seq taken).
-	queued      []weft.QueuedMessage
-	drained     []*weft.Message
-	drainedUpTo int64
-	// queueSeq is the thread's newest queue seq as the run's last transaction saw it, and
-	// queueKnown the seq up to which the run has read the queue: messages wait when the first is
-	// above both drainedUpTo and queueKnown (or ar.pushed is set).
-	queueSeq, queueKnown int64
-	lastSeq              int64
-	callIDs              map[string]bool
-	// callRecs are the tool-call records the run stored, as stored (noteCall).
-	callRecs []*weft.ToolCallRecord
+	rows    []*weft.Message
+	lastSeq int64
+	callIDs map[string]bool
 
 	steps     int
 	sideSteps [2]int
@@ -449,49 +277,23 @@ type run struct {
 	red    *redactor
 	memory sync.Map
 
-	queuedTools []queuedTool
-	lastLine    int // last-line redaction hits
-	// reqBuf is the message buffer of the run's provider requests, reused step after step.
-	reqBuf []weft.LLMMessage
-	// savedState is the run state as last persisted.
-	savedState []byte
+	// tools runs the run's tool calls.
+	tools    dispatch
+	lastLine int // last-line redaction hits
+	// requests builds the run's provider requests.
+	requests requests
 	// finished is the stop reason the final step already persisted with its reply.
 	finished weft.StopReason
-	// releasing: the current transaction releases the lease; released: one that did committed.
-	releasing, released bool
-	// stopSession is set by State.StopSession: the session ends after the current step.
-	stopSession *weft.StopSessionOptions
-	// handoff is a handoff called in this step, applied after it.
-	handoff *pendingHandoff
-	// forced is the side Execution.ForceTurn chose for after the step.
-	forced weft.Side
-	// terminate is set by State.Terminate: the run stops after the current tool.
-	terminate bool
+	// terminated: the loop applied a State.Terminate; the run's stop terminates the thread.
+	terminated bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
-	// childParked names a blocking child that stopped awaiting approval: the call awaiting it
-	// parks the run too.
-	childParked string
-	// outbox holds events waiting for the run's next transaction (Options.RecordEvents); a tool
-	// may use its State from goroutines of its own.
-	outboxMu sync.Mutex
-	outbox   []Event
 
 	// obs observes the run (Options.Observer; nil = off). attemptEnds holds when each model attempt
 	// ended until its call is reported; trigger is what started the run.
 	obs         RunObserver
 	attemptEnds map[*weft.LogEntry]time.Time
 	trigger     string
-	// resuming: the run is finishing the calls a crashed run left open (resume).
-	resuming bool
-	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
-	// none, or unobserved): a blocking subagent's run nests under it.
-	toolCtx context.Context
-}
-
-type queuedTool struct {
-	name string
-	args json.RawMessage
 }
 
 func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
@@ -500,14 +302,14 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if !ok {
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", t.ID, t.Agent)
 	}
-	s := execState{Side: weft.SideA}
-	if raw, ok := start.ExecState[execKey]; ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
-		}
+	s, err := decodeExecState(start.ExecState[execKey])
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
-	r := &run{e: e, ctx: ctx, wctx: context.WithoutCancel(ctx), ar: ar, fence: fence, id: weft.NewID("run_"), thread: t, agent: a, state: s,
-		callIDs: map[string]bool{}, queued: start.Queued}
+	wctx := context.WithoutCancel(ctx)
+	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
+		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
+	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
 		r.shareRows(start.Rows)
@@ -517,13 +319,18 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
 		declared: e.declaredOf(a)}
 	if t.ParentID != "" {
-		var err error
 		if r.env.inherited, err = ancestorEnv(ctx, e.store, t.ParentID, newGraph(e.reg, a, nil).declared()); err != nil {
 			return nil, err
 		}
 	}
 	r.red = newRedactor(r.env.secrets(), r.providerKeys())
 	return r, nil
+}
+
+// wire connects the run's collaborators to it.
+func (r *run) wire() {
+	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
+	r.tools.r = r
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).
@@ -611,87 +418,27 @@ func (r *run) replaceRow(m weft.Message) {
 	}
 }
 
-// tx writes in one fenced transaction of this run. Messages drained at the step boundary are
-// stored by the run's next transaction, whatever it is: until then they stay in the queue, so a
-// crash loses nothing.
+// tx writes in one fenced transaction of this run (journal.tx).
 func (r *run) tx(fn func(weft.Tx) error) error {
-	r.releasing = false
-	err := r.txDrain(fn)
-	if err == nil && r.releasing {
-		r.released = true
-	}
-	r.releasing = false
+	drained, err := r.journal.tx(fn)
+	r.stored(drained)
 	return err
 }
 
-// txDrain runs fn in a fenced transaction, storing first the messages drained since the last one,
-// and notes the queue seq the transaction saw.
-func (r *run) txDrain(fn func(weft.Tx) error) error {
-	drained := r.drained
-	var queueSeq int64
-	var recs []weft.EventRecord
-	var pending []Event
-	err := r.e.store.Tx(r.wctx, r.thread.ID, &r.fence, func(tx weft.Tx) error {
-		if len(drained) > 0 {
-			if _, err := tx.DrainQueue(r.drainedUpTo); err != nil {
-				return err
-			}
-			for _, m := range drained {
-				if err := tx.InsertMessage(m); err != nil {
-					return err
-				}
-			}
-			preview := preview(drained[len(drained)-1].Content)
-			now := r.now()
-			if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
-				return err
-			}
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		r.outboxMu.Lock()
-		pending = append(pending[:0], r.outbox...)
-		r.outboxMu.Unlock()
-		if len(pending) > 0 {
-			recs = records(pending)
-			if err := tx.AppendEvents(recs); err != nil {
-				return err
-			}
-		}
-		var err error
-		queueSeq, err = tx.QueueSeq()
-		return err
-	})
-	if err == nil && len(pending) > 0 {
-		// Published in commit order; events emitted meanwhile wait for the next transaction.
-		r.outboxMu.Lock()
-		r.outbox = append(r.outbox[:0], r.outbox[len(pending):]...)
-		r.outboxMu.Unlock()
-		for i := range pending {
-			pending[i].Seq = recs[i].Seq
-			r.e.emit(pending[i])
-		}
-	}
-	if err != nil {
-		return err
-	}
-	r.queueSeq = max(r.queueSeq, queueSeq)
-	r.drained = nil
+// stored notes the drained rows a transaction stored (with their seq now final) and publishes
+// them.
+func (r *run) stored(drained []*weft.Message) {
 	for _, m := range drained {
 		r.noteRow(m)
 		r.emitMessage(*m)
 	}
-	return nil
 }
 
 func (r *run) emit(typ string, data map[string]any) {
 	ev := Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
 	if r.e.opt.RecordEvents && !transient(typ) {
 		// Recorded by the run's next transaction (or flush), published once it commits.
-		r.outboxMu.Lock()
-		r.outbox = append(r.outbox, ev)
-		r.outboxMu.Unlock()
+		r.journal.record(ev)
 		return
 	}
 	r.e.emit(ev)
@@ -700,10 +447,7 @@ func (r *run) emit(typ string, data map[string]any) {
 // flushEvents records and publishes the events waiting in the outbox, before the run blocks on a
 // model or a tool (a no-op when none wait).
 func (r *run) flushEvents() error {
-	r.outboxMu.Lock()
-	n := len(r.outbox)
-	r.outboxMu.Unlock()
-	if n == 0 {
+	if !r.journal.recording() {
 		return nil
 	}
 	return r.tx(func(weft.Tx) error { return nil })
@@ -712,10 +456,10 @@ func (r *run) flushEvents() error {
 // finishEvents ends a run that records events: its last transaction records the events still
 // waiting and releases the lease (persistStop leaves the release to it).
 func (r *run) finishEvents() {
-	if !r.e.opt.RecordEvents || r.released {
+	if !r.e.opt.RecordEvents || r.journal.released {
 		return
 	}
-	if err := r.tx(func(tx weft.Tx) error { r.releasing = true; return tx.ReleaseLease() }); err != nil {
+	if err := r.tx(r.journal.release); err != nil {
 		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
 	}
 }
@@ -727,7 +471,7 @@ func (r *run) stopRequested() bool {
 	return r.ar.stop.Load() || r.state.Stopped || r.ctx.Err() != nil
 }
 
-// loop runs steps until a stop reason (execution.md §2).
+// loop runs steps until a stop reason.
 func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if trigger == "continue" {
 		r.state.Stopped = false
@@ -735,12 +479,14 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 			r.state.Side = forceSide
 		}
 	}
-	// An inbound user message clears the stop flag (execution.md §1.3): it runs instead of being
+	// An inbound user message clears the stop flag: it runs instead of being
 	// failed by the stop check before the queue is drained.
-	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
+	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
 	}
-	resumed, err := r.resume()
+	// fx holds the tools' effects not applied yet: the resumed calls', then each step's.
+	resumed, fx, err := r.resume()
+	r.terminated = fx.terminate
 	if errors.Is(err, errAwaitApproval) {
 		return r.stop(weft.StopAwaitingApproval, "")
 	}
@@ -770,7 +516,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		side := r.state.Side
 		def := r.agent.Side(side)
 		// S4: the session's turn cap.
-		if n := r.agent.MaxSessionTurns; n > 0 && min(r.state.TurnsA, r.state.TurnsB) >= n {
+		if n := r.agent.MaxSessionTurns; n > 0 && r.state.minTurns() >= n {
 			return r.endSession(weft.StopMaxSessionTurn, "")
 		}
 		// S5: a human side parks the run.
@@ -779,29 +525,23 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		if def.Handler != "" {
 			// S6: a handler turn.
-			idle, err := r.handlerTurn(side, def)
+			idle, hfx, err := r.handlerTurn(side, def, fx)
+			fx = hfx
+			r.terminated = r.terminated || fx.terminate
 			if err != nil {
 				return r.fail(err)
 			}
-			if side == weft.SideA {
-				r.state.IdleA = idle
-			} else {
-				r.state.IdleB = idle
-			}
+			r.state.of(side).Idle = idle
 			// An idle handler gives the other side nothing new: the run stops, unless the other side
 			// is a handler that has not been idle yet (two idle handler sides stop the run).
 			other := r.agent.Side(side.Other())
-			otherIdle := r.state.IdleA
-			if side == weft.SideA {
-				otherIdle = r.state.IdleB
-			}
-			if idle && (other.Handler == "" || otherIdle) {
+			if idle && (other.Handler == "" || r.state.of(side.Other()).Idle) {
 				return r.stop(weft.StopHandlerIdle, "")
 			}
 			if !idle {
 				r.state.completeTurn(side, r.lastSeq)
 			}
-			if next := r.applyForcedTurn(); next != "" {
+			if next := fx.takeForced(); next != "" {
 				r.state.Side = next
 			} else {
 				r.state.Side = side.Other()
@@ -825,7 +565,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if !ok {
 			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
 		}
-		out, err := r.step(p, side, def)
+		out, err := r.step(p, side, def, fx)
+		fx = out.effects
+		r.terminated = r.terminated || fx.terminate
 		if errors.Is(err, errAwaitApproval) {
 			return r.stop(weft.StopAwaitingApproval, "")
 		}
@@ -835,9 +577,10 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if err != nil {
 			return r.fail(err)
 		}
-		if r.handoff != nil && out.stop == "" && out.session == "" {
-			// The thread switches agent and goes on at once (subagents.md §8.3).
-			if err := r.applyHandoff(); err != nil {
+		if h := fx.handoff; h != nil && out.stop == "" && out.session == "" {
+			// The thread switches agent and goes on at once, with no side switch or turn count.
+			fx.handoff = nil
+			if err := r.applyHandoff(h); err != nil {
 				return r.fail(err)
 			}
 			continue
@@ -848,10 +591,10 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if out.session != "" {
 			return r.endSession(out.session, out.stopText)
 		}
-		if r.terminate {
+		if r.terminated {
 			return r.stop(weft.StopAborted, "thread terminated")
 		}
-		if next := r.applyForcedTurn(); next != "" {
+		if next := fx.takeForced(); next != "" {
 			// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
 			if out.turnDone {
 				r.state.completeTurn(side, r.lastSeq)
@@ -887,22 +630,9 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 
 // saveState persists the run state when it changed since it was last written.
 func (r *run) saveState() error {
-	enc := r.state.encode()
-	if bytes.Equal(enc, r.savedState) {
-		return nil
-	}
-	if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) }); err != nil {
-		return err
-	}
-	r.savedState = enc
-	return nil
-}
-
-func sideIndex(s weft.Side) int {
-	if s == weft.SideB {
-		return 1
-	}
-	return 0
+	drained, err := r.journal.saveState(&r.state)
+	r.stored(drained)
+	return err
 }
 
 // suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
@@ -918,33 +648,25 @@ func (r *run) abortReason() weft.StopReason {
 	return weft.StopAborted
 }
 
-// waiting reports queued messages that the run has neither drained nor read, as of its last
-// transaction.
-func (r *run) waiting() bool {
-	return r.queueSeq > max(r.drainedUpTo, r.queueKnown)
-}
-
 // drain moves queued messages into the thread (S2): they join the context now and are stored by
 // the run's next transaction. The acting side of a new turn follows the first drained row:
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
-	if r.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || r.waiting()) {
-		known := r.queueSeq
-		q, err := r.e.store.Queued(r.ctx, r.thread.ID)
-		if err != nil {
+	j := &r.journal
+	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
+		if err := j.readQueue(r.ctx); err != nil {
 			return err
 		}
-		r.queued, r.queueKnown = q, max(r.queueKnown, known)
 	}
-	qs := r.queued
-	r.queued = nil
+	qs := j.unread()
 	if len(qs) == 0 {
 		return nil
 	}
 	first := true
+	var last *weft.Message
 	for _, q := range qs {
-		if q.Seq <= r.drainedUpTo {
-			continue // taken already; its insert waits for the next transaction
+		if j.taken(q.Seq) {
+			continue // its insert waits for the next transaction
 		}
 		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
 			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
@@ -955,7 +677,7 @@ func (r *run) drain() error {
 			m.Side = weft.SideA
 		}
 		// Provisional seq until the insert assigns the real one (the run holds the lease).
-		m.Seq = r.lastSeq + int64(len(r.drained)) + 1
+		m.Seq = r.lastSeq + int64(len(j.drained)) + 1
 		if first {
 			first = false
 			if q.Role == weft.RoleAssistant {
@@ -964,17 +686,18 @@ func (r *run) drain() error {
 				r.state.Side = weft.SideA
 			}
 		}
-		r.drained = append(r.drained, m)
+		j.take(m, q.Seq)
 		r.rows = append(r.rows, m)
-		r.drainedUpTo = max(r.drainedUpTo, q.Seq)
+		last = m
 	}
 	if first {
 		return nil
 	}
 	if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
 		// The human's messages complete a B turn.
-		r.state.TurnsB++
-		r.state.WindowB = r.drained[len(r.drained)-1].Seq
+		b := r.state.of(weft.SideB)
+		b.Turns++
+		b.Window = last.Seq
 	}
 	r.state.Stopped = false
 	return nil
@@ -990,16 +713,6 @@ func (r *run) emitMessage(m weft.Message) {
 	}
 }
 
-func preview(s string) string {
-	s = strings.TrimSpace(s)
-	if len([]rune(s)) > 200 {
-		return string([]rune(s)[:200])
-	}
-	return s
-}
-
-func ptr[T any](v T) *T { return &v }
-
 // fail stops the run with step_error.
 func (r *run) fail(err error) (weft.StopInfo, error) {
 	if errors.Is(err, weft.ErrLeaseLost) || errors.Is(context.Cause(r.ctx), weft.ErrLeaseLost) {
@@ -1013,7 +726,7 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 }
 
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
-// after_run_stopped hooks (execution.md §10).
+// after_run_stopped hooks.
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	if r.suspending() {
 		// A shutdown interrupts the run without stopping it: its status stays running and the
@@ -1026,7 +739,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	case reason == weft.StopAbortedByUser:
 		status = weft.ThreadStopped
 		r.state.Stopped = true
-	case r.terminate:
+	case r.terminated:
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
 		status = weft.ThreadAwaitingHuman
@@ -1071,19 +784,10 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	return info, nil
 }
 
-// applyForcedTurn returns and clears the side ForceTurn chose.
-func (r *run) applyForcedTurn() weft.Side {
-	f := r.forced
-	r.forced = ""
-	return f
-}
-
-// endSession ends the session (execution.md §9.3): turn counters reset, the run stops with the
+// endSession ends the session: turn counters reset, the run stops with the
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
-	r.state.TurnsA, r.state.TurnsB, r.state.ToolCalled = 0, 0, false
-	r.state.WindowA, r.state.WindowB = r.lastSeq, r.lastSeq
-	r.state.Side = weft.SideA
+	r.state.endSession(r.lastSeq)
 	return r.stop(reason, text)
 }
 
@@ -1102,8 +806,7 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	if r.e.opt.RecordEvents {
 		return state, nil // the run's last transaction, with its last events, releases it
 	}
-	r.releasing = true
-	return state, tx.ReleaseLease()
+	return state, r.journal.release(tx)
 }
 
 // stopRows answers unanswered calls, fails the pending message and stores the stop notice.
@@ -1132,12 +835,12 @@ func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
 			if err := tx.InsertMessage(tm); err != nil {
 				return nil, err
 			}
-			done := r.doneRecord(c, m.ID, r.now())
+			done := r.tools.doneRecord(c, m.ID, r.now())
 			done.ResultMessageID = tm.ID
 			if err := tx.PutToolCall(done); err != nil {
 				return nil, err
 			}
-			r.noteCall(done)
+			r.tools.noteCall(done)
 			r.addRow(*tm)
 		}
 	}

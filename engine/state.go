@@ -30,13 +30,13 @@ func (x *execution) StepCount() int  { return x.r.steps }
 func (x *execution) SideStepCount(s weft.Side) int {
 	return x.r.sideSteps[sideIndex(s)]
 }
-func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.turns(s) }
+func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.of(s).Turns }
 func (x *execution) Depth() int                  { return x.s.depth }
 func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
 func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
 func (x *execution) Memory() *sync.Map           { return &x.r.memory }
-func (x *execution) ForceTurn(s weft.Side)       { x.r.forced = s }
+func (x *execution) ForceTurn(s weft.Side)       { x.s.fx.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
 
@@ -66,7 +66,7 @@ func (s *threadState) emit(ctx context.Context, typ string, data map[string]any)
 	s.e.emitOutside(ctx, Event{Type: typ, ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: data})
 }
 
-// markEffect tags a message created by an effect (definitions.md §9.3).
+// markEffect tags a message created by an effect.
 func (s *threadState) markEffect(nm *weft.NewMessage) {
 	if s.effect == nil {
 		return
@@ -166,7 +166,7 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 		m.RunID = s.r.id
 	}
 	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
@@ -228,7 +228,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }); err != nil {
 		return weft.Message{}, err
@@ -249,7 +249,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
 	if err == nil && s.r != nil {
@@ -423,7 +423,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
@@ -432,7 +432,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	return err
 }
 
-// QueueTool runs a tool after the current calls of the root run (execution.md §5.4).
+// QueueTool runs a tool after the current calls of the root run.
 func (s *threadState) QueueTool(ctx context.Context, name string, args any) error {
 	if s.r == nil {
 		return weft.ErrNotInRun
@@ -447,7 +447,7 @@ func (s *threadState) QueueTool(ctx context.Context, name string, args any) erro
 	if args == nil {
 		raw = []byte("{}")
 	}
-	s.r.queuedTools = append(s.r.queuedTools, queuedTool{name: name, args: raw})
+	s.r.tools.queuedTools = append(s.r.tools.queuedTools, queuedTool{name: name, args: raw})
 	return nil
 }
 
@@ -524,7 +524,7 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	return nil
 }
 
-// NotifyParent queues "Subagent (reference: …) sent a message" to the parent (subagents.md §4.2),
+// NotifyParent queues "Subagent (reference: …) sent a message" to the parent,
 // silent, role by the owner side, with the files copied into the parent's /attachments/.
 func (s *threadState) NotifyParent(ctx context.Context, text string, attachments ...string) error {
 	if s.thread.ParentID == "" {
@@ -575,14 +575,18 @@ func (s *threadState) StopSession(ctx context.Context, o weft.StopSessionOptions
 	if s.r == nil {
 		return weft.ErrNotInRun
 	}
-	s.r.stopSession = &o
+	if s.exec != nil {
+		s.exec.s.fx.stopSession = &o
+	}
 	return nil
 }
 
 // Terminate stops the thread for good: inside a run after the current tool, else at once.
 func (s *threadState) Terminate(ctx context.Context) error {
 	if s.r != nil && s.r.thread.ID == s.thread.ID {
-		s.r.terminate = true
+		if s.exec != nil {
+			s.exec.s.fx.terminate = true
+		}
 		effects, err := s.e.store.Effects(ctx, s.thread.ID)
 		if err != nil {
 			return err
@@ -618,7 +622,7 @@ func (s *threadState) Child(ctx context.Context, ref string) (weft.State, error)
 	return &threadState{e: s.e, thread: t, ctx: ctx}, nil
 }
 
-// Children lists the thread's subagent registry (subagents.md §7.1), oldest first.
+// Children lists the thread's subagent registry, oldest first.
 func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
 	kids, _, err := s.e.store.Threads(ctx, weft.ThreadQuery{ParentID: s.thread.ID, Sort: "oldest", Limit: -1})
 	if err != nil {
@@ -681,7 +685,7 @@ func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAt
 	}
 	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.fence
+		fence = &s.r.journal.fence
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error {
 		for _, f := range files {
@@ -704,7 +708,7 @@ type threadFS struct{ s *threadState }
 func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 	var fence *weft.Fence
 	if f.s.r != nil {
-		fence = &f.s.r.fence
+		fence = &f.s.r.journal.fence
 	}
 	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
 }

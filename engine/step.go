@@ -17,32 +17,60 @@ type stepOutcome struct {
 	// session ends the session with this reason (session_stop, session_fail, state_stop_session).
 	session  weft.StopReason
 	stopText string
+	// effects are the effects the loop has yet to apply: those it handed the step, with what the
+	// step's tools and hooks added.
+	effects toolEffects
 }
 
-// emptyReply is the synthetic call stored for a reply with nothing in it (execution.md §7.1).
+// toolEffects are what tools and hooks asked of the run through their State or Execution, or by
+// calling a handoff. They are collected in the step's scope and come back with its outcome; the
+// loop applies them, and hands what it did not apply to the next step.
+type toolEffects struct {
+	// forced is the side Execution.ForceTurn chose to act after the step.
+	forced weft.Side
+	// stopSession is set by State.StopSession: the session ends after the step.
+	stopSession *weft.StopSessionOptions
+	// terminate is set by State.Terminate: the run stops after the step, the thread terminated.
+	terminate bool
+	// handoff is a handoff called in the step, applied after it.
+	handoff *pendingHandoff
+}
+
+// takeForced returns and clears the side ForceTurn chose.
+func (fx *toolEffects) takeForced() weft.Side {
+	f := fx.forced
+	fx.forced = ""
+	return f
+}
+
+// emptyReply is the synthetic call stored for a reply with nothing in it.
 const (
 	emptyReplyTool  = "invalid_assistant_response"
 	emptyReplyError = "Your response was empty. Reply with text or call a tool."
 )
 
 // step runs one top-level step of side with prompt p.
-func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+// carried are the effects the loop has not applied yet; the outcome returns them with the step's
+// own, also when the step fails.
+func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried toolEffects) (stepOutcome, error) {
 	if r.obs == nil {
-		return r.runStep(p, side, def)
+		return r.runStep(p, side, def, carried)
 	}
 	r.obs.StartStep(StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
-	out, err := r.runStep(p, side, def)
+	out, err := r.runStep(p, side, def, carried)
 	r.obs.EndStep(err)
 	return out, err
 }
 
-func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepOutcome, error) {
+func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried toolEffects) (out stepOutcome, err error) {
 	r.steps++
 	r.sideSteps[sideIndex(side)]++
 	s, err := r.newScope(p, 0, side, r.thread.Arguments)
 	if err != nil {
-		return stepOutcome{}, err
+		return stepOutcome{effects: carried}, err
 	}
+	s.effects = carried
+	defer func() { out.effects = s.effects }()
 	s.toolCalled = r.state.ToolCalled
 	s.final = r.finalPlan(def, side)
 	if err := r.startImmediate(s, p, side); err != nil {
@@ -51,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepO
 	if r.e.observed() {
 		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
 	}
-	req, err := r.buildRequest(s, r.history(s))
+	req, err := r.requests.build(s, r.requests.history(s))
 	if err != nil {
 		var be *weft.BlockedError
 		if asBlocked(err, &be) {
@@ -67,17 +95,17 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepO
 		// The reply completed the turn and its transaction persisted the stop.
 		return stepOutcome{stop: r.finished}, nil
 	}
-	results, err := r.executeCalls(s, msg, calls)
+	results, err := r.tools.executeCalls(s, msg, calls)
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if err := r.runQueuedTools(s); err != nil {
+	if err := r.tools.runQueuedTools(s); err != nil {
 		return stepOutcome{}, err
 	}
 	if r.e.observed() {
 		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
 	}
-	if out, ended := r.sessionEnd(def, results); ended {
+	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil
 	}
 	if reason := r.repeatedError(); reason != "" {
@@ -89,10 +117,10 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide) (stepO
 	return r.turnCompletion(def, msg, calls, results)
 }
 
-// sessionEnd checks the session tools of the side (execution.md §9.3): a successful sessionFail
+// sessionEnd checks the session tools of the side: a successful sessionFail
 // call ends the session with session_fail, else a successful sessionStop with session_stop; a
 // failed call ends nothing. State.StopSession ends it with state_stop_session.
-func (r *run) sessionEnd(def weft.AgentSide, results []callResult) (stepOutcome, bool) {
+func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffects) (stepOutcome, bool) {
 	for _, bound := range []struct {
 		tool   *weft.SessionTool
 		reason weft.StopReason
@@ -106,8 +134,8 @@ func (r *run) sessionEnd(def weft.AgentSide, results []callResult) (stepOutcome,
 			}
 		}
 	}
-	if o := r.stopSession; o != nil {
-		r.stopSession = nil
+	if o := fx.stopSession; o != nil {
+		fx.stopSession = nil
 		reason := weft.StopStateSession
 		if o.Failed {
 			reason = weft.StopSessionFail
@@ -147,7 +175,7 @@ func (r *run) finalPlan(def weft.AgentSide, side weft.Side) func(text string) we
 	}
 }
 
-// turnCompletion decides whether the step completed the side's turn (execution.md §9.1).
+// turnCompletion decides whether the step completed the side's turn.
 func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft.ToolCall, results []callResult) (stepOutcome, error) {
 	if msg.Metadata != nil && msg.Metadata["empty_reply"] == true {
 		return stepOutcome{}, nil
@@ -211,7 +239,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		msg.Reasoning = r.red.String(resp.Reasoning)
 	}
 	if s.side == weft.SideB {
-		// Side B's replies are stored as user rows (execution.md §3.6).
+		// Side B's replies are stored as user rows.
 		msg.Role = weft.RoleUser
 	}
 	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
@@ -238,11 +266,11 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.state.ToolCalled = true
 	}
 	// Provider-executed calls arrive answered: their results are stored with the reply and only
-	// the local calls remain to run (definitions.md §6.5).
+	// the local calls remain to run.
 	provided, calls := r.providerResults(s, res, msg, calls, parentID)
 	var emptyResult *weft.Message
 	if empty {
-		// execution.md §7.1: stored with a synthetic failing call so the model sees its mistake.
+		// Stored with a synthetic failing call so the model sees its mistake.
 		call := weft.ToolCall{ID: r.freshCallID(), Name: emptyReplyTool, Arguments: "{}"}
 		msg.ToolCalls = []weft.ToolCall{call}
 		msg.Metadata = map[string]any{"empty_reply": true}
@@ -256,7 +284,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	state := r.state.encode()
 	final := weft.StopReason("")
-	if s.final != nil && len(calls) == 0 && !empty && len(r.queuedTools) == 0 {
+	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
 		final = s.final(msg.Content)
 	}
 	var finalState []byte
@@ -271,11 +299,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			return err
 		}
 		if final != "" {
-			if s.side == weft.SideA {
-				r.state.WindowA = msg.Seq
-			} else {
-				r.state.WindowB = msg.Seq
-			}
+			r.state.of(s.side).Window = msg.Seq
 		}
 		for _, tm := range provided {
 			if err := tx.InsertMessage(tm); err != nil {
@@ -297,12 +321,12 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
 				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
 			if i == 0 {
-				r.markRunning(s, rec)
+				r.tools.markRunning(s, rec)
 			}
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.noteCall(rec)
+			r.tools.noteCall(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {
@@ -324,9 +348,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		clear(r.attemptEnds)
 		return nil, nil, err
 	}
-	r.savedState = state
+	r.journal.saved = state
 	if final != "" {
-		r.savedState, r.finished = finalState, final
+		r.journal.saved, r.finished = finalState, final
 	}
 	if r.obs != nil {
 		r.observeModelCall(s, req, res.logs, msg, nil)
@@ -414,7 +438,7 @@ func putLogs(tx weft.Tx, logs []*weft.LogEntry) error {
 	return nil
 }
 
-// uniqueCallIDs replaces missing or already used call ids by fresh ones (execution.md §5.5).
+// uniqueCallIDs replaces missing or already used call ids by fresh ones.
 func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 	if len(in) == 0 {
 		return nil
@@ -491,7 +515,7 @@ var (
 )
 
 // repeatedError reports a repeated_tool_error stop text when the 8 latest top-level tool messages
-// are errors with the same text, ids and numbers masked (execution.md §7.2).
+// are errors with the same text, ids and numbers masked.
 func (r *run) repeatedError() string {
 	const n = 8
 	var texts []string

@@ -12,9 +12,9 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// callSubagent answers a call of a dual_ai agent listed as a tool (subagents.md §2): the agent runs
+// callSubagent answers a call of a dual_ai agent listed as a tool: the agent runs
 // in its own child thread and, with blocking (the default), the call waits for the child's run to
-// stop and returns the child's result; the child is then terminated (§2.5).
+// stop and returns the child's result; the child is then terminated.
 func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
 	target, e := o.target.Agent, o.entry
 	if e.Resumable != nil && e.Resumable.Enabled {
@@ -24,16 +24,16 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 	blocking := weft.Flag(e.Blocking, true)
 	if blocking && msg != nil && msg.ID != "" {
 		// The reference is recorded on the call before the child exists: after a crash the parent
-		// re-attaches to that child instead of creating another (subagents.md §3.3).
+		// re-attaches to that child instead of creating another.
 		meta, _ := json.Marshal(subagentMeta{Ref: ref})
 		now := r.now()
-		rec := r.recordOf(c, msg.ID)
+		rec := r.tools.recordOf(c, msg.ID)
 		rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.noteCall(rec)
+			r.tools.noteCall(rec)
 			return nil
 		})
 		if err != nil {
@@ -45,7 +45,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 		return *fail
 	}
 	if !blocking {
-		// The outcome is reported to the parent when the child stops (subagents.md §2.4, §4.1).
+		// The outcome is reported to the parent when the child stops.
 		r.e.startChild(child, target, s.side, childMode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
@@ -60,8 +60,8 @@ type subagentMeta struct {
 // awaitChild runs a child until it stops and returns its result; the child is then terminated.
 func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
 	ctx := r.ctx
-	if r.toolCtx != nil {
-		ctx = r.toolCtx // the child's run nests under the call in traces
+	if r.tools.toolCtx != nil {
+		ctx = r.tools.toolCtx // the child's run nests under the call in traces
 	}
 	info, err := r.e.runChild(ctx, child, resume)
 	if err != nil {
@@ -70,7 +70,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if info.Reason == weft.StopAwaitingApproval {
 		// The child waits for a person: so does this call (it stays running, with the child's
 		// reference), and the run stops until the child's calls are decided.
-		r.childParked = child.ID
+		r.tools.childParked = child.ID
 		return weft.ToolResult{}
 	}
 	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
@@ -83,7 +83,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 // parent that dies before storing the result still finds it.
 const resultProperty = "weft.subagent_result"
 
-// finishChild records a non-resumable child's outcome on it and terminates it (subagents.md §2.5).
+// finishChild records a non-resumable child's outcome on it and terminates it.
 func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
 	defer func() {
 		text := out.Result
@@ -134,7 +134,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 		if weft.ErrorCode(err) != weft.ENotFound {
 			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
 		}
-		_, args, errText := r.prepareCall(s, c)
+		_, args, errText := r.tools.prepareCall(s, c)
 		if errText != "" {
 			return weft.Failure(errText), true
 		}
@@ -153,7 +153,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 	return r.awaitChild(child, o.target.Agent, true), true
 }
 
-// createChild creates a subagent's thread and queues its initial rows (subagents.md §1): arguments
+// createChild creates a subagent's thread and queues its initial rows: arguments
 // validated by the caller, required variables resolved through the child's layers (inherited
 // values included), then the thread with parent and root, the init rows and the
 // after_subagent_created hooks. A non-empty string is the error result; nothing is created then.
@@ -189,7 +189,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 			f.ErrorCode = "missing_required_variables"
 			return nil, &f
 		}
-		// Nothing is created: a pending request lets a person supply the values (subagents.md §6).
+		// Nothing is created: a pending request lets a person supply the values.
 		return nil, r.requestEnv(s, o, args, decls, missing)
 	}
 	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
@@ -203,7 +203,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	} else if v, ok := args["name"].(string); ok && v != "" {
 		label = v
 	}
-	// Attachments are copied into the child's own /attachments/ (subagents.md §5).
+	// Attachments are copied into the child's own /attachments/.
 	var atts []weft.ToolAttachment
 	for _, p := range attachmentPaths(args[attProp]) {
 		a, errText := r.readAttachment(ctx, p)
@@ -339,7 +339,7 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	return weft.StopInfo{Reason: t.StopReason, Seq: st.Stops}, nil
 }
 
-// childResult is a stopped child's outcome (subagents.md §4.3), first match: a session stop's
+// childResult is a stopped child's outcome, first match: a session stop's
 // text; with session tools bound, their latest call (never called is a failure); a failing stop's
 // error; else the content of the latest top-level non-tool row.
 func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
@@ -506,7 +506,7 @@ func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool)
 // reportedKey is the child run-state document holding how many of its stops were reported.
 const reportedKey = "subagent_reported"
 
-// report queues a child's outcome to its parent (subagents.md §4.1), once per child stop: reports
+// report queues a child's outcome to its parent, once per child stop: reports
 // are numbered by the child's stop count, a report already queued or stored in the parent is not
 // sent again, and the number reported is recorded on the child — so a recovery after a crash
 // re-sends exactly what was lost.
@@ -668,7 +668,7 @@ func (e *Engine) readFileAttachment(ctx context.Context, threadID, p string) (we
 }
 
 // Wait blocks until background work is done: non-blocking subagents, their reports and the parent
-// runs those start (cli.md §2: `weft run` waits for all descendants).
+// runs those start (`weft run` waits for all descendants).
 func (e *Engine) Wait() { e.bg.Wait() }
 
 // sessionCallResult derives a stopped child's outcome from its latest successful sessionStop or
@@ -726,7 +726,7 @@ func (e *Engine) sessionCallResult(ctx context.Context, child *weft.Thread, a *w
 	return weft.ToolResult{}, false
 }
 
-// childRow is a child's registry row (subagents.md §7.1), kept on the child thread.
+// childRow is a child's registry row, kept on the child thread.
 func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) map[string]any {
 	row := map[string]any{"agent": a.Name, "label": label, "owner_side": string(owner),
 		"blocking": weft.Flag(e.Blocking, true), "resumable": e.Resumable != nil && e.Resumable.Enabled}
@@ -737,13 +737,13 @@ func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) ma
 	return row
 }
 
-// immediateMessage is the initial message of an immediate subagent (subagents.md §7.2).
+// immediateMessage is the initial message of an immediate subagent.
 const immediateMessage = "You were started automatically when this thread was created. Begin your task."
 
 // startImmediate starts, the first time a prompt becomes active for a side in this thread and
 // before its first model step, each enabled immediate subagent entry as if the model had called it.
 // A blocking non-resumable result and any start error are stored as a synthetic call and its
-// result, so the model sees them; other outcomes are reported as usual (§4). The start is recorded
+// result, so the model sees them; other outcomes are reported as usual. The start is recorded
 // before it happens: at most once per thread, even across a crash.
 func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 	key := string(side) + ":" + p.Name
@@ -800,7 +800,7 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 		r.addRow(*m)
 		r.emitMessage(*m)
-		if _, err := r.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
+		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}
 	}
@@ -853,7 +853,7 @@ func heldKey(seq int) string { return heldPrefix + strconv.Itoa(seq) }
 
 // beginAwait registers a blocking call awaiting child: until endAwait, the reports of the child's
 // background runs are held back, since the run that answers the call returns its outcome as the
-// call's result and is not reported as well (subagents.md §4.1).
+// call's result and is not reported as well.
 func (e *Engine) beginAwait(childID string) {
 	e.awaitMu.Lock()
 	defer e.awaitMu.Unlock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,15 +15,19 @@ const subPromptSteps = 25
 // callSubPrompt runs a prompt as a tool: a nested run in the caller's thread at depth+1 whose rows
 // hang under the caller's tool message and stay invisible to the caller; it loops until a reply
 // without tool calls and returns one string shaped by the entry's include* keys (execution.md §8).
-func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map[string]any, parentID string) weft.ToolResult {
+// When a call inside waits for a person's approval, the nested run parks with the caller's run
+// (r.tools.childParked is set) and resumeSubPrompt goes on from its stored rows once it is decided.
+func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) weft.ToolResult {
 	p := o.target.Prompt
 	e := o.entry
 	s, err := r.newScope(p, caller.depth+1, caller.side, args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 	}
-	// The nested rows hang under the caller's (pre-allocated) tool message id.
-	s.parentID = parentID
+	// The nested rows hang under the caller's (pre-allocated) tool message id; its effects are the
+	// caller's step's.
+	s.parentID, s.fx = parentID, caller.fx
+	s.via = &subCall{scope: caller, msgID: msgID, call: c, resultID: parentID}
 	init, err := r.initMessage(s, e, args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
@@ -34,10 +39,16 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 		r.addRow(*init)
 		s.nested = append(s.nested, *init)
 	}
-	var calls []callResult
+	return r.subPromptLoop(caller, s, e, 1, nil)
+}
+
+// subPromptLoop runs a sub-prompt's nested run from the given step on; calls are the calls its
+// earlier steps ran.
+func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls []callResult) weft.ToolResult {
+	p := s.prompt
 	var final string
 	var failure error
-	for step := 1; ; step++ {
+	for step := first; ; step++ {
 		if step > subPromptSteps {
 			failure = fmt.Errorf("reached the step cap of %d", subPromptSteps)
 			break
@@ -47,7 +58,7 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 			break
 		}
 		rows := r.subHistory(caller, s)
-		req, err := r.buildRequest(s, rows)
+		req, err := r.requests.build(s, rows)
 		if err != nil {
 			failure = err
 			break
@@ -70,8 +81,12 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 			break
 		}
 		s.toolCalled = true
-		res, err := r.executeCalls(s, msg, stepCalls)
+		res, err := r.tools.executeCalls(s, msg, stepCalls)
 		calls = append(calls, res...)
+		if errors.Is(err, errAwaitApproval) {
+			r.tools.childParked = s.parentID
+			return weft.ToolResult{}
+		}
 		if err != nil {
 			failure = err
 			break
@@ -80,13 +95,175 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, args map
 	return subPromptResult(p.Name, e, final, calls, failure, r.red)
 }
 
+// subCall is the call that runs a sub-prompt's nested run. A call inside that waits for approval
+// marks it (subPromptMeta) in the transaction that parks the run, so that a resumed run goes on
+// with the nested run instead of answering the call as interrupted.
+type subCall struct {
+	// scope is the caller's scope, msgID the caller's reply holding call.
+	scope *scope
+	msgID string
+	call  weft.ToolCall
+	// resultID is the call's pre-allocated tool message id, the nested rows' parent.
+	resultID string
+}
+
+// subPromptMeta is the metadata of a sub-prompt call whose nested run parked.
+type subPromptMeta struct {
+	ResultID string `json:"sub_prompt_result_id"`
+}
+
+// parkedCallers returns the records of the sub-prompt calls that run s, innermost first, marked
+// running with their nested run's parent id: the transaction parking a call inside stores them.
+func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
+	var recs []*weft.ToolCallRecord
+	for v := s.via; v != nil; v = v.scope.via {
+		rec := r.tools.recordOf(v.call, v.msgID)
+		m := map[string]any{}
+		if len(rec.Meta) > 0 {
+			_ = json.Unmarshal(rec.Meta, &m)
+		}
+		m["sub_prompt_result_id"] = v.resultID
+		rec.Meta, _ = json.Marshal(m)
+		if rec.Status != weft.CallRunning {
+			now := r.now()
+			rec.Status, rec.StartedAt = weft.CallRunning, &now
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// resumeSubPrompt goes on, after a park or a restart, with the nested run of a sub-prompt call
+// that parked (its record names the nested rows' parent): the nested rows come from the store, the
+// open reply's calls are finished as resume finishes a top-level reply's, and the loop goes on
+// from the next step. ok false: the call is no parked sub-prompt call. The result is to be stored
+// under resultID, unless the nested run parks again (r.tools.childParked).
+func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, resultID string, ok bool) {
+	var meta subPromptMeta
+	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.ResultID == "" {
+		return weft.ToolResult{}, "", false
+	}
+	o, found := caller.offered[c.Name]
+	if !found || o.target.Prompt == nil {
+		return weft.ToolResult{}, "", false
+	}
+	p, e := o.target.Prompt, o.entry
+	fail := func(err error) (weft.ToolResult, string, bool) {
+		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, true
+	}
+	r.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	_, args, errText := r.tools.prepareCall(caller, c)
+	if errText != "" {
+		return weft.Failure(errText), meta.ResultID, true
+	}
+	s, err := r.newScope(p, caller.depth+1, caller.side, args)
+	if err != nil {
+		return fail(err)
+	}
+	s.parentID, s.fx = meta.ResultID, caller.fx
+	s.via = &subCall{scope: caller, msgID: m.ID, call: c, resultID: meta.ResultID}
+	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{Limit: -1, MaxDepth: s.depth, AfterSeq: m.Seq})
+	if err != nil {
+		return fail(err)
+	}
+	var replies []*weft.Message
+	answered := map[string]bool{}
+	for i := range rows {
+		row := &rows[i]
+		if row.Depth != s.depth || row.ParentID != s.parentID {
+			continue
+		}
+		r.noteRow(row)
+		s.nested = append(s.nested, *row)
+		switch {
+		case row.Role == weft.RoleTool:
+			answered[row.ToolCallID] = true
+		case row.Prompt != "":
+			replies = append(replies, row)
+		}
+	}
+	if len(replies) > 0 {
+		last := replies[len(replies)-1]
+		var pending []weft.ToolCall
+		for _, lc := range last.ToolCalls {
+			if !answered[lc.ID] {
+				pending = append(pending, lc)
+			}
+		}
+		if len(last.ToolCalls) == 0 {
+			// The nested run had ended; its caller had not stored the result yet.
+			if v, ok := last.Metadata["structured"]; ok {
+				return weft.Success(canonicalJSON(v)), meta.ResultID, true
+			}
+			return subPromptResult(p.Name, e, last.Content, r.nestedCalls(s.nested), nil, r.red), meta.ResultID, true
+		}
+		if len(pending) > 0 {
+			s.toolCalled = true
+			status := map[string]weft.ToolCallRecord{}
+			for _, rec := range r.tools.callRecs {
+				status[rec.CallID] = *rec
+			}
+			err := r.resumeCalls(s, last, pending, status)
+			if errors.Is(err, errAwaitApproval) {
+				r.tools.childParked = s.parentID
+				return weft.ToolResult{}, meta.ResultID, true
+			}
+			if err != nil {
+				return subPromptResult(p.Name, e, "", r.nestedCalls(s.nested), err, r.red), meta.ResultID, true
+			}
+		}
+	}
+	return r.subPromptLoop(caller, s, e, len(replies)+1, r.nestedCalls(s.nested)), meta.ResultID, true
+}
+
+// nestedCalls rebuilds, from a nested run's stored rows, the calls it ran for its result's tool
+// and error sections: the answered local calls of its replies, in order, with the arguments a
+// person approved.
+func (r *run) nestedCalls(rows []weft.Message) []callResult {
+	edited := map[string]string{}
+	if recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID); err == nil {
+		for i := range recs {
+			if a := ApprovalOf(&recs[i]); a.Status == approvalApproved && len(a.Arguments) > 0 {
+				edited[recs[i].CallID] = string(a.Arguments)
+			}
+		}
+	}
+	results := map[string]*weft.Message{}
+	for i := range rows {
+		if rows[i].Role == weft.RoleTool {
+			results[rows[i].ToolCallID] = &rows[i]
+		}
+	}
+	var calls []callResult
+	for _, reply := range rows {
+		if reply.Role == weft.RoleTool || reply.Prompt == "" || reply.Metadata["empty_reply"] == true {
+			continue
+		}
+		for _, c := range reply.ToolCalls {
+			tm, ok := results[c.ID]
+			if !ok || tm.Metadata["provider_executed"] == true {
+				continue
+			}
+			if args, ok := edited[c.ID]; ok {
+				c.Arguments = args
+			}
+			cr := callResult{call: c, msg: tm, result: weft.ToolResult{Status: tm.ToolStatus, Result: tm.Content}}
+			if tm.ToolStatus == weft.ToolError {
+				cr.result.Error = strings.TrimPrefix(tm.Content, "Failed to execute tool: ")
+			}
+			calls = append(calls, cr)
+		}
+	}
+	return calls
+}
+
 // subHistory is a sub-prompt's context: the caller's top-level history when the callee has
 // includeChat (its includePastTools applies), then its own rows.
 func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
 	var rows []*weft.Message
 	if s.prompt.IncludeChat {
 		top := &scope{prompt: s.prompt, side: caller.side}
-		rows = r.history(top)
+		rows = r.requests.history(top)
 	}
 	for i := range s.nested {
 		rows = append(rows, &s.nested[i])

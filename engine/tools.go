@@ -15,6 +15,29 @@ import (
 	"github.com/weft-agents/weft/schema"
 )
 
+// dispatch runs a run's tool calls: strictly one at a time in the order the model returned them,
+// each result stored before the next call starts, then the tools queued with QueueTool.
+type dispatch struct {
+	r *run
+	// callRecs are the tool-call records the run stored, as stored (noteCall).
+	callRecs []*weft.ToolCallRecord
+	// queuedTools are the tools QueueTool queued, run after the step's calls.
+	queuedTools []queuedTool
+	// childParked names what stopped awaiting approval inside a call — a blocking child (its
+	// thread id) or a sub-prompt's nested run (its result message id): the call parks the run too.
+	childParked string
+	// resuming: the run is finishing the calls a crashed run left open (resume).
+	resuming bool
+	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
+	// none, or unobserved): a blocking subagent's run nests under it.
+	toolCtx context.Context
+}
+
+type queuedTool struct {
+	name string
+	args json.RawMessage
+}
+
 // callResult is the outcome of one executed call.
 type callResult struct {
 	call   weft.ToolCall
@@ -25,19 +48,19 @@ type callResult struct {
 	msg     *weft.Message
 }
 
-// executeCalls runs a reply's calls strictly sequentially in returned order (seed 003 §8), each
+// executeCalls runs a reply's calls strictly sequentially in returned order, each
 // persisted as a tool message before the next starts.
-func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
+func (d *dispatch) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
 	results := make([]callResult, 0, len(calls))
 	for i, c := range calls {
 		var next *weft.ToolCall
 		if i+1 < len(calls) {
 			next = &calls[i+1]
 		}
-		if _, _, waiting := r.decided(s, msg, &c); waiting {
-			return results, r.awaitApproval(s, msg, calls[i:])
+		if _, _, waiting := d.r.decided(s, msg, &c); waiting {
+			return results, d.r.awaitApproval(s, msg, calls[i:])
 		}
-		res, err := r.executeCall(s, msg, c, next)
+		res, err := d.executeCall(s, msg, c, next)
 		if err != nil {
 			return results, err
 		}
@@ -46,34 +69,34 @@ func (r *run) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) (
 	return results, nil
 }
 
-// executeCall runs one call and stores its result (execution.md §5.2). The call was marked running
+// executeCall runs one call and stores its result. The call was marked running
 // by the last transaction before it (the reply's, or the previous call's result); its own result
 // transaction marks next running.
-func (r *run) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
-	if r.obs == nil {
-		return r.runCall(r.ctx, s, msg, c, next)
+func (d *dispatch) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
+	if d.r.obs == nil {
+		return d.runCall(d.r.ctx, s, msg, c, next)
 	}
-	ctx := r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: r.resuming})
-	prev := r.toolCtx
-	r.toolCtx = ctx
-	res, err := r.runCall(ctx, s, msg, c, next)
-	r.toolCtx = prev
+	ctx := d.r.obs.StartTool(d.r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: d.resuming})
+	prev := d.toolCtx
+	d.toolCtx = ctx
+	res, err := d.runCall(ctx, s, msg, c, next)
+	d.toolCtx = prev
 	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
 	if res.msg != nil {
 		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content
 	}
-	r.obs.EndTool(end)
+	d.r.obs.EndTool(end)
 	return res, err
 }
 
 // runCall is executeCall; the tool runs with ctx (the run's, carrying the call's trace).
-func (r *run) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
+func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
 	res := callResult{call: c}
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
 	var tool *offered
 	var exec *execution
-	if r.suspending() {
+	if d.r.suspending() {
 		return res, errShutdown
 	}
 	overLimit := false
@@ -82,13 +105,13 @@ func (r *run) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.T
 			overLimit = i >= weft.MaxToolCallsPerReply
 		}
 	}
-	denied, isDenied, _ := r.decided(s, msg, &c)
+	denied, isDenied, _ := d.r.decided(s, msg, &c)
 	res.call = c // with the arguments a person approved
-	if err := r.startApproved(s, msg, c); err != nil {
+	if err := d.r.startApproved(s, msg, c); err != nil {
 		return res, err
 	}
 	switch {
-	case r.ar.stop.Load() || r.ctx.Err() != nil:
+	case d.r.ar.stop.Load() || d.r.ctx.Err() != nil:
 		res.result = weft.Failure("Execution stopped by user")
 	case overLimit:
 		res.result = weft.Failure(fmt.Sprintf("Not run: a reply may make %d tool calls at most; call the rest in your next reply.",
@@ -97,53 +120,53 @@ func (r *run) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.T
 		res.result = denied
 	default:
 		var errText string
-		tool, res.args, errText = r.prepareCall(s, c)
+		tool, res.args, errText = d.prepareCall(s, c)
 		if errText != "" {
 			res.result = weft.Failure(errText)
 			break
 		}
-		exec = &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
-		st := r.state_(exec)
+		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
+		st := d.r.state_(exec)
 		st.ctx = ctx
-		if r.e.observed() {
-			r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
+		if d.r.e.observed() {
+			d.r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
 		}
-		r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
-		if err := r.flushEvents(); err != nil {
+		d.r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
+		if err := d.r.flushEvents(); err != nil {
 			return res, err
 		}
-		res.result = r.invoke(s, st, tool, c, res.args, msg)
-		if r.childParked != "" {
-			r.childParked = ""
+		res.result = d.invoke(s, st, tool, c, res.args, msg)
+		if d.childParked != "" {
+			d.childParked = ""
 			return res, errAwaitApproval // the call stays running; its child waits for decisions
 		}
-		r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
-		replaced, keep := r.hookAfterToolCall(s, st, c, res.result)
+		d.r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
+		replaced, keep := d.r.hookAfterToolCall(s, st, c, res.result)
 		if !keep {
 			res.removed = true
-			return res, r.removeCall(msg, c)
+			return res, d.removeCall(msg, c)
 		}
 		res.result = replaced
-		res.result = r.hookBeforeStore(s, st, c, res.result)
+		res.result = d.r.hookBeforeStore(s, st, c, res.result)
 	}
-	if r.suspending() {
+	if d.r.suspending() {
 		// A shutdown interrupted the call: nothing is stored, and the resumed run treats the call
 		// as a crash would have left it (an idempotent tool runs again).
 		return res, errShutdown
 	}
-	m, err := r.storeResult(s, msg, c, res.result, resultID, next)
+	m, err := d.storeResult(s, msg, c, res.result, resultID, next)
 	if err != nil {
 		return res, err
 	}
 	res.msg = m
-	if r.e.observed() {
-		r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
+	if d.r.e.observed() {
+		d.r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
 	}
 	return res, nil
 }
 
 // prepareCall resolves, parses and validates a call; a non-empty errText is the error result.
-func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, string) {
+func (d *dispatch) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, string) {
 	o, ok := s.offered[c.Name]
 	if !ok && s.prompt.ToolChoice != weft.ToolChoiceNone {
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
@@ -205,7 +228,7 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 	if s.strict {
 		raw = schema.DropNulls(params, raw)
 	}
-	v, err := r.e.validator(params)
+	v, err := d.r.e.validator(params)
 	if err != nil {
 		return nil, nil, fmt.Sprintf("Tool %q has an invalid argument schema: %v", c.Name, err)
 	}
@@ -228,7 +251,7 @@ func (r *run) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, 
 }
 
 // invoke runs the call's target and turns every failure into an error result.
-func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, msg *weft.Message) (res weft.ToolResult) {
+func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, msg *weft.Message) (res weft.ToolResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}
@@ -237,15 +260,15 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	t := o.target
 	switch {
 	case o.lifecycle != "":
-		return r.callLifecycle(s, o, c, msg, args)
+		return d.r.callLifecycle(s, o, c, msg, args)
 	case t.Prompt != nil:
-		return r.callSubPrompt(s, o, c, args, st.exec.resultID)
+		return d.r.callSubPrompt(s, o, c, msg.ID, args, st.exec.resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
-		return r.startHandoff(s, o, args)
+		return d.r.startHandoff(s, o, args)
 	case t.Agent != nil:
-		return r.callSubagent(s, o, c, msg, args)
+		return d.r.callSubagent(s, o, c, msg, args)
 	case t.MCP != nil:
-		return r.callMCP(s, st, o, args)
+		return d.r.callMCP(s, st, o, args)
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
 		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
 	}
@@ -265,12 +288,12 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 	case t.Tool.Execute != nil:
 		out, err = t.Tool.Execute.Call(ctx, st, raw)
 	case t.Tool.Command != nil || t.Tool.HTTP != nil:
-		out, err = r.declaredTool(t.Tool).Call(ctx, st, raw)
+		out, err = d.r.declaredTool(t.Tool).Call(ctx, st, raw)
 	default:
 		err = fmt.Errorf("tool %q has no implementation", t.Name)
 	}
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil {
+		if ctx.Err() == context.DeadlineExceeded && d.r.ctx.Err() == nil {
 			return weft.Failure(fmt.Sprintf("tool %s timed out after %s", t.Name, t.Tool.Timeout))
 		}
 		return weft.ToolResult{Status: weft.ToolError, Error: err.Error(), Attachments: out.Attachments}
@@ -282,25 +305,25 @@ func (r *run) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, arg
 }
 
 // storeResult persists a call's tool message with its new attachments and marks the call done, in
-// one transaction (storage.md §3.4).
-func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
+// one transaction.
+func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
 	if n := len(res.Result) + len(res.Error); n > weft.MaxToolResultBytes {
 		// Refused, not cut: the model learns why it gets no result.
 		res = weft.Failure(fmt.Sprintf("The tool's result is %s; the limit is %s. Ask for less (a page, a summary, a file).",
 			weft.ByteSize(int64(n)), weft.ByteSize(weft.MaxToolResultBytes)))
 	}
-	res.Result = r.red.String(res.Result)
-	res.Error = r.red.String(res.Error)
+	res.Result = d.r.red.String(res.Result)
+	res.Error = d.r.red.String(res.Error)
 	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
-		ToolStatus: res.Status, Status: weft.MessageCompleted, Depth: s.depth, ParentID: msg.ParentID, RunID: r.id}
+		ToolStatus: res.Status, Status: weft.MessageCompleted, Depth: s.depth, ParentID: msg.ParentID, RunID: d.r.id}
 	if s.depth > 0 {
 		tm.ParentID = s.parentID
 	}
-	session := r.sessionTool(s, c.Name)
+	session := d.sessionTool(s, c.Name)
 	if res.Status == weft.ToolSuccess {
 		tm.Content = toolContent(res.Status, res.Result)
 		if session != nil && session.MessageProperty != "" {
-			// A bound session tool's message is its messageProperty argument (execution.md §6).
+			// A bound session tool's message is its messageProperty argument.
 			var args map[string]any
 			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
 				if v, ok := args[session.MessageProperty].(string); ok {
@@ -316,7 +339,7 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	}
 	meta := map[string]any{}
 	if res.Stack != "" {
-		meta["stack"] = r.red.String(res.Stack)
+		meta["stack"] = d.r.red.String(res.Stack)
 	}
 	if res.ErrorCode != "" {
 		meta["error_code"] = res.ErrorCode
@@ -325,7 +348,7 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 	if len(meta) > 0 {
 		tm.Metadata = meta
 	}
-	files, refs, err := r.prepareAttachments(res.Attachments)
+	files, refs, err := d.prepareAttachments(res.Attachments)
 	if err != nil {
 		tm.ToolStatus = weft.ToolError
 		tm.Content = "Failed to execute tool: " + err.Error()
@@ -338,9 +361,9 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 		}
 	}
 	tm.Attachments = append(tm.Attachments, refs...)
-	r.beforeInsert(s, tm)
-	now := r.now()
-	err = r.tx(func(tx weft.Tx) error {
+	d.r.beforeInsert(s, tm)
+	now := d.r.now()
+	err = d.r.tx(func(tx weft.Tx) error {
 		for _, f := range files {
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
@@ -350,43 +373,43 @@ func (r *run) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft
 			return err
 		}
 		if next != nil {
-			rec := r.recordOf(*next, msg.ID)
-			rec.Idempotent = r.idempotent(s, next.Name)
-			if r.markRunning(s, rec) {
+			rec := d.recordOf(*next, msg.ID)
+			rec.Idempotent = d.r.idempotent(s, next.Name)
+			if d.markRunning(s, rec) {
 				if err := tx.PutToolCall(rec); err != nil {
 					return err
 				}
-				r.noteCall(rec)
+				d.noteCall(rec)
 			}
 		}
-		done := r.doneRecord(c, msg.ID, now)
-		done.ResultMessageID, done.Idempotent = tm.ID, r.idempotent(s, c.Name)
+		done := d.doneRecord(c, msg.ID, now)
+		done.ResultMessageID, done.Idempotent = tm.ID, d.r.idempotent(s, c.Name)
 		if err := tx.PutToolCall(done); err != nil {
 			return err
 		}
-		r.noteCall(done)
+		d.noteCall(done)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.afterInsert(s, tm)
-	if def := r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && r.thread.ParentID != "" {
-		// A subagent's sessionStatus call is its status text in the parent's registry (§7.1).
-		st := &threadState{e: r.e, thread: r.thread, r: r, ctx: r.wctx}
-		if err := st.SetStatus(r.wctx, tm.Content); err != nil {
-			r.e.log.Warn("subagent status not recorded", "thread", r.thread.ID, "error", err)
+	d.r.afterInsert(s, tm)
+	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
+		// A subagent's sessionStatus call is its status text in the parent's registry.
+		st := &threadState{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx}
+		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
+			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
 	}
-	r.addRow(*tm)
-	r.emitMessage(*tm)
+	d.r.addRow(*tm)
+	d.r.emitMessage(*tm)
 	if s.depth > 0 {
 		s.nested = append(s.nested, *tm)
 	}
 	return tm, nil
 }
 
-// toolContent is a tool message's text (execution.md §5.4): the trimmed result, or "Tool executed
+// toolContent is a tool message's text: the trimmed result, or "Tool executed
 // successfully" when there is none; for an error, "Failed to execute tool: " and the error.
 func toolContent(status weft.ToolStatus, text string) string {
 	text = strings.TrimSpace(text)
@@ -401,11 +424,11 @@ func toolContent(status weft.ToolStatus, text string) string {
 
 // sessionTool returns the session binding (sessionStop, sessionFail or sessionStatus) of a tool on
 // the acting side at top level, or nil.
-func (r *run) sessionTool(s *scope, name string) *weft.SessionTool {
+func (d *dispatch) sessionTool(s *scope, name string) *weft.SessionTool {
 	if s.depth != 0 {
 		return nil
 	}
-	def := r.agent.Side(s.side)
+	def := d.r.agent.Side(s.side)
 	for _, b := range []*weft.SessionTool{def.SessionStop, def.SessionFail, def.SessionStatus} {
 		if b != nil && b.Name == name {
 			return b
@@ -416,20 +439,20 @@ func (r *run) sessionTool(s *scope, name string) *weft.SessionTool {
 
 // noteCall keeps the record of a call as the run's transaction stores it, for the call's later
 // writes (recordOf).
-func (r *run) noteCall(rec *weft.ToolCallRecord) {
-	for i, c := range r.callRecs {
+func (d *dispatch) noteCall(rec *weft.ToolCallRecord) {
+	for i, c := range d.callRecs {
 		if c.CallID == rec.CallID {
-			r.callRecs[i] = rec
+			d.callRecs[i] = rec
 			return
 		}
 	}
-	r.callRecs = append(r.callRecs, rec)
+	d.callRecs = append(d.callRecs, rec)
 }
 
 // recordOf returns a record of call c (of message msgID) to write: a copy of the one the run
 // stored for it, so that its seq, start time and meta stay, or a new one.
-func (r *run) recordOf(c weft.ToolCall, msgID string) *weft.ToolCallRecord {
-	for _, rec := range r.callRecs {
+func (d *dispatch) recordOf(c weft.ToolCall, msgID string) *weft.ToolCallRecord {
+	for _, rec := range d.callRecs {
 		if rec.CallID == c.ID {
 			cp := *rec
 			return &cp
@@ -439,16 +462,16 @@ func (r *run) recordOf(c weft.ToolCall, msgID string) *weft.ToolCallRecord {
 }
 
 // doneRecord returns the record of call c (of message msgID) finished at now.
-func (r *run) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.ToolCallRecord {
-	done := r.recordOf(c, msgID)
+func (d *dispatch) doneRecord(c weft.ToolCall, msgID string, now time.Time) *weft.ToolCallRecord {
+	done := d.recordOf(c, msgID)
 	done.Status, done.FinishedAt = weft.CallDone, &now
 	return done
 }
 
-// markRunning marks a non-idempotent call running (execution.md §13.2): after a crash such a call is
+// markRunning marks a non-idempotent call running: after a crash such a call is
 // not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
 // way). It reports whether the record changed.
-func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
+func (d *dispatch) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 	if rec.Idempotent {
 		return false
 	}
@@ -457,7 +480,7 @@ func (r *run) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 			return false // it runs only once approved (a denied call never runs)
 		}
 	}
-	now := r.now()
+	now := d.r.now()
 	rec.Status, rec.StartedAt = weft.CallRunning, &now
 	return true
 }
@@ -470,8 +493,8 @@ type newFile struct {
 }
 
 // prepareAttachments turns a result's attachments into files to store under /attachments/ (new,
-// byte-identical: never downsampled) and references to existing files (seed 002 §5).
-func (r *run) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.Attachment, error) {
+// byte-identical: never downsampled) and references to existing files.
+func (d *dispatch) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.Attachment, error) {
 	var files []newFile
 	var refs []weft.Attachment
 	for _, a := range in {
@@ -480,7 +503,7 @@ func (r *run) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.At
 			if err != nil {
 				return nil, nil, fmt.Errorf("attachment %q: invalid path %q", a.Name, a.Path)
 			}
-			fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, p)
+			fi, err := d.r.e.store.Files().Stat(d.r.ctx, d.r.thread.ID, p)
 			if err != nil || fi.IsDir {
 				return nil, nil, fmt.Errorf("attachment %q: no file %s in this thread", a.Name, p)
 			}
@@ -491,7 +514,7 @@ func (r *run) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.At
 		if a.Data == nil {
 			return nil, nil, fmt.Errorf("attachment %q has neither data nor a path", a.Name)
 		}
-		p := attachmentPath(r.now(), a.Name, a.MimeType)
+		p := attachmentPath(d.r.now(), a.Name, a.MimeType)
 		files = append(files, newFile{
 			info: weft.FileInfo{Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
 			data: a.Data,
@@ -501,7 +524,7 @@ func (r *run) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.At
 	return files, refs, nil
 }
 
-// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext> (definitions.md §6.3).
+// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext>.
 func attachmentPath(now time.Time, name, mimeType string) string {
 	ext := strings.ToLower(path.Ext(name))
 	if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "/\\") {
@@ -521,17 +544,17 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// removeCall drops a call from its assistant message after a hook returned nil (definitions.md §8);
+// removeCall drops a call from its assistant message after a hook returned nil;
 // an assistant message left empty is deleted.
-func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
+func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
-	now := r.now()
-	err := r.tx(func(tx weft.Tx) error {
-		done := r.doneRecord(c, msg.ID, now)
+	now := d.r.now()
+	err := d.r.tx(func(tx weft.Tx) error {
+		done := d.doneRecord(c, msg.ID, now)
 		if err := tx.PutToolCall(done); err != nil {
 			return err
 		}
-		r.noteCall(done)
+		d.noteCall(done)
 		if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
 			return tx.DeleteMessage(msg.ID)
 		}
@@ -541,69 +564,69 @@ func (r *run) removeCall(msg *weft.Message, c weft.ToolCall) error {
 		return err
 	}
 	msg.ToolCalls = calls
-	r.replaceRow(*msg)
+	d.r.replaceRow(*msg)
 	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
-		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
-		if r.e.observed() {
-			r.emit("message_deleted", map[string]any{"message_id": msg.ID})
+		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
+		if d.r.e.observed() {
+			d.r.emit("message_deleted", map[string]any{"message_id": msg.ID})
 		}
 	}
 	return nil
 }
 
-// runQueuedTools runs tools queued with QueueTool after the current calls (execution.md §5.4):
+// runQueuedTools runs tools queued with QueueTool after the current calls:
 // their messages (tool_call_id queued_<n>) have no matching call and are not shown to the model.
-func (r *run) runQueuedTools(s *scope) error {
-	for len(r.queuedTools) > 0 {
-		q := r.queuedTools[0]
-		r.queuedTools = r.queuedTools[1:]
-		r.state.QueuedTools++
-		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
-		ctx := r.ctx
-		if r.obs != nil {
-			ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
+func (d *dispatch) runQueuedTools(s *scope) error {
+	for len(d.queuedTools) > 0 {
+		q := d.queuedTools[0]
+		d.queuedTools = d.queuedTools[1:]
+		d.r.state.QueuedTools++
+		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", d.r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
+		ctx := d.r.ctx
+		if d.r.obs != nil {
+			ctx = d.r.obs.StartTool(ctx, ToolCall{Call: c})
 		}
-		t, ok := r.e.reg.Tool(q.name)
+		t, ok := d.r.e.reg.Tool(q.name)
 		var res weft.ToolResult
 		if !ok {
 			res = weft.Failure(fmt.Sprintf("Tool %q is not defined", q.name))
 		} else {
-			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env}
+			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env, fx: s.fx}
 			o := &offered{entry: weft.ToolEntry{Name: q.name}, target: weft.Target{Kind: weft.EntryTool, Name: q.name, Tool: t},
 				spec: weft.ToolSpec{Name: q.name, Description: t.Description, Parameters: argsSchema(t.Args)}}
 			qs.offered[q.name] = o
 			qs.specs = []weft.ToolSpec{o.spec}
-			_, args, errText := r.prepareCall(qs, c)
+			_, args, errText := d.prepareCall(qs, c)
 			if errText != "" {
 				res = weft.Failure(errText)
 			} else {
-				exec := &execution{r: r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				st := r.state_(exec)
+				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
+				st := d.r.state_(exec)
 				st.ctx = ctx
-				res = r.invoke(qs, st, o, c, args, &weft.Message{})
+				res = d.invoke(qs, st, o, c, args, &weft.Message{})
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
-			Status: weft.MessageCompleted, RunID: r.id, Metadata: map[string]any{"queued": true}}
+			Status: weft.MessageCompleted, RunID: d.r.id, Metadata: map[string]any{"queued": true}}
 		if res.Status == weft.ToolSuccess {
-			tm.Content = orDefault(strings.TrimSpace(r.red.String(res.Result)), "Tool executed successfully")
+			tm.Content = orDefault(strings.TrimSpace(d.r.red.String(res.Result)), "Tool executed successfully")
 		} else {
-			tm.Content = "Failed to execute tool: " + r.red.String(res.Error)
+			tm.Content = "Failed to execute tool: " + d.r.red.String(res.Error)
 		}
-		err := r.tx(func(tx weft.Tx) error {
+		err := d.r.tx(func(tx weft.Tx) error {
 			if err := tx.InsertMessage(tm); err != nil {
 				return err
 			}
-			return tx.SetExecState(execKey, r.state.encode())
+			return tx.SetExecState(execKey, d.r.state.encode())
 		})
-		if r.obs != nil {
-			r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
+		if d.r.obs != nil {
+			d.r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
 		}
 		if err != nil {
 			return err
 		}
-		r.addRow(*tm)
-		r.emitMessage(*tm)
+		d.r.addRow(*tm)
+		d.r.emitMessage(*tm)
 	}
 	return nil
 }

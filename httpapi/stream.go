@@ -83,9 +83,9 @@ func frame(ev engine.Event) []byte {
 		// The payload as the event log holds it, behind the event's own fields.
 		b := make([]byte, 0, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
 		b = append(b, `{"type":`...)
-		b = strconv.AppendQuote(b, ev.Type)
+		b = appendJSONString(b, ev.Type)
 		b = append(b, `,"thread_id":`...)
-		b = strconv.AppendQuote(b, ev.ThreadID)
+		b = appendJSONString(b, ev.ThreadID)
 		if seq := seqOf(ev); seq > 0 {
 			b = append(b, `,"seq":`...)
 			b = strconv.AppendInt(b, seq, 10)
@@ -106,6 +106,20 @@ func frame(ev engine.Event) []byte {
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// appendJSONString appends s as a JSON string: as it is between quotes when it holds only
+// printable ASCII that needs no escape (event types and ids), else through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // overlaps tells whether a payload has a key of the frame's own (its value would be replaced).

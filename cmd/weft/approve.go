@@ -106,44 +106,120 @@ func askApprovals(ctx context.Context, in io.Reader, out io.Writer, eng *engine.
 	if err != nil {
 		return false, err
 	}
-	sc := bufio.NewScanner(in)
+	for i := range pending {
+		pending[i].Arguments = redact(pending[i].Arguments)
+	}
+	q := &approvalQuestions{pending: pending, by: "cli"}
 	decided := false
-	for _, p := range pending {
-		fmt.Fprintf(out, "Approve %s(%s)? [y/N/e] ", p.Name, redact(p.Arguments))
-		if !sc.Scan() {
-			return decided, nil
+	sc := bufio.NewScanner(in)
+	for !q.done() {
+		fmt.Fprint(out, q.prompt())
+		line, ok := "", sc.Scan()
+		if ok {
+			line = sc.Text()
+		} else if !q.asksReason() {
+			break // a reason is optional: the denial stands without one
 		}
-		d := engine.Decision{By: "cli"}
-		switch strings.ToLower(strings.TrimSpace(sc.Text())) {
+		if call, d, ready := q.answer(line); ready {
+			if _, err := eng.Decide(ctx, threadID, call, d); err != nil {
+				if !q.refused() {
+					return decided, err
+				}
+				fmt.Fprintf(out, "%s\n", err)
+			} else {
+				decided = true
+			}
+		}
+		if !ok {
+			break
+		}
+	}
+	return decided, nil
+}
+
+// approvalQuestions asks about the calls waiting for approval one answer at a time, so that weft
+// run's terminal and both modes of weft chat ask the same questions: `Approve NAME(ARGS)? [y/N/e]`
+// — y approves; e asks for the arguments as JSON, again until the tool's schema accepts them;
+// anything else (or nothing) denies and asks for an optional reason the model reads.
+type approvalQuestions struct {
+	// pending are the waiting calls, their arguments already redacted.
+	pending []weft.ToolCallRecord
+	// by names the decider on the decisions.
+	by string
+	// i is the call asked about; stage the question about it.
+	i     int
+	stage approvalStage
+	// last is the decision answer returned last.
+	last engine.Decision
+}
+
+// approvalStage is the question asked about a call.
+type approvalStage int
+
+const (
+	askApprove approvalStage = iota
+	askArguments
+	askReason
+)
+
+func (q *approvalQuestions) done() bool { return q.i >= len(q.pending) }
+
+// asksReason tells whether the question is a denial's reason.
+func (q *approvalQuestions) asksReason() bool { return !q.done() && q.stage == askReason }
+
+// prompt is the question now ("" when done).
+func (q *approvalQuestions) prompt() string {
+	if q.done() {
+		return ""
+	}
+	switch q.stage {
+	case askArguments:
+		return "Arguments (JSON): "
+	case askReason:
+		return "Reason (optional): "
+	}
+	p := q.pending[q.i]
+	return fmt.Sprintf("Approve %s(%s)? [y/N/e] ", p.Name, p.Arguments)
+}
+
+// answer reads an answer to the question. When it completes a decision, it returns it (ready) and
+// the next question is asked, unless the caller reports the decision refused (refused).
+func (q *approvalQuestions) answer(line string) (callID string, d engine.Decision, ready bool) {
+	if q.done() {
+		return "", engine.Decision{}, false
+	}
+	call := q.pending[q.i].CallID
+	d = engine.Decision{By: q.by}
+	switch q.stage {
+	case askApprove:
+		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			d.Approve = true
 		case "e", "edit":
-			for {
-				fmt.Fprint(out, "Arguments (JSON): ")
-				if !sc.Scan() {
-					return decided, nil
-				}
-				d.Approve, d.Arguments = true, json.RawMessage(sc.Text())
-				if _, err := eng.Decide(ctx, threadID, p.CallID, d); err != nil {
-					fmt.Fprintf(out, "%s\n", err)
-					continue
-				}
-				break
-			}
-			decided = true
-			continue
+			q.stage = askArguments
+			return "", d, false
 		default:
-			fmt.Fprint(out, "Reason (optional): ")
-			if sc.Scan() {
-				d.Reason = strings.TrimSpace(sc.Text())
-			}
+			q.stage = askReason
+			return "", d, false
 		}
-		if _, err := eng.Decide(ctx, threadID, p.CallID, d); err != nil {
-			return decided, err
-		}
-		decided = true
+	case askArguments:
+		d.Approve, d.Arguments = true, json.RawMessage(line)
+	case askReason:
+		d.Reason = strings.TrimSpace(line)
 	}
-	return decided, nil
+	q.last = d
+	q.i, q.stage = q.i+1, askApprove
+	return call, d, true
+}
+
+// refused reports that the decision answer returned was not stored. Edited arguments are asked
+// for again (it returns true); any other decision is given up and the next call asked about.
+func (q *approvalQuestions) refused() bool {
+	if !q.last.Approve || q.last.Arguments == nil {
+		return false
+	}
+	q.i, q.stage = q.i-1, askArguments
+	return true
 }
 
 // interactive tells whether standard input and output are both terminals.

@@ -263,3 +263,48 @@ func TestApprovalSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 }
+
+// TestRunAwaitsApprovalInSubPrompt: a scripted scenario of two calls waiting inside a sub-prompt:
+// weft run exits 6 naming both, an unknown call is refused, the first decision leaves the thread
+// waiting for the second (exit 6), and the second continues the thread: the nested run reads both
+// decisions and the caller answers with the sub-prompt's answer.
+func TestRunAwaitsApprovalInSubPrompt(t *testing.T) {
+	dir := t.TempDir()
+	agents, _, ledger := chatApprovalProject(t, dir)
+	writeFiles(t, dir, map[string]string{
+		"call.yaml":   "- tool_calls: [{name: clerk, arguments: {}}]\n- tool_calls: [{name: refund, arguments: {order_id: 42}}, {name: refund, arguments: {order_id: 7}}]\n",
+		"answer.yaml": "- text: Refunded one order.\n- text: The clerk refunded one order.\n",
+	})
+	db := filepath.Join(dir, "weft.db")
+	out, errOut, code := runWeft(t, dir, "run", "--dir", agents, "--db", db, "desk", "Refund my orders.", "--model-script", "call.yaml")
+	if code != 6 || !strings.Contains(errOut, `refund({"order_id":42})`) || !strings.Contains(errOut, `refund({"order_id":7})`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	thread := strings.Fields(errOut[strings.Index(errOut, "weft threads approve ")+len("weft threads approve "):])[0]
+	var calls []string
+	for _, l := range strings.Split(errOut, "\n") {
+		if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "call_") {
+			calls = append(calls, f[0])
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("calls %v in:\n%s", calls, errOut)
+	}
+	if _, errOut, code := runWeft(t, dir, "threads", "approve", thread, "call_404", "--db", db); code == 0 || !strings.Contains(errOut, "has no tool call call_404") {
+		t.Errorf("unknown call: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runWeft(t, dir, "threads", "approve", thread, calls[0], "--db", db, "--args", `{"order_id": 43}`)
+	if code != 6 || !strings.Contains(errOut, calls[1]) {
+		t.Fatalf("first decision: exit %d\n%s", code, errOut)
+	}
+	out, errOut, code = runWeft(t, dir, "threads", "deny", thread, calls[1], "--db", db, "--reason", "not today", "--model-script", "answer.yaml")
+	if code != 0 || !strings.Contains(out, "The clerk refunded one order.") {
+		t.Fatalf("second decision: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := ledgerLines(t, ledger); len(got) != 1 || got[0] != `{"order_id":43}` {
+		t.Errorf("ledger %q, want the edited refund once", got)
+	}
+	if out, _, _ := runWeft(t, dir, "threads", "show", thread, "--db", db); !strings.Contains(out, "denied: not today") {
+		t.Errorf("threads show lacks the denial:\n%s", out)
+	}
+}

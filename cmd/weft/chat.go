@@ -45,8 +45,12 @@ Commands:
   /help            list the commands
   /exit            leave (also Ctrl-D on an empty line)
 
-When standard output is not a terminal, weft chat reads one message or command per line from
-standard input and prints the transcript as plain lines.
+A tool call that waits for approval is asked about inline, as weft run asks on a terminal:
+"Approve NAME(ARGS)? [y/N/e]" - y approves, e edits the arguments (JSON), anything else denies
+and asks for a reason the model reads; the last decision continues the thread.
+
+When standard output is not a terminal, weft chat reads one message, command or answer per line
+from standard input and prints the transcript as plain lines.
 
 Example:
   weft chat support --model-script examples/support/demo.script.yaml`,
@@ -75,6 +79,17 @@ type chatBackend interface {
 	Thread() string
 	// Document is the thread as the weft run --json document, redacted.
 	Document(ctx context.Context) (string, error)
+}
+
+// chatApprover is a chat backend that takes approval decisions, so that the chat asks about calls
+// waiting for approval inline.
+type chatApprover interface {
+	// Approvals lists the calls the thread waits for (its blocking subagents' included), their
+	// arguments redacted.
+	Approvals(ctx context.Context) ([]weft.ToolCallRecord, error)
+	// Decide stores a decision on a waiting call. When no call waits any more (ready), the thread
+	// goes on and every event of the conversation is passed to emit until it is quiet.
+	Decide(ctx context.Context, callID string, d engine.Decision, emit func(engine.Event)) (ready bool, err error)
 }
 
 func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
@@ -206,11 +221,12 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 			}
 		}
 	}()
-	converse := func(text string, side weft.Side) error {
+	// follow runs a conversation (fn passes its events on), showing it; an interrupt stops it.
+	follow := func(fn func(emit func(engine.Event)) error) error {
 		tr.reset()
 		done := make(chan error, 1)
 		go func() {
-			done <- b.Converse(ctx, text, side, func(ev engine.Event) {
+			done <- fn(func(ev engine.Event) {
 				if tr.thread == "" {
 					tr.thread = b.Thread()
 				}
@@ -232,6 +248,51 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 				}
 			}
 		}
+	}
+	converse := func(text string, side weft.Side) error {
+		err := follow(func(emit func(engine.Event)) error { return b.Converse(ctx, text, side, emit) })
+		ap, approves := b.(chatApprover)
+		// The calls the run waits for are asked about here, as weft run asks on a terminal; the
+		// last decision continues the thread, which may wait again.
+		for err == nil && approves && tr.awaiting {
+			tr.awaiting = false
+			pending, perr := ap.Approvals(ctx)
+			if perr != nil {
+				return perr
+			}
+			q := &approvalQuestions{pending: pending, by: "chat"}
+			for !q.done() {
+				fmt.Fprintln(out, inert(strings.TrimSpace(q.prompt())))
+				var answer string
+				var ok bool
+				select {
+				case answer, ok = <-lines:
+				case <-sigs:
+					return exit(exitInterrupted, nil)
+				}
+				if !ok && !q.asksReason() {
+					return nil
+				}
+				call, d, ready := q.answer(answer) // at the end of input, a denial stands without a reason
+				if !ready {
+					continue
+				}
+				err = follow(func(emit func(engine.Event)) error {
+					_, err := ap.Decide(ctx, call, d, emit)
+					return err
+				})
+				if err != nil {
+					var ee *exitError
+					if errors.As(err, &ee) {
+						return err
+					}
+					show([]chatLine{{lineError, "!! " + inert(err.Error())}})
+					q.refused() // edited arguments are asked for again
+					err = nil
+				}
+			}
+		}
+		return err
 	}
 	for {
 		var line string
@@ -400,6 +461,30 @@ func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, e
 	return nil
 }
 
+func (l *localChat) Approvals(ctx context.Context) ([]weft.ToolCallRecord, error) {
+	id := l.Thread()
+	pending, err := l.eng.PendingApprovals(ctx, id)
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	redact, err := l.eng.Redactor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pending {
+		pending[i].Arguments = redact(pending[i].Arguments)
+	}
+	return pending, nil
+}
+
+func (l *localChat) Decide(ctx context.Context, callID string, d engine.Decision, emit func(engine.Event)) (bool, error) {
+	ready, err := l.eng.Decide(ctx, l.Thread(), callID, d)
+	if err != nil || !ready {
+		return false, err
+	}
+	return true, l.Converse(ctx, "", "", emit)
+}
+
 func (l *localChat) Stop(ctx context.Context) error {
 	id := l.Thread()
 	if id == "" {
@@ -508,7 +593,12 @@ func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, 
 	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return c.follow(ctx, id, resp.Body, emit)
+}
+
+// follow passes the events of a thread's stream to emit until the thread's run stops.
+func (c *remoteChat) follow(ctx context.Context, id string, stream io.Reader, emit func(engine.Event)) error {
+	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 64<<10), 32<<20)
 	var typ string
 	for sc.Scan() {
@@ -538,6 +628,41 @@ func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, 
 		return ctx.Err()
 	}
 	return fmt.Errorf("the stream of thread %s ended before its run stopped", id)
+}
+
+func (c *remoteChat) Approvals(ctx context.Context) ([]weft.ToolCallRecord, error) {
+	var pending []weft.ToolCallRecord
+	if err := c.r.do(ctx, "GET", threadPath(c.Thread())+"/approvals", nil, &pending); err != nil {
+		return nil, err
+	}
+	return pending, nil
+}
+
+// Decide posts the decision with the thread's stream open, so that the run the server starts
+// when no call waits any more is followed from its first event.
+func (c *remoteChat) Decide(ctx context.Context, callID string, d engine.Decision, emit func(engine.Event)) (bool, error) {
+	id := c.Thread()
+	after, err := c.r.lastCursor(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.r.openStream(ctx, id, after)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body := map[string]any{"approve": d.Approve}
+	if d.Arguments != nil {
+		body["arguments"] = d.Arguments
+	}
+	if d.Reason != "" {
+		body["reason"] = d.Reason
+	}
+	var out struct{ Ready bool }
+	if err := c.r.do(ctx, "POST", threadPath(id)+"/approvals/"+url.PathEscape(callID), body, &out); err != nil || !out.Ready {
+		return false, err
+	}
+	return true, c.follow(ctx, id, resp.Body, emit)
 }
 
 func (c *remoteChat) Stop(ctx context.Context) error {

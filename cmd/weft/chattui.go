@@ -32,6 +32,11 @@ type (
 	chatNoteMsg struct{ lines []chatLine }
 	// chatInterruptMsg is an interrupt signal (a kill -INT): as Ctrl-C.
 	chatInterruptMsg struct{}
+	// chatApprovalsMsg lists the calls a stopped run waits for.
+	chatApprovalsMsg struct {
+		pending []weft.ToolCallRecord
+		err     error
+	}
 )
 
 // chatStyles colours transcript lines by kind.
@@ -81,6 +86,8 @@ type chatModel struct {
 	printed []chatLine
 	// quitting: the program is ending.
 	quitting bool
+	// asking holds the questions about calls waiting for approval while the input answers them.
+	asking *approvalQuestions
 }
 
 func newChatModel(ctx context.Context, b chatBackend, tr *transcript, color bool) *chatModel {
@@ -126,7 +133,18 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			lines = append(lines, chatLine{lineError, "!! " + inert(msg.err.Error())})
 		}
 		m.tr.activity = ""
-		return m, m.commit(lines)
+		if msg.err != nil && m.asking != nil {
+			m.asking.refused() // edited arguments are asked for again
+		}
+		return m, tea.Batch(m.commit(lines), m.ask())
+	case chatApprovalsMsg:
+		if msg.err != nil {
+			return m, m.commit([]chatLine{{lineError, "!! approvals: " + inert(msg.err.Error())}})
+		}
+		if len(msg.pending) > 0 {
+			m.asking = &approvalQuestions{pending: msg.pending, by: "chat"}
+		}
+		return m, m.ask()
 	case chatNoteMsg:
 		return m, m.commit(msg.lines)
 	case chatInterruptMsg:
@@ -150,6 +168,46 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	return m, cmd
+}
+
+// ask goes on with the approval questions once nothing runs: the next question becomes the input's
+// prompt; with none left, the calls a run stopped for are fetched (they come back as a
+// chatApprovalsMsg), as weft run asks on a terminal.
+func (m *chatModel) ask() tea.Cmd {
+	if m.running {
+		return nil
+	}
+	if m.asking != nil && !m.asking.done() {
+		m.input.Prompt, m.input.Placeholder = inert(m.asking.prompt()), ""
+		return nil
+	}
+	m.asking = nil
+	m.input.Prompt, m.input.Placeholder = "> ", "message, or /help"
+	ap, ok := m.b.(chatApprover)
+	if !ok || !m.tr.awaiting {
+		return nil
+	}
+	m.tr.awaiting = false
+	ctx := m.ctx
+	return func() tea.Msg {
+		pending, err := ap.Approvals(ctx)
+		return chatApprovalsMsg{pending, err}
+	}
+}
+
+// decide answers the approval question asked; an answer that completes a decision stores it as a
+// conversation: the last one continues the thread.
+func (m *chatModel) decide(line string) (tea.Model, tea.Cmd) {
+	echo := m.commit([]chatLine{{lineNote, m.input.Prompt + inert(line)}})
+	call, d, ready := m.asking.answer(line)
+	if !ready {
+		return m, tea.Batch(echo, m.ask())
+	}
+	ap, ctx := m.b.(chatApprover), m.ctx
+	return m, tea.Batch(echo, m.startWith(func(emit func(engine.Event)) error {
+		_, err := ap.Decide(ctx, call, d, emit)
+		return err
+	}))
 }
 
 // interrupt is Ctrl-C: it stops the run; idle, it clears the line, and a second one leaves.
@@ -189,6 +247,9 @@ func (m *chatModel) stop() tea.Cmd {
 
 // submit handles an entered line: a command or a message.
 func (m *chatModel) submit(line string) (tea.Model, tea.Cmd) {
+	if m.asking != nil && !m.running && !strings.HasPrefix(strings.TrimSpace(line), "/") {
+		return m.decide(line)
+	}
 	c := parseChatLine(line)
 	switch c.name {
 	case "":
@@ -223,12 +284,18 @@ func (m *chatModel) submit(line string) (tea.Model, tea.Cmd) {
 
 // start runs a conversation in the background; its events come back one by one through next.
 func (m *chatModel) start(text string, side weft.Side) tea.Cmd {
+	ctx, b := m.ctx, m.b
+	return m.startWith(func(emit func(engine.Event)) error { return b.Converse(ctx, text, side, emit) })
+}
+
+// startWith runs a conversation (fn passes its events on) in the background, as start does.
+func (m *chatModel) startWith(fn func(emit func(engine.Event)) error) tea.Cmd {
 	m.running, m.stopping = true, false
 	m.tr.reset()
 	m.tr.activity = "sending"
 	ch, finished := make(chan tea.Msg, 64), make(chan struct{})
 	m.events, m.finished = ch, finished
-	ctx, b := m.ctx, m.b
+	ctx := m.ctx
 	send := func(msg tea.Msg) {
 		select {
 		case ch <- msg:
@@ -237,7 +304,7 @@ func (m *chatModel) start(text string, side weft.Side) tea.Cmd {
 	}
 	run := func() tea.Msg {
 		defer close(finished)
-		err := b.Converse(ctx, text, side, func(ev engine.Event) { send(chatEventMsg{ev}) })
+		err := fn(func(ev engine.Event) { send(chatEventMsg{ev}) })
 		send(chatDoneMsg{err})
 		return nil
 	}
@@ -268,6 +335,9 @@ func (m *chatModel) View() string {
 		b.WriteString("\n")
 	}
 	status := "idle · /help for commands"
+	if m.asking != nil {
+		status = "a tool call waits for your decision · /help for commands"
+	}
 	if m.running {
 		status = m.tr.status() + " · Ctrl-C stops"
 	}

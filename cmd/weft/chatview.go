@@ -51,6 +51,9 @@ type transcript struct {
 	steps, tools, tokensIn, tokensOut int
 	// activity says what runs now ("" when idle).
 	activity string
+	// awaiting: the followed thread's run stopped before calls that wait for approval (the chat
+	// asks about them, and clears it).
+	awaiting bool
 }
 
 func newTranscript(agent, thread string) *transcript {
@@ -119,6 +122,7 @@ func (t *transcript) add(e engine.Event) (lines []chatLine, delta string) {
 		reason := weft.StopReason(strIn(d, "reason"))
 		switch {
 		case reason == weft.StopAwaitingApproval:
+			t.awaiting = true
 			lines = append(lines, chatLine{lineNote, "-- the run waits for tool approvals"})
 		case !reason.OK():
 			text := "-- run stopped: " + inert(string(reason))

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/weft-agents/weft"
+)
+
+// execState is a thread's persisted run state (storage.md exec_state, key "run"): the session's
+// part common to both sides, and each side's own.
+type execState struct {
+	// Stopped is the stop flag: nothing runs until a user message or continue.
+	Stopped bool
+	// Side is the side due to act next.
+	Side weft.Side
+	// Sides holds each side's state, A then B (sideIndex).
+	Sides [2]sideState
+	// ToolCalled records that the acting side called a tool in the current turn (toolChoice
+	// required is enforced until it has).
+	ToolCalled bool
+	// QueuedTools numbers QueueTool calls (queued_<n> ids).
+	QueuedTools int
+	// Immediate lists the side:prompt pairs whose immediate subagents were started (once per thread).
+	Immediate []string
+	// Stops counts the thread's run stops; a subagent's reports are numbered by it.
+	Stops int
+}
+
+// sideState is one side's part of the run state.
+type sideState struct {
+	// Turns counts the side's completed turns in the session.
+	Turns int
+	// Window is the seq of the last row of the side's previous completed turn: the side's window
+	// is the rows after it.
+	Window int64
+	// Handler is a handler side's delivery watermark (seq of the last row given).
+	Handler int64
+	// Idle records that a handler side's last turn was idle.
+	Idle bool
+}
+
+// execDoc is execState as stored: the sides' fields paired under _a and _b names.
+type execDoc struct {
+	Stopped     bool      `json:"stopped,omitempty"`
+	Side        weft.Side `json:"side"`
+	TurnsA      int       `json:"turns_a"`
+	TurnsB      int       `json:"turns_b"`
+	WindowA     int64     `json:"window_a"`
+	WindowB     int64     `json:"window_b"`
+	ToolCalled  bool      `json:"tool_called,omitempty"`
+	QueuedTools int       `json:"queued_tools,omitempty"`
+	HandlerA    int64     `json:"handler_a,omitempty"`
+	HandlerB    int64     `json:"handler_b,omitempty"`
+	IdleA       bool      `json:"idle_a,omitempty"`
+	IdleB       bool      `json:"idle_b,omitempty"`
+	Immediate   []string  `json:"immediate,omitempty"`
+	Stops       int       `json:"stops,omitempty"`
+}
+
+// doc returns the state in its stored form.
+func (s *execState) doc() execDoc {
+	a, b := &s.Sides[0], &s.Sides[1]
+	return execDoc{Stopped: s.Stopped, Side: s.Side, TurnsA: a.Turns, TurnsB: b.Turns, WindowA: a.Window, WindowB: b.Window,
+		ToolCalled: s.ToolCalled, QueuedTools: s.QueuedTools, HandlerA: a.Handler, HandlerB: b.Handler, IdleA: a.Idle, IdleB: b.Idle,
+		Immediate: s.Immediate, Stops: s.Stops}
+}
+
+// decodeExecState reads a stored run state; nil raw is a new thread's (side A due).
+func decodeExecState(raw json.RawMessage) (execState, error) {
+	if raw == nil {
+		return execState{Side: weft.SideA}, nil
+	}
+	d := execDoc{Side: weft.SideA}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return execState{Side: weft.SideA}, err
+	}
+	return execState{Stopped: d.Stopped, Side: d.Side, ToolCalled: d.ToolCalled, QueuedTools: d.QueuedTools, Immediate: d.Immediate,
+		Stops: d.Stops, Sides: [2]sideState{
+			{Turns: d.TurnsA, Window: d.WindowA, Handler: d.HandlerA, Idle: d.IdleA},
+			{Turns: d.TurnsB, Window: d.WindowB, Handler: d.HandlerB, Idle: d.IdleB},
+		}}, nil
+}
+
+// of returns side's own state.
+func (s *execState) of(side weft.Side) *sideState { return &s.Sides[sideIndex(side)] }
+
+// completeTurn counts a completed turn of side ending at seq.
+func (s *execState) completeTurn(side weft.Side, seq int64) {
+	o := s.of(side)
+	o.Turns++
+	o.Window = seq
+	s.ToolCalled = false
+}
+
+// minTurns is the turn count of the side that completed fewer turns in the session.
+func (s *execState) minTurns() int { return min(s.Sides[0].Turns, s.Sides[1].Turns) }
+
+// endSession resets the session at seq: no turns counted, both windows start after seq, side A
+// due next.
+func (s *execState) endSession(seq int64) {
+	for i := range s.Sides {
+		s.Sides[i].Turns, s.Sides[i].Window = 0, seq
+	}
+	s.ToolCalled = false
+	s.Side = weft.SideA
+}
+
+func sideIndex(s weft.Side) int {
+	if s == weft.SideB {
+		return 1
+	}
+	return 0
+}
+
+const execKey = "run"
+
+func loadExecState(ctx context.Context, st weft.Store, threadID string) (execState, error) {
+	docs, err := st.ExecState(ctx, threadID)
+	if err != nil {
+		return execState{}, err
+	}
+	s, err := decodeExecState(docs[execKey])
+	if err != nil {
+		return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
+	}
+	return s, nil
+}
+
+// encode is json.Marshal(s.doc()), written out: it runs in every step's transaction.
+func (s *execState) encode() json.RawMessage {
+	a, bs := &s.Sides[0], &s.Sides[1]
+	b := make([]byte, 0, 128)
+	b = append(b, '{')
+	if s.Stopped {
+		b = append(b, `"stopped":true,`...)
+	}
+	b = append(b, `"side":`...)
+	b = appendJSONString(b, string(s.Side))
+	b = append(b, `,"turns_a":`...)
+	b = strconv.AppendInt(b, int64(a.Turns), 10)
+	b = append(b, `,"turns_b":`...)
+	b = strconv.AppendInt(b, int64(bs.Turns), 10)
+	b = append(b, `,"window_a":`...)
+	b = strconv.AppendInt(b, a.Window, 10)
+	b = append(b, `,"window_b":`...)
+	b = strconv.AppendInt(b, bs.Window, 10)
+	if s.ToolCalled {
+		b = append(b, `,"tool_called":true`...)
+	}
+	b = appendIntField(b, `,"queued_tools":`, int64(s.QueuedTools))
+	b = appendIntField(b, `,"handler_a":`, a.Handler)
+	b = appendIntField(b, `,"handler_b":`, bs.Handler)
+	if a.Idle {
+		b = append(b, `,"idle_a":true`...)
+	}
+	if bs.Idle {
+		b = append(b, `,"idle_b":true`...)
+	}
+	if len(s.Immediate) > 0 {
+		b = append(b, `,"immediate":[`...)
+		for i, v := range s.Immediate {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	b = appendIntField(b, `,"stops":`, int64(s.Stops))
+	return append(b, '}')
+}
+
+// appendIntField appends an omitempty integer field.
+func appendIntField(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/weft-agents/weft"
+)
+
+// journal writes one run's changes to the store, in fenced transactions of the run's lease. The
+// messages drained from the queue at a step boundary join the context at once but are stored by
+// the run's next transaction, whatever it is: until then they stay in the queue, so a crash loses
+// nothing. Each transaction also records the events waiting in the outbox (Options.RecordEvents),
+// published once it commits.
+type journal struct {
+	e        *Engine
+	threadID string
+	// ctx is the run's context without cancellation: a write must finish.
+	ctx   context.Context
+	fence weft.Fence
+
+	// queued holds queue rows read but not yet drained; drained are the rows taken from it whose
+	// insert waits for the next transaction (drainedUpTo is the last queue seq taken).
+	queued      []weft.QueuedMessage
+	drained     []*weft.Message
+	drainedUpTo int64
+	// queueSeq is the thread's newest queue seq as the last transaction saw it, and queueKnown the
+	// seq up to which the run has read the queue: messages wait when the first is above both
+	// drainedUpTo and queueKnown.
+	queueSeq, queueKnown int64
+
+	// saved is the run state as last written.
+	saved []byte
+	// releasing: the current transaction releases the lease; released: one that did committed.
+	releasing, released bool
+
+	// outbox holds events waiting for the next transaction; a tool may use its State from
+	// goroutines of its own.
+	outboxMu sync.Mutex
+	outbox   []Event
+}
+
+// tx runs fn in a fenced transaction, storing first the messages drained since the last one, and
+// returns those messages once it committed.
+func (j *journal) tx(fn func(weft.Tx) error) ([]*weft.Message, error) {
+	j.releasing = false
+	drained, err := j.txDrain(fn)
+	if err == nil && j.releasing {
+		j.released = true
+	}
+	j.releasing = false
+	return drained, err
+}
+
+// release releases the lease in tx: the run writes nothing more.
+func (j *journal) release(tx weft.Tx) error {
+	j.releasing = true
+	return tx.ReleaseLease()
+}
+
+// txDrain is tx, without the lease's bookkeeping; it notes the queue seq the transaction saw.
+func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
+	drained := j.drained
+	var queueSeq int64
+	var recs []weft.EventRecord
+	var pending []Event
+	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, func(tx weft.Tx) error {
+		if len(drained) > 0 {
+			if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
+				return err
+			}
+			for _, m := range drained {
+				if err := tx.InsertMessage(m); err != nil {
+					return err
+				}
+			}
+			preview := preview(drained[len(drained)-1].Content)
+			now := j.e.clock.Now().UTC()
+			if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
+				return err
+			}
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		j.outboxMu.Lock()
+		pending = append(pending[:0], j.outbox...)
+		j.outboxMu.Unlock()
+		if len(pending) > 0 {
+			recs = records(pending)
+			if err := tx.AppendEvents(recs); err != nil {
+				return err
+			}
+		}
+		var err error
+		queueSeq, err = tx.QueueSeq()
+		return err
+	})
+	if err == nil && len(pending) > 0 {
+		// Published in commit order; events emitted meanwhile wait for the next transaction.
+		j.outboxMu.Lock()
+		j.outbox = append(j.outbox[:0], j.outbox[len(pending):]...)
+		j.outboxMu.Unlock()
+		for i := range pending {
+			pending[i].Seq = recs[i].Seq
+			j.e.emit(pending[i])
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	j.queueSeq = max(j.queueSeq, queueSeq)
+	j.drained = nil
+	return drained, nil
+}
+
+// saveState writes the run state when it changed since it was last written.
+func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
+	enc := s.encode()
+	if bytes.Equal(enc, j.saved) {
+		return nil, nil
+	}
+	drained, err := j.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) })
+	if err != nil {
+		return nil, err
+	}
+	j.saved = enc
+	return drained, nil
+}
+
+// record queues an event for the next transaction.
+func (j *journal) record(ev Event) {
+	j.outboxMu.Lock()
+	j.outbox = append(j.outbox, ev)
+	j.outboxMu.Unlock()
+}
+
+// recording reports events waiting in the outbox.
+func (j *journal) recording() bool {
+	j.outboxMu.Lock()
+	defer j.outboxMu.Unlock()
+	return len(j.outbox) > 0
+}
+
+// waiting reports queued messages that the run has neither drained nor read, as of its last
+// transaction.
+func (j *journal) waiting() bool {
+	return j.queueSeq > max(j.drainedUpTo, j.queueKnown)
+}
+
+// readQueue reads the thread's queue, unless rows read before are still unread.
+func (j *journal) readQueue(ctx context.Context) error {
+	if j.queued != nil {
+		return nil
+	}
+	known := j.queueSeq
+	q, err := j.e.store.Queued(ctx, j.threadID)
+	if err != nil {
+		return err
+	}
+	j.queued, j.queueKnown = q, max(j.queueKnown, known)
+	return nil
+}
+
+// unread returns and forgets the queue rows read (at the run's start, or by readQueue); some may
+// be taken already (taken).
+func (j *journal) unread() []weft.QueuedMessage {
+	qs := j.queued
+	j.queued = nil
+	return qs
+}
+
+// taken reports a queue row taken already: its insert waits for the next transaction.
+func (j *journal) taken(seq int64) bool { return seq <= j.drainedUpTo }
+
+// take stages m, made of the queue row of seq, for the next transaction.
+func (j *journal) take(m *weft.Message, seq int64) {
+	j.drained = append(j.drained, m)
+	j.drainedUpTo = max(j.drainedUpTo, seq)
+}
+
+// preview is a thread's preview of a message: its first 200 characters, trimmed.
+func preview(s string) string {
+	s = strings.TrimSpace(s)
+	if len([]rune(s)) > 200 {
+		return string([]rune(s)[:200])
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
