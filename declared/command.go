@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/childproc"
 )
 
 // errToolTimeout is the cause of a command tool's own time limit ending it.
@@ -83,27 +83,14 @@ func runCommand(ctx context.Context, st weft.State, t *weft.Tool, o Options, arg
 	cmd.Stdin = bytes.NewReader(args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &limitedBuffer{b: &stderr, n: 64 << 10}
-	cmd.SysProcAttr = toolProcAttr()
-	// The goroutine that starts the tool waits for it on the same OS thread (Pdeathsig).
-	started := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		defer pinThread()()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		return weft.ToolResult{}, fmt.Errorf("cannot start %s: %w", argv[0], errors.Unwrap(err))
+	done, err := childproc.Start(cmd)
+	if err != nil {
+		return weft.ToolResult{}, fmt.Errorf("cannot start %s: %w", argv[0], err)
 	}
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = childproc.KillGroup(cmd)
 		<-done
 		// A caller's deadline for the tool's own timeout (the engine sets one) comes before this
 		// function's, so it ends the command without errToolTimeout as the cause.

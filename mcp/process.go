@@ -8,8 +8,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/weft-agents/weft/internal/childproc"
 )
 
 // process is a running stdio server: its own process group (so that killing it kills its
@@ -32,7 +33,6 @@ func startProcess(prog string, args, env []string, dir string) (*process, error)
 	cmd := exec.Command(prog, args...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.SysProcAttr = procAttr()
 	p := &process{cmd: cmd, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error
@@ -42,28 +42,15 @@ func startProcess(prog string, args, env []string, dir string) (*process, error)
 	if p.stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, err
 	}
-	started := make(chan error, 1)
+	waited, err := childproc.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start %s: %w", prog, err)
+	}
 	go func() {
-		defer pinThread()()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
+		p.err = <-waited
 		close(p.done)
 	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("cannot start %s: %w", prog, unwrapExec(err))
-	}
 	return p, nil
-}
-
-func unwrapExec(err error) error {
-	if u := errors.Unwrap(err); u != nil {
-		return u
-	}
-	return err
 }
 
 // exited reports whether the process has ended.
@@ -92,7 +79,7 @@ func (p *process) kill() {
 	p.once.Do(func() {
 		if p.cmd.Process != nil && !p.exited() {
 			p.killed.Store(true)
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			_ = childproc.KillGroup(p.cmd)
 		}
 		p.stdin.Close()
 	})
