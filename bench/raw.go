@@ -171,22 +171,31 @@ const floorTable = `CREATE TABLE IF NOT EXISTS messages (
 	PRIMARY KEY (thread, seq)
 )`
 
-// newRawSQLite is the floor on a SQLite file in WAL mode with synchronous=NORMAL, as Weft opens
-// it, through one connection.
-func newRawSQLite(cfg Config) (Runner, error) {
+// openFloorSQLite opens the floors' SQLite file in WAL mode with synchronous=NORMAL, as Weft opens
+// it, through one connection, with the floor's table and its insert statement.
+func openFloorSQLite(cfg Config) (*sql.DB, *sql.Stmt, error) {
 	dsn := "file:" + filepath.Join(cfg.Dir, "floor.db") + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(floorTable); err != nil {
 		db.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	ins, err := db.Prepare(`INSERT INTO messages (thread, seq, role, body) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		db.Close()
+		return nil, nil, err
+	}
+	return db, ins, nil
+}
+
+// newRawSQLite is the floor on a SQLite file, each message committed in its own transaction.
+func newRawSQLite(cfg Config) (Runner, error) {
+	db, ins, err := openFloorSQLite(cfg)
+	if err != nil {
 		return nil, err
 	}
 	f := &sqlFloor{rawLoop: newRawLoop(cfg)}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -112,19 +111,8 @@ func settle() (goroutines int, heap uint64) {
 // the writes that arrive while a commit is under way wait for it and then commit together in one
 // transaction (group commit), so that one commit serves many threads.
 func newRawSQLiteGroup(cfg Config) (Runner, error) {
-	dsn := "file:" + filepath.Join(cfg.Dir, "floor.db") + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, ins, err := openFloorSQLite(cfg)
 	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(floorTable); err != nil {
-		db.Close()
-		return nil, err
-	}
-	ins, err := db.Prepare(`INSERT INTO messages (thread, seq, role, body) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	g := &groupWriter{db: db, ins: ins, reqs: make(chan *groupReq, 4096), done: make(chan struct{})}
