@@ -192,6 +192,22 @@ func openFloorSQLite(cfg Config) (*sql.DB, *sql.Stmt, error) {
 	return db, ins, nil
 }
 
+// sqliteDrop deletes the floor's rows of threads [from, to).
+func sqliteDrop(db *sql.DB) func(ctx context.Context, from, to int) error {
+	return func(ctx context.Context, from, to int) error {
+		_, err := db.ExecContext(ctx, `DELETE FROM messages WHERE thread >= ? AND thread < ?`, from, to)
+		return err
+	}
+}
+
+// sqliteCount counts a thread's rows in the floor's table.
+func sqliteCount(db *sql.DB) func(ctx context.Context, thread int) (int, error) {
+	return func(ctx context.Context, thread int) (n int, err error) {
+		err = db.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE thread = ?`, thread).Scan(&n)
+		return n, err
+	}
+}
+
 // newRawSQLite is the floor on a SQLite file, each message committed in its own transaction.
 func newRawSQLite(cfg Config) (Runner, error) {
 	db, ins, err := openFloorSQLite(cfg)
@@ -232,14 +248,7 @@ func newRawSQLite(cfg Config) (Runner, error) {
 			return nil
 		})
 	}
-	f.drop = func(ctx context.Context, from, to int) error {
-		_, err := db.ExecContext(ctx, `DELETE FROM messages WHERE thread >= ? AND thread < ?`, from, to)
-		return err
-	}
-	f.count = func(ctx context.Context, thread int) (n int, err error) {
-		err = db.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE thread = ?`, thread).Scan(&n)
-		return n, err
-	}
+	f.drop, f.count = sqliteDrop(db), sqliteCount(db)
 	f.close = func() error { ins.Close(); return db.Close() }
 	return f, nil
 }

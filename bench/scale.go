@@ -137,14 +137,7 @@ func newRawSQLiteGroup(cfg Config) (Runner, error) {
 		}
 		return g.write(ctx, rows)
 	}
-	f.drop = func(ctx context.Context, from, to int) error {
-		_, err := db.ExecContext(ctx, `DELETE FROM messages WHERE thread >= ? AND thread < ?`, from, to)
-		return err
-	}
-	f.count = func(ctx context.Context, thread int) (n int, err error) {
-		err = db.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE thread = ?`, thread).Scan(&n)
-		return n, err
-	}
+	f.drop, f.count = sqliteDrop(db), sqliteCount(db)
 	f.close = func() error {
 		close(g.reqs)
 		<-g.done
