@@ -59,17 +59,28 @@ type Budget struct {
 
 // Check reports the first problem of a budget, naming its field ("" when valid).
 func (b *Budget) Check() (field, problem string) {
-	switch {
-	case b.MaxCostUSD < 0:
-		return "maxCostUsd", fmt.Sprintf("maxCostUsd must be a positive amount of US dollars, got %g", b.MaxCostUSD)
-	case b.MaxTokens < 0:
-		return "maxTokens", fmt.Sprintf("maxTokens must be a positive number of tokens, got %d", b.MaxTokens)
-	case b.MaxCostUSD == 0 && b.MaxTokens == 0:
-		return "maxCostUsd", "a budget needs maxCostUsd or maxTokens above 0"
-	case b.UnknownCost != "" && b.UnknownCost != "allow" && b.UnknownCost != "block":
-		return "unknownCost", fmt.Sprintf("unknownCost is allow or block, not %q", b.UnknownCost)
+	if ps := b.Problems(); len(ps) > 0 {
+		return ps[0][0], ps[0][1]
 	}
 	return "", ""
+}
+
+// Problems reports every problem of a budget, each as its field and what is wrong with it.
+func (b *Budget) Problems() [][2]string {
+	var ps [][2]string
+	if b.MaxCostUSD < 0 {
+		ps = append(ps, [2]string{"maxCostUsd", fmt.Sprintf("maxCostUsd must be a positive amount of US dollars, got %g", b.MaxCostUSD)})
+	}
+	if b.MaxTokens < 0 {
+		ps = append(ps, [2]string{"maxTokens", fmt.Sprintf("maxTokens must be a positive number of tokens, got %d", b.MaxTokens)})
+	}
+	if b.MaxCostUSD == 0 && b.MaxTokens == 0 {
+		ps = append(ps, [2]string{"maxCostUsd", "a budget needs maxCostUsd or maxTokens above 0"})
+	}
+	if b.UnknownCost != "" && b.UnknownCost != "allow" && b.UnknownCost != "block" {
+		ps = append(ps, [2]string{"unknownCost", fmt.Sprintf("unknownCost is allow or block, not %q", b.UnknownCost)})
+	}
+	return ps
 }
 
 // Kind returns the agent's type, inferring it when unset: an AI side B makes a dual_ai agent.

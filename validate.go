@@ -721,8 +721,8 @@ func (v *validator) agent(a *Agent) {
 		v.errf(src, "type", "type must be ai_human or dual_ai, got %q", a.Type)
 	}
 	if a.Budget != nil {
-		if field, problem := a.Budget.Check(); problem != "" {
-			v.errf(src, "budget."+field, "%s", problem)
+		for _, p := range a.Budget.Problems() {
+			v.errf(src, "budget."+p[0], "%s", p[1])
 		}
 	}
 	kind := a.Kind()
