@@ -434,7 +434,13 @@ func NewID(prefix string) string {
 	hi, lo := rand.Uint64(), rand.Uint32()
 	binary.BigEndian.PutUint64(id[6:14], hi)
 	binary.BigEndian.PutUint16(id[14:16], uint16(lo))
-	buf := make([]byte, len(prefix)+ulid.EncodedSize)
+	var arr [48]byte // an id is built here and copied once, into its string
+	var buf []byte
+	if n := len(prefix) + ulid.EncodedSize; n <= len(arr) {
+		buf = arr[:n]
+	} else {
+		buf = make([]byte, n)
+	}
 	copy(buf, prefix)
 	_ = id.MarshalTextTo(buf[len(prefix):])
 	for i := len(prefix); i < len(buf); i++ {

@@ -42,7 +42,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			yield(Event{}, err)
 			return
 		}
-		sub := e.subs.add("root:"+rootOf(t), false)
+		sub := e.subs.add(subKey{tree: true, id: rootOf(t)}, false)
 		defer e.subs.remove(sub)
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

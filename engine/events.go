@@ -15,13 +15,20 @@ import (
 type subscribers struct {
 	n  atomic.Int32 // live subscriptions (emit skips the lock when there are none)
 	mu sync.Mutex
-	// by holds the subscriptions of a tree ("root:" + id) or of one thread ("thread:" + id).
-	by map[string][]*subscription
+	// by holds the subscriptions of a tree or of one thread.
+	by map[subKey][]*subscription
+}
+
+// subKey names what a subscription follows: a tree (by its root's id) or one thread. A struct,
+// not a prefixed string, so that publishing an event builds no key on the heap.
+type subKey struct {
+	tree bool
+	id   string
 }
 
 // subscription is one subscriber's queue of events.
 type subscription struct {
-	key     string
+	key     subKey
 	mu      sync.Mutex
 	queue   []Event
 	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
@@ -33,11 +40,11 @@ type subscription struct {
 // maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
 const maxQueued = 4096
 
-func (s *subscribers) add(key string, bounded bool) *subscription {
+func (s *subscribers) add(key subKey, bounded bool) *subscription {
 	sub := &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)}
 	s.mu.Lock()
 	if s.by == nil {
-		s.by = map[string][]*subscription{}
+		s.by = map[subKey][]*subscription{}
 	}
 	s.by[key] = append(s.by[key], sub)
 	s.mu.Unlock()
@@ -66,11 +73,11 @@ func (s *subscribers) remove(sub *subscription) {
 func (s *subscribers) publish(ev Event) {
 	s.mu.Lock()
 	if ev.RootID != "" {
-		for _, sub := range s.by["root:"+ev.RootID] {
+		for _, sub := range s.by[subKey{tree: true, id: ev.RootID}] {
 			sub.push(ev)
 		}
 	}
-	for _, sub := range s.by["thread:"+ev.ThreadID] {
+	for _, sub := range s.by[subKey{id: ev.ThreadID}] {
 		sub.push(ev)
 	}
 	s.mu.Unlock()
@@ -99,7 +106,7 @@ func (s *subscribers) poke(threadID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, list := range s.by {
-		if threadID != "" && key != "thread:"+threadID {
+		if threadID != "" && key != (subKey{id: threadID}) {
 			continue
 		}
 		for _, sub := range list {
@@ -141,7 +148,7 @@ func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) it
 			yield(Event{}, err)
 			return
 		}
-		sub := e.subs.add("thread:"+threadID, true)
+		sub := e.subs.add(subKey{id: threadID}, true)
 		defer e.subs.remove(sub)
 		last := after
 		// replay yields the recorded events after last; false when the consumer stopped.
