@@ -48,6 +48,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 		defer cancel(nil)
 		done := make(chan error, 1)
 		go func() { done <- e.converse(runCtx, t, in) }()
+		var q []Event
 		for {
 			var runErr error
 			finished := false
@@ -56,7 +57,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			case runErr = <-done:
 				finished = true
 			}
-			q, _, _ := sub.take()
+			q, _, _ = sub.take(q)
 			for _, ev := range q {
 				if !yield(ev, nil) {
 					cancel(errConsumerGone)
@@ -67,7 +68,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 				}
 			}
 			if finished {
-				q, _, _ = sub.take()
+				q, _, _ = sub.take(q)
 				for _, ev := range q {
 					if !yield(ev, nil) {
 						return

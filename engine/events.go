@@ -123,10 +123,15 @@ func (s *subscribers) poke(threadID string) {
 
 // take returns the queued events and empties the queue; lagged reports events dropped since the
 // last take, poked that the store has events from elsewhere.
-func (sub *subscription) take() (q []Event, lagged, poked bool) {
+//
+// spare is the batch the caller got from the previous take and has finished with: emptied, it
+// becomes the next queue, so that a steady stream reuses two slices instead of growing a new one
+// for every batch.
+func (sub *subscription) take(spare []Event) (q []Event, lagged, poked bool) {
+	clear(spare)
 	sub.mu.Lock()
 	q, lagged, poked = sub.queue, sub.lagged, sub.poked
-	sub.queue, sub.lagged, sub.poked = nil, false, false
+	sub.queue, sub.lagged, sub.poked = spare[:0], false, false
 	sub.mu.Unlock()
 	return q, lagged, poked
 }
@@ -175,13 +180,15 @@ func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) it
 		if !replay() {
 			return
 		}
+		var q []Event
 		for {
 			select {
 			case <-sub.signal:
 			case <-ctx.Done():
 				return
 			}
-			q, lagged, poked := sub.take()
+			var lagged, poked bool
+			q, lagged, poked = sub.take(q)
 			if (lagged || poked) && !replay() {
 				return
 			}
