@@ -21,7 +21,7 @@ type EffectReport struct {
 	Threads []string
 }
 
-// RunDueEffects claims the effects that are due and runs them (definitions.md §9): arguments are
+// RunDueEffects claims the effects that are due and runs them: arguments are
 // validated first (a failure is recorded, never retried); a failing run is retried only when the
 // effect allows several attempts, with backoff. Messages an effect injects or queues carry
 // metadata.scheduled_effect.
@@ -62,7 +62,7 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		return
 	}
 	if limit := max(def.MaxAttempts, 1); rec.Attempts > limit {
-		// An expired claim (a node died running it) counts as an attempt (definitions.md §9.2).
+		// An expired claim (a node died running it) counts as an attempt.
 		finish(weft.EffectFailed, fmt.Sprintf("interrupted: the effect was claimed %d times and allows %d attempts", rec.Attempts, limit), time.Time{})
 		return
 	}

@@ -195,7 +195,7 @@ type NewThread struct {
 }
 
 // CreateThread validates the arguments and the required variables of the agent's graph and stores
-// the thread; nothing is stored when either check fails (seed 002 §9.3).
+// the thread; nothing is stored when either check fails.
 func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, error) {
 	a, ok := e.reg.Agent(nt.Agent)
 	if !ok {
@@ -234,7 +234,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
 	view := &envView{thread: thread, agent: a.Env, user: toMap(user), instance: toMap(instance), declared: declared}
-	// Optional entries count only when their flag resolves true (env.md §1.3).
+	// Optional entries count only when their flag resolves true.
 	g = newGraph(e.reg, a, func(flag string) bool {
 		v, ok := view.lookup(flag)
 		return ok && flagOn(v.value)
@@ -370,7 +370,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	if err := e.Stop(ctx, threadID); err != nil && weft.ErrorCode(err) != weft.EConflict {
 		return err
 	}
-	// Its pending effects are canceled (definitions.md §9.2).
+	// Its pending effects are canceled.
 	effects, err := e.store.Effects(ctx, threadID)
 	if err != nil {
 		return err
@@ -382,7 +382,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 			}
 		}
 	}
-	// Its pending variables requests expire (subagents.md §7.3).
+	// Its pending variables requests expire.
 	docs, err := e.store.ExecState(ctx, threadID)
 	if err != nil {
 		return err
@@ -406,7 +406,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	}); err != nil {
 		return err
 	}
-	// Terminating a thread terminates its descendants (subagents.md §7.3).
+	// Terminating a thread terminates its descendants.
 	for {
 		kids, _, err := e.store.Threads(ctx, weft.ThreadQuery{ParentID: threadID, Limit: 1000})
 		if err != nil {
@@ -428,7 +428,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	}
 }
 
-// Event is something that happened in a thread, for streams (http-api.md §4).
+// Event is something that happened in a thread, for streams.
 type Event struct {
 	// Type is the event type: message, message_chunk, run_started, step_started, tool_started, …
 	Type string `json:"type"`

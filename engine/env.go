@@ -18,10 +18,11 @@ type layerValue struct {
 }
 
 // envView resolves variables for one thread in one context (active prompt and tool entry) through
-// the layers of env.md §3: thread > inherited > agent > tool entry > prompt > user > instance.
+// its layers, the first that holds a name winning: thread > inherited > agent > tool entry > prompt
+// > user > instance.
 type envView struct {
 	thread map[string]weft.EnvValue
-	// inherited holds ancestor threads' thread-layer values, nearest first (env.md §5).
+	// inherited holds ancestor threads' thread-layer values, nearest first.
 	inherited map[string]weft.EnvValue
 	agent     map[string]string
 	entry     map[string]string
@@ -56,7 +57,7 @@ func (v *envView) lookup(name string) (layerValue, bool) {
 	return layerValue{}, false
 }
 
-// typeOf is the declared type, else the stored value's own type (env.md §6.1).
+// typeOf is the declared type, else the stored value's own type.
 func (v *envView) typeOf(name string, own weft.VarType) weft.VarType {
 	if t, ok := v.declared[name]; ok {
 		return t
@@ -110,7 +111,7 @@ func toMap(vals []weft.EnvValue) map[string]weft.EnvValue {
 	return m
 }
 
-// redactor replaces every occurrence of secret values by [redacted] (env.md §6.3): exact substring
+// redactor replaces every occurrence of secret values by [redacted]: exact substring
 // matches of values of at least 4 bytes, longest first.
 type redactor struct {
 	secrets []string
@@ -219,7 +220,7 @@ func (r *redactor) Error(err error) string {
 	return r.String(err.Error())
 }
 
-// graph collects what a thread's agent reaches (env.md §1.3): its side prompts, their enabled tool
+// graph collects what a thread's agent reaches: its side prompts, their enabled tool
 // entries, the tools and sub-prompts those reach (recursively), and the tools' `uses`. Subagent and
 // handoff targets are not part of it.
 type graph struct {
@@ -349,7 +350,7 @@ func declaredTypes(d map[string]*declaration) map[string]weft.VarType {
 	return m
 }
 
-// missingVariables lists the required variables that resolve in no layer (env.md §4.1), as
+// missingVariables lists the required variables that resolve in no layer, as
 // `A (prompt helper), B (tool search)` items. A tool's variables also see its entry's env.
 func missingVariables(decls map[string]*declaration, view *envView) []missingVar {
 	var out []missingVar
@@ -402,7 +403,7 @@ func (e *MissingVariablesError) Unwrap() error {
 	return &weft.Error{Code: weft.EMissingVariables, Message: "missing required variables"}
 }
 
-// flagOn reports whether an optional entry's flag value enables it: true, 1 or yes (seed 003 §5).
+// flagOn reports whether an optional entry's flag value enables it: true, 1 or yes.
 func flagOn(v string) bool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true", "1", "yes":
@@ -426,7 +427,7 @@ func loadEnv(ctx context.Context, st weft.Store, threadID, userID string) (threa
 }
 
 // ancestorEnv walks a thread's ancestors and takes, per name, the nearest thread-layer value;
-// names scoped anywhere in the thread's graph are not inherited (env.md §5).
+// names scoped anywhere in the thread's graph are not inherited.
 func ancestorEnv(ctx context.Context, st weft.Store, parentID string, decls map[string]*declaration) (map[string]weft.EnvValue, error) {
 	out := map[string]weft.EnvValue{}
 	for id := parentID; id != ""; {

@@ -15,7 +15,7 @@ import (
 const envRequestTTL = 24 * time.Hour
 
 // EnvRequest is a pending request for the variables a subagent needs before it can be created
-// (subagents.md §6): what GET /api/threads/{parent}/variables/{request_id} shows.
+// what GET /api/threads/{parent}/variables/{request_id} shows.
 type EnvRequest struct {
 	RequestID      string        `json:"request_id"`
 	ParentThreadID string        `json:"parent_thread_id"`
@@ -56,7 +56,7 @@ type storedEnvRequest struct {
 func envRequestKey(id string) string { return "env_request/" + id }
 
 // requestEnv stores a pending request for a subagent's missing variables and returns the error
-// result that names it (error_code subagent_env_required, subagents.md §6.1).
+// result that names it (error_code subagent_env_required).
 func (r *run) requestEnv(s *scope, o *offered, args map[string]any, decls map[string]*declaration, missing []missingVar) *weft.ToolResult {
 	req := storedEnvRequest{EnvRequest: EnvRequest{RequestID: weft.NewID("envreq_"), ParentThreadID: r.thread.ID, Agent: o.target.Agent.Name,
 		Status: "pending", ExpiresAt: r.now().Add(envRequestTTL)}, Entry: o.entry, Args: args, OwnerSide: s.side}
@@ -119,7 +119,7 @@ func (e *Engine) EnvRequest(ctx context.Context, parentID, requestID string) (*E
 	return &req.EnvRequest, nil
 }
 
-// ProvideEnv answers a variables request (subagents.md §6.3): the values go into the child's own
+// ProvideEnv answers a variables request: the values go into the child's own
 // thread layer, typed per declaration; with every required variable set the child is created and
 // started non-blocking at once, its outcome reported to the parent. Still missing values are
 // missing_required_variables; an unknown or expired request is not found; a fulfilled one is a

@@ -12,7 +12,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// requiredNote is appended when a reply ignores toolChoice required (execution.md §4.3).
+// requiredNote is appended when a reply ignores toolChoice required.
 const requiredNote = "You must respond by calling one of the available tools."
 
 // modelResult is the outcome of a step's model call.
@@ -75,8 +75,7 @@ func withNote(req *weft.Request, note string) *weft.Request {
 	return &c
 }
 
-// callWithFallbacks tries the prompt's model with its retries, then each fallback in order
-// (execution.md §11).
+// callWithFallbacks tries the prompt's model with its retries, then each fallback in order.
 func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) (*weft.Response, *weft.Model, []*weft.LogEntry, error) {
 	primary, ok := r.e.reg.Model(s.prompt.Model)
 	if !ok {
@@ -187,9 +186,9 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		if r.e.opt.OnRequest != nil {
 			r.e.opt.OnRequest(&req)
 		}
-		// Last line of defence: no secret leaves in a request (env.md §6.3). A model script sees the
+		// Last line of defence: no secret leaves in a request. A model script sees the
 		// request before this pass so its expectations catch what earlier rules missed; its hits are
-		// counted (weft run exits 5 on them) instead (env.md §6.5).
+		// counted (weft run exits 5 on them) instead.
 		r.lastLineRedact(&req, r.e.opt.Override == nil)
 		if r.e.opt.OnTrace != nil {
 			r.e.opt.OnTrace([]byte(r.red.String(string(req.TraceJSON()))))
@@ -224,7 +223,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	return nil, log, err
 }
 
-// callProvider runs the call under the first-chunk and stall timeouts (execution.md §11.4).
+// callProvider runs the call under the first-chunk and stall timeouts.
 func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntry, start time.Time) (*weft.Response, error) {
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
@@ -332,7 +331,7 @@ func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, 
 	}
 }
 
-// cost prices an attempt (definitions.md §2): a provider-reported cost wins; without prices and
+// cost prices an attempt: a provider-reported cost wins; without prices and
 // without a reported cost it is unknown (nil).
 func cost(m *weft.Model, u weft.Usage) (in, cached, out, total *float64) {
 	if u.Cost != nil {
@@ -375,7 +374,7 @@ func mergeOptions(provider, prompt map[string]any) map[string]any {
 	return out
 }
 
-// withoutImages removes image parts for models without vision (definitions.md §2).
+// withoutImages removes image parts for models without vision.
 func withoutImages(msgs []weft.LLMMessage) []weft.LLMMessage {
 	out := make([]weft.LLMMessage, len(msgs))
 	for i, m := range msgs {
@@ -396,8 +395,8 @@ func withoutImages(msgs []weft.LLMMessage) []weft.LLMMessage {
 	return out
 }
 
-// provider returns the provider of a model and its API key (definitions.md §3.2: thread env → user
-// env → instance env → process env).
+// provider returns the provider of a model and its API key, looked up in the thread env, then the
+// user env, the instance env and the process env.
 func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	if r.e.opt.Override != nil {
 		return r.e.opt.Override, "", nil
@@ -414,7 +413,7 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 		return p, key, nil
 	}
 	if base == "google" {
-		// definitions.md §3: GOOGLE_API_KEY, then GEMINI_API_KEY.
+		// Google's key is GOOGLE_API_KEY, else GEMINI_API_KEY.
 		if key, ok := r.lookupKey("GEMINI_API_KEY"); ok {
 			return p, key, nil
 		}

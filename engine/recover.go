@@ -16,9 +16,9 @@ type Recovered struct {
 	Trees []string
 }
 
-// RecoverAll resumes the work a stopped process left in the store (storage.md §4.3), as a
+// RecoverAll resumes the work a stopped process left in the store, as a
 // long-lived process (a server, a worker) does at start: every interrupted run — a thread whose
-// status says running without a live lease — is continued (execution.md §13), every idle thread
+// status says running without a live lease — is continued, every idle thread
 // with queued messages runs, and the subagent tree of each such thread's root is recovered
 // (Recover: lost reports re-sent, non-blocking children driven again). Threads that another live
 // process is running are left to it. Runs start in the background; Wait waits for them.

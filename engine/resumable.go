@@ -16,14 +16,14 @@ type resumableEntry struct {
 }
 
 // offered is the entry as a subagent target whose message, attachments and name arguments play
-// the init roles (subagents.md §3).
+// the init roles.
 func (re resumableEntry) offered() *offered {
 	e := re.entry
 	e.InitUserMessageProperty, e.InitAttachmentsProperty, e.InitAgentNameProperty = "message", "attachments", "name"
 	return &offered{entry: e, target: weft.Target{Kind: weft.EntryAgent, Name: re.agent.Name, Agent: re.agent}}
 }
 
-// The injected lifecycle tools of resumable subagents (subagents.md §3).
+// The injected lifecycle tools of resumable subagents.
 const (
 	toolSubagentCreate  = "subagent_create"
 	toolSubagentMessage = "subagent_message"
@@ -31,7 +31,7 @@ const (
 	toolNotifyParent    = "notify_parent"
 )
 
-// subagentProperty is the child thread property holding its registry row (subagents.md §7.1).
+// subagentProperty is the child thread property holding its registry row.
 const subagentProperty = "weft.subagent"
 
 // registryRow is a child's registry row as stored on the child thread.

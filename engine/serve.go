@@ -112,7 +112,7 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 // sweep wakes the root threads that are running or have queued messages and that this process
 // does not work on: one whose lease expired (its process died) is resumed here, and one that
 // another process runs refuses the lease at once (a sweep never retries). On a shared store this
-// is how a node that died has its threads taken over, without a restart (storage.md §4.3).
+// is how a node that died has its threads taken over, without a restart.
 func (e *Engine) sweep(ctx context.Context) error {
 	running, _, err := e.store.Threads(ctx, weft.ThreadQuery{Status: weft.ThreadRunning, RootsOnly: true, Sort: "oldest"})
 	if err != nil {

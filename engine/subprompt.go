@@ -9,12 +9,12 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// subPromptSteps caps a sub-prompt's nested run when it is not an agent side (Δref 10).
+// subPromptSteps caps a sub-prompt's nested run when it is not an agent side.
 const subPromptSteps = 25
 
 // callSubPrompt runs a prompt as a tool: a nested run in the caller's thread at depth+1 whose rows
 // hang under the caller's tool message and stay invisible to the caller; it loops until a reply
-// without tool calls and returns one string shaped by the entry's include* keys (execution.md §8).
+// without tool calls and returns one string shaped by the entry's include* keys.
 // When a call inside waits for a person's approval, the nested run parks with the caller's run
 // (r.tools.childParked is set) and resumeSubPrompt goes on from its stored rows once it is decided.
 func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) weft.ToolResult {
@@ -271,9 +271,9 @@ func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
 	return rows
 }
 
-// initMessage builds the sub-prompt's first user message (seed 000 §3.3): the initUserMessageProperty
+// initMessage builds the sub-prompt's first user message: the initUserMessageProperty
 // value (string as is, else JSON) with the initAttachmentsProperty files attached; without an init
-// property, a non-templated callee with arguments gets them as JSON (Δref 11).
+// property, a non-templated callee with arguments gets them as JSON.
 func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*weft.Message, error) {
 	var content string
 	switch {
@@ -328,7 +328,8 @@ func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*wef
 		Depth: s.depth, ParentID: s.parentID, RunID: r.id}, nil
 }
 
-// subPromptResult shapes the nested run's outcome into one string (execution.md §8.4–8.5).
+// subPromptResult shapes the nested run's outcome into one string: the final text, and the calls'
+// results and errors as the entry's include* keys ask.
 func subPromptResult(name string, e weft.ToolEntry, final string, calls []callResult, failure error, red *redactor) weft.ToolResult {
 	var parts []string
 	if failure == nil && weft.Flag(e.IncludeTextResponse, true) && strings.TrimSpace(final) != "" {
