@@ -191,7 +191,8 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the cause.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// Retryable reports whether the same model may be tried again: auth and invalid request errors go straight to fallbacks, timeouts and stalls too; script failures never retry.
+// Retryable reports whether the same model may be tried again: auth and invalid request errors go
+// straight to fallbacks, timeouts and stalls too; script failures never retry.
 func (e *ProviderError) Retryable() bool {
 	switch e.Type {
 	case ErrRateLimit, ErrServer, ErrUnknown:
@@ -316,6 +317,8 @@ type ProviderInfo struct {
 	KeyEnv string
 	// AltKeyEnv names a second variable read when KeyEnv is unset (GEMINI_API_KEY for google).
 	AltKeyEnv string
+	// KeyOptional: a call may go without a key (a local server; Azure's Entra ID token).
+	KeyOptional bool
 	// DefaultBaseURL is its public API root, version included; "" when there is none to default to
 	// (a deployment's own endpoint, an OpenAI-compatible server's URL).
 	DefaultBaseURL string
@@ -352,13 +355,13 @@ var builtinProviders = []ProviderInfo{
 	{Name: "anthropic", Wire: WireAnthropic, KeyEnv: "ANTHROPIC_API_KEY", DefaultBaseURL: "https://api.anthropic.com/v1",
 		BaseURLEnv: "ANTHROPIC_BASE_URL", BaseURLVersion: "/v1"},
 	// Azure OpenAI's endpoint is the resource root; the adapter adds /openai/deployments/….
-	{Name: "azure_openai", Wire: WireAzureOpenAI, KeyEnv: "AZURE_OPENAI_API_KEY", BaseURLEnv: "AZURE_OPENAI_ENDPOINT"},
+	{Name: "azure_openai", Wire: WireAzureOpenAI, KeyEnv: "AZURE_OPENAI_API_KEY", KeyOptional: true, BaseURLEnv: "AZURE_OPENAI_ENDPOINT"},
 	{Name: "cerebras", Wire: WireOpenAI, KeyEnv: "CEREBRAS_API_KEY", DefaultBaseURL: "https://api.cerebras.ai/v1"},
 	{Name: "deepinfra", Wire: WireOpenAI, KeyEnv: "DEEPINFRA_API_KEY", DefaultBaseURL: "https://api.deepinfra.com/v1/openai"},
 	{Name: "google", Wire: WireGemini, KeyEnv: "GOOGLE_API_KEY", AltKeyEnv: "GEMINI_API_KEY",
 		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta", BaseURLEnv: "GOOGLE_GEMINI_BASE_URL", BaseURLVersion: "/v1beta"},
 	{Name: "groq", Wire: WireOpenAI, KeyEnv: "GROQ_API_KEY", DefaultBaseURL: "https://api.groq.com/openai/v1"},
-	{Name: "ollama", Wire: WireOpenAI, KeyEnv: "OLLAMA_API_KEY", DefaultBaseURL: "http://localhost:11434/v1",
+	{Name: "ollama", Wire: WireOpenAI, KeyEnv: "OLLAMA_API_KEY", KeyOptional: true, DefaultBaseURL: "http://localhost:11434/v1",
 		BaseURLEnv: "OLLAMA_HOST", BaseURLVersion: "/v1"},
 	{Name: "openai", Wire: WireOpenAI, KeyEnv: "OPENAI_API_KEY", DefaultBaseURL: "https://api.openai.com/v1",
 		BaseURLEnv: "OPENAI_BASE_URL", BaseURLVersion: "/v1"},

@@ -412,13 +412,12 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	if key, ok := r.lookupKey(keyVar); ok {
 		return p, key, nil
 	}
-	if base == "google" {
-		// Google's key is GOOGLE_API_KEY, else GEMINI_API_KEY.
-		if key, ok := r.lookupKey("GEMINI_API_KEY"); ok {
+	if base.AltKeyEnv != "" {
+		if key, ok := r.lookupKey(base.AltKeyEnv); ok {
 			return p, key, nil
 		}
 	}
-	if base == "ollama" || base == "test" || base == "azure_openai" {
+	if base.KeyOptional {
 		// azure_openai without a key authenticates with a Microsoft Entra ID token when its
 		// adapter has one, else its call fails auth_error naming both variables.
 		return p, "", nil
@@ -426,19 +425,17 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	return nil, "", fmt.Errorf("No API key found for provider %q (set %s)", m.Provider, keyVar)
 }
 
-// keyVar returns the variable holding a provider's key and the provider's built-in base.
-func (r *run) keyVar(provider string) (string, string) {
-	if v, ok := weft.ProviderKeyEnv(provider); ok {
-		return v, provider
+// keyVar returns the variable holding a provider's key and the built-in provider it is, or that
+// a custom provider is based on.
+func (r *run) keyVar(provider string) (string, weft.ProviderInfo) {
+	if info, ok := weft.LookupProvider(provider); ok {
+		return info.KeyEnv, info
 	}
 	if cp, ok := r.e.reg.Provider(provider); ok {
-		if cp.APIKeyEnv != "" {
-			return cp.APIKeyEnv, cp.Base
-		}
-		v, _ := weft.ProviderKeyEnv(cp.Base)
-		return v, cp.Base
+		info, _ := weft.LookupProvider(cp.Base)
+		return orDefault(cp.APIKeyEnv, info.KeyEnv), info
 	}
-	return "", ""
+	return "", weft.ProviderInfo{}
 }
 
 // lookupKey resolves a provider key: thread env → user env → instance env → process env. An
@@ -467,14 +464,14 @@ func (r *run) providerKeys() []string {
 		e.procKeys = map[string]string{}
 		seen := map[string]bool{}
 		for _, m := range e.reg.Models() {
-			v, _ := r.keyVar(m.Provider)
+			v, base := r.keyVar(m.Provider)
 			if v == "" || seen[v] {
 				continue
 			}
 			seen[v] = true
 			vars := []string{v}
-			if v == "GOOGLE_API_KEY" {
-				vars = append(vars, "GEMINI_API_KEY")
+			if v == base.KeyEnv && base.AltKeyEnv != "" {
+				vars = append(vars, base.AltKeyEnv)
 			}
 			for _, v := range vars {
 				e.keyVars = append(e.keyVars, v)
