@@ -234,8 +234,9 @@ func (t Target) Role(e ToolEntry) string {
 }
 
 // Resolve finds what a tool entry names: with no forced kind a bare name resolves tool → prompt →
-// agent; a prefix (`tool:`, `prompt:`, …) forces the kind. Tools of MCP servers resolve when the server's allow-list names them,
-// or through an `mcp:SERVER[/TOOL]` entry (whose target's Name is "" for a whole server).
+// agent; a prefix (`tool:`, `prompt:`, …) forces the kind. Tools of MCP servers resolve when the
+// server's allow-list names them, or through an `mcp:SERVER[/TOOL]` entry (whose target's Name is
+// "" for a whole server).
 func (r *Registry) Resolve(e ToolEntry) (Target, bool) {
 	kinds := []EntryKind{EntryTool, EntryPrompt, EntryAgent}
 	if e.Kind != EntryAny {

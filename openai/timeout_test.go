@@ -17,11 +17,11 @@ import (
 	"github.com/weft-agents/weft/openai"
 )
 
-// TestEngineTimeoutsOverAdapter drives the engine through the real chat-completions adapter
-// against a streaming server that misbehaves on the first attempt: no first
-// chunk in time, or a stall after the first chunk. The engine classifies each as a timeout, logs
-// the attempt, skips in-place retries and the fallback model succeeds. A slow stream of tool-call argument deltas whose gaps stay
-// under the stall limit is not cut off: the adapter reports them as progress.
+// TestEngineTimeoutsOverAdapter drives the engine through the real chat-completions adapter against
+// a streaming server that misbehaves on the first attempt: no first chunk in time, or a stall after
+// the first chunk. The engine classifies each as a timeout, logs the attempt, skips in-place
+// retries and the fallback model succeeds. A slow stream of tool-call argument deltas whose gaps
+// stay under the stall limit is not cut off: the adapter reports them as progress.
 func TestEngineTimeoutsOverAdapter(t *testing.T) {
 	sse := func(w http.ResponseWriter, data string) {
 		fmt.Fprintf(w, "data: %s\n\n", data)

@@ -91,12 +91,12 @@ func engineScenarios() []engineScenario {
 	}
 }
 
-// RunEngine drives the engine through the adapter against a loopback server speaking the
-// provider's wire, checking the engine's retry and fallback rules: a 429 waits its Retry-After and retries, server errors
-// exhaust the model's attempts and go to its fallback, 529 is retried, an auth error is not
-// retried, an invalid request goes straight to the fallback, a malformed body is retried. Each
-// attempt has its log row; the key never appears in a stop error or a log row. Structured output
-// goes over the same wire (runStructured).
+// RunEngine drives the engine through the adapter against a loopback server speaking the provider's
+// wire, checking the engine's retry and fallback rules: a 429 waits its Retry-After and retries,
+// server errors exhaust the model's attempts and go to its fallback, 529 is retried, an auth error
+// is not retried, an invalid request goes straight to the fallback, a malformed body is retried.
+// Each attempt has its log row; the key never appears in a stop error or a log row. Structured
+// output goes over the same wire (runStructured).
 func RunEngine(t *testing.T, target Target, newProvider func(baseURL string) weft.Provider, f Fake) {
 	runStructured(t, target, newProvider, f)
 	for _, sc := range engineScenarios() {

@@ -118,10 +118,10 @@ func (s *Store) noThread(threadID string, err error) error {
 // tx is the weft.Tx of one Store.Tx call.
 //
 // Sequence numbers are assigned from counters read when the Tx first numbers a row; the Tx is the
-// only writer until it ends. The next message seq is one above the highest stored seq or threads.msg_seq, which
-// only records the seqs of deleted messages, so that inserting a message does not write the thread
-// row (one page less per commit). Calls and logs are numbered from threads.call_seq and log_seq,
-// stored once, before the commit, when they advanced.
+// only writer until it ends. The next message seq is one above the highest stored seq or
+// threads.msg_seq, which only records the seqs of deleted messages, so that inserting a message
+// does not write the thread row (one page less per commit). Calls and logs are numbered from
+// threads.call_seq and log_seq, stored once, before the commit, when they advanced.
 type tx struct {
 	s     *Store
 	w     *writer
