@@ -99,15 +99,25 @@ func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID
 		threadID, dbFlag, threadID, dbFlag)
 }
 
-// askApprovals asks, on a terminal, about each waiting call: y approves, e edits the arguments
-// first, anything else denies. It returns whether any decision was made.
-func askApprovals(ctx context.Context, in io.Reader, out io.Writer, eng *engine.Engine, threadID string, redact func(string) string) (bool, error) {
+// pendingRedacted lists the calls the thread waits for (its blocking subagents' included), their
+// arguments redacted.
+func pendingRedacted(ctx context.Context, eng *engine.Engine, threadID string, redact func(string) string) ([]weft.ToolCallRecord, error) {
 	pending, err := eng.PendingApprovals(ctx, threadID)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	for i := range pending {
 		pending[i].Arguments = redact(pending[i].Arguments)
+	}
+	return pending, nil
+}
+
+// askApprovals asks, on a terminal, about each waiting call: y approves, e edits the arguments
+// first, anything else denies. It returns whether any decision was made.
+func askApprovals(ctx context.Context, in io.Reader, out io.Writer, eng *engine.Engine, threadID string, redact func(string) string) (bool, error) {
+	pending, err := pendingRedacted(ctx, eng, threadID, redact)
+	if err != nil {
+		return false, err
 	}
 	q := &approvalQuestions{pending: pending, by: "cli"}
 	decided := false

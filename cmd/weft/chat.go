@@ -463,18 +463,11 @@ func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, e
 
 func (l *localChat) Approvals(ctx context.Context) ([]weft.ToolCallRecord, error) {
 	id := l.Thread()
-	pending, err := l.eng.PendingApprovals(ctx, id)
-	if err != nil || len(pending) == 0 {
-		return nil, err
-	}
 	redact, err := l.eng.Redactor(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	for i := range pending {
-		pending[i].Arguments = redact(pending[i].Arguments)
-	}
-	return pending, nil
+	return pendingRedacted(ctx, l.eng, id, redact)
 }
 
 func (l *localChat) Decide(ctx context.Context, callID string, d engine.Decision, emit func(engine.Event)) (bool, error) {
