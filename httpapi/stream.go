@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -78,10 +79,13 @@ func intOf(v any) (int, bool) {
 }
 
 // frame is an event as streams send it: its payload with type, thread and cursor added.
-func frame(ev engine.Event) []byte {
+func frame(ev engine.Event) []byte { return appendPayload(nil, ev) }
+
+// appendPayload appends frame(ev) to b.
+func appendPayload(b []byte, ev engine.Event) []byte {
 	if raw := ev.Encoded; len(raw) >= 2 && raw[0] == '{' && !overlaps(ev.Data) {
 		// The payload as the event log holds it, behind the event's own fields.
-		b := make([]byte, 0, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
+		b = slices.Grow(b, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
 		b = append(b, `{"type":`...)
 		b = appendJSONString(b, ev.Type)
 		b = append(b, `,"thread_id":`...)
@@ -104,8 +108,8 @@ func frame(ev engine.Event) []byte {
 	if seq := seqOf(ev); seq > 0 {
 		m["seq"] = seq
 	}
-	b, _ := json.Marshal(m)
-	return b
+	enc, _ := json.Marshal(m)
+	return append(b, enc...)
 }
 
 // appendJSONString appends s as a JSON string: as it is between quotes when it holds only
@@ -304,7 +308,7 @@ func appendFrame(b []byte, ev engine.Event) []byte {
 		b = strconv.AppendInt(b, seq, 10)
 	}
 	b = append(b, "\ndata: "...)
-	b = append(b, frame(ev)...)
+	b = appendPayload(b, ev)
 	return append(b, "\n\n"...)
 }
 
