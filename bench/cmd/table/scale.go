@@ -53,7 +53,7 @@ func scaleTable(ctx context.Context, dir string, count int) error {
 		concurrentThreads, count, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), host, time.Now().UTC().Format("2006-01-02"))
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "runner\tturns/s\tsteps/s\t× the floor\t")
-	floor := median(append([]float64(nil), rates[defs[0].Name]...))
+	floor := median(rates[defs[0].Name])
 	for _, d := range defs {
 		m := median(rates[d.Name])
 		ratio := ""
