@@ -455,6 +455,19 @@ func (e *Engine) emit(ev Event) {
 	}
 }
 
+// emitAll publishes a transaction's events: a subscriber is signalled once, with all of them
+// queued, so that it takes them in one batch.
+func (e *Engine) emitAll(evs []Event) {
+	if e.opt.OnEvent != nil {
+		for _, ev := range evs {
+			e.opt.OnEvent(ev)
+		}
+	}
+	if e.subs.n.Load() > 0 {
+		e.subs.publishAll(evs)
+	}
+}
+
 // transient tells the event types that are never recorded: streamed deltas, whose text the
 // message event that follows carries whole.
 func transient(typ string) bool { return typ == "message_chunk" || typ == "reasoning_chunk" }

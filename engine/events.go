@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -83,7 +84,43 @@ func (s *subscribers) publish(ev Event) {
 	s.mu.Unlock()
 }
 
+// publishAll is publish of several events that signals each subscriber once, after queueing
+// all of them.
+func (s *subscribers) publishAll(evs []Event) {
+	var woken []*subscription // a handful: a thread's own and its tree's
+	s.mu.Lock()
+	for _, ev := range evs {
+		if ev.RootID != "" {
+			for _, sub := range s.by[subKey{tree: true, id: ev.RootID}] {
+				sub.enqueue(ev)
+				woken = appendNew(woken, sub)
+			}
+		}
+		for _, sub := range s.by[subKey{id: ev.ThreadID}] {
+			sub.enqueue(ev)
+			woken = appendNew(woken, sub)
+		}
+	}
+	s.mu.Unlock()
+	for _, sub := range woken {
+		sub.wake()
+	}
+}
+
+func appendNew(list []*subscription, sub *subscription) []*subscription {
+	if slices.Contains(list, sub) {
+		return list
+	}
+	return append(list, sub)
+}
+
 func (sub *subscription) push(ev Event) {
+	sub.enqueue(ev)
+	sub.wake()
+}
+
+// enqueue queues an event without signalling.
+func (sub *subscription) enqueue(ev Event) {
 	sub.mu.Lock()
 	if sub.bounded && len(sub.queue) >= maxQueued {
 		sub.lagged = true
@@ -91,6 +128,10 @@ func (sub *subscription) push(ev Event) {
 		sub.queue = append(sub.queue, ev)
 	}
 	sub.mu.Unlock()
+}
+
+// wake signals the subscriber that events were queued.
+func (sub *subscription) wake() {
 	select {
 	case sub.signal <- struct{}{}:
 	default:
@@ -146,74 +187,142 @@ func (sub *subscription) take(spare []Event) (q []Event, lagged, poked bool) {
 // Live events are this process's; while Serve runs on a store that several processes share
 // (weft.Notifier), another process's committed events wake the subscription, which reads them
 // from the store.
+//
+// Subscribe is Follow read by an iterator; a consumer that waits on other things as well (a
+// stream's keep-alive timer) uses Follow.
 func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		t, err := e.store.Thread(ctx, threadID)
+		f, err := e.Follow(ctx, threadID, after)
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		sub := e.subs.add(subKey{id: threadID}, true)
-		defer e.subs.remove(sub)
-		last := after
-		// replay yields the recorded events after last; false when the consumer stopped.
-		replay := func() bool {
-			for {
-				recs, err := e.store.Events(ctx, threadID, last, 500)
-				if err != nil {
-					if ctx.Err() == nil {
-						yield(Event{}, err)
-					}
-					return false
-				}
-				for _, rec := range recs {
-					last = rec.Seq
-					if !yield(eventOf(rec, rootOf(t)), nil) {
-						return false
-					}
-				}
-				if len(recs) < 500 {
-					return true
-				}
-			}
-		}
-		if !replay() {
-			return
-		}
-		var q []Event
+		defer f.Close()
+		var batch []Event
 		for {
 			select {
-			case <-sub.signal:
+			case <-f.Ready():
 			case <-ctx.Done():
 				return
 			}
-			var lagged, poked bool
-			q, lagged, poked = sub.take(q)
-			if (lagged || poked) && !replay() {
-				return
-			}
-			for _, ev := range q {
-				switch {
-				case ev.Seq == 0:
-					if !lagged && !yield(ev, nil) {
-						return
-					}
-				case ev.Seq <= last:
-					// Replayed already.
-				case ev.Seq == last+1:
-					last = ev.Seq
-					if !yield(ev, nil) {
-						return
-					}
-				default:
-					// Events between were committed but not seen here: read them.
-					if !replay() {
-						return
-					}
+			batch, err = f.Next(ctx, batch[:0])
+			for _, ev := range batch {
+				if !yield(ev, nil) {
+					return
 				}
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(Event{}, err)
+				}
+				return
 			}
 		}
 	}
+}
+
+// A Feed is a subscription to a thread's events that its consumer pulls: Ready is signalled when
+// events may be waiting and Next takes them without blocking, so that a consumer selects on its
+// feed beside its own channels with no goroutine in between, and takes what a transaction
+// published in one batch. It gives what Subscribe yields, in the same order, exactly once.
+type Feed struct {
+	e        *Engine
+	sub      *subscription
+	threadID string
+	root     string
+	last     int64 // the Seq of the last recorded event given
+	// behind: recorded events may be in the store and not given (the start, a lag, a gap, another
+	// process's commit); Next reads a page of them before anything live.
+	behind bool
+	q      []Event // the batch of the previous take, reused
+}
+
+// replayPage bounds the recorded events one Next reads from the store.
+const replayPage = 500
+
+// Follow starts a Feed of a thread's events after the cursor after (see Subscribe). Its Ready
+// channel is signalled at once: the first Next gives the recorded events after the cursor. Close
+// it when done.
+func (e *Engine) Follow(ctx context.Context, threadID string, after int64) (*Feed, error) {
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	f := &Feed{e: e, sub: e.subs.add(subKey{id: threadID}, true), threadID: threadID, root: rootOf(t), last: after, behind: true}
+	f.wake()
+	return f, nil
+}
+
+// Ready is signalled when Next may have events to give.
+func (f *Feed) Ready() <-chan struct{} { return f.sub.signal }
+
+// Close ends the subscription.
+func (f *Feed) Close() { f.e.subs.remove(f.sub) }
+
+// wake signals Ready (a page of the store remains to be read).
+func (f *Feed) wake() { f.sub.wake() }
+
+// Next appends to dst the events waiting, without blocking: the recorded ones after the cursor
+// first (a page at a time; Ready stays signalled while more remain), then the live ones. An error
+// is the store's, and dst then holds the events given before it; the feed may be asked again.
+func (f *Feed) Next(ctx context.Context, dst []Event) ([]Event, error) {
+	var lagged, poked bool
+	f.q, lagged, poked = f.sub.take(f.q)
+	if lagged || poked {
+		f.behind = true
+	}
+	if f.behind {
+		// The queue just taken was published after its events were committed, so the page read
+		// now holds every recorded event in it.
+		var more bool
+		var err error
+		if dst, more, err = f.page(ctx, dst); err != nil || more {
+			return dst, err
+		}
+	}
+	for _, ev := range f.q {
+		switch {
+		case ev.Seq == 0:
+			if !lagged {
+				dst = append(dst, ev)
+			}
+		case ev.Seq <= f.last:
+			// Given already.
+		case ev.Seq == f.last+1:
+			f.last = ev.Seq
+			dst = append(dst, ev)
+		default:
+			// Events between were committed and not seen here: read them from the store.
+			f.behind = true
+			var more bool
+			var err error
+			if dst, more, err = f.page(ctx, dst); err != nil || more {
+				return dst, err
+			}
+		}
+	}
+	return dst, nil
+}
+
+// page appends the next page of recorded events after the cursor; more reports a full page (the
+// rest of the queue taken is then stale: its recorded events come with the next pages, its
+// deltas are behind the stream).
+func (f *Feed) page(ctx context.Context, dst []Event) (_ []Event, more bool, _ error) {
+	recs, err := f.e.store.Events(ctx, f.threadID, f.last, replayPage)
+	if err != nil {
+		f.wake() // still behind: ask again
+		return dst, false, err
+	}
+	for _, rec := range recs {
+		f.last = rec.Seq
+		dst = append(dst, eventOf(rec, f.root))
+	}
+	if len(recs) == replayPage {
+		f.wake()
+		return dst, true, nil
+	}
+	f.behind = false
+	return dst, false, nil
 }
 
 // eventOf decodes a recorded event.

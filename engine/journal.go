@@ -105,8 +105,8 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 		j.outboxMu.Unlock()
 		for i := range pending {
 			pending[i].Seq = recs[i].Seq
-			j.e.emit(pending[i])
 		}
+		j.e.emitAll(pending)
 	}
 	if err != nil {
 		return nil, err

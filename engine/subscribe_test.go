@@ -223,3 +223,98 @@ func TestSubscribeReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedPagesAndLag: a Feed gives a long history a page at a time with Ready signalled until
+// it is all given, and a consumer that stopped reading while thousands of events were published
+// (its queue overflowed) still receives every recorded event once and in order, then live ones.
+func TestFeedPagesAndLag(t *testing.T) {
+	ctx := context.Background()
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Options{Registry: lookupRegistry(), Store: st, Override: lookupModel, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// drain takes batches while Ready is signalled and checks the cursors run on without a gap.
+	drain := func(f *engine.Feed, last *int64) (batches int) {
+		t.Helper()
+		for {
+			select {
+			case <-f.Ready():
+			default:
+				return batches
+			}
+			evs, err := f.Next(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches++
+			for _, ev := range evs {
+				if ev.Seq == 0 {
+					continue
+				}
+				if ev.Seq != *last+1 {
+					t.Fatalf("event %d after %d", ev.Seq, *last)
+				}
+				*last = ev.Seq
+			}
+		}
+	}
+	recorded := func() (last int64) { // the newest event's seq, read a page at a time
+		for {
+			recs, err := st.Events(ctx, th.ID, last, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == 0 {
+				return last
+			}
+			last = recs[len(recs)-1].Seq
+		}
+	}
+
+	turns(100) // over two pages of events
+	total := recorded()
+	if total <= 1000 {
+		t.Fatalf("only %d events recorded", total)
+	}
+	f, err := eng.Follow(ctx, th.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if n := drain(f, &last); last != total || n < 3 {
+		t.Fatalf("replay gave up to %d of %d in %d batches", last, total, n)
+	}
+	// Not read while its queue overflows.
+	turns(400)
+	total = recorded()
+	if total-last <= 4096 {
+		t.Fatalf("only %d events behind", total-last)
+	}
+	drain(f, &last)
+	if last != total {
+		t.Fatalf("after the lag: up to %d of %d", last, total)
+	}
+	// Then live again.
+	turns(1)
+	drain(f, &last)
+	if total = recorded(); last != total {
+		t.Fatalf("live: up to %d of %d", last, total)
+	}
+	f.Close()
+}

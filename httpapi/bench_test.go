@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -44,7 +45,9 @@ type benchServer struct {
 	store *sqlite.Store
 	srv   *httptest.Server
 	key   string
-	http  *http.Client
+	// http posts; streams holds the SSE connections. Apart, as in a browser, so that a stream
+	// the client ends (which closes its connection) never takes the connection posts reuse.
+	http, streams *http.Client
 }
 
 func newBenchServer(b *testing.B) *benchServer {
@@ -64,7 +67,8 @@ func newBenchServer(b *testing.B) *benchServer {
 		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 64})
 	}()
 	s := &benchServer{eng: eng, store: st, key: "wft_admin_key_for_benchmarks",
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}}}
+		http:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}}}
 	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, AdminKey: s.key, Version: "bench"})
 	api.SetReady(true)
 	s.srv = httptest.NewServer(api.Handler())
@@ -85,6 +89,8 @@ func (s *benchServer) post(b *testing.B, path, body string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Read to its end, as a client does, so that the connection is reused.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		b.Fatalf("POST %s: %d", path, resp.StatusCode)
@@ -96,7 +102,7 @@ func (s *benchServer) post(b *testing.B, path, body string) {
 func (s *benchServer) stream(b *testing.B, ctx context.Context, threadID string) <-chan struct{} {
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.srv.URL+"/api/threads/"+threadID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+s.key)
-	resp, err := s.http.Do(req)
+	resp, err := s.streams.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync"
 
 	"github.com/weft-agents/weft/engine"
@@ -20,32 +19,42 @@ var ErrSlowSubscriber = errors.New("the subscriber fell too far behind")
 // Publish never blocks.
 type Hub struct {
 	mu   sync.Mutex
-	subs map[*hubSub]struct{}
+	subs map[*hubFeed]struct{}
 }
 
-type hubSub struct {
+// hubFeed is one subscriber's queue, pulled like an engine.Feed.
+type hubFeed struct {
+	h       *Hub
 	match   func(engine.Event) bool
-	ch      chan engine.Event
-	dropped chan struct{}
-	once    sync.Once
+	mu      sync.Mutex
+	queue   []engine.Event
+	spare   []engine.Event // the batch Next gave last, emptied: the next queue (only Next uses it)
+	dropped bool
+	signal  chan struct{} // capacity 1: events were queued (or the feed dropped) since the last Next
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: map[*hubSub]struct{}{}} }
+func NewHub() *Hub { return &Hub{subs: map[*hubFeed]struct{}{}} }
 
 // Publish hands an event to every matching subscriber; one that is full is dropped.
 func (h *Hub) Publish(ev engine.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs {
-		if !s.match(ev) {
+	for f := range h.subs {
+		if !f.match(ev) {
 			continue
 		}
+		f.mu.Lock()
+		if len(f.queue) >= hubBuffer {
+			f.dropped = true
+			delete(h.subs, f)
+		} else {
+			f.queue = append(f.queue, ev)
+		}
+		f.mu.Unlock()
 		select {
-		case s.ch <- ev:
+		case f.signal <- struct{}{}:
 		default:
-			s.once.Do(func() { close(s.dropped) })
-			delete(h.subs, s)
 		}
 	}
 }
@@ -57,41 +66,35 @@ func (h *Hub) Len() int {
 	return len(h.subs)
 }
 
-// Watch yields the events match accepts until ctx ends (no error) or the subscriber falls behind
-// (ErrSlowSubscriber).
-func (h *Hub) Watch(ctx context.Context, match func(engine.Event) bool) iter.Seq2[engine.Event, error] {
-	return func(yield func(engine.Event, error) bool) {
-		s := &hubSub{match: match, ch: make(chan engine.Event, hubBuffer), dropped: make(chan struct{})}
-		h.mu.Lock()
-		h.subs[s] = struct{}{}
-		h.mu.Unlock()
-		defer func() {
-			h.mu.Lock()
-			delete(h.subs, s)
-			h.mu.Unlock()
-		}()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev := <-s.ch:
-				if !yield(ev, nil) {
-					return
-				}
-			case <-s.dropped:
-				// Deliver what was buffered before the drop, then end.
-				for {
-					select {
-					case ev := <-s.ch:
-						if !yield(ev, nil) {
-							return
-						}
-					default:
-						yield(engine.Event{}, ErrSlowSubscriber)
-						return
-					}
-				}
-			}
-		}
+// follow subscribes to the events match accepts; Close the feed when done.
+func (h *Hub) follow(match func(engine.Event) bool) *hubFeed {
+	f := &hubFeed{h: h, match: match, signal: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.subs[f] = struct{}{}
+	h.mu.Unlock()
+	return f
+}
+
+func (f *hubFeed) Ready() <-chan struct{} { return f.signal }
+
+// Next appends the queued events to dst; once they are given, a feed that fell behind ends with
+// ErrSlowSubscriber.
+func (f *hubFeed) Next(_ context.Context, dst []engine.Event) ([]engine.Event, error) {
+	f.mu.Lock()
+	q, dropped := f.queue, f.dropped
+	f.queue = f.spare[:0]
+	f.mu.Unlock()
+	dst = append(dst, q...)
+	clear(q)
+	f.spare = q
+	if dropped {
+		return dst, ErrSlowSubscriber
 	}
+	return dst, nil
+}
+
+func (f *hubFeed) Close() {
+	f.h.mu.Lock()
+	delete(f.h.subs, f)
+	f.h.mu.Unlock()
 }

@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"iter"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -16,10 +15,19 @@ import (
 	"github.com/weft-agents/weft/engine"
 )
 
-// EventSource yields a thread's events with a cursor above after — the stored ones first, then
-// live ones — in order, until ctx ends or the source fails.
+// EventSource follows a thread's events with a cursor above after — the stored ones first, then
+// live ones — in order (engine.Engine.Follow).
 type EventSource interface {
-	Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error]
+	Follow(ctx context.Context, threadID string, after int64) (Feed, error)
+}
+
+// A Feed is a subscription a stream pulls (engine.Feed is one): Ready is signalled when Next may
+// have events, Next appends them without blocking, and an error from Next ends the stream after
+// the events given with it.
+type Feed interface {
+	Ready() <-chan struct{}
+	Next(ctx context.Context, dst []engine.Event) ([]engine.Event, error)
+	Close()
 }
 
 // Options configure a Server.
@@ -131,8 +139,12 @@ func (s *Server) Handler() http.Handler { return s.logRequests(s.mux) }
 // engineEvents subscribes through the server's current engine.
 type engineEvents struct{ s *Server }
 
-func (e engineEvents) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[engine.Event, error] {
-	return e.s.engine().Subscribe(ctx, threadID, after)
+func (e engineEvents) Follow(ctx context.Context, threadID string, after int64) (Feed, error) {
+	f, err := e.s.engine().Follow(ctx, threadID, after)
+	if err != nil {
+		return nil, err // not a nil *engine.Feed in a non-nil Feed
+	}
+	return f, nil
 }
 
 func (s *Server) engine() *engine.Engine {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -139,35 +138,6 @@ func overlaps(data map[string]any) bool {
 // maxBatch bounds the bytes of the frames written with one flush.
 const maxBatch = 64 << 10
 
-// pumpBuffer is how many events a stream's source may run ahead of its writer: a step's burst is
-// then written with one flush.
-const pumpBuffer = 64
-
-// pump runs a subscription in its own goroutine, handing events over ch until ctx ends; the
-// goroutine ends with ctx (the subscription honours it), and err reports why the source ended.
-func pump(ctx context.Context, seq func(yield func(engine.Event, error) bool)) (<-chan engine.Event, <-chan error) {
-	ch := make(chan engine.Event, pumpBuffer)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(ch)
-		var end error
-		seq(func(ev engine.Event, err error) bool {
-			if err != nil {
-				end = err
-				return false
-			}
-			select {
-			case ch <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		})
-		errc <- end
-	}()
-	return ch, errc
-}
-
 // cursorOf reads the resume cursor: Last-Event-ID for SSE, else ?after=.
 func cursorOf(r *http.Request) (int64, error) {
 	v := r.Header.Get("Last-Event-ID")
@@ -201,8 +171,12 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
-	events, errc := pump(ctx, s.events.Subscribe(ctx, t.ID, after))
-	return s.serveSSE(ctx, w, r, events, errc, f.keep)
+	feed, err := s.events.Follow(ctx, t.ID, after)
+	if err != nil {
+		return err
+	}
+	defer feed.Close()
+	return s.serveSSE(ctx, w, r, feed, f.keep)
 }
 
 // globalSSE streams thread_created, thread_updated and thread_deleted of the threads the caller
@@ -212,18 +186,8 @@ func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal)
 	defer cancel()
 	kinds := map[string]bool{"thread_created": true, "thread_updated": true, "thread_deleted": true,
 		"run_started": true, "run_stopped": true}
-	watch := s.opt.Hub.Watch(ctx, func(ev engine.Event) bool { return kinds[ev.Type] })
-	renamed := func(yield func(engine.Event, error) bool) {
-		for ev, err := range watch {
-			if ev.Type == "run_started" || ev.Type == "run_stopped" {
-				ev = engine.Event{Type: "thread_updated", ThreadID: ev.ThreadID, RootID: ev.RootID}
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
-	events, errc := pump(ctx, renamed)
+	feed := s.opt.Hub.follow(func(ev engine.Event) bool { return kinds[ev.Type] })
+	defer feed.Close()
 	visible := func(ev engine.Event) bool {
 		if p.admin {
 			return true
@@ -234,12 +198,27 @@ func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal)
 		_, err := s.visibleThread(ctx, p, ev.ThreadID)
 		return err == nil
 	}
-	return s.serveSSE(ctx, w, r, events, errc, visible)
+	return s.serveSSE(ctx, w, r, renamed{feed}, visible)
+}
+
+// renamed gives a run starting or stopping as an update of its thread.
+type renamed struct{ *hubFeed }
+
+func (f renamed) Next(ctx context.Context, dst []engine.Event) ([]engine.Event, error) {
+	n := len(dst)
+	dst, err := f.hubFeed.Next(ctx, dst)
+	for i := n; i < len(dst); i++ {
+		if ev := dst[i]; ev.Type == "run_started" || ev.Type == "run_stopped" {
+			dst[i] = engine.Event{Type: "thread_updated", ThreadID: ev.ThreadID, RootID: ev.RootID}
+		}
+	}
+	return dst, err
 }
 
 // serveSSE writes events as SSE frames with a ping comment every PingInterval, until the client
-// goes, the source ends, or a write fails.
-func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, events <-chan engine.Event, errc <-chan error, keep func(engine.Event) bool) error {
+// goes, the feed fails, or a write fails. What a transaction published goes out in one write and
+// one flush.
+func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, feed Feed, keep func(engine.Event) bool) error {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -258,6 +237,7 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return rc.Flush() == nil
 	}
+	var evs []engine.Event
 	var b []byte
 	for {
 		select {
@@ -267,32 +247,30 @@ func (s *Server) serveSSE(ctx context.Context, w http.ResponseWriter, r *http.Re
 			if !write([]byte(": ping\n\n")) {
 				return nil
 			}
-		case ev, ok := <-events:
-			// The events already waiting go out with this one, in one write and one flush.
+		case <-feed.Ready():
+			var err error
+			evs, err = feed.Next(ctx, evs[:0])
 			b = b[:0]
-			for more := true; more; {
-				if !ok {
-					if len(b) > 0 {
-						write(b)
-					}
-					if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
-						s.log.Info("stream ended", "path", r.URL.Path, "error", err)
-					}
-					return nil
+			for _, ev := range evs {
+				if !keep(ev) {
+					continue
 				}
-				if keep(ev) {
-					b = appendFrame(b, ev)
-				}
+				b = appendFrame(b, ev)
 				if len(b) >= maxBatch {
-					break
-				}
-				select {
-				case ev, ok = <-events:
-				default:
-					more = false
+					if !write(b) {
+						return nil
+					}
+					b = b[:0]
 				}
 			}
+			clear(evs)
 			if len(b) > 0 && !write(b) {
+				return nil
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Info("stream ended", "path", r.URL.Path, "error", err)
+				}
 				return nil
 			}
 		}
@@ -361,12 +339,18 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 			}
 		}
 	}()
-	events, errc := pump(ctx, s.events.Subscribe(ctx, t.ID, after))
+	feed, err := s.events.Follow(ctx, t.ID, after)
+	if err != nil {
+		c.Close(websocket.StatusInternalError, "the thread's events could not be read")
+		return nil
+	}
+	defer feed.Close()
 	send := func(b []byte) bool {
 		wctx, wcancel := context.WithTimeout(ctx, s.opt.WriteTimeout)
 		defer wcancel()
 		return c.Write(wctx, websocket.MessageText, b) == nil
 	}
+	var evs []engine.Event
 	for {
 		select {
 		case <-ctx.Done():
@@ -381,16 +365,17 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 			if !send([]byte(`{"type":"pong"}`)) {
 				return nil
 			}
-		case ev, ok := <-events:
-			if !ok {
-				if err := <-errc; err != nil {
-					c.Close(websocket.StatusTryAgainLater, "the stream fell behind; reconnect with ?after=")
-				} else {
-					c.Close(websocket.StatusNormalClosure, "")
+		case <-feed.Ready():
+			var err error
+			evs, err = feed.Next(ctx, evs[:0])
+			for _, ev := range evs {
+				if f.keep(ev) && !send(frame(ev)) {
+					return nil
 				}
-				return nil
 			}
-			if f.keep(ev) && !send(frame(ev)) {
+			clear(evs)
+			if err != nil {
+				c.Close(websocket.StatusTryAgainLater, "the stream's events could not be read; reconnect with ?after=")
 				return nil
 			}
 		}
