@@ -131,7 +131,12 @@ type RunStore interface {
 	// AcquireLease does (ErrLeaseHeld if another node holds it) and returns everything a run loads:
 	// the thread, its run state, its top-level messages (all statuses), its queued messages, and
 	// the env values of the thread, of its user (when UserID is set) and of the instance.
-	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (Fence, *RunStart, error)
+	//
+	// push, when set, is queued first in the same transaction, exactly as PushQueue queues it (a
+	// caller about to run the thread saves a commit): it is then among RunStart.Queued, and it
+	// stays queued when the lease is held elsewhere (ErrLeaseHeld), for the holder's run. A thread
+	// that refuses it (ErrTerminated) is left as it was: no message queued, no lease taken.
+	BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *QueuedMessage) (Fence, *RunStart, error)
 	// ExecState returns the thread's run-state documents by key.
 	ExecState(ctx context.Context, threadID string) (map[string]json.RawMessage, error)
 

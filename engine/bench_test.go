@@ -89,9 +89,9 @@ func (s *timedStore) AcquireLease(ctx context.Context, id, node string, ttl time
 	defer s.since(time.Now())
 	return s.Store.AcquireLease(ctx, id, node, ttl)
 }
-func (s *timedStore) BeginRun(ctx context.Context, id, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+func (s *timedStore) BeginRun(ctx context.Context, id, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
 	defer s.since(time.Now())
-	return s.Store.BeginRun(ctx, id, node, ttl)
+	return s.Store.BeginRun(ctx, id, node, ttl, push)
 }
 func (s *timedStore) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	defer s.since(time.Now())

@@ -87,15 +87,25 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
 	root := rootOf(t)
 	trigger := "continue"
+	var push *weft.QueuedMessage // queued by the run's first transaction
 	if in.Message != nil {
-		if _, err := e.enqueue(ctx, t.ID, *in.Message); err != nil {
+		q, err := e.queued(ctx, t.ID, *in.Message)
+		if err != nil {
 			return err
+		}
+		if len(in.Message.Attachments) > 0 {
+			// Queued with its files, in a transaction of their own.
+			if err := e.push(ctx, q, in.Message.Attachments); err != nil {
+				return err
+			}
+		} else {
+			push = q
 		}
 		trigger = "message"
 	} else if t.Status == weft.ThreadTerminated {
 		return fmt.Errorf("thread %s: %w", t.ID, weft.ErrTerminated)
 	}
-	if _, err := e.run(ctx, t.ID, trigger, in.Side); err != nil {
+	if _, err := e.runPush(ctx, t.ID, trigger, in.Side, push); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -545,7 +545,7 @@ func TestServeResumesAfterDeadLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A process took the thread and died: its lease stays valid for ttl.
-	if _, _, err := st.BeginRun(ctx, th.ID, "dead-node", ttl); err != nil {
+	if _, _, err := st.BeginRun(ctx, th.ID, "dead-node", ttl, nil); err != nil {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithCancel(ctx)

@@ -317,51 +317,68 @@ func (e *Engine) checkThreadLength(ctx context.Context, threadID string) error {
 
 // enqueue queues a message without waking anyone.
 func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
+	q, err := e.queued(ctx, threadID, m)
+	if err != nil {
+		return "", err
+	}
+	if err := e.push(ctx, q, m.Attachments); err != nil {
+		return "", err
+	}
+	return q.ID, nil
+}
+
+// queued checks a posted message and returns it as the queue will hold it (not yet queued).
+func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage) (*weft.QueuedMessage, error) {
 	if m.Role == "" {
 		m.Role = weft.RoleUser
 	}
 	switch m.Role {
 	case weft.RoleUser, weft.RoleAssistant, weft.RoleSystem:
 	default:
-		return "", weft.Errorf(weft.EInvalid, "a posted message's role is user, assistant or system, not %q", m.Role)
+		return nil, weft.Errorf(weft.EInvalid, "a posted message's role is user, assistant or system, not %q", m.Role)
 	}
 	if m.Content == "" && len(m.Attachments) == 0 {
-		return "", weft.Errorf(weft.EInvalid, "a message needs content or attachments")
+		return nil, weft.Errorf(weft.EInvalid, "a message needs content or attachments")
 	}
 	if err := weft.CheckNewMessage(m); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := e.checkThreadLength(ctx, threadID); err != nil {
-		return "", err
+		return nil, err
 	}
+	return &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
+		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}, nil
+}
+
+// push queues q (with the files it attaches, stored first) and marks a run of the thread in this
+// engine, which takes it at its next boundary.
+func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []weft.ToolAttachment) error {
 	// PushQueue refuses an unknown or terminated thread atomically. A message with attachments is
 	// queued in the transaction that writes its files: a crash or a refusal leaves neither.
-	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
-		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
-	if len(m.Attachments) > 0 {
-		t, err := e.store.Thread(ctx, threadID)
+	if len(attachments) > 0 {
+		t, err := e.store.Thread(ctx, q.ThreadID)
 		if err != nil {
-			return "", err
+			return err
 		}
 		st := &threadState{e: e, thread: t}
-		_, err = st.storeAttachmentsThen(ctx, m.Attachments, func(tx weft.Tx, atts []weft.Attachment) error {
+		_, err = st.storeAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
 			q.Attachments = atts
 			return tx.PushQueue(q)
 		})
 		if err != nil {
-			return "", err
+			return err
 		}
 	} else if err := e.store.PushQueue(ctx, q); err != nil {
-		return "", err
+		return err
 	}
 	// A run of the thread in this engine takes the message at its next boundary, or is followed
 	// by another run (runOnce checks the mark once it is no longer registered).
 	e.mu.Lock()
-	if o := e.owners[threadID]; o != nil && o.run != nil {
+	if o := e.owners[q.ThreadID]; o != nil && o.run != nil {
 		o.run.pushed.Store(true)
 	}
 	e.mu.Unlock()
-	return q.ID, nil
+	return nil
 }
 
 // Terminate stops a thread for good: its run is stopped, its status becomes terminated, and it

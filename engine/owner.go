@@ -107,6 +107,31 @@ func (e *Engine) acquire(ctx context.Context, threadID string) (context.Context,
 		e.mu.Unlock()
 		return nil, nil, context.Cause(ctx)
 	}
+	held, release := e.holding(ctx, threadID, o)
+	return held, release, nil
+}
+
+// tryAcquire is acquire when the turn is free; ok is false, with nothing held, when it is not.
+func (e *Engine) tryAcquire(ctx context.Context, threadID string) (_ context.Context, _ func(), ok bool, _ error) {
+	if holds(ctx, threadID) {
+		return nil, nil, false, fmt.Errorf("thread %s: %w", threadID, errReentrant)
+	}
+	e.mu.Lock()
+	o := e.ownerOf(threadID)
+	select {
+	case o.turn <- struct{}{}:
+		o.refs++
+		e.mu.Unlock()
+	default:
+		e.mu.Unlock()
+		return nil, nil, false, nil
+	}
+	held, release := e.holding(ctx, threadID, o)
+	return held, release, true, nil
+}
+
+// holding returns ctx marked as holding the thread's turn, and the function giving the turn back.
+func (e *Engine) holding(ctx context.Context, threadID string, o *owner) (context.Context, func()) {
 	prev, _ := ctx.Value(turnKey{}).(*heldSet)
 	held := context.WithValue(ctx, turnKey{}, &heldSet{id: threadID, next: prev})
 	return held, func() {
@@ -115,7 +140,7 @@ func (e *Engine) acquire(ctx context.Context, threadID string) (context.Context,
 		o.refs--
 		e.dropIfUnused(threadID, o)
 		e.mu.Unlock()
-	}, nil
+	}
 }
 
 // wake asks for a pass over the thread: one worker of this process runs it while it has work
@@ -199,7 +224,7 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 			return
 		}
 	}
-	_, err = e.runHeld(ctx, threadID, trigger, side)
+	_, err = e.runHeld(ctx, threadID, trigger, side, nil)
 	switch {
 	case err == nil:
 	case errors.Is(err, weft.ErrLeaseHeld):

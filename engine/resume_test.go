@@ -253,11 +253,11 @@ func (s *deadStore) PushQueue(ctx context.Context, q *weft.QueuedMessage) error 
 	}
 	return s.crashStore.PushQueue(ctx, q)
 }
-func (s *deadStore) BeginRun(ctx context.Context, id, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+func (s *deadStore) BeginRun(ctx context.Context, id, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
 	if s.dead() {
 		return weft.Fence{}, nil, errCrashed
 	}
-	return s.crashStore.BeginRun(ctx, id, node, ttl)
+	return s.crashStore.BeginRun(ctx, id, node, ttl, push)
 }
 
 // TestNonBlockingSubagentRecoverAfterCrash kills the process after every commit of a parent that

@@ -85,19 +85,40 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 }
 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
-	held, release, err := e.acquire(ctx, threadID)
+	return e.runPush(ctx, threadID, trigger, side, nil)
+}
+
+// runPush is run that first queues push (from queued, when not nil). When the thread's turn is
+// free the message is queued by the transaction that starts the run, saving a commit; else it is
+// queued at once, for a run of the thread in this engine to take at its next boundary, and the
+// run waits for the turn.
+func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *weft.QueuedMessage) (*RunResult, error) {
+	held, release, ok, err := e.tryAcquire(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
+	if !ok {
+		if push != nil {
+			if err := e.push(ctx, push, nil); err != nil {
+				return nil, err
+			}
+			push = nil
+		}
+		if held, release, err = e.acquire(ctx, threadID); err != nil {
+			return nil, err
+		}
+	}
 	defer release()
-	return e.runHeld(held, threadID, trigger, side)
+	return e.runHeld(held, threadID, trigger, side, push)
 }
 
-// runHeld is run for a caller holding the thread's turn (acquire).
-func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
+// runHeld is run for a caller holding the thread's turn (acquire); push, when not nil, is queued
+// by the first run's BeginRun.
+func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side, push *weft.QueuedMessage) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
-		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side)
+		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side, push)
+		push = nil
 		res.LastLineRedactions += hits
 		if errors.Is(err, errNothingQueued) || (i > 0 && errors.Is(err, weft.ErrLeaseHeld)) {
 			// A follow-up run taken by another process drains the queue there.
@@ -163,8 +184,8 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 // more reports messages queued that the run did not take: seen by its last transaction, or pushed
 // by Send while the run was registered (checked once it no longer is, so that a Send either marks
 // the run or finds it gone and leaves the message to its caller's Run).
-func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side) (_ weft.StopInfo, _ int, more bool, _ error) {
-	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL)
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side, push *weft.QueuedMessage) (_ weft.StopInfo, _ int, more bool, _ error) {
+	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, push)
 	if err != nil {
 		return weft.StopInfo{}, 0, false, err
 	}

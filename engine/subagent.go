@@ -318,9 +318,9 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	var res *RunResult
 	switch {
 	case len(q) > 0:
-		res, err = e.runHeld(held, child.ID, "message", "")
+		res, err = e.runHeld(held, child.ID, "message", "", nil)
 	case resume && (t.Status == weft.ThreadRunning || t.Status == weft.ThreadAwaitingApproval):
-		res, err = e.runHeld(held, child.ID, "continue", "")
+		res, err = e.runHeld(held, child.ID, "continue", "", nil)
 	}
 	if err != nil {
 		return weft.StopInfo{}, err
@@ -492,7 +492,7 @@ func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool)
 		}
 		trigger = "continue" // a run a crash interrupted, or one whose calls were decided
 	}
-	info, _, _, err := e.runOnce(held, child.ID, trigger, "")
+	info, _, _, err := e.runOnce(held, child.ID, trigger, "", nil)
 	switch {
 	case errors.Is(err, errNothingQueued), errors.Is(err, weft.ErrLeaseHeld):
 		// Taken by a run of another process, which reports it.

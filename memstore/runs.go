@@ -55,8 +55,20 @@ func (s *Store) acquire(th *thread, threadID, node string, ttl time.Duration) (w
 // BeginRun takes the thread's lease for node as AcquireLease does and returns, read under the
 // thread's lock together with the lease, the thread, its run state, its top-level messages, its
 // queue and the env values of the thread, its user (when UserID is set) and the instance, all
-// copies. An unknown thread is ErrNotFound; nothing is taken when it fails.
-func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+// copies. An unknown thread is ErrNotFound; nothing is taken when it fails. push is queued first
+// (see weft.Store).
+func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	if push != nil {
+		// Two steps are one here: no process survives between them, and a run that takes the
+		// lease meanwhile finds the message queued, as it would after the push's commit.
+		if err := s.PushQueue(ctx, push); err != nil {
+			return weft.Fence{}, nil, err
+		}
+	}
+	return s.beginRun(ctx, threadID, node, ttl)
+}
+
+func (s *Store) beginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
 	if err := ctx.Err(); err != nil {
 		return weft.Fence{}, nil, err
 	}

@@ -53,6 +53,10 @@ func (s *Store) leaseRefused(ctx context.Context, threadID string) error {
 // taken again. The run's next step transaction, which does wait, makes it durable anyway.
 const asyncCommit = "SET LOCAL synchronous_commit = off"
 
+// qRefuseTerminated fails (casting the status to a number) when the thread is terminated: an
+// error raised in the server, which aborts the transaction the statement is in.
+const qRefuseTerminated = `SELECT CASE WHEN status = 'terminated' THEN status::int END FROM threads WHERE id = $1 FOR UPDATE`
+
 // leaseTx runs one lease statement in an asynchronously committed transaction (one round trip)
 // and returns the rows it changed.
 func (s *Store) leaseTx(ctx context.Context, sql string, args ...any) (int64, error) {
@@ -93,8 +97,16 @@ func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
 // BeginRun takes the thread's lease for node as AcquireLease does and returns, read in the same
 // transaction, the thread, its run state, its top-level messages, its queue and the env values of
 // the thread, its user (when UserID is set) and the instance. An unknown thread is ErrNotFound;
-// nothing is taken when it fails.
-func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+// nothing is taken when it fails. push is queued first, in the same round trip (see weft.Store).
+func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	var pushDoc []byte
+	if push != nil {
+		storecontract.PrepareQueued(push, s.nowUTC)
+		var err error
+		if pushDoc, err = encodeQueued(push); err != nil {
+			return weft.Fence{}, nil, err
+		}
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
@@ -106,7 +118,20 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	// sealed with another key) gives the lease back.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(asyncCommit)
+	refused := false // the push inserted nothing: the thread is terminated or missing
+	if push == nil {
+		b.Queue(asyncCommit) // a lease alone is recoverable: it expires
+	} else {
+		// The message must be durable once BeginRun returns: this commit waits for its flush.
+		// A terminated thread must fail in the server, so that the transaction aborts: the
+		// statements after it are already sent, and a COMMIT would take the lease.
+		b.Queue(qRefuseTerminated, threadID)
+		b.Queue(qPushQueue, push.ThreadID, pushDoc).QueryRow(func(r pgx.Row) error {
+			err := r.Scan(&push.Seq)
+			refused = errors.Is(err, pgx.ErrNoRows) // an unknown thread
+			return err
+		})
+	}
 	var doc []byte
 	var owner string
 	b.Queue("SELECT doc, lease_owner FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
@@ -167,6 +192,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	})
 	b.Queue("COMMIT")
 	err = conn.SendBatch(ctx, b).Close()
+	if pe := (*pgconn.PgError)(nil); push != nil && errors.As(err, &pe) && pe.Code == "22P02" { // invalid_text_representation
+		refused = true // qRefuseTerminated
+	}
 	if err != nil {
 		// The batch stopped at an error: the transaction is open and aborted.
 		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
@@ -200,6 +228,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	if err != nil {
 		if token != 0 {
 			_ = s.ReleaseLease(context.WithoutCancel(ctx), f)
+		}
+		if refused {
+			push.Seq = 0
+			return weft.Fence{}, nil, s.pushRefused(context.WithoutCancel(ctx), threadID)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return weft.Fence{}, nil, threadNotFound(threadID)

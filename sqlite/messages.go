@@ -174,31 +174,47 @@ func (s *Store) Queued(ctx context.Context, threadID string) ([]weft.QueuedMessa
 // PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
 // Role defaults to user. An unknown thread is ErrNotFound.
 func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
+	push, err := s.pusher(q)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, push)
+}
+
+// pusher prepares q and returns the write that queues it (for PushQueue, and for BeginRun's push).
+func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 	var md []byte
 	if q.Metadata != nil {
 		var err error
 		if md, err = marshal(q.Metadata); err != nil {
-			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
+			return nil, weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", q.ThreadID, err)
 		}
 	}
 	storecontract.PrepareQueued(q, s.now)
-	return s.write(ctx, func(w *writer) error {
+	return func(w *writer) error {
+		ctx := context.Background() // the write's ctx was checked before it began
 		var seq int64
 		var status string
-		if err := w.row(ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, q.ThreadID); err != nil {
+		if err := w.row(ctx, qPushSeq, []any{&seq, &status}, q.ThreadID); err != nil {
 			return s.noThread(q.ThreadID, err)
 		}
 		if weft.ThreadStatus(status) == weft.ThreadTerminated {
 			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated) // the write rolls back
 		}
 		q.Seq = seq
-		if _, err := w.exec(ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, q.ThreadID, seq, queueDoc(q, md)); err != nil {
+		if _, err := w.exec(ctx, qPushInsert, q.ThreadID, seq, queueDoc(q, md)); err != nil {
 			q.Seq = 0
 			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
 		}
 		return nil
-	})
+	}, nil
 }
+
+// A queue push: the thread's next queue seq (and whether it refuses messages), then the row.
+const (
+	qPushSeq    = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`
+	qPushInsert = `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`
+)
 
 // QueueSeq returns threads.queue_seq, which PushQueue advances in its own write transaction.
 func (t *tx) QueueSeq() (int64, error) {

@@ -125,10 +125,27 @@ func (s *Store) releaseLease(ctx context.Context, w *writer, f weft.Fence, threa
 // messages of every status, its queue and the env values of the thread, its user (when UserID is
 // set) and the instance. The result is the caller's to keep. An unknown thread is ErrNotFound, a
 // live lease of another acquisition ErrLeaseHeld; nothing is taken when it fails.
-func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+//
+// push, when set, is queued first, as PushQueue does: it is then in RunStart.Queued, and it stays
+// queued (committed) when the lease is held elsewhere. A thread that refuses it leaves nothing
+// written.
+func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	var pushFn func(w *writer) error
+	if push != nil {
+		var err error
+		if pushFn, err = s.pusher(push); err != nil {
+			return weft.Fence{}, nil, err
+		}
+	}
 	var f weft.Fence
+	var held error // the lease is held elsewhere: the push commits, the run does not start
 	rs := &weft.RunStart{}
 	err := s.write(ctx, func(w *writer) error {
+		if pushFn != nil {
+			if err := pushFn(w); err != nil {
+				return err
+			}
+		}
 		var l lease
 		var sets runStartSets
 		row, err := w.rowOf(ctx, qRunStart, threadID)
@@ -140,6 +157,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			return s.noThread(threadID, err)
 		}
 		if f, err = l.take(ctx, s, w, threadID, node, ttl); err != nil {
+			if pushFn != nil && errors.Is(err, weft.ErrLeaseHeld) {
+				held = err
+				return nil
+			}
 			return err
 		}
 		if err := s.runStartRows(rs, &sets); err != nil {
@@ -147,6 +168,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		return nil
 	})
+	if err == nil {
+		err = held
+	}
 	if err != nil {
 		return weft.Fence{}, nil, err
 	}

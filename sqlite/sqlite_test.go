@@ -444,7 +444,7 @@ func TestPagesPerCommit(t *testing.T) {
 			label := "l"
 			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) })
 		}},
-		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond); return err }},
+		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond, nil); return err }},
 		// the pages of a step: the run state is in the thread row
 		{"step with a new run state", 5, step(10)},
 	} {

@@ -145,9 +145,13 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	if len(where) > 0 {
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
+	// A page needs the count of every match; the whole list is its own count.
+	paged := q.Limit > 0 || q.Offset > 0
 	var total int
-	if err := s.row(ctx, "SELECT COUNT(*) FROM threads"+cond, []any{&total}, args...); err != nil {
-		return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+	if paged {
+		if err := s.row(ctx, "SELECT COUNT(*) FROM threads"+cond, []any{&total}, args...); err != nil {
+			return nil, 0, fmt.Errorf("sqlite: list threads: %w", err)
+		}
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -166,6 +170,9 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 			return nil, 0, err
 		}
 		out = append(out, t)
+	}
+	if !paged {
+		total = len(out)
 	}
 	return out, total, rows.Err()
 }

@@ -180,7 +180,7 @@ func BeginRun(b *testing.B, s weft.Store) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		_, rs, err := s.BeginRun(ctx, id, "bench", time.Nanosecond)
+		_, rs, err := s.BeginRun(ctx, id, "bench", time.Nanosecond, nil)
 		if err != nil || len(rs.Messages)+len(rs.Rows) != 21 || len(rs.ThreadEnv)+len(rs.UserEnv) != 2 {
 			b.Fatalf("BeginRun: %v", err)
 		}

@@ -235,7 +235,7 @@ func testBeginRun(t *testing.T, s weft.Store) {
 		}
 	}
 
-	f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour)
+	f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, nil)
 	if err != nil {
 		t.Fatalf("BeginRun: %v", err)
 	}
@@ -338,11 +338,11 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	}
 
 	// The lease is taken: nobody else, and not the holder again, can take it.
-	_, _, err = s.BeginRun(ctx, th.ID, "node-b", time.Hour)
+	_, _, err = s.BeginRun(ctx, th.ID, "node-b", time.Hour, nil)
 	wantErr(t, "BeginRun while held", err, weft.ErrLeaseHeld)
 	_, err = s.AcquireLease(ctx, th.ID, "node-b", time.Hour)
 	wantErr(t, "AcquireLease while held by BeginRun", err, weft.ErrLeaseHeld)
-	_, _, err = s.BeginRun(ctx, th.ID, "node-a", time.Hour)
+	_, _, err = s.BeginRun(ctx, th.ID, "node-a", time.Hour, nil)
 	wantErr(t, "BeginRun by the holder again", err, weft.ErrLeaseHeld)
 	if err := s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error { return tx.SetExecState("run", json.RawMessage(`{"steps":3}`)) }); err != nil {
 		t.Fatalf("Tx with BeginRun's fence: %v", err)
@@ -351,7 +351,7 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	if err := s.ReleaseLease(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	g, rs, err := s.BeginRun(ctx, th.ID, "node-b", time.Hour)
+	g, rs, err := s.BeginRun(ctx, th.ID, "node-b", time.Hour, nil)
 	if err != nil || g.Token <= f.Token || g.Node != "node-b" {
 		t.Fatalf("BeginRun after release: %+v, %v (previous token %d)", g, err, f.Token)
 	}
@@ -367,7 +367,7 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	}
 	// An expired lease is taken over.
 	time.Sleep(40 * time.Millisecond)
-	k, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour)
+	k, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, nil)
 	if err != nil || k.Token <= h.Token {
 		t.Fatalf("BeginRun over an expired lease: %+v, %v (previous token %d)", k, err, h.Token)
 	}
@@ -375,7 +375,7 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	// A thread without a user loads no user env (not even the values of owner ""), and empty parts
 	// come back empty.
 	bare := newThread(t, s, nil)
-	_, rs, err = s.BeginRun(ctx, bare.ID, "node-a", time.Hour)
+	_, rs, err = s.BeginRun(ctx, bare.ID, "node-a", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func testBeginRun(t *testing.T, s weft.Store) {
 		t.Errorf("BeginRun of a bare thread: %+v", rs)
 	}
 
-	_, rs, err = s.BeginRun(ctx, "thr_missing", "node-a", time.Hour)
+	_, rs, err = s.BeginRun(ctx, "thr_missing", "node-a", time.Hour, nil)
 	wantErr(t, "BeginRun(unknown thread)", err, weft.ErrNotFound)
 	if rs != nil {
 		t.Errorf("BeginRun(unknown thread) returned %+v", rs)
@@ -392,10 +392,64 @@ func testBeginRun(t *testing.T, s weft.Store) {
 	c, cancel := context.WithCancel(ctx)
 	cancel()
 	other := newThread(t, s, nil)
-	if _, _, err := s.BeginRun(c, other.ID, "node-a", time.Hour); err == nil {
+	if _, _, err := s.BeginRun(c, other.ID, "node-a", time.Hour, nil); err == nil {
 		t.Error("BeginRun with a cancelled context succeeded")
 	}
 	if _, err := s.AcquireLease(ctx, other.ID, "node-b", time.Hour); err != nil {
 		t.Errorf("a failed BeginRun took the lease: %v", err)
 	}
+}
+
+// testBeginRunPush: BeginRun's push is queued in the transaction that takes the lease, and is
+// among the queue it returns; with the lease held elsewhere the push still commits (for the
+// holder) and the lease is untouched; a terminated or unknown thread refuses it, queueing nothing
+// and taking no lease.
+func testBeginRunPush(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	push := &weft.QueuedMessage{ThreadID: th.ID, Content: "second", Metadata: map[string]any{"k": "v"}}
+	f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, push)
+	if err != nil {
+		t.Fatalf("BeginRun with a push: %v", err)
+	}
+	if push.ID == "" || push.Seq == 0 || push.Role != weft.RoleUser || push.CreatedAt.IsZero() {
+		t.Errorf("the push was not assigned its fields: %+v", push)
+	}
+	if len(rs.Queued) != 2 || rs.Queued[0].Content != "first" || rs.Queued[1].Content != "second" ||
+		rs.Queued[1].ID != push.ID || rs.Queued[1].Seq != push.Seq || rs.Queued[1].Metadata["k"] != "v" {
+		t.Fatalf("RunStart.Queued: %+v", rs.Queued)
+	}
+	// Held: another node's BeginRun with a push queues it and fails.
+	late := &weft.QueuedMessage{ThreadID: th.ID, Content: "third"}
+	_, _, err = s.BeginRun(ctx, th.ID, "node-b", time.Hour, late)
+	wantErr(t, "BeginRun with a push on a held lease", err, weft.ErrLeaseHeld)
+	queued, err := s.Queued(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(queued) != 3 || queued[2].ID != late.ID || queued[2].Seq != late.Seq || late.Seq <= push.Seq {
+		t.Fatalf("after a push on a held lease the queue is %+v", queued)
+	}
+	// The lease is still node-a's.
+	mustTxFenced(t, s, th.ID, &f, func(tx weft.Tx) error { return nil })
+
+	// Terminated: nothing queued, no lease.
+	other := newThread(t, s, nil)
+	term := weft.ThreadTerminated
+	mustTx(t, s, other.ID, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &term}) })
+	_, _, err = s.BeginRun(ctx, other.ID, "node-a", time.Hour, &weft.QueuedMessage{ThreadID: other.ID, Content: "no"})
+	wantErr(t, "BeginRun with a push on a terminated thread", err, weft.ErrTerminated)
+	if queued, err := s.Queued(ctx, other.ID); err != nil || len(queued) != 0 {
+		t.Errorf("a terminated thread queued %+v (%v)", queued, err)
+	}
+	if g, err := s.AcquireLease(ctx, other.ID, "node-b", time.Hour); err != nil {
+		t.Errorf("the refused BeginRun took the lease: %v", err)
+	} else {
+		_ = s.ReleaseLease(ctx, g)
+	}
+	_, _, err = s.BeginRun(ctx, "thr_missing", "node-a", time.Hour, &weft.QueuedMessage{ThreadID: "thr_missing", Content: "no"})
+	wantErr(t, "BeginRun with a push on an unknown thread", err, weft.ErrNotFound)
 }

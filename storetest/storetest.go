@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"TxReleaseLease", testTxReleaseLease},
 		{"BeginRun", testBeginRun},
+		{"BeginRunPush", testBeginRunPush},
 		{"Effects", testEffects},
 		{"EffectClaimConcurrent", testEffectClaimConcurrent},
 		{"EffectClaimExpiry", testEffectClaimExpiry},
