@@ -87,7 +87,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
 	root := rootOf(t)
 	trigger := "continue"
-	var push *weft.QueuedMessage // queued by the run's first transaction
+	var push *startPush // queued by the run's first transaction
 	if in.Message != nil {
 		q, err := e.queued(ctx, t.ID, *in.Message)
 		if err != nil {
@@ -99,7 +99,7 @@ func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
 				return err
 			}
 		} else {
-			push = q
+			push = &startPush{q: q}
 		}
 		trigger = "message"
 	} else if t.Status == weft.ThreadTerminated {

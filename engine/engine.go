@@ -293,6 +293,25 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 // flag. While the engine serves (Serve), the thread's worker runs it; otherwise the next Run does
 // (Converse both queues and runs).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
+	if e.serving.Load() && len(m.Attachments) == 0 {
+		q, err := e.queued(ctx, threadID, m)
+		if err != nil {
+			return "", err
+		}
+		// An idle thread's new worker queues the message with the transaction that starts its
+		// run; Send returns once it is queued.
+		if h := e.handOff(ctx, q); h != nil {
+			if err := <-h.done; err != nil {
+				return "", err
+			}
+			return q.ID, nil
+		}
+		if err := e.push(ctx, q, nil); err != nil {
+			return "", err
+		}
+		e.wake(ctx, threadID, "", nil)
+		return q.ID, nil
+	}
 	id, err := e.enqueue(ctx, threadID, m)
 	if err == nil && e.serving.Load() {
 		e.wake(ctx, threadID, "", nil)

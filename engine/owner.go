@@ -164,12 +164,62 @@ func (e *Engine) wake(ctx context.Context, threadID, root string, req *wakeKind)
 	done := e.busy(root)
 	e.bg.Go(func() {
 		defer done()
-		e.work(context.WithoutCancel(ctx), threadID, root, o)
+		e.work(context.WithoutCancel(ctx), threadID, root, o, nil)
 	})
 }
 
-// work is a thread's mailbox worker.
-func (e *Engine) work(ctx context.Context, threadID, root string, o *owner) {
+// handoff is a message Send gives a new worker of an idle thread, which queues it with the
+// transaction that starts the thread's run (one commit for both) and reports on done once it is
+// queued (nil) or refused.
+type handoff struct {
+	q    *weft.QueuedMessage
+	once sync.Once
+	done chan error // capacity 1
+}
+
+func (h *handoff) report(err error) { h.once.Do(func() { h.done <- err }) }
+
+// handOff starts a worker for q's thread that queues q as its run begins, when nothing of this
+// process works on the thread and a worker slot is free: the worker starts with the slot and the
+// thread's turn, so that nothing it waits for can hold the caller up. nil otherwise: the caller
+// queues the message and wakes the thread.
+func (e *Engine) handOff(ctx context.Context, q *weft.QueuedMessage) *handoff {
+	slots := e.workers.Load()
+	e.mu.Lock()
+	o := e.ownerOf(q.ThreadID)
+	if o.worker || o.refs > 0 || o.run != nil || o.drivers > 0 || e.stopping.Load() {
+		e.dropIfUnused(q.ThreadID, o)
+		e.mu.Unlock()
+		return nil
+	}
+	if slots != nil {
+		select {
+		case *slots <- struct{}{}:
+		default:
+			e.dropIfUnused(q.ThreadID, o)
+			e.mu.Unlock()
+			return nil
+		}
+	}
+	o.turn <- struct{}{} // free: nothing holds it or waits for it (refs is 0)
+	o.worker = true
+	o.refs++
+	e.mu.Unlock()
+	h := &handoff{q: q, done: make(chan error, 1)}
+	done := e.busy("")
+	e.bg.Go(func() {
+		defer done()
+		e.work(context.WithoutCancel(ctx), q.ThreadID, "", o, h)
+	})
+	return h
+}
+
+// work is a thread's mailbox worker. A handoff's worker starts holding a slot and the turn.
+func (e *Engine) work(ctx context.Context, threadID, root string, o *owner, h *handoff) {
+	if h != nil {
+		// Whatever happens, the sender is told.
+		defer h.report(errors.New("the message was not queued: the thread's worker ended first"))
+	}
 	if root == "" {
 		if t, err := e.store.Thread(ctx, threadID); err == nil {
 			root = orDefault(t.RootID, t.ID)
@@ -178,16 +228,29 @@ func (e *Engine) work(ctx context.Context, threadID, root string, o *owner) {
 	}
 	for {
 		slots := e.workers.Load()
-		if slots != nil {
-			*slots <- struct{}{}
+		if h == nil {
+			if slots != nil {
+				*slots <- struct{}{}
+			}
+			o.turn <- struct{}{}
 		}
-		o.turn <- struct{}{}
 		e.mu.Lock()
 		req := o.request
 		o.request, o.again = nil, false
 		e.mu.Unlock()
 		held := context.WithValue(ctx, turnKey{}, &heldSet{id: threadID})
-		e.pass(held, threadID, req)
+		if h != nil {
+			e.passHandoff(held, threadID, h)
+			h = nil
+			if req != nil {
+				// A request that arrived meanwhile gets a pass of its own.
+				e.mu.Lock()
+				o.request, o.again = req, true
+				e.mu.Unlock()
+			}
+		} else {
+			e.pass(held, threadID, req)
+		}
 		<-o.turn
 		if slots != nil {
 			<-*slots
@@ -225,6 +288,23 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 		}
 	}
 	_, err = e.runHeld(ctx, threadID, trigger, side, nil)
+	e.passed(threadID, rootOf(t), trigger, req, err)
+}
+
+// passHandoff is pass for a handoff: the run's first transaction queues the message. The thread
+// is not read first: BeginRun refuses a terminated or unknown thread, and the run leaves a
+// stopped one alone.
+func (e *Engine) passHandoff(ctx context.Context, threadID string, h *handoff) {
+	_, err := e.runHeld(ctx, threadID, "message", "", &startPush{q: h.q, queued: h.report, serve: true})
+	if errors.Is(err, weft.ErrTerminated) || errors.Is(err, weft.ErrNotFound) {
+		return // refused: the sender was told
+	}
+	e.passed(threadID, "", "message", nil, err)
+}
+
+// passed handles how a pass's run ended: a lease held elsewhere is looked at again, a failure is
+// logged.
+func (e *Engine) passed(threadID, root, trigger string, req *wakeKind, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, weft.ErrLeaseHeld):
@@ -236,7 +316,6 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 			*retry = *req
 		}
 		if retry.retries++; retry.retries <= maxLeaseRetries && e.serving.Load() {
-			root := rootOf(t)
 			time.AfterFunc(e.opt.LeaseTTL+e.opt.LeaseTTL/10, func() {
 				if e.serving.Load() && !e.stopping.Load() {
 					e.wake(context.Background(), threadID, root, retry)

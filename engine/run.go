@@ -88,18 +88,30 @@ func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Si
 	return e.runPush(ctx, threadID, trigger, side, nil)
 }
 
+// startPush is a message the transaction starting a run queues (BeginRun's push), saving the
+// commit of its own it would otherwise take.
+type startPush struct {
+	q *weft.QueuedMessage
+	// queued, when set, is told once, right after that transaction, whether the message is queued
+	// (nil: also when the lease is held elsewhere) or why not.
+	queued func(error)
+	// serve: the run follows Serve's rule for queued messages, which leaves a stopped thread alone
+	// (its lease is given back and the message stays queued).
+	serve bool
+}
+
 // runPush is run that first queues push (from queued, when not nil). When the thread's turn is
 // free the message is queued by the transaction that starts the run, saving a commit; else it is
 // queued at once, for a run of the thread in this engine to take at its next boundary, and the
 // run waits for the turn.
-func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *weft.QueuedMessage) (*RunResult, error) {
+func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
 	held, release, ok, err := e.tryAcquire(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if push != nil {
-			if err := e.push(ctx, push, nil); err != nil {
+			if err := e.push(ctx, push.q, nil); err != nil {
 				return nil, err
 			}
 			push = nil
@@ -114,7 +126,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 
 // runHeld is run for a caller holding the thread's turn (acquire); push, when not nil, is queued
 // by the first run's BeginRun.
-func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side, push *weft.QueuedMessage) (*RunResult, error) {
+func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
 		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side, push)
@@ -184,10 +196,25 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 // more reports messages queued that the run did not take: seen by its last transaction, or pushed
 // by Send while the run was registered (checked once it no longer is, so that a Send either marks
 // the run or finds it gone and leaves the message to its caller's Run).
-func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side, push *weft.QueuedMessage) (_ weft.StopInfo, _ int, more bool, _ error) {
-	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, push)
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side, push *startPush) (_ weft.StopInfo, _ int, more bool, _ error) {
+	var pq *weft.QueuedMessage
+	if push != nil {
+		pq = push.q
+	}
+	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, pq)
+	if push != nil && push.queued != nil {
+		if errors.Is(err, weft.ErrLeaseHeld) {
+			push.queued(nil) // queued for the holder's run
+		} else {
+			push.queued(err)
+		}
+	}
 	if err != nil {
 		return weft.StopInfo{}, 0, false, err
+	}
+	if push != nil && push.serve && start.Thread.Status == weft.ThreadStopped {
+		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}

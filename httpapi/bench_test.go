@@ -98,7 +98,8 @@ func (s *benchServer) post(b *testing.B, path, body string) {
 }
 
 // stream opens a thread's SSE stream and returns a channel that gets one value when run_stopped
-// arrives.
+// arrives. It returns once the stream has replayed the thread's first event (thread_created): a
+// subscriber that is following the thread live, as a client that opened its stream earlier is.
 func (s *benchServer) stream(b *testing.B, ctx context.Context, threadID string) <-chan struct{} {
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.srv.URL+"/api/threads/"+threadID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+s.key)
@@ -107,16 +108,21 @@ func (s *benchServer) stream(b *testing.B, ctx context.Context, threadID string)
 		b.Fatal(err)
 	}
 	done := make(chan struct{}, 1)
+	live := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			if sc.Text() == "event: run_stopped" {
+			switch sc.Text() {
+			case "event: thread_created":
+				close(live)
+			case "event: run_stopped":
 				done <- struct{}{}
 				return
 			}
 		}
 	}()
+	<-live
 	return done
 }
 
@@ -152,15 +158,19 @@ func BenchmarkTurn(b *testing.B) {
 		ids := s.threads(b, b.N)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		b.ResetTimer()
+		// µs/msg is the span from the post to run_stopped; ns/op also holds opening the stream,
+		// which a client does before it posts. The span is timed by hand: b.StopTimer and
+		// b.StartTimer read the memory statistics, stopping the world, which on every turn cost
+		// the turn after them about 0.1 ms.
+		var turns time.Duration
 		for i := 0; i < b.N; i++ {
-			b.StopTimer()
 			done := s.stream(b, ctx, ids[i])
-			b.StartTimer()
+			start := time.Now()
 			s.post(b, "/api/threads/"+ids[i]+"/messages", `{"content":"Where is order 42?"}`)
 			<-done
+			turns += time.Since(start)
 		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/msg")
+		b.ReportMetric(float64(turns.Microseconds())/float64(b.N), "µs/msg")
 	})
 }
 
