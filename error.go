@@ -72,6 +72,8 @@ func ErrorCode(err error) Code {
 		return ENotFound
 	case errors.Is(err, ErrTerminated):
 		return EConflict
+	case errors.Is(err, ErrThreadFull):
+		return EInvalid
 	}
 	return EInternal
 }
@@ -87,7 +89,23 @@ var (
 	ErrUnknownEffect = errors.New("unknown effect")
 	ErrInvalidPath   = errors.New("invalid path")
 	ErrLeaseLost     = errors.New("lease lost")
+	// ErrThreadFull: a queue push with QueuedMessage.MaxMessages found the thread that long.
+	ErrThreadFull = errors.New("thread holds its maximum of messages")
 )
+
+// ThreadFullError is how a store refuses a queue push with QueuedMessage.MaxMessages to a thread
+// that long; errors.Is(err, ErrThreadFull) holds.
+type ThreadFullError struct {
+	ThreadID string
+	Messages int64 // the seq of the thread's newest message
+}
+
+func (e *ThreadFullError) Error() string {
+	return fmt.Sprintf("thread %s holds %d messages", e.ThreadID, e.Messages)
+}
+
+// Is makes the error ErrThreadFull.
+func (e *ThreadFullError) Is(target error) bool { return target == ErrThreadFull }
 
 // Severity says whether a diagnostic rejects the definitions.
 type Severity string

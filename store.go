@@ -408,6 +408,10 @@ type QueuedMessage struct {
 	Silent      bool           `json:"silent,omitempty"`
 	Metadata    map[string]any `json:"metadata,omitempty"`
 	CreatedAt   time.Time      `json:"created_at"`
+	// MaxMessages, when > 0, makes Store.PushQueue and BeginRun's push refuse the message
+	// (ErrThreadFull) when the thread's newest message has seq MaxMessages or more, checked
+	// atomically with the push. Tx.PushQueue does not check it. It is not stored.
+	MaxMessages int64 `json:"-"`
 }
 
 // EnvScope is the layer an env value is stored in.

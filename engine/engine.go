@@ -289,8 +289,10 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 	return m, nil
 }
 
-// Send queues a message on a thread and returns its id. A user message clears the thread's stop
-// flag. While the engine serves (Serve), the thread's worker runs it; otherwise the next Run does
+// Send queues a message on a thread and returns its id once the message is durable. A user
+// message clears the thread's stop flag. While the engine serves (Serve), the thread's worker
+// runs it — for a thread nothing of this process works on, the worker's run queues it in the
+// transaction that starts it, and Send returns after that commit; otherwise the next Run does
 // (Converse both queues and runs).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
 	if e.serving.Load() && len(m.Attachments) == 0 {
@@ -330,8 +332,7 @@ func (e *Engine) checkThreadLength(ctx context.Context, threadID string) error {
 	if err != nil || len(last) == 0 || last[0].Seq < int64(limit) {
 		return err
 	}
-	return weft.Errorf(weft.EInvalid, "thread %s holds %d messages; the limit is %d: start a new thread, or raise "+
-		"engine.Options.MaxThreadMessages (weft: WEFT_MAX_THREAD_MESSAGES)", threadID, last[0].Seq, limit)
+	return e.tooLong(threadID, last[0].Seq)
 }
 
 // enqueue queues a message without waking anyone.
@@ -362,11 +363,35 @@ func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage)
 	if err := weft.CheckNewMessage(m); err != nil {
 		return nil, err
 	}
-	if err := e.checkThreadLength(ctx, threadID); err != nil {
-		return nil, err
+	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
+		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
+	if limit := e.opt.MaxThreadMessages; limit > 0 {
+		if len(m.Attachments) > 0 {
+			// Queued by a Tx with its files, which does not check the limit: read it first.
+			if err := e.checkThreadLength(ctx, threadID); err != nil {
+				return nil, err
+			}
+		} else {
+			q.MaxMessages = int64(limit) // checked by the push itself
+		}
 	}
-	return &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
-		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}, nil
+	return q, nil
+}
+
+// refusal explains a push the store refused for the thread's length (weft.ThreadFullError);
+// other errors are returned as they are.
+func (e *Engine) refusal(err error) error {
+	var full *weft.ThreadFullError
+	if errors.As(err, &full) {
+		return e.tooLong(full.ThreadID, full.Messages)
+	}
+	return err
+}
+
+// tooLong is the error refusing a message to a thread holding n messages.
+func (e *Engine) tooLong(threadID string, n int64) error {
+	return weft.Errorf(weft.EInvalid, "thread %s holds %d messages; the limit is %d: start a new thread, or raise "+
+		"engine.Options.MaxThreadMessages (weft: WEFT_MAX_THREAD_MESSAGES)", threadID, n, e.opt.MaxThreadMessages)
 }
 
 // push queues q (with the files it attaches, stored first) and marks a run of the thread in this
@@ -388,7 +413,7 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 			return err
 		}
 	} else if err := e.store.PushQueue(ctx, q); err != nil {
-		return err
+		return e.refusal(err)
 	}
 	// A run of the thread in this engine takes the message at its next boundary, or is followed
 	// by another run (runOnce checks the mark once it is no longer registered).

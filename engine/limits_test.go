@@ -113,8 +113,16 @@ func TestThreadLengthLimit(t *testing.T) {
 				!strings.Contains(err.Error(), "MaxThreadMessages") {
 				t.Errorf("refusal: %v", err)
 			}
+			// The same through Converse, whose run's first transaction queues the message.
+			_, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "and one more"}})
+			if weft.ErrorCode(err) != weft.EInvalid || !strings.Contains(err.Error(), "holds 4 messages; the limit is 4") {
+				t.Errorf("refusal through Ask: %v", err)
+			}
 			if q, _ := st.Queued(ctx, th.ID); len(q) != 0 {
 				t.Errorf("a refused message was queued: %+v", q)
+			}
+			if got, _ := st.Thread(ctx, th.ID); got.Status == weft.ThreadRunning {
+				t.Errorf("a refused message left the thread %s", got.Status)
 			}
 		}
 	}

@@ -292,12 +292,17 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 }
 
 // passHandoff is pass for a handoff: the run's first transaction queues the message. The thread
-// is not read first: BeginRun refuses a terminated or unknown thread, and the run leaves a
+// is not read first: BeginRun refuses a terminated, full or unknown thread, and the run leaves a
 // stopped one alone.
 func (e *Engine) passHandoff(ctx context.Context, threadID string, h *handoff) {
-	_, err := e.runHeld(ctx, threadID, "message", "", &startPush{q: h.q, queued: h.report, serve: true})
-	if errors.Is(err, weft.ErrTerminated) || errors.Is(err, weft.ErrNotFound) {
-		return // refused: the sender was told
+	refused := false
+	queued := func(err error) {
+		refused = err != nil
+		h.report(err)
+	}
+	_, err := e.runHeld(ctx, threadID, "message", "", &startPush{q: h.q, queued: queued, serve: true})
+	if refused {
+		return // the sender was told
 	}
 	e.passed(threadID, "", "message", nil, err)
 }

@@ -202,6 +202,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		pq = push.q
 	}
 	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, pq)
+	err = e.refusal(err)
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
 			push.queued(nil) // queued for the holder's run

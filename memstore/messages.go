@@ -169,6 +169,11 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if th.meta.Status == weft.ThreadTerminated {
 		return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
 	}
+	if q.MaxMessages > 0 {
+		if last := th.lastSeq(); last >= q.MaxMessages {
+			return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
+		}
+	}
 	th.queueSeq++
 	q.Seq, c.Seq = th.queueSeq, th.queueSeq
 	th.queue = append(th.queue, c)
@@ -343,4 +348,12 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 	storecontract.PrepareQueued(q, t.s.nowUTC)
 	t.pushed = append(t.pushed, q)
 	return nil
+}
+
+// lastSeq is the seq of the thread's newest message (0 when it has none). Caller holds th.mu.
+func (th *thread) lastSeq() int64 {
+	if len(th.msgs) == 0 {
+		return 0
+	}
+	return th.msgs[len(th.msgs)-1].Seq
 }

@@ -160,10 +160,12 @@ func encodeQueued(q *weft.QueuedMessage) ([]byte, error) {
 }
 
 // qPushQueue numbers and stores a queued message in one statement: the thread row's counter is
-// taken under its row lock, and a terminated (or missing) thread inserts nothing. The insert
-// notifies the processes that serve the store, which may take the thread.
+// taken under its row lock, and a terminated (or missing) thread, or one whose newest message has
+// seq $3 or more ($3 > 0: QueuedMessage.MaxMessages), inserts nothing. The insert notifies the
+// processes that serve the store, which may take the thread.
 const qPushQueue = `WITH t AS (
-	UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = $1 AND status <> 'terminated' RETURNING queue_seq),
+	UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = $1 AND status <> 'terminated'
+		AND ($3 <= 0 OR ` + qLastSeq + ` < $3) RETURNING queue_seq),
 	i AS (INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq)
 	SELECT seq FROM i, LATERAL (SELECT pg_notify('` + channelQueue + `', $1)) n`
 
@@ -175,24 +177,33 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if err != nil {
 		return err
 	}
-	err = s.pool.QueryRow(ctx, qPushQueue, q.ThreadID, doc).Scan(&q.Seq)
+	err = s.pool.QueryRow(ctx, qPushQueue, q.ThreadID, doc, q.MaxMessages).Scan(&q.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s.pushRefused(ctx, q.ThreadID)
+		return s.pushRefused(ctx, q)
 	}
 	return pgErr("thread "+q.ThreadID+": queue", err)
 }
 
-// pushRefused says why a queue push inserted nothing: the thread is terminated or missing.
-func (s *Store) pushRefused(ctx context.Context, threadID string) error {
+// qLastSeq is the seq of thread $1's newest message (0 when it has none): one index seek.
+const qLastSeq = `COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = $1), 0)`
+
+// pushRefused says why a queue push inserted nothing: the thread is terminated, full or missing.
+func (s *Store) pushRefused(ctx context.Context, q *weft.QueuedMessage) error {
+	q.Seq = 0
 	var status string
-	err := s.pool.QueryRow(ctx, "SELECT status FROM threads WHERE id = $1", threadID).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return threadNotFound(threadID)
+	var last int64
+	err := s.pool.QueryRow(ctx, "SELECT status, "+qLastSeq+" FROM threads WHERE id = $1", q.ThreadID).Scan(&status, &last)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return threadNotFound(q.ThreadID)
+	case err != nil:
+		return pgErr("thread "+q.ThreadID+": queue", err)
+	case status == string(weft.ThreadTerminated):
+		return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
+	case q.MaxMessages > 0 && last >= q.MaxMessages:
+		return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
 	}
-	if err != nil {
-		return pgErr("thread "+threadID+": queue", err)
-	}
-	return fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
+	return fmt.Errorf("postgres: thread %s: the message was not queued", q.ThreadID)
 }
 
 // InsertMessage inserts m with the next seq, assigning ID (when empty), ThreadID, Seq and

@@ -53,9 +53,11 @@ func (s *Store) leaseRefused(ctx context.Context, threadID string) error {
 // taken again. The run's next step transaction, which does wait, makes it durable anyway.
 const asyncCommit = "SET LOCAL synchronous_commit = off"
 
-// qRefuseTerminated fails (casting the status to a number) when the thread is terminated: an
-// error raised in the server, which aborts the transaction the statement is in.
-const qRefuseTerminated = `SELECT CASE WHEN status = 'terminated' THEN status::int END FROM threads WHERE id = $1 FOR UPDATE`
+// qRefusePush fails (casting the status to a number) when the thread refuses a push: it is
+// terminated, or its newest message has seq $2 or more ($2 > 0). An error raised in the server
+// aborts the transaction the statement is in.
+const qRefusePush = `SELECT CASE WHEN status = 'terminated' OR ($2 > 0 AND ` + qLastSeq + ` >= $2) THEN status::int END
+	FROM threads WHERE id = $1 FOR UPDATE`
 
 // leaseTx runs one lease statement in an asynchronously committed transaction (one round trip)
 // and returns the rows it changed.
@@ -125,8 +127,8 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		// The message must be durable once BeginRun returns: this commit waits for its flush.
 		// A terminated thread must fail in the server, so that the transaction aborts: the
 		// statements after it are already sent, and a COMMIT would take the lease.
-		b.Queue(qRefuseTerminated, threadID)
-		b.Queue(qPushQueue, push.ThreadID, pushDoc).QueryRow(func(r pgx.Row) error {
+		b.Queue(qRefusePush, threadID, push.MaxMessages)
+		b.Queue(qPushQueue, push.ThreadID, pushDoc, push.MaxMessages).QueryRow(func(r pgx.Row) error {
 			err := r.Scan(&push.Seq)
 			refused = errors.Is(err, pgx.ErrNoRows) // an unknown thread
 			return err
@@ -193,7 +195,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	b.Queue("COMMIT")
 	err = conn.SendBatch(ctx, b).Close()
 	if pe := (*pgconn.PgError)(nil); push != nil && errors.As(err, &pe) && pe.Code == "22P02" { // invalid_text_representation
-		refused = true // qRefuseTerminated
+		refused = true // qRefusePush
 	}
 	if err != nil {
 		// The batch stopped at an error: the transaction is open and aborted.
@@ -230,8 +232,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			_ = s.ReleaseLease(context.WithoutCancel(ctx), f)
 		}
 		if refused {
-			push.Seq = 0
-			return weft.Fence{}, nil, s.pushRefused(context.WithoutCancel(ctx), threadID)
+			return weft.Fence{}, nil, s.pushRefused(context.WithoutCancel(ctx), push)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return weft.Fence{}, nil, threadNotFound(threadID)

@@ -193,13 +193,23 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 	storecontract.PrepareQueued(q, s.now)
 	return func(w *writer) error {
 		ctx := context.Background() // the write's ctx was checked before it began
-		var seq int64
+		var seq, last int64
 		var status string
-		if err := w.row(ctx, qPushSeq, []any{&seq, &status}, q.ThreadID); err != nil {
+		var err error
+		if q.MaxMessages > 0 {
+			err = w.row(ctx, qPushSeqLast, []any{&seq, &status, &last}, q.ThreadID)
+		} else {
+			err = w.row(ctx, qPushSeq, []any{&seq, &status}, q.ThreadID)
+		}
+		if err != nil {
 			return s.noThread(q.ThreadID, err)
 		}
+		// A refusal rolls the write back.
 		if weft.ThreadStatus(status) == weft.ThreadTerminated {
-			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated) // the write rolls back
+			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
+		}
+		if q.MaxMessages > 0 && last >= q.MaxMessages {
+			return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
 		}
 		q.Seq = seq
 		if _, err := w.exec(ctx, qPushInsert, q.ThreadID, seq, queueDoc(q, md)); err != nil {
@@ -210,9 +220,12 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 	}, nil
 }
 
-// A queue push: the thread's next queue seq (and whether it refuses messages), then the row.
+// A queue push: the thread's next queue seq (and whether it refuses messages; with
+// qPushSeqLast also the seq of its newest message, for QueuedMessage.MaxMessages), then the row.
 const (
-	qPushSeq    = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`
+	qPushSeq     = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`
+	qPushSeqLast = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ?1
+		RETURNING queue_seq, status, max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0))`
 	qPushInsert = `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`
 )
 

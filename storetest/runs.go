@@ -453,3 +453,43 @@ func testBeginRunPush(t *testing.T, s weft.Store) {
 	_, _, err = s.BeginRun(ctx, "thr_missing", "node-a", time.Hour, &weft.QueuedMessage{ThreadID: "thr_missing", Content: "no"})
 	wantErr(t, "BeginRun with a push on an unknown thread", err, weft.ErrNotFound)
 }
+
+// testPushLimit: a push with MaxMessages refuses a thread whose newest message has that seq
+// (ThreadFullError, nothing queued), by PushQueue and by BeginRun (no lease taken either), and
+// queues to a shorter one.
+func testPushLimit(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	mustTx(t, s, th.ID, func(tx weft.Tx) error {
+		for _, c := range []string{"a", "b", "c"} {
+			if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: c}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "fits", MaxMessages: 4}); err != nil {
+		t.Fatalf("a push below the limit: %v", err)
+	}
+	full := func(what string, err error) {
+		t.Helper()
+		var tf *weft.ThreadFullError
+		if !errors.As(err, &tf) || !errors.Is(err, weft.ErrThreadFull) || tf.ThreadID != th.ID || tf.Messages != 3 {
+			t.Errorf("%s: %v, want a ThreadFullError of 3 messages", what, err)
+		}
+	}
+	full("PushQueue at the limit", s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "no", MaxMessages: 3}))
+	_, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, &weft.QueuedMessage{ThreadID: th.ID, Content: "no", MaxMessages: 2})
+	full("BeginRun's push over the limit", err)
+	if q, err := s.Queued(ctx, th.ID); err != nil || len(q) != 1 || q[0].Content != "fits" {
+		t.Errorf("queued %+v (%v), want only the one that fit", q, err)
+	}
+	f, err := s.AcquireLease(ctx, th.ID, "node-b", time.Hour)
+	if err != nil {
+		t.Fatalf("the refused BeginRun took the lease: %v", err)
+	}
+	_ = s.ReleaseLease(ctx, f)
+	if _, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, &weft.QueuedMessage{ThreadID: th.ID, Content: "fits too", MaxMessages: 4}); err != nil || len(rs.Queued) != 2 {
+		t.Errorf("BeginRun's push below the limit: %v", err)
+	}
+}
