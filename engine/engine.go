@@ -100,7 +100,7 @@ type Engine struct {
 	subs subscribers
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
-	bg sync.WaitGroup
+	bg activity
 	// reportMu serializes updates of children's reported-stops records.
 	reportMu sync.Mutex
 	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports

@@ -172,9 +172,10 @@ func (e *Engine) wake(ctx context.Context, threadID, root string, req *wakeKind)
 // transaction that starts the thread's run (one commit for both) and reports on done once it is
 // queued (nil) or refused.
 type handoff struct {
-	q    *weft.QueuedMessage
-	once sync.Once
-	done chan error // capacity 1
+	q     *weft.QueuedMessage
+	slots *chan struct{} // the pool the worker's slot was taken from (nil: unbounded)
+	once  sync.Once
+	done  chan error // capacity 1
 }
 
 func (h *handoff) report(err error) { h.once.Do(func() { h.done <- err }) }
@@ -205,7 +206,7 @@ func (e *Engine) handOff(ctx context.Context, q *weft.QueuedMessage) *handoff {
 	o.worker = true
 	o.refs++
 	e.mu.Unlock()
-	h := &handoff{q: q, done: make(chan error, 1)}
+	h := &handoff{q: q, slots: slots, done: make(chan error, 1)}
 	done := e.busy("")
 	e.bg.Go(func() {
 		defer done()
@@ -227,9 +228,11 @@ func (e *Engine) work(ctx context.Context, threadID, root string, o *owner, h *h
 		}
 	}
 	for {
-		slots := e.workers.Load()
-		if h == nil {
-			if slots != nil {
+		var slots *chan struct{}
+		if h != nil {
+			slots = h.slots // taken by handOff, as the turn was (Serve may have set the pool since)
+		} else {
+			if slots = e.workers.Load(); slots != nil {
 				*slots <- struct{}{}
 			}
 			o.turn <- struct{}{}
@@ -377,4 +380,48 @@ func (e *Engine) quiet(root string) <-chan struct{} {
 	}
 	a.waiters = append(a.waiters, ch)
 	return ch
+}
+
+// activity counts goroutines doing background work, like a sync.WaitGroup that may be waited on
+// while work is still being started: a serving engine starts workers at any time, and Wait only
+// asks for a moment at which none is running.
+type activity struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n reaches 0; made by a Wait while n > 0
+}
+
+// Go runs f in a goroutine counted until it returns.
+func (a *activity) Go(f func()) {
+	a.mu.Lock()
+	a.n++
+	a.mu.Unlock()
+	go func() {
+		defer a.done()
+		f()
+	}()
+}
+
+func (a *activity) done() {
+	a.mu.Lock()
+	if a.n--; a.n == 0 && a.idle != nil {
+		close(a.idle)
+		a.idle = nil
+	}
+	a.mu.Unlock()
+}
+
+// Wait returns once no counted goroutine runs.
+func (a *activity) Wait() {
+	a.mu.Lock()
+	if a.n == 0 {
+		a.mu.Unlock()
+		return
+	}
+	if a.idle == nil {
+		a.idle = make(chan struct{})
+	}
+	idle := a.idle
+	a.mu.Unlock()
+	<-idle
 }
