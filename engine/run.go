@@ -203,6 +203,11 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, pq)
 	err = e.refusal(err)
+	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
+	if stopped {
+		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
+		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+	}
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
 			push.queued(nil) // queued for the holder's run
@@ -213,8 +218,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if err != nil {
 		return weft.StopInfo{}, 0, false, err
 	}
-	if push != nil && push.serve && start.Thread.Status == weft.ThreadStopped {
-		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+	if stopped {
 		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
