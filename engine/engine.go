@@ -295,11 +295,11 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 // transaction that starts it, and Send returns after that commit; otherwise the next Run does
 // (Converse both queues and runs).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
+	q, err := e.queued(ctx, threadID, m)
+	if err != nil {
+		return "", err
+	}
 	if e.serving.Load() && len(m.Attachments) == 0 {
-		q, err := e.queued(ctx, threadID, m)
-		if err != nil {
-			return "", err
-		}
 		// An idle thread's new worker queues the message with the transaction that starts its
 		// run; Send returns once it is queued.
 		if h := e.handOff(ctx, q); h != nil {
@@ -308,17 +308,14 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 			}
 			return q.ID, nil
 		}
-		if err := e.push(ctx, q, nil); err != nil {
-			return "", err
-		}
-		e.wake(ctx, threadID, "", nil)
-		return q.ID, nil
 	}
-	id, err := e.enqueue(ctx, threadID, m)
-	if err == nil && e.serving.Load() {
+	if err := e.push(ctx, q, m.Attachments); err != nil {
+		return "", err
+	}
+	if e.serving.Load() {
 		e.wake(ctx, threadID, "", nil)
 	}
-	return id, err
+	return q.ID, nil
 }
 
 // checkThreadLength refuses a message to a thread that reached Options.MaxThreadMessages (its newest
@@ -507,17 +504,10 @@ type Event struct {
 	Encoded json.RawMessage `json:"-"`
 }
 
-func (e *Engine) emit(ev Event) {
-	if e.opt.OnEvent != nil {
-		e.opt.OnEvent(ev)
-	}
-	if e.subs.n.Load() > 0 {
-		e.subs.publish(ev)
-	}
-}
+func (e *Engine) emit(ev Event) { e.emitAll([]Event{ev}) }
 
-// emitAll publishes a transaction's events: a subscriber is signalled once, with all of them
-// queued, so that it takes them in one batch.
+// emitAll publishes events (a transaction's, in commit order): a subscriber is signalled once,
+// with all of them queued, so that it takes them in one batch.
 func (e *Engine) emitAll(evs []Event) {
 	if e.opt.OnEvent != nil {
 		for _, ev := range evs {

@@ -71,23 +71,11 @@ func (s *subscribers) remove(sub *subscription) {
 	s.n.Add(-1)
 }
 
-func (s *subscribers) publish(ev Event) {
-	s.mu.Lock()
-	if ev.RootID != "" {
-		for _, sub := range s.by[subKey{tree: true, id: ev.RootID}] {
-			sub.push(ev)
-		}
-	}
-	for _, sub := range s.by[subKey{id: ev.ThreadID}] {
-		sub.push(ev)
-	}
-	s.mu.Unlock()
-}
-
-// publishAll is publish of several events that signals each subscriber once, after queueing
-// all of them.
+// publishAll queues events to their thread's and tree's subscribers and then signals each
+// subscriber once, so that it takes them in one batch.
 func (s *subscribers) publishAll(evs []Event) {
-	var woken []*subscription // a handful: a thread's own and its tree's
+	var buf [4]*subscription
+	woken := buf[:0] // a handful: a thread's own and its tree's
 	s.mu.Lock()
 	for _, ev := range evs {
 		if ev.RootID != "" {
@@ -112,11 +100,6 @@ func appendNew(list []*subscription, sub *subscription) []*subscription {
 		return list
 	}
 	return append(list, sub)
-}
-
-func (sub *subscription) push(ev Event) {
-	sub.enqueue(ev)
-	sub.wake()
 }
 
 // enqueue queues an event without signalling.
@@ -154,10 +137,7 @@ func (s *subscribers) poke(threadID string) {
 			sub.mu.Lock()
 			sub.poked = true
 			sub.mu.Unlock()
-			select {
-			case sub.signal <- struct{}{}:
-			default:
-			}
+			sub.wake()
 		}
 	}
 }

@@ -207,11 +207,8 @@ func (e *Engine) handOff(ctx context.Context, q *weft.QueuedMessage) *handoff {
 	o.refs++
 	e.mu.Unlock()
 	h := &handoff{q: q, slots: slots, done: make(chan error, 1)}
-	done := e.busy("")
-	e.bg.Go(func() {
-		defer done()
-		e.work(context.WithoutCancel(ctx), q.ThreadID, "", o, h)
-	})
+	// The worker reads the thread's root and counts itself busy on its tree (work).
+	e.bg.Go(func() { e.work(context.WithoutCancel(ctx), q.ThreadID, "", o, h) })
 	return h
 }
 

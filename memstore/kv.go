@@ -28,17 +28,22 @@ func (s *Store) ListKV(ctx context.Context, threadID string) (map[string]json.Ra
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	out := map[string]json.RawMessage{}
 	th := s.lookup(threadID)
 	if th == nil {
-		return out, nil
+		return map[string]json.RawMessage{}, nil
 	}
 	th.mu.RLock()
 	defer th.mu.RUnlock()
-	for k, v := range th.kv {
+	return cloneDocs(th.kv), nil
+}
+
+// cloneDocs copies a thread's documents by key (KV values, run state), sharing nothing.
+func cloneDocs(docs map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(docs))
+	for k, v := range docs {
 		out[k] = slices.Clone(v)
 	}
-	return out, nil
+	return out
 }
 
 type kvOp struct {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
@@ -102,15 +103,7 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 // PutLog stages a log row (keyed by id; a replaced row keeps its place), assigning ID (when empty),
 // ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
 func (t *tx) PutLog(l *weft.LogEntry) error {
-	if l.ID == "" {
-		l.ID = weft.NewID("log_")
-	}
-	l.ThreadID = t.id
-	if l.CreatedAt.IsZero() {
-		l.CreatedAt = t.clock()
-	} else {
-		l.CreatedAt = l.CreatedAt.UTC()
-	}
+	storecontract.PrepareLog(l, t.id, t.clock)
 	c := copyLog(l)
 	c.RequestBody, c.ResponseBody = nilIfEmpty(c.RequestBody), nilIfEmpty(c.ResponseBody)
 	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = nilIfEmpty(c.ToolsOffered), nilIfEmpty(c.ToolsCalled), nilIfEmpty(c.QueuedTools)

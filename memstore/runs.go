@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -16,17 +15,13 @@ func (s *Store) ExecState(ctx context.Context, threadID string) (map[string]json
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	out := map[string]json.RawMessage{}
 	th := s.lookup(threadID)
 	if th == nil {
-		return out, nil
+		return map[string]json.RawMessage{}, nil
 	}
 	th.mu.RLock()
 	defer th.mu.RUnlock()
-	for k, v := range th.exec {
-		out[k] = slices.Clone(v)
-	}
-	return out, nil
+	return cloneDocs(th.exec), nil
 }
 
 // AcquireLease takes the thread's lease for node if it is free or expired, with a token higher than
@@ -97,10 +92,7 @@ func (s *Store) beginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return weft.Fence{}, nil, err
 	}
 	rs.Thread = th.threadCopy()
-	rs.ExecState = make(map[string]json.RawMessage, len(th.exec))
-	for k, v := range th.exec {
-		rs.ExecState[k] = slices.Clone(v)
-	}
+	rs.ExecState = cloneDocs(th.exec)
 	// Rows are shared, not copied: a committed row is never changed in place (UpdateMessage
 	// replaces it), so the run reads a stable snapshot.
 	n := 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // decodeLog reads a log doc; bodies come from their own columns.
@@ -114,15 +115,7 @@ const qPutLog = `WITH old AS (SELECT n FROM logs WHERE thread_id = $1 AND id = $
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
 // (when empty), ThreadID and CreatedAt (when zero). Bodies are stored verbatim.
 func (t *tx) PutLog(l *weft.LogEntry) error {
-	if l.ID == "" {
-		l.ID = weft.NewID("log_")
-	}
-	l.ThreadID = t.id
-	if l.CreatedAt.IsZero() {
-		l.CreatedAt = t.clock()
-	} else {
-		l.CreatedAt = l.CreatedAt.UTC()
-	}
+	storecontract.PrepareLog(l, t.id, t.clock)
 	c := *l
 	c.RequestBody, c.ResponseBody = nil, nil
 	doc, err := json.Marshal(&c)

@@ -147,6 +147,20 @@ func PrepareQueued(q *weft.QueuedMessage, now func() time.Time) {
 	q.CreatedAt = q.CreatedAt.UTC()
 }
 
+// PrepareLog fills what PutLog assigns, written back to l: an empty ID gets a new log_ id, ThreadID
+// is the Tx's thread, and a zero CreatedAt is now() (called only then); CreatedAt is made UTC.
+func PrepareLog(l *weft.LogEntry, threadID string, now func() time.Time) {
+	if l.ID == "" {
+		l.ID = weft.NewID("log_")
+	}
+	l.ThreadID = threadID
+	if l.CreatedAt.IsZero() {
+		l.CreatedAt = now()
+	} else {
+		l.CreatedAt = l.CreatedAt.UTC()
+	}
+}
+
 // PrepareToolCall checks a record handed to PutToolCall and defaults it: CallID is required, Meta
 // (when set) must be valid JSON, and an empty Status becomes pending (written back to c). ThreadID
 // and Seq are the store's to assign.
