@@ -103,12 +103,10 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 	return out, nil
 }
 
-// qPutLog inserts or replaces a log row; a new one takes the thread's next log number (its
-// creation order), a replaced one keeps its place.
-const qPutLog = `WITH old AS (SELECT n FROM logs WHERE thread_id = $1 AND id = $2),
-	next AS (UPDATE threads SET log_seq = log_seq + 1 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) RETURNING log_seq)
-	INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body)
-	VALUES ($1, $2, COALESCE((SELECT n FROM old), (SELECT log_seq FROM next)), $3, $4, $5, $6)
+// qPutLog inserts or replaces a log row: a new one takes the number after the thread's last (its
+// creation order; one index seek, under the thread's row lock), a replaced one keeps its place.
+const qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body)
+	VALUES ($1, $2, (SELECT COALESCE(MAX(n), 0) + 1 FROM logs WHERE thread_id = $1), $3, $4, $5, $6)
 	ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
 	request_body = excluded.request_body, response_body = excluded.response_body`
 

@@ -334,12 +334,11 @@ func (t *tx) DeleteMessage(id string) error {
 	return err
 }
 
-// qPutToolCall inserts or replaces a call record. A new call takes the thread's next call number
-// (the counter lives in the thread row, advanced by this statement); a replaced one keeps its own.
-const qPutToolCall = `WITH old AS (SELECT seq FROM tool_calls WHERE thread_id = $1 AND call_id = $2),
-	next AS (UPDATE threads SET call_seq = call_seq + 1 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) RETURNING call_seq)
-	INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
-	VALUES ($1, $2, COALESCE((SELECT seq FROM old), (SELECT call_seq FROM next)), $3, $4)
+// qPutToolCall inserts or replaces a call record: a new call takes the number after the thread's
+// last (one index seek; calls of a thread are written under its row lock, one transaction at a
+// time), a replaced one keeps its own.
+const qPutToolCall = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc)
+	VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM tool_calls WHERE thread_id = $1), $3, $4)
 	ON CONFLICT (thread_id, call_id) DO UPDATE SET status = excluded.status, doc = excluded.doc
 	RETURNING seq`
 

@@ -279,7 +279,9 @@ func (t *tx) commit() error {
 		tail = append(tail, op{sql: `SELECT 1 / (lease_expires_at > $2)::int FROM threads WHERE id = $1`,
 			args: []any{f.ThreadID, now.UnixNano()}, fail: func(error) error { return leaseLost(f) }})
 	}
-	if t.rowDirty || t.meta != nil {
+	// The thread row is written once: its counters, its record when UpdateThread changed it, and
+	// the lease when the transaction releases it.
+	if t.rowDirty || t.meta != nil || t.release {
 		sql := "UPDATE threads SET msg_seq = $2, queue_seq = $3, event_seq = $4"
 		args := []any{t.id, t.row.msgSeq, t.row.queueSeq, t.row.eventSeq}
 		if t.meta != nil {
@@ -291,9 +293,13 @@ func (t *tx) commit() error {
 			sql += ", user_id = $5, agent = $6, label = $7, preview = $8, tags = $9, status = $10, created_at = $11, last_activity_at = $12, doc = $13"
 			args = append(append(args, threadCols(t.meta)...), doc)
 		}
+		if t.release && t.fence.ThreadID == t.id {
+			// The fence was checked under the row lock, so the lease is this transaction's to free.
+			sql += ", lease_owner = '', lease_expires_at = 0"
+		}
 		tail = append(tail, op{sql: sql + " WHERE id = $1", args: args})
 	}
-	if t.release {
+	if t.release && t.fence.ThreadID != t.id {
 		tail = append(tail, op{sql: "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
 			args: []any{t.fence.ThreadID, t.fence.Node, t.fence.Token}})
 	}
