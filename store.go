@@ -296,6 +296,14 @@ type RunStart struct {
 	Queued []QueuedMessage
 	// ThreadEnv, UserEnv and InstanceEnv are the decrypted env values of those scopes.
 	ThreadEnv, UserEnv, InstanceEnv []EnvValue
+	// Children reports that the thread has child threads (subagents): a caller that looks after
+	// the thread's subtree knows without listing it whether there is one.
+	Children bool
+	// EffectsDue is the earliest time at which ClaimEffects can find an effect of any thread to
+	// claim, as of the run's start: the earliest RunAt of a pending effect or expiry of a claim
+	// (zero when there is neither). A caller that runs due effects after the run knows whether
+	// to ask.
+	EffectsDue time.Time
 }
 
 // FileReader reads a thread's filesystem. Paths are absolute, /-separated and cleaned

@@ -37,17 +37,28 @@ var errConsumerGone = errors.New("the caller stopped reading the conversation")
 // tree in this process see the same events.
 func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		t, err := e.store.Thread(ctx, threadID)
-		if err != nil {
-			yield(Event{}, err)
-			return
+		// A message needs only the thread's root, to follow its tree: the run's BeginRun refuses it
+		// for a thread that is unknown, terminated or full. A continue needs the thread's status.
+		var t *weft.Thread
+		root, known := "", false
+		if in.Message != nil {
+			root, known = e.roots.get(threadID)
 		}
-		sub := e.subs.add(subKey{tree: true, id: rootOf(t)}, false)
+		if !known {
+			var err error
+			if t, err = e.store.Thread(ctx, threadID); err != nil {
+				yield(Event{}, err)
+				return
+			}
+			e.roots.put(t)
+			root = rootOf(t)
+		}
+		sub := e.subs.add(subKey{tree: true, id: root}, false)
 		defer e.subs.remove(sub)
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		done := make(chan error, 1)
-		go func() { done <- e.converse(runCtx, t, in) }()
+		go func() { done <- e.converse(runCtx, threadID, root, t, in) }()
 		var q []Event
 		for {
 			var runErr error
@@ -83,13 +94,13 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 	}
 }
 
-// converse runs a conversation's work: the input's run here, then the tree until quiescent.
-func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
-	root := rootOf(t)
+// converse runs a conversation's work: the input's run here, then the tree until quiescent. t is
+// the thread as read (nil when the input is a message and the root was known).
+func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Thread, in Input) error {
 	trigger := "continue"
 	var push *startPush // queued by the run's first transaction
 	if in.Message != nil {
-		q, err := e.queued(ctx, t.ID, *in.Message)
+		q, err := e.queued(ctx, threadID, *in.Message)
 		if err != nil {
 			return err
 		}
@@ -105,23 +116,35 @@ func (e *Engine) converse(ctx context.Context, t *weft.Thread, in Input) error {
 	} else if t.Status == weft.ThreadTerminated {
 		return fmt.Errorf("thread %s: %w", t.ID, weft.ErrTerminated)
 	}
-	if _, err := e.runPush(ctx, t.ID, trigger, in.Side, push); err != nil {
+	scheduled := e.effectsScheduled.Load()
+	res, err := e.runPush(ctx, threadID, trigger, in.Side, push)
+	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return nil // the run stopped as aborted
 	}
-	// Subagents that report on their own, including those an earlier process left behind.
-	if err := e.Recover(ctx, t.ID); err != nil {
-		return err
+	// Subagents that report on their own, including those an earlier process left behind: none
+	// when the thread had no children when its runs started and they created none.
+	if !res.tree.started || res.tree.children {
+		if err := e.Recover(ctx, threadID); err != nil {
+			return err
+		}
 	}
-	for {
+	// No effect to claim: the store had none pending or claimed when the last run started, and
+	// none was scheduled here since (one scheduled by another process meanwhile is that
+	// process's to run, or the next conversation's).
+	noEffects := res.tree.started && res.tree.effectsDue.IsZero() && in.EffectsUntil.IsZero()
+	for first := true; ; first = false {
 		select {
 		case <-e.quiet(root):
 		case <-ctx.Done():
 			return nil
 		}
 		if e.serving.Load() {
+			return nil
+		}
+		if first && noEffects && e.effectsScheduled.Load() == scheduled {
 			return nil
 		}
 		rep, err := e.RunDueEffects(ctx)

@@ -605,3 +605,94 @@ func TestServeStartedAfterRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// askCounter counts the reads a conversation may skip: the thread's record, its children's list
+// and effect claims.
+type askCounter struct {
+	weft.Store
+	threads, children, claims atomic.Int32
+}
+
+func (s *askCounter) Thread(ctx context.Context, id string) (*weft.Thread, error) {
+	s.threads.Add(1)
+	return s.Store.Thread(ctx, id)
+}
+
+func (s *askCounter) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
+	if q.ParentID != "" {
+		s.children.Add(1)
+	}
+	return s.Store.Threads(ctx, q)
+}
+
+func (s *askCounter) ClaimEffects(ctx context.Context, node string, limit int, ttl time.Duration) ([]weft.EffectRecord, error) {
+	s.claims.Add(1)
+	return s.Store.ClaimEffects(ctx, node, limit, ttl)
+}
+
+// TestConverseAsksOnlyWhenThereIsWork: a conversation reads neither the thread (its root is
+// known) nor its children nor the effects when the run's start showed there are none; a child, an
+// effect due, or a thread this engine never saw are each read, and the effect runs.
+func TestConverseAsksOnlyWhenThereIsWork(t *testing.T) {
+	ctx := t.Context()
+	mem, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	st := &askCounter{Store: mem}
+	open := func() *engine.Engine {
+		eng, err := engine.New(engine.Options{Registry: lookupRegistry(), Store: st, Override: lookupModel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	eng := open()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	converse := func(eng *engine.Engine, what string, threads, children, claims bool) {
+		t.Helper()
+		st.threads.Store(0)
+		st.children.Store(0)
+		st.claims.Store(0)
+		answered := false
+		for ev, err := range eng.Converse(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}) {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			answered = answered || ev.Type == "run_stopped"
+		}
+		if !answered {
+			t.Errorf("%s: no run stopped", what)
+		}
+		for _, c := range []struct {
+			name string
+			n    int32
+			want bool
+		}{{"thread reads", st.threads.Load(), threads}, {"children lists", st.children.Load(), children}, {"effect claims", st.claims.Load(), claims}} {
+			if (c.n > 0) != c.want {
+				t.Errorf("%s: %d %s, want them: %v", what, c.n, c.name, c.want)
+			}
+		}
+	}
+	converse(eng, "nothing around", false, false, false)
+
+	due := &weft.EffectRecord{ThreadID: th.ID, Name: "remind", RunAt: time.Now().Add(-time.Minute), MaxAttempts: 1}
+	if err := mem.ScheduleEffect(ctx, due); err != nil {
+		t.Fatal(err)
+	}
+	converse(eng, "an effect due", true, false, true) // running it reads its thread
+	if es, _ := mem.Effects(ctx, th.ID); len(es) != 1 || es[0].Status == weft.EffectPending {
+		t.Errorf("the due effect was not claimed: %+v", es)
+	}
+
+	if err := mem.CreateThread(ctx, &weft.Thread{Agent: "assistant", ParentID: th.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	converse(eng, "a child", false, true, false)
+
+	converse(open(), "another engine", true, true, false)
+}

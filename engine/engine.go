@@ -91,8 +91,10 @@ type Engine struct {
 
 	// workers bounds the mailbox workers running at once while serving (nil = unbounded).
 	workers atomic.Pointer[chan struct{}]
-	// effectsChanged wakes Serve's effect loop when an effect is scheduled here.
-	effectsChanged chan struct{}
+	// effectsChanged wakes Serve's effect loop when an effect is scheduled here; effectsScheduled
+	// counts those effects.
+	effectsChanged   chan struct{}
+	effectsScheduled atomic.Int64
 	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
 	serving, stopping atomic.Bool
 
@@ -108,6 +110,35 @@ type Engine struct {
 	// ending the wait cannot interleave with it).
 	awaitMu sync.Mutex
 	awaited map[string]*awaiting
+
+	// roots remembers the roots of threads this process created or read.
+	roots rootCache
+}
+
+// rootCache maps thread ids to their roots' ids. A thread's root never changes, so a conversation
+// that knows it need not read the thread before its run (which reads it anyway). It holds at most
+// rootCacheSize entries: when full it starts again empty.
+type rootCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const rootCacheSize = 1 << 16
+
+func (c *rootCache) get(id string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[id]
+	return r, ok
+}
+
+func (c *rootCache) put(t *weft.Thread) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= rootCacheSize {
+		c.m = make(map[string]string)
+	}
+	c.m[t.ID] = rootOf(t)
 }
 
 // New returns an engine over a registry and a store.
@@ -261,6 +292,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	if err := e.store.CreateThread(ctx, t, env); err != nil {
 		return nil, err
 	}
+	e.roots.put(t)
 	e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
 	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
 		return t, err

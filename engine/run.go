@@ -34,9 +34,20 @@ type RunResult struct {
 	Steps int `json:"steps"`
 	// LastLineRedactions counts secrets the last-line pass found in requests.
 	LastLineRedactions int `json:"last_line_redactions"`
+	// tree is what the runs learnt of the thread's subtree and of the store's effects.
+	tree treeNote
 	// Value is the structured answer of the thread's last reply when its prompt declares an
 	// output schema and the last run stopped well (the reply's metadata "structured").
 	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// treeNote is what runs of a thread learnt of the work around them: whether the thread has
+// children (at a run's start, or created by a run), and when an effect of the store is next
+// claimable as of the last run's start (weft.RunStart).
+type treeNote struct {
+	started    bool // a run started: the fields below are known
+	children   bool
+	effectsDue time.Time
 }
 
 // withValue sets res.Value from the thread's last reply when it carries a structured answer. It
@@ -129,7 +140,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
 	res := &RunResult{}
 	for i := 0; ; i++ {
-		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side, push)
+		info, hits, more, err := e.runOnce(ctx, threadID, trigger, side, push, &res.tree)
 		push = nil
 		res.LastLineRedactions += hits
 		if errors.Is(err, errNothingQueued) || (i > 0 && errors.Is(err, weft.ErrLeaseHeld)) {
@@ -196,7 +207,9 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 // more reports messages queued that the run did not take: seen by its last transaction, or pushed
 // by Send while the run was registered (checked once it no longer is, so that a Send either marks
 // the run or finds it gone and leaves the message to its caller's Run).
-func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side, push *startPush) (_ weft.StopInfo, _ int, more bool, _ error) {
+//
+// tree, when not nil, is told what the run learnt of the thread's subtree and of the effects.
+func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSide weft.Side, push *startPush, tree *treeNote) (_ weft.StopInfo, _ int, more bool, _ error) {
 	var pq *weft.QueuedMessage
 	if push != nil {
 		pq = push.q
@@ -217,6 +230,11 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	if err != nil {
 		return weft.StopInfo{}, 0, false, err
+	}
+	if tree != nil {
+		tree.started = true
+		tree.children = tree.children || start.Children
+		tree.effectsDue = start.EffectsDue
 	}
 	if stopped {
 		return weft.StopInfo{}, 0, false, errNothingQueued
@@ -257,6 +275,9 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			ParentID: r.thread.ParentID, Agent: r.agent.Name, Redact: r.red.String})
 	}
 	info, err := r.loop(trigger, forceSide)
+	if tree != nil && r.spawned.Load() {
+		tree.children = true
+	}
 	r.finishEvents()
 	if r.obs != nil {
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
@@ -321,6 +342,8 @@ type run struct {
 	rows    []*weft.Message
 	lastSeq int64
 	callIDs map[string]bool
+	// spawned: the run created a child thread (a subagent).
+	spawned atomic.Bool
 
 	steps     int
 	sideSteps [2]int

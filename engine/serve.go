@@ -176,6 +176,7 @@ func (e *Engine) effectsLoop(ctx context.Context) {
 
 // effectScheduled wakes Serve's effect loop: an effect was scheduled in this process.
 func (e *Engine) effectScheduled() {
+	e.effectsScheduled.Add(1)
 	select {
 	case e.effectsChanged <- struct{}{}:
 	default:

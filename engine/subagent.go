@@ -227,6 +227,8 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	if err := r.e.store.CreateThread(ctx, child, envRows); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
+	r.spawned.Store(true)
+	r.e.roots.put(child)
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
 	r.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: r.thread.ID, RootID: child.RootID,
 		Data: map[string]any{"reference": child.ID, "agent": target.Name, "status": "running", "status_text": "created"}})
@@ -492,7 +494,7 @@ func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool)
 		}
 		trigger = "continue" // a run a crash interrupted, or one whose calls were decided
 	}
-	info, _, _, err := e.runOnce(held, child.ID, trigger, "", nil)
+	info, _, _, err := e.runOnce(held, child.ID, trigger, "", nil, nil)
 	switch {
 	case errors.Is(err, errNothingQueued), errors.Is(err, weft.ErrLeaseHeld):
 		// Taken by a run of another process, which reports it.

@@ -213,6 +213,21 @@ func (s *Store) Effects(ctx context.Context, threadID string) ([]weft.EffectReco
 	return out, nil
 }
 
+// effectsDue returns the earliest time an effect of any thread becomes claimable (zero when none
+// will).
+func (s *Store) effectsDue() time.Time {
+	es := &s.effects
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	var next time.Time
+	for id := range es.active {
+		if at := storecontract.EffectDueAt(es.byID[id]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
+}
+
 // NextEffectAt returns the earliest RunAt of the pending effects of all threads; zero when none.
 func (s *Store) NextEffectAt(ctx context.Context) (time.Time, error) {
 	if s.closed.Load() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -60,7 +61,19 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			return weft.Fence{}, nil, err
 		}
 	}
-	return s.beginRun(ctx, threadID, node, ttl)
+	f, rs, err := s.beginRun(ctx, threadID, node, ttl)
+	if err != nil {
+		return f, rs, err
+	}
+	// Read after the thread's lock is released: the effects' lock is never taken under it.
+	if set, ok := s.children.Load(threadID); ok {
+		set.(*sync.Map).Range(func(any, any) bool {
+			rs.Children = true
+			return false
+		})
+	}
+	rs.EffectsDue = s.effectsDue()
+	return f, rs, nil
 }
 
 func (s *Store) beginRun(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
@@ -108,6 +121,7 @@ func (s *Store) beginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 	}
 	rs.Queued = copyQueue(th.queue, 0, 0)
+
 	return f, rs, nil
 }
 

@@ -53,11 +53,32 @@ func (s *Store) leaseRefused(ctx context.Context, threadID string) error {
 // taken again. The run's next step transaction, which does wait, makes it durable anyway.
 const asyncCommit = "SET LOCAL synchronous_commit = off"
 
-// qRefusePush fails (casting the status to a number) when the thread refuses a push: it is
-// terminated, or its newest message has seq $2 or more ($2 > 0). An error raised in the server
-// aborts the transaction the statement is in.
-const qRefusePush = `SELECT CASE WHEN status = 'terminated' OR ($2 > 0 AND ` + qLastSeq + ` >= $2) THEN status::int END
-	FROM threads WHERE id = $1 FOR UPDATE`
+// qBeginPush queues BeginRun's message as qPushQueue does, but refuses in the server: a
+// terminated thread, or one whose newest message has seq $3 or more ($3 > 0), divides by zero,
+// which aborts the transaction the statement is in (the statements after it are already sent,
+// and a COMMIT would otherwise take the lease). A missing thread inserts nothing. It notifies
+// nobody: the run that queues it takes it.
+const qBeginPush = `WITH t AS (
+	UPDATE threads SET queue_seq = queue_seq + 1 / (status <> 'terminated' AND ($3 <= 0 OR ` + qLastSeq + ` < $3))::int
+		WHERE id = $1 RETURNING queue_seq)
+	INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq`
+
+// qNotifyUnleased tells the processes serving the store of a message queued by a BeginRun that
+// did not take the lease ($2 is the expiry it would have set): whoever holds it takes the message.
+const qNotifyUnleased = `SELECT pg_notify('` + channelQueue + `', $1) FROM threads WHERE id = $1 AND lease_expires_at <> $2`
+
+// qRunTree reads whether thread $1 has children and when an effect of any thread is next
+// claimable (weft.RunStart.EffectsDue), each from an index.
+const qRunTree = `SELECT EXISTS (SELECT 1 FROM threads WHERE parent_id = $1),
+	LEAST((SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
+		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing'))`
+
+// qRunEnv reads the env values of a run's thread, its user (when it has one) and the instance.
+const qRunEnv = `SELECT scope, name, value_enc, key_id, type, updated_at FROM env
+	WHERE (scope = 'thread' AND owner = $1)
+		OR (scope = 'user' AND owner = (SELECT user_id FROM threads WHERE id = $1 AND user_id <> ''))
+		OR (scope = 'instance' AND owner = '')
+	ORDER BY scope, name`
 
 // leaseTx runs one lease statement in an asynchronously committed transaction (one round trip)
 // and returns the rows it changed.
@@ -127,8 +148,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		// The message must be durable once BeginRun returns: this commit waits for its flush.
 		// A terminated thread must fail in the server, so that the transaction aborts: the
 		// statements after it are already sent, and a COMMIT would take the lease.
-		b.Queue(qRefusePush, threadID, push.MaxMessages)
-		b.Queue(qPushQueue, push.ThreadID, pushDoc, push.MaxMessages).QueryRow(func(r pgx.Row) error {
+		b.Queue(qBeginPush, push.ThreadID, pushDoc, push.MaxMessages).QueryRow(func(r pgx.Row) error {
 			err := r.Scan(&push.Seq)
 			refused = errors.Is(err, pgx.ErrNoRows) // an unknown thread
 			return err
@@ -139,24 +159,30 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	b.Queue("SELECT doc, lease_owner FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&doc, &owner)
 	})
-	var envRows [3][]envRow
-	for i, q := range []struct {
-		scope weft.EnvScope
-		owner string // SQL naming the owner
-		args  []any
-	}{
-		{weft.EnvThread, "$1", []any{threadID}},
-		{weft.EnvUser, "(SELECT user_id FROM threads WHERE id = $1 AND user_id <> '')", []any{threadID}},
-		{weft.EnvInstance, "''", nil},
-	} {
-		b.Queue(`SELECT name, value_enc, key_id, type, updated_at FROM env WHERE scope = '`+string(q.scope)+`' AND owner = `+q.owner+` ORDER BY name`,
-			q.args...).Query(func(rows pgx.Rows) error {
-			var err error
-			envRows[i], err = scanEnvRows(rows)
-			return err
-		})
-	}
+	envRows := map[weft.EnvScope][]envRow{}
+	b.Queue(qRunEnv, threadID).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var scope string
+			var r envRow
+			if err := rows.Scan(&scope, &r.name, &r.enc, &r.keyID, &r.typ, &r.at); err != nil {
+				return err
+			}
+			envRows[weft.EnvScope(scope)] = append(envRows[weft.EnvScope(scope)], r)
+		}
+		return rows.Err()
+	})
 	rs := &weft.RunStart{}
+	b.Queue(qRunTree, threadID).QueryRow(func(r pgx.Row) error {
+		var due *int64
+		if err := r.Scan(&rs.Children, &due); err != nil {
+			return err
+		}
+		if due != nil {
+			rs.EffectsDue = time.Unix(0, max(*due, 1)).UTC()
+		}
+		return nil
+	})
 	b.Queue("SELECT key, value FROM exec_state WHERE thread_id = $1", threadID).Query(func(rows pgx.Rows) error {
 		rs.ExecState = map[string]json.RawMessage{}
 		for rows.Next() {
@@ -184,7 +210,8 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return err
 	})
 	var token int64
-	b.Queue(qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).Query(func(rows pgx.Rows) error {
+	expires := now.Add(ttl).UnixNano()
+	b.Queue(qAcquire, threadID, node, expires, now.UnixNano()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := rows.Scan(&token); err != nil {
 				return err
@@ -192,10 +219,13 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		return rows.Err()
 	})
+	if push != nil {
+		b.Queue(qNotifyUnleased, threadID, expires)
+	}
 	b.Queue("COMMIT")
 	err = conn.SendBatch(ctx, b).Close()
-	if pe := (*pgconn.PgError)(nil); push != nil && errors.As(err, &pe) && pe.Code == "22P02" { // invalid_text_representation
-		refused = true // qRefusePush
+	if pe := (*pgconn.PgError)(nil); push != nil && errors.As(err, &pe) && pe.Code == "22012" { // division_by_zero
+		refused = true // qBeginPush
 	}
 	if err != nil {
 		// The batch stopped at an error: the transaction is open and aborted.
@@ -211,10 +241,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	if err == nil {
 		rs.Thread, err = decodeThread(doc)
 	}
-	for i, scope := range []weft.EnvScope{weft.EnvThread, weft.EnvUser, weft.EnvInstance} {
+	for _, scope := range []weft.EnvScope{weft.EnvThread, weft.EnvUser, weft.EnvInstance} {
 		var vals []weft.EnvValue
 		if err == nil {
-			vals, err = s.openEnv(scope, threadID, envRows[i])
+			vals, err = s.openEnv(scope, threadID, envRows[scope])
 		}
 		switch scope {
 		case weft.EnvThread:

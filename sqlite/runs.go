@@ -38,7 +38,10 @@ const (
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE t.user_id <> '' AND scope = 'user' AND owner = t.user_id),
-		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = '')
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = ''),
+		EXISTS (SELECT 1 FROM threads c WHERE c.parent_id = t.id),
+		(SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
+		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing')
 		FROM threads t WHERE t.id = ?`
 	qTakeLease    = `UPDATE threads SET lease_owner = ?2, lease_token = ?3, lease_expires_at = ?4 WHERE id = ?1`
 	qRenewLease   = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
@@ -148,14 +151,16 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		var l lease
 		var sets runStartSets
+		var pending, claimed sql.NullInt64
 		row, err := w.rowOf(ctx, qRunStart, threadID)
 		if err != nil {
 			return err
 		}
 		if rs.Thread, err = scanThread(row, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
-			&sets.env[0], &sets.env[1], &sets.env[2]); err != nil {
+			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
 			return s.noThread(threadID, err)
 		}
+		rs.EffectsDue = effectsDue(pending, claimed)
 		if f, err = l.take(ctx, s, w, threadID, node, ttl); err != nil {
 			if pushFn != nil && errors.Is(err, weft.ErrLeaseHeld) {
 				held = err
@@ -175,6 +180,18 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return weft.Fence{}, nil, err
 	}
 	return f, rs, nil
+}
+
+// effectsDue is the earlier of a pending effect's run time and a claim's expiry (zero when neither;
+// a time at or before the epoch is the epoch's first nanosecond, due at once).
+func effectsDue(pending, claimed sql.NullInt64) time.Time {
+	switch {
+	case pending.Valid && (!claimed.Valid || pending.Int64 <= claimed.Int64):
+		return time.Unix(0, max(pending.Int64, 1)).UTC()
+	case claimed.Valid:
+		return time.Unix(0, max(claimed.Int64, 1)).UTC()
+	}
+	return time.Time{}
 }
 
 // runStartSets are the concatenated row sets of qRunStart.

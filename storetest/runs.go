@@ -493,3 +493,56 @@ func testPushLimit(t *testing.T, s weft.Store) {
 		t.Errorf("BeginRun's push below the limit: %v", err)
 	}
 }
+
+// testBeginRunTree: RunStart tells whether the thread has children and when an effect of any
+// thread is next claimable, a pending one at its RunAt, a claimed one when its claim expires.
+func testBeginRunTree(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := &weft.Thread{Agent: "agent"}
+	other := &weft.Thread{Agent: "agent"}
+	for _, x := range []*weft.Thread{th, other} {
+		if err := s.CreateThread(ctx, x, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin := func(what string, children bool, due time.Time) {
+		t.Helper()
+		f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, nil)
+		if err != nil {
+			t.Fatalf("%s: BeginRun: %v", what, err)
+		}
+		defer s.ReleaseLease(ctx, f)
+		if rs.Children != children {
+			t.Errorf("%s: Children = %v, want %v", what, rs.Children, children)
+		}
+		if !rs.EffectsDue.Equal(due) {
+			t.Errorf("%s: EffectsDue = %v, want %v", what, rs.EffectsDue, due)
+		}
+	}
+	begin("alone", false, time.Time{})
+	if err := s.CreateThread(ctx, &weft.Thread{Agent: "agent", ParentID: other.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	begin("another thread's child", false, time.Time{})
+	if err := s.CreateThread(ctx, &weft.Thread{Agent: "agent", ParentID: th.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	begin("a child", true, time.Time{})
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	later := schedule(t, s, &weft.EffectRecord{ThreadID: other.ID, Name: "later", RunAt: now.Add(2 * time.Hour)})
+	begin("an effect of another thread", true, later.RunAt)
+	sooner := schedule(t, s, &weft.EffectRecord{ThreadID: th.ID, Name: "sooner", RunAt: now.Add(time.Hour)})
+	begin("a sooner effect", true, sooner.RunAt)
+	schedule(t, s, &weft.EffectRecord{ThreadID: th.ID, Name: "due", RunAt: now.Add(-time.Hour)})
+	begin("a due effect", true, now.Add(-time.Hour))
+	got := claim(t, s, "node-b", 1, time.Minute)
+	if len(got) != 1 || got[0].Name != "due" || got[0].ClaimExpiresAt == nil {
+		t.Fatalf("claimed %+v", got)
+	}
+	begin("a claim", true, *got[0].ClaimExpiresAt)
+	if err := s.FinishEffect(ctx, got[0].ID, weft.EffectCompleted, "", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	begin("a finished claim", true, sooner.RunAt)
+}

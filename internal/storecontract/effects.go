@@ -68,6 +68,21 @@ func EffectDue(e *weft.EffectRecord, now time.Time) bool {
 	return false
 }
 
+// EffectDueAt returns when e becomes claimable (EffectDue): a pending effect at its RunAt, a
+// processing one when its claim expires; zero when it never does (it ended).
+func EffectDueAt(e *weft.EffectRecord) time.Time {
+	switch e.Status {
+	case weft.EffectPending:
+		return e.RunAt
+	case weft.EffectProcessing:
+		if e.ClaimExpiresAt == nil {
+			return time.Unix(0, 0).UTC()
+		}
+		return *e.ClaimExpiresAt
+	}
+	return time.Time{}
+}
+
 // CompareEffects orders effects by RunAt, then CreatedAt, then ID: the order of Effects and of
 // the claims of ClaimEffects.
 func CompareEffects(a, b *weft.EffectRecord) int {
