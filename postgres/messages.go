@@ -177,6 +177,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if err != nil {
 		return err
 	}
+	s.known.drop(q.ThreadID)
 	err = s.pool.QueryRow(ctx, qPushQueue, q.ThreadID, doc, q.MaxMessages).Scan(&q.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.pushRefused(ctx, q)

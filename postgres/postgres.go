@@ -58,6 +58,7 @@ type Store struct {
 	cipher *envcrypt.Cipher
 	files  fileReader
 	locks  threadLocks
+	known  knownRows // thread rows as runs' last transactions left them (known.go)
 	notify *notifier
 }
 

@@ -99,6 +99,7 @@ func (s *Store) leaseTx(ctx context.Context, sql string, args ...any) (int64, er
 // RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
 // took it since); ErrLeaseLost otherwise.
 func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
+	s.known.drop(f.ThreadID)
 	n, err := s.leaseTx(ctx, "UPDATE threads SET lease_expires_at = $4 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
 		f.ThreadID, f.Node, f.Token, s.now().Add(ttl).UnixNano())
 	if err != nil {
@@ -112,6 +113,7 @@ func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration)
 
 // ReleaseLease frees a lease held with f's token; no error if it was already lost.
 func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
+	s.known.drop(f.ThreadID)
 	_, err := s.leaseTx(ctx, "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
 		f.ThreadID, f.Node, f.Token)
 	return pgErr("thread "+f.ThreadID+": release lease", err)
@@ -211,9 +213,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	})
 	var token int64
 	expires := now.Add(ttl).UnixNano()
-	b.Queue(qAcquire, threadID, node, expires, now.UnixNano()).Query(func(rows pgx.Rows) error {
+	k := &known{node: node, row: threadRow{leaseOwner: node, leaseExpires: expires}}
+	b.Queue(qAcquire+`, xmin::text, status, msg_seq, queue_seq, event_seq`, threadID, node, expires, now.UnixNano()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			if err := rows.Scan(&token); err != nil {
+			if err := rows.Scan(&token, &k.xmin, &k.row.status, &k.row.msgSeq, &k.row.queueSeq, &k.row.eventSeq); err != nil {
 				return err
 			}
 		}
@@ -269,6 +272,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)
 	}
+	// The run's transactions start from the row as this one leaves it (known.go).
+	k.token, k.row.leaseToken, k.row.doc, k.queued = token, token, doc, rs.Queued
+	s.known.put(threadID, k)
 	return f, rs, nil
 }
 

@@ -233,6 +233,9 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 		if len(ids) == 0 {
 			return threadNotFound(id)
 		}
+		for _, d := range ids {
+			s.known.drop(d)
+		}
 		if _, err := tx.Exec(ctx, "DELETE FROM env WHERE scope = 'thread' AND owner = ANY ($1)", ids); err != nil {
 			return err
 		}

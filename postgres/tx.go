@@ -48,7 +48,9 @@ func leaseLost(f *weft.Fence) error {
 // A transaction costs two round trips to the database: one that begins it and locks the row, and
 // one that sends fn's writes, the thread's counters and COMMIT together. Writes whose outcome fn
 // needs at once (a read-modify-write of a committed message, draining the queue, file operations)
-// add one each.
+// add one each. A run's transaction whose thread row is as the run's last one left it costs one
+// round trip (known.go): when the row turns out to have changed, nothing of it is written and fn
+// runs a second time, on the row as read.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -60,21 +62,37 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		return pgErr("thread "+threadID, err)
 	}
 	defer conn.Release()
-	t := &tx{s: s, ctx: ctx, c: conn, id: threadID, fence: fence}
 	if fence != nil && fence.ThreadID == "" {
 		f := *fence
 		f.ThreadID = threadID
-		t.fence = &f
+		fence = &f
 	}
+	if fence != nil && fence.ThreadID == threadID {
+		if k := s.known.get(threadID, fence); k != nil && k.row.held(fence, s.now()) {
+			t := &tx{s: s, ctx: ctx, c: conn, id: threadID, fence: fence}
+			t.beginKnown(k)
+			if err := t.run(fn); !t.stale {
+				return err
+			}
+			s.known.drop(threadID)
+		}
+	}
+	t := &tx{s: s, ctx: ctx, c: conn, id: threadID, fence: fence}
+	if err := t.begin(); err != nil {
+		t.rollback()
+		return err
+	}
+	return t.run(fn)
+}
+
+// run runs fn in the begun transaction and commits it; it rolls back when fn fails (or panics).
+func (t *tx) run(fn func(weft.Tx) error) error {
 	done := false
 	defer func() {
 		if !done {
 			t.rollback()
 		}
 	}()
-	if err := t.begin(); err != nil {
-		return err
-	}
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -102,7 +120,12 @@ type tx struct {
 	events   int64 // events appended
 	release  bool
 	rowDirty bool // counters changed
-	began    bool
+	began    bool // BEGIN was sent: COMMIT or ROLLBACK ends the transaction
+
+	// known: the transaction started from the known row (known.go); stale: its guard failed.
+	known, stale bool
+	// xmin is the row's version once the transaction committed (a fenced one of its thread).
+	xmin string
 }
 
 // op is a queued statement. row, when set, scans the statement's one RETURNING row; fail maps the
@@ -198,12 +221,17 @@ func (t *tx) clock() time.Time {
 // queue adds a statement to send later.
 func (t *tx) queue(o op) { t.ops = append(t.ops, o) }
 
-// send sends the queued ops followed by tail in one round trip.
+// send sends the queued ops followed by tail in one round trip. A transaction begun from the known
+// row that must send before its commit begins explicitly here.
 func (t *tx) send(tail ...op) error {
 	ops := append(t.ops, tail...)
 	t.ops = t.ops[:0]
 	if len(ops) == 0 {
 		return nil
+	}
+	if t.known && !t.began && len(tail) == 0 {
+		ops = append([]op{{sql: "BEGIN"}}, ops...)
+		t.began = true
 	}
 	b := &pgx.Batch{}
 	for _, o := range ops {
@@ -273,6 +301,7 @@ func (t *tx) commit() error {
 		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
 	}
 	var tail []op
+	var doc []byte
 	if f := t.fence; f != nil && f.ThreadID != t.id {
 		// The fence's row is locked FOR SHARE: only the clock can have moved, checked by the
 		// database (an error aborts the transaction).
@@ -285,8 +314,8 @@ func (t *tx) commit() error {
 		sql := "UPDATE threads SET msg_seq = $2, queue_seq = $3, event_seq = $4"
 		args := []any{t.id, t.row.msgSeq, t.row.queueSeq, t.row.eventSeq}
 		if t.meta != nil {
-			doc, err := encodeThread(t.meta)
-			if err != nil {
+			var err error
+			if doc, err = encodeThread(t.meta); err != nil {
 				t.rollback()
 				return err
 			}
@@ -313,11 +342,22 @@ func (t *tx) commit() error {
 	if t.pushed {
 		tail = append(tail, op{sql: "SELECT pg_notify($1, $2)", args: []any{channelQueue, t.id}})
 	}
-	tail = append(tail, op{sql: "COMMIT"})
+	if f := t.fence; f != nil && f.ThreadID == t.id && !t.release && !t.pushed {
+		tail = append(tail, op{sql: qRowVersion, args: []any{t.id}, row: func(r pgx.Row) error { return r.Scan(&t.xmin) }})
+	}
+	// Without BEGIN (a transaction from the known row that sent nothing before), the batch is one
+	// implicit transaction: it commits at its end, or nothing of it does.
+	if t.began || !t.known {
+		tail = append(tail, op{sql: "COMMIT"})
+	}
 	if err := t.send(tail...); err != nil {
 		t.rollback()
 		return err
 	}
 	t.began = false
+	if t.meta != nil {
+		t.row.status, t.row.doc = string(t.meta.Status), doc
+	}
+	t.remember()
 	return nil
 }
