@@ -125,6 +125,9 @@ type RunStore interface {
 	// Tx's own thread when empty, so a run can write a child thread under its own fence) must still
 	// be held with that token, else ErrLeaseLost and nothing is written. fn may read through the
 	// Store (it sees committed data) but must not call a Store write method: that deadlocks.
+	// fn may run more than once, each run but the last written nowhere (a store may first try it on
+	// what it remembers of the thread, and run it again on what it reads when the thread changed):
+	// it must change nothing outside the Tx that a second run would change again differently.
 	Tx(ctx context.Context, threadID string, fence *Fence, fn func(Tx) error) error
 
 	// BeginRun starts a run in one transaction: it takes the thread's lease for node exactly as

@@ -344,6 +344,8 @@ type run struct {
 	callIDs map[string]bool
 	// spawned: the run created a child thread (a subagent).
 	spawned atomic.Bool
+	// stopCounted: the run's stop is counted in state.Stops.
+	stopCounted bool
 
 	steps     int
 	sideSteps [2]int
@@ -871,7 +873,11 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 // lease's release.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) ([]byte, error) {
 	now := r.now()
-	r.state.Stops++
+	if !r.stopCounted {
+		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
+		r.state.Stops++
+		r.stopCounted = true
+	}
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
 		return nil, err
 	}
