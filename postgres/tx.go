@@ -308,6 +308,9 @@ func (t *tx) commit() error {
 		tail = append(tail, op{sql: `SELECT 1 / (lease_expires_at > $2)::int FROM threads WHERE id = $1`,
 			args: []any{f.ThreadID, now.UnixNano()}, fail: func(error) error { return leaseLost(f) }})
 	}
+	// A run's transaction that goes on holding the lease reads back the row's version (known.go).
+	version := t.fence != nil && t.fence.ThreadID == t.id && !t.release && !t.pushed
+	readVersion := func(r pgx.Row) error { return r.Scan(&t.xmin) }
 	// The thread row is written once: its counters, its record when UpdateThread changed it, and
 	// the lease when the transaction releases it.
 	if t.rowDirty || t.meta != nil || t.release {
@@ -326,7 +329,12 @@ func (t *tx) commit() error {
 			// The fence was checked under the row lock, so the lease is this transaction's to free.
 			sql += ", lease_owner = '', lease_expires_at = 0"
 		}
-		tail = append(tail, op{sql: sql + " WHERE id = $1", args: args})
+		o := op{sql: sql + " WHERE id = $1", args: args}
+		if version {
+			o.sql += " RETURNING xmin::text"
+			o.row, version = readVersion, false
+		}
+		tail = append(tail, o)
 	}
 	if t.release && t.fence.ThreadID != t.id {
 		tail = append(tail, op{sql: "UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
@@ -342,8 +350,8 @@ func (t *tx) commit() error {
 	if t.pushed {
 		tail = append(tail, op{sql: "SELECT pg_notify($1, $2)", args: []any{channelQueue, t.id}})
 	}
-	if f := t.fence; f != nil && f.ThreadID == t.id && !t.release && !t.pushed {
-		tail = append(tail, op{sql: qRowVersion, args: []any{t.id}, row: func(r pgx.Row) error { return r.Scan(&t.xmin) }})
+	if version {
+		tail = append(tail, op{sql: qRowVersion, args: []any{t.id}, row: readVersion})
 	}
 	// Without BEGIN (a transaction from the known row that sent nothing before), the batch is one
 	// implicit transaction: it commits at its end, or nothing of it does.
