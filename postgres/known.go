@@ -18,7 +18,8 @@ import (
 // implicitly committed batch. The guard locks the row and divides by zero when the row's version
 // or lease is no longer the one remembered (a push, a renewal, another node's write), which aborts
 // the whole batch in the server; the transaction then runs again the usual way, fn included (see
-// Store.Tx).
+// Store.Tx). The queue is covered by the row's version: a push advances the row's queue counter
+// and a drain writes the row.
 
 // known is what a run's transactions know of their thread between them.
 type known struct {

@@ -376,6 +376,8 @@ func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
 	out := t.queued[:n:n]
 	t.queued = t.queued[n:]
 	t.queue(op{sql: "DELETE FROM queue WHERE thread_id = $1 AND seq <= $2", args: []any{t.id, out[n-1].Seq}})
+	// The row is written too, so that its version changes with the queue (known.go).
+	t.rowDirty = true
 	return out, nil
 }
 
