@@ -297,17 +297,25 @@ func (l *threadLocks) lock(threadID string) func() {
 	}
 }
 
-// collect scans rows of one json column with a seq into values.
+// collect scans rows of one json column with a seq into values. The doc is read in place, not
+// copied: dec must not keep it (json.Unmarshal copies what it keeps).
 func collect[T any](rows pgx.Rows, what string, dec func(doc []byte, seq int64) (T, error)) ([]T, error) {
+	return collectN(rows, what, 0, dec)
+}
+
+// collectN is collect with room for n values from the start.
+func collectN[T any](rows pgx.Rows, what string, n int, dec func(doc []byte, seq int64) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
+	if n > 0 {
+		out = make([]T, 0, n)
+	}
 	for rows.Next() {
-		var doc []byte
 		var seq int64
-		if err := rows.Scan(&doc, &seq); err != nil {
+		if err := rows.Scan(nil, &seq); err != nil {
 			return nil, pgErr(what, err)
 		}
-		v, err := dec(doc, seq)
+		v, err := dec(rows.RawValues()[0], seq)
 		if err != nil {
 			return nil, err
 		}

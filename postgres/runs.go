@@ -199,7 +199,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	})
 	b.Queue("SELECT doc, seq FROM messages WHERE thread_id = $1 AND depth <= 0 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
 		var err error
-		rs.Messages, err = collect(rows, "thread "+threadID+": messages", func(doc []byte, seq int64) (weft.Message, error) {
+		rs.Messages, err = collectN(rows, "thread "+threadID+": messages", 32, func(doc []byte, seq int64) (weft.Message, error) {
 			return decodeMessage(doc, threadID, seq)
 		})
 		return err
