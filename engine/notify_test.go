@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,84 @@ func TestQueuedElsewhereRunsAtOnce(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRowChangedElsewhereMidRun: on PostgreSQL a run's step starts from the thread row its last
+// transaction left; another node queueing a message while the model answers makes that step's
+// first attempt stale, and it runs again. Every message is stored once and in order, the queued
+// one joins the run at its next step boundary and is answered, and the run's stop counts once.
+func TestRowChangedElsewhereMidRun(t *testing.T) {
+	_, dsn := pgtest.Schema(t)
+	ctx := t.Context()
+	open := func() *postgres.Store {
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Key: make([]byte, 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	here, elsewhere := open(), open()
+	var threadID string
+	pushed := false
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == weft.RoleUser && last.Text() == "first" && !pushed {
+			pushed = true
+			if err := elsewhere.PushQueue(ctx, &weft.QueuedMessage{ThreadID: threadID, Content: "second"}); err != nil {
+				return nil, err
+			}
+		}
+		if last.Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "lookup", Arguments: `{"order_id":42}`}}}, nil
+		}
+		return &weft.Response{Text: "answered"}, nil
+	})
+	eng, err := engine.New(engine.Options{Registry: lookupRegistry(), Store: here, Override: model, NodeID: "here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threadID = th.ID
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "first"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pushed || len(res.Stops) != 1 {
+		t.Errorf("pushed %v, stops %+v", pushed, res.Stops)
+	}
+	msgs, err := here.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Errorf("message %d has seq %d", i, m.Seq)
+		}
+		got = append(got, string(m.Role)+":"+m.Content)
+	}
+	want := []string{"user:first", "assistant:", "tool:shipping today",
+		"user:second", "assistant:", "tool:shipping today", "assistant:answered"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("messages:\n got %q\nwant %q", got, want)
+	}
+	calls, err := here.ToolCalls(ctx, th.ID)
+	if err != nil || len(calls) != 2 || calls[0].Status != weft.CallDone || calls[1].Status != weft.CallDone {
+		t.Errorf("tool calls: %+v, %v", calls, err)
+	}
+	state, err := here.ExecState(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Stops int `json:"stops"`
+	}
+	if err := json.Unmarshal(state["run"], &doc); err != nil || doc.Stops != 1 {
+		t.Errorf("run state %s: stops %d, %v", state["run"], doc.Stops, err)
 	}
 }
