@@ -23,7 +23,11 @@ const (
 
 var collected = regexp.MustCompile(`Collected : (\d+)`)
 
-func callgrind(defs []bench.Def) error {
+// callgrind prints each in-process runner's instructions per turn. noGC runs the children with the
+// collector off: the count is then the turn's own work, which a change moves alone (with the
+// collector on, when it happens to run moves a runner's count by ±10 % between builds that do the
+// same work).
+func callgrind(defs []bench.Def, noGC bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -33,6 +37,9 @@ func callgrind(defs []bench.Def) error {
 			"-child", name, "-threads", strconv.Itoa(threadsCounted), "-turns", strconv.Itoa(turns))
 		// One P, no preemption signals (callgrind mishandles them): the same schedule every time.
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+		if noGC {
+			cmd.Env = append(cmd.Env, "GOGC=off")
+		}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
@@ -75,7 +82,11 @@ func callgrind(defs []bench.Def) error {
 		fmt.Fprintf(os.Stderr, "%s: %.0f instructions/turn\n", d.Name, per)
 		fmt.Fprintf(w, "%s\t%s\t%.0f\t%s\t%s\t\n", d.Name, d.Kind, per, vs, ve)
 	}
-	fmt.Printf("Instructions per turn under callgrind (%d turns less none, %d threads prepared in both)\n\n", turnsCounted, threadsCounted)
+	gc := ""
+	if noGC {
+		gc = ", the collector off"
+	}
+	fmt.Printf("Instructions per turn under callgrind (%d turns less none, %d threads prepared in both%s)\n\n", turnsCounted, threadsCounted, gc)
 	return w.Flush()
 }
 

@@ -4,6 +4,7 @@
 //
 //	cd bench && go run ./cmd/table [-count 5] [-benchtime 1s] [-run REGEX]
 //	cd bench && go run ./cmd/table -scale [-count 3]
+//	cd bench && go run ./cmd/table -callgrind [-nogc] [-run REGEX]
 //
 // The PostgreSQL rows run when WEFT_TEST_POSTGRES_URL names a database the runners may create a
 // schema in.
@@ -30,6 +31,7 @@ func main() {
 	benchtime := flag.Duration("benchtime", time.Second, "time per runner per round")
 	run := flag.String("run", "", "measure only the runners matching this regular expression")
 	cg := flag.Bool("callgrind", false, "count instructions per turn under valgrind's callgrind instead of timing (in-process stores only)")
+	noGC := flag.Bool("nogc", false, "with -callgrind: run with the collector off (GOGC=off), to compare builds by their own work")
 	scale := flag.Bool("scale", false, "measure the scale figures instead: 1,000 threads' turns at once on SQLite against the group-committed floor, and what 10,000 idle threads hold")
 	child := flag.String("child", "", "internal: prepare -threads threads of this runner and run -turns turns on them")
 	threads := flag.Int("threads", 300, "internal, with -child")
@@ -78,7 +80,7 @@ func main() {
 		defs = append(defs, d)
 	}
 	if *cg {
-		if err := callgrind(defs); err != nil {
+		if err := callgrind(defs, *noGC); err != nil {
 			fatal(err)
 		}
 		return
