@@ -58,7 +58,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		done := make(chan error, 1)
-		go func() { done <- e.converse(runCtx, threadID, root, t, in) }()
+		e.pool.Go(func() { done <- e.converse(runCtx, threadID, root, t, in) })
 		var q []Event
 		for {
 			var runErr error

@@ -113,6 +113,8 @@ type Engine struct {
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
+	// pool runs conversations and background work on goroutines whose stacks have grown.
+	pool goPool
 }
 
 // rootCache maps thread ids to their roots' ids. A thread's root never changes, so a conversation
@@ -150,7 +152,8 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1)}
+		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool()}
+	e.bg.pool = &e.pool
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}

@@ -386,6 +386,7 @@ type activity struct {
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed when n reaches 0; made by a Wait while n > 0
+	pool *goPool       // where its goroutines come from (nil: new ones)
 }
 
 // Go runs f in a goroutine counted until it returns.
@@ -393,10 +394,15 @@ func (a *activity) Go(f func()) {
 	a.mu.Lock()
 	a.n++
 	a.mu.Unlock()
-	go func() {
+	run := func() {
 		defer a.done()
 		f()
-	}()
+	}
+	if a.pool != nil {
+		a.pool.Go(run)
+		return
+	}
+	go run()
 }
 
 func (a *activity) done() {
