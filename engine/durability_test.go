@@ -176,14 +176,27 @@ func TestCancelAtEveryStepBoundary(t *testing.T) {
 // TestIdleThreadHoldsNothing: after a run, no goroutine of the engine stays behind.
 func TestIdleThreadHoldsNothing(t *testing.T) {
 	h := newHarness(t, registry(nil, nil), "options: {on_exhausted: repeat_last}\nresponses:\n- {text: ok}\n")
+	// A count holds once it has not moved for 100 ms: the goroutines that ran a conversation wait
+	// 50 ms for another before they exit.
+	settled := func() int {
+		n := runtime.NumGoroutine()
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			m := runtime.NumGoroutine()
+			if m == n {
+				break
+			}
+			n = m
+		}
+		return n
+	}
 	h.run("assistant", "warm up", nil)
 	runtime.GC()
-	before := runtime.NumGoroutine()
+	before := settled()
 	for range 50 {
 		h.run("assistant", "hello", nil)
 	}
-	time.Sleep(10 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before {
+	if after := settled(); after > before {
 		t.Errorf("goroutines %d → %d after 50 idle threads", before, after)
 	}
 }
