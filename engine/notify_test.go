@@ -13,6 +13,18 @@ import (
 	"github.com/weft-agents/weft/postgres"
 )
 
+// openPostgres opens a store on dsn (a process of its own, as far as the database can tell), closed
+// when the test ends.
+func openPostgres(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // TestQueuedElsewhereRunsAtOnce: on a store several processes share, a message that a process
 // which does not serve queues (a CLI's push) is answered by a serving process at once — the push
 // notifies it — not when its sweep comes round a lease TTL later.
@@ -20,14 +32,7 @@ func TestQueuedElsewhereRunsAtOnce(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	open := func() *postgres.Store {
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Key: make([]byte, 32)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
+	open := func() *postgres.Store { return openPostgres(t, dsn) }
 	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 		return &weft.Response{Text: "answered: " + req.Messages[len(req.Messages)-1].Text()}, nil
 	})
@@ -83,15 +88,7 @@ func TestQueuedElsewhereRunsAtOnce(t *testing.T) {
 func TestRowChangedElsewhereMidRun(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	ctx := t.Context()
-	open := func() *postgres.Store {
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Key: make([]byte, 32)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	here, elsewhere := open(), open()
+	here, elsewhere := openPostgres(t, dsn), openPostgres(t, dsn)
 	var threadID string
 	pushed := false
 	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
