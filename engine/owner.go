@@ -386,7 +386,7 @@ type activity struct {
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed when n reaches 0; made by a Wait while n > 0
-	pool *goPool       // where its goroutines come from (nil: new ones)
+	pool *goPool       // where its goroutines come from
 }
 
 // Go runs f in a goroutine counted until it returns.
@@ -394,15 +394,10 @@ func (a *activity) Go(f func()) {
 	a.mu.Lock()
 	a.n++
 	a.mu.Unlock()
-	run := func() {
+	a.pool.Go(func() {
 		defer a.done()
 		f()
-	}
-	if a.pool != nil {
-		a.pool.Go(run)
-		return
-	}
-	go run()
+	})
 }
 
 func (a *activity) done() {

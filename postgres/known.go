@@ -101,8 +101,9 @@ func (t *tx) remember() {
 	case f == nil:
 		t.s.known.drop(t.id)
 	case f.ThreadID != t.id:
-	case t.release || t.pushed || t.xmin == "":
-		// The lease ends, or the queue holds a row this transaction did not read.
+	case t.xmin == "":
+		// No version was read back: the lease ends, or the queue holds a row this transaction
+		// did not read (commit).
 		t.s.known.drop(t.id)
 	default:
 		t.s.known.put(t.id, &known{node: f.Node, token: f.Token, xmin: t.xmin, row: t.row, queued: t.queued})

@@ -221,17 +221,22 @@ func (t *tx) clock() time.Time {
 // queue adds a statement to send later.
 func (t *tx) queue(o op) { t.ops = append(t.ops, o) }
 
-// send sends the queued ops followed by tail in one round trip. A transaction begun from the known
-// row that must send before its commit begins explicitly here.
+// sendNow sends the queued ops before a statement that must run now. A transaction begun from the
+// known row begins explicitly here: its batch cannot be the one implicit transaction any more.
+func (t *tx) sendNow() error {
+	if t.known && !t.began && len(t.ops) > 0 {
+		t.ops = append([]op{{sql: "BEGIN"}}, t.ops...)
+		t.began = true
+	}
+	return t.send()
+}
+
+// send sends the queued ops followed by tail in one round trip.
 func (t *tx) send(tail ...op) error {
 	ops := append(t.ops, tail...)
 	t.ops = t.ops[:0]
 	if len(ops) == 0 {
 		return nil
-	}
-	if t.known && !t.began && len(tail) == 0 {
-		ops = append([]op{{sql: "BEGIN"}}, ops...)
-		t.began = true
 	}
 	b := &pgx.Batch{}
 	for _, o := range ops {
@@ -262,7 +267,7 @@ func (t *tx) send(tail ...op) error {
 
 // exec runs a statement now, after the queued ones.
 func (t *tx) exec(what, sql string, args ...any) (int64, error) {
-	if err := t.send(); err != nil {
+	if err := t.sendNow(); err != nil {
 		return 0, err
 	}
 	ct, err := t.c.Exec(t.ctx, sql, args...)
@@ -274,7 +279,7 @@ func (t *tx) exec(what, sql string, args ...any) (int64, error) {
 
 // queryRow runs a query now, after the queued statements.
 func (t *tx) queryRow(sql string, args ...any) pgx.Row {
-	if err := t.send(); err != nil {
+	if err := t.sendNow(); err != nil {
 		return errRow{err}
 	}
 	return t.c.QueryRow(t.ctx, sql, args...)
