@@ -128,6 +128,23 @@ func TestKnownRow(t *testing.T) {
 	if got := messages(); len(got) != 2 || got[0] != "first" {
 		t.Errorf("messages after a failed transaction: %q", got)
 	}
+	// A write queued before the send goes out with it, inside the explicit transaction: the
+	// failure takes it back too.
+	fromKnown, runs, err = tx("write, send, then fail", func(tx weft.Tx) error {
+		if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: "lost early"}); err != nil {
+			return err
+		}
+		if err := tx.UpdateMessage(m1.ID, weft.MessageChange{Content: &edited}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) || !fromKnown || runs != 1 {
+		t.Fatalf("write, send, then fail: known %v, runs %d, %v", fromKnown, runs, err)
+	}
+	if got := messages(); len(got) != 2 || got[0] != "first" {
+		t.Errorf("messages after a failed transaction that sent a write: %q", got)
+	}
 	fromKnown, runs, err = tx("send then commit", func(tx weft.Tx) error {
 		return tx.UpdateMessage(m1.ID, weft.MessageChange{Content: &edited})
 	})
