@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
@@ -103,4 +104,116 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("%d commits for %d writes: nothing was grouped", commits, writers*each)
 	}
 	t.Logf("%d writes in %d commits", writers*each, commits)
+}
+
+// TestGroupRunsTogether: writes that wait together run once each, with no savepoint, in one
+// commit; when one of them fails, the group is rolled back and runs again one savepoint each, so
+// the others still commit (those that ran before it having run twice) and the failed one leaves
+// nothing.
+func TestGroupRunsTogether(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(t.Context(), th, nil); err != nil {
+		t.Fatal(err)
+	}
+	errBoom := errors.New("boom")
+	cases := []struct {
+		name    string
+		failing int // index of the write that fails, -1 for none
+	}{
+		{"all succeed", -1},
+		{"one fails", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 5
+			before, err := s.Messages(t.Context(), th.ID, weft.MessageQuery{Limit: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := make([]int, n)
+			errs := make([]error, n)
+			// The write connection is held, so the writes queue: the first leads and waits for it,
+			// the others pile up behind it and are committed as one group once it is free.
+			s.wmu.Lock()
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					errs[i] = s.Tx(t.Context(), th.ID, nil, func(tx weft.Tx) error {
+						runs[i]++
+						if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: fmt.Sprint(i), Status: weft.MessageCompleted}); err != nil {
+							return err
+						}
+						if i == c.failing {
+							return errBoom
+						}
+						return nil
+					})
+				})
+				for { // one at a time: the first leads (its batch taken), the others queue in order
+					s.group.mu.Lock()
+					leading, queued := s.group.leading, len(s.group.pending)
+					s.group.mu.Unlock()
+					if leading && queued == i {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			for { // all but the leader's wait in one group
+				s.group.mu.Lock()
+				queued := len(s.group.pending)
+				s.group.mu.Unlock()
+				if queued == n-1 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			s.ckpt.commits = 0
+			s.wmu.Unlock()
+			wg.Wait()
+			s.wmu.Lock()
+			commits := s.ckpt.commits
+			s.wmu.Unlock()
+			if commits != 2 {
+				t.Errorf("%d commits, want 2 (the leader's write, then the group)", commits)
+			}
+			want := 0
+			for i := range n {
+				switch {
+				case i == c.failing:
+					if !errors.Is(errs[i], errBoom) {
+						t.Errorf("write %d: %v, want boom", i, errs[i])
+					}
+				case errs[i] != nil:
+					t.Errorf("write %d: %v", i, errs[i])
+				default:
+					want++
+					wantRuns := 1
+					if i > 0 && i < c.failing {
+						wantRuns = 2 // rolled back with the group, then run again
+					}
+					if runs[i] != wantRuns {
+						t.Errorf("write %d ran %d times, want %d", i, runs[i], wantRuns)
+					}
+				}
+			}
+			after, err := s.Messages(t.Context(), th.ID, weft.MessageQuery{Limit: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(after) - len(before); got != want {
+				t.Errorf("%d messages stored, want %d", got, want)
+			}
+			for _, m := range after[len(before):] {
+				if m.Content == fmt.Sprint(c.failing) {
+					t.Errorf("the failed write's message was stored")
+				}
+			}
+		})
+	}
 }

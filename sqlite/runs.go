@@ -144,6 +144,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	var held error // the lease is held elsewhere: the push commits, the run does not start
 	rs := &weft.RunStart{}
 	err := s.write(ctx, func(w *writer) error {
+		*rs, held = weft.RunStart{}, nil // a group commit may run this again (write)
 		if pushFn != nil {
 			if err := pushFn(w); err != nil {
 				return err

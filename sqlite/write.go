@@ -109,11 +109,13 @@ func (w *writer) close() {
 // back when it fails or panics (the panic is raised again in the caller).
 //
 // Writes that arrive while another is committing are committed together (group commit): the
-// first waiting writer leads, running every pending fn in one BEGIN IMMEDIATE transaction, each
-// inside a savepoint that is rolled back alone when its fn fails, then one COMMIT for all. A
-// caller returns only after the commit that carries its writes, so durability and atomicity per
-// write are those of a transaction of its own; many concurrent runs share the commit's fixed cost
-// and the pages they all touch. A lone writer takes the plain path (no savepoint).
+// first waiting writer leads, running every pending fn in one BEGIN IMMEDIATE transaction, then one
+// COMMIT for all. A caller returns only after the commit that carries its writes, so durability
+// and atomicity per write are those of a transaction of its own; many concurrent runs share the
+// commit's fixed cost and the pages they all touch. The fns of a group run one after another with
+// nothing between them; when one fails, the whole transaction is rolled back and the group runs
+// again with each fn inside a savepoint that is rolled back alone when it fails. So fn may run more
+// than once, and must leave nothing behind in Go state from a run that was rolled back.
 func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -204,8 +206,8 @@ func (r *writeReq) run(w *writer) (panicked any, err error) {
 	return nil, r.fn(w)
 }
 
-// commitGroup commits a batch of writes in one transaction, each in its own savepoint when there
-// are several.
+// commitGroup commits a batch of writes in one transaction: first with nothing between the
+// writes (commitTogether), and when one of several fails, again with each in its own savepoint.
 func (s *Store) commitGroup(batch []*writeReq) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -214,6 +216,9 @@ func (s *Store) commitGroup(batch []*writeReq) {
 		for _, r := range batch {
 			r.finish(errClosed)
 		}
+		return
+	}
+	if len(batch) > 1 && s.commitTogether(w, batch) {
 		return
 	}
 	bg := context.Background()
@@ -226,6 +231,9 @@ func (s *Store) commitGroup(batch []*writeReq) {
 	single := len(batch) == 1
 	var kept []*writeReq
 	for _, r := range batch {
+		if r.finished { // its context ended before commitTogether ran it
+			continue
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.finish(err)
 			continue
@@ -271,6 +279,42 @@ func (s *Store) commitGroup(batch []*writeReq) {
 	for _, r := range kept {
 		r.finish(nil)
 	}
+}
+
+// commitTogether runs a batch's writes one after another in one transaction, without savepoints
+// (two statements less per write, and no page copied into a sub-journal), and commits them. When
+// one fails or panics it rolls everything back and reports false, leaving the writes not finished
+// for commitGroup to run again one savepoint each; writes whose context ended are finished either
+// way.
+func (s *Store) commitTogether(w *writer, batch []*writeReq) bool {
+	bg := context.Background()
+	if _, err := w.exec(bg, "BEGIN IMMEDIATE"); err != nil {
+		for _, r := range batch {
+			r.finish(fmt.Errorf("sqlite: begin: %w", err))
+		}
+		return true
+	}
+	kept := make([]*writeReq, 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.finish(err)
+			continue
+		}
+		if p, err := r.run(w); err != nil || p != nil {
+			w.exec(bg, "ROLLBACK")
+			return false
+		}
+		kept = append(kept, r)
+	}
+	if _, err := w.exec(bg, "COMMIT"); err != nil {
+		s.abortGroup(w, kept, fmt.Errorf("sqlite: commit: %w", err))
+		return true
+	}
+	s.ckpt.committed()
+	for _, r := range kept {
+		r.finish(nil)
+	}
+	return true
 }
 
 // abortGroup rolls the whole transaction back and fails every write of it not yet finished.
