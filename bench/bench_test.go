@@ -142,3 +142,31 @@ func TestIdleThreadsHoldNoGoroutines(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkConcurrent runs 1,000 threads' turns at once through each scale runner, for profiling
+// (go test -run '^$' -bench 'Concurrent/weft-sqlite' -benchtime 3x -cpuprofile cpu.out); the
+// table command (-scale) is what compares them.
+func BenchmarkConcurrent(b *testing.B) {
+	ctx := context.Background()
+	for _, def := range ScaleRunners() {
+		b.Run(def.Name, func(b *testing.B) {
+			var rate float64
+			for range b.N {
+				b.StopTimer()
+				r, err := def.New(Config{Counts: &Counts{}, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				got, err := Concurrent(ctx, r, 1000)
+				b.StopTimer()
+				r.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				rate += got
+			}
+			b.ReportMetric(rate/float64(b.N), "turns/s")
+		})
+	}
+}
