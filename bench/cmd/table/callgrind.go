@@ -33,23 +33,7 @@ func callgrind(defs []bench.Def, noGC bool) error {
 		return err
 	}
 	count := func(name string, turns int) (int64, error) {
-		cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", self,
-			"-child", name, "-threads", strconv.Itoa(threadsCounted), "-turns", strconv.Itoa(turns))
-		// One P, no preemption signals (callgrind mishandles them): the same schedule every time.
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
-		if noGC {
-			cmd.Env = append(cmd.Env, "GOGC=off")
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("%s under callgrind: %v\n%s", name, err, stderr.String())
-		}
-		m := collected.FindSubmatch(stderr.Bytes())
-		if m == nil {
-			return 0, fmt.Errorf("%s: no instruction count in callgrind's output:\n%s", name, stderr.String())
-		}
-		return strconv.ParseInt(string(m[1]), 10, 64)
+		return countChild(self, noGC, name, "-threads", strconv.Itoa(threadsCounted), "-turns", strconv.Itoa(turns))
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "runner\tstore\tinstructions/turn\t× its floor\t× eino-react\t\n")
@@ -90,15 +74,80 @@ func callgrind(defs []bench.Def, noGC bool) error {
 	return w.Flush()
 }
 
+// countChild runs this program as a child with args under callgrind and returns the instructions
+// it ran.
+func countChild(self string, noGC bool, name string, args ...string) (int64, error) {
+	cmd := exec.Command("valgrind", append([]string{"--tool=callgrind", "--callgrind-out-file=/dev/null", self, "-child", name}, args...)...)
+	// One P, no preemption signals (callgrind mishandles them): the same schedule every time.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	if noGC {
+		cmd.Env = append(cmd.Env, "GOGC=off")
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s under callgrind: %v\n%s", name, err, stderr.String())
+	}
+	m := collected.FindSubmatch(stderr.Bytes())
+	if m == nil {
+		return 0, fmt.Errorf("%s: no instruction count in callgrind's output:\n%s", name, stderr.String())
+	}
+	return strconv.ParseInt(string(m[1]), 10, 64)
+}
+
+// callgrindScale prints the scale figure in instructions: each scale runner prepares
+// concurrentThreads threads and runs one turn on each, all at once, under callgrind; less a run
+// that only prepares them, over the turns. With one P the runs interleave at the points where
+// they wait, so a group commit still gathers the writes that wait for it.
+func callgrindScale(ctx context.Context, dir string, noGC bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "runner\tinstructions/turn\t× the floor\t\n")
+	var floor float64
+	for _, d := range bench.ScaleRunners() {
+		if err := bench.Check(ctx, d, dir, ""); err != nil {
+			return err
+		}
+		n := strconv.Itoa(concurrentThreads)
+		base, err := countChild(self, noGC, d.Name, "-concurrent", "-threads", n, "-turns", "0")
+		if err != nil {
+			return err
+		}
+		total, err := countChild(self, noGC, d.Name, "-concurrent", "-threads", n, "-turns", n)
+		if err != nil {
+			return err
+		}
+		per := float64(total-base) / concurrentThreads
+		ratio := ""
+		if d.Floor {
+			floor = per
+		} else if floor > 0 {
+			ratio = fmt.Sprintf("%.2f", per/floor)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %.0f instructions/turn\n", d.Name, per)
+		fmt.Fprintf(w, "%s\t%.0f\t%s\t\n", d.Name, per, ratio)
+	}
+	gc := ""
+	if noGC {
+		gc = ", the collector off"
+	}
+	fmt.Printf("Instructions per turn under callgrind, %d threads' turns at once on a SQLite file (less preparing them%s)\n\n", concurrentThreads, gc)
+	return w.Flush()
+}
+
 // runChild prepares threads threads of the named runner and runs turns turns on them, after a
-// warm-up turn.
-func runChild(name string, threads, turns int) error {
+// warm-up turn. With concurrent, it runs one turn on each thread, all at once (turns > 0), or
+// only prepares them.
+func runChild(name string, threads, turns int, concurrent bool) error {
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	for _, d := range bench.Runners() {
+	for _, d := range append(bench.Runners(), bench.ScaleRunners()...) {
 		if d.Name != name {
 			continue
 		}
@@ -108,6 +157,13 @@ func runChild(name string, threads, turns int) error {
 			return err
 		}
 		defer r.Close()
+		if concurrent {
+			if turns == 0 {
+				return r.Prepare(ctx, threads)
+			}
+			_, err := bench.Concurrent(ctx, r, threads)
+			return err
+		}
 		// One turn more than asked, first, in both runs: one-time costs (compiling a schema,
 		// filling caches) are not a turn's.
 		if err := r.Prepare(ctx, threads+1); err != nil {

@@ -30,15 +30,16 @@ func main() {
 	count := flag.Int("count", 5, "rounds; each figure is the median over them")
 	benchtime := flag.Duration("benchtime", time.Second, "time per runner per round")
 	run := flag.String("run", "", "measure only the runners matching this regular expression")
-	cg := flag.Bool("callgrind", false, "count instructions per turn under valgrind's callgrind instead of timing (in-process stores only)")
+	cg := flag.Bool("callgrind", false, "count instructions per turn under valgrind's callgrind instead of timing (in-process stores only); with -scale, of 1,000 threads' turns at once")
 	noGC := flag.Bool("nogc", false, "with -callgrind: run with the collector off (GOGC=off), to compare builds by their own work")
 	scale := flag.Bool("scale", false, "measure the scale figures instead: 1,000 threads' turns at once on SQLite against the group-committed floor, and what 10,000 idle threads hold")
 	child := flag.String("child", "", "internal: prepare -threads threads of this runner and run -turns turns on them")
+	concurrent := flag.Bool("concurrent", false, "internal, with -child: with -turns above 0, run one turn on each thread, all at once")
 	threads := flag.Int("threads", 300, "internal, with -child")
 	turns := flag.Int("turns", 0, "internal, with -child")
 	flag.Parse()
 	if *child != "" {
-		if err := runChild(*child, *threads, *turns); err != nil {
+		if err := runChild(*child, *threads, *turns, *concurrent); err != nil {
 			fatal(err)
 		}
 		return
@@ -57,6 +58,12 @@ func main() {
 	defer os.RemoveAll(dir)
 	pg := os.Getenv("WEFT_TEST_POSTGRES_URL")
 	ctx := context.Background()
+	if *scale && *cg {
+		if err := callgrindScale(ctx, dir, *noGC); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	if *scale {
 		if err := scaleTable(ctx, dir, *count); err != nil {
 			fatal(err)
