@@ -684,11 +684,11 @@ func (s *parkCrash) Tx(ctx context.Context, id string, f *weft.Fence, fn func(we
 func TestApprovalInSubPromptSurvivesCrash(t *testing.T) {
 	w := &subPromptApproval{}
 	reg := w.registry(false)
-	mem, _ := memstore.New(memstore.Options{})
+	mem, clock := newDeathStore()
 	defer mem.Close()
 	cs := &parkCrash{crashStore{Store: mem, after: 1 << 30}}
 	ctx := context.Background()
-	first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: w.model(`{"to":"bob"}`), LeaseTTL: 30 * time.Millisecond})
+	first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: w.model(`{"to":"bob"}`), LeaseTTL: deadTTL})
 	th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 	if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "Refund bob"}); err != nil {
 		t.Fatal(err)
@@ -701,7 +701,7 @@ func TestApprovalInSubPromptSurvivesCrash(t *testing.T) {
 		t.Fatalf("the dead process recorded its stop: %s", got.Status)
 	}
 
-	time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+	clock.expire() // the dead process's lease expires
 	second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: w.model(`{"to":"bob"}`)})
 	res, err := second.Continue(ctx, th.ID, "")
 	if err != nil || res.Last().Reason != weft.StopAwaitingApproval {
@@ -861,7 +861,7 @@ func TestApprovalInSubPromptCrashAfterDecision(t *testing.T) {
 			w := &subPromptApproval{}
 			reg := w.registry(false)
 			model := w.model(`{"to":"bob"}`)
-			mem, _ := memstore.New(memstore.Options{})
+			mem, clock := newDeathStore()
 			defer mem.Close()
 			ctx := context.Background()
 			eng, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
@@ -873,12 +873,12 @@ func TestApprovalInSubPromptCrashAfterDecision(t *testing.T) {
 				t.Fatal(err)
 			}
 			cs := &crashStore{Store: mem, after: after}
-			dying, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: 30 * time.Millisecond})
+			dying, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: deadTTL})
 			dying.Continue(ctx, th.ID, "") // dies after `after` commits
 			if after == 8 && cs.dead() {
 				t.Fatal("the sweep must reach a run that completes without a crash")
 			}
-			time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+			clock.expire() // the dead process's lease expires
 			next, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
 			if _, err := next.Continue(ctx, th.ID, ""); err != nil {
 				t.Fatal(err)

@@ -340,7 +340,7 @@ func (missedPushesTx) QueueSeq() (int64, error) { return 0, nil }
 func TestRecoverAll(t *testing.T) {
 	var calls []string
 	reg := registry([]*weft.Tool{recorder("lookup", &calls, "found")}, nil)
-	mem, _ := memstore.New(memstore.Options{})
+	mem, clock := newDeathStore()
 	script := func() weft.Provider {
 		return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 			if req.Messages[len(req.Messages)-1].Role == weft.RoleUser {
@@ -352,7 +352,7 @@ func TestRecoverAll(t *testing.T) {
 	bg := context.Background()
 	// Process 1: one thread finishes, one dies after its reply's commit, one only queues.
 	cs := &crashStore{Store: mem, after: 1 << 30}
-	eng1, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: script(), LeaseTTL: 30 * time.Millisecond})
+	eng1, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: script(), LeaseTTL: deadTTL})
 	done, _ := eng1.CreateThread(bg, engine.NewThread{Agent: "assistant"})
 	eng1.Send(bg, done.ID, weft.NewMessage{Content: "first"})
 	eng1.Run(bg, done.ID)
@@ -370,7 +370,7 @@ func TestRecoverAll(t *testing.T) {
 	before, _ := mem.Messages(bg, done.ID, weft.MessageQuery{Limit: 100})
 
 	// Process 2 recovers everything at start, once the dead process's lease has expired.
-	time.Sleep(40 * time.Millisecond)
+	clock.expire()
 	eng2, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: script()})
 	rec, err := eng2.RecoverAll(bg)
 	if err != nil {

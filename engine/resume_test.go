@@ -27,6 +27,27 @@ type crashStore struct {
 	n, after int
 }
 
+// deathClock is a store's clock that a test moves past a dead process's leases instead of
+// sleeping until they lapse. The dying process runs with leases of deadTTL, which a loaded machine
+// (a parallel -race run) never lets lapse while the process is alive: a 30 ms lease did, once in
+// CI, so that a live child's write was refused as if another node had taken it.
+type deathClock struct{ skew atomic.Int64 }
+
+// deadTTL is the lease TTL of a process that is to die.
+const deadTTL = time.Minute
+
+func (c *deathClock) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+
+// expire moves the clock past every lease taken so far: the dead process's have lapsed.
+func (c *deathClock) expire() { c.skew.Add(int64(2 * deadTTL)) }
+
+// newDeathStore returns a memory store on a deathClock.
+func newDeathStore() (*memstore.Store, *deathClock) {
+	c := &deathClock{}
+	mem, _ := memstore.New(memstore.Options{Now: c.now})
+	return mem, c
+}
+
 func (s *crashStore) dead() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,10 +107,10 @@ func TestResumeAfterCrash(t *testing.T) {
 				})}
 			}
 			reg := registry([]*weft.Tool{count("charge", &charges, false), count("lookup", &lookups, true)}, nil)
-			mem, _ := memstore.New(memstore.Options{})
+			mem, clock := newDeathStore()
 			cs := &crashStore{Store: mem, after: after}
 			ctx := context.Background()
-			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: modelByHistory, LeaseTTL: 30 * time.Millisecond})
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: modelByHistory, LeaseTTL: deadTTL})
 			th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
 				t.Fatal(err)
@@ -98,7 +119,7 @@ func TestResumeAfterCrash(t *testing.T) {
 			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 
 			// A fresh process takes over once the dead one's lease has expired.
-			time.Sleep(40 * time.Millisecond)
+			clock.expire()
 			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory})
 			res, err := second.Continue(ctx, th.ID, "")
 			if err != nil {
@@ -180,13 +201,13 @@ func TestSubagentResumeAfterCrash(t *testing.T) {
 	for after := 0; after <= 10; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
 			reg := subagentRegistry(weft.ToolEntry{}, nil)
-			mem, _ := memstore.New(memstore.Options{})
+			mem, clock := newDeathStore()
 			cs := &deadStore{&crashStore{Store: mem, after: after}}
 			ctx := context.Background()
 			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: subagentModel})
 			th, _ := second.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 			second.Send(ctx, th.ID, weft.NewMessage{Content: "review it"})
-			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: subagentModel, LeaseTTL: 30 * time.Millisecond})
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: subagentModel, LeaseTTL: deadTTL})
 			first.Run(ctx, th.ID) // dies after `after` commits
 			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 			if after == 10 && cs.dead() {
@@ -194,7 +215,7 @@ func TestSubagentResumeAfterCrash(t *testing.T) {
 			}
 
 			// A fresh process takes over once the dead one's leases have expired.
-			time.Sleep(40 * time.Millisecond)
+			clock.expire()
 			if _, err := second.Continue(ctx, th.ID, ""); err != nil {
 				t.Fatal(err)
 			}
@@ -310,19 +331,19 @@ func recoverSweep(t *testing.T, entry weft.ToolEntry, model weft.Provider) {
 	for after := 0; !completed && after < 40; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
 			reg := subagentRegistry(entry, nil)
-			mem, _ := memstore.New(memstore.Options{})
+			mem, clock := newDeathStore()
 			cs := &deadStore{&crashStore{Store: mem, after: after}}
 			ctx := context.Background()
 			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: model})
 			th, _ := second.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 			second.Send(ctx, th.ID, weft.NewMessage{Content: "review it"})
-			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: 30 * time.Millisecond})
+			first, _ := engine.New(engine.Options{Registry: reg, Store: cs, Override: model, LeaseTTL: deadTTL})
 			first.Run(ctx, th.ID)
 			first.Wait() // the dead process's goroutines end (their writes fail)
 			completed = !cs.dead()
 			before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 
-			time.Sleep(40 * time.Millisecond)
+			clock.expire()
 			if pt, _ := mem.Thread(ctx, th.ID); pt.Status == weft.ThreadRunning {
 				second.Continue(ctx, th.ID, "")
 			}
@@ -503,17 +524,17 @@ func TestResumeWithChangedDefinitions(t *testing.T) {
 			return weft.Success(name + " ok"), nil
 		})}
 	}
-	mem, _ := memstore.New(memstore.Options{})
+	mem, clock := newDeathStore()
 	ctx := context.Background()
 	first, _ := engine.New(engine.Options{Registry: registry([]*weft.Tool{tool("charge", nil), tool("lookup", nil)}, nil),
-		Store: &crashStore{Store: mem, after: 1}, Override: modelByHistory, LeaseTTL: 30 * time.Millisecond})
+		Store: &crashStore{Store: mem, after: 1}, Override: modelByHistory, LeaseTTL: deadTTL})
 	th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 	if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
 		t.Fatal(err)
 	}
 	first.Run(ctx, th.ID) // dies once the reply and its calls are stored, before any result is
 	before := ran.Load()
-	time.Sleep(40 * time.Millisecond)
+	clock.expire()
 	changed := registry([]*weft.Tool{tool("charge", schema.Object(schema.Field("amount", schema.Integer())))}, nil)
 	second, _ := engine.New(engine.Options{Registry: changed, Store: mem, Override: modelByHistory})
 	res, err := second.Continue(ctx, th.ID, "")
