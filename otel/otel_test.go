@@ -113,7 +113,9 @@ func newEngine(t *testing.T, reg *weft.Registry, st weft.Store, model weft.Provi
 	if d := reg.Validate(); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
-	opt := engine.Options{Registry: reg, Store: st, Override: model, LeaseTTL: 30 * time.Millisecond}
+	// A lease long enough that a loaded machine never lets it lapse mid-run; a dead process's
+	// lapses by the store's clock (expire).
+	opt := engine.Options{Registry: reg, Store: st, Override: model, LeaseTTL: time.Minute}
 	if obs != nil {
 		opt.Observer = obs
 	}
@@ -125,12 +127,20 @@ func newEngine(t *testing.T, reg *weft.Registry, st weft.Store, model weft.Provi
 }
 
 func newStore(t *testing.T) weft.Store {
-	st, err := memstore.New(memstore.Options{})
+	st, _ := newClockedStore(t)
+	return st
+}
+
+// newClockedStore returns a memory store and a function that moves its clock past every lease
+// taken so far, as if a dead process's leases had lapsed.
+func newClockedStore(t *testing.T) (weft.Store, func()) {
+	var skew atomic.Int64
+	st, err := memstore.New(memstore.Options{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st, func() { skew.Add(int64(2 * time.Minute)) }
 }
 
 // TestSpans runs a thread whose first model call is retried and whose model calls a tool, and
@@ -387,7 +397,7 @@ var twoTools = weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ 
 func TestCrashResumeNotDuplicated(t *testing.T) {
 	for after := 0; after <= 5; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
-			mem := newStore(t)
+			mem, expire := newClockedStore(t)
 			cs := &crashStore{Store: mem, after: after}
 			reg := testRegistry()
 			tel1, tel2 := newTelemetry(t, false), newTelemetry(t, false)
@@ -402,7 +412,7 @@ func TestCrashResumeNotDuplicated(t *testing.T) {
 			}
 			first.Run(ctx, th.ID) // dies after `after` commits
 
-			time.Sleep(40 * time.Millisecond) // the dead process's lease expires
+			expire() // the dead process's lease lapses
 			second := newEngine(t, reg, mem, twoTools, tel2.obs)
 			if _, err := second.Continue(ctx, th.ID, ""); err != nil {
 				t.Fatal(err)
