@@ -207,7 +207,7 @@ func (r *writeReq) run(w *writer) (panicked any, err error) {
 }
 
 // commitGroup commits a batch of writes in one transaction: first with nothing between the
-// writes (commitTogether), and when one of several fails, again with each in its own savepoint.
+// writes, and when one of several fails, again with each in its own savepoint.
 func (s *Store) commitGroup(batch []*writeReq) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -218,93 +218,72 @@ func (s *Store) commitGroup(batch []*writeReq) {
 		}
 		return
 	}
-	if len(batch) > 1 && s.commitTogether(w, batch) {
-		return
-	}
-	bg := context.Background()
-	if _, err := w.exec(bg, "BEGIN IMMEDIATE"); err != nil {
-		for _, r := range batch {
-			r.finish(fmt.Errorf("sqlite: begin: %w", err))
-		}
-		return
-	}
-	single := len(batch) == 1
-	var kept []*writeReq
-	for _, r := range batch {
-		if r.finished { // its context ended before commitTogether ran it
-			continue
-		}
-		if err := r.ctx.Err(); err != nil {
-			r.finish(err)
-			continue
-		}
-		if !single {
-			if _, err := w.exec(bg, "SAVEPOINT weft_write"); err != nil {
-				s.abortGroup(w, batch, fmt.Errorf("sqlite: savepoint: %w", err))
-				return
-			}
-		}
-		p, err := r.run(w)
-		if err == nil && p == nil {
-			if !single {
-				if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
-					s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
-					return
-				}
-			}
-			kept = append(kept, r)
-			continue
-		}
-		r.err, r.panicked = err, p
-		if single {
-			w.exec(bg, "ROLLBACK")
-			r.finish(nil)
-			return
-		}
-		if _, err := w.exec(bg, "ROLLBACK TO weft_write"); err != nil {
-			s.abortGroup(w, batch, fmt.Errorf("sqlite: rollback to savepoint: %w", err))
-			return
-		}
-		if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
-			s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
-			return
-		}
-		r.finish(nil)
-	}
-	if _, err := w.exec(bg, "COMMIT"); err != nil {
-		s.abortGroup(w, kept, fmt.Errorf("sqlite: commit: %w", err))
-		return
-	}
-	s.ckpt.committed()
-	for _, r := range kept {
-		r.finish(nil)
+	if !s.commitBatch(w, batch, false) {
+		s.commitBatch(w, batch, true)
 	}
 }
 
-// commitTogether runs a batch's writes one after another in one transaction, without savepoints
-// (two statements less per write, and no page copied into a sub-journal), and commits them. When
-// one fails or panics it rolls everything back and reports false, leaving the writes not finished
-// for commitGroup to run again one savepoint each; writes whose context ended are finished either
-// way.
-func (s *Store) commitTogether(w *writer, batch []*writeReq) bool {
+// commitBatch runs the batch's unfinished writes one after another in one BEGIN IMMEDIATE
+// transaction and commits those that succeeded. Without savepoints (two statements less per write,
+// and no page copied into a sub-journal) a write that fails or panics rolls everything back: a
+// lone write's failure is its outcome, and of several it reports false, leaving them unfinished to
+// run again with savepoints, where a failing write is rolled back alone. Writes whose context
+// ended are finished either way.
+func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool {
 	bg := context.Background()
 	if _, err := w.exec(bg, "BEGIN IMMEDIATE"); err != nil {
 		for _, r := range batch {
-			r.finish(fmt.Errorf("sqlite: begin: %w", err))
+			if !r.finished {
+				r.finish(fmt.Errorf("sqlite: begin: %w", err))
+			}
 		}
 		return true
 	}
 	kept := make([]*writeReq, 0, len(batch))
 	for _, r := range batch {
+		if r.finished {
+			continue
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.finish(err)
 			continue
 		}
-		if p, err := r.run(w); err != nil || p != nil {
-			w.exec(bg, "ROLLBACK")
-			return false
+		if savepoints {
+			if _, err := w.exec(bg, "SAVEPOINT weft_write"); err != nil {
+				s.abortGroup(w, batch, fmt.Errorf("sqlite: savepoint: %w", err))
+				return true
+			}
 		}
-		kept = append(kept, r)
+		p, err := r.run(w)
+		if err == nil && p == nil {
+			if savepoints {
+				if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
+					s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
+					return true
+				}
+			}
+			kept = append(kept, r)
+			continue
+		}
+		if !savepoints {
+			w.exec(bg, "ROLLBACK")
+			if len(batch) > 1 {
+				return false
+			}
+			r.err, r.panicked = err, p
+			r.finish(nil)
+			return true
+		}
+		r.err, r.panicked = err, p
+		if _, err := w.exec(bg, "ROLLBACK TO weft_write"); err != nil {
+			s.abortGroup(w, batch, fmt.Errorf("sqlite: rollback to savepoint: %w", err))
+			return true
+		}
+		if _, err := w.exec(bg, "RELEASE weft_write"); err != nil {
+			s.abortGroup(w, batch, fmt.Errorf("sqlite: release: %w", err))
+			return true
+		}
+		r.finish(nil)
 	}
 	if _, err := w.exec(bg, "COMMIT"); err != nil {
 		s.abortGroup(w, kept, fmt.Errorf("sqlite: commit: %w", err))
