@@ -111,7 +111,7 @@ func openBenchStore(b testing.TB, kind string) weft.Store {
 		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
 	case "postgres": // skipped unless WEFT_TEST_POSTGRES_URL is set
 		_, dsn := pgtest.Schema(b)
-		st, err = postgres.Open(context.Background(), dsn, postgres.Options{Key: make([]byte, 32)})
+		return openPostgres(b, dsn)
 	}
 	if err != nil {
 		b.Fatal(err)

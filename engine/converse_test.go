@@ -457,13 +457,9 @@ func TestSchedulerThousandThreads(t *testing.T) {
 			t.Fatalf("thread %s: %s, %d queued", id, th.Status, len(q))
 		}
 	}
-	// Idle: no goroutine per thread, and no wake-ups. The goroutines that ran the work wait
-	// idleFor (50 ms) for more before they exit.
+	// Idle: no goroutine per thread, and no wake-ups.
 	runtime.GC()
-	for deadline := time.Now().Add(time.Second); runtime.NumGoroutine() > before+4 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g := runtime.NumGoroutine(); g > before+4 {
+	if g := settledGoroutines(); g > before+4 {
 		t.Errorf("%d goroutines while idle, %d before serving", g, before)
 	}
 	cpu0 := cpuTime()

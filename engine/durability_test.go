@@ -173,30 +173,31 @@ func TestCancelAtEveryStepBoundary(t *testing.T) {
 	}
 }
 
+// settledGoroutines returns the goroutine count once it has not moved for 100 ms (2 s at most):
+// the goroutines that ran a conversation wait idleFor (50 ms) for another before they exit.
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			break
+		}
+		n = m
+	}
+	return n
+}
+
 // TestIdleThreadHoldsNothing: after a run, no goroutine of the engine stays behind.
 func TestIdleThreadHoldsNothing(t *testing.T) {
 	h := newHarness(t, registry(nil, nil), "options: {on_exhausted: repeat_last}\nresponses:\n- {text: ok}\n")
-	// A count holds once it has not moved for 100 ms: the goroutines that ran a conversation wait
-	// 50 ms for another before they exit.
-	settled := func() int {
-		n := runtime.NumGoroutine()
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-			time.Sleep(100 * time.Millisecond)
-			m := runtime.NumGoroutine()
-			if m == n {
-				break
-			}
-			n = m
-		}
-		return n
-	}
 	h.run("assistant", "warm up", nil)
 	runtime.GC()
-	before := settled()
+	before := settledGoroutines()
 	for range 50 {
 		h.run("assistant", "hello", nil)
 	}
-	if after := settled(); after > before {
+	if after := settledGoroutines(); after > before {
 		t.Errorf("goroutines %d → %d after 50 idle threads", before, after)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // openPostgres opens a store on dsn (a process of its own, as far as the database can tell), closed
 // when the test ends.
-func openPostgres(t *testing.T, dsn string) *postgres.Store {
+func openPostgres(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), dsn, postgres.Options{Key: make([]byte, 32)})
 	if err != nil {
@@ -32,12 +32,11 @@ func TestQueuedElsewhereRunsAtOnce(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	open := func() *postgres.Store { return openPostgres(t, dsn) }
 	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 		return &weft.Response{Text: "answered: " + req.Messages[len(req.Messages)-1].Text()}, nil
 	})
 	// The sweep would find the thread only after an hour.
-	server, err := engine.New(engine.Options{Registry: registry(nil, nil), Store: open(), Override: model, LeaseTTL: time.Hour, NodeID: "server"})
+	server, err := engine.New(engine.Options{Registry: registry(nil, nil), Store: openPostgres(t, dsn), Override: model, LeaseTTL: time.Hour, NodeID: "server"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +46,7 @@ func TestQueuedElsewhereRunsAtOnce(t *testing.T) {
 		served <- server.Serve(ctx, engine.ServeOptions{Started: func() { close(started) }})
 	}()
 	<-started
-	pusherStore := open()
+	pusherStore := openPostgres(t, dsn)
 	pusher, err := engine.New(engine.Options{Registry: registry(nil, nil), Store: pusherStore, Override: model, LeaseTTL: time.Hour, NodeID: "cli"})
 	if err != nil {
 		t.Fatal(err)
