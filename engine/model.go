@@ -36,7 +36,11 @@ func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelRe
 	}
 	for attempt := 1; ; attempt++ {
 		resp, model, logs, err := r.callWithFallbacks(s, req, messageID)
-		res.logs = append(res.logs, logs...)
+		if res.logs == nil {
+			res.logs = logs // the first attempt's rows: the usual case needs no copy
+		} else {
+			res.logs = append(res.logs, logs...)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -225,64 +229,24 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 
 // callProvider runs the call under the first-chunk and stall timeouts.
 func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntry, start time.Time) (*weft.Response, error) {
+	// One allocation holds the call's state; its methods are the timer's and the chunks' callbacks.
+	c := &providerCall{r: r, log: log, depth: req.Depth, to: req.Timeouts}
+	// Deltas are redacted as a stream: a secret split across deltas is replaced as well.
+	c.text.r, c.reasoning.r = r.red, r.red
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	var mu sync.Mutex
-	var first time.Time
-	var timer *time.Timer
-	to := req.Timeouts
-	if to.FirstChunk > 0 {
-		timer = time.AfterFunc(to.FirstChunk.D(), func() {
-			mu.Lock()
-			started := !first.IsZero()
-			mu.Unlock()
-			if started {
-				cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("stream stalled: no output for %s", to.Stall)})
-				return
-			}
-			cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no output within %s", to.FirstChunk)})
-		})
-		defer timer.Stop()
+	c.cancel = cancel
+	if c.to.FirstChunk > 0 {
+		c.timer = time.AfterFunc(c.to.FirstChunk.D(), c.expire)
+		defer c.timer.Stop()
 	}
-	if to.Total > 0 {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, to.Total.D(), &weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no complete reply within %s", to.Total)})
-		defer c()
+	if c.to.Total > 0 {
+		var cc context.CancelFunc
+		ctx, cc = context.WithTimeoutCause(ctx, c.to.Total.D(), &weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no complete reply within %s", c.to.Total)})
+		defer cc()
 	}
-	depth := req.Depth
-	// Deltas are redacted as a stream: a secret split across deltas is replaced as well.
-	text, reasoning := &streamRedactor{r: r.red}, &streamRedactor{r: r.red}
-	emitDelta := func(typ, delta string) {
-		if delta != "" && r.e.observed() {
-			r.emit(typ, map[string]any{"message_id": log.MessageID, "depth": depth, "delta": delta})
-		}
-	}
-	defer func() {
-		mu.Lock()
-		t, rs := text.Flush(), reasoning.Flush()
-		mu.Unlock()
-		emitDelta("message_chunk", t)
-		emitDelta("reasoning_chunk", rs)
-	}()
-	onChunk := func(c weft.Chunk) {
-		mu.Lock()
-		if first.IsZero() {
-			first = r.now()
-		}
-		mu.Unlock()
-		if timer != nil && to.Stall > 0 {
-			timer.Reset(to.Stall.D())
-		}
-		if c.Text == "" && c.Reasoning == "" {
-			return
-		}
-		mu.Lock()
-		t, rs := text.Write(c.Text), reasoning.Write(c.Reasoning)
-		mu.Unlock()
-		emitDelta("message_chunk", t)
-		emitDelta("reasoning_chunk", rs)
-	}
-	resp, err := p.Call(ctx, req, onChunk)
+	defer c.flush()
+	resp, err := p.Call(ctx, req, c.onChunk)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && r.ctx.Err() == nil {
 			var pe *weft.ProviderError
@@ -295,12 +259,74 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 	if resp == nil {
 		return nil, &weft.ProviderError{Type: weft.ErrUnknown, Message: "provider returned no response"}
 	}
-	mu.Lock()
-	if !first.IsZero() {
-		log.TimeToFirstTokenMS = first.Sub(start).Milliseconds()
+	c.mu.Lock()
+	if !c.first.IsZero() {
+		log.TimeToFirstTokenMS = c.first.Sub(start).Milliseconds()
 	}
-	mu.Unlock()
+	c.mu.Unlock()
 	return resp, nil
+}
+
+// providerCall is one provider call's streaming state (callProvider).
+type providerCall struct {
+	r      *run
+	log    *weft.LogEntry
+	depth  int
+	to     weft.Timeouts
+	cancel context.CancelCauseFunc
+	timer  *time.Timer // the first-chunk, then stall, timer (nil without a first-chunk timeout)
+
+	mu              sync.Mutex // guards first and the redactors: chunks and the timer race
+	first           time.Time  // the first chunk's arrival
+	text, reasoning streamRedactor
+}
+
+// expire is the timer's: no chunk within the first-chunk timeout, or none since the last for the
+// stall timeout.
+func (c *providerCall) expire() {
+	c.mu.Lock()
+	started := !c.first.IsZero()
+	c.mu.Unlock()
+	if started {
+		c.cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("stream stalled: no output for %s", c.to.Stall)})
+		return
+	}
+	c.cancel(&weft.ProviderError{Type: weft.ErrTimeout, Message: fmt.Sprintf("no output within %s", c.to.FirstChunk)})
+}
+
+// onChunk takes a streamed chunk: it restarts the stall timer and emits the redacted deltas.
+func (c *providerCall) onChunk(ch weft.Chunk) {
+	c.mu.Lock()
+	if c.first.IsZero() {
+		c.first = c.r.now()
+	}
+	c.mu.Unlock()
+	if c.timer != nil && c.to.Stall > 0 {
+		c.timer.Reset(c.to.Stall.D())
+	}
+	if ch.Text == "" && ch.Reasoning == "" {
+		return
+	}
+	c.mu.Lock()
+	t, rs := c.text.Write(ch.Text), c.reasoning.Write(ch.Reasoning)
+	c.mu.Unlock()
+	c.emitDelta("message_chunk", t)
+	c.emitDelta("reasoning_chunk", rs)
+}
+
+// flush emits what the redactors still hold once the call ended.
+func (c *providerCall) flush() {
+	c.mu.Lock()
+	t, rs := c.text.Flush(), c.reasoning.Flush()
+	c.mu.Unlock()
+	c.emitDelta("message_chunk", t)
+	c.emitDelta("reasoning_chunk", rs)
+}
+
+func (c *providerCall) emitDelta(typ, delta string) {
+	if delta != "" && c.r.e.observed() {
+		c.r.emit(typ, map[string]any{"message_id": c.log.MessageID, "depth": c.depth, "delta": delta})
+	}
 }
 
 // finishLog fills a successful attempt's usage, cost and timing.
