@@ -40,6 +40,10 @@ type journal struct {
 	// goroutines of its own.
 	outboxMu sync.Mutex
 	outbox   []Event
+
+	// cur is the transaction under way (txDrain); body is txBody, bound once.
+	cur  txWork
+	body func(weft.Tx) error
 }
 
 // tx runs fn in a fenced transaction, storing first the messages drained since the last one, and
@@ -62,42 +66,14 @@ func (j *journal) release(tx weft.Tx) error {
 
 // txDrain is tx, without the lease's bookkeeping; it notes the queue seq the transaction saw.
 func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
-	drained := j.drained
-	var queueSeq int64
-	var recs []weft.EventRecord
-	var pending []Event
-	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, func(tx weft.Tx) error {
-		if len(drained) > 0 {
-			if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
-				return err
-			}
-			for _, m := range drained {
-				if err := tx.InsertMessage(m); err != nil {
-					return err
-				}
-			}
-			preview := preview(drained[len(drained)-1].Content)
-			now := j.e.clock.Now().UTC()
-			if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
-				return err
-			}
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		j.outboxMu.Lock()
-		pending = append(pending[:0], j.outbox...)
-		j.outboxMu.Unlock()
-		if len(pending) > 0 {
-			recs = records(pending)
-			if err := tx.AppendEvents(recs); err != nil {
-				return err
-			}
-		}
-		var err error
-		queueSeq, err = tx.QueueSeq()
-		return err
-	})
+	if j.body == nil {
+		j.body = j.txBody // bound once: a transaction allocates no closure
+	}
+	cur := &j.cur
+	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0]}
+	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)
+	drained, pending, recs := cur.drained, cur.pending, cur.recs
+	cur.fn, cur.drained, cur.recs = nil, nil, nil
 	if err == nil && len(pending) > 0 {
 		// Published in commit order; events emitted meanwhile wait for the next transaction.
 		j.outboxMu.Lock()
@@ -107,13 +83,59 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 			pending[i].Seq = recs[i].Seq
 		}
 		j.e.emitAll(pending)
+		clear(pending) // the subscribers have their copies
 	}
 	if err != nil {
 		return nil, err
 	}
-	j.queueSeq = max(j.queueSeq, queueSeq)
+	j.queueSeq = max(j.queueSeq, cur.queueSeq)
 	j.drained = nil
 	return drained, nil
+}
+
+// txWork is the transaction under way in txDrain: its function and what its body learnt. The
+// store may run the body more than once; each run starts over from fn and drained.
+type txWork struct {
+	fn       func(weft.Tx) error
+	drained  []*weft.Message
+	queueSeq int64
+	pending  []Event            // the outbox's events the transaction records
+	recs     []weft.EventRecord // their records, numbered by the store
+}
+
+// txBody is the body of txDrain's transaction.
+func (j *journal) txBody(tx weft.Tx) error {
+	cur := &j.cur
+	if drained := cur.drained; len(drained) > 0 {
+		if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
+			return err
+		}
+		for _, m := range drained {
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+		}
+		preview := preview(drained[len(drained)-1].Content)
+		now := j.e.clock.Now().UTC()
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: ptr(weft.ThreadRunning), LastActivityAt: &now, Preview: &preview}); err != nil {
+			return err
+		}
+	}
+	if err := cur.fn(tx); err != nil {
+		return err
+	}
+	j.outboxMu.Lock()
+	cur.pending = append(cur.pending[:0], j.outbox...)
+	j.outboxMu.Unlock()
+	if len(cur.pending) > 0 {
+		cur.recs = records(cur.pending)
+		if err := tx.AppendEvents(cur.recs); err != nil {
+			return err
+		}
+	}
+	var err error
+	cur.queueSeq, err = tx.QueueSeq()
+	return err
 }
 
 // saveState writes the run state when it changed since it was last written.
