@@ -104,6 +104,9 @@ func (v *envView) secrets() []string {
 }
 
 func toMap(vals []weft.EnvValue) map[string]weft.EnvValue {
+	if len(vals) == 0 {
+		return nil // most layers are empty; a nil map reads as one
+	}
 	m := make(map[string]weft.EnvValue, len(vals))
 	for _, v := range vals {
 		m[v.Name] = v

@@ -113,8 +113,12 @@ func (r *run) hookBeforeStore(s *scope, st *threadState, c weft.ToolCall, res we
 }
 
 func (r *run) runStoppedHooks(info weft.StopInfo) {
+	hooks := r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped)
+	if len(hooks) == 0 {
+		return
+	}
 	st := &threadState{e: r.e, thread: r.thread, r: r, ctx: context.WithoutCancel(r.ctx)}
-	for _, h := range r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped) {
+	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.RunStoppedFunc](*h)
 		if err := call(func() error { return f(st.ctx, st, info) }); err != nil {
 			r.hookFailed(h, err)

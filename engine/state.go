@@ -333,6 +333,9 @@ func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.Var
 	}
 	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
 	if err == nil && s.r != nil {
+		if s.r.env.thread == nil {
+			s.r.env.thread = map[string]weft.EnvValue{}
+		}
 		s.r.env.thread[name] = weft.EnvValue{Name: name, Value: value, Type: t}
 		s.r.red = newRedactor(s.r.env.secrets(), s.r.providerKeys())
 	}
