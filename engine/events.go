@@ -314,3 +314,46 @@ func eventOf(rec weft.EventRecord, root string) Event {
 
 // rootOf returns the root of a thread's tree.
 func rootOf(t *weft.Thread) string { return orDefault(t.RootID, t.ID) }
+
+// Event payloads are maps of interfaces, and converting a string to an interface allocates. A
+// turn's events name its run, sides, prompt, calls and statuses over and over, so those values
+// are converted once: the fixed ones here, the run's id when the run starts (run.idAny), the
+// others where one emitter uses them twice.
+var (
+	boxedSideA, boxedSideB         any = weft.SideA, weft.SideB
+	boxedToolOK, boxedToolError    any = weft.ToolSuccess, weft.ToolError
+	boxedTriggerMsg, boxedTriggerR any = "message", "resume"
+)
+
+// boxSide returns side as an interface, without allocating for the two sides.
+func boxSide(side weft.Side) any {
+	switch side {
+	case weft.SideA:
+		return boxedSideA
+	case weft.SideB:
+		return boxedSideB
+	}
+	return side
+}
+
+// boxToolStatus returns a result's status as an interface, without allocating for the usual two.
+func boxToolStatus(st weft.ToolStatus) any {
+	switch st {
+	case weft.ToolSuccess:
+		return boxedToolOK
+	case weft.ToolError:
+		return boxedToolError
+	}
+	return st
+}
+
+// boxTrigger returns a run's trigger as an interface, without allocating for the usual two.
+func boxTrigger(trigger string) any {
+	switch trigger {
+	case "message":
+		return boxedTriggerMsg
+	case "resume":
+		return boxedTriggerR
+	}
+	return trigger
+}

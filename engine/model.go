@@ -177,8 +177,10 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	for _, t := range req.Tools {
 		log.ToolsOffered = append(log.ToolsOffered, t.Name)
 	}
+	var logID any // log.ID, converted once for both of the attempt's events
 	if r.e.observed() {
-		r.emit("llm_request", map[string]any{"log_id": log.ID, "model": m.Name, "provider": m.Provider, "attempt": n})
+		logID = log.ID
+		r.emit("llm_request", map[string]any{"log_id": logID, "model": m.Name, "provider": m.Provider, "attempt": n})
 	}
 	if err := r.flushEvents(); err != nil {
 		// The store failed, not the model: no retry or fallback helps.
@@ -200,7 +202,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		var resp *weft.Response
 		resp, err = r.callProvider(p, &req, log, start)
 		if err == nil {
-			r.finishLog(log, m, resp, start)
+			r.finishLog(log, logID, m, resp, start)
 			if r.obs != nil {
 				r.attemptEnded(log)
 			}
@@ -222,7 +224,10 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		r.attemptEnded(log)
 	}
 	if r.e.observed() {
-		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "error", "error": log.Error})
+		if logID == nil {
+			logID = log.ID
+		}
+		r.emit("llm_response", map[string]any{"log_id": logID, "status": "error", "error": log.Error})
 	}
 	return nil, log, err
 }
@@ -329,8 +334,9 @@ func (c *providerCall) emitDelta(typ, delta string) {
 	}
 }
 
-// finishLog fills a successful attempt's usage, cost and timing.
-func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, start time.Time) {
+// finishLog fills a successful attempt's usage, cost and timing; logID is log.ID as the
+// attempt's llm_request event carried it (nil when it emitted none).
+func (r *run) finishLog(log *weft.LogEntry, logID any, m *weft.Model, resp *weft.Response, start time.Time) {
 	u := resp.Usage
 	log.FinishReason = resp.FinishReason
 	log.IsComplete = true
@@ -352,7 +358,10 @@ func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, 
 		log.ResponseBody = json.RawMessage(r.red.String(string(resp.ResponseBody)))
 	}
 	if r.e.observed() {
-		r.emit("llm_response", map[string]any{"log_id": log.ID, "status": "ok", "input_tokens": u.InputTokens,
+		if logID == nil {
+			logID = log.ID
+		}
+		r.emit("llm_response", map[string]any{"log_id": logID, "status": "ok", "input_tokens": u.InputTokens,
 			"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
 	}
 }

@@ -330,6 +330,7 @@ type run struct {
 	ctx    context.Context
 	ar     *activeRun
 	id     string
+	idAny  any // id as an interface, for event payloads (boxSide)
 	thread *weft.Thread
 	agent  *weft.Agent
 	state  execState
@@ -387,6 +388,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
 		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
+	r.idAny = r.id
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
@@ -576,7 +578,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		r.trigger = trigger
 	}
 	if r.e.observed() {
-		r.emit("run_started", map[string]any{"run_id": r.id, "trigger": trigger, "side": r.state.Side})
+		r.emit("run_started", map[string]any{"run_id": r.idAny, "trigger": boxTrigger(trigger), "side": boxSide(r.state.Side)})
 	}
 	for {
 		// A shutdown suspends the run at this step boundary.
@@ -849,7 +851,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.emitMessage(*notice)
 	}
 	if r.e.observed() {
-		data := map[string]any{"run_id": r.id, "reason": reason, "side": info.Side, "error": text, "steps": info.Steps, "seq": info.Seq}
+		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxSide(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
 		if r.lastLine > 0 {
 			data["last_line_redactions"] = r.lastLine
 		}

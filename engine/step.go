@@ -76,8 +76,10 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if err := r.startImmediate(s, p, side); err != nil {
 		return stepOutcome{}, err
 	}
+	var prompt any // p.Name, converted once for both step events
 	if r.e.observed() {
-		r.emit("step_started", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0})
+		prompt = p.Name
+		r.emit("step_started", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxSide(side), "prompt": prompt, "depth": 0})
 	}
 	req, err := r.requests.build(s, r.requests.history(s))
 	if err != nil {
@@ -103,7 +105,10 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		return stepOutcome{}, err
 	}
 	if r.e.observed() {
-		r.emit("step_completed", map[string]any{"run_id": r.id, "step": r.steps, "side": side, "prompt": p.Name, "depth": 0, "tool_calls": len(calls)})
+		if prompt == nil {
+			prompt = p.Name
+		}
+		r.emit("step_completed", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxSide(side), "prompt": prompt, "depth": 0, "tool_calls": len(calls)})
 	}
 	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil

@@ -96,6 +96,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	resultID := weft.NewID("msg_")
 	var tool *offered
 	var exec *execution
+	var callID, name any // c.ID and c.Name, converted once for both tool events
 	if d.r.suspending() {
 		return res, errShutdown
 	}
@@ -129,7 +130,8 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		st := d.r.state_(exec)
 		st.ctx = ctx
 		if d.r.e.observed() {
-			d.r.emit("tool_started", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth})
+			callID, name = c.ID, c.Name
+			d.r.emit("tool_started", map[string]any{"call_id": callID, "name": name, "depth": s.depth})
 		}
 		d.r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
 		if err := d.r.flushEvents(); err != nil {
@@ -160,7 +162,10 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	}
 	res.msg = m
 	if d.r.e.observed() {
-		d.r.emit("tool_completed", map[string]any{"call_id": c.ID, "name": c.Name, "depth": s.depth, "status": res.result.Status})
+		if callID == nil {
+			callID, name = c.ID, c.Name
+		}
+		d.r.emit("tool_completed", map[string]any{"call_id": callID, "name": name, "depth": s.depth, "status": boxToolStatus(res.result.Status)})
 	}
 	return res, nil
 }
