@@ -18,13 +18,13 @@ func TestBoxedPayloadValues(t *testing.T) {
 		plain  any
 		allocs float64 // per conversion
 	}{
-		{"side a", func() any { return boxSide(weft.SideA) }, weft.SideA, 0},
-		{"side b", func() any { return boxSide(weft.SideB) }, weft.SideB, 0},
-		{"side other", func() any { return boxSide(other) }, weft.Side("xx"), 1},
-		{"tool success", func() any { return boxToolStatus(weft.ToolSuccess) }, weft.ToolSuccess, 0},
-		{"tool error", func() any { return boxToolStatus(weft.ToolError) }, weft.ToolError, 0},
-		{"trigger message", func() any { return boxTrigger("message") }, "message", 0},
-		{"trigger resume", func() any { return boxTrigger("resume") }, "resume", 0},
+		{"side a", func() any { return boxedSides.box(weft.SideA) }, weft.SideA, 0},
+		{"side b", func() any { return boxedSides.box(weft.SideB) }, weft.SideB, 0},
+		{"side other", func() any { return boxedSides.box(other) }, weft.Side("xx"), 1},
+		{"tool success", func() any { return boxedStatuses.box(weft.ToolSuccess) }, weft.ToolSuccess, 0},
+		{"tool error", func() any { return boxedStatuses.box(weft.ToolError) }, weft.ToolError, 0},
+		{"trigger message", func() any { return boxedTriggers.box("message") }, "message", 0},
+		{"trigger resume", func() any { return boxedTriggers.box("resume") }, "resume", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

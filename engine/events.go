@@ -317,43 +317,32 @@ func rootOf(t *weft.Thread) string { return orDefault(t.RootID, t.ID) }
 
 // Event payloads are maps of interfaces, and converting a string to an interface allocates. A
 // turn's events name its run, sides, prompt, calls and statuses over and over, so those values
-// are converted once: the fixed ones here, the run's id when the run starts (run.idAny), the
+// are converted once: the usual fixed ones here, the run's id when the run starts (run.idAny), the
 // others where one emitter uses them twice.
 var (
-	boxedSideA, boxedSideB         any = weft.SideA, weft.SideB
-	boxedToolOK, boxedToolError    any = weft.ToolSuccess, weft.ToolError
-	boxedTriggerMsg, boxedTriggerR any = "message", "resume"
+	boxedSides    = intern(weft.SideA, weft.SideB)
+	boxedStatuses = intern(weft.ToolSuccess, weft.ToolError)
+	boxedTriggers = intern("message", "resume")
 )
 
-// boxSide returns side as an interface, without allocating for the two sides.
-func boxSide(side weft.Side) any {
-	switch side {
-	case weft.SideA:
-		return boxedSideA
-	case weft.SideB:
-		return boxedSideB
+// interned holds values converted to interfaces once.
+type interned[T comparable] []any
+
+func intern[T comparable](vals ...T) interned[T] {
+	in := make(interned[T], len(vals))
+	for i, v := range vals {
+		in[i] = v
 	}
-	return side
+	return in
 }
 
-// boxToolStatus returns a result's status as an interface, without allocating for the usual two.
-func boxToolStatus(st weft.ToolStatus) any {
-	switch st {
-	case weft.ToolSuccess:
-		return boxedToolOK
-	case weft.ToolError:
-		return boxedToolError
+// box returns v as an interface: the one held when v is among them (no allocation), else a new
+// conversion. Either has v's dynamic type and value.
+func (in interned[T]) box(v T) any {
+	for _, b := range in {
+		if b.(T) == v {
+			return b
+		}
 	}
-	return st
-}
-
-// boxTrigger returns a run's trigger as an interface, without allocating for the usual two.
-func boxTrigger(trigger string) any {
-	switch trigger {
-	case "message":
-		return boxedTriggerMsg
-	case "resume":
-		return boxedTriggerR
-	}
-	return trigger
+	return v
 }

@@ -330,7 +330,7 @@ type run struct {
 	ctx    context.Context
 	ar     *activeRun
 	id     string
-	idAny  any // id as an interface, for event payloads (boxSide)
+	idAny  any // id as an interface, for event payloads (see interned)
 	thread *weft.Thread
 	agent  *weft.Agent
 	state  execState
@@ -578,7 +578,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		r.trigger = trigger
 	}
 	if r.e.observed() {
-		r.emit("run_started", map[string]any{"run_id": r.idAny, "trigger": boxTrigger(trigger), "side": boxSide(r.state.Side)})
+		r.emit("run_started", map[string]any{"run_id": r.idAny, "trigger": boxedTriggers.box(trigger), "side": boxedSides.box(r.state.Side)})
 	}
 	for {
 		// A shutdown suspends the run at this step boundary.
@@ -851,7 +851,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.emitMessage(*notice)
 	}
 	if r.e.observed() {
-		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxSide(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
+		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxedSides.box(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
 		if r.lastLine > 0 {
 			data["last_line_redactions"] = r.lastLine
 		}

@@ -79,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	var prompt any // p.Name, converted once for both step events
 	if r.e.observed() {
 		prompt = p.Name
-		r.emit("step_started", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxSide(side), "prompt": prompt, "depth": 0})
+		r.emit("step_started", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxedSides.box(side), "prompt": prompt, "depth": 0})
 	}
 	req, err := r.requests.build(s, r.requests.history(s))
 	if err != nil {
@@ -108,7 +108,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		if prompt == nil {
 			prompt = p.Name
 		}
-		r.emit("step_completed", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxSide(side), "prompt": prompt, "depth": 0, "tool_calls": len(calls)})
+		r.emit("step_completed", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxedSides.box(side), "prompt": prompt, "depth": 0, "tool_calls": len(calls)})
 	}
 	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil

@@ -165,7 +165,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		if callID == nil {
 			callID, name = c.ID, c.Name
 		}
-		d.r.emit("tool_completed", map[string]any{"call_id": callID, "name": name, "depth": s.depth, "status": boxToolStatus(res.result.Status)})
+		d.r.emit("tool_completed", map[string]any{"call_id": callID, "name": name, "depth": s.depth, "status": boxedStatuses.box(res.result.Status)})
 	}
 	return res, nil
 }
