@@ -43,7 +43,7 @@ const (
 		(SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
 		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing')
 		FROM threads t WHERE t.id = ?`
-	qTakeLease    = `UPDATE threads SET lease_owner = ?2, lease_token = ?3, lease_expires_at = ?4 WHERE id = ?1`
+	qTakeLease    = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	qRenewLease   = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 	qReleaseLease = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 )
@@ -62,7 +62,7 @@ func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node st
 		return weft.Fence{}, fmt.Errorf("thread %s: lease held by %s: %w", threadID, l.owner, weft.ErrLeaseHeld)
 	}
 	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
-	if _, err := w.exec(ctx, qTakeLease, threadID, node, f.Token, now.Add(ttl).UnixNano()); err != nil {
+	if _, err := w.exec(ctx, qTakeLease, node, f.Token, now.Add(ttl).UnixNano(), threadID); err != nil {
 		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
 	}
 	return f, nil

@@ -39,27 +39,29 @@ const (
 	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
 )
 
-// qUpdateThread holds the statement of each mask. All take the same 12 arguments (see flush), the
-// thread id last: a statement's parameter count is its highest parameter number.
+// qUpdateThread holds the statement of each mask. Its parameters are plain ?, in the order of the
+// SET clauses below and the thread id last (flush appends the arguments in that order): modernc
+// allocates a string for every numbered parameter of every execution, and this statement is
+// written at the end of most transactions.
 var qUpdateThread = func() (q [32]string) {
 	for mask := 1; mask < len(q); mask++ {
 		var set []string
 		if mask&setFields != 0 {
-			set = append(set, "agent = ?1, label = ?2, tags = COALESCE(?3, tags), status = ?4, preview = ?5, doc = ?7")
+			set = append(set, "agent = ?, label = ?, tags = COALESCE(?, tags), status = ?, preview = ?, doc = ?")
 		}
 		if mask&setActivity != 0 {
-			set = append(set, "last_activity_at = ?6")
+			set = append(set, "last_activity_at = ?")
 		}
 		if mask&setSeqs != 0 {
-			set = append(set, "msg_seq = max(msg_seq, ?8), call_seq = ?9, log_seq = ?10")
+			set = append(set, "msg_seq = max(msg_seq, ?), call_seq = ?, log_seq = ?")
 		}
 		if mask&setRunState != 0 {
-			set = append(set, "run_state = ?11")
+			set = append(set, "run_state = ?")
 		}
 		if mask&setRelease != 0 {
 			set = append(set, "lease_owner = '', lease_expires_at = 0")
 		}
-		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?12"
+		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?"
 	}
 	return q
 }()
@@ -160,15 +162,15 @@ func (t *tx) readSeqs() error {
 // counters the Tx advanced and the run state SetExecState changed, in one statement.
 func (t *tx) flush() error {
 	mask := 0
-	args := make([]any, 12)
-	args[11] = t.id
+	var buf [13]any
+	args := buf[:0]
 	if u := t.thread; u != nil {
 		th := &u.th
 		mask |= setFields
-		args[0], args[1], args[2], args[3], args[4], args[6] = th.Agent, th.Label, u.tags, string(th.Status), th.Preview, u.doc
+		args = append(args, th.Agent, th.Label, u.tags, string(th.Status), th.Preview, u.doc)
 		if u.activity {
 			mask |= setActivity
-			args[5] = nanos(th.LastActivityAt)
+			args = append(args, nanos(th.LastActivityAt))
 		}
 	}
 	if t.seqsDirty || t.deleted {
@@ -177,11 +179,11 @@ func (t *tx) flush() error {
 		if t.deleted {
 			floor = t.msgSeq
 		}
-		args[7], args[8], args[9] = floor, t.callSeq, t.logSeq
+		args = append(args, floor, t.callSeq, t.logSeq)
 	}
 	if t.runState.dirty {
 		mask |= setRunState
-		args[10] = t.runState.encode()
+		args = append(args, t.runState.encode())
 	}
 	if t.release {
 		mask |= setRelease
@@ -189,6 +191,7 @@ func (t *tx) flush() error {
 	if mask == 0 {
 		return nil
 	}
+	args = append(args, t.id)
 	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
 		return t.fail("update thread", err)
 	}
