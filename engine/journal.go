@@ -72,25 +72,28 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	cur := &j.cur
 	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0]}
 	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)
-	drained, pending, recs := cur.drained, cur.pending, cur.recs
-	cur.fn, cur.drained, cur.recs = nil, nil, nil
-	if err == nil && len(pending) > 0 {
+	// Taken out of cur while published: a subscriber's callback cannot reach this journal, but
+	// if it did, its transaction would not write into the events being published.
+	w := *cur
+	*cur = txWork{}
+	if err == nil && len(w.pending) > 0 {
 		// Published in commit order; events emitted meanwhile wait for the next transaction.
 		j.outboxMu.Lock()
-		j.outbox = append(j.outbox[:0], j.outbox[len(pending):]...)
+		j.outbox = append(j.outbox[:0], j.outbox[len(w.pending):]...)
 		j.outboxMu.Unlock()
-		for i := range pending {
-			pending[i].Seq = recs[i].Seq
+		for i := range w.pending {
+			w.pending[i].Seq = w.recs[i].Seq
 		}
-		j.e.emitAll(pending)
-		clear(pending) // the subscribers have their copies
+		j.e.emitAll(w.pending)
+		clear(w.pending) // the subscribers have their copies
 	}
+	cur.pending = w.pending[:0] // reused by the next transaction
 	if err != nil {
 		return nil, err
 	}
-	j.queueSeq = max(j.queueSeq, cur.queueSeq)
+	j.queueSeq = max(j.queueSeq, w.queueSeq)
 	j.drained = nil
-	return drained, nil
+	return w.drained, nil
 }
 
 // txWork is the transaction under way in txDrain: its function and what its body learnt. The
