@@ -37,21 +37,10 @@ var errConsumerGone = errors.New("the caller stopped reading the conversation")
 // tree in this process see the same events.
 func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		// A message needs only the thread's root, to follow its tree: the run's BeginRun refuses it
-		// for a thread that is unknown, terminated or full. A continue needs the thread's status.
-		var t *weft.Thread
-		root, known := "", false
-		if in.Message != nil {
-			root, known = e.roots.get(threadID)
-		}
-		if !known {
-			var err error
-			if t, err = e.store.Thread(ctx, threadID); err != nil {
-				yield(Event{}, err)
-				return
-			}
-			e.roots.put(t)
-			root = rootOf(t)
+		root, t, err := e.inputRoot(ctx, threadID, in)
+		if err != nil {
+			yield(Event{}, err)
+			return
 		}
 		sub := e.subs.add(subKey{tree: true, id: root}, false)
 		defer e.subs.remove(sub)
@@ -92,6 +81,23 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			}
 		}
 	}
+}
+
+// inputRoot returns the root of the thread's tree, and the thread when it had to read it. A
+// message needs only the root, to follow its tree: the run's BeginRun refuses it for a thread that
+// is unknown, terminated or full. A continue needs the thread's status.
+func (e *Engine) inputRoot(ctx context.Context, threadID string, in Input) (string, *weft.Thread, error) {
+	if in.Message != nil {
+		if root, known := e.roots.get(threadID); known {
+			return root, nil, nil
+		}
+	}
+	t, err := e.store.Thread(ctx, threadID)
+	if err != nil {
+		return "", nil, err
+	}
+	e.roots.put(t)
+	return rootOf(t), t, nil
 }
 
 // converse runs a conversation's work: the input's run here, then the tree until quiescent. t is
@@ -186,20 +192,34 @@ func ignoreDone(ctx context.Context, err error) error {
 
 // Ask is Converse for callers that want the outcome only: it runs the conversation to
 // quiescence and returns the stops of the thread's runs in it (subagents' runs are not listed).
+// With no events to hand over while it runs, the conversation runs on the caller's goroutine:
+// with Converse, every hand-over between the run's goroutine and the caller's may go through the
+// operating system, which costs more than an in-memory turn's own work.
 func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult, error) {
 	res := &RunResult{}
-	for ev, err := range e.Converse(ctx, threadID, in) {
-		if err != nil {
-			return res, err
-		}
-		if ev.Type != "run_stopped" || ev.ThreadID != threadID {
-			continue
-		}
+	root, t, err := e.inputRoot(ctx, threadID, in)
+	if err != nil {
+		return res, err
+	}
+	// The tree's runs may stop on other goroutines (a parent woken by its subagent's report): their
+	// stops are taken from a subscription that keeps nothing else.
+	sub := e.subs.addKeeping(subKey{tree: true, id: root}, func(ev *Event) bool {
+		return ev.Type == "run_stopped" && ev.ThreadID == threadID
+	})
+	defer e.subs.remove(sub)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	err = e.converse(runCtx, threadID, root, t, in)
+	cancel(nil)
+	stops, _, _ := sub.take(nil)
+	for _, ev := range stops {
 		info := stopInfoOf(ev)
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
 		n, _ := ev.Data["last_line_redactions"].(int)
 		res.LastLineRedactions += n
+	}
+	if err != nil {
+		return res, err
 	}
 	// Runs of one thread are serialized; sorting by stop number only guards the order.
 	slices.SortStableFunc(res.Stops, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })

@@ -146,6 +146,66 @@ func TestConverse(t *testing.T) {
 	}
 }
 
+// TestAskOnCallersGoroutine: Ask runs the thread's first run on the caller's goroutine (its events
+// are emitted there), and returns the stops of the thread's later runs too, which other goroutines
+// run (the background child's report, the reminder), as Converse yields them for the same
+// conversation on another thread.
+func TestAskOnCallersGoroutine(t *testing.T) {
+	var mu sync.Mutex
+	started := map[string]uint64{} // thread -> goroutine of its first run_started
+	eng, _ := newEngine(t, backgroundRegistry(), historyModel, func(ev engine.Event) {
+		if ev.Type == "run_started" {
+			mu.Lock()
+			if _, ok := started[ev.ThreadID]; !ok {
+				started[ev.ThreadID] = goroutineID()
+			}
+			mu.Unlock()
+		}
+	})
+	ctx := context.Background()
+	msg := engine.Input{Message: &weft.NewMessage{Content: "Review my draft."}}
+	viaConverse, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	want := 0
+	for ev, err := range eng.Converse(ctx, viaConverse.ID, msg) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "run_stopped" && ev.ThreadID == viaConverse.ID {
+			want++
+		}
+	}
+	viaAsk, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	res, err := eng.Ask(ctx, viaAsk.ID, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request's run, the report's and the reminder's: two or three stops (the last two merge
+	// when both messages are queued before a run starts), as Converse yields.
+	if n := len(res.Stops); n < 2 || n > 3 || want < 2 || want > 3 {
+		t.Errorf("Ask returned %d stops, Converse yielded %d for the same conversation (want 2 or 3 each)", n, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if me := goroutineID(); started[viaAsk.ID] != me {
+		t.Errorf("Ask's run started on goroutine %d, the caller is %d", started[viaAsk.ID], me)
+	}
+	if started[viaConverse.ID] == goroutineID() {
+		t.Errorf("Converse's run started on the caller's goroutine; the test cannot tell them apart")
+	}
+}
+
+// goroutineID reads the calling goroutine's number from its stack header ("goroutine 7 [running]").
+func goroutineID() uint64 {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return 0
+	}
+	id, _ := strconv.ParseUint(f[1], 10, 64)
+	return id
+}
+
 // TestConverseRefused: a message a thread refuses is the sequence's error, and nothing runs.
 func TestConverseRefused(t *testing.T) {
 	eng, _ := newEngine(t, registry(nil, nil), historyModel, nil)

@@ -32,17 +32,27 @@ type subscription struct {
 	key     subKey
 	mu      sync.Mutex
 	queue   []Event
-	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
-	poked   bool          // another process committed events: re-read the store
-	bounded bool          // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
-	signal  chan struct{} // capacity 1: events were queued since the last take
+	lagged  bool              // the queue overflowed: events were dropped (recorded ones can be re-read)
+	poked   bool              // another process committed events: re-read the store
+	bounded bool              // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
+	keep    func(*Event) bool // when set, the only events queued (Ask's: its thread's stops)
+	signal  chan struct{}     // capacity 1: events were queued since the last take
 }
 
 // maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
 const maxQueued = 4096
 
 func (s *subscribers) add(key subKey, bounded bool) *subscription {
-	sub := &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)}
+	return s.addSub(&subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
+}
+
+// addKeeping adds an unbounded subscription that queues only the events keep accepts.
+func (s *subscribers) addKeeping(key subKey, keep func(*Event) bool) *subscription {
+	return s.addSub(&subscription{key: key, keep: keep, signal: make(chan struct{}, 1)})
+}
+
+func (s *subscribers) addSub(sub *subscription) *subscription {
+	key := sub.key
 	s.mu.Lock()
 	if s.by == nil {
 		s.by = map[subKey][]*subscription{}
@@ -104,6 +114,9 @@ func appendNew(list []*subscription, sub *subscription) []*subscription {
 
 // enqueue queues an event without signalling.
 func (sub *subscription) enqueue(ev Event) {
+	if sub.keep != nil && !sub.keep(&ev) {
+		return
+	}
 	sub.mu.Lock()
 	if sub.bounded && len(sub.queue) >= maxQueued {
 		sub.lagged = true
