@@ -154,6 +154,7 @@ func Runners() []Def {
 		{Name: "eino-react", Kind: Memory, New: newEino},
 		{Name: "adk-go", Kind: Memory, New: newADK},
 		{Name: "weft-memstore", Kind: Memory, New: newWeftMemory},
+		{Name: "weft-memstore-ask", Kind: Memory, New: newWeftMemoryAsk},
 		{Name: "raw-sqlite-4tx", Kind: SQLite, Floor: true, New: newRawSQLite},
 		{Name: "weft-sqlite", Kind: SQLite, New: newWeftSQLite},
 		{Name: "raw-postgres-4tx", Kind: Postgres, Floor: true, New: newRawPostgres},

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/weft-agents/weft"
@@ -13,14 +14,17 @@ import (
 )
 
 // Weft: an agent whose prompt offers the lookup tool (arguments inferred from LookupArgs and
-// validated against that schema), on each store, driven through Engine.Converse — the one call a
-// library user, `weft run` and the server all make — until the thread is quiet.
+// validated against that schema), on each store, driven through Engine.Converse — the streaming
+// call a library user and the server make — until the thread is quiet. weft-memstore-ask drives
+// the same turn through Engine.Ask, the outcome-only call (`weft run`'s, and the counterpart of
+// eino's Generate), and reads the reply from the store.
 
 type weftRunner struct {
 	eng   *engine.Engine
 	st    weft.Store
 	ids   []string
 	close func() error
+	ask   bool // Turn calls Ask instead of Converse
 }
 
 func weftModel(cfg Config) weft.Provider {
@@ -69,6 +73,15 @@ func newWeftMemory(cfg Config) (Runner, error) {
 		return nil, err
 	}
 	return newWeft(cfg, st, st.Close)
+}
+
+func newWeftMemoryAsk(cfg Config) (Runner, error) {
+	r, err := newWeftMemory(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.(*weftRunner).ask = true
+	return r, nil
 }
 
 func newWeftSQLite(cfg Config) (Runner, error) {
@@ -133,6 +146,9 @@ func (w *weftRunner) Prepare(ctx context.Context, n int) error {
 }
 
 func (w *weftRunner) Turn(ctx context.Context, i int) (string, error) {
+	if w.ask {
+		return w.turnAsk(ctx, i)
+	}
 	var answer string
 	for ev, err := range w.eng.Converse(ctx, w.ids[i], engine.Input{Message: &weft.NewMessage{Content: Question}}) {
 		if err != nil {
@@ -145,6 +161,22 @@ func (w *weftRunner) Turn(ctx context.Context, i int) (string, error) {
 		}
 	}
 	return answer, nil
+}
+
+// turnAsk runs the turn through Ask and reads the reply it stored.
+func (w *weftRunner) turnAsk(ctx context.Context, i int) (string, error) {
+	res, err := w.eng.Ask(ctx, w.ids[i], engine.Input{Message: &weft.NewMessage{Content: Question}})
+	if err != nil {
+		return "", err
+	}
+	if !res.Last().Reason.OK() {
+		return "", fmt.Errorf("the run stopped with %s: %s", res.Last().Reason, res.Last().Error)
+	}
+	msgs, err := w.st.Messages(ctx, w.ids[i], weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
+	if err != nil || len(msgs) == 0 {
+		return "", errors.Join(err, errors.New("no reply stored"))
+	}
+	return msgs[0].Content, nil
 }
 
 // Added counts the messages thread i gained since Prepare.
