@@ -203,9 +203,7 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	}
 	// The tree's runs may stop on other goroutines (a parent woken by its subagent's report): their
 	// stops are taken from a subscription that keeps nothing else.
-	sub := e.subs.addKeeping(subKey{tree: true, id: root}, func(ev *Event) bool {
-		return ev.Type == "run_stopped" && ev.ThreadID == threadID
-	})
+	sub := e.subs.addStops(subKey{tree: true, id: root}, threadID)
 	defer e.subs.remove(sub)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	err = e.converse(runCtx, threadID, root, t, in)

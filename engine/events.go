@@ -32,11 +32,13 @@ type subscription struct {
 	key     subKey
 	mu      sync.Mutex
 	queue   []Event
-	lagged  bool              // the queue overflowed: events were dropped (recorded ones can be re-read)
-	poked   bool              // another process committed events: re-read the store
-	bounded bool              // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
-	keep    func(*Event) bool // when set, the only events queued (Ask's: its thread's stops)
-	signal  chan struct{}     // capacity 1: events were queued since the last take
+	lagged  bool // the queue overflowed: events were dropped (recorded ones can be re-read)
+	poked   bool // another process committed events: re-read the store
+	bounded bool // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
+	// stopsOf, when set, is the only thread whose events are queued, and only its run_stopped
+	// events (Ask's subscription).
+	stopsOf string
+	signal  chan struct{} // capacity 1: events were queued since the last take
 }
 
 // maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
@@ -46,9 +48,9 @@ func (s *subscribers) add(key subKey, bounded bool) *subscription {
 	return s.addSub(&subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
 }
 
-// addKeeping adds an unbounded subscription that queues only the events keep accepts.
-func (s *subscribers) addKeeping(key subKey, keep func(*Event) bool) *subscription {
-	return s.addSub(&subscription{key: key, keep: keep, signal: make(chan struct{}, 1)})
+// addStops adds an unbounded subscription that queues only the run_stopped events of thread.
+func (s *subscribers) addStops(key subKey, thread string) *subscription {
+	return s.addSub(&subscription{key: key, stopsOf: thread, signal: make(chan struct{}, 1)})
 }
 
 func (s *subscribers) addSub(sub *subscription) *subscription {
@@ -114,7 +116,7 @@ func appendNew(list []*subscription, sub *subscription) []*subscription {
 
 // enqueue queues an event without signalling.
 func (sub *subscription) enqueue(ev Event) {
-	if sub.keep != nil && !sub.keep(&ev) {
+	if sub.stopsOf != "" && (ev.Type != "run_stopped" || ev.ThreadID != sub.stopsOf) {
 		return
 	}
 	sub.mu.Lock()

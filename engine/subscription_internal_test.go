@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestSubscriptionKeeps: a keeping subscription (Ask's) queues only the events its filter accepts,
-// from its tree, in order; an ordinary one of the same tree queues them all.
+// TestSubscriptionKeeps: a subscription of one thread's stops (Ask's) queues only those, from its
+// tree, in order; an ordinary one of the same tree queues every event.
 func TestSubscriptionKeeps(t *testing.T) {
 	var s subscribers
 	tree := subKey{tree: true, id: "root"}
-	stops := s.addKeeping(tree, func(ev *Event) bool { return ev.Type == "run_stopped" && ev.ThreadID == "root" })
+	stops := s.addStops(tree, "root")
 	all := s.add(tree, false)
 	evs := []Event{
 		{Type: "run_started", ThreadID: "root", RootID: "root"},
@@ -27,7 +27,7 @@ func TestSubscriptionKeeps(t *testing.T) {
 		seqs = append(seqs, ev.Data["seq"])
 	}
 	if want := []any{1, 2}; !slices.Equal(seqs, want) {
-		t.Errorf("the keeping subscription queued stops %v, want %v", seqs, want)
+		t.Errorf("the stops subscription queued stops %v, want %v", seqs, want)
 	}
 	if got, _, _ := all.take(nil); len(got) != 5 {
 		t.Errorf("the ordinary subscription queued %d events, want the tree's 5", len(got))
