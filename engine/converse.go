@@ -194,7 +194,7 @@ func ignoreDone(ctx context.Context, err error) error {
 // quiescence and returns the stops of the thread's runs in it (subagents' runs are not listed).
 // With no events to hand over while it runs, the conversation runs on the caller's goroutine:
 // with Converse, every hand-over between the run's goroutine and the caller's may go through the
-// operating system, which costs more than an in-memory turn's own work.
+// operating system, about a third of an in-memory turn's time (bench/README.md).
 func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult, error) {
 	res := &RunResult{}
 	root, t, err := e.inputRoot(ctx, threadID, in)
@@ -206,8 +206,8 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	sub := e.subs.addStops(subKey{tree: true, id: root}, threadID)
 	defer e.subs.remove(sub)
 	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	err = e.converse(runCtx, threadID, root, t, in)
-	cancel(nil)
 	stops, _, _ := sub.take(nil)
 	for _, ev := range stops {
 		info := stopInfoOf(ev)
