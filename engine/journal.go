@@ -41,7 +41,7 @@ type journal struct {
 	outboxMu sync.Mutex
 	outbox   []Event
 
-	// cur is the transaction under way (txDrain); body is txBody, bound once.
+	// cur is the transaction under way (txDrain); body is txBody, bound once by run.wire.
 	cur  txWork
 	body func(weft.Tx) error
 }
@@ -66,9 +66,6 @@ func (j *journal) release(tx weft.Tx) error {
 
 // txDrain is tx, without the lease's bookkeeping; it notes the queue seq the transaction saw.
 func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
-	if j.body == nil {
-		j.body = j.txBody // bound once: a transaction allocates no closure
-	}
 	cur := &j.cur
 	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0]}
 	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)

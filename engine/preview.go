@@ -52,7 +52,6 @@ func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, e
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
 			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
-		r.idAny = r.id
 		r.wire()
 		_, user, instance, err := loadEnv(ctx, e.store, "", "")
 		if err != nil {

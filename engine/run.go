@@ -388,7 +388,6 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	wctx := context.WithoutCancel(ctx)
 	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
 		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
-	r.idAny = r.id
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
@@ -407,10 +406,12 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	return r, nil
 }
 
-// wire connects the run's collaborators to it.
+// wire connects the run's collaborators to it and binds what its events and transactions reuse.
 func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
+	r.idAny = r.id
+	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).

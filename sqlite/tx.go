@@ -162,7 +162,7 @@ func (t *tx) readSeqs() error {
 // counters the Tx advanced and the run state SetExecState changed, in one statement.
 func (t *tx) flush() error {
 	mask := 0
-	var buf [13]any
+	var buf [12]any // at most 6 fields, activity, 3 counters, the run state and the id
 	args := buf[:0]
 	if u := t.thread; u != nil {
 		th := &u.th
