@@ -41,7 +41,8 @@ const (
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = ''),
 		EXISTS (SELECT 1 FROM threads c WHERE c.parent_id = t.id),
 		(SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
-		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing')
+		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing'),
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq
 		FROM threads t WHERE t.id = ?`
 	qTakeLease    = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	qRenewLease   = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
@@ -54,17 +55,19 @@ type lease struct {
 	token, expires int64
 }
 
-// take takes the lease for node, with the next token, unless another acquisition is live. It runs
-// in the write transaction that read l.
+// take takes the lease for node, with the next token, unless another acquisition is live, and
+// leaves l as it wrote it. It runs in the write transaction that read l.
 func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration) (weft.Fence, error) {
 	now := s.now()
 	if l.owner != "" && now.UnixNano() < l.expires {
 		return weft.Fence{}, fmt.Errorf("thread %s: lease held by %s: %w", threadID, l.owner, weft.ErrLeaseHeld)
 	}
 	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
-	if _, err := w.exec(ctx, qTakeLease, node, f.Token, now.Add(ttl).UnixNano(), threadID); err != nil {
+	expires := now.Add(ttl).UnixNano()
+	if _, err := w.exec(ctx, qTakeLease, node, f.Token, expires, threadID); err != nil {
 		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
 	}
+	l.owner, l.token, l.expires = node, f.Token, expires
 	return f, nil
 }
 
@@ -143,8 +146,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	var f weft.Fence
 	var held error // the lease is held elsewhere: the push commits, the run does not start
 	rs := &weft.RunStart{}
-	err := s.write(ctx, func(w *writer) error {
+	err := s.writeOwn(ctx, func(w *writer) error {
 		*rs, held = weft.RunStart{}, nil // a group commit may run this again (write)
+		w.rows.drop(threadID)
 		if pushFn != nil {
 			if err := pushFn(w); err != nil {
 				return err
@@ -153,13 +157,18 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		var l lease
 		var sets runStartSets
 		var pending, claimed sql.NullInt64
+		var c cachedRow
 		row, err := w.rowOf(ctx, qRunStart, threadID)
 		if err != nil {
 			return err
 		}
-		if rs.Thread, err = scanThread(row, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
-			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
+		if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
+			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed,
+			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq); err != nil {
 			return s.noThread(threadID, err)
+		}
+		if rs.Thread, err = decodeThread(c.doc); err != nil {
+			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
 		rs.EffectsDue = effectsDue(pending, claimed)
 		if f, err = l.take(ctx, s, w, threadID, node, ttl); err != nil {
@@ -172,6 +181,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		if err := s.runStartRows(rs, &sets); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
+		// The run's first Tx starts from the row as this leaves it (rowcache.go).
+		c.owner, c.token, c.expires, c.runState = l.owner, l.token, l.expires, sets.exec
+		w.rows.put(threadID, c)
 		return nil
 	})
 	if err == nil {

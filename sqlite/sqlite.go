@@ -357,6 +357,9 @@ func (s *Store) checkKey(ctx context.Context) error {
 func (s *Store) rawWrite(ctx context.Context, fn func(*sql.Conn) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.w != nil {
+		s.w.rows.clear()
+	}
 	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}

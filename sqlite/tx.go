@@ -74,8 +74,14 @@ var qUpdateThread = func() (q [32]string) {
 // checked inside the transaction, else ErrLeaseLost and nothing is written. An unknown thread is
 // ErrNotFound.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
-	return s.write(ctx, func(w *writer) error {
+	return s.writeOwn(ctx, func(w *writer) (txErr error) {
 		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence, eventSeq: -1}
+		// A fenced Tx of the lease's own thread starts from the row its run's last Tx left
+		// (rowcache.go) and leaves the row for the next; any other Tx changes the row unseen.
+		own := fence != nil && (fence.ThreadID == "" || fence.ThreadID == threadID)
+		if !own {
+			w.rows.drop(threadID)
+		}
 		if fence == nil {
 			var one int
 			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
@@ -89,7 +95,11 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			var owner string
 			var token, expires int64
 			var err error
-			if leaseThread == threadID {
+			if c, ok := w.rows.get(threadID); ok && own {
+				owner, token, expires = c.owner, c.token, c.expires
+				t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
+				t.seqsRead, t.queueRead, t.docRead, t.runState.read = true, true, true, true
+			} else if own {
 				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read = err == nil, err == nil, err == nil, err == nil
 			} else {
@@ -99,7 +109,21 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				return s.noThread(threadID, err)
 			}
 			if owner != fence.Node || token != fence.Token || s.now().UnixNano() >= expires {
+				w.rows.drop(threadID)
 				return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
+			}
+			if own {
+				defer func() {
+					// Kept for the run's next Tx: the row as this one leaves it, unless the lease
+					// goes with it (or the Tx fails: its writes, whatever it did, roll back).
+					if txErr == nil && !t.release {
+						w.rows.put(threadID, cachedRow{owner: owner, token: token, expires: expires,
+							msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
+							doc: t.doc, runState: t.runState.framed})
+					} else {
+						w.rows.drop(threadID)
+					}
+				}()
 			}
 		}
 		if err := fn(&t); err != nil {
@@ -183,7 +207,8 @@ func (t *tx) flush() error {
 	}
 	if t.runState.dirty {
 		mask |= setRunState
-		args = append(args, t.runState.encode())
+		t.runState.framed = t.runState.encode()
+		args = append(args, t.runState.framed)
 	}
 	if t.release {
 		mask |= setRelease

@@ -9,13 +9,17 @@ import (
 	"sync"
 )
 
-var errClosed = errors.New("sqlite: store is closed")
+var (
+	errClosed        = errors.New("sqlite: store is closed")
+	errNoFileControl = errors.New("sqlite: the driver's connection has no file control")
+)
 
 // writer is the write connection with its prepared statements, cached by SQL text. It is used only
 // while Store.wmu is held.
 type writer struct {
 	conn  *sql.Conn
 	cache map[string]*sql.Stmt
+	rows  rowCache // thread rows as runs left them (rowcache.go)
 }
 
 func (s *Store) prepareWriter(ctx context.Context) error {
@@ -117,10 +121,19 @@ func (w *writer) close() {
 // again with each fn inside a savepoint that is rolled back alone when it fails. So fn may run more
 // than once, and must leave nothing behind in Go state from a run that was rolled back.
 func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
-	if err := ctx.Err(); err != nil {
+	return s.writeReq(&writeReq{ctx: ctx, fn: fn})
+}
+
+// writeOwn is write for a write that keeps the writer's row cache true itself: it writes the rows
+// of one thread only, and drops or renews that thread's entry.
+func (s *Store) writeOwn(ctx context.Context, fn func(w *writer) error) error {
+	return s.writeReq(&writeReq{ctx: ctx, fn: fn, keepsRows: true})
+}
+
+func (s *Store) writeReq(req *writeReq) error {
+	if err := req.ctx.Err(); err != nil {
 		return err
 	}
-	req := &writeReq{ctx: ctx, fn: fn}
 	g := &s.group
 	g.mu.Lock()
 	if g.leading {
@@ -170,6 +183,9 @@ type groupCommit struct {
 type writeReq struct {
 	ctx context.Context
 	fn  func(w *writer) error
+	// keepsRows: fn keeps the row cache true itself (writeOwn); for any other write the cache is
+	// cleared before fn runs.
+	keepsRows bool
 	// err and panicked are the outcome; finished is set (by the leader) once they are.
 	err      error
 	panicked any
@@ -239,6 +255,7 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 		}
 		return true
 	}
+	w.rows.begun(w.conn)
 	kept := make([]*writeReq, 0, len(batch))
 	for _, r := range batch {
 		if r.finished {
@@ -254,6 +271,9 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 				return true
 			}
 		}
+		if !r.keepsRows {
+			w.rows.clear()
+		}
 		p, err := r.run(w)
 		if err == nil && p == nil {
 			if savepoints {
@@ -267,6 +287,7 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 		}
 		if !savepoints {
 			w.exec(bg, "ROLLBACK")
+			w.rows.clear()
 			if len(batch) > 1 {
 				return false
 			}
@@ -275,6 +296,7 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 			return true
 		}
 		r.err, r.panicked = err, p
+		w.rows.clear() // what the failed write did to the cache is undone with the rest
 		if _, err := w.exec(bg, "ROLLBACK TO weft_write"); err != nil {
 			s.abortGroup(w, batch, fmt.Errorf("sqlite: rollback to savepoint: %w", err))
 			return true
@@ -289,6 +311,7 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 		s.abortGroup(w, kept, fmt.Errorf("sqlite: commit: %w", err))
 		return true
 	}
+	w.rows.committed(w.conn)
 	s.ckpt.committed()
 	for _, r := range kept {
 		r.finish(nil)
@@ -299,6 +322,7 @@ func (s *Store) commitBatch(w *writer, batch []*writeReq, savepoints bool) bool 
 // abortGroup rolls the whole transaction back and fails every write of it not yet finished.
 func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 	w.exec(context.Background(), "ROLLBACK")
+	w.rows.clear()
 	for _, r := range batch {
 		if !r.finished {
 			r.err, r.panicked = nil, nil

@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"database/sql"
+
+	msqlite "modernc.org/sqlite"
+)
+
+// rowCache keeps, for a thread whose run is under way, what the run's next fenced Tx would read of
+// its thread row when it begins (qTxStart): the lease, the sequence counters, the doc and the run
+// state, as the run's last transaction left them. A run's steps are transactions of the thread's
+// own, one after another, so each step after the first starts without reading the row: one
+// statement (and a seek into messages for the highest seq) less per step.
+//
+// It belongs to the writer and is used only while Store.wmu is held. An entry stays true because
+// every other change of the row is seen:
+//   - in this process every write goes through the writer: a Tx (and BeginRun) drops its thread's
+//     entry unless it is a fenced Tx of its own thread, which renews it, and any other write
+//     (writeReq.keepsRows unset) clears them all before it runs;
+//   - a batch rolled back clears them all (its writes may have renewed entries);
+//   - another connection's commit (another process) changes the file's data version, which the
+//     writer compares after each BEGIN with the one its own last commit left, clearing them all on
+//     a difference.
+//
+// An entry is dropped when the run releases the lease, so idle threads hold nothing here.
+type rowCache struct {
+	rows map[string]cachedRow
+	// version is the data version after this connection's last commit; set while rows is not
+	// empty.
+	version uint32
+}
+
+// cachedRow is a thread row as a fenced Tx of the thread left it.
+type cachedRow struct {
+	owner                             string
+	token, expires                    int64
+	msgSeq, callSeq, logSeq, queueSeq int64
+	doc, runState                     string
+}
+
+// maxCachedRows bounds the entries: runs under way at once, far more than one writer serves.
+const maxCachedRows = 4096
+
+func (c *rowCache) get(threadID string) (cachedRow, bool) {
+	r, ok := c.rows[threadID]
+	return r, ok
+}
+
+func (c *rowCache) put(threadID string, r cachedRow) {
+	if c.rows == nil {
+		c.rows = make(map[string]cachedRow)
+	}
+	if len(c.rows) >= maxCachedRows {
+		clear(c.rows)
+	}
+	c.rows[threadID] = r
+}
+
+func (c *rowCache) drop(threadID string) {
+	if len(c.rows) > 0 {
+		delete(c.rows, threadID)
+	}
+}
+
+func (c *rowCache) clear() {
+	if len(c.rows) > 0 {
+		clear(c.rows)
+	}
+}
+
+// begun runs after BEGIN: the entries go when another connection committed since this one's last
+// commit (or when the version cannot be read).
+func (c *rowCache) begun(conn *sql.Conn) {
+	if len(c.rows) == 0 {
+		return
+	}
+	if v, ok := dataVersion(conn); !ok || v != c.version {
+		c.clear()
+	}
+}
+
+// committed runs after this connection's COMMIT: the entries the transaction left are true as of
+// the version it notes.
+func (c *rowCache) committed(conn *sql.Conn) {
+	if len(c.rows) == 0 {
+		return
+	}
+	v, ok := dataVersion(conn)
+	if !ok {
+		c.clear()
+		return
+	}
+	c.version = v
+}
+
+// dataVersion reads the main database's data version (SQLITE_FCNTL_DATA_VERSION): it changes with
+// each commit of this connection and, when a transaction begins, when another connection committed.
+func dataVersion(conn *sql.Conn) (uint32, bool) {
+	var v uint32
+	err := conn.Raw(func(dc any) error {
+		fc, ok := dc.(msqlite.FileControl)
+		if !ok {
+			return errNoFileControl
+		}
+		var err error
+		v, err = fc.FileControlDataVersion("main")
+		return err
+	})
+	return v, err == nil
+}

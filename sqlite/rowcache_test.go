@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/envcrypt"
+)
+
+// clock is a settable clock for two stores of one file.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// twoStores opens two stores of one file, as two processes would, each with its own clock.
+func twoStores(t *testing.T) (a, b *Store, ca, cb *clock) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	key := envcrypt.NewKey()
+	start := time.Unix(1_800_000_000, 0)
+	ca, cb = &clock{now: start}, &clock{now: start}
+	var err error
+	if a, err = Open(t.Context(), path, Options{Key: key, Now: ca.Now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if b, err = Open(t.Context(), path, Options{Key: key, Now: cb.Now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b, ca, cb
+}
+
+// cached reports whether s's writer holds a row for the thread.
+func cached(s *Store, threadID string) bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, ok := s.w.rows.get(threadID)
+	return ok
+}
+
+// TestRowCacheFollowsOtherWriters: a run's steps start from the row its last step left, and
+// whatever else writes the thread row — another process, another write of this one — is seen by
+// the next step: a lease taken over elsewhere fails it, a message queued elsewhere is counted, a
+// message inserted by an unfenced Tx is numbered after.
+func TestRowCacheFollowsOtherWriters(t *testing.T) {
+	ctx := t.Context()
+	step := func(s *Store, th string, f weft.Fence, fn func(weft.Tx) error) error {
+		return s.Tx(ctx, th, &f, fn)
+	}
+	insert := func(m *weft.Message) func(weft.Tx) error {
+		return func(tx weft.Tx) error { return tx.InsertMessage(m) }
+	}
+	begin := func(t *testing.T, s *Store) (string, weft.Fence) {
+		t.Helper()
+		th := &weft.Thread{Agent: "a"}
+		if err := s.CreateThread(ctx, th, nil); err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cached(s, th.ID) {
+			t.Fatal("BeginRun left no row for the run's first step")
+		}
+		if err := step(s, th.ID, f, insert(&weft.Message{Role: weft.RoleUser, Content: "one"})); err != nil {
+			t.Fatal(err)
+		}
+		if !cached(s, th.ID) {
+			t.Fatal("a fenced Tx left no row for the next")
+		}
+		return th.ID, f
+	}
+
+	t.Run("lease taken by another process", func(t *testing.T) {
+		a, b, _, cb := twoStores(t)
+		th, f := begin(t, a)
+		// The other process finds the lease expired by its clock and takes it; a's clock has not
+		// reached the expiry, so only the row tells a its lease is gone.
+		cb.set(cb.Now().Add(2 * time.Minute))
+		if _, err := b.AcquireLease(ctx, th, "node-b", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "late"}))
+		if !errors.Is(err, weft.ErrLeaseLost) {
+			t.Fatalf("step after the lease was taken elsewhere: %v, want ErrLeaseLost", err)
+		}
+		if cached(a, th) {
+			t.Error("a lost lease left its row cached")
+		}
+	})
+
+	t.Run("message queued by another process", func(t *testing.T) {
+		a, b, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		q := &weft.QueuedMessage{ThreadID: th, Role: weft.RoleUser, Content: "from b"}
+		if err := b.PushQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		var seq int64
+		err := step(a, th, f, func(tx weft.Tx) (err error) { seq, err = tx.QueueSeq(); return err })
+		if err != nil || seq != q.Seq {
+			t.Fatalf("QueueSeq after another process queued seq %d: %d, %v", q.Seq, seq, err)
+		}
+	})
+
+	t.Run("message inserted by another process", func(t *testing.T) {
+		a, b, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		other := &weft.Message{Role: weft.RoleUser, Content: "from b"}
+		if err := b.Tx(ctx, th, nil, insert(other)); err != nil {
+			t.Fatal(err)
+		}
+		next := &weft.Message{Role: weft.RoleAssistant, Content: "after"}
+		if err := step(a, th, f, insert(next)); err != nil {
+			t.Fatal(err)
+		}
+		if next.Seq != other.Seq+1 {
+			t.Errorf("seq after another process's message %d: %d", other.Seq, next.Seq)
+		}
+	})
+
+	t.Run("writes of this process", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		// An unfenced Tx of the thread numbers a message and renames the thread.
+		other := &weft.Message{Role: weft.RoleUser, Content: "unfenced"}
+		label := "renamed"
+		if err := a.Tx(ctx, th, nil, func(tx weft.Tx) error {
+			return errors.Join(tx.InsertMessage(other), tx.UpdateThread(weft.ThreadPatch{Label: &label}))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if cached(a, th) {
+			t.Error("an unfenced Tx left the run's row cached")
+		}
+		// A queue push of its own.
+		q := &weft.QueuedMessage{ThreadID: th, Role: weft.RoleUser, Content: "pushed"}
+		if err := a.PushQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		next := &weft.Message{Role: weft.RoleAssistant, Content: "after"}
+		var seq int64
+		status := weft.ThreadRunning
+		err := step(a, th, f, func(tx weft.Tx) (err error) {
+			if err := tx.InsertMessage(next); err != nil {
+				return err
+			}
+			if err := tx.UpdateThread(weft.ThreadPatch{Status: &status}); err != nil {
+				return err
+			}
+			seq, err = tx.QueueSeq()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Seq != other.Seq+1 || seq != q.Seq {
+			t.Errorf("after this process's other writes: message seq %d (want %d), queue seq %d (want %d)", next.Seq, other.Seq+1, seq, q.Seq)
+		}
+		got, err := a.Thread(ctx, th)
+		if err != nil || got.Label != label || got.Status != status {
+			t.Errorf("thread after the step: label %q status %q (%v): the step wrote over the unfenced Tx's rename", got.Label, got.Status, err)
+		}
+		// A renewal moves the expiry: the next step reads it from the row.
+		if err := a.RenewLease(ctx, f, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if cached(a, th) {
+			t.Error("a lease renewal left the run's row cached")
+		}
+	})
+
+	t.Run("a failed step leaves nothing", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		boom := errors.New("boom")
+		if err := step(a, th, f, func(tx weft.Tx) error {
+			if err := tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: "rolled back"}); err != nil {
+				return err
+			}
+			return boom
+		}); !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		next := &weft.Message{Role: weft.RoleAssistant, Content: "kept"}
+		if err := step(a, th, f, insert(next)); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := a.Messages(ctx, th, weft.MessageQuery{})
+		if err != nil || len(msgs) != 2 || msgs[1].Seq != next.Seq || next.Seq != msgs[0].Seq+1 {
+			t.Errorf("messages after a failed step: %+v, %v (next seq %d)", msgs, err, next.Seq)
+		}
+	})
+
+	t.Run("released", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		if err := step(a, th, f, func(tx weft.Tx) error { return tx.ReleaseLease() }); err != nil {
+			t.Fatal(err)
+		}
+		if cached(a, th) {
+			t.Error("a released lease left the run's row cached: idle threads hold nothing")
+		}
+	})
+}
