@@ -181,8 +181,8 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	return s.write(ctx, push)
 }
 
-// pusher prepares q and returns the write that queues it (for PushQueue, and for BeginRun's push).
-func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
+// prepareQueued fills q's defaults and returns its metadata as JSON.
+func (s *Store) prepareQueued(q *weft.QueuedMessage) ([]byte, error) {
 	var md []byte
 	if q.Metadata != nil {
 		var err error
@@ -191,6 +191,15 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 		}
 	}
 	storecontract.PrepareQueued(q, s.now)
+	return md, nil
+}
+
+// pusher prepares q and returns the write that queues it (PushQueue's).
+func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
+	md, err := s.prepareQueued(q)
+	if err != nil {
+		return nil, err
+	}
 	return func(w *writer) error {
 		ctx := context.Background() // the write's ctx was checked before it began
 		var seq, last int64

@@ -44,9 +44,12 @@ const (
 		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing'),
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq
 		FROM threads t WHERE t.id = ?`
-	qTakeLease    = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
-	qRenewLease   = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
-	qReleaseLease = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
+	qTakeLease = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	// BeginRun's, with the queue counter of the message it queued (alone when the lease is held).
+	qTakeLeaseQueued = `UPDATE threads SET queue_seq = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	qSetQueueSeq     = `UPDATE threads SET queue_seq = ? WHERE id = ?`
+	qRenewLease      = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
+	qReleaseLease    = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 )
 
 // lease is a thread's lease row as read in a write transaction (token 0: none yet).
@@ -56,15 +59,28 @@ type lease struct {
 }
 
 // take takes the lease for node, with the next token, unless another acquisition is live, and
-// leaves l as it wrote it. It runs in the write transaction that read l.
-func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration) (weft.Fence, error) {
+// leaves l as it wrote it. It runs in the write transaction that read l. queueSeq, when not
+// negative, is the thread's queue counter after BeginRun queued a message: written with the lease,
+// or alone when the lease is held elsewhere.
+func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration, queueSeq int64) (weft.Fence, error) {
 	now := s.now()
 	if l.owner != "" && now.UnixNano() < l.expires {
+		if queueSeq >= 0 {
+			if _, err := w.exec(ctx, qSetQueueSeq, queueSeq, threadID); err != nil {
+				return weft.Fence{}, fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
+			}
+		}
 		return weft.Fence{}, fmt.Errorf("thread %s: lease held by %s: %w", threadID, l.owner, weft.ErrLeaseHeld)
 	}
 	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
 	expires := now.Add(ttl).UnixNano()
-	if _, err := w.exec(ctx, qTakeLease, node, f.Token, expires, threadID); err != nil {
+	var err error
+	if queueSeq >= 0 {
+		_, err = w.exec(ctx, qTakeLeaseQueued, queueSeq, node, f.Token, expires, threadID)
+	} else {
+		_, err = w.exec(ctx, qTakeLease, node, f.Token, expires, threadID)
+	}
+	if err != nil {
 		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
 	}
 	l.owner, l.token, l.expires = node, f.Token, expires
@@ -81,7 +97,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 			return s.noThread(threadID, err)
 		}
 		var err error
-		f, err = l.take(ctx, s, w, threadID, node, ttl)
+		f, err = l.take(ctx, s, w, threadID, node, ttl, -1)
 		return err
 	})
 	if err != nil {
@@ -136,10 +152,10 @@ func (s *Store) releaseLease(ctx context.Context, w *writer, f weft.Fence, threa
 // queued (committed) when the lease is held elsewhere. A thread that refuses it leaves nothing
 // written.
 func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
-	var pushFn func(w *writer) error
+	var pushMD []byte
 	if push != nil {
 		var err error
-		if pushFn, err = s.pusher(push); err != nil {
+		if pushMD, err = s.prepareQueued(push); err != nil {
 			return weft.Fence{}, nil, err
 		}
 	}
@@ -149,11 +165,6 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	err := s.writeOwn(ctx, func(w *writer) error {
 		*rs, held = weft.RunStart{}, nil // a group commit may run this again (write)
 		w.rows.drop(threadID)
-		if pushFn != nil {
-			if err := pushFn(w); err != nil {
-				return err
-			}
-		}
 		var l lease
 		var sets runStartSets
 		var pending, claimed sql.NullInt64
@@ -171,15 +182,44 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
 		rs.EffectsDue = effectsDue(pending, claimed)
-		if f, err = l.take(ctx, s, w, threadID, node, ttl); err != nil {
-			if pushFn != nil && errors.Is(err, weft.ErrLeaseHeld) {
+		var queued string     // the pushed row's doc
+		queueSeq := int64(-1) // the queue counter take writes with the lease, after a push
+		if push != nil {
+			// Queued as PushQueue would, after the read: its seq and the refusals come from the
+			// row read, and its counter is written with the lease.
+			if rs.Thread.Status == weft.ThreadTerminated {
+				return fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
+			}
+			if push.MaxMessages > 0 && c.msgSeq >= push.MaxMessages {
+				return &weft.ThreadFullError{ThreadID: threadID, Messages: c.msgSeq}
+			}
+			push.ThreadID, push.Seq = threadID, c.queueSeq+1
+			doc := queueDoc(push, pushMD)
+			if _, err := w.exec(ctx, qPushInsert, threadID, push.Seq, doc); err != nil {
+				push.Seq = 0
+				return fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
+			}
+			c.queueSeq, queueSeq, queued = push.Seq, push.Seq, string(doc)
+		}
+		if f, err = l.take(ctx, s, w, threadID, node, ttl, queueSeq); err != nil {
+			if push != nil && errors.Is(err, weft.ErrLeaseHeld) {
 				held = err
 				return nil
+			}
+			if push != nil {
+				push.Seq = 0
 			}
 			return err
 		}
 		if err := s.runStartRows(rs, &sets); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+		}
+		if push != nil {
+			q := weft.QueuedMessage{ThreadID: threadID}
+			if err := decodeQueued(queued, &q); err != nil {
+				return fmt.Errorf("sqlite: thread %s: begin run: queued message: %w", threadID, err)
+			}
+			rs.Queued = append(rs.Queued, q)
 		}
 		// The run's first Tx starts from the row as this leaves it (rowcache.go).
 		c.owner, c.token, c.expires, c.runState = l.owner, l.token, l.expires, sets.exec

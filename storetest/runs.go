@@ -433,6 +433,11 @@ func testBeginRunPush(t *testing.T, s weft.Store) {
 	if len(queued) != 3 || queued[2].ID != late.ID || queued[2].Seq != late.Seq || late.Seq <= push.Seq {
 		t.Fatalf("after a push on a held lease the queue is %+v", queued)
 	}
+	// The queue's counter moved with it: the next push comes after.
+	next := &weft.QueuedMessage{ThreadID: th.ID, Content: "fourth"}
+	if err := s.PushQueue(ctx, next); err != nil || next.Seq <= late.Seq {
+		t.Fatalf("a push after one on a held lease: seq %d (the held one's %d), %v", next.Seq, late.Seq, err)
+	}
 	// The lease is still node-a's.
 	mustTxFenced(t, s, th.ID, &f, func(tx weft.Tx) error { return nil })
 
