@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -383,6 +385,9 @@ func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 
 // DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0).
 func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
+	if t.queuedKnown {
+		return t.drainKnown(upTo)
+	}
 	rows, err := t.w.query(t.ctx, qDrainQueue, t.id, upTo)
 	if err != nil {
 		return nil, t.fail("drain queue", err)
@@ -396,6 +401,36 @@ func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
 			return nil, t.fail("drain queue", err)
 		}
 	}
+	return out, nil
+}
+
+// drainKnown is DrainQueue from the queue the row cache holds: the rows are deleted unread.
+func (t *tx) drainKnown(upTo int64) ([]weft.QueuedMessage, error) {
+	var out []weft.QueuedMessage
+	var rest strings.Builder
+	for docs := (docList{s: t.queued, first: qSeq}); docs.more(); {
+		doc := docs.next()
+		if docs.err != nil {
+			return nil, t.fail("drain queue", docs.err)
+		}
+		q := weft.QueuedMessage{ThreadID: t.id}
+		if err := decodeQueued(doc, &q); err != nil {
+			return nil, t.fail("drain queue", fmt.Errorf("queued message %d: %w", q.Seq, err))
+		}
+		if upTo > 0 && q.Seq > upTo {
+			rest.WriteString(doc)
+			continue
+		}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(out, func(a, b weft.QueuedMessage) int { return cmp.Compare(a.Seq, b.Seq) })
+	if _, err := t.w.exec(t.ctx, qDelQueue, t.id, out[len(out)-1].Seq); err != nil {
+		return nil, t.fail("drain queue", err)
+	}
+	t.queued = rest.String()
 	return out, nil
 }
 
@@ -423,12 +458,16 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
 	}
 	q.Seq = seq
-	if _, err := t.w.exec(t.ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, t.id, seq, queueDoc(q, md)); err != nil {
+	doc := queueDoc(q, md)
+	if _, err := t.w.exec(t.ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, t.id, seq, doc); err != nil {
 		q.Seq = 0
 		return t.fail("push queue", err)
 	}
 	if t.queueRead {
 		t.queueSeq = seq
+	}
+	if t.queuedKnown {
+		t.queued += string(doc)
 	}
 	return nil
 }

@@ -8,9 +8,10 @@ import (
 
 // rowCache keeps, for a thread whose run is under way, what the run's next fenced Tx would read of
 // its thread row when it begins (qTxStart): the lease, the sequence counters, the doc and the run
-// state, as the run's last transaction left them. A run's steps are transactions of the thread's
-// own, one after another, so each step after the first starts without reading the row: one
-// statement (and a seek into messages for the highest seq) less per step.
+// state, as the run's last transaction left them, and the thread's queue once BeginRun read it. A
+// run's steps are transactions of the thread's own, one after another, so each step after the
+// first starts without reading the row (one statement, and a seek into messages for the highest
+// seq, less per step), and the step that drains the queue deletes the rows without reading them.
 //
 // It belongs to the writer and is used only while Store.wmu is held. An entry stays true because
 // every other change of the row is seen:
@@ -30,12 +31,15 @@ type rowCache struct {
 	version uint32
 }
 
-// cachedRow is a thread row as a fenced Tx of the thread left it.
+// cachedRow is a thread row as a fenced Tx of the thread left it, with the thread's queue when it
+// is known (the docs of its rows in seq order, as qRunStart concatenates them).
 type cachedRow struct {
 	owner                             string
 	token, expires                    int64
 	msgSeq, callSeq, logSeq, queueSeq int64
 	doc, runState                     string
+	queue                             string
+	queueKnown                        bool
 }
 
 // maxCachedRows bounds the entries: runs under way at once, far more than one writer serves.

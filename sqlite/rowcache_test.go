@@ -107,9 +107,72 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 		var seq int64
-		err := step(a, th, f, func(tx weft.Tx) (err error) { seq, err = tx.QueueSeq(); return err })
+		var drained []weft.QueuedMessage
+		err := step(a, th, f, func(tx weft.Tx) (err error) {
+			if seq, err = tx.QueueSeq(); err != nil {
+				return err
+			}
+			drained, err = tx.DrainQueue(0)
+			return err
+		})
 		if err != nil || seq != q.Seq {
 			t.Fatalf("QueueSeq after another process queued seq %d: %d, %v", q.Seq, seq, err)
+		}
+		if len(drained) != 1 || drained[0].ID != q.ID {
+			t.Errorf("drained after another process queued %s: %+v", q.ID, drained)
+		}
+	})
+
+	t.Run("queue", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		th := &weft.Thread{Agent: "a"}
+		if err := a.CreateThread(ctx, th, nil); err != nil {
+			t.Fatal(err)
+		}
+		early := &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "early"}
+		if err := a.PushQueue(ctx, early); err != nil {
+			t.Fatal(err)
+		}
+		push := &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "with the run"}
+		f, _, err := a.BeginRun(ctx, th.ID, "node-a", time.Minute, push)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first step drains up to the earlier row, leaving the one BeginRun queued; a row
+		// queued inside a step is drained by the next with it.
+		var first, second []weft.QueuedMessage
+		inStep := &weft.QueuedMessage{Role: weft.RoleUser, Content: "in a step"}
+		if err := step(a, th.ID, f, func(tx weft.Tx) (err error) {
+			if first, err = tx.DrainQueue(early.Seq); err != nil {
+				return err
+			}
+			if first2, err := tx.DrainQueue(early.Seq); err != nil || len(first2) != 0 {
+				t.Errorf("drained again in the same Tx: %+v, %v", first2, err)
+			}
+			return tx.PushQueue(inStep)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !cached(a, th.ID) {
+			t.Fatal("the step left no row cached")
+		}
+		if err := step(a, th.ID, f, func(tx weft.Tx) (err error) { second, err = tx.DrainQueue(0); return err }); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(qs []weft.QueuedMessage) (out []string) {
+			for _, q := range qs {
+				out = append(out, q.Content)
+			}
+			return out
+		}
+		if got := ids(first); len(got) != 1 || got[0] != "early" {
+			t.Errorf("first drain: %q", got)
+		}
+		if got := ids(second); len(got) != 2 || got[0] != "with the run" || got[1] != "in a step" {
+			t.Errorf("second drain: %q", got)
+		}
+		if left, err := a.Queued(ctx, th.ID); err != nil || len(left) != 0 {
+			t.Errorf("queue after draining it all: %+v, %v", left, err)
 		}
 	})
 

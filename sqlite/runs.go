@@ -223,6 +223,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		// The run's first Tx starts from the row as this leaves it (rowcache.go).
 		c.owner, c.token, c.expires, c.runState = l.owner, l.token, l.expires, sets.exec
+		c.queue, c.queueKnown = sets.queue+queued, true
 		w.rows.put(threadID, c)
 		return nil
 	})

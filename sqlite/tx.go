@@ -99,6 +99,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				owner, token, expires = c.owner, c.token, c.expires
 				t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read = true, true, true, true
+				t.queued, t.queuedKnown = c.queue, c.queueKnown
 			} else if own {
 				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read = err == nil, err == nil, err == nil, err == nil
@@ -119,7 +120,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 					if txErr == nil && !t.release {
 						w.rows.put(threadID, cachedRow{owner: owner, token: token, expires: expires,
 							msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-							doc: t.doc, runState: t.runState.framed})
+							doc: t.doc, runState: t.runState.framed, queue: t.queued, queueKnown: t.queuedKnown})
 					} else {
 						w.rows.drop(threadID)
 					}
@@ -161,6 +162,8 @@ type tx struct {
 	seqsDirty               bool  // callSeq or logSeq advanced
 	queueRead               bool  // queueSeq was read (no push can land while the Tx holds the writer)
 	queueSeq                int64
+	queuedKnown             bool          // queued holds the thread's queue (from the row cache)
+	queued                  string        // the queued rows' docs, in seq order
 	docRead                 bool          // doc holds the thread row's doc
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
