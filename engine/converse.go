@@ -201,38 +201,23 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	if err != nil {
 		return res, err
 	}
-	// The tree's runs may stop on other goroutines (a parent woken by its subagent's report): their
-	// stops are taken from a subscription that keeps nothing else.
-	sub := e.subs.addStops(subKey{tree: true, id: root}, threadID)
-	defer e.subs.remove(sub)
+	// The thread's runs may stop on other goroutines (a parent woken by its subagent's report):
+	// their stops are noted to a watch, which builds no event.
+	watch := e.watches.add(threadID)
+	defer e.watches.remove(watch)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = e.converse(runCtx, threadID, root, t, in)
-	stops, _, _ := sub.take(nil)
-	for _, ev := range stops {
-		info := stopInfoOf(ev)
+	stops, redactions := watch.taken()
+	for _, info := range stops {
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
-		n, _ := ev.Data["last_line_redactions"].(int)
-		res.LastLineRedactions += n
 	}
+	res.LastLineRedactions += redactions
 	if err != nil {
 		return res, err
 	}
 	// Runs of one thread are serialized; sorting by stop number only guards the order.
 	slices.SortStableFunc(res.Stops, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
 	return e.withValue(ctx, threadID, res), nil
-}
-
-// stopInfoOf reads a run_stopped event's payload.
-func stopInfoOf(ev Event) weft.StopInfo {
-	d := ev.Data
-	info := weft.StopInfo{}
-	info.RunID, _ = d["run_id"].(string)
-	info.Reason, _ = d["reason"].(weft.StopReason)
-	info.Side, _ = d["side"].(weft.Side)
-	info.Error, _ = d["error"].(string)
-	info.Steps, _ = d["steps"].(int)
-	info.Seq, _ = d["seq"].(int)
-	return info
 }

@@ -100,6 +100,8 @@ type Engine struct {
 
 	// subs are the in-process event subscribers (events.go).
 	subs subscribers
+	// watches are Ask's, of its thread's stops.
+	watches stopWatches
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
@@ -589,8 +591,11 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 	e.emit(ev)
 }
 
-// observed tells whether anyone receives events (building a payload is skipped otherwise).
-func (e *Engine) observed() bool { return e.opt.OnEvent != nil || e.subs.n.Load() > 0 }
+// observed tells whether events are wanted: by OnEvent, the event log (RecordEvents keeps them
+// whether or not anyone listens) or a subscriber. When none wants them, runs build none.
+func (e *Engine) observed() bool {
+	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.n.Load() > 0
+}
 
 // Redactor returns a function replacing the thread's secret values (every env layer) and the
 // provider keys by [redacted], for output that leaves Weft (CLI, API).

@@ -32,12 +32,9 @@ type subscription struct {
 	key     subKey
 	mu      sync.Mutex
 	queue   []Event
-	lagged  bool // the queue overflowed: events were dropped (recorded ones can be re-read)
-	poked   bool // another process committed events: re-read the store
-	bounded bool // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
-	// stopsOf, when set, is the only thread whose events are queued, and only its run_stopped
-	// events (Ask's subscription).
-	stopsOf string
+	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
+	poked   bool          // another process committed events: re-read the store
+	bounded bool          // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
 	signal  chan struct{} // capacity 1: events were queued since the last take
 }
 
@@ -46,11 +43,6 @@ const maxQueued = 4096
 
 func (s *subscribers) add(key subKey, bounded bool) *subscription {
 	return s.addSub(&subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
-}
-
-// addStops adds an unbounded subscription that queues only the run_stopped events of thread.
-func (s *subscribers) addStops(key subKey, thread string) *subscription {
-	return s.addSub(&subscription{key: key, stopsOf: thread, signal: make(chan struct{}, 1)})
 }
 
 func (s *subscribers) addSub(sub *subscription) *subscription {
@@ -116,9 +108,6 @@ func appendNew(list []*subscription, sub *subscription) []*subscription {
 
 // enqueue queues an event without signalling.
 func (sub *subscription) enqueue(ev Event) {
-	if sub.stopsOf != "" && (ev.Type != "run_stopped" || ev.ThreadID != sub.stopsOf) {
-		return
-	}
 	sub.mu.Lock()
 	if sub.bounded && len(sub.queue) >= maxQueued {
 		sub.lagged = true
@@ -360,4 +349,70 @@ func (in interned[T]) box(v T) any {
 		}
 	}
 	return v
+}
+
+// stopWatches are Ask's: they are told the stops of a thread's runs, whichever goroutine runs them,
+// without making the engine observed: with nobody else listening, no event is built.
+type stopWatches struct {
+	n  atomic.Int32 // live watches (a stop skips the lock when there are none)
+	mu sync.Mutex
+	by map[string][]*stopWatch
+}
+
+// stopWatch gathers one thread's stops.
+type stopWatch struct {
+	thread string
+	mu     sync.Mutex
+	stops  []weft.StopInfo
+	// redactions counts the final lines the runs held back for redaction (RunResult).
+	redactions int
+}
+
+func (w *stopWatches) add(thread string) *stopWatch {
+	sw := &stopWatch{thread: thread}
+	w.mu.Lock()
+	if w.by == nil {
+		w.by = map[string][]*stopWatch{}
+	}
+	w.by[thread] = append(w.by[thread], sw)
+	w.mu.Unlock()
+	w.n.Add(1)
+	return sw
+}
+
+func (w *stopWatches) remove(sw *stopWatch) {
+	w.mu.Lock()
+	list := w.by[sw.thread]
+	if i := slices.Index(list, sw); i >= 0 {
+		list = append(list[:i:i], list[i+1:]...)
+	}
+	if len(list) == 0 {
+		delete(w.by, sw.thread)
+	} else {
+		w.by[sw.thread] = list
+	}
+	w.mu.Unlock()
+	w.n.Add(-1)
+}
+
+// note tells the thread's watches of a run's stop.
+func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, sw := range w.by[thread] {
+		sw.mu.Lock()
+		sw.stops = append(sw.stops, info)
+		sw.redactions += redactions
+		sw.mu.Unlock()
+	}
+}
+
+// taken returns the stops noted so far.
+func (sw *stopWatch) taken() ([]weft.StopInfo, int) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.stops, sw.redactions
 }

@@ -851,6 +851,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
 	}
+	r.e.watches.note(r.thread.ID, info, r.lastLine)
 	if r.e.observed() {
 		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxedSides.box(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
 		if r.lastLine > 0 {

@@ -1,40 +1,79 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/memstore"
 )
 
-// TestSubscriptionKeeps: a subscription of one thread's stops (Ask's) queues only those, from its
-// tree, in order; an ordinary one of the same tree queues every event.
-func TestSubscriptionKeeps(t *testing.T) {
-	var s subscribers
-	tree := subKey{tree: true, id: "root"}
-	stops := s.addStops(tree, "root")
-	all := s.add(tree, false)
-	evs := []Event{
-		{Type: "run_started", ThreadID: "root", RootID: "root"},
-		{Type: "run_stopped", ThreadID: "child", RootID: "root", Data: map[string]any{"seq": 1}},
-		{Type: "run_stopped", ThreadID: "root", RootID: "root", Data: map[string]any{"seq": 1}},
-		{Type: "run_stopped", ThreadID: "root", RootID: "other"},
-		{Type: "message", ThreadID: "root", RootID: "root"},
-		{Type: "run_stopped", ThreadID: "root", RootID: "root", Data: map[string]any{"seq": 2}},
+// TestStopWatches: a watch of a thread (Ask's) is told that thread's stops only, in order, as is
+// every other watch of it; removing them leaves none.
+func TestStopWatches(t *testing.T) {
+	var w stopWatches
+	w.note("root", weft.StopInfo{Seq: 9}, 0) // none watching: dropped
+	a, b := w.add("root"), w.add("root")
+	w.note("child", weft.StopInfo{Seq: 1}, 1)
+	w.note("root", weft.StopInfo{Seq: 1}, 2)
+	w.note("root", weft.StopInfo{Seq: 2}, 0)
+	for _, sw := range []*stopWatch{a, b} {
+		stops, redactions := sw.taken()
+		var seqs []int
+		for _, s := range stops {
+			seqs = append(seqs, s.Seq)
+		}
+		if !slices.Equal(seqs, []int{1, 2}) || redactions != 2 {
+			t.Errorf("the watch was told stops %v and %d redactions, want [1 2] and 2", seqs, redactions)
+		}
 	}
-	s.publishAll(evs)
-	got, _, _ := stops.take(nil)
-	var seqs []any
-	for _, ev := range got {
-		seqs = append(seqs, ev.Data["seq"])
+	w.remove(a)
+	w.remove(b)
+	if n := w.n.Load(); n != 0 || len(w.by) != 0 {
+		t.Errorf("%d watches (%d threads) left after removing both", n, len(w.by))
 	}
-	if want := []any{1, 2}; !slices.Equal(seqs, want) {
-		t.Errorf("the stops subscription queued stops %v, want %v", seqs, want)
+}
+
+// TestAskBuildsNoEvents: with no subscriber, no OnEvent and no event log, Ask returns the run's
+// stop without the engine building a single event (it is not observed while the run works).
+func TestAskBuildsNoEvents(t *testing.T) {
+	ctx := context.Background()
+	var eng *Engine
+	var observedInTool []bool
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fake", Provider: "fake", Model: "fake"})
+	reg.AddTool(weft.NewTool("probe", "Reports whether the engine is observed.", func(ctx context.Context, _ weft.State, _ struct{}) (weft.ToolResult, error) {
+		observedInTool = append(observedInTool, eng.observed())
+		return weft.Success("ok"), nil
+	}))
+	reg.AddPrompt(&weft.Prompt{Name: "p", Model: "fake", Prompt: weft.Text("Probe."), Tools: []weft.ToolEntry{{Name: "probe"}}})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
+			return &weft.Response{Text: "done", FinishReason: "stop"}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "probe", Arguments: "{}"}}, FinishReason: "tool_calls"}, nil
+	})
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, _, _ := all.take(nil); len(got) != 5 {
-		t.Errorf("the ordinary subscription queued %d events, want the tree's 5", len(got))
+	if eng, err = New(Options{Registry: reg, Store: st, Override: model}); err != nil {
+		t.Fatal(err)
 	}
-	s.remove(stops)
-	s.remove(all)
-	if n := s.n.Load(); n != 0 {
-		t.Errorf("%d subscriptions left after removing both", n)
+	th, err := eng.CreateThread(ctx, NewThread{Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Ask(ctx, th.ID, Input{Message: &weft.NewMessage{Content: "go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stops) != 1 || !res.Last().Reason.OK() || res.Steps != 2 {
+		t.Errorf("Ask returned %+v, want one completed stop of two steps", res)
+	}
+	if !slices.Equal(observedInTool, []bool{false}) {
+		t.Errorf("observed while the tool ran: %v, want [false]", observedInTool)
 	}
 }
