@@ -157,6 +157,7 @@ func Runners() []Def {
 		{Name: "weft-memstore-ask", Kind: Memory, New: newWeftMemoryAsk},
 		{Name: "raw-sqlite-4tx", Kind: SQLite, Floor: true, New: newRawSQLite},
 		{Name: "weft-sqlite", Kind: SQLite, New: newWeftSQLite},
+		{Name: "weft-sqlite-ask", Kind: SQLite, New: newWeftSQLiteAsk},
 		{Name: "raw-postgres-4tx", Kind: Postgres, Floor: true, New: newRawPostgres},
 		{Name: "weft-postgres", Kind: Postgres, New: newWeftPostgres},
 	}

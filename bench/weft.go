@@ -15,9 +15,9 @@ import (
 
 // Weft: an agent whose prompt offers the lookup tool (arguments inferred from LookupArgs and
 // validated against that schema), on each store, driven through Engine.Converse — the streaming
-// call a library user and the server make — until the thread is quiet. weft-memstore-ask drives
-// the same turn through Engine.Ask, the outcome-only call (`weft run`'s, and the counterpart of
-// eino's Generate), and reads the reply from the store.
+// call a library user and the server make — until the thread is quiet. weft-memstore-ask and
+// weft-sqlite-ask drive the same turn through Engine.Ask, the outcome-only call (`weft run`'s, and
+// the counterpart of eino's Generate and of the floors' loops), which returns the reply.
 
 type weftRunner struct {
 	eng   *engine.Engine
@@ -75,8 +75,12 @@ func newWeftMemory(cfg Config) (Runner, error) {
 	return newWeft(cfg, st, st.Close)
 }
 
-func newWeftMemoryAsk(cfg Config) (Runner, error) {
-	r, err := newWeftMemory(cfg)
+func newWeftMemoryAsk(cfg Config) (Runner, error) { return asking(newWeftMemory(cfg)) }
+
+func newWeftSQLiteAsk(cfg Config) (Runner, error) { return asking(newWeftSQLite(cfg)) }
+
+// asking makes a Weft runner drive its turns through Ask.
+func asking(r Runner, err error) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +167,7 @@ func (w *weftRunner) Turn(ctx context.Context, i int) (string, error) {
 	return answer, nil
 }
 
-// turnAsk runs the turn through Ask and reads the reply it stored.
+// turnAsk runs the turn through Ask, which returns the reply.
 func (w *weftRunner) turnAsk(ctx context.Context, i int) (string, error) {
 	res, err := w.eng.Ask(ctx, w.ids[i], engine.Input{Message: &weft.NewMessage{Content: Question}})
 	if err != nil {
@@ -172,11 +176,10 @@ func (w *weftRunner) turnAsk(ctx context.Context, i int) (string, error) {
 	if !res.Last().Reason.OK() {
 		return "", fmt.Errorf("the run stopped with %s: %s", res.Last().Reason, res.Last().Error)
 	}
-	msgs, err := w.st.Messages(ctx, w.ids[i], weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
-	if err != nil || len(msgs) == 0 {
-		return "", errors.Join(err, errors.New("no reply stored"))
+	if res.Reply == nil {
+		return "", errors.New("no reply")
 	}
-	return msgs[0].Content, nil
+	return res.Reply.Content, nil
 }
 
 // Added counts the messages thread i gained since Prepare.

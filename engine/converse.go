@@ -208,7 +208,8 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = e.converse(runCtx, threadID, root, t, in)
-	stops, redactions := watch.taken()
+	stops, redactions, reply := watch.taken()
+	res.Reply = reply
 	for _, info := range stops {
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps

@@ -366,6 +366,7 @@ type stopWatch struct {
 	stops  []weft.StopInfo
 	// redactions counts the final lines the runs held back for redaction (RunResult).
 	redactions int
+	reply      *weft.Message // the last reply a run stored (RunResult.Reply)
 }
 
 func (w *stopWatches) add(thread string) *stopWatch {
@@ -395,8 +396,8 @@ func (w *stopWatches) remove(sw *stopWatch) {
 	w.n.Add(-1)
 }
 
-// note tells the thread's watches of a run's stop.
-func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int) {
+// note tells the thread's watches of a run's stop and the last reply it stored (nil: none).
+func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int, reply *weft.Message) {
 	if w.n.Load() == 0 {
 		return
 	}
@@ -406,13 +407,16 @@ func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int) {
 		sw.mu.Lock()
 		sw.stops = append(sw.stops, info)
 		sw.redactions += redactions
+		if reply != nil {
+			sw.reply = reply
+		}
 		sw.mu.Unlock()
 	}
 }
 
-// taken returns the stops noted so far.
-func (sw *stopWatch) taken() ([]weft.StopInfo, int) {
+// taken returns the stops noted so far, the redactions and the last reply.
+func (sw *stopWatch) taken() ([]weft.StopInfo, int, *weft.Message) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	return sw.stops, sw.redactions
+	return sw.stops, sw.redactions, sw.reply
 }

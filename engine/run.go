@@ -39,15 +39,20 @@ type RunResult struct {
 	// Value is the structured answer of the thread's last reply when its prompt declares an
 	// output schema and the last run stopped well (the reply's metadata "structured").
 	Value json.RawMessage `json:"value,omitempty"`
+	// Reply is the last assistant message the runs stored in the thread (nil when none did): the
+	// answer, or the message of the calls a stop awaits. Its content is redacted as a message
+	// event's is.
+	Reply *weft.Message `json:"reply,omitempty"`
 }
 
 // treeNote is what runs of a thread learnt of the work around them: whether the thread has
 // children (at a run's start, or created by a run), and when an effect of the store is next
-// claimable as of the last run's start (weft.RunStart).
+// claimable as of the last run's start (weft.RunStart); and the last reply they stored.
 type treeNote struct {
 	started    bool // a run started: the fields below are known
 	children   bool
 	effectsDue time.Time
+	reply      *weft.Message
 }
 
 // withValue sets res.Value from the thread's last reply when it carries a structured answer. It
@@ -56,11 +61,15 @@ func (e *Engine) withValue(ctx context.Context, threadID string, res *RunResult)
 	if !e.structured || res == nil || len(res.Stops) == 0 || !res.Last().Reason.OK() {
 		return res
 	}
-	msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
-	if err != nil || len(msgs) == 0 {
-		return res
+	reply := res.Reply
+	if reply == nil {
+		msgs, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
+		if err != nil || len(msgs) == 0 {
+			return res
+		}
+		reply = &msgs[0]
 	}
-	if v, ok := msgs[0].Metadata["structured"]; ok {
+	if v, ok := reply.Metadata["structured"]; ok {
 		res.Value, _ = json.Marshal(v)
 	}
 	return res
@@ -156,6 +165,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 		}
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
+		res.Reply = res.tree.reply
 		trigger, side = "message", ""
 		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted ||
 			info.Reason == weft.StopAwaitingApproval || info.Reason == weft.StopBudgetExceeded {
@@ -275,8 +285,11 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			ParentID: r.thread.ParentID, Agent: r.agent.Name, Redact: r.red.String})
 	}
 	info, err := r.loop(trigger, forceSide)
-	if tree != nil && r.spawned.Load() {
-		tree.children = true
+	if tree != nil {
+		tree.children = tree.children || r.spawned.Load()
+		if m := r.reply(); m != nil {
+			tree.reply = m
+		}
 	}
 	r.finishEvents()
 	if r.obs != nil {
@@ -285,6 +298,23 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	released = r.journal.released
 	putReqBuf(r.requests.buf)
 	return info, r.lastLine, false, err
+}
+
+// reply returns the last assistant message the run stored at the top level, its content
+// redacted (nil when it stored none).
+func (r *run) reply() *weft.Message {
+	for i := len(r.rows) - 1; i >= 0; i-- {
+		m := r.rows[i]
+		if m.RunID != r.id {
+			return nil // rows before the run's own
+		}
+		if m.Role == weft.RoleAssistant && m.Status == weft.MessageCompleted {
+			c := *m
+			c.Content = r.red.String(c.Content)
+			return &c
+		}
+	}
+	return nil
 }
 
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
@@ -851,7 +881,9 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.addRow(*notice)
 		r.emitMessage(*notice)
 	}
-	r.e.watches.note(r.thread.ID, info, r.lastLine)
+	if r.e.watches.n.Load() > 0 {
+		r.e.watches.note(r.thread.ID, info, r.lastLine, r.reply())
+	}
 	if r.e.observed() {
 		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxedSides.box(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
 		if r.lastLine > 0 {

@@ -13,19 +13,20 @@ import (
 // every other watch of it; removing them leaves none.
 func TestStopWatches(t *testing.T) {
 	var w stopWatches
-	w.note("root", weft.StopInfo{Seq: 9}, 0) // none watching: dropped
+	answer := &weft.Message{Content: "answer"}
+	w.note("root", weft.StopInfo{Seq: 9}, 0, nil) // none watching: dropped
 	a, b := w.add("root"), w.add("root")
-	w.note("child", weft.StopInfo{Seq: 1}, 1)
-	w.note("root", weft.StopInfo{Seq: 1}, 2)
-	w.note("root", weft.StopInfo{Seq: 2}, 0)
+	w.note("child", weft.StopInfo{Seq: 1}, 1, &weft.Message{Content: "the child's"})
+	w.note("root", weft.StopInfo{Seq: 1}, 2, answer)
+	w.note("root", weft.StopInfo{Seq: 2}, 0, nil) // a run that stored no reply keeps the last
 	for _, sw := range []*stopWatch{a, b} {
-		stops, redactions := sw.taken()
+		stops, redactions, reply := sw.taken()
 		var seqs []int
 		for _, s := range stops {
 			seqs = append(seqs, s.Seq)
 		}
-		if !slices.Equal(seqs, []int{1, 2}) || redactions != 2 {
-			t.Errorf("the watch was told stops %v and %d redactions, want [1 2] and 2", seqs, redactions)
+		if !slices.Equal(seqs, []int{1, 2}) || redactions != 2 || reply != answer {
+			t.Errorf("the watch was told stops %v, %d redactions and reply %v, want [1 2], 2 and %q", seqs, redactions, reply, answer.Content)
 		}
 	}
 	w.remove(a)
@@ -36,9 +37,11 @@ func TestStopWatches(t *testing.T) {
 }
 
 // TestAskBuildsNoEvents: with no subscriber, no OnEvent and no event log, Ask returns the run's
-// stop without the engine building a single event (it is not observed while the run works).
+// stop and its reply without the engine building a single event (it is not observed while the run
+// works).
 func TestAskBuildsNoEvents(t *testing.T) {
 	ctx := context.Background()
+	const secret = "tok-5e1f0a9b77"
 	var eng *Engine
 	var observedInTool []bool
 	reg := weft.NewRegistry()
@@ -51,7 +54,7 @@ func TestAskBuildsNoEvents(t *testing.T) {
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
 	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
-			return &weft.Response{Text: "done", FinishReason: "stop"}, nil
+			return &weft.Response{Text: "done with " + secret, FinishReason: "stop"}, nil
 		}
 		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "probe", Arguments: "{}"}}, FinishReason: "tool_calls"}, nil
 	})
@@ -62,7 +65,7 @@ func TestAskBuildsNoEvents(t *testing.T) {
 	if eng, err = New(Options{Registry: reg, Store: st, Override: model}); err != nil {
 		t.Fatal(err)
 	}
-	th, err := eng.CreateThread(ctx, NewThread{Agent: "a"})
+	th, err := eng.CreateThread(ctx, NewThread{Agent: "a", Env: map[string]string{"API_TOKEN": secret}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +75,10 @@ func TestAskBuildsNoEvents(t *testing.T) {
 	}
 	if len(res.Stops) != 1 || !res.Last().Reason.OK() || res.Steps != 2 {
 		t.Errorf("Ask returned %+v, want one completed stop of two steps", res)
+	}
+	// The reply is the stored answer, its secret redacted as in a message event.
+	if res.Reply == nil || res.Reply.Content != "done with [redacted]" || res.Reply.Role != weft.RoleAssistant || res.Reply.Seq == 0 {
+		t.Errorf("Ask's reply: %+v, want the stored answer with its secret redacted", res.Reply)
 	}
 	if !slices.Equal(observedInTool, []bool{false}) {
 		t.Errorf("observed while the tool ran: %v, want [false]", observedInTool)
