@@ -273,50 +273,78 @@ func messageDoc(m *weft.Message, seq int64, created time.Time, metadata []byte) 
 func decodeMessage(doc string, m *weft.Message) error {
 	r := docReader{s: doc}
 	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
-		switch tag {
-		case mSeq:
-			m.Seq = r.int(v)
-		case mContent:
-			m.Content = v
-		case mID:
-			m.ID = v
-		case mRole:
-			m.Role = weft.Role(v)
-		case mSilent:
-			m.Silent = true
-		case mDepth:
-			m.Depth = int(r.int(v))
-		case mSide:
-			m.Side = weft.Side(v)
-		case mName:
-			m.Name = v
-		case mToolCall:
-			m.ToolCalls = append(m.ToolCalls, decodeToolCall(&r, v))
-		case mToolCallID:
-			m.ToolCallID = v
-		case mToolStatus:
-			m.ToolStatus = weft.ToolStatus(v)
-		case mStatus:
-			m.Status = weft.MessageStatus(v)
-		case mParentID:
-			m.ParentID = v
-		case mPrompt:
-			m.Prompt = v
-		case mReasoning:
-			m.Reasoning = v
-		case mAttachment:
-			m.Attachments = append(m.Attachments, decodeAttachment(&r, v))
-		case mMetadata:
-			r.json(v, &m.Metadata)
-		case mLogID:
-			m.LogID = v
-		case mRunID:
-			m.RunID = v
-		case mCreatedAt:
-			m.CreatedAt = r.time(v)
-		}
+		(*msgDoc)(m).decodeField(&r, tag, v)
 	}
 	return r.err
+}
+
+// decodeMessages decodes a concatenation of message docs (qRunStart's), each beginning with its
+// seq field, appending them to out: one walk over the fields, where splitting the docs first
+// and decoding each would walk them twice.
+func decodeMessages(set, threadID string, out []weft.Message) ([]weft.Message, error) {
+	r := docReader{s: set}
+	var m *weft.Message
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
+		if tag == mSeq {
+			out = append(out, weft.Message{ThreadID: threadID})
+			m = &out[len(out)-1]
+		} else if m == nil {
+			return out, errBadDoc // a doc that does not begin with its seq
+		}
+		(*msgDoc)(m).decodeField(&r, tag, v)
+		if r.err != nil {
+			return out, fmt.Errorf("message %d: %w", m.Seq, r.err)
+		}
+	}
+	return out, r.err
+}
+
+// msgDoc decodes a message doc's fields into the message.
+type msgDoc weft.Message
+
+func (m *msgDoc) decodeField(r *docReader, tag byte, v string) {
+	switch tag {
+	case mSeq:
+		m.Seq = r.int(v)
+	case mContent:
+		m.Content = v
+	case mID:
+		m.ID = v
+	case mRole:
+		m.Role = weft.Role(v)
+	case mSilent:
+		m.Silent = true
+	case mDepth:
+		m.Depth = int(r.int(v))
+	case mSide:
+		m.Side = weft.Side(v)
+	case mName:
+		m.Name = v
+	case mToolCall:
+		m.ToolCalls = append(m.ToolCalls, decodeToolCall(r, v))
+	case mToolCallID:
+		m.ToolCallID = v
+	case mToolStatus:
+		m.ToolStatus = weft.ToolStatus(v)
+	case mStatus:
+		m.Status = weft.MessageStatus(v)
+	case mParentID:
+		m.ParentID = v
+	case mPrompt:
+		m.Prompt = v
+	case mReasoning:
+		m.Reasoning = v
+	case mAttachment:
+		m.Attachments = append(m.Attachments, decodeAttachment(r, v))
+	case mMetadata:
+		r.json(v, &m.Metadata)
+	case mLogID:
+		m.LogID = v
+	case mRunID:
+		m.RunID = v
+	case mCreatedAt:
+		m.CreatedAt = r.time(v)
+	}
 }
 
 // decodeToolCall decodes the nested doc v of a message's tool call; corruption is passed on to r.

@@ -87,3 +87,60 @@ func BenchmarkMessageCodec(b *testing.B) {
 	})
 	b.Logf("bytes per 3 messages: packed %d, json %d", len(packed[0])+len(packed[1])+len(packed[2]), len(jsons[0])+len(jsons[1])+len(jsons[2]))
 }
+
+// splitThenDecode is what runStartRows did before decodeMessages: split the concatenation into
+// docs, then decode each.
+func splitThenDecode(set, threadID string) ([]weft.Message, error) {
+	var out []weft.Message
+	for docs := (docList{s: set, first: mSeq}); docs.more(); {
+		doc := docs.next()
+		if docs.err != nil {
+			return out, docs.err
+		}
+		out = append(out, weft.Message{ThreadID: threadID})
+		if err := decodeMessage(doc, &out[len(out)-1]); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// FuzzMessageDocs: whatever a run start's concatenated message docs hold, decoding them in one walk
+// never panics and reads what splitting them and decoding each doc reads, or fails as it does.
+func FuzzMessageDocs(f *testing.F) {
+	var all string
+	for i := range codecMessages {
+		m := &codecMessages[i]
+		md, _ := json.Marshal(m.Metadata)
+		if m.Metadata == nil {
+			md = nil
+		}
+		doc := string(messageDoc(m, m.Seq, m.CreatedAt, md))
+		f.Add(doc)
+		all += doc
+	}
+	f.Add(all)
+	f.Add(all[:len(all)/2])
+	f.Add("")
+	f.Add("\x01\x01\x02")
+	f.Fuzz(func(t *testing.T, set string) {
+		got, err := decodeMessages(set, "thr", nil)
+		want, wantErr := splitThenDecode(set, "thr")
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeMessages error %v, split-then-decode %v", err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("decodeMessages read %d messages, split-then-decode %d", len(got), len(want))
+		}
+		for i := range got {
+			g, _ := json.Marshal(got[i])
+			w, _ := json.Marshal(want[i])
+			if string(g) != string(w) {
+				t.Fatalf("message %d: %s, want %s", i, g, w)
+			}
+		}
+	})
+}

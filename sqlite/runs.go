@@ -262,17 +262,8 @@ func (s *Store) runStartRows(rs *weft.RunStart, sets *runStartSets) error {
 		return fmt.Errorf("exec state: %w", err)
 	}
 
-	rs.Messages = make([]weft.Message, 0, 32)
-	for docs := (docList{s: sets.messages, first: mSeq}); docs.more(); {
-		doc := docs.next()
-		if docs.err != nil {
-			return fmt.Errorf("messages: %w", docs.err)
-		}
-		rs.Messages = append(rs.Messages, weft.Message{ThreadID: id})
-		m := &rs.Messages[len(rs.Messages)-1]
-		if err := decodeMessage(doc, m); err != nil {
-			return fmt.Errorf("message %d: %w", m.Seq, err)
-		}
+	if rs.Messages, err = decodeMessages(sets.messages, id, make([]weft.Message, 0, 32)); err != nil {
+		return fmt.Errorf("messages: %w", err)
 	}
 	// SQLite returns them in primary-key order; the sort guards the order whatever the plan.
 	if !slices.IsSortedFunc(rs.Messages, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) }) {
