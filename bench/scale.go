@@ -14,11 +14,13 @@ import (
 // The scale figures: many threads at once, and what threads cost once they are idle.
 
 // ScaleRunners lists the runners of the concurrency figure: the SQLite floor with group commit
-// (the denominator) and Weft on SQLite, whose store commits the same way.
+// (the denominator) and Weft on SQLite, whose store commits the same way, through Converse and
+// through Ask.
 func ScaleRunners() []Def {
 	return []Def{
 		{Name: "raw-sqlite-group", Kind: SQLite, Floor: true, New: newRawSQLiteGroup},
 		{Name: "weft-sqlite", Kind: SQLite, New: newWeftSQLite},
+		{Name: "weft-sqlite-ask", Kind: SQLite, New: newWeftSQLiteAsk},
 	}
 }
 
