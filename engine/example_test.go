@@ -61,8 +61,7 @@ func ExampleEngine_Ask() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	msgs, _ := store.Messages(ctx, th.ID, weft.MessageQuery{Desc: true, Limit: 1})
-	fmt.Println(res.Last().Reason, "after", res.Steps, "steps:", msgs[0].Content)
+	fmt.Println(res.Last().Reason, "after", res.Steps, "steps:", res.Reply.Content)
 	// Output: stop_on_response after 2 steps: Your order 42: shipped on Monday.
 }
 
