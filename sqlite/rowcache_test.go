@@ -265,6 +265,26 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 		}
 	})
 
+	t.Run("released from a child's Tx", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		th, f := begin(t, a)
+		child := &weft.Thread{Agent: "a", ParentID: th}
+		if err := a.CreateThread(ctx, child, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "two"})); err != nil || !cached(a, th) {
+			t.Fatalf("a step after the child's creation: %v, cached %v", err, cached(a, th))
+		}
+		// A Tx of the child fenced by the parent's lease releases that lease.
+		if err := a.Tx(ctx, child.ID, &f, func(tx weft.Tx) error { return tx.ReleaseLease() }); err != nil {
+			t.Fatal(err)
+		}
+		err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "after the release"}))
+		if !errors.Is(err, weft.ErrLeaseLost) {
+			t.Fatalf("the parent's step after its lease was released: %v, want ErrLeaseLost", err)
+		}
+	})
+
 	t.Run("released", func(t *testing.T) {
 		a, _, _, _ := twoStores(t)
 		th, f := begin(t, a)

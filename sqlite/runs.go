@@ -448,6 +448,7 @@ func (t *tx) ReleaseLease() error {
 	if err := t.s.releaseLease(t.ctx, t.w, *t.fence, t.id); err != nil {
 		return t.fail("release lease", err)
 	}
+	t.w.rows.drop(t.fence.ThreadID) // the lease's thread's row changed under its run's cache
 	return nil
 }
 
