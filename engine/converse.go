@@ -191,10 +191,12 @@ func ignoreDone(ctx context.Context, err error) error {
 }
 
 // Ask is Converse for callers that want the outcome only: it runs the conversation to
-// quiescence and returns the stops of the thread's runs in it (subagents' runs are not listed).
-// With no events to hand over while it runs, the conversation runs on the caller's goroutine:
-// with Converse, every hand-over between the run's goroutine and the caller's may go through the
-// operating system, about a third of an in-memory turn's time (bench/README.md).
+// quiescence and returns the stops of the thread's runs in it (subagents' runs are not listed)
+// and the last reply they stored. With no events to hand over while it runs, the conversation
+// runs on the caller's goroutine (with Converse, every hand-over between the run's goroutine and
+// the caller's may go through the operating system, about a third of an in-memory turn's time:
+// bench/README.md), and when nothing else listens (no OnEvent, no event log, no subscriber) its
+// runs build no event at all.
 func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult, error) {
 	res := &RunResult{}
 	root, t, err := e.inputRoot(ctx, threadID, in)
