@@ -11,13 +11,45 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// subscribers fans events out to this process's subscribers of a tree of threads (Converse).
-// Publishing never blocks: each subscription queues what it has not taken yet.
-type subscribers struct {
-	n  atomic.Int32 // live subscriptions (emit skips the lock when there are none)
+// listeners holds listeners by key (a subscription by the tree or thread it follows, a stop watch
+// by its thread), with their count, so that a publisher skips the lock when there are none.
+type listeners[K comparable, V any] struct {
+	n  atomic.Int32
 	mu sync.Mutex
-	// by holds the subscriptions of a tree or of one thread.
-	by map[subKey][]*subscription
+	by map[K][]*V
+}
+
+func (l *listeners[K, V]) add(key K, v *V) *V {
+	l.mu.Lock()
+	if l.by == nil {
+		l.by = map[K][]*V{}
+	}
+	l.by[key] = append(l.by[key], v)
+	l.mu.Unlock()
+	l.n.Add(1)
+	return v
+}
+
+func (l *listeners[K, V]) remove(key K, v *V) {
+	l.mu.Lock()
+	list := l.by[key]
+	if i := slices.Index(list, v); i >= 0 {
+		list = append(list[:i:i], list[i+1:]...)
+	}
+	if len(list) == 0 {
+		delete(l.by, key)
+	} else {
+		l.by[key] = list
+	}
+	l.mu.Unlock()
+	l.n.Add(-1)
+}
+
+// subscribers fans events out to this process's subscribers of a tree of threads (Converse).
+// Publishing never blocks: each subscription queues what it has not taken yet. by holds the
+// subscriptions of a tree or of one thread.
+type subscribers struct {
+	listeners[subKey, subscription]
 }
 
 // subKey names what a subscription follows: a tree (by its root's id) or one thread. A struct,
@@ -42,38 +74,10 @@ type subscription struct {
 const maxQueued = 4096
 
 func (s *subscribers) add(key subKey, bounded bool) *subscription {
-	return s.addSub(&subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
+	return s.listeners.add(key, &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
 }
 
-func (s *subscribers) addSub(sub *subscription) *subscription {
-	key := sub.key
-	s.mu.Lock()
-	if s.by == nil {
-		s.by = map[subKey][]*subscription{}
-	}
-	s.by[key] = append(s.by[key], sub)
-	s.mu.Unlock()
-	s.n.Add(1)
-	return sub
-}
-
-func (s *subscribers) remove(sub *subscription) {
-	s.mu.Lock()
-	list := s.by[sub.key]
-	for i, x := range list {
-		if x == sub {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(s.by, sub.key)
-	} else {
-		s.by[sub.key] = list
-	}
-	s.mu.Unlock()
-	s.n.Add(-1)
-}
+func (s *subscribers) remove(sub *subscription) { s.listeners.remove(sub.key, sub) }
 
 // publishAll queues events to their thread's and tree's subscribers and then signals each
 // subscriber once, so that it takes them in one batch.
@@ -354,9 +358,7 @@ func (in interned[T]) box(v T) any {
 // stopWatches are Ask's: they are told the stops of a thread's runs, whichever goroutine runs them,
 // without making the engine observed: with nobody else listening, no event is built.
 type stopWatches struct {
-	n  atomic.Int32 // live watches (a stop skips the lock when there are none)
-	mu sync.Mutex
-	by map[string][]*stopWatch
+	listeners[string, stopWatch]
 }
 
 // stopWatch gathers one thread's stops.
@@ -370,31 +372,10 @@ type stopWatch struct {
 }
 
 func (w *stopWatches) add(thread string) *stopWatch {
-	sw := &stopWatch{thread: thread}
-	w.mu.Lock()
-	if w.by == nil {
-		w.by = map[string][]*stopWatch{}
-	}
-	w.by[thread] = append(w.by[thread], sw)
-	w.mu.Unlock()
-	w.n.Add(1)
-	return sw
+	return w.listeners.add(thread, &stopWatch{thread: thread})
 }
 
-func (w *stopWatches) remove(sw *stopWatch) {
-	w.mu.Lock()
-	list := w.by[sw.thread]
-	if i := slices.Index(list, sw); i >= 0 {
-		list = append(list[:i:i], list[i+1:]...)
-	}
-	if len(list) == 0 {
-		delete(w.by, sw.thread)
-	} else {
-		w.by[sw.thread] = list
-	}
-	w.mu.Unlock()
-	w.n.Add(-1)
-}
+func (w *stopWatches) remove(sw *stopWatch) { w.listeners.remove(sw.thread, sw) }
 
 // note tells the thread's watches of a run's stop and the last reply it stored (nil: none).
 func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int, reply *weft.Message) {
