@@ -222,5 +222,5 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	}
 	// Runs of one thread are serialized; sorting by stop number only guards the order.
 	slices.SortStableFunc(res.Stops, func(a, b weft.StopInfo) int { return a.Seq - b.Seq })
-	return e.withValue(ctx, threadID, res), nil
+	return e.finish(ctx, threadID, res), nil
 }

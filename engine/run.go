@@ -52,12 +52,19 @@ type treeNote struct {
 	started    bool // a run started: the fields below are known
 	children   bool
 	effectsDue time.Time
-	reply      *weft.Message
+	// reply is the last reply a run stored, as the run holds it (shared, not redacted), and red
+	// the run's redactor: finish copies and redacts it only for a caller that gets it.
+	reply *weft.Message
+	red   *redactor
 }
 
-// withValue sets res.Value from the thread's last reply when it carries a structured answer. It
-// reads the store only when some prompt declares an output schema.
-func (e *Engine) withValue(ctx context.Context, threadID string, res *RunResult) *RunResult {
+// finish completes a result for its caller: its reply (redacted) when the runs left one, and
+// res.Value from the thread's last reply when it carries a structured answer (read from the
+// store only when some prompt declares an output schema and no run left a reply).
+func (e *Engine) finish(ctx context.Context, threadID string, res *RunResult) *RunResult {
+	if res != nil && res.Reply == nil && res.tree.reply != nil {
+		res.Reply = redactedCopy(res.tree.reply, res.tree.red)
+	}
 	if !e.structured || res == nil || len(res.Stops) == 0 || !res.Last().Reason.OK() {
 		return res
 	}
@@ -88,7 +95,7 @@ func (r *RunResult) Last() weft.StopInfo {
 // at a time cluster-wide (the lease); a thread running elsewhere is weft.ErrLeaseHeld.
 func (e *Engine) Run(ctx context.Context, threadID string) (*RunResult, error) {
 	res, err := e.run(ctx, threadID, "message", "")
-	return e.withValue(ctx, threadID, res), err
+	return e.finish(ctx, threadID, res), err
 }
 
 // Continue starts a run without a new message: side "" = the side due next.
@@ -101,7 +108,7 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
 	res, err := e.run(ctx, threadID, "continue", side)
-	return e.withValue(ctx, threadID, res), err
+	return e.finish(ctx, threadID, res), err
 }
 
 func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
@@ -165,7 +172,6 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 		}
 		res.Stops = append(res.Stops, info)
 		res.Steps += info.Steps
-		res.Reply = res.tree.reply
 		trigger, side = "message", ""
 		if ctx.Err() != nil || info.Reason == weft.StopAbortedByUser || info.Reason == weft.StopAborted ||
 			info.Reason == weft.StopAwaitingApproval || info.Reason == weft.StopBudgetExceeded {
@@ -287,8 +293,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	info, err := r.loop(trigger, forceSide)
 	if tree != nil {
 		tree.children = tree.children || r.spawned.Load()
-		if m := r.reply(); m != nil {
-			tree.reply = m
+		if m := r.lastReply(); m != nil {
+			tree.reply, tree.red = m, r.red
 		}
 	}
 	r.finishEvents()
@@ -300,21 +306,26 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	return info, r.lastLine, false, err
 }
 
-// reply returns the last assistant message the run stored at the top level, its content
-// redacted (nil when it stored none).
-func (r *run) reply() *weft.Message {
+// lastReply returns the last assistant message the run stored at the top level, as the run holds
+// it (nil when it stored none).
+func (r *run) lastReply() *weft.Message {
 	for i := len(r.rows) - 1; i >= 0; i-- {
 		m := r.rows[i]
 		if m.RunID != r.id {
 			return nil // rows before the run's own
 		}
 		if m.Role == weft.RoleAssistant && m.Status == weft.MessageCompleted {
-			c := *m
-			c.Content = r.red.String(c.Content)
-			return &c
+			return m
 		}
 	}
 	return nil
+}
+
+// redactedCopy copies a message for a caller, its content redacted.
+func redactedCopy(m *weft.Message, red *redactor) *weft.Message {
+	c := *m
+	c.Content = red.String(c.Content)
+	return &c
 }
 
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
@@ -882,7 +893,11 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.emitMessage(*notice)
 	}
 	if r.e.watches.n.Load() > 0 {
-		r.e.watches.note(r.thread.ID, info, r.lastLine, r.reply())
+		var reply *weft.Message
+		if m := r.lastReply(); m != nil {
+			reply = redactedCopy(m, r.red)
+		}
+		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
 	}
 	if r.e.observed() {
 		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxedSides.box(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}

@@ -83,4 +83,15 @@ func TestAskBuildsNoEvents(t *testing.T) {
 	if !slices.Equal(observedInTool, []bool{false}) {
 		t.Errorf("observed while the tool ran: %v, want [false]", observedInTool)
 	}
+	// Run returns the reply too.
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = eng.Run(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply == nil || res.Reply.Content != "done with [redacted]" || res.Reply.Seq <= 4 {
+		t.Errorf("Run's reply: %+v, want the second answer with its secret redacted", res.Reply)
+	}
 }
