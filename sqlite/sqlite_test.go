@@ -650,3 +650,23 @@ func TestDeletesLeaveNoRows(t *testing.T) {
 		t.Errorf("rows left after deleting the thread tree: %v", left)
 	}
 }
+
+// BenchmarkPushQueue: a message queued on a thread that is busy elsewhere (its run drains it).
+func BenchmarkPushQueue(b *testing.B) {
+	ctx := b.Context()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "one more thing", MaxMessages: 1000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
