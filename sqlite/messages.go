@@ -180,7 +180,7 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, push)
+	return s.writeOwn(ctx, push)
 }
 
 // prepareQueued fills q's defaults and returns its metadata as JSON.
@@ -204,6 +204,8 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 	}
 	return func(w *writer) error {
 		ctx := context.Background() // the write's ctx was checked before it began
+		// Only the thread's row and queue change: a run of it under way reads them again.
+		w.rows.drop(q.ThreadID)
 		var seq, last int64
 		var status string
 		var err error
@@ -222,8 +224,13 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 		if q.MaxMessages > 0 && last >= q.MaxMessages {
 			return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
 		}
+		seq++
 		q.Seq = seq
 		if _, err := w.exec(ctx, qPushInsert, q.ThreadID, seq, queueDoc(q, md)); err != nil {
+			q.Seq = 0
+			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
+		}
+		if _, err := w.exec(ctx, qSetQueueSeq, seq, q.ThreadID); err != nil {
 			q.Seq = 0
 			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
 		}
@@ -231,12 +238,14 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 	}, nil
 }
 
-// A queue push: the thread's next queue seq (and whether it refuses messages; with
-// qPushSeqLast also the seq of its newest message, for QueuedMessage.MaxMessages), then the row.
+// A queue push: the thread's last queue seq and whether it refuses messages (with qPushSeqLast
+// also the seq of its newest message, for QueuedMessage.MaxMessages), then the row and the
+// counter. Not an UPDATE … RETURNING: SQLite gathers RETURNING rows in a temporary table, which
+// costs more than the read and the plain UPDATE.
 const (
-	qPushSeq     = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`
-	qPushSeqLast = `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ?1
-		RETURNING queue_seq, status, max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0))`
+	qPushSeq     = `SELECT queue_seq, status FROM threads WHERE id = ?`
+	qPushSeqLast = `SELECT queue_seq, status, max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0))
+		FROM threads WHERE id = ?1`
 	qPushInsert = `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`
 )
 
