@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 
+	"github.com/weft-agents/weft"
 	msqlite "modernc.org/sqlite"
 )
 
@@ -15,8 +16,9 @@ import (
 //
 // It belongs to the writer and is used only while Store.wmu is held. An entry stays true because
 // every other change of the row is seen:
-//   - in this process every write goes through the writer: a Tx (and BeginRun) drops its thread's
-//     entry unless it is a fenced Tx of its own thread, which renews it, and any other write
+//   - in this process every write goes through the writer: a write of one thread's rows (a Tx,
+//     BeginRun, a push, a lease's acquisition, renewal or release, a new thread) drops or updates
+//     that thread's entry — a fenced Tx of its own thread renews it — and any other write
 //     (writeReq.keepsRows unset) clears them all before it runs;
 //   - a batch rolled back clears them all (its writes may have renewed entries);
 //   - another connection's commit (another process) changes the file's data version, which the
@@ -64,6 +66,20 @@ func (c *rowCache) drop(threadID string) {
 	if len(c.rows) > 0 {
 		delete(c.rows, threadID)
 	}
+}
+
+// renewed notes a lease renewal: the thread's entry, when it holds that lease, expires later.
+func (c *rowCache) renewed(f weft.Fence, expires int64) {
+	r, ok := c.rows[f.ThreadID]
+	if !ok {
+		return
+	}
+	if r.owner != f.Node || r.token != f.Token {
+		delete(c.rows, f.ThreadID)
+		return
+	}
+	r.expires = expires
+	c.rows[f.ThreadID] = r
 }
 
 func (c *rowCache) clear() {

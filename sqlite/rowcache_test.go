@@ -193,7 +193,7 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 	})
 
 	t.Run("writes of this process", func(t *testing.T) {
-		a, _, _, _ := twoStores(t)
+		a, _, ca, _ := twoStores(t)
 		th, f := begin(t, a)
 		// An unfenced Tx of the thread numbers a message and renames the thread.
 		other := &weft.Message{Role: weft.RoleUser, Content: "unfenced"}
@@ -234,12 +234,24 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 		if err != nil || got.Label != label || got.Status != status {
 			t.Errorf("thread after the step: label %q status %q (%v): the step wrote over the unfenced Tx's rename", got.Label, got.Status, err)
 		}
-		// A renewal moves the expiry: the next step reads it from the row.
+		// A renewal moves the expiry: a step after the old one still holds the lease.
+		if err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "cached again"})); err != nil || !cached(a, th) {
+			t.Fatalf("a step: %v, cached %v", err, cached(a, th))
+		}
 		if err := a.RenewLease(ctx, f, time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if cached(a, th) {
-			t.Error("a lease renewal left the run's row cached")
+		ca.set(ca.Now().Add(2 * time.Minute)) // past the first expiry, before the renewed one
+		if err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "renewed"})); err != nil {
+			t.Errorf("a step after the renewal: %v", err)
+		}
+		// A lease taken over in this process: the next step of the old holder fails.
+		ca.set(ca.Now().Add(2 * time.Hour))
+		if _, err := a.AcquireLease(ctx, th, "node-c", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(a, th, f, insert(&weft.Message{Role: weft.RoleAssistant, Content: "too late"})); !errors.Is(err, weft.ErrLeaseLost) {
+			t.Errorf("a step after this process took the lease over: %v, want ErrLeaseLost", err)
 		}
 	})
 

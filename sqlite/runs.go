@@ -91,7 +91,8 @@ func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node st
 // any before; ErrLeaseHeld while another acquisition is live (whichever node holds it).
 func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, error) {
 	var f weft.Fence
-	err := s.write(ctx, func(w *writer) error {
+	err := s.writeOwn(ctx, func(w *writer) error {
+		w.rows.drop(threadID)
 		var l lease
 		if err := w.row(ctx, qLeaseState, []any{&l.owner, &l.token, &l.expires}, threadID); err != nil {
 			return s.noThread(threadID, err)
@@ -109,15 +110,18 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 // RenewLease extends a lease still held with f's token (even if it just expired, as long as nobody
 // took it since); ErrLeaseLost otherwise.
 func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration) error {
-	return s.write(ctx, func(w *writer) error {
-		n, err := w.execN(ctx, qRenewLease,
-			s.now().Add(ttl).UnixNano(), f.ThreadID, f.Node, f.Token)
+	return s.writeOwn(ctx, func(w *writer) error {
+		expires := s.now().Add(ttl).UnixNano()
+		n, err := w.execN(ctx, qRenewLease, expires, f.ThreadID, f.Node, f.Token)
 		if err != nil {
+			w.rows.drop(f.ThreadID)
 			return fmt.Errorf("sqlite: thread %s: renew lease: %w", f.ThreadID, err)
 		}
 		if n == 0 {
+			w.rows.drop(f.ThreadID)
 			return fmt.Errorf("thread %s: lease token %d of %s: %w", f.ThreadID, f.Token, f.Node, weft.ErrLeaseLost)
 		}
+		w.rows.renewed(f, expires)
 		return nil
 	})
 }
@@ -125,7 +129,8 @@ func (s *Store) RenewLease(ctx context.Context, f weft.Fence, ttl time.Duration)
 // ReleaseLease frees a lease held with f's token; no error if it was already lost. The token stays,
 // so the next acquisition gets a higher one.
 func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
-	return s.write(ctx, func(w *writer) error {
+	return s.writeOwn(ctx, func(w *writer) error {
+		w.rows.drop(f.ThreadID)
 		if err := s.releaseLease(ctx, w, f, f.ThreadID); err != nil {
 			return fmt.Errorf("sqlite: thread %s: release lease: %w", f.ThreadID, err)
 		}

@@ -50,7 +50,8 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.ID, err)
 	}
-	return s.write(ctx, func(w *writer) error {
+	return s.writeOwn(ctx, func(w *writer) error {
+		w.rows.drop(t.ID) // a new row: only its own thread's entry (none) could be touched
 		var parent any
 		if t.ParentID != "" {
 			parent = t.ParentID
