@@ -160,6 +160,7 @@ func Runners() []Def {
 		{Name: "weft-sqlite-ask", Kind: SQLite, New: newWeftSQLiteAsk},
 		{Name: "raw-postgres-4tx", Kind: Postgres, Floor: true, New: newRawPostgres},
 		{Name: "weft-postgres", Kind: Postgres, New: newWeftPostgres},
+		{Name: "weft-postgres-ask", Kind: Postgres, New: newWeftPostgresAsk},
 	}
 }
 

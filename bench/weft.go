@@ -15,8 +15,8 @@ import (
 
 // Weft: an agent whose prompt offers the lookup tool (arguments inferred from LookupArgs and
 // validated against that schema), on each store, driven through Engine.Converse — the streaming
-// call a library user and the server make — until the thread is quiet. weft-memstore-ask and
-// weft-sqlite-ask drive the same turn through Engine.Ask, the outcome-only call (`weft run`'s, and
+// call a library user and the server make — until the thread is quiet. The -ask runners drive
+// the same turn through Engine.Ask, the outcome-only call (`weft run`'s, and
 // the counterpart of eino's Generate and of the floors' loops), which returns the reply.
 
 type weftRunner struct {
@@ -78,6 +78,8 @@ func newWeftMemory(cfg Config) (Runner, error) {
 func newWeftMemoryAsk(cfg Config) (Runner, error) { return asking(newWeftMemory(cfg)) }
 
 func newWeftSQLiteAsk(cfg Config) (Runner, error) { return asking(newWeftSQLite(cfg)) }
+
+func newWeftPostgresAsk(cfg Config) (Runner, error) { return asking(newWeftPostgres(cfg)) }
 
 // asking makes a Weft runner drive its turns through Ask.
 func asking(r Runner, err error) (Runner, error) {
