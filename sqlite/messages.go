@@ -218,24 +218,34 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 			return s.noThread(q.ThreadID, err)
 		}
 		// A refusal rolls the write back.
-		if weft.ThreadStatus(status) == weft.ThreadTerminated {
-			return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
+		if _, err := queueRow(ctx, w, q, md, q.ThreadID, weft.ThreadStatus(status), seq, last); err != nil {
+			return err
 		}
-		if q.MaxMessages > 0 && last >= q.MaxMessages {
-			return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
-		}
-		seq++
-		q.Seq = seq
-		if _, err := w.exec(ctx, qPushInsert, q.ThreadID, seq, queueDoc(q, md)); err != nil {
-			q.Seq = 0
-			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
-		}
-		if _, err := w.exec(ctx, qSetQueueSeq, seq, q.ThreadID); err != nil {
+		if _, err := w.exec(ctx, qSetQueueSeq, q.Seq, q.ThreadID); err != nil {
 			q.Seq = 0
 			return fmt.Errorf("sqlite: thread %s: push queue: %w", q.ThreadID, err)
 		}
 		return nil
 	}, nil
+}
+
+// queueRow queues q on the thread as read in the write (its status; for QueuedMessage.MaxMessages
+// the seq of its newest message, last): a refusal is the error, else q is numbered after
+// queueSeq and its row inserted, and the row's doc returned. Writing the counter is the caller's.
+func queueRow(ctx context.Context, w *writer, q *weft.QueuedMessage, md []byte, threadID string, status weft.ThreadStatus, queueSeq, last int64) ([]byte, error) {
+	if status == weft.ThreadTerminated {
+		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
+	}
+	if q.MaxMessages > 0 && last >= q.MaxMessages {
+		return nil, &weft.ThreadFullError{ThreadID: threadID, Messages: last}
+	}
+	q.ThreadID, q.Seq = threadID, queueSeq+1
+	doc := queueDoc(q, md)
+	if _, err := w.exec(ctx, qPushInsert, threadID, q.Seq, doc); err != nil {
+		q.Seq = 0
+		return nil, fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
+	}
+	return doc, nil
 }
 
 // A queue push: the thread's last queue seq and whether it refuses messages (with qPushSeqLast
@@ -446,15 +456,11 @@ func (t *tx) drainKnown(upTo int64) ([]weft.QueuedMessage, error) {
 // PushQueue queues a message inside the transaction (a terminated thread refuses it, and the
 // whole transaction with it).
 func (t *tx) PushQueue(q *weft.QueuedMessage) error {
-	var md []byte
-	if q.Metadata != nil {
-		var err error
-		if md, err = marshal(q.Metadata); err != nil {
-			return weft.Errorf(weft.EInvalid, "thread %s: queued message metadata: %v", t.id, err)
-		}
-	}
 	q.ThreadID = t.id
-	storecontract.PrepareQueued(q, t.s.now)
+	md, err := t.s.prepareQueued(q)
+	if err != nil {
+		return err
+	}
 	var seq int64
 	var status string
 	if err := t.w.row(t.ctx, `UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = ? RETURNING queue_seq, status`, []any{&seq, &status}, t.id); err != nil {
@@ -463,17 +469,12 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 	if t.thread != nil {
 		status = string(t.thread.th.Status)
 	}
-	if weft.ThreadStatus(status) == weft.ThreadTerminated {
-		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
-	}
-	q.Seq = seq
-	doc := queueDoc(q, md)
-	if _, err := t.w.exec(t.ctx, `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`, t.id, seq, doc); err != nil {
-		q.Seq = 0
-		return t.fail("push queue", err)
+	doc, err := queueRow(t.ctx, t.w, q, md, t.id, weft.ThreadStatus(status), seq-1, 0)
+	if err != nil {
+		return err
 	}
 	if t.queueRead {
-		t.queueSeq = seq
+		t.queueSeq = q.Seq
 	}
 	if t.queuedKnown {
 		t.queued += string(doc)

@@ -192,17 +192,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		if push != nil {
 			// Queued as PushQueue would, after the read: its seq and the refusals come from the
 			// row read, and its counter is written with the lease.
-			if rs.Thread.Status == weft.ThreadTerminated {
-				return fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
-			}
-			if push.MaxMessages > 0 && c.msgSeq >= push.MaxMessages {
-				return &weft.ThreadFullError{ThreadID: threadID, Messages: c.msgSeq}
-			}
-			push.ThreadID, push.Seq = threadID, c.queueSeq+1
-			doc := queueDoc(push, pushMD)
-			if _, err := w.exec(ctx, qPushInsert, threadID, push.Seq, doc); err != nil {
-				push.Seq = 0
-				return fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
+			doc, err := queueRow(ctx, w, push, pushMD, threadID, rs.Thread.Status, c.queueSeq, c.msgSeq)
+			if err != nil {
+				return err
 			}
 			c.queueSeq, queueSeq, queued = push.Seq, push.Seq, string(doc)
 		}

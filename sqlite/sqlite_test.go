@@ -653,20 +653,17 @@ func TestDeletesLeaveNoRows(t *testing.T) {
 
 // BenchmarkPushQueue: a message queued on a thread that is busy elsewhere (its run drains it).
 func BenchmarkPushQueue(b *testing.B) {
-	ctx := b.Context()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "a"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "one more thing", MaxMessages: 1000}); err != nil {
+	bench(b, "", func(b *testing.B, s weft.Store) {
+		ctx := b.Context()
+		th := &weft.Thread{Agent: "a"}
+		if err := s.CreateThread(ctx, th, nil); err != nil {
 			b.Fatal(err)
 		}
-	}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "one more thing", MaxMessages: 1000}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
