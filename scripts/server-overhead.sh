@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../httpapi"
 bin=$(mktemp -d)/httpapi.test
 go test -c -o "$bin" .
 count() { # BENCH N -> instructions
-  GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+  GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$bin" -test.run '^$' -test.bench "^$1\$" -test.benchtime "$2x" 2>&1 >/dev/null |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }

@@ -78,8 +78,10 @@ func callgrind(defs []bench.Def, noGC bool) error {
 // it ran.
 func countChild(self string, noGC bool, name string, args ...string) (int64, error) {
 	cmd := exec.Command("valgrind", append([]string{"--tool=callgrind", "--callgrind-out-file=/dev/null", self, "-child", name}, args...)...)
-	// One P, no preemption signals (callgrind mishandles them): the same schedule every time.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	// One P, no preemption signals (callgrind mishandles them): the same schedule every time. The
+	// runtime reads the clock with RDTSCP where the CPU has it, which valgrind 3.19 cannot run
+	// (SIGILL on AMD Zen 5): cpu.rdtscp=off makes it use RDTSC.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 	if noGC {
 		cmd.Env = append(cmd.Env, "GOGC=off")
 	}
