@@ -28,7 +28,9 @@ const (
 	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
 	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, call_id) DO NOTHING`
-	qQueued     = `SELECT doc FROM queue WHERE thread_id = ? ORDER BY seq`
+	// The message waiting in the thread row (migration 0007) comes before every queue row.
+	qQueued = `SELECT doc FROM (SELECT inbox AS doc, 0 AS seq FROM threads WHERE id = ?1 AND inbox IS NOT NULL
+		UNION ALL SELECT doc, seq FROM queue WHERE thread_id = ?1) ORDER BY seq`
 	qDrainQueue = `SELECT doc FROM queue WHERE thread_id = ?1 AND (?2 <= 0 OR seq <= ?2) ORDER BY seq`
 	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
 )
@@ -233,6 +235,19 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 // the seq of its newest message, last): a refusal is the error, else q is numbered after
 // queueSeq and its row inserted, and the row's doc returned. Writing the counter is the caller's.
 func queueRow(ctx context.Context, w *writer, q *weft.QueuedMessage, md []byte, threadID string, status weft.ThreadStatus, queueSeq, last int64) ([]byte, error) {
+	doc, err := queueCheck(q, md, threadID, status, queueSeq, last)
+	if err != nil {
+		return nil, err
+	}
+	if err := insertQueued(ctx, w, threadID, q.Seq, doc); err != nil {
+		q.Seq = 0
+		return nil, err
+	}
+	return doc, nil
+}
+
+// queueCheck is queueRow without the insert: the refusals, q's seq, and the row's doc.
+func queueCheck(q *weft.QueuedMessage, md []byte, threadID string, status weft.ThreadStatus, queueSeq, last int64) ([]byte, error) {
 	if status == weft.ThreadTerminated {
 		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
@@ -240,12 +255,15 @@ func queueRow(ctx context.Context, w *writer, q *weft.QueuedMessage, md []byte, 
 		return nil, &weft.ThreadFullError{ThreadID: threadID, Messages: last}
 	}
 	q.ThreadID, q.Seq = threadID, queueSeq+1
-	doc := queueDoc(q, md)
-	if _, err := w.exec(ctx, qPushInsert, threadID, q.Seq, doc); err != nil {
-		q.Seq = 0
-		return nil, fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
+	return queueDoc(q, md), nil
+}
+
+// insertQueued writes a queue row.
+func insertQueued(ctx context.Context, w *writer, threadID string, seq int64, doc []byte) error {
+	if _, err := w.exec(ctx, qPushInsert, threadID, seq, doc); err != nil {
+		return fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
 	}
-	return doc, nil
+	return nil
 }
 
 // A queue push: the thread's last queue seq and whether it refuses messages (with qPushSeqLast
@@ -402,11 +420,43 @@ func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 	return seq, err
 }
 
-// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0).
+// DrainQueue removes and returns, in order, the queued messages with seq ≤ upTo (all when upTo ≤ 0):
+// the message waiting in the thread row first (every queue row was pushed after it), then the
+// queue table's rows.
 func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
-	if t.queuedKnown {
-		return t.drainKnown(upTo)
+	if !t.inboxRead {
+		if err := t.w.row(t.ctx, qInbox, []any{&t.inbox}, t.id); err != nil {
+			return nil, t.fail("drain queue", err)
+		}
+		t.inboxRead = true
 	}
+	var out []weft.QueuedMessage
+	if t.inbox != "" {
+		q := weft.QueuedMessage{ThreadID: t.id}
+		if err := decodeQueued(t.inbox, &q); err != nil {
+			return nil, t.fail("drain queue", fmt.Errorf("queued message %d: %w", q.Seq, err))
+		}
+		if upTo > 0 && q.Seq > upTo {
+			return nil, nil
+		}
+		out = append(out, q)
+		t.inbox, t.inboxDrained = "", true
+	}
+	var rows []weft.QueuedMessage
+	var err error
+	if t.queuedKnown {
+		rows, err = t.drainKnown(upTo)
+	} else {
+		rows, err = t.drainRows(upTo)
+	}
+	if err != nil || out == nil {
+		return rows, err
+	}
+	return append(out, rows...), nil
+}
+
+// drainRows is DrainQueue's read and delete of the queue table's rows.
+func (t *tx) drainRows(upTo int64) ([]weft.QueuedMessage, error) {
 	rows, err := t.w.query(t.ctx, qDrainQueue, t.id, upTo)
 	if err != nil {
 		return nil, t.fail("drain queue", err)
@@ -423,7 +473,7 @@ func (t *tx) DrainQueue(upTo int64) ([]weft.QueuedMessage, error) {
 	return out, nil
 }
 
-// drainKnown is DrainQueue from the queue the row cache holds: the rows are deleted unread.
+// drainKnown is drainRows from the queue the row cache holds: the rows are deleted unread.
 func (t *tx) drainKnown(upTo int64) ([]weft.QueuedMessage, error) {
 	var out []weft.QueuedMessage
 	var rest strings.Builder

@@ -34,12 +34,13 @@ type rowCache struct {
 }
 
 // cachedRow is a thread row as a fenced Tx of the thread left it, with the thread's queue when it
-// is known (the docs of its rows in seq order, as qRunStart concatenates them).
+// is known (the docs of the queue table's rows in seq order, as qRunStart concatenates them).
 type cachedRow struct {
 	owner                             string
 	token, expires                    int64
 	msgSeq, callSeq, logSeq, queueSeq int64
 	doc, runState                     string
+	inbox                             string // the doc of the message waiting in the row ("": none)
 	queue                             string
 	queueKnown                        bool
 }

@@ -42,11 +42,14 @@ const (
 		EXISTS (SELECT 1 FROM threads c WHERE c.parent_id = t.id),
 		(SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
 		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing'),
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq,
+		COALESCE(t.inbox, '')
 		FROM threads t WHERE t.id = ?`
 	qTakeLease = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
-	// BeginRun's, with the queue counter of the message it queued (alone when the lease is held).
+	// BeginRun's, with the queue counter of the message it queued (alone when the lease is held),
+	// and with the message itself when it waits in the row (migration 0007).
 	qTakeLeaseQueued = `UPDATE threads SET queue_seq = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	qTakeLeaseInbox  = `UPDATE threads SET queue_seq = ?, inbox = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	qSetQueueSeq     = `UPDATE threads SET queue_seq = ? WHERE id = ?`
 	qRenewLease      = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 	qReleaseLease    = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
@@ -58,15 +61,31 @@ type lease struct {
 	token, expires int64
 }
 
+// pushed is the message BeginRun queues: its seq and its row's doc. inbox: nothing else is
+// queued, so when the run starts the doc may wait in the thread row (migration 0007) instead of a
+// queue row.
+type pushed struct {
+	seq   int64
+	doc   []byte
+	inbox bool
+}
+
 // take takes the lease for node, with the next token, unless another acquisition is live, and
-// leaves l as it wrote it. It runs in the write transaction that read l. queueSeq, when not
-// negative, is the thread's queue counter after BeginRun queued a message: written with the lease,
-// or alone when the lease is held elsewhere.
-func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration, queueSeq int64) (weft.Fence, error) {
+// leaves l as it wrote it. It runs in the write transaction that read l. p, when set, is the
+// message BeginRun queues: its row and the queue counter are written with the lease, or alone when
+// the lease is held elsewhere; p.inbox is cleared unless the message went to the thread row.
+func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration, p *pushed) (weft.Fence, error) {
 	now := s.now()
-	if l.owner != "" && now.UnixNano() < l.expires {
-		if queueSeq >= 0 {
-			if _, err := w.exec(ctx, qSetQueueSeq, queueSeq, threadID); err != nil {
+	held := l.owner != "" && now.UnixNano() < l.expires
+	if p != nil && (held || !p.inbox) {
+		p.inbox = false
+		if err := insertQueued(ctx, w, threadID, p.seq, p.doc); err != nil {
+			return weft.Fence{}, err
+		}
+	}
+	if held {
+		if p != nil {
+			if _, err := w.exec(ctx, qSetQueueSeq, p.seq, threadID); err != nil {
 				return weft.Fence{}, fmt.Errorf("sqlite: thread %s: push queue: %w", threadID, err)
 			}
 		}
@@ -75,9 +94,12 @@ func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node st
 	f := weft.Fence{Node: node, Token: l.token + 1, ThreadID: threadID}
 	expires := now.Add(ttl).UnixNano()
 	var err error
-	if queueSeq >= 0 {
-		_, err = w.exec(ctx, qTakeLeaseQueued, queueSeq, node, f.Token, expires, threadID)
-	} else {
+	switch {
+	case p != nil && p.inbox:
+		_, err = w.exec(ctx, qTakeLeaseInbox, p.seq, p.doc, node, f.Token, expires, threadID)
+	case p != nil:
+		_, err = w.exec(ctx, qTakeLeaseQueued, p.seq, node, f.Token, expires, threadID)
+	default:
 		_, err = w.exec(ctx, qTakeLease, node, f.Token, expires, threadID)
 	}
 	if err != nil {
@@ -98,7 +120,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 			return s.noThread(threadID, err)
 		}
 		var err error
-		f, err = l.take(ctx, s, w, threadID, node, ttl, -1)
+		f, err = l.take(ctx, s, w, threadID, node, ttl, nil)
 		return err
 	})
 	if err != nil {
@@ -180,25 +202,25 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
 			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed,
-			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq); err != nil {
+			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
 			return s.noThread(threadID, err)
 		}
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
 		rs.EffectsDue = effectsDue(pending, claimed)
-		var queued string     // the pushed row's doc
-		queueSeq := int64(-1) // the queue counter take writes with the lease, after a push
+		var p *pushed
 		if push != nil {
 			// Queued as PushQueue would, after the read: its seq and the refusals come from the
 			// row read, and its counter is written with the lease.
-			doc, err := queueRow(ctx, w, push, pushMD, threadID, rs.Thread.Status, c.queueSeq, c.msgSeq)
+			doc, err := queueCheck(push, pushMD, threadID, rs.Thread.Status, c.queueSeq, c.msgSeq)
 			if err != nil {
 				return err
 			}
-			c.queueSeq, queueSeq, queued = push.Seq, push.Seq, string(doc)
+			c.queueSeq = push.Seq
+			p = &pushed{seq: push.Seq, doc: doc, inbox: c.inbox == "" && sets.queue == ""}
 		}
-		if f, err = l.take(ctx, s, w, threadID, node, ttl, queueSeq); err != nil {
+		if f, err = l.take(ctx, s, w, threadID, node, ttl, p); err != nil {
 			if push != nil && errors.Is(err, weft.ErrLeaseHeld) {
 				held = err
 				return nil
@@ -208,19 +230,26 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			}
 			return err
 		}
+		table := sets.queue // the queue table's rows, after the inbox's message
+		sets.queue = c.inbox + table
 		if err := s.runStartRows(rs, &sets); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
-		if push != nil {
+		if p != nil {
 			q := weft.QueuedMessage{ThreadID: threadID}
-			if err := decodeQueued(queued, &q); err != nil {
+			if err := decodeQueued(string(p.doc), &q); err != nil {
 				return fmt.Errorf("sqlite: thread %s: begin run: queued message: %w", threadID, err)
 			}
 			rs.Queued = append(rs.Queued, q)
+			if p.inbox {
+				c.inbox = string(p.doc)
+			} else {
+				table += string(p.doc)
+			}
 		}
 		// The run's first Tx starts from the row as this leaves it (rowcache.go).
 		c.owner, c.token, c.expires, c.runState = l.owner, l.token, l.expires, sets.exec
-		c.queue, c.queueKnown = sets.queue+queued, true
+		c.queue, c.queueKnown = table, true
 		w.rows.put(threadID, c)
 		return nil
 	})

@@ -133,7 +133,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 		add("status = ?", string(q.Status))
 	}
 	if q.Queued {
-		add("EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id)")
+		add("(threads.inbox IS NOT NULL OR EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id))")
 	}
 	if q.Tag != "" {
 		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)

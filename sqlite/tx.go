@@ -24,8 +24,12 @@ const (
 	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
 	// the thread, and one read of the thread row serves them all.
 	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
+		COALESCE(t.inbox, '')
 		FROM threads t WHERE t.id = ?1`
+	// qInbox reads the message waiting in the thread row (migration 0007), for a Tx that drains the
+	// queue without having read the row.
+	qInbox = `SELECT COALESCE(inbox, '') FROM threads WHERE id = ?`
 )
 
 // What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
@@ -37,13 +41,14 @@ const (
 	setSeqs                 // the counters the Tx advanced
 	setRunState             // the run-state documents
 	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
+	setInbox                // the message waiting in the row drained
 )
 
 // qUpdateThread holds the statement of each mask. Its parameters are plain ?, in the order of the
 // SET clauses below and the thread id last (flush appends the arguments in that order): modernc
 // allocates a string for every numbered parameter of every execution, and this statement is
 // written at the end of most transactions.
-var qUpdateThread = func() (q [32]string) {
+var qUpdateThread = func() (q [64]string) {
 	for mask := 1; mask < len(q); mask++ {
 		var set []string
 		if mask&setFields != 0 {
@@ -60,6 +65,9 @@ var qUpdateThread = func() (q [32]string) {
 		}
 		if mask&setRelease != 0 {
 			set = append(set, "lease_owner = '', lease_expires_at = 0")
+		}
+		if mask&setInbox != 0 {
+			set = append(set, "inbox = NULL")
 		}
 		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?"
 	}
@@ -98,11 +106,11 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			if c, ok := w.rows.get(threadID); ok && own {
 				owner, token, expires = c.owner, c.token, c.expires
 				t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
-				t.seqsRead, t.queueRead, t.docRead, t.runState.read = true, true, true, true
-				t.queued, t.queuedKnown = c.queue, c.queueKnown
+				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
+				t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
 			} else if own {
-				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed}, threadID)
-				t.seqsRead, t.queueRead, t.docRead, t.runState.read = err == nil, err == nil, err == nil, err == nil
+				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
+				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
 			} else {
 				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
 			}
@@ -120,7 +128,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 					if txErr == nil && !t.release {
 						w.rows.put(threadID, cachedRow{owner: owner, token: token, expires: expires,
 							msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-							doc: t.doc, runState: t.runState.framed, queue: t.queued, queueKnown: t.queuedKnown})
+							doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown})
 					} else {
 						w.rows.drop(threadID)
 					}
@@ -162,8 +170,11 @@ type tx struct {
 	seqsDirty               bool  // callSeq or logSeq advanced
 	queueRead               bool  // queueSeq was read (no push can land while the Tx holds the writer)
 	queueSeq                int64
-	queuedKnown             bool          // queued holds the thread's queue (from the row cache)
+	queuedKnown             bool          // queued holds the thread's queue table rows (from the row cache)
 	queued                  string        // the queued rows' docs, in seq order
+	inboxRead               bool          // inbox holds the thread row's inbox
+	inbox                   string        // the doc of the message waiting in the row ("": none)
+	inboxDrained            bool          // DrainQueue took the inbox's message: flush clears it
 	docRead                 bool          // doc holds the thread row's doc
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
@@ -215,6 +226,9 @@ func (t *tx) flush() error {
 	}
 	if t.release {
 		mask |= setRelease
+	}
+	if t.inboxDrained {
+		mask |= setInbox
 	}
 	if mask == 0 {
 		return nil

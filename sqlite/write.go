@@ -336,7 +336,7 @@ func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
-		qRunStart, qLeaseState, qTakeLease, qTakeLeaseQueued, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
+		qRunStart, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
 	return append(out, qUpdateThread[1:]...)
 }
 

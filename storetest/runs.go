@@ -459,6 +459,128 @@ func testBeginRunPush(t *testing.T, s weft.Store) {
 	wantErr(t, "BeginRun with a push on an unknown thread", err, weft.ErrNotFound)
 }
 
+// testBeginRunPushAlone: a message BeginRun queues on an empty queue is queued like any other
+// (a store may keep such a message apart, as SQLite's does in the thread row): Queued and Threads'
+// Queued filter list it; the next BeginRun, after the run ended without draining it, returns it
+// ahead of a later push; DrainQueue takes it and the later pushes in seq order, honouring upTo,
+// in a fenced Tx and in an unfenced one; a failed Tx leaves it queued.
+func testBeginRunPushAlone(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	// One message queued and drained before: the queue is empty, its counter is not.
+	if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { _, err := tx.DrainQueue(0); return err })
+
+	push := &weft.QueuedMessage{ThreadID: th.ID, Content: "alone", Metadata: map[string]any{"k": "v"}}
+	f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, push)
+	if err != nil {
+		t.Fatalf("BeginRun with a push on an empty queue: %v", err)
+	}
+	if push.Seq != 2 || len(rs.Queued) != 1 || rs.Queued[0].ID != push.ID || rs.Queued[0].Seq != 2 || rs.Queued[0].Metadata["k"] != "v" {
+		t.Fatalf("push %+v, RunStart.Queued %+v", push, rs.Queued)
+	}
+	listed := func(what string, want ...string) {
+		t.Helper()
+		q, err := s.Queued(ctx, th.ID)
+		if err != nil {
+			t.Fatalf("%s: Queued: %v", what, err)
+		}
+		var got []string
+		for _, m := range q {
+			got = append(got, m.Content)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Queued lists %q, want %q", what, got, want)
+		}
+		ths, _, err := s.Threads(ctx, weft.ThreadQuery{Queued: true})
+		if err != nil {
+			t.Fatalf("%s: Threads: %v", what, err)
+		}
+		if has := slices.Contains(threadIDs(ths), th.ID); has != (len(want) > 0) {
+			t.Errorf("%s: Threads(Queued) lists the thread: %v, want %v", what, has, len(want) > 0)
+		}
+	}
+	listed("after BeginRun's push", "alone")
+
+	// A push during the run goes after it.
+	later := &weft.QueuedMessage{ThreadID: th.ID, Content: "later"}
+	if err := s.PushQueue(ctx, later); err != nil || later.Seq != 3 {
+		t.Fatalf("a push during the run: seq %d, %v", later.Seq, err)
+	}
+	listed("after a push during the run", "alone", "later")
+
+	// A Tx that fails after draining leaves both queued.
+	boom := errors.New("boom")
+	err = s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error {
+		if got, err := tx.DrainQueue(0); err != nil || len(got) != 2 {
+			t.Errorf("DrainQueue(0) in the failing Tx: %d messages, %v", len(got), err)
+		}
+		return boom
+	})
+	wantErr(t, "the failing Tx", err, boom)
+	listed("after a failed drain", "alone", "later")
+
+	// The run ends without draining (as a crashed one would): the next run starts with both.
+	if err := s.ReleaseLease(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	g, rs, err := s.BeginRun(ctx, th.ID, "node-b", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Queued) != 2 || rs.Queued[0].ID != push.ID || rs.Queued[1].ID != later.ID {
+		t.Fatalf("the next run's RunStart.Queued: %+v", rs.Queued)
+	}
+	mustTxFenced(t, s, th.ID, &g, func(tx weft.Tx) error {
+		if got, err := tx.DrainQueue(1); err != nil || len(got) != 0 {
+			t.Errorf("DrainQueue(1): %+v, %v; want nothing", got, err)
+		}
+		got, err := tx.DrainQueue(2)
+		if err != nil || len(got) != 1 || got[0].ID != push.ID || got[0].Content != "alone" || got[0].Metadata["k"] != "v" {
+			t.Errorf("DrainQueue(2): %+v, %v; want the first push", got, err)
+		}
+		return err
+	})
+	listed("after draining up to the first", "later")
+	mustTxFenced(t, s, th.ID, &g, func(tx weft.Tx) error {
+		got, err := tx.DrainQueue(0)
+		if err != nil || len(got) != 1 || got[0].ID != later.ID {
+			t.Errorf("DrainQueue(0): %+v, %v; want the later push", got, err)
+		}
+		return err
+	})
+	listed("after draining all")
+	if err := s.ReleaseLease(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+
+	// An unfenced Tx drains it too.
+	again := &weft.QueuedMessage{ThreadID: th.ID, Content: "again"}
+	h, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed("after another BeginRun's push", "again")
+	mustTx(t, s, th.ID, func(tx weft.Tx) error {
+		got, err := tx.DrainQueue(0)
+		if err != nil || len(got) != 1 || got[0].ID != again.ID {
+			t.Errorf("an unfenced DrainQueue(0): %+v, %v", got, err)
+		}
+		return err
+	})
+	listed("after an unfenced drain")
+	// The run's next Tx sees the queue as the unfenced one left it.
+	mustTxFenced(t, s, th.ID, &h, func(tx weft.Tx) error {
+		got, err := tx.DrainQueue(0)
+		if err != nil || len(got) != 0 {
+			t.Errorf("the run's DrainQueue after an unfenced drain: %+v, %v", got, err)
+		}
+		return err
+	})
+}
+
 // testPushLimit: a push with MaxMessages refuses a thread whose newest message has that seq
 // (ThreadFullError, nothing queued), by PushQueue and by BeginRun (no lease taken either), and
 // queues to a shorter one.

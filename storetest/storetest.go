@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"TxReleaseLease", testTxReleaseLease},
 		{"BeginRun", testBeginRun},
 		{"BeginRunPush", testBeginRunPush},
+		{"BeginRunPushAlone", testBeginRunPushAlone},
 		{"BeginRunTree", testBeginRunTree},
 		{"PushLimit", testPushLimit},
 		{"Effects", testEffects},
