@@ -112,40 +112,7 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 		return nil, 0, err
 	}
 	order := threadOrder[by]
-	var where []string
-	var args []any
-	add := func(cond string, a ...any) {
-		where = append(where, cond)
-		args = append(args, a...)
-	}
-	if q.UserID != "" {
-		add("user_id = ?", q.UserID)
-	}
-	if q.Agent != "" {
-		add("agent = ?", q.Agent)
-	}
-	if q.ParentID != "" {
-		add("parent_id = ?", q.ParentID)
-	} else if q.RootsOnly {
-		add("parent_id IS NULL")
-	}
-	if q.Status != "" {
-		add("status = ?", string(q.Status))
-	}
-	if q.Queued {
-		add("(threads.inbox IS NOT NULL OR EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id))")
-	}
-	if q.Tag != "" {
-		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)
-	}
-	if q.Search != "" {
-		s := storecontract.ASCIILower(q.Search)
-		add("(instr(lower(label), ?) > 0 OR instr(lower(preview), ?) > 0 OR instr(lower(agent), ?) > 0)", s, s, s)
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
+	cond, args := threadsWhere(q)
 	// A page needs the count of every match; the whole list is its own count.
 	paged := q.Limit > 0 || q.Offset > 0
 	var total int
@@ -176,6 +143,48 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 		total = len(out)
 	}
 	return out, total, rows.Err()
+}
+
+// threadsWhere is the WHERE clause (with its leading space, or "") and the arguments of the
+// threads q lists.
+func threadsWhere(q weft.ThreadQuery) (string, []any) {
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if q.UserID != "" {
+		// The second term is implied; it lets the planner use threads_user_activity, which
+		// indexes only threads with a user (migration 0008).
+		add("user_id = ? AND user_id <> ''", q.UserID)
+	}
+	if q.Agent != "" {
+		add("agent = ?", q.Agent)
+	}
+	if q.ParentID != "" {
+		add("parent_id = ?", q.ParentID)
+	} else if q.RootsOnly {
+		add("parent_id IS NULL")
+	}
+	if q.Status != "" {
+		add("status = ?", string(q.Status))
+	}
+	if q.Queued {
+		add("(threads.inbox IS NOT NULL OR EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id))")
+	}
+	if q.Tag != "" {
+		add("EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?)", q.Tag)
+	}
+	if q.Search != "" {
+		s := storecontract.ASCIILower(q.Search)
+		add("(instr(lower(label), ?) > 0 OR instr(lower(preview), ?) > 0 OR instr(lower(agent), ?) > 0)", s, s, s)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	return cond, args
 }
 
 // DeleteThread deletes a thread, its descendants and all their rows and env values.
