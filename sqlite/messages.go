@@ -309,8 +309,8 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 		return err
 	}
 	seq := t.msgSeq + 1
-	_, err := t.w.exec(t.ctx, qInsertMsg, t.id, seq, m.ID, string(m.Role), boolInt(m.Silent), m.Depth,
-		messageDoc(m, seq, created, md))
+	doc := messageDoc(m, seq, created, md)
+	_, err := t.w.exec(t.ctx, qInsertMsg, t.id, seq, m.ID, string(m.Role), boolInt(m.Silent), m.Depth, doc)
 	switch {
 	case isConstraint(err, "UNIQUE"):
 		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
@@ -319,6 +319,9 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	t.msgSeq = seq
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
+	if m.Depth <= 0 {
+		t.inserted = append(t.inserted, doc) // for the kept history, once the Tx's function succeeds
+	}
 	return nil
 }
 
@@ -336,6 +339,7 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	if err != nil {
 		return t.fail("update message "+id, err)
 	}
+	t.w.rows.hist.drop(t.id)
 	storecontract.ApplyMessageChange(&m, ch)
 	if ch.ToolCalls != nil {
 		m.ToolCalls = *ch.ToolCalls
@@ -364,6 +368,7 @@ func (t *tx) DeleteMessage(id string) error {
 	if err := t.readSeqs(); err != nil {
 		return err
 	}
+	t.w.rows.hist.drop(t.id)
 	n, err := t.w.execN(t.ctx, qDeleteMsg, t.id, id)
 	if err != nil {
 		return t.fail("delete message "+id, err)

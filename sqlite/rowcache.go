@@ -28,8 +28,11 @@ import (
 // An entry is dropped when the run releases the lease, so idle threads hold nothing here.
 type rowCache struct {
 	rows map[string]cachedRow
-	// version is the data version after this connection's last commit; set while rows is not
-	// empty.
+	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
+	// entries outlive a lease's release.
+	hist histCache
+	// version is the data version after this connection's last commit; set while anything is
+	// kept.
 	version uint32
 }
 
@@ -87,12 +90,16 @@ func (c *rowCache) clear() {
 	if len(c.rows) > 0 {
 		clear(c.rows)
 	}
+	c.hist.clear()
 }
+
+// active reports whether anything is kept.
+func (c *rowCache) active() bool { return len(c.rows) > 0 || !c.hist.empty() }
 
 // begun runs after BEGIN: the entries go when another connection committed since this one's last
 // commit (or when the version cannot be read).
 func (c *rowCache) begun(conn *sql.Conn) {
-	if len(c.rows) == 0 {
+	if !c.active() {
 		return
 	}
 	if v, ok := dataVersion(conn); !ok || v != c.version {
@@ -103,7 +110,7 @@ func (c *rowCache) begun(conn *sql.Conn) {
 // committed runs after this connection's COMMIT: the entries the transaction left are true as of
 // the version it notes.
 func (c *rowCache) committed(conn *sql.Conn) {
-	if len(c.rows) == 0 {
+	if !c.active() {
 		return
 	}
 	v, ok := dataVersion(conn)

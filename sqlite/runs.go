@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,8 +34,12 @@ const (
 	// as it is stored (framed), the docs of messages, queue and env rows as they are (a doc begins
 	// with its seq or name field, which marks where the next one starts).
 	qRunStart = `SELECT t.doc, ` + leaseCols + `,
-		t.run_state,
-		(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0),
+		t.run_state, ` + runStartMessages + `,` + runStartRest
+	// qRunStartKnown is qRunStart for a thread whose history the writer keeps (histcache.go).
+	qRunStartKnown = `SELECT t.doc, ` + leaseCols + `,
+		t.run_state, '',` + runStartRest
+	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0)`
+	runStartRest     = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE t.user_id <> '' AND scope = 'user' AND owner = t.user_id),
@@ -196,7 +201,12 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		var sets runStartSets
 		var pending, claimed sql.NullInt64
 		var c cachedRow
-		row, err := w.rowOf(ctx, qRunStart, threadID)
+		hist, known := w.rows.hist.get(threadID)
+		q := qRunStart
+		if known {
+			q = qRunStartKnown
+		}
+		row, err := w.rowOf(ctx, q, threadID)
 		if err != nil {
 			return err
 		}
@@ -207,6 +217,16 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+		}
+		if known {
+			sets.messages = hist
+			if verifyHistory {
+				if err := checkHistory(ctx, w, threadID, hist); err != nil {
+					return err
+				}
+			}
+		} else {
+			w.rows.hist.put(threadID, sets.messages)
 		}
 		rs.EffectsDue = effectsDue(pending, claimed)
 		var p *pushed
@@ -260,6 +280,23 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return weft.Fence{}, nil, err
 	}
 	return f, rs, nil
+}
+
+// verifyHistory makes BeginRun read every history it takes from the writer's cache from the
+// database too, and fail when they differ: this package's tests set it, and CI sets
+// WEFT_SQLITE_CHECK_HISTORY for every test (and every weft process the end-to-end tests start).
+var verifyHistory = os.Getenv("WEFT_SQLITE_CHECK_HISTORY") != ""
+
+// checkHistory compares a kept history with the database's.
+func checkHistory(ctx context.Context, w *writer, threadID, kept string) error {
+	var stored string
+	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = ? AND depth <= 0`, []any{&stored}, threadID); err != nil {
+		return err
+	}
+	if stored != kept {
+		return fmt.Errorf("sqlite: thread %s: the kept history (%d bytes) is not the stored one (%d bytes)", threadID, len(kept), len(stored))
+	}
+	return nil
 }
 
 // effectsDue is the earlier of a pending effect's run time and a claim's expiry (zero when neither;

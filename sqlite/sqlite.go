@@ -52,6 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadConns caps the read pool; 0 means max(4, 2×GOMAXPROCS).
 	ReadConns int
+	// HistoryCache is the bytes of thread histories kept in memory for the runs that start from
+	// them; 0 means 32 MiB, a negative value keeps none.
+	HistoryCache int
 }
 
 // Store is a weft.Store on SQLite. It is safe for concurrent use.
@@ -229,7 +232,7 @@ func (s *Store) open(ctx context.Context, key []byte, opts Options) (*Store, err
 		s.Close()
 		return nil, err
 	}
-	if err := s.prepareWriter(ctx); err != nil {
+	if err := s.prepareWriter(ctx, opts.HistoryCache); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -138,7 +138,12 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		if err := fn(&t); err != nil {
 			return err
 		}
-		return t.flush()
+		if err := t.flush(); err != nil {
+			return err
+		}
+		// Should the batch roll back after all, every kept history goes (commitBatch).
+		w.rows.hist.appendDocs(threadID, t.inserted)
+		return nil
 	})
 }
 
@@ -179,9 +184,10 @@ type tx struct {
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
 	runState                runState
-	release                 bool  // ReleaseLease: flush frees the thread's lease
-	eventSeq                int64 // the last event seq, once read (-1 until then)
-	deleted                 bool  // a message was deleted: msg_seq must keep msgSeq
+	release                 bool     // ReleaseLease: flush frees the thread's lease
+	eventSeq                int64    // the last event seq, once read (-1 until then)
+	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
+	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
 }
 
 // readSeqs reads the counters once per Tx.

@@ -22,8 +22,14 @@ type writer struct {
 	rows  rowCache // thread rows as runs left them (rowcache.go)
 }
 
-func (s *Store) prepareWriter(ctx context.Context) error {
+func (s *Store) prepareWriter(ctx context.Context, histBytes int) error {
 	s.w = &writer{conn: s.wconn, cache: map[string]*sql.Stmt{}}
+	switch {
+	case histBytes == 0:
+		s.w.rows.hist.limit = defaultHistoryCache
+	case histBytes > 0:
+		s.w.rows.hist.limit = histBytes
+	}
 	for _, q := range hotWrites() {
 		if _, err := s.w.stmt(ctx, q); err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
@@ -336,7 +342,7 @@ func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
-		qRunStart, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
+		qRunStart, qRunStartKnown, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
 	return append(out, qUpdateThread[1:]...)
 }
 
