@@ -256,15 +256,16 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
 		if p != nil {
+			doc := string(p.doc)
 			q := weft.QueuedMessage{ThreadID: threadID}
-			if err := decodeQueued(string(p.doc), &q); err != nil {
+			if err := decodeQueued(doc, &q); err != nil {
 				return fmt.Errorf("sqlite: thread %s: begin run: queued message: %w", threadID, err)
 			}
 			rs.Queued = append(rs.Queued, q)
 			if p.inbox {
-				c.inbox = string(p.doc)
+				c.inbox = doc
 			} else {
-				table += string(p.doc)
+				table += doc
 			}
 		}
 		// The run's first Tx starts from the row as this leaves it (rowcache.go).
