@@ -5,7 +5,8 @@ import "container/list"
 // histCache keeps threads' histories as a run starts from them: the docs of a thread's messages
 // at depth ≤ 0, in seq order, concatenated as qRunStart's messages column is. A hit spares
 // BeginRun reading every message of the thread (a B-tree walk and a copy of each row, about a
-// tenth of a SQLite turn) on the single write connection, where it holds up every other writer.
+// twentieth of a SQLite turn's instructions) on the single write connection, where it holds up
+// every other writer.
 //
 // It belongs to the writer with the row cache (rowCache.hist) and is used only while Store.wmu is
 // held. An entry is exactly the thread's messages because every change of them is seen:

@@ -469,13 +469,15 @@ func TestInspectorFirstPaint(t *testing.T) {
 	act(t, ctx, "warm the browser", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#threads tr.thread-row`))
 	var times []string
 	best := -1.0
-	for i := 0; i < 24 && (i%8 != 0 || best < 0 || best >= 300); i++ {
-		act(t, ctx, "open the long thread", chromedp.Navigate(s.base+"/threads/"+id))
-		waitJS(t, ctx, "painted", `performance.getEntriesByName('weft-painted').length === 1`)
-		ms := eval[float64](t, ctx, `performance.getEntriesByName('weft-painted')[0].startTime`)
-		times = append(times, fmt.Sprintf("%.0f", ms))
-		if best < 0 || ms < best {
-			best = ms
+	for round := 0; round < 3 && (best < 0 || best >= 300); round++ {
+		for range 8 {
+			act(t, ctx, "open the long thread", chromedp.Navigate(s.base+"/threads/"+id))
+			waitJS(t, ctx, "painted", `performance.getEntriesByName('weft-painted').length === 1`)
+			ms := eval[float64](t, ctx, `performance.getEntriesByName('weft-painted')[0].startTime`)
+			times = append(times, fmt.Sprintf("%.0f", ms))
+			if best < 0 || ms < best {
+				best = ms
+			}
 		}
 	}
 	shown := eval[int](t, ctx, `document.querySelectorAll('#timeline .msg').length`)
