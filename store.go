@@ -156,8 +156,9 @@ type RunStore interface {
 // of what the others commit, so that an engine wakes for them instead of polling the store.
 type Notifier interface {
 	// Watch calls fn, from one goroutine, with each notice of another process's commit until ctx
-	// ends. Notices can be lost when the store's connection drops: after reconnecting it sends one
-	// of kind NoticeReset, and the watcher re-reads from the store whatever it follows.
+	// ends. Once it listens, at first and again after its connection dropped (notices sent
+	// meanwhile are lost), it sends one of kind NoticeReset: every commit after that one is
+	// noticed, and the watcher re-reads from the store whatever it follows.
 	Watch(ctx context.Context, fn func(Notice)) error
 }
 
@@ -179,7 +180,8 @@ const (
 	NoticeEvents NoticeKind = iota + 1
 	// NoticeEffect: an effect was scheduled or rescheduled; the next due time may have changed.
 	NoticeEffect
-	// NoticeReset: notices may have been missed; re-read what is followed.
+	// NoticeReset: the watch listens (at first, or again after its connection dropped); notices
+	// before it may have been missed: re-read what is followed.
 	NoticeReset
 	// NoticeQueued: a message was queued on ThreadID; a serving process that does not run the
 	// thread yet may take it.

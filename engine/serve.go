@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -46,6 +47,26 @@ func (e *Engine) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	e.workers.Store(new(make(chan struct{}, o.Workers)))
 	e.stopping.Store(false)
+	if n, ok := e.store.(weft.Notifier); ok {
+		// A store other processes share: follow their commits, and take over the work of any
+		// that died. Recovery waits until the watch listens, so that a message another process
+		// queues is either there for recovery to find or noticed.
+		wctx, stop := context.WithCancel(ctx)
+		listening, watching := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watching)
+			e.watch(wctx, n, listening)
+		}()
+		defer func() { stop(); <-watching }()
+		select {
+		case <-listening:
+		case <-watching:
+		case <-ctx.Done():
+		case <-time.After(listenWait):
+			e.log.Warn("not yet following other processes' commits; serving meanwhile", "waited", listenWait)
+		}
+		go e.sweepLoop(ctx)
+	}
 	if _, err := e.RecoverAll(ctx); err != nil && ctx.Err() == nil {
 		e.serving.Store(false)
 		return fmt.Errorf("recovering interrupted work: %w", err)
@@ -53,24 +74,19 @@ func (e *Engine) Serve(ctx context.Context, o ServeOptions) error {
 	if o.Started != nil {
 		o.Started()
 	}
-	if n, ok := e.store.(weft.Notifier); ok {
-		// A store other processes share: follow their commits, and take over the work of any
-		// that died.
-		watching := make(chan struct{})
-		go func() {
-			defer close(watching)
-			e.watch(ctx, n)
-		}()
-		defer func() { <-watching }()
-		go e.sweepLoop(ctx)
-	}
 	e.effectsLoop(ctx)
 	return e.shutdown(o.DrainTimeout)
 }
 
+// listenWait bounds how long Serve waits for the watch of other processes' commits to listen before
+// it recovers work and serves anyway (the sweep then finds what a lost notice would have started).
+const listenWait = 10 * time.Second
+
 // watch follows other processes' commits: their events wake this process's subscribers of the
-// thread, and their effects the effect loop.
-func (e *Engine) watch(ctx context.Context, n weft.Notifier) {
+// thread, and their effects the effect loop. listening is closed at the first NoticeReset, when
+// the watch listens.
+func (e *Engine) watch(ctx context.Context, n weft.Notifier, listening chan struct{}) {
+	var once sync.Once
 	err := n.Watch(ctx, func(nt weft.Notice) {
 		switch nt.Kind {
 		case weft.NoticeEvents:
@@ -88,6 +104,7 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier) {
 				e.wake(ctx, nt.ThreadID, "", &wakeKind{retries: maxLeaseRetries})
 			}
 		case weft.NoticeReset:
+			once.Do(func() { close(listening) })
 			e.subs.poke("")
 			e.effectScheduled()
 		}

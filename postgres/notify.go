@@ -65,9 +65,9 @@ func (n *notifier) own(pid uint32) bool {
 func (n *notifier) close() { n.once.Do(func() { close(n.closed) }) }
 
 // Watch listens for other processes' commits on a connection of its own and calls fn with each,
-// until ctx ends or the store is closed. A dropped connection is reopened (backing off up to 5 s),
-// and fn then gets a NoticeReset: notifications sent meanwhile are lost, so the watcher re-reads
-// the store.
+// until ctx ends or the store is closed. fn gets a NoticeReset once the connection listens, and
+// again each time a dropped connection is reopened (backing off up to 5 s): notifications sent
+// meanwhile are lost, so the watcher re-reads the store.
 func (s *Store) Watch(ctx context.Context, fn func(weft.Notice)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -79,8 +79,8 @@ func (s *Store) Watch(ctx context.Context, fn func(weft.Notice)) error {
 		}
 	}()
 	backoff := 100 * time.Millisecond
-	for first := true; ctx.Err() == nil; first = false {
-		err := s.listen(ctx, fn, !first, func() { backoff = 100 * time.Millisecond })
+	for ctx.Err() == nil {
+		err := s.listen(ctx, fn, func() { backoff = 100 * time.Millisecond })
 		if ctx.Err() != nil {
 			break
 		}
@@ -95,7 +95,7 @@ func (s *Store) Watch(ctx context.Context, fn func(weft.Notice)) error {
 }
 
 // listen opens a connection, listens, and delivers notices until the connection fails.
-func (s *Store) listen(ctx context.Context, fn func(weft.Notice), reset bool, connected func()) error {
+func (s *Store) listen(ctx context.Context, fn func(weft.Notice), connected func()) error {
 	conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig)
 	if err != nil {
 		return s.connErr(err)
@@ -107,9 +107,7 @@ func (s *Store) listen(ctx context.Context, fn func(weft.Notice), reset bool, co
 		}
 	}
 	connected()
-	if reset {
-		fn(weft.Notice{Kind: weft.NoticeReset})
-	}
+	fn(weft.Notice{Kind: weft.NoticeReset})
 	for {
 		nt, err := conn.WaitForNotification(ctx)
 		if err != nil {
