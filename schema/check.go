@@ -368,7 +368,7 @@ func (c *checker) checkDefault(s *Schema, re *regexp.Regexp) {
 	if s != c.root && defsOf(c.root) != nil && doc.Defs == nil && doc.Definitions == nil {
 		doc.Defs, doc.Definitions = c.root.Defs, c.root.Definitions
 	}
-	sch, err := compileRaw(&doc)
+	_, sch, err := compileRaw(&doc)
 	if err != nil {
 		return // the schema itself is broken; that is reported where it is
 	}

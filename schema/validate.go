@@ -16,8 +16,9 @@ const schemaURL = "urn:weft:schema"
 // Validator validates argument values against one compiled schema, applying defaults first.
 // Compile once and call Validate many times; it is safe for concurrent use.
 type Validator struct {
-	sch  *sj.Schema
-	plan *plan // where defaults go; nil when the schema has none
+	sch   *sj.Schema
+	plan  *plan  // where defaults go; nil when the schema has none
+	quick *quick // accepts the common tool schema's valid instances alone; nil for other schemas
 }
 
 // Compile prepares a Validator for s. $refs are inlined where possible (recursive schemas are
@@ -32,7 +33,7 @@ func Compile(s *Schema) (*Validator, error) {
 		in = clone(s)
 	}
 	in.Schema = "" // always the 2020-12 dialect, whatever the document declares
-	sch, err := compileRaw(in)
+	data, sch, err := compileRaw(in)
 	if err != nil {
 		return nil, err
 	}
@@ -40,29 +41,34 @@ func Compile(s *Schema) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Validator{sch: sch, plan: p}, nil
+	v := &Validator{sch: sch, plan: p}
+	if p == nil {
+		v.quick = quickOf(data)
+	}
+	return v, nil
 }
 
-// compileRaw compiles s with the santhosh validator, draft 2020-12.
-func compileRaw(s *Schema) (*sj.Schema, error) {
+// compileRaw compiles s with the santhosh validator, draft 2020-12; it returns the JSON it
+// compiled too.
+func compileRaw(s *Schema) ([]byte, *sj.Schema, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("schema: cannot encode schema: %w", err)
+		return nil, nil, fmt.Errorf("schema: cannot encode schema: %w", err)
 	}
 	doc, err := sj.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("schema: cannot decode schema: %w", err)
+		return nil, nil, fmt.Errorf("schema: cannot decode schema: %w", err)
 	}
 	c := sj.NewCompiler()
 	c.DefaultDraft(sj.Draft2020)
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
+		return nil, nil, fmt.Errorf("schema: %w", err)
 	}
 	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("schema: cannot compile schema: %w", err)
+		return nil, nil, fmt.Errorf("schema: cannot compile schema: %w", err)
 	}
-	return sch, nil
+	return data, sch, nil
 }
 
 // Validate checks args, the decoded JSON arguments (map[string]any and friends, float64 or
@@ -85,6 +91,9 @@ func (v *Validator) Validate(args any) (any, error) {
 	}
 	if v.plan != nil {
 		args, _ = v.plan.apply(args)
+	}
+	if v.quick != nil && v.quick.accepts(args) {
+		return args, nil
 	}
 	if err := v.sch.Validate(args); err != nil {
 		var ve *sj.ValidationError
