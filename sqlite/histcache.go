@@ -1,12 +1,18 @@
 package sqlite
 
-import "container/list"
+import (
+	"container/list"
+	"reflect"
+	"slices"
 
-// histCache keeps threads' histories as a run starts from them: the docs of a thread's messages
-// at depth ≤ 0, in seq order, concatenated as qRunStart's messages column is. A hit spares
-// BeginRun reading every message of the thread (a B-tree walk and a copy of each row, about a
-// twentieth of a SQLite turn's instructions) on the single write connection, where it holds up
-// every other writer.
+	"github.com/weft-agents/weft"
+)
+
+// histCache keeps threads' histories as a run starts from them: a thread's messages at depth ≤ 0,
+// in seq order, decoded, handed to the run as RunStart.Rows (read-only, shared). A hit spares
+// BeginRun reading every message of the thread (a B-tree walk and a copy of each row) on the
+// single write connection, where it holds up every other writer, and decoding them (about a
+// thirtieth of a SQLite turn's instructions, and most of a run start's garbage).
 //
 // It belongs to the writer with the row cache (rowCache.hist) and is used only while Store.wmu is
 // held. An entry is exactly the thread's messages because every change of them is seen:
@@ -16,9 +22,12 @@ import "container/list"
 //     batch does;
 //   - another connection's commit clears every entry (rowCache.begun, by the data version).
 //
+// A kept message is never changed: an entry only grows at its end (a run holding an earlier
+// slice of it sees its own length only), and an update or delete drops the entry.
+//
 // Entries are made when BeginRun reads a history and when CreateThread makes a thread (empty),
-// and evicted least recently used first beyond the byte budget; a history larger than an eighth
-// of the budget is not kept.
+// and evicted least recently used first beyond the byte budget (counted as the messages' docs
+// plus the decoded structs); a history larger than an eighth of the budget is not kept.
 type histCache struct {
 	limit   int // bytes; 0: nothing is kept
 	bytes   int
@@ -29,53 +38,68 @@ type histCache struct {
 
 type histEntry struct {
 	thread string
-	docs   []byte
+	rows   []*weft.Message
+	size   int // bytes counted against the budget
 }
 
 // defaultHistoryCache is Options.HistoryCache's default.
 const defaultHistoryCache = 32 << 20
 
+// rowBytes is what a kept message costs besides its doc: the decoded struct and its pointer.
+var rowBytes = int(reflect.TypeFor[weft.Message]().Size()) + 8
+
 func (c *histCache) empty() bool { return len(c.entries) == 0 }
 
-// get returns a copy of the thread's history, marking it recently used.
-func (c *histCache) get(thread string) (string, bool) {
+// get returns the thread's history, marking it recently used. The slice is the caller's to
+// append to (its capacity ends at its length); the messages are shared and must not be changed.
+func (c *histCache) get(thread string) ([]*weft.Message, bool) {
 	el, ok := c.entries[thread]
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	c.lru.MoveToFront(el)
 	c.hits++
-	return string(el.Value.(*histEntry).docs), true
+	return slices.Clip(el.Value.(*histEntry).rows), true
 }
 
-// put makes the thread's entry hold docs.
-func (c *histCache) put(thread, docs string) {
+// put makes the thread's entry hold rows, decoded from docs bytes of docs; it keeps rows, which
+// the caller must not change after.
+func (c *histCache) put(thread string, rows []*weft.Message, docs int) {
 	c.drop(thread)
-	if c.limit <= 0 || len(docs) > c.limit/8 {
+	size := docs + len(rows)*rowBytes
+	if c.limit <= 0 || size > c.limit/8 {
 		return
 	}
 	if c.entries == nil {
 		c.entries = make(map[string]*list.Element)
 	}
-	e := &histEntry{thread: thread, docs: append(make([]byte, 0, len(docs)+len(docs)/4+512), docs...)}
+	e := &histEntry{thread: thread, rows: rows, size: size}
 	c.entries[thread] = c.lru.PushFront(e)
-	c.bytes += cap(e.docs)
+	c.bytes += size
 	c.evict()
 }
 
-// appendDocs adds newly inserted messages' docs to the thread's entry, when it has one.
+// appendDocs adds newly inserted messages to the thread's entry, when it has one, decoding their
+// docs (which it keeps).
 func (c *histCache) appendDocs(thread string, docs [][]byte) {
 	el, ok := c.entries[thread]
 	if !ok || len(docs) == 0 {
 		return
 	}
 	e := el.Value.(*histEntry)
-	before := cap(e.docs)
+	added := 0
 	for _, d := range docs {
-		e.docs = append(e.docs, d...)
+		m, err := decodeMessages(string(d), thread, make([]weft.Message, 0, 1))
+		if err != nil || len(m) != 1 {
+			c.drop(thread) // not expected: the doc was just encoded; the thread is read again
+			return
+		}
+		e.rows = append(e.rows, &m[0])
+		added += len(d) + rowBytes
 	}
-	c.bytes += cap(e.docs) - before
-	if cap(e.docs) > c.limit/8 {
+	e.size += added
+	c.bytes += added
+	if e.size > c.limit/8 {
 		c.drop(thread)
 		return
 	}
@@ -85,7 +109,7 @@ func (c *histCache) appendDocs(thread string, docs [][]byte) {
 
 func (c *histCache) drop(thread string) {
 	if el, ok := c.entries[thread]; ok {
-		c.bytes -= cap(el.Value.(*histEntry).docs)
+		c.bytes -= el.Value.(*histEntry).size
 		c.lru.Remove(el)
 		delete(c.entries, thread)
 	}

@@ -49,8 +49,11 @@ func TestHistoryCacheFollowsChanges(t *testing.T) {
 		if got := histHits(s) > before; got != fromCache {
 			t.Errorf("history from the cache: %v, want %v", got, fromCache)
 		}
+		if rs.Messages != nil {
+			t.Error("BeginRun set Messages; its history is in Rows")
+		}
 		var got []string
-		for _, m := range rs.Messages {
+		for _, m := range rs.Rows {
 			got = append(got, m.Content)
 		}
 		stored, err := s.Messages(ctx, th, weft.MessageQuery{})
@@ -224,10 +227,23 @@ func TestHistoryCheckCatchesADifference(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s.wmu.Lock()
-	s.w.rows.hist.put(th.ID, "")
-	s.wmu.Unlock()
-	if _, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Minute, nil); err == nil {
-		t.Fatal("a run started from a kept history that differs from the stored one")
+	stored, err := s.Messages(ctx, th.ID, weft.MessageQuery{})
+	if err != nil || len(stored) != 1 {
+		t.Fatal(stored, err)
+	}
+	other := stored[0]
+	other.Content = "kept"
+	for name, kept := range map[string][]*weft.Message{"none": nil, "another content": {&other}, "the same": {&stored[0]}} {
+		s.wmu.Lock()
+		s.w.rows.hist.put(th.ID, kept, 0)
+		s.wmu.Unlock()
+		_, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Minute, nil)
+		if name == "the same" {
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		} else if err == nil {
+			t.Fatalf("%s: a run started from a kept history that differs from the stored one", name)
+		}
 	}
 }

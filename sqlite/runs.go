@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,15 +219,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
-		if known {
-			sets.messages = hist
-			if verifyHistory {
-				if err := checkHistory(ctx, w, threadID, hist); err != nil {
-					return err
-				}
+		if known && verifyHistory {
+			if err := checkHistory(ctx, w, threadID, hist); err != nil {
+				return err
 			}
-		} else {
-			w.rows.hist.put(threadID, sets.messages)
 		}
 		rs.EffectsDue = effectsDue(pending, claimed)
 		var p *pushed
@@ -255,6 +251,16 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		if err := s.runStartRows(rs, &sets); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
+		// The run shares the history with the writer's cache (histcache.go).
+		if !known {
+			hist = make([]*weft.Message, len(rs.Messages))
+			for i := range rs.Messages {
+				hist[i] = &rs.Messages[i]
+			}
+			w.rows.hist.put(threadID, hist, len(sets.messages))
+			hist = slices.Clip(hist)
+		}
+		rs.Rows, rs.Messages = hist, nil
 		if p != nil {
 			doc := string(p.doc)
 			q := weft.QueuedMessage{ThreadID: threadID}
@@ -289,13 +295,22 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 var verifyHistory = os.Getenv("WEFT_SQLITE_CHECK_HISTORY") != ""
 
 // checkHistory compares a kept history with the database's.
-func checkHistory(ctx context.Context, w *writer, threadID, kept string) error {
-	var stored string
-	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = ? AND depth <= 0`, []any{&stored}, threadID); err != nil {
+func checkHistory(ctx context.Context, w *writer, threadID string, kept []*weft.Message) error {
+	var docs string
+	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = ? AND depth <= 0`, []any{&docs}, threadID); err != nil {
 		return err
 	}
-	if stored != kept {
-		return fmt.Errorf("sqlite: thread %s: the kept history (%d bytes) is not the stored one (%d bytes)", threadID, len(kept), len(stored))
+	stored, err := decodeMessages(docs, threadID, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: thread %s: checking the kept history: %w", threadID, err)
+	}
+	slices.SortFunc(stored, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	same := len(stored) == len(kept)
+	for i := 0; same && i < len(kept); i++ {
+		same = reflect.DeepEqual(&stored[i], kept[i])
+	}
+	if !same {
+		return fmt.Errorf("sqlite: thread %s: the kept history (%d messages) is not the stored one (%d messages)", threadID, len(kept), len(stored))
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		if err != nil {
 			return fmt.Errorf("sqlite: create thread %s: %w", t.ID, err)
 		}
-		w.rows.hist.put(t.ID, "") // a new thread's history: none yet
+		w.rows.hist.put(t.ID, nil, 0) // a new thread's history: none yet
 		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
 	})
 }
