@@ -3,7 +3,9 @@ package sqlite
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
@@ -35,5 +37,57 @@ func BenchmarkTx3Writes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRunStart: a run's start and end (BeginRun, then a Tx that releases the lease) on a
+// thread of 21 messages, the next run of a conversation. kept: the row its last run left is kept
+// (rowcache.go), as when that run ended in this process; read: the row is read each time.
+func BenchmarkRunStart(b *testing.B) {
+	verify := verifyHistory
+	verifyHistory = false // the check reads everything again
+	defer func() { verifyHistory = verify }()
+	for _, kept := range []bool{true, false} {
+		name := "read"
+		if kept {
+			name = "kept"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := b.Context()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			th := &weft.Thread{Agent: "a"}
+			if err := s.CreateThread(ctx, th, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+				for i := range 21 {
+					if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: strings.Repeat("x", 200), Seq: int64(i)}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !kept {
+					s.wmu.Lock()
+					clear(s.w.rows.idle)
+					s.wmu.Unlock()
+				}
+				f, _, err := s.BeginRun(ctx, th.ID, "node-a", time.Minute, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error { return tx.ReleaseLease() }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

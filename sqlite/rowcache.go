@@ -25,9 +25,13 @@ import (
 //     writer compares after each BEGIN with the one its own last commit left, clearing them all on
 //     a difference.
 //
-// An entry is dropped when the run releases the lease, so idle threads hold nothing here.
+// When the run's last Tx releases the lease, its entry moves to idle, as that Tx leaves the row:
+// the thread's next BeginRun starts from it instead of reading the row (idle rows are dropped and
+// cleared with the others, and bounded in number).
 type rowCache struct {
-	rows map[string]cachedRow
+	rows     map[string]cachedRow
+	idle     map[string]cachedRow
+	idleHits int // BeginRuns that started from an idle row, for tests
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
 	// entries outlive a lease's release.
 	hist histCache
@@ -48,7 +52,8 @@ type cachedRow struct {
 	queueKnown                        bool
 }
 
-// maxCachedRows bounds the entries: runs under way at once, far more than one writer serves.
+// maxCachedRows bounds the entries: runs under way at once, far more than one writer serves. It
+// bounds the idle rows too (about 500 bytes each).
 const maxCachedRows = 4096
 
 func (c *rowCache) get(threadID string) (cachedRow, bool) {
@@ -70,6 +75,31 @@ func (c *rowCache) drop(threadID string) {
 	if len(c.rows) > 0 {
 		delete(c.rows, threadID)
 	}
+	if len(c.idle) > 0 {
+		delete(c.idle, threadID)
+	}
+}
+
+// putIdle keeps the row a run's last Tx left, the lease released.
+func (c *rowCache) putIdle(threadID string, r cachedRow) {
+	delete(c.rows, threadID)
+	if c.idle == nil {
+		c.idle = make(map[string]cachedRow)
+	}
+	if len(c.idle) >= maxCachedRows {
+		clear(c.idle)
+	}
+	c.idle[threadID] = r
+}
+
+// takeIdle returns the thread's idle row and forgets it.
+func (c *rowCache) takeIdle(threadID string) (cachedRow, bool) {
+	r, ok := c.idle[threadID]
+	if ok {
+		delete(c.idle, threadID)
+		c.idleHits++
+	}
+	return r, ok
 }
 
 // renewed notes a lease renewal: the thread's entry, when it holds that lease, expires later.
@@ -90,11 +120,14 @@ func (c *rowCache) clear() {
 	if len(c.rows) > 0 {
 		clear(c.rows)
 	}
+	if len(c.idle) > 0 {
+		clear(c.idle)
+	}
 	c.hist.clear()
 }
 
 // active reports whether anything is kept.
-func (c *rowCache) active() bool { return len(c.rows) > 0 || !c.hist.empty() }
+func (c *rowCache) active() bool { return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() }
 
 // begun runs after BEGIN: the entries go when another connection committed since this one's last
 // commit (or when the version cannot be read).

@@ -308,3 +308,121 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleRowFollowsChanges: a thread's next run starts from the row its last run's releasing Tx
+// left, and any change of the row since — a message queued, an unfenced Tx, a lease taken and
+// freed, another process's write, a write of no one thread — makes it read the row instead. The
+// package's tests compare a kept row with the stored one at each use (verifyHistory), so a row
+// kept wrong fails BeginRun.
+func TestIdleRowFollowsChanges(t *testing.T) {
+	ctx := t.Context()
+	// run runs one run on th: a step that inserts a message, then a step that ends it.
+	run := func(t *testing.T, s *Store, th string, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart) {
+		t.Helper()
+		f, rs, err := s.BeginRun(ctx, th, "node-a", time.Minute, push)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Tx(ctx, th, &f, func(tx weft.Tx) error {
+			if _, err := tx.DrainQueue(0); err != nil {
+				return err
+			}
+			return tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: "reply"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		idle := weft.ThreadIdle
+		if err := s.Tx(ctx, th, &f, func(tx weft.Tx) error {
+			if err := tx.UpdateThread(weft.ThreadPatch{Status: &idle}); err != nil {
+				return err
+			}
+			return tx.ReleaseLease()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return f, rs
+	}
+	hits := func(s *Store) int { s.wmu.Lock(); defer s.wmu.Unlock(); return s.w.rows.idleHits }
+	label := "renamed"
+	cases := []struct {
+		name   string
+		change func(t *testing.T, a, b *Store, th string)
+		kept   bool
+		check  func(t *testing.T, rs *weft.RunStart)
+	}{
+		{"unchanged", func(*testing.T, *Store, *Store, string) {}, true, nil},
+		{"a message queued", func(t *testing.T, a, _ *Store, th string) {
+			if err := a.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th, Role: weft.RoleUser, Content: "queued"}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, func(t *testing.T, rs *weft.RunStart) {
+			if len(rs.Queued) != 2 || rs.Queued[0].Content != "queued" {
+				t.Errorf("queued: %+v", rs.Queued)
+			}
+		}},
+		{"an unfenced Tx", func(t *testing.T, a, _ *Store, th string) {
+			if err := a.Tx(ctx, th, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) }); err != nil {
+				t.Fatal(err)
+			}
+		}, false, func(t *testing.T, rs *weft.RunStart) {
+			if rs.Thread.Label != label {
+				t.Errorf("label %q", rs.Thread.Label)
+			}
+		}},
+		{"a lease taken and freed", func(t *testing.T, a, _ *Store, th string) {
+			f, err := a.AcquireLease(ctx, th, "node-b", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.ReleaseLease(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+		}, false, nil},
+		{"another process's write", func(t *testing.T, _, b *Store, th string) {
+			if err := b.Tx(ctx, th, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) }); err != nil {
+				t.Fatal(err)
+			}
+		}, false, func(t *testing.T, rs *weft.RunStart) {
+			if rs.Thread.Label != label {
+				t.Errorf("label %q", rs.Thread.Label)
+			}
+		}},
+		{"a write of no one thread", func(t *testing.T, a, _ *Store, th string) {
+			if err := a.SetEnv(ctx, weft.EnvThread, th, []weft.EnvValue{{Name: "K", Value: "v", Type: weft.VarText}}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, func(t *testing.T, rs *weft.RunStart) {
+			if len(rs.ThreadEnv) != 1 || rs.ThreadEnv[0].Value != "v" {
+				t.Errorf("thread env: %+v", rs.ThreadEnv)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, _, _ := twoStores(t)
+			th := &weft.Thread{Agent: "a"}
+			if err := a.CreateThread(ctx, th, nil); err != nil {
+				t.Fatal(err)
+			}
+			first, _ := run(t, a, th.ID, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "one"})
+			tc.change(t, a, b, th.ID)
+			before := hits(a)
+			f, rs, err := a.BeginRun(ctx, th.ID, "node-a", time.Minute, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "two"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hits(a) > before; got != tc.kept {
+				t.Errorf("started from the kept row: %v, want %v", got, tc.kept)
+			}
+			if f.Token <= first.Token {
+				t.Errorf("token %d after %d", f.Token, first.Token)
+			}
+			if rs.Thread.Status != weft.ThreadIdle || len(rs.Rows) != 1 || rs.Rows[0].Content != "reply" {
+				t.Errorf("run start: status %s, %d messages", rs.Thread.Status, len(rs.Rows))
+			}
+			if tc.check != nil {
+				tc.check(t, rs)
+			}
+		})
+	}
+}

@@ -41,17 +41,22 @@ const (
 		t.run_state, '',` + runStartRest
 	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0)`
 	runStartRest     = `
-		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),
+		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),` + runStartAround + `,
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq,
+		COALESCE(t.inbox, '')
+		FROM threads t WHERE t.id = ?`
+	// runStartAround is what a run starts from besides its thread's row, queue and history: the
+	// env of its scopes, whether it has children, and when effects are due.
+	runStartAround = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'thread' AND owner = t.id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE t.user_id <> '' AND scope = 'user' AND owner = t.user_id),
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM env WHERE scope = 'instance' AND owner = ''),
 		EXISTS (SELECT 1 FROM threads c WHERE c.parent_id = t.id),
 		(SELECT MIN(run_at) FROM effects WHERE status = 'pending'),
-		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing'),
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq,
-		COALESCE(t.inbox, '')
-		FROM threads t WHERE t.id = ?`
-	qTakeLease = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing')`
+	// qRunStartIdle is qRunStart for a thread whose row and history the writer keeps (rowcache.go).
+	qRunStartIdle = `SELECT ` + runStartAround + ` FROM threads t WHERE t.id = ?`
+	qTakeLease    = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	// BeginRun's, with the queue counter of the message it queued (alone when the lease is held),
 	// and with the message itself when it waits in the row (migration 0007).
 	qTakeLeaseQueued = `UPDATE threads SET queue_seq = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
@@ -197,25 +202,45 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	rs := &weft.RunStart{}
 	err := s.writeOwn(ctx, func(w *writer) error {
 		*rs, held = weft.RunStart{}, nil // a group commit may run this again (write)
+		c, idle := w.rows.takeIdle(threadID)
 		w.rows.drop(threadID)
 		var l lease
 		var sets runStartSets
 		var pending, claimed sql.NullInt64
-		var c cachedRow
 		hist, known := w.rows.hist.get(threadID)
-		q := qRunStart
-		if known {
-			q = qRunStartKnown
+		if idle && known && c.queueKnown {
+			// The row as the thread's last run left it: only what is around it is read.
+			row, err := w.rowOf(ctx, qRunStartIdle, threadID)
+			if err != nil {
+				return err
+			}
+			if err := row.Scan(&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
+				return s.noThread(threadID, err)
+			}
+			l = lease{owner: c.owner, token: c.token, expires: c.expires}
+			sets.exec, sets.queue = c.runState, c.queue
+			if verifyHistory {
+				if err := checkIdleRow(ctx, w, threadID, c); err != nil {
+					return err
+				}
+			}
+		} else {
+			c = cachedRow{}
+			q := qRunStart
+			if known {
+				q = qRunStartKnown
+			}
+			row, err := w.rowOf(ctx, q, threadID)
+			if err != nil {
+				return err
+			}
+			if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
+				&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed,
+				&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+				return s.noThread(threadID, err)
+			}
 		}
-		row, err := w.rowOf(ctx, q, threadID)
-		if err != nil {
-			return err
-		}
-		if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
-			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed,
-			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
-			return s.noThread(threadID, err)
-		}
+		var err error
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
@@ -293,6 +318,27 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 // database too, and fail when they differ: this package's tests set it, and CI sets
 // WEFT_SQLITE_CHECK_HISTORY for every test (and every weft process the end-to-end tests start).
 var verifyHistory = os.Getenv("WEFT_SQLITE_CHECK_HISTORY") != ""
+
+// checkIdleRow compares a kept idle row with the database's (verifyHistory).
+func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRow) error {
+	var c cachedRow
+	var exec, messages, queue, env0, env1, env2 string
+	var children bool
+	var pending, claimed sql.NullInt64
+	row, err := w.rowOf(ctx, qRunStart, threadID)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&c.doc, &c.owner, &c.token, &c.expires, &exec, &messages, &queue, &env0, &env1, &env2,
+		&children, &pending, &claimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+		return err
+	}
+	c.runState, c.queue, c.queueKnown = exec, queue, true
+	if c != kept {
+		return fmt.Errorf("sqlite: thread %s: the kept row is not the stored one:\n kept %+v\n stored %+v", threadID, kept, c)
+	}
+	return nil
+}
 
 // checkHistory compares a kept history with the database's.
 func checkHistory(ctx context.Context, w *writer, threadID string, kept []*weft.Message) error {

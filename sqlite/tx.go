@@ -123,14 +123,21 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			}
 			if own {
 				defer func() {
-					// Kept for the run's next Tx: the row as this one leaves it, unless the lease
-					// goes with it (or the Tx fails: its writes, whatever it did, roll back).
-					if txErr == nil && !t.release {
-						w.rows.put(threadID, cachedRow{owner: owner, token: token, expires: expires,
-							msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-							doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown})
-					} else {
+					// Kept for the run's next Tx: the row as this one leaves it; when the lease
+					// goes with it, for the thread's next run (unless the Tx fails: its writes,
+					// whatever it did, roll back).
+					if txErr != nil {
 						w.rows.drop(threadID)
+						return
+					}
+					c := cachedRow{owner: owner, token: token, expires: expires,
+						msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
+						doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown}
+					if t.release {
+						c.owner, c.expires = "", 0 // as setRelease writes them
+						w.rows.putIdle(threadID, c)
+					} else {
+						w.rows.put(threadID, c)
 					}
 				}()
 			}

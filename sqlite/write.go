@@ -342,7 +342,7 @@ func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
-		qRunStart, qRunStartKnown, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
+		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
 	return append(out, qUpdateThread[1:]...)
 }
 
