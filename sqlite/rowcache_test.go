@@ -310,8 +310,9 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 }
 
 // TestIdleRowFollowsChanges: a thread's next run starts from the row its last run's releasing Tx
-// left, and any change of the row since — a message queued, an unfenced Tx, a lease taken and
-// freed, another process's write, a write of no one thread — makes it read the row instead. The
+// left (its first, from the row CreateThread left), an unfenced Tx keeps the row as it leaves it,
+// and any other change of the row since — a message queued, a failed Tx, a lease taken and freed,
+// another process's write, a write of no one thread — makes BeginRun read the row instead. The
 // package's tests compare a kept row with the stored one at each use (verifyHistory), so a row
 // kept wrong fails BeginRun.
 func TestIdleRowFollowsChanges(t *testing.T) {
@@ -361,12 +362,33 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 			}
 		}},
 		{"an unfenced Tx", func(t *testing.T, a, _ *Store, th string) {
-			if err := a.Tx(ctx, th, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Label: &label}) }); err != nil {
+			// It starts from the kept row and keeps it as it leaves it.
+			if err := a.Tx(ctx, th, nil, func(tx weft.Tx) error {
+				if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: "unfenced"}); err != nil {
+					return err
+				}
+				return tx.UpdateThread(weft.ThreadPatch{Label: &label})
+			}); err != nil {
 				t.Fatal(err)
 			}
+		}, true, func(t *testing.T, rs *weft.RunStart) {
+			if rs.Thread.Label != label || len(rs.Rows) != 2 || rs.Rows[1].Content != "unfenced" {
+				t.Errorf("label %q, %d messages", rs.Thread.Label, len(rs.Rows))
+			}
+		}},
+		{"a failed unfenced Tx", func(t *testing.T, a, _ *Store, th string) {
+			err := a.Tx(ctx, th, nil, func(tx weft.Tx) error {
+				if err := tx.UpdateThread(weft.ThreadPatch{Label: &label}); err != nil {
+					return err
+				}
+				return errors.New("failed")
+			})
+			if err == nil {
+				t.Fatal("the Tx did not fail")
+			}
 		}, false, func(t *testing.T, rs *weft.RunStart) {
-			if rs.Thread.Label != label {
-				t.Errorf("label %q", rs.Thread.Label)
+			if rs.Thread.Label == label {
+				t.Errorf("label %q from a Tx that failed", rs.Thread.Label)
 			}
 		}},
 		{"a lease taken and freed", func(t *testing.T, a, _ *Store, th string) {
@@ -404,9 +426,13 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 			if err := a.CreateThread(ctx, th, nil); err != nil {
 				t.Fatal(err)
 			}
-			first, _ := run(t, a, th.ID, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "one"})
-			tc.change(t, a, b, th.ID)
 			before := hits(a)
+			first, _ := run(t, a, th.ID, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "one"})
+			if hits(a) == before {
+				t.Error("a new thread's first run did not start from the row CreateThread left")
+			}
+			tc.change(t, a, b, th.ID)
+			before = hits(a)
 			f, rs, err := a.BeginRun(ctx, th.ID, "node-a", time.Minute, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "two"})
 			if err != nil {
 				t.Fatal(err)
@@ -417,7 +443,7 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 			if f.Token <= first.Token {
 				t.Errorf("token %d after %d", f.Token, first.Token)
 			}
-			if rs.Thread.Status != weft.ThreadIdle || len(rs.Rows) != 1 || rs.Rows[0].Content != "reply" {
+			if rs.Thread.Status != weft.ThreadIdle || len(rs.Rows) == 0 || rs.Rows[0].Content != "reply" {
 				t.Errorf("run start: status %s, %d messages", rs.Thread.Status, len(rs.Rows))
 			}
 			if tc.check != nil {

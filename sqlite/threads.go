@@ -70,17 +70,19 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		storecontract.DefaultThread(t, now)
 		stored := *t
 		stored.Tags = tags
+		doc := threadDoc(&stored, props, args)
 		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
 			created_at, last_activity_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
-			nanos(t.CreatedAt), nanos(t.LastActivityAt), threadDoc(&stored, props, args))
+			nanos(t.CreatedAt), nanos(t.LastActivityAt), doc)
 		if isConstraint(err, "UNIQUE") {
 			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: create thread %s: %w", t.ID, err)
 		}
-		w.rows.hist.put(t.ID, nil, 0) // a new thread's history: none yet
+		w.rows.hist.put(t.ID, nil, 0)                                       // a new thread's history: none yet
+		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true}) // and its row, as the columns' defaults leave it
 		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
 	})
 }

@@ -85,12 +85,26 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 	return s.writeOwn(ctx, func(w *writer) (txErr error) {
 		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence, eventSeq: -1}
 		// A fenced Tx of the lease's own thread starts from the row its run's last Tx left
-		// (rowcache.go) and leaves the row for the next; any other Tx changes the row unseen.
+		// (rowcache.go) and leaves the row for the next; an unfenced Tx of a thread whose idle
+		// row is kept does the same with that row; any other Tx changes the row unseen.
 		own := fence != nil && (fence.ThreadID == "" || fence.ThreadID == threadID)
+		idle, kept := cachedRow{}, false
+		if fence == nil {
+			idle, kept = w.rows.takeIdle(threadID)
+		}
 		if !own {
 			w.rows.drop(threadID)
 		}
-		if fence == nil {
+		if kept {
+			t.load(idle)
+			defer func() {
+				if txErr != nil {
+					w.rows.drop(threadID)
+					return
+				}
+				w.rows.putIdle(threadID, t.row(idle.owner, idle.token, idle.expires))
+			}()
+		} else if fence == nil {
 			var one int
 			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
 				return s.noThread(threadID, err)
@@ -105,9 +119,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			var err error
 			if c, ok := w.rows.get(threadID); ok && own {
 				owner, token, expires = c.owner, c.token, c.expires
-				t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
-				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
-				t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
+				t.load(c)
 			} else if own {
 				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
@@ -130,9 +142,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 						w.rows.drop(threadID)
 						return
 					}
-					c := cachedRow{owner: owner, token: token, expires: expires,
-						msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-						doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown}
+					c := t.row(owner, token, expires)
 					if t.release {
 						c.owner, c.expires = "", 0 // as setRelease writes them
 						w.rows.putIdle(threadID, c)
@@ -152,6 +162,20 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 		w.rows.hist.appendDocs(threadID, t.inserted)
 		return nil
 	})
+}
+
+// load starts the Tx from a kept row.
+func (t *tx) load(c cachedRow) {
+	t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
+	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
+	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
+}
+
+// row is the thread row as the Tx leaves it, with the given lease.
+func (t *tx) row(owner string, token, expires int64) cachedRow {
+	return cachedRow{owner: owner, token: token, expires: expires,
+		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
+		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown}
 }
 
 // noThread maps a missing row to ErrNotFound naming the thread.
