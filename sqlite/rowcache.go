@@ -32,6 +32,15 @@ type rowCache struct {
 	rows     map[string]cachedRow
 	idle     map[string]cachedRow
 	idleHits int // BeginRuns that started from an idle row, for tests
+	// What a run starts from besides its thread's row (qRunStartIdle) that is not one thread's:
+	// users' env docs, the instance's, and when effects are due. Only writes of no one thread
+	// change them (SetEnv, the effects' writes), and those clear everything.
+	userEnv                map[string]string
+	instanceEnv            string
+	instanceKnown          bool
+	effPending, effClaimed sql.NullInt64
+	effKnown               bool
+	aroundHits             int // BeginRuns that read nothing, for tests
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
 	// entries outlive a lease's release.
 	hist histCache
@@ -50,6 +59,16 @@ type cachedRow struct {
 	inbox                             string // the doc of the message waiting in the row ("": none)
 	queue                             string
 	queueKnown                        bool
+	around                            around
+}
+
+// around is what a run starts from besides its thread's row that is the thread's own: its env
+// docs (as qRunStartIdle concatenates them) and whether it has children. Only writes of no one
+// thread change the env (SetEnv clears everything); a child's CreateThread sets children.
+type around struct {
+	threadEnv string
+	children  bool
+	known     bool
 }
 
 // maxCachedRows bounds the entries: runs under way at once, far more than one writer serves. It
@@ -116,6 +135,48 @@ func (c *rowCache) renewed(f weft.Fence, expires int64) {
 	c.rows[f.ThreadID] = r
 }
 
+// childAdded notes that the thread has a child now.
+func (c *rowCache) childAdded(parent string) {
+	if r, ok := c.rows[parent]; ok {
+		r.around.children = true
+		c.rows[parent] = r
+	}
+	if r, ok := c.idle[parent]; ok {
+		r.around.children = true
+		c.idle[parent] = r
+	}
+}
+
+// noteAround keeps what a run start read that is not one thread's.
+func (c *rowCache) noteAround(user, userEnv, instanceEnv string, pending, claimed sql.NullInt64) {
+	if user != "" {
+		if c.userEnv == nil {
+			c.userEnv = make(map[string]string)
+		}
+		if len(c.userEnv) >= maxCachedRows {
+			clear(c.userEnv)
+		}
+		c.userEnv[user] = userEnv
+	}
+	c.instanceEnv, c.instanceKnown = instanceEnv, true
+	c.effPending, c.effClaimed, c.effKnown = pending, claimed, true
+}
+
+// aroundOf returns what is around a thread's row for its run start (env docs of its scopes,
+// children, effects due) when all of it is kept.
+func (c *rowCache) aroundOf(r cachedRow, user string) (env [3]string, children bool, pending, claimed sql.NullInt64, ok bool) {
+	if !r.around.known || !c.instanceKnown || !c.effKnown {
+		return env, false, pending, claimed, false
+	}
+	var userEnv string
+	if user != "" {
+		if userEnv, ok = c.userEnv[user]; !ok {
+			return env, false, pending, claimed, false
+		}
+	}
+	return [3]string{r.around.threadEnv, userEnv, c.instanceEnv}, r.around.children, c.effPending, c.effClaimed, true
+}
+
 func (c *rowCache) clear() {
 	if len(c.rows) > 0 {
 		clear(c.rows)
@@ -123,11 +184,17 @@ func (c *rowCache) clear() {
 	if len(c.idle) > 0 {
 		clear(c.idle)
 	}
+	if len(c.userEnv) > 0 {
+		clear(c.userEnv)
+	}
+	c.instanceKnown, c.effKnown = false, false
 	c.hist.clear()
 }
 
 // active reports whether anything is kept.
-func (c *rowCache) active() bool { return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() }
+func (c *rowCache) active() bool {
+	return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() || len(c.userEnv) > 0 || c.instanceKnown || c.effKnown
+}
 
 // begun runs after BEGIN: the entries go when another connection committed since this one's last
 // commit (or when the version cannot be read).

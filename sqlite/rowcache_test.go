@@ -344,6 +344,7 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 		return f, rs
 	}
 	hits := func(s *Store) int { s.wmu.Lock(); defer s.wmu.Unlock(); return s.w.rows.idleHits }
+	readNothing := func(s *Store) int { s.wmu.Lock(); defer s.wmu.Unlock(); return s.w.rows.aroundHits }
 	label := "renamed"
 	cases := []struct {
 		name   string
@@ -409,6 +410,24 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 				t.Errorf("label %q", rs.Thread.Label)
 			}
 		}},
+		{"a child created", func(t *testing.T, a, _ *Store, th string) {
+			if err := a.CreateThread(ctx, &weft.Thread{Agent: "a", ParentID: th}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, true, func(t *testing.T, rs *weft.RunStart) {
+			if !rs.Children {
+				t.Error("the run start does not know the thread has a child")
+			}
+		}},
+		{"an effect scheduled", func(t *testing.T, a, _ *Store, th string) {
+			if err := a.ScheduleEffect(ctx, &weft.EffectRecord{ThreadID: th, Name: "remind", RunAt: time.Unix(1_900_000_000, 0)}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, func(t *testing.T, rs *weft.RunStart) {
+			if !rs.EffectsDue.Equal(time.Unix(1_900_000_000, 0)) {
+				t.Errorf("effects due %v", rs.EffectsDue)
+			}
+		}},
 		{"a write of no one thread", func(t *testing.T, a, _ *Store, th string) {
 			if err := a.SetEnv(ctx, weft.EnvThread, th, []weft.EnvValue{{Name: "K", Value: "v", Type: weft.VarText}}); err != nil {
 				t.Fatal(err)
@@ -419,6 +438,31 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 			}
 		}},
 	}
+	// A new thread's row is kept from its creation, with what is around it: an effect scheduled
+	// before must still be seen by its first run.
+	t.Run("a new thread after an effect", func(t *testing.T) {
+		a, _, _, _ := twoStores(t)
+		old := &weft.Thread{Agent: "a"}
+		if err := a.CreateThread(ctx, old, nil); err != nil {
+			t.Fatal(err)
+		}
+		run(t, a, old.ID, nil) // what is around a row is known from here
+		at := time.Unix(1_900_000_000, 0)
+		if err := a.ScheduleEffect(ctx, &weft.EffectRecord{ThreadID: old.ID, Name: "remind", RunAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		th := &weft.Thread{Agent: "a"}
+		if err := a.CreateThread(ctx, th, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, rs, err := a.BeginRun(ctx, th.ID, "node-a", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rs.EffectsDue.Equal(at) {
+			t.Errorf("effects due %v, want %v", rs.EffectsDue, at)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b, _, _ := twoStores(t)
@@ -433,12 +477,17 @@ func TestIdleRowFollowsChanges(t *testing.T) {
 			}
 			tc.change(t, a, b, th.ID)
 			before = hits(a)
+			nothing := readNothing(a)
 			f, rs, err := a.BeginRun(ctx, th.ID, "node-a", time.Minute, &weft.QueuedMessage{ThreadID: th.ID, Role: weft.RoleUser, Content: "two"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := hits(a) > before; got != tc.kept {
 				t.Errorf("started from the kept row: %v, want %v", got, tc.kept)
+			}
+			// What is around the row too, once a run start read it (the first run's did).
+			if got := readNothing(a) > nothing; got != tc.kept {
+				t.Errorf("started reading nothing: %v, want %v", got, tc.kept)
 			}
 			if f.Token <= first.Token {
 				t.Errorf("token %d after %d", f.Token, first.Token)

@@ -208,19 +208,28 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		var sets runStartSets
 		var pending, claimed sql.NullInt64
 		hist, known := w.rows.hist.get(threadID)
+		var err error
 		if idle && known && c.queueKnown {
-			// The row as the thread's last run left it: only what is around it is read.
-			row, err := w.rowOf(ctx, qRunStartIdle, threadID)
-			if err != nil {
-				return err
+			// The row as the thread's last run left it: at most what is around it is read.
+			if rs.Thread, err = decodeThread(c.doc); err != nil {
+				return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 			}
-			if err := row.Scan(&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
-				return s.noThread(threadID, err)
+			var ok bool
+			if sets.env, rs.Children, pending, claimed, ok = w.rows.aroundOf(c, rs.Thread.UserID); ok {
+				w.rows.aroundHits++
+			} else {
+				row, err := w.rowOf(ctx, qRunStartIdle, threadID)
+				if err != nil {
+					return err
+				}
+				if err := row.Scan(&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
+					return s.noThread(threadID, err)
+				}
 			}
 			l = lease{owner: c.owner, token: c.token, expires: c.expires}
 			sets.exec, sets.queue = c.runState, c.queue
 			if verifyHistory {
-				if err := checkIdleRow(ctx, w, threadID, c); err != nil {
+				if err := checkIdleRow(ctx, w, threadID, c, &sets, rs.Children, pending, claimed); err != nil {
 					return err
 				}
 			}
@@ -239,11 +248,12 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 				&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
 				return s.noThread(threadID, err)
 			}
+			if rs.Thread, err = decodeThread(c.doc); err != nil {
+				return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+			}
 		}
-		var err error
-		if rs.Thread, err = decodeThread(c.doc); err != nil {
-			return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
-		}
+		c.around = around{threadEnv: sets.env[0], children: rs.Children, known: true}
+		w.rows.noteAround(rs.Thread.UserID, sets.env[1], sets.env[2], pending, claimed)
 		if known && verifyHistory {
 			if err := checkHistory(ctx, w, threadID, hist); err != nil {
 				return err
@@ -319,23 +329,29 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 // WEFT_SQLITE_CHECK_HISTORY for every test (and every weft process the end-to-end tests start).
 var verifyHistory = os.Getenv("WEFT_SQLITE_CHECK_HISTORY") != ""
 
-// checkIdleRow compares a kept idle row with the database's (verifyHistory).
-func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRow) error {
+// checkIdleRow compares a kept idle row, and what was kept around it, with the database's
+// (verifyHistory).
+func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRow, sets *runStartSets, children bool, pending, claimed sql.NullInt64) error {
 	var c cachedRow
-	var exec, messages, queue, env0, env1, env2 string
-	var children bool
-	var pending, claimed sql.NullInt64
+	var messages string
+	var st runStartSets
+	var stChildren bool
+	var stPending, stClaimed sql.NullInt64
 	row, err := w.rowOf(ctx, qRunStart, threadID)
 	if err != nil {
 		return err
 	}
-	if err := row.Scan(&c.doc, &c.owner, &c.token, &c.expires, &exec, &messages, &queue, &env0, &env1, &env2,
-		&children, &pending, &claimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+	if err := row.Scan(&c.doc, &c.owner, &c.token, &c.expires, &c.runState, &messages, &c.queue, &st.env[0], &st.env[1], &st.env[2],
+		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
 		return err
 	}
-	c.runState, c.queue, c.queueKnown = exec, queue, true
+	c.queueKnown, c.around = true, kept.around
 	if c != kept {
 		return fmt.Errorf("sqlite: thread %s: the kept row is not the stored one:\n kept %+v\n stored %+v", threadID, kept, c)
+	}
+	if st.env != sets.env || stChildren != children || stPending != pending || stClaimed != claimed {
+		return fmt.Errorf("sqlite: thread %s: what was kept around the row is not what is stored: env %q children %v effects %v %v; stored env %q children %v effects %v %v",
+			threadID, sets.env, children, pending, claimed, st.env, stChildren, stPending, stClaimed)
 	}
 	return nil
 }

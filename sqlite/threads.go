@@ -81,8 +81,13 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		if err != nil {
 			return fmt.Errorf("sqlite: create thread %s: %w", t.ID, err)
 		}
-		w.rows.hist.put(t.ID, nil, 0)                                       // a new thread's history: none yet
-		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true}) // and its row, as the columns' defaults leave it
+		w.rows.hist.put(t.ID, nil, 0) // a new thread's history: none yet
+		// And its row, as the columns' defaults leave it, with its env when it has none; its
+		// parent has a child now.
+		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}})
+		if t.ParentID != "" {
+			w.rows.childAdded(t.ParentID)
+		}
 		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
 	})
 }

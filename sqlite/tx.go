@@ -169,13 +169,14 @@ func (t *tx) load(c cachedRow) {
 	t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
 	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
+	t.around = c.around
 }
 
 // row is the thread row as the Tx leaves it, with the given lease.
 func (t *tx) row(owner string, token, expires int64) cachedRow {
 	return cachedRow{owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown}
+		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around}
 }
 
 // noThread maps a missing row to ErrNotFound naming the thread.
@@ -216,6 +217,7 @@ type tx struct {
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
 	runState                runState
 	release                 bool     // ReleaseLease: flush frees the thread's lease
+	around                  around   // kept with the row the Tx started from, passed on
 	eventSeq                int64    // the last event seq, once read (-1 until then)
 	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
 	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
