@@ -130,6 +130,7 @@ func FuzzQuickAgrees(f *testing.F) {
 	for _, s := range quickValues {
 		f.Add([]byte(s), false)
 	}
+	f.Add([]byte(`{"order_id":1E700}`), false)
 	var validators []*Validator
 	for _, tc := range quickSchemas {
 		if tc.quick {
@@ -137,10 +138,17 @@ func FuzzQuickAgrees(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, useNumber bool) {
-		if len(data) > 4096 || !json.Valid(data) {
+		if len(data) > 4096 {
 			return
 		}
-		in := decodeValue(t, string(data), useNumber)
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		if useNumber {
+			dec.UseNumber()
+		}
+		var in any
+		if dec.Decode(&in) != nil {
+			return // not JSON, or a number no float64 holds: Validate never sees it
+		}
 		for i, v := range validators {
 			if got, want := v.quick.accepts(in), general(v, in); got != want && (got || !useNumber) {
 				t.Fatalf("schema %d, %s: quick accepts %v, the general validator %v", i, data, got, want)
