@@ -304,7 +304,7 @@ func TestRowCacheFollowsOtherWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cached(a, th) {
-			t.Error("a released lease left the run's row cached: idle threads hold nothing")
+			t.Error("a released lease left the run's row cached as running (it is kept as idle)")
 		}
 	})
 }

@@ -52,8 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadConns caps the read pool; 0 means max(4, 2×GOMAXPROCS).
 	ReadConns int
-	// HistoryCache is the bytes of thread histories kept in memory for the runs that start from
-	// them; 0 means 32 MiB, a negative value keeps none.
+	// HistoryCache is the bytes of thread histories (their messages' docs, and the messages
+	// decoded) kept in memory for the runs that start from them; 0 means 32 MiB, a negative value
+	// keeps none.
 	HistoryCache int
 }
 
