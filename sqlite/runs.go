@@ -324,9 +324,10 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	return f, rs, nil
 }
 
-// verifyHistory makes BeginRun read every history it takes from the writer's cache from the
-// database too, and fail when they differ: this package's tests set it, and CI sets
-// WEFT_SQLITE_CHECK_HISTORY for every test (and every weft process the end-to-end tests start).
+// verifyHistory makes BeginRun read everything it takes from the writer's caches — the history,
+// the row, what is around it — from the database too, and fail when they differ: this package's
+// tests set it, and CI sets WEFT_SQLITE_CHECK_HISTORY for every test (and every weft process the
+// end-to-end tests start).
 var verifyHistory = os.Getenv("WEFT_SQLITE_CHECK_HISTORY") != ""
 
 // checkIdleRow compares a kept idle row, and what was kept around it, with the database's
