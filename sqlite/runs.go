@@ -202,64 +202,12 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	rs := &weft.RunStart{}
 	err := s.writeOwn(ctx, func(w *writer) error {
 		*rs, held = weft.RunStart{}, nil // a group commit may run this again (write)
-		c, idle := w.rows.takeIdle(threadID)
-		w.rows.drop(threadID)
-		var l lease
-		var sets runStartSets
-		var pending, claimed sql.NullInt64
-		hist, known := w.rows.hist.get(threadID)
-		var err error
-		if idle && known && c.queueKnown {
-			// The row as the thread's last run left it: at most what is around it is read.
-			if rs.Thread, err = decodeThread(c.doc); err != nil {
-				return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
-			}
-			var ok bool
-			if sets.env, rs.Children, pending, claimed, ok = w.rows.aroundOf(c, rs.Thread.UserID); ok {
-				w.rows.aroundHits++
-			} else {
-				row, err := w.rowOf(ctx, qRunStartIdle, threadID)
-				if err != nil {
-					return err
-				}
-				if err := row.Scan(&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed); err != nil {
-					return s.noThread(threadID, err)
-				}
-			}
-			l = lease{owner: c.owner, token: c.token, expires: c.expires}
-			sets.exec, sets.queue = c.runState, c.queue
-			if verifyHistory {
-				if err := checkIdleRow(ctx, w, threadID, c, &sets, rs.Children, pending, claimed); err != nil {
-					return err
-				}
-			}
-		} else {
-			c = cachedRow{}
-			q := qRunStart
-			if known {
-				q = qRunStartKnown
-			}
-			row, err := w.rowOf(ctx, q, threadID)
-			if err != nil {
-				return err
-			}
-			if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
-				&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &pending, &claimed,
-				&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
-				return s.noThread(threadID, err)
-			}
-			if rs.Thread, err = decodeThread(c.doc); err != nil {
-				return fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
-			}
+		rd, err := s.readRunStart(ctx, w, threadID, rs)
+		if err != nil {
+			return err
 		}
-		c.around = around{threadEnv: sets.env[0], children: rs.Children, known: true}
-		w.rows.noteAround(rs.Thread.UserID, sets.env[1], sets.env[2], pending, claimed)
-		if known && verifyHistory {
-			if err := checkHistory(ctx, w, threadID, hist); err != nil {
-				return err
-			}
-		}
-		rs.EffectsDue = effectsDue(pending, claimed)
+		c, l, sets, hist, known := rd.row, rd.lease, rd.sets, rd.hist, rd.known
+		rs.EffectsDue = effectsDue(rd.pending, rd.claimed)
 		var p *pushed
 		if push != nil {
 			// Queued as PushQueue would, after the read: its seq and the refusals come from the
@@ -322,6 +270,80 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		return weft.Fence{}, nil, err
 	}
 	return f, rs, nil
+}
+
+// runStartRead is what BeginRun read, or took from the writer's caches, for a run's start.
+type runStartRead struct {
+	row              cachedRow
+	lease            lease
+	sets             runStartSets
+	pending, claimed sql.NullInt64
+	hist             []*weft.Message // the kept history (known), or none yet
+	known            bool
+}
+
+// readRunStart reads what a run starts from into rs (its thread and children) and rd: from the
+// row and history the writer keeps when it keeps them (rowcache.go, histcache.go), with what is
+// around the row when that is kept too; else in one statement.
+func (s *Store) readRunStart(ctx context.Context, w *writer, threadID string, rs *weft.RunStart) (rd runStartRead, err error) {
+	c, idle := w.rows.takeIdle(threadID)
+	w.rows.drop(threadID)
+	rd.hist, rd.known = w.rows.hist.get(threadID)
+	sets := &rd.sets
+	if idle && rd.known && c.queueKnown {
+		// The row as the thread's last run (or its creation, or an unfenced Tx) left it: at most
+		// what is around it is read.
+		if rs.Thread, err = decodeThread(c.doc); err != nil {
+			return rd, fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+		}
+		var ok bool
+		if sets.env, rs.Children, rd.pending, rd.claimed, ok = w.rows.aroundOf(c, rs.Thread.UserID); ok {
+			w.rows.aroundHits++
+		} else {
+			row, err := w.rowOf(ctx, qRunStartIdle, threadID)
+			if err != nil {
+				return rd, err
+			}
+			if err := row.Scan(&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &rd.pending, &rd.claimed); err != nil {
+				return rd, s.noThread(threadID, err)
+			}
+		}
+		rd.lease = lease{owner: c.owner, token: c.token, expires: c.expires}
+		sets.exec, sets.queue = c.runState, c.queue
+		if verifyHistory {
+			if err := checkIdleRow(ctx, w, threadID, c, sets, rs.Children, rd.pending, rd.claimed); err != nil {
+				return rd, err
+			}
+		}
+	} else {
+		c = cachedRow{}
+		q := qRunStart
+		if rd.known {
+			q = qRunStartKnown
+		}
+		row, err := w.rowOf(ctx, q, threadID)
+		if err != nil {
+			return rd, err
+		}
+		l := &rd.lease
+		if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
+			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &rd.pending, &rd.claimed,
+			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+			return rd, s.noThread(threadID, err)
+		}
+		if rs.Thread, err = decodeThread(c.doc); err != nil {
+			return rd, fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
+		}
+	}
+	c.around = around{threadEnv: sets.env[0], children: rs.Children, known: true}
+	w.rows.noteAround(rs.Thread.UserID, sets.env[1], sets.env[2], rd.pending, rd.claimed)
+	if rd.known && verifyHistory {
+		if err := checkHistory(ctx, w, threadID, rd.hist); err != nil {
+			return rd, err
+		}
+	}
+	rd.row = c
+	return rd, nil
 }
 
 // verifyHistory makes BeginRun read everything it takes from the writer's caches — the history,
