@@ -152,17 +152,10 @@ func (k quickKind) accepts(v any) bool {
 	case quickBoolean:
 		_, ok := v.(bool)
 		return ok
-	case quickInteger:
+	case quickInteger, quickNumber:
 		switch n := v.(type) {
-		case float64:
-			return !math.IsInf(n, 0) && n == math.Trunc(n)
-		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-			return true
-		}
-	case quickNumber:
-		switch n := v.(type) {
-		case float64:
-			return !math.IsInf(n, 0) && !math.IsNaN(n)
+		case float64: // finite, and for an integer without a fractional part
+			return !math.IsInf(n, 0) && !math.IsNaN(n) && (k == quickNumber || n == math.Trunc(n))
 		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 			return true
 		}

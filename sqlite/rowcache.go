@@ -116,7 +116,6 @@ func (c *rowCache) takeIdle(threadID string) (cachedRow, bool) {
 	r, ok := c.idle[threadID]
 	if ok {
 		delete(c.idle, threadID)
-		c.idleHits++
 	}
 	return r, ok
 }

@@ -293,6 +293,7 @@ func (s *Store) readRunStart(ctx context.Context, w *writer, threadID string, rs
 	if idle && rd.known && c.queueKnown {
 		// The row as the thread's last run (or its creation, or an unfenced Tx) left it: at most
 		// what is around it is read.
+		w.rows.idleHits++
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return rd, fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
