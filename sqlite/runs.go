@@ -39,7 +39,7 @@ const (
 	// qRunStartKnown is qRunStart for a thread whose history the writer keeps (histcache.go).
 	qRunStartKnown = `SELECT t.doc, ` + leaseCols + `,
 		t.run_state, '',` + runStartRest
-	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = t.id AND depth <= 0)`
+	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_id = t.id AND depth <= 0)`
 	runStartRest     = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),` + runStartAround + `,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq,
@@ -383,7 +383,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 // checkHistory compares a kept history with the database's.
 func checkHistory(ctx context.Context, w *writer, threadID string, kept []*weft.Message) error {
 	var docs string
-	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages WHERE thread_id = ? AND depth <= 0`, []any{&docs}, threadID); err != nil {
+	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_id = ? AND depth <= 0`, []any{&docs}, threadID); err != nil {
 		return err
 	}
 	stored, err := decodeMessages(docs, threadID, nil)

@@ -160,6 +160,95 @@ func TestRunStateAndLeasesMigrated(t *testing.T) {
 	}
 }
 
+// TestMessagesMigratedToWriteOrder: a database from before migration 9, whose messages were
+// clustered by thread, keeps every message; histories still read in seq order although the rows
+// of the threads are interleaved on disk, new messages follow on, and deleting a thread still
+// deletes its messages.
+func TestMessagesMigratedToWriteOrder(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms {
+		if m.Version >= 9 {
+			break
+		}
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	}
+	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
+			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	// Each thread's seqs, written newest first and the threads interleaved, so that neither the
+	// rows' order on disk nor their ids' order is the seq order.
+	for seq := int64(3); seq >= 1; seq-- {
+		for _, th := range []string{"thr_b", "thr_a"} {
+			m := &weft.Message{ID: fmt.Sprintf("msg_%s_%d", th, 9-seq), Role: weft.RoleUser, Content: fmt.Sprint(th, " ", seq)}
+			if _, err := db.ExecContext(ctx, qInsertMsg, th, seq, m.ID, string(m.Role), 0, 0, messageDoc(m, seq, time.Unix(1, 0), nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	contents := func(msgs []*weft.Message) string {
+		var b strings.Builder
+		for _, m := range msgs {
+			fmt.Fprintf(&b, "%d:%s;", m.Seq, m.Content)
+		}
+		return b.String()
+	}
+	listed, err := s.Messages(ctx, "thr_a", weft.MessageQuery{Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptrs := make([]*weft.Message, len(listed))
+	for i := range listed {
+		ptrs[i] = &listed[i]
+	}
+	if got, want := contents(ptrs), "1:thr_a 1;2:thr_a 2;3:thr_a 3;"; got != want {
+		t.Errorf("listed %s, want %s", got, want)
+	}
+	if m, err := s.Message(ctx, "thr_b", "msg_thr_b_8"); err != nil || m.Content != "thr_b 1" {
+		t.Errorf("message by id: %+v, %v", m, err)
+	}
+	fence, start, err := s.BeginRun(ctx, "thr_b", "n", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(start.Rows), "1:thr_b 1;2:thr_b 2;3:thr_b 3;"; got != want {
+		t.Errorf("run start's history %s, want %s", got, want)
+	}
+	next := &weft.Message{Role: weft.RoleAssistant, Content: "thr_b 4"}
+	if err := s.Tx(ctx, "thr_b", &fence, func(tx weft.Tx) error { return tx.InsertMessage(next) }); err != nil {
+		t.Fatal(err)
+	}
+	if next.Seq != 4 {
+		t.Errorf("next message's seq %d, want 4", next.Seq)
+	}
+	if err := s.DeleteThread(ctx, "thr_a"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE thread_id = 'thr_a'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("deleted thread's messages: %d left, %v", left, err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "weft.db")
@@ -431,10 +520,11 @@ func TestPagesPerCommit(t *testing.T) {
 		max  int
 		fn   func() error
 	}{
-		// thread counters, messages + messages_id, tool_calls, logs; the exec state is unchanged
-		{"step", 5, step(1)},
-		// messages + messages_id: the thread row is not written
-		{"message", 2, func() error {
+		// thread counters, messages + messages_seq + messages_id, tool_calls, logs; the exec
+		// state is unchanged
+		{"step", 6, step(1)},
+		// messages + messages_seq + messages_id: the thread row is not written
+		{"message", 3, func() error {
 			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.InsertMessage(&weft.Message{Role: weft.RoleUser}) })
 		}},
 		{"unchanged exec state", 0, func() error {
@@ -446,14 +536,14 @@ func TestPagesPerCommit(t *testing.T) {
 		}},
 		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond, nil); return err }},
 		// the pages of a step: the run state is in the thread row
-		{"step with a new run state", 5, step(10)},
+		{"step with a new run state", 6, step(10)},
 	} {
 		if got := pages(c.fn); got > c.max {
 			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
 		}
 	}
 	// A run's last step: its reply, the thread's status, its run state and the lease's release;
-	// the lease is in the thread row, so messages + messages_id + the thread row.
+	// the lease is in the thread row, so messages + messages_seq + messages_id + the thread row.
 	fence, err := s.AcquireLease(ctx, th.ID, "n", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -465,8 +555,8 @@ func TestPagesPerCommit(t *testing.T) {
 				tx.UpdateThread(weft.ThreadPatch{Status: &idle}), tx.SetExecState("run", []byte(`{"side":"b"}`)), tx.ReleaseLease())
 		})
 	})
-	if got > 3 {
-		t.Errorf("last step: %d pages written, want at most 3", got)
+	if got > 4 {
+		t.Errorf("last step: %d pages written, want at most 4", got)
 	}
 }
 
