@@ -93,9 +93,11 @@ func TestReopen(t *testing.T) {
 
 // TestRunStateAndLeasesMigrated: a database from before migration 3 keeps each thread's run state
 // and lease, moved from their tables into the thread row, and deleting a thread still cascades.
-func TestRunStateAndLeasesMigrated(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "weft.db")
+// oldDatabase creates a database file as a Weft of migrations before version before left it, with
+// two threads, thr_a and thr_b, and runs stmts on it. The caller closes db before opening a Store.
+func oldDatabase(t *testing.T, before int, stmts ...string) (path string, db *sql.DB) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "weft.db")
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -104,20 +106,29 @@ func TestRunStateAndLeasesMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
-	for _, m := range ms[:2] {
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	all := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms {
+		if m.Version >= before {
+			break
+		}
+		all = append(all, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
 	}
-	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
-			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`,
-		`INSERT INTO exec_state VALUES ('thr_a', 'run', '{"side":"b","stops":2}'), ('thr_a', 'handoff', 'null'),
-			('thr_b', 'run', '{"side":"a"}')`,
-		fmt.Sprintf(`INSERT INTO leases VALUES ('thr_a', 'node-x', 7, %d)`, time.Now().Add(time.Hour).UnixNano()))
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+	all = append(all, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
+			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`)
+	for _, q := range append(all, stmts...) {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
 		}
 	}
+	return path, db
+}
+
+func TestRunStateAndLeasesMigrated(t *testing.T) {
+	ctx := t.Context()
+	path, db := oldDatabase(t, 3,
+		`INSERT INTO exec_state VALUES ('thr_a', 'run', '{"side":"b","stops":2}'), ('thr_a', 'handoff', 'null'),
+			('thr_b', 'run', '{"side":"a"}')`,
+		fmt.Sprintf(`INSERT INTO leases VALUES ('thr_a', 'node-x', 7, %d)`, time.Now().Add(time.Hour).UnixNano()))
 	db.Close()
 	s, err := Open(ctx, path, Options{Key: envcrypt.NewKey()})
 	if err != nil {
@@ -166,29 +177,7 @@ func TestRunStateAndLeasesMigrated(t *testing.T) {
 // deletes its messages.
 func TestMessagesMigratedToWriteOrder(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "weft.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
-	for _, m := range ms {
-		if m.Version >= 9 {
-			break
-		}
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
-	}
-	stmts = append(stmts, `INSERT INTO threads (id, agent, root_id, status, created_at, last_activity_at, doc) VALUES
-			('thr_a', 'a', 'thr_a', 'idle', 1, 1, ''), ('thr_b', 'a', 'thr_b', 'idle', 1, 1, '')`)
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
+	path, db := oldDatabase(t, 9)
 	// Each thread's seqs, written newest first and the threads interleaved, so that neither the
 	// rows' order on disk nor their ids' order is the seq order.
 	for seq := int64(3); seq >= 1; seq-- {
