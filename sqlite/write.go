@@ -131,6 +131,7 @@ func (w *writer) exec(ctx context.Context, q string, args ...any) (driver.Result
 	for i, a := range args {
 		v, err := driverValue(a)
 		if err != nil {
+			clear(nv)
 			return nil, fmt.Errorf("sqlite: argument %d: %w", i+1, err)
 		}
 		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
