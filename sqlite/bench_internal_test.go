@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,4 +91,71 @@ func BenchmarkRunStart(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLongThreadStep: a step of a conversation 1,000 turns long, as the store sees it — the
+// user's message, the model's answer and the call's log, whose request body (as providers report
+// it) holds every message so far — in one Tx. stored-B/op is what the step adds to the logs
+// table's request bodies.
+func BenchmarkLongThreadStep(b *testing.B) {
+	verify := verifyHistory
+	verifyHistory = false // the check reads each base again
+	defer func() { verifyHistory = verify }()
+	ctx := b.Context()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		b.Fatal(err)
+	}
+	var body []byte // the request so far, without its closing "]}"
+	body = append(body, `{"model":"m","tools":[{"name":"lookup","parameters":{"type":"object"}}],"messages":[`...)
+	turn := func(i int) error {
+		user := fmt.Sprintf("question %d: %s", i, strings.Repeat("q", 200))
+		answer := fmt.Sprintf("answer %d: %s", i, strings.Repeat("a", 200))
+		return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: user}); err != nil {
+				return err
+			}
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = fmt.Appendf(body, `{"role":"user","content":%q}`, user)
+			req := append(body[:len(body):len(body)], "]}"...)
+			if err := tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: answer}); err != nil {
+				return err
+			}
+			body = fmt.Appendf(body, `,{"role":"assistant","content":%q}`, answer)
+			return tx.PutLog(&weft.LogEntry{Kind: "llm", RequestBody: req, ResponseBody: []byte(`{"choices":[]}`)})
+		})
+	}
+	const prior = 1000
+	for i := range prior {
+		if err := turn(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	storedBytes := func() float64 {
+		var n int64
+		if err := s.row(ctx, `SELECT sum(length(request_body)) FROM logs WHERE thread_id = ?`, []any{&n}, th.ID); err != nil {
+			b.Fatal(err)
+		}
+		return float64(n)
+	}
+	before := storedBytes()
+	i := prior
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := turn(i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	b.ReportMetric((storedBytes()-before)/float64(b.N), "stored-B/op")
+	b.ReportMetric(float64(len(body)), "request-B")
 }

@@ -12,33 +12,24 @@ import (
 
 // Log and event write statements. hotWrites lists those prepared at Open.
 const (
-	// A replaced log row keeps its n (its place in the listing).
-	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
-		request_body = excluded.request_body, response_body = excluded.response_body`
+	// A log row is inserted unless one with its id exists (tx.replaceLog replaces it, keeping its
+	// n). The request body is stored as the bytes shared with request_base's and the rest
+	// (bodies.go).
+	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_base, request_prefix, request_body, response_body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, id) DO NOTHING`
 	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
 	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
 	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
 )
 
-func scanLog(sc scanner, threadID string, bodies bool) (weft.LogEntry, error) {
+func scanLog(sc scanner, threadID string) (weft.LogEntry, error) {
 	l := weft.LogEntry{ThreadID: threadID}
-	var doc, req, resp string
-	dest := []any{&l.ID, &doc}
-	if bodies {
-		dest = append(dest, &req, &resp)
-	}
-	if err := sc.Scan(dest...); err != nil {
+	var doc string
+	if err := sc.Scan(&l.ID, &doc); err != nil {
 		return l, err
 	}
 	if err := decodeLog(doc, &l); err != nil {
 		return l, fmt.Errorf("log %s: %w", l.ID, err)
-	}
-	if req != "" {
-		l.RequestBody = json.RawMessage(req)
-	}
-	if resp != "" {
-		l.ResponseBody = json.RawMessage(resp)
 	}
 	return l, nil
 }
@@ -58,7 +49,7 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	defer rows.Close()
 	var out []weft.LogEntry
 	for rows.Next() {
-		l, err := scanLog(rows, threadID, false)
+		l, err := scanLog(rows, threadID)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
 		}
@@ -69,18 +60,60 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 
 // Log returns one log row with its bodies, or ErrNotFound.
 func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
-	row, err := s.rowOf(ctx, `SELECT id, doc, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`, threadID, id)
-	if err != nil {
-		return weft.LogEntry{}, err
-	}
-	l, err := scanLog(row, threadID, true)
+	l := weft.LogEntry{ThreadID: threadID}
+	var doc, base, req, resp string
+	err := s.row(ctx, `SELECT id, doc, request_base, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`,
+		[]any{&l.ID, &doc, &base, &req, &resp}, threadID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
 	}
+	if err == nil {
+		if err = decodeLog(doc, &l); err != nil {
+			err = fmt.Errorf("log %s: %w", id, err)
+		}
+	}
+	if err == nil && base != "" {
+		// The body is read again with its bases, in one statement: should the row have been
+		// stored whole since (its base replaced), the chain starts from what it is now.
+		var rows *sql.Rows
+		if rows, err = s.query(ctx, qBodyChain, threadID, id); err == nil {
+			req, err = readBody(rows, id)
+		}
+	}
 	if err != nil {
-		return l, fmt.Errorf("sqlite: thread %s: log %s: %w", threadID, id, err)
+		return l, fmt.Errorf("sqlite: thread %s: %w", threadID, err)
+	}
+	if req != "" {
+		l.RequestBody = json.RawMessage(req)
+	}
+	if resp != "" {
+		l.ResponseBody = json.RawMessage(resp)
 	}
 	return l, nil
+}
+
+// readBody rebuilds a request body from qBodyChain's rows, which it closes.
+func readBody(rows *sql.Rows, log string) (string, error) {
+	var n int
+	return readBodyCounting(rows, log, &n)
+}
+
+// readBodyCounting is readBody, counting the rows of the chain.
+func readBodyCounting(rows *sql.Rows, log string, n *int) (string, error) {
+	defer rows.Close()
+	var links []bodyLink
+	for rows.Next() {
+		var k bodyLink
+		if err := rows.Scan(&k.base, &k.shared, &k.rest); err != nil {
+			return "", err
+		}
+		links = append(links, k)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	*n = len(links)
+	return joinBody(log, links)
 }
 
 // Events returns the thread's events after a seq, in order.
@@ -113,7 +146,8 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 }
 
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
-// (when empty), ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
+// (when empty), ThreadID and CreatedAt (when zero). Bodies are stored unchecked; the request body
+// as what it shares with one of the thread's last ones and the rest (bodies.go).
 func (t *tx) PutLog(l *weft.LogEntry) error {
 	if l.ID == "" {
 		l.ID = weft.NewID("log_")
@@ -125,15 +159,94 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	if err := t.readSeqs(); err != nil {
 		return err
 	}
+	body := string(l.RequestBody)
+	kept := keptBody{log: l.ID, body: body}
+	base, shared := "", 0
+	if b, n, ok := t.w.rows.bodies.base(t.id, body); ok && b.log != l.ID {
+		base, shared, kept.chain = b.log, n, b.chain+1
+		if verifyHistory {
+			if err := t.checkBody(b); err != nil {
+				return err
+			}
+		}
+	}
 	// A replaced row keeps its n; the number proposed is then unused, a harmless gap.
 	n := t.logSeq + 1
-	_, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, n, l.Depth, logDoc(l, created), string(l.RequestBody), string(l.ResponseBody))
+	doc := logDoc(l, created)
+	res, err := t.w.exec(t.ctx, qPutLog, t.id, l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
+	}
+	if added, err := res.RowsAffected(); err != nil || added == 0 {
+		if err := t.replaceLog(l, doc, body); err != nil {
+			return t.fail("replace log "+l.ID, err)
+		}
+		kept.chain = 0
+	}
+	if body != "" {
+		t.w.rows.bodies.add(t.id, kept)
 	}
 	t.logSeq, t.seqsDirty = n, true
 	l.ThreadID, l.CreatedAt = t.id, created.UTC()
 	return nil
+}
+
+// checkBody compares a kept body with the database's (verifyHistory).
+func (t *tx) checkBody(k keptBody) error {
+	rows, err := t.w.query(t.ctx, qBodyChain, t.id, k.log)
+	if err != nil {
+		return t.fail("check kept body", err)
+	}
+	links := 0
+	stored, err := readBodyCounting(rows, k.log, &links)
+	if err != nil {
+		return t.fail("check kept body", err)
+	}
+	if stored != k.body || links-1 > k.chain {
+		return fmt.Errorf("sqlite: thread %s: kept request body of log %s differs from the database's (%d bytes, %d bases, kept %d bytes, %d)",
+			t.id, k.log, len(stored), links-1, len(k.body), k.chain)
+	}
+	return nil
+}
+
+// replaceLog replaces an existing log row, its request body stored whole. The rows whose request
+// body is stored on this row's are first stored whole too, so that none of them changes.
+func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
+	t.w.rows.bodies.drop(t.id) // the kept chain lengths may change
+	rows, err := t.w.query(t.ctx, `SELECT id FROM logs WHERE thread_id = ? AND request_base = ?`, t.id, l.ID)
+	if err != nil {
+		return err
+	}
+	var deps []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		deps = append(deps, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range deps {
+		chain, err := t.w.query(t.ctx, qBodyChain, t.id, id)
+		if err != nil {
+			return err
+		}
+		whole, err := readBody(chain, id)
+		if err != nil {
+			return err
+		}
+		if _, err := t.w.exec(t.ctx, `UPDATE logs SET request_base = '', request_prefix = 0, request_body = ? WHERE thread_id = ? AND id = ?`,
+			whole, t.id, id); err != nil {
+			return err
+		}
+	}
+	_, err = t.w.exec(t.ctx, `UPDATE logs SET depth = ?, doc = ?, request_base = '', request_prefix = 0, request_body = ?, response_body = ?
+		WHERE thread_id = ? AND id = ?`, l.Depth, doc, body, string(l.ResponseBody), t.id, l.ID)
+	return err
 }
 
 // AppendEvents numbers and inserts events after the thread's last one; every 1,024th event prunes

@@ -44,6 +44,8 @@ type rowCache struct {
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
 	// entries outlive a lease's release.
 	hist histCache
+	// bodies keeps threads' last request bodies (bodies.go), kept true by the same means.
+	bodies bodyCache
 	// version is the data version after this connection's last commit; set while anything is
 	// kept.
 	version uint32
@@ -188,11 +190,12 @@ func (c *rowCache) clear() {
 	}
 	c.instanceKnown, c.effKnown = false, false
 	c.hist.clear()
+	c.bodies.clear()
 }
 
 // active reports whether anything is kept.
 func (c *rowCache) active() bool {
-	return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() || len(c.userEnv) > 0 || c.instanceKnown || c.effKnown
+	return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() || !c.bodies.empty() || len(c.userEnv) > 0 || c.instanceKnown || c.effKnown
 }
 
 // begun runs after BEGIN: the entries go when another connection committed since this one's last
