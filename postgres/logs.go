@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
@@ -46,13 +48,22 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 // Log returns one log row with its bodies, or ErrNotFound.
 func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
 	var doc, req, resp []byte
-	err := s.pool.QueryRow(ctx, "SELECT doc, request_body, response_body FROM logs WHERE thread_id = $1 AND id = $2",
-		threadID, id).Scan(&doc, &req, &resp)
+	var ref string
+	err := s.pool.QueryRow(ctx, "SELECT doc, request_ref, request_body, response_body FROM logs WHERE thread_id = $1 AND id = $2",
+		threadID, id).Scan(&doc, &ref, &req, &resp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return weft.LogEntry{}, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
 	}
 	if err != nil {
 		return weft.LogEntry{}, pgErr("thread "+threadID+": log "+id, err)
+	}
+	if ref != "" {
+		// Body rows never change: a read after the log's is as good as one with it.
+		body, err := s.requestBody(ctx, threadID, ref)
+		if err != nil {
+			return weft.LogEntry{}, pgErr("thread "+threadID+": log "+id, err)
+		}
+		req = []byte(body)
 	}
 	l, err := decodeLog(doc, threadID)
 	if len(req) > 0 {
@@ -62,6 +73,57 @@ func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, er
 		l.ResponseBody = resp
 	}
 	return l, err
+}
+
+// qBodyChain reads a request body and its bases, the body first: each row the base's id ("" when
+// whole), the bytes shared with it and the rest.
+const qBodyChain = `WITH RECURSIVE chain(k, base, shared, rest) AS (
+		SELECT 0, base, shared, rest FROM log_bodies WHERE thread_id = $1 AND id = $2
+		UNION ALL
+		SELECT c.k + 1, b.base, b.shared, b.rest
+		FROM chain c JOIN log_bodies b ON b.thread_id = $1 AND b.id = c.base
+		WHERE c.base <> '' AND c.k <= 300
+	) SELECT base, shared, rest FROM chain ORDER BY k`
+
+// requestBody rebuilds the request body stored as row ref of log_bodies.
+func (s *Store) requestBody(ctx context.Context, threadID, ref string) (string, error) {
+	rows, err := s.pool.Query(ctx, qBodyChain, threadID, ref)
+	if err != nil {
+		return "", err
+	}
+	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sqlstore.BodyLink, error) {
+		var k sqlstore.BodyLink
+		var rest []byte
+		err := r.Scan(&k.Base, &k.Shared, &rest)
+		k.Rest = string(rest)
+		return k, err
+	})
+	if err != nil {
+		return "", err
+	}
+	return sqlstore.JoinBody(ref, links)
+}
+
+// bodyCache is the request bodies this process stored, per thread (sqlstore.BodyCache). An entry
+// is added once its transaction committed; as body rows never change, it stays true until the
+// thread is deleted, and a transaction on a deleted thread fails before it writes.
+type bodyCache struct {
+	mu sync.Mutex
+	c  sqlstore.BodyCache
+}
+
+func (b *bodyCache) base(threadID, body string) (sqlstore.KeptBody, int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.c.Base(threadID, body)
+}
+
+func (b *bodyCache) add(threadID string, kept []sqlstore.KeptBody) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, k := range kept {
+		b.c.Add(threadID, k)
+	}
 }
 
 // Events returns the thread's events after a seq, in order (at most limit, 1,000 when limit ≤ 0).
@@ -105,13 +167,17 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 
 // qPutLog inserts or replaces a log row: a new one takes the number after the thread's last (its
 // creation order; one index seek, under the thread's row lock), a replaced one keeps its place.
-const qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_body, response_body)
-	VALUES ($1, $2, (SELECT COALESCE(MAX(n), 0) + 1 FROM logs WHERE thread_id = $1), $3, $4, $5, $6)
+// The request body is in log_bodies (request_ref); request_body holds only rows older than that.
+const qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_ref, request_body, response_body)
+	VALUES ($1, $2, (SELECT COALESCE(MAX(n), 0) + 1 FROM logs WHERE thread_id = $1), $3, $4, $5, NULL, $6)
 	ON CONFLICT (thread_id, id) DO UPDATE SET depth = excluded.depth, doc = excluded.doc,
-	request_body = excluded.request_body, response_body = excluded.response_body`
+	request_ref = excluded.request_ref, request_body = NULL, response_body = excluded.response_body`
+
+const qPutBody = `INSERT INTO log_bodies (thread_id, id, base, shared, rest) VALUES ($1, $2, $3, $4, $5)`
 
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
-// (when empty), ThreadID and CreatedAt (when zero). Bodies are stored verbatim.
+// (when empty), ThreadID and CreatedAt (when zero). Bodies are stored unchecked; the request body
+// as what it shares with one this process stored for the thread and the rest (sqlstore.BodyCache).
 func (t *tx) PutLog(l *weft.LogEntry) error {
 	storecontract.PrepareLog(l, t.id, t.clock)
 	c := *l
@@ -120,8 +186,31 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: log %s: %v", t.id, l.ID, err)
 	}
-	t.queue(op{sql: qPutLog, args: []any{t.id, l.ID, l.Depth, doc, nilIfEmpty(slices.Clone(l.RequestBody)), nilIfEmpty(slices.Clone(l.ResponseBody))}})
+	ref := ""
+	if len(l.RequestBody) > 0 {
+		body := string(l.RequestBody)
+		kept := sqlstore.KeptBody{ID: weft.NewID("body_"), Body: body}
+		base, shared := "", 0
+		if b, n, ok := t.s.bodies.base(t.id, body); ok {
+			base, shared, kept.Chain = b.ID, n, b.Chain+1
+		} else if b, n, ok := t.bodyBase(body); ok {
+			base, shared, kept.Chain = b.ID, n, b.Chain+1
+		}
+		t.queue(op{sql: qPutBody, args: []any{t.id, kept.ID, base, shared, []byte(body[shared:])}})
+		t.bodies = append(t.bodies, kept)
+		ref = kept.ID
+	}
+	t.queue(op{sql: qPutLog, args: []any{t.id, l.ID, l.Depth, doc, ref, nilIfEmpty(slices.Clone(l.ResponseBody))}})
 	return nil
+}
+
+// bodyBase is BodyCache.Base among the bodies this transaction stored (not kept until it commits).
+func (t *tx) bodyBase(body string) (sqlstore.KeptBody, int, bool) {
+	var c sqlstore.BodyCache
+	for _, k := range t.bodies {
+		c.Add(t.id, k)
+	}
+	return c.Base(t.id, body)
 }
 
 func nilIfEmpty(b []byte) []byte {

@@ -59,6 +59,7 @@ type Store struct {
 	files  fileReader
 	locks  threadLocks
 	known  knownRows // thread rows as runs' last transactions left them (known.go)
+	bodies bodyCache // request bodies this process stored (logs.go)
 	notify *notifier
 }
 

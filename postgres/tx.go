@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 )
 
 // threadRow is what a write transaction reads of its thread when it locks the row.
@@ -112,6 +113,8 @@ type tx struct {
 	now   time.Time
 
 	ops []op
+
+	bodies []sqlstore.KeptBody // request bodies stored, kept once the transaction commits
 
 	queued []weft.QueuedMessage // the queue as of the lock, less what DrainQueue took
 
@@ -372,5 +375,6 @@ func (t *tx) commit() error {
 		t.row.status, t.row.doc = string(t.meta.Status), doc
 	}
 	t.remember()
+	t.s.bodies.add(t.id, t.bodies)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/sqlstore"
 )
 
 // request is the body of a model call on a conversation of n messages, as a provider would send
@@ -137,8 +138,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		t.Errorf("the dependent of a replaced log is stored on %q", base)
 	}
 
-	// A chain never passes maxBodyChain bases.
-	for i := range maxBodyChain + 10 {
+	// A chain never passes sqlstore.MaxBodyChain bases.
+	for i := range sqlstore.MaxBodyChain + 10 {
 		put(fmt.Sprintf("log_long_%03d", i), request("long", i+1))
 	}
 	check("a long chain")
@@ -148,8 +149,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		SELECT max(k) FROM c`, []any{&longest}, th.ID); err != nil {
 		t.Fatal(err)
 	}
-	if longest > maxBodyChain || longest < maxBodyChain/2 {
-		t.Errorf("longest chain %d bases, want at most %d (and bodies stored on others)", longest, maxBodyChain)
+	if longest > sqlstore.MaxBodyChain || longest < sqlstore.MaxBodyChain/2 {
+		t.Errorf("longest chain %d bases, want at most %d (and bodies stored on others)", longest, sqlstore.MaxBodyChain)
 	}
 }
 
@@ -214,7 +215,7 @@ func TestRequestBodyCheckCatchesADifference(t *testing.T) {
 	}
 	putLog(t, s, th.ID, "log_1", request("main", 3))
 	s.wmu.Lock()
-	s.w.rows.bodies.add(th.ID, keptBody{log: "log_1", body: request("main", 4)})
+	s.w.rows.bodies.Add(th.ID, sqlstore.KeptBody{ID: "log_1", Body: request("main", 4)})
 	s.wmu.Unlock()
 	err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
 		return tx.PutLog(&weft.LogEntry{ID: "log_2", RequestBody: []byte(request("main", 5))})
@@ -222,27 +223,4 @@ func TestRequestBodyCheckCatchesADifference(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kept request body") {
 		t.Fatalf("a wrong kept body was used: %v", err)
 	}
-}
-
-// FuzzRequestBodyChain: bodies stored each on the one before (as PutLog stores a thread's calls)
-// read back as they were written.
-func FuzzRequestBodyChain(f *testing.F) {
-	f.Add("abc", "abcdef", "abx", "")
-	f.Add(request("m", 1), request("m", 2), request("m", 3), request("n", 1))
-	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		bodies := []string{a, b, c, d}
-		links := []bodyLink{{rest: a}} // the log's own row first, its whole base last
-		for i := 1; i < len(bodies); i++ {
-			n := commonPrefix(bodies[i-1], bodies[i])
-			if n > len(bodies[i-1]) || n > len(bodies[i]) || bodies[i-1][:n] != bodies[i][:n] ||
-				(n < len(bodies[i-1]) && n < len(bodies[i]) && bodies[i-1][n] == bodies[i][n]) {
-				t.Fatalf("commonPrefix(%q, %q) = %d", bodies[i-1], bodies[i], n)
-			}
-			links = append([]bodyLink{{base: fmt.Sprint("log_", i-1), shared: n, rest: bodies[i][n:]}}, links...)
-			got, err := joinBody("log", links)
-			if err != nil || got != bodies[i] {
-				t.Fatalf("body %d: %q, %v; want %q", i, got, err, bodies[i])
-			}
-		}
-	})
 }

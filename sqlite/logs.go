@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 )
 
 // Log and event write statements. hotWrites lists those prepared at Open.
@@ -101,10 +102,10 @@ func readBody(rows *sql.Rows, log string) (string, error) {
 // readBodyCounting is readBody, counting the rows of the chain.
 func readBodyCounting(rows *sql.Rows, log string, n *int) (string, error) {
 	defer rows.Close()
-	var links []bodyLink
+	var links []sqlstore.BodyLink
 	for rows.Next() {
-		var k bodyLink
-		if err := rows.Scan(&k.base, &k.shared, &k.rest); err != nil {
+		var k sqlstore.BodyLink
+		if err := rows.Scan(&k.Base, &k.Shared, &k.Rest); err != nil {
 			return "", err
 		}
 		links = append(links, k)
@@ -113,7 +114,7 @@ func readBodyCounting(rows *sql.Rows, log string, n *int) (string, error) {
 		return "", err
 	}
 	*n = len(links)
-	return joinBody(log, links)
+	return sqlstore.JoinBody(log, links)
 }
 
 // Events returns the thread's events after a seq, in order.
@@ -160,10 +161,10 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		return err
 	}
 	body := string(l.RequestBody)
-	kept := keptBody{log: l.ID, body: body}
+	kept := sqlstore.KeptBody{ID: l.ID, Body: body}
 	base, shared := "", 0
-	if b, n, ok := t.w.rows.bodies.base(t.id, body); ok && b.log != l.ID {
-		base, shared, kept.chain = b.log, n, b.chain+1
+	if b, n, ok := t.w.rows.bodies.Base(t.id, body); ok && b.ID != l.ID {
+		base, shared, kept.Chain = b.ID, n, b.Chain+1
 		if verifyHistory {
 			if err := t.checkBody(b); err != nil {
 				return err
@@ -181,10 +182,10 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		if err := t.replaceLog(l, doc, body); err != nil {
 			return t.fail("replace log "+l.ID, err)
 		}
-		kept.chain = 0
+		kept.Chain = 0
 	}
 	if body != "" {
-		t.w.rows.bodies.add(t.id, kept)
+		t.w.rows.bodies.Add(t.id, kept)
 	}
 	t.logSeq, t.seqsDirty = n, true
 	l.ThreadID, l.CreatedAt = t.id, created.UTC()
@@ -192,19 +193,19 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 }
 
 // checkBody compares a kept body with the database's (verifyHistory).
-func (t *tx) checkBody(k keptBody) error {
-	rows, err := t.w.query(t.ctx, qBodyChain, t.id, k.log)
+func (t *tx) checkBody(k sqlstore.KeptBody) error {
+	rows, err := t.w.query(t.ctx, qBodyChain, t.id, k.ID)
 	if err != nil {
 		return t.fail("check kept body", err)
 	}
 	links := 0
-	stored, err := readBodyCounting(rows, k.log, &links)
+	stored, err := readBodyCounting(rows, k.ID, &links)
 	if err != nil {
 		return t.fail("check kept body", err)
 	}
-	if stored != k.body || links-1 > k.chain {
+	if stored != k.Body || links-1 > k.Chain {
 		return fmt.Errorf("sqlite: thread %s: kept request body of log %s differs from the database's (%d bytes, %d bases, kept %d bytes, %d)",
-			t.id, k.log, len(stored), links-1, len(k.body), k.chain)
+			t.id, k.ID, len(stored), links-1, len(k.Body), k.Chain)
 	}
 	return nil
 }
@@ -212,7 +213,7 @@ func (t *tx) checkBody(k keptBody) error {
 // replaceLog replaces an existing log row, its request body stored whole. The rows whose request
 // body is stored on this row's are first stored whole too, so that none of them changes.
 func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
-	t.w.rows.bodies.drop(t.id) // the kept chain lengths may change
+	t.w.rows.bodies.Drop(t.id) // the kept chain lengths may change
 	rows, err := t.w.query(t.ctx, `SELECT id FROM logs WHERE thread_id = ? AND request_base = ?`, t.id, l.ID)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 	msqlite "modernc.org/sqlite"
 )
 
@@ -45,7 +46,7 @@ type rowCache struct {
 	// entries outlive a lease's release.
 	hist histCache
 	// bodies keeps threads' last request bodies (bodies.go), kept true by the same means.
-	bodies bodyCache
+	bodies sqlstore.BodyCache
 	// version is the data version after this connection's last commit; set while anything is
 	// kept.
 	version uint32
@@ -190,12 +191,12 @@ func (c *rowCache) clear() {
 	}
 	c.instanceKnown, c.effKnown = false, false
 	c.hist.clear()
-	c.bodies.clear()
+	c.bodies.Clear()
 }
 
 // active reports whether anything is kept.
 func (c *rowCache) active() bool {
-	return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() || !c.bodies.empty() || len(c.userEnv) > 0 || c.instanceKnown || c.effKnown
+	return len(c.rows) > 0 || len(c.idle) > 0 || !c.hist.empty() || !c.bodies.Empty() || len(c.userEnv) > 0 || c.instanceKnown || c.effKnown
 }
 
 // begun runs after BEGIN: the entries go when another connection committed since this one's last
