@@ -121,6 +121,8 @@ type Response struct {
 	// ModelID is the upstream model that answered, when reported.
 	ModelID string
 	// RequestBody and ResponseBody are the wire payloads for the log (redacted before storing).
+	// The engine keeps them as they are when there is nothing to redact: a provider must not
+	// change them after returning.
 	RequestBody, ResponseBody json.RawMessage
 }
 

@@ -170,3 +170,19 @@ func BenchmarkConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// TestLongThread: a long conversation's logs read back the request bodies the model reported,
+// and store a turn's in far fewer bytes than the body (which holds the whole conversation).
+func TestLongThread(t *testing.T) {
+	rows, err := LongThread(t.Context(), t.TempDir(), 60, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d windows, want 3", len(rows))
+	}
+	last := rows[len(rows)-1]
+	if last.RequestSize < 20_000 || last.LogGrowth <= 0 || last.LogGrowth*10 > int64(last.RequestSize) {
+		t.Errorf("at %d turns: request body %d bytes, logs grew %d bytes a turn", last.Turns, last.RequestSize, last.LogGrowth)
+	}
+}

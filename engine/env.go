@@ -151,6 +151,19 @@ func (r *redactor) String(s string) string {
 	return r.r.Replace(s)
 }
 
+// Bytes redacts b: b itself when there is nothing to redact (a conversation's request body is
+// long, and copying it twice a model call was most of a long thread's turn).
+func (r *redactor) Bytes(b []byte) []byte {
+	if r == nil || r.r == nil || len(b) == 0 {
+		return b
+	}
+	s := string(b)
+	if red := r.r.Replace(s); red != s {
+		return []byte(red)
+	}
+	return b
+}
+
 // Count returns how many secret occurrences s holds.
 func (r *redactor) Count(s string) int {
 	if r == nil || r.r == nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -352,10 +351,10 @@ func (r *run) finishLog(log *weft.LogEntry, logID any, m *weft.Model, resp *weft
 		log.ToolsCalled = append(log.ToolsCalled, c.Name)
 	}
 	if len(resp.RequestBody) > 0 {
-		log.RequestBody = json.RawMessage(r.red.String(string(resp.RequestBody)))
+		log.RequestBody = r.red.Bytes(resp.RequestBody)
 	}
 	if len(resp.ResponseBody) > 0 {
-		log.ResponseBody = json.RawMessage(r.red.String(string(resp.ResponseBody)))
+		log.ResponseBody = r.red.Bytes(resp.ResponseBody)
 	}
 	if r.e.observed() {
 		if logID == nil {

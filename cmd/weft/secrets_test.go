@@ -71,4 +71,18 @@ func TestSecretsNeverPrintedOrStored(t *testing.T) {
 	if len(stored) != 2 || strings.Contains(strings.Join(stored, " "), secret) || !strings.Contains(stored[0], "[redacted]") {
 		t.Errorf("stored tool-call arguments: %q", stored)
 	}
+	// The model calls' logs: the request bodies carry the conversation, the tool call included.
+	logs, err := st.Logs(context.Background(), id, weft.LogQuery{})
+	if err != nil || len(logs) != 2 {
+		t.Fatalf("logs: %d, %v", len(logs), err)
+	}
+	for _, l := range logs {
+		full, err := st.Log(context.Background(), id, l.ID)
+		if err != nil || len(full.RequestBody) == 0 {
+			t.Fatalf("log %s: %d request bytes, %v", l.ID, len(full.RequestBody), err)
+		}
+		if strings.Contains(string(full.RequestBody)+string(full.ResponseBody), secret) {
+			t.Errorf("log %s stores the secret in its bodies", l.ID)
+		}
+	}
 }

@@ -5,6 +5,7 @@
 //	cd bench && go run ./cmd/table [-count 5] [-benchtime 1s] [-run REGEX]
 //	cd bench && go run ./cmd/table -scale [-count 3]
 //	cd bench && go run ./cmd/table -callgrind [-nogc] [-run REGEX]
+//	cd bench && go run ./cmd/table -long 1000
 //
 // The PostgreSQL rows run when WEFT_TEST_POSTGRES_URL names a database the runners may create a
 // schema in.
@@ -33,6 +34,7 @@ func main() {
 	cg := flag.Bool("callgrind", false, "count instructions per turn under valgrind's callgrind instead of timing (in-process stores only); with -scale, of 1,000 threads' turns at once")
 	noGC := flag.Bool("nogc", false, "with -callgrind: run with the collector off (GOGC=off), to compare builds by their own work")
 	scale := flag.Bool("scale", false, "measure the scale figures instead: 1,000 threads' turns at once on SQLite against the group-committed floor, and what 10,000 idle threads hold")
+	long := flag.Int("long", 0, "measure one conversation of this many turns on SQLite instead: time a turn and bytes stored a turn as it grows")
 	child := flag.String("child", "", "internal: prepare -threads threads of this runner and run -turns turns on them")
 	concurrent := flag.Bool("concurrent", false, "internal, with -child: with -turns above 0, run one turn on each thread, all at once")
 	threads := flag.Int("threads", 300, "internal, with -child")
@@ -58,6 +60,12 @@ func main() {
 	defer os.RemoveAll(dir)
 	pg := os.Getenv("WEFT_TEST_POSTGRES_URL")
 	ctx := context.Background()
+	if *long > 0 {
+		if err := longTable(ctx, dir, *long); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	if *scale && *cg {
 		if err := callgrindScale(ctx, dir, *noGC); err != nil {
 			fatal(err)
