@@ -33,9 +33,7 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 			skip--
 			continue
 		}
-		c := copyLog(l)
-		c.RequestBody, c.ResponseBody = nil, nil
-		out = append(out, c)
+		out = append(out, copyMeta(l))
 		if q.Limit > 0 && len(out) == q.Limit {
 			break
 		}
@@ -44,9 +42,16 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 }
 
 func copyLog(l *weft.LogEntry) weft.LogEntry {
-	c := *l
-	c.CostInput, c.CostCached, c.CostOutput, c.CostTotal = copyFloat(l.CostInput), copyFloat(l.CostCached), copyFloat(l.CostOutput), copyFloat(l.CostTotal)
+	c := copyMeta(l)
 	c.RequestBody, c.ResponseBody = slices.Clone(l.RequestBody), slices.Clone(l.ResponseBody)
+	return c
+}
+
+// copyMeta copies a log without its bodies.
+func copyMeta(l *weft.LogEntry) weft.LogEntry {
+	c := *l
+	c.RequestBody, c.ResponseBody = nil, nil
+	c.CostInput, c.CostCached, c.CostOutput, c.CostTotal = copyFloat(l.CostInput), copyFloat(l.CostCached), copyFloat(l.CostOutput), copyFloat(l.CostTotal)
 	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = slices.Clone(l.ToolsOffered), slices.Clone(l.ToolsCalled), slices.Clone(l.QueuedTools)
 	return c
 }
@@ -71,7 +76,15 @@ func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, er
 	if !ok || th.deleted {
 		return weft.LogEntry{}, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
 	}
-	return copyLog(th.logs[i]), nil
+	c := copyLog(th.logs[i])
+	if b := th.reqBodies[id]; b != nil {
+		body, err := b.text()
+		if err != nil {
+			return c, fmt.Errorf("thread %s: log %s: %w", threadID, id, err)
+		}
+		c.RequestBody = json.RawMessage(body)
+	}
+	return c, nil
 }
 
 // Events returns the thread's events after a seq, in order.
@@ -101,14 +114,41 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 }
 
 // PutLog stages a log row (keyed by id; a replaced row keeps its place), assigning ID (when empty),
-// ThreadID and CreatedAt (when zero). Bodies are stored verbatim, unchecked.
+// ThreadID and CreatedAt (when zero). Bodies are stored unchecked; the request body as what it
+// shares with one of the thread's last ones and the rest (bodies.go).
 func (t *tx) PutLog(l *weft.LogEntry) error {
 	storecontract.PrepareLog(l, t.id, t.clock)
-	c := copyLog(l)
-	c.RequestBody, c.ResponseBody = nilIfEmpty(c.RequestBody), nilIfEmpty(c.ResponseBody)
+	c := copyMeta(l)
+	c.ResponseBody = nilIfEmpty(slices.Clone(l.ResponseBody))
+	var b stagedBody
+	if len(l.RequestBody) > 0 {
+		b.full = string(l.RequestBody)
+		t.th.mu.RLock()
+		recent := t.th.recent
+		t.th.mu.RUnlock()
+		b.node = bodyOn(b.full, recent, t.recentStaged())
+	}
+	t.bodies = append(t.bodies, b)
 	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = nilIfEmpty(c.ToolsOffered), nilIfEmpty(c.ToolsCalled), nilIfEmpty(c.QueuedTools)
 	t.logs = append(t.logs, &c)
 	return nil
+}
+
+// stagedBody is a staged log's request body (node nil: none).
+type stagedBody struct {
+	node *memBody
+	full string
+}
+
+// recentStaged returns the request bodies this transaction staged, as candidate bases.
+func (t *tx) recentStaged() []recentBody {
+	var out []recentBody
+	for _, b := range t.bodies {
+		if b.node != nil {
+			out = append(out, recentBody(b))
+		}
+	}
+	return out
 }
 
 // AppendEvents stages events; their seqs are assigned here from the thread's count, which no

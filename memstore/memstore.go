@@ -78,8 +78,12 @@ type thread struct {
 
 	exec map[string]json.RawMessage
 
-	logs   []*weft.LogEntry // in creation order; immutable, replaced on update
+	logs   []*weft.LogEntry // in creation order; immutable, replaced on update; request bodies in reqBodies
 	logIdx map[string]int
+	// reqBodies keeps the logs' request bodies by log id (bodies.go); recent, the thread's last
+	// ones, newest last.
+	reqBodies map[string]*memBody
+	recent    []recentBody
 
 	kv map[string]json.RawMessage
 

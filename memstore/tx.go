@@ -72,6 +72,7 @@ type tx struct {
 	exec   []kvOp
 	kv     []kvOp
 	logs   []*weft.LogEntry
+	bodies []stagedBody // the request bodies of logs, by log
 	events []weft.EventRecord
 	pushed []*weft.QueuedMessage // queue pushes, numbered at commit
 
@@ -89,10 +90,11 @@ func (t *tx) release() {
 	clear(t.exec)
 	clear(t.kv)
 	clear(t.logs)
+	clear(t.bodies)
 	clear(t.events)
 	clear(t.pushed)
 	*t = tx{s: t.s, inserted: t.inserted[:0], changed: t.changed[:0], deleted: t.deleted[:0], calls: t.calls[:0],
-		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0], events: t.events[:0], pushed: t.pushed[:0]}
+		exec: t.exec[:0], kv: t.kv[:0], logs: t.logs[:0], bodies: t.bodies[:0], events: t.events[:0], pushed: t.pushed[:0]}
 	t.s.txPool.Put(t)
 }
 
@@ -167,13 +169,26 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 			th.exec[op.key] = op.value
 		}
 	}
-	for _, l := range t.logs {
-		if i, ok := th.logIdx[l.ID]; ok {
-			th.logs[i] = l
+	for i, l := range t.logs {
+		if j, ok := th.logIdx[l.ID]; ok {
+			th.logs[j] = l
 		} else {
 			th.logIdx[l.ID] = len(th.logs)
 			th.logs = append(th.logs, l)
 		}
+		b := t.bodies[i]
+		if b.node == nil {
+			delete(th.reqBodies, l.ID)
+			continue
+		}
+		if th.reqBodies == nil {
+			th.reqBodies = map[string]*memBody{}
+		}
+		th.reqBodies[l.ID] = b.node
+		// A new slice: a transaction of the thread may hold the old one (read under the lock).
+		next := make([]recentBody, 0, keptRecent)
+		next = append(next, th.recent[max(0, len(th.recent)-keptRecent+1):]...)
+		th.recent = append(next, recentBody(b))
 	}
 	for _, op := range t.kv {
 		if op.value == nil {
