@@ -41,13 +41,28 @@ func BenchmarkTx3Writes(b *testing.B) {
 	}
 }
 
+// benchThread opens a store on a file with one thread, unchecked: verifyHistory reads everything
+// again at each use.
+func benchThread(b *testing.B) (*Store, string) {
+	verify := verifyHistory
+	verifyHistory = false
+	b.Cleanup(func() { verifyHistory = verify })
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(b.Context(), th, nil); err != nil {
+		b.Fatal(err)
+	}
+	return s, th.ID
+}
+
 // BenchmarkRunStart: a run's start and end (BeginRun, then a Tx that releases the lease) on a
 // thread of 21 messages, the next run of a conversation. kept: the row its last run left is kept
 // (rowcache.go), as when that run ended in this process; read: the row is read each time.
 func BenchmarkRunStart(b *testing.B) {
-	verify := verifyHistory
-	verifyHistory = false // the check reads everything again
-	defer func() { verifyHistory = verify }()
 	for _, kept := range []bool{true, false} {
 		name := "read"
 		if kept {
@@ -55,15 +70,8 @@ func BenchmarkRunStart(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := b.Context()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			th := &weft.Thread{Agent: "a"}
-			if err := s.CreateThread(ctx, th, nil); err != nil {
-				b.Fatal(err)
-			}
+			s, id := benchThread(b)
+			th := &weft.Thread{ID: id}
 			if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
 				for i := range 21 {
 					if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: strings.Repeat("x", 200), Seq: int64(i)}); err != nil {
@@ -98,19 +106,9 @@ func BenchmarkRunStart(b *testing.B) {
 // it) holds every message so far — in one Tx. stored-B/op is what the step adds to the logs
 // table's request bodies.
 func BenchmarkLongThreadStep(b *testing.B) {
-	verify := verifyHistory
-	verifyHistory = false // the check reads each base again
-	defer func() { verifyHistory = verify }()
 	ctx := b.Context()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "weft.db"), Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "a"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		b.Fatal(err)
-	}
+	s, id := benchThread(b)
+	th := &weft.Thread{ID: id}
 	var body []byte // the request so far, without its closing "]}"
 	body = append(body, `{"model":"m","tools":[{"name":"lookup","parameters":{"type":"object"}}],"messages":[`...)
 	turn := func(i int) error {

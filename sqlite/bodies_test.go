@@ -158,18 +158,7 @@ func TestRequestBodiesShared(t *testing.T) {
 // process replaced is not either (its kept body differs).
 func TestRequestBodyBaseNotKeptPastRollback(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "weft.db")
-	key := envcrypt.NewKey()
-	var st [2]*Store
-	for i := range st {
-		s, err := Open(ctx, path, Options{Key: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		st[i] = s
-	}
-	s := st[0]
+	s, other, _, _ := twoStores(t)
 	th := &weft.Thread{Agent: "a"}
 	if err := s.CreateThread(ctx, th, nil); err != nil {
 		t.Fatal(err)
@@ -191,7 +180,7 @@ func TestRequestBodyBaseNotKeptPastRollback(t *testing.T) {
 	}
 	// Another process replaces log_2 with another body; this one's next body must not use its own
 	// copy of log_2's.
-	putLog(t, st[1], th.ID, "log_2", request("other", 7))
+	putLog(t, other, th.ID, "log_2", request("other", 7))
 	putLog(t, s, th.ID, "log_3", request("main", 9))
 	for id, body := range map[string]string{"log_1": request("main", 3), "log_2": request("other", 7), "log_3": request("main", 9)} {
 		l, err := s.Log(ctx, th.ID, id)
