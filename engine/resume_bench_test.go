@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/pgtest"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -36,23 +37,7 @@ func BenchmarkResume(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for done := 0; done < n; done += 500 {
-				err := st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
-					for i := done; i < min(done+500, n); i++ {
-						role, side := weft.RoleUser, weft.SideB
-						if i%2 == 1 {
-							role, side = weft.RoleAssistant, weft.SideA
-						}
-						if err := tx.InsertMessage(&weft.Message{Role: role, Side: side, Content: fmt.Sprintf("message %d of a long conversation about orders and parcels", i), Status: weft.MessageCompleted}); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			seedHistory(b, st, th.ID, n)
 			st.Close()
 			b.ResetTimer()
 			for b.Loop() {
@@ -70,5 +55,55 @@ func BenchmarkResume(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// seedHistory stores n messages of a conversation in the thread.
+func seedHistory(b *testing.B, st weft.Store, threadID string, n int) {
+	for done := 0; done < n; done += 500 {
+		err := st.Tx(context.Background(), threadID, nil, func(tx weft.Tx) error {
+			for i := done; i < min(done+500, n); i++ {
+				role, side := weft.RoleUser, weft.SideB
+				if i%2 == 1 {
+					role, side = weft.RoleAssistant, weft.SideA
+				}
+				if err := tx.InsertMessage(&weft.Message{Role: role, Side: side, Content: fmt.Sprintf("message %d of a long conversation about orders and parcels", i), Status: weft.MessageCompleted}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResumePostgres: a new engine on a PostgreSQL store takes the lease of a thread of
+// 10,000 messages, loads it and runs its first step (the store and its pool stay open: a node
+// that picks up another's thread).
+func BenchmarkResumePostgres(b *testing.B) {
+	ctx := context.Background()
+	_, dsn := pgtest.Schema(b)
+	st := openPostgres(b, dsn)
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "d", Model: "fast", Prompt: weft.Text("Be brief.")})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		return &weft.Response{Text: "ok"}, nil
+	})
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedHistory(b, st, th.ID, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+		if res, err := eng.Continue(ctx, th.ID, weft.SideA); err != nil || res.Steps != 1 {
+			b.Fatalf("%v %+v", err, res)
+		}
 	}
 }

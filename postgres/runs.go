@@ -158,8 +158,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	}
 	var doc []byte
 	var owner string
-	b.Queue("SELECT doc, lease_owner FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&doc, &owner)
+	var msgSeq int64 // the last message seq assigned: at least the history's length
+	b.Queue("SELECT doc, lease_owner, msg_seq FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&doc, &owner, &msgSeq)
 	})
 	envRows := map[weft.EnvScope][]envRow{}
 	b.Queue(qRunEnv, threadID).Query(func(rows pgx.Rows) error {
@@ -199,7 +200,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	})
 	b.Queue("SELECT doc, seq FROM messages WHERE thread_id = $1 AND depth <= 0 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
 		var err error
-		rs.Messages, err = collectN(rows, "thread "+threadID+": messages", 32, func(doc []byte, seq int64) (weft.Message, error) {
+		// Sized once (a long history grown by appends copied its messages about twice over);
+		// messages of sub-prompts and deleted ones count in msgSeq too, so it may be more.
+		rs.Messages, err = collectN(rows, "thread "+threadID+": messages", int(min(max(msgSeq, 32), 1<<20)), func(doc []byte, seq int64) (weft.Message, error) {
 			return decodeMessage(doc, threadID, seq)
 		})
 		return err
