@@ -1,11 +1,11 @@
 package sqlite
 
 import (
-	"container/list"
 	"reflect"
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 )
 
 // histCache keeps threads' histories as a run starts from them: a thread's messages at depth ≤ 0,
@@ -29,17 +29,12 @@ import (
 // and evicted least recently used first beyond the byte budget (counted as the messages' docs
 // plus the decoded structs); a history larger than an eighth of the budget is not kept.
 type histCache struct {
-	limit   int // bytes; 0: nothing is kept
-	bytes   int
-	entries map[string]*list.Element // of *histEntry
-	lru     list.List                // front: most recently used
-	hits    int                      // BeginRuns served, for tests
+	lru  sqlstore.LRU[*histEntry] // by thread; Limit 0: nothing is kept
+	hits int                      // BeginRuns served, for tests
 }
 
 type histEntry struct {
-	thread string
-	rows   []*weft.Message
-	size   int // bytes counted against the budget
+	rows []*weft.Message
 }
 
 // defaultHistoryCache is Options.HistoryCache's default.
@@ -48,88 +43,55 @@ const defaultHistoryCache = 32 << 20
 // rowBytes is what a kept message costs besides its doc: the decoded struct and its pointer.
 var rowBytes = int(reflect.TypeFor[weft.Message]().Size()) + 8
 
-func (c *histCache) empty() bool { return len(c.entries) == 0 }
+func (c *histCache) empty() bool { return c.lru.Len() == 0 }
 
 // get returns the thread's history, marking it recently used. The slice is the caller's to
 // append to (its capacity ends at its length); the messages are shared and must not be changed.
 func (c *histCache) get(thread string) ([]*weft.Message, bool) {
-	el, ok := c.entries[thread]
+	e, ok := c.lru.Get(thread)
 	if !ok {
 		return nil, false
 	}
-	c.lru.MoveToFront(el)
 	c.hits++
-	return slices.Clip(el.Value.(*histEntry).rows), true
+	return slices.Clip(e.rows), true
 }
 
 // put makes the thread's entry hold rows, decoded from docs bytes of docs; it keeps rows, which
 // the caller must not change after.
 func (c *histCache) put(thread string, rows []*weft.Message, docs int) {
-	c.drop(thread)
 	size := docs + len(rows)*rowBytes
-	if c.limit <= 0 || size > c.limit/8 {
+	if size > c.lru.Limit/8 {
+		c.lru.Drop(thread)
 		return
 	}
-	if c.entries == nil {
-		c.entries = make(map[string]*list.Element)
-	}
-	e := &histEntry{thread: thread, rows: rows, size: size}
-	c.entries[thread] = c.lru.PushFront(e)
-	c.bytes += size
-	c.evict()
+	c.lru.Put(thread, &histEntry{rows: rows}, size)
 }
 
 // appendDocs adds newly inserted messages to the thread's entry, when it has one, decoding their
 // docs (which it keeps).
 func (c *histCache) appendDocs(thread string, docs [][]byte) {
-	el, ok := c.entries[thread]
-	if !ok || len(docs) == 0 {
+	if len(docs) == 0 {
 		return
 	}
-	e := el.Value.(*histEntry)
+	e, ok := c.lru.Get(thread)
+	if !ok {
+		return
+	}
 	added := 0
 	for _, d := range docs {
 		m, err := decodeMessages(string(d), thread, make([]weft.Message, 0, 1))
 		if err != nil || len(m) != 1 {
-			c.drop(thread) // not expected: the doc was just encoded; the thread is read again
+			c.lru.Drop(thread) // not expected: the doc was just encoded; the thread is read again
 			return
 		}
 		e.rows = append(e.rows, &m[0])
 		added += len(d) + rowBytes
 	}
-	e.size += added
-	c.bytes += added
-	if e.size > c.limit/8 {
-		c.drop(thread)
-		return
-	}
-	c.lru.MoveToFront(el)
-	c.evict()
-}
-
-func (c *histCache) drop(thread string) {
-	if el, ok := c.entries[thread]; ok {
-		c.bytes -= el.Value.(*histEntry).size
-		c.lru.Remove(el)
-		delete(c.entries, thread)
+	if c.lru.Grow(thread, added) > c.lru.Limit/8 {
+		c.lru.Drop(thread)
 	}
 }
 
-func (c *histCache) clear() {
-	if len(c.entries) > 0 {
-		clear(c.entries)
-		c.lru.Init()
-		c.bytes = 0
-	}
-}
+func (c *histCache) drop(thread string) { c.lru.Drop(thread) }
 
-// evict drops least recently used entries while the budget is exceeded.
-func (c *histCache) evict() {
-	for c.bytes > c.limit {
-		el := c.lru.Back()
-		if el == nil {
-			return
-		}
-		c.drop(el.Value.(*histEntry).thread)
-	}
-}
+func (c *histCache) clear() { c.lru.Clear() }

@@ -195,7 +195,7 @@ func TestHistoryCacheFollowsChanges(t *testing.T) {
 			ths = append(ths, th)
 		}
 		s.wmu.Lock()
-		kept, bytes := len(s.w.rows.hist.entries), s.w.rows.hist.bytes
+		kept, bytes := s.w.rows.hist.lru.Len(), s.w.rows.hist.lru.Bytes()
 		s.wmu.Unlock()
 		if bytes > 64<<10 || kept >= 40 || kept == 0 {
 			t.Fatalf("%d histories in %d bytes kept within a 64 KiB budget", kept, bytes)

@@ -51,9 +51,9 @@ func (s *Store) prepareWriter(ctx context.Context, histBytes int) error {
 	s.w.runFn = s.w.call.run
 	switch {
 	case histBytes == 0:
-		s.w.rows.hist.limit = defaultHistoryCache
+		s.w.rows.hist.lru.Limit = defaultHistoryCache
 	case histBytes > 0:
-		s.w.rows.hist.limit = histBytes
+		s.w.rows.hist.lru.Limit = histBytes
 	}
 	for _, q := range hotWrites() {
 		var err error

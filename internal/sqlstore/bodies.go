@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"container/list"
 	"fmt"
 	"strings"
 )
@@ -24,15 +23,7 @@ const (
 // BodyCache keeps threads' last request bodies, least recently used threads evicted beyond
 // BodyBudget bytes. It is not safe for concurrent use.
 type BodyCache struct {
-	bytes   int
-	entries map[string]*list.Element // of *bodyEntry
-	lru     list.List                // front: most recently used
-}
-
-type bodyEntry struct {
-	thread string
-	recent []KeptBody // oldest first
-	size   int
+	lru LRU[[]KeptBody] // by thread, oldest body first
 }
 
 // KeptBody is a stored request body: the id later bodies name it by as their base (the log's in
@@ -47,13 +38,12 @@ type KeptBody struct {
 // Base returns the kept body of the thread that shares the longest prefix with body, when that is
 // worth a base: at least MinShared bytes and its chain shorter than MaxBodyChain.
 func (c *BodyCache) Base(thread, body string) (kb KeptBody, shared int, ok bool) {
-	el, found := c.entries[thread]
+	recent, found := c.lru.Get(thread)
 	if !found {
 		return kb, 0, false
 	}
-	e := el.Value.(*bodyEntry)
-	for i := len(e.recent) - 1; i >= 0; i-- {
-		k := e.recent[i]
+	for i := len(recent) - 1; i >= 0; i-- {
+		k := recent[i]
 		if k.Chain >= MaxBodyChain {
 			continue
 		}
@@ -67,64 +57,45 @@ func (c *BodyCache) Base(thread, body string) (kb KeptBody, shared int, ok bool)
 	return kb, shared, shared >= MinShared
 }
 
-// Add keeps a log's request body as stored (chain bases long) as the thread's most recent.
+// Add keeps a log's request body as stored (chain bases long) as the thread's most recent. A body
+// that replaces one of the same id drops it; a body larger than an eighth of the budget drops the
+// thread's.
 func (c *BodyCache) Add(thread string, k KeptBody) {
+	c.lru.Limit = BodyBudget
 	if len(k.Body) > BodyBudget/8 {
-		c.Drop(thread)
+		c.lru.Drop(thread)
 		return
 	}
-	if c.entries == nil {
-		c.entries = make(map[string]*list.Element)
-	}
-	el, found := c.entries[thread]
-	if !found {
-		el = c.lru.PushFront(&bodyEntry{thread: thread})
-		c.entries[thread] = el
-	} else {
-		c.lru.MoveToFront(el)
-	}
-	e := el.Value.(*bodyEntry)
-	for i, old := range e.recent {
-		if old.ID == k.ID { // a replaced log: its old body goes
-			e.size -= len(old.Body)
-			c.bytes -= len(old.Body)
-			e.recent = append(e.recent[:i], e.recent[i+1:]...)
-			break
+	old, found := c.lru.Get(thread)
+	recent := make([]KeptBody, 0, KeptBodies) // a new slice: the old one may be a caller's
+	for _, b := range old {
+		if b.ID != k.ID {
+			recent = append(recent, b)
 		}
 	}
-	if len(e.recent) == KeptBodies {
-		e.size -= len(e.recent[0].Body)
-		c.bytes -= len(e.recent[0].Body)
-		e.recent = append(e.recent[:0], e.recent[1:]...)
+	if len(recent) == KeptBodies {
+		recent = recent[1:]
 	}
-	e.recent = append(e.recent, k)
-	e.size += len(k.Body)
-	c.bytes += len(k.Body)
-	for c.bytes > BodyBudget {
-		c.Drop(c.lru.Back().Value.(*bodyEntry).thread)
+	recent = append(recent, k)
+	size := 0
+	for _, b := range recent {
+		size += len(b.Body)
+	}
+	if found {
+		c.lru.Update(thread, recent, size)
+	} else {
+		c.lru.Put(thread, recent, size)
 	}
 }
 
 // Drop forgets the thread's bodies.
-func (c *BodyCache) Drop(thread string) {
-	if el, ok := c.entries[thread]; ok {
-		c.bytes -= el.Value.(*bodyEntry).size
-		c.lru.Remove(el)
-		delete(c.entries, thread)
-	}
-}
+func (c *BodyCache) Drop(thread string) { c.lru.Drop(thread) }
 
 // Clear forgets every body.
-func (c *BodyCache) Clear() {
-	if len(c.entries) > 0 {
-		clear(c.entries)
-		c.lru.Init()
-		c.bytes = 0
-	}
-}
+func (c *BodyCache) Clear() { c.lru.Clear() }
 
 // Empty reports whether nothing is kept.
-func (c *BodyCache) Empty() bool { return len(c.entries) == 0 }
+func (c *BodyCache) Empty() bool { return c.lru.Len() == 0 }
 
 // CommonPrefix returns the length in bytes of the longest common prefix of a and b, comparing
 // 64 bytes at a time while they agree.
