@@ -21,13 +21,7 @@ func BenchmarkResume(b *testing.B) {
 			ctx := context.Background()
 			path := filepath.Join(b.TempDir(), "weft.db")
 			key := make([]byte, 32)
-			reg := weft.NewRegistry()
-			reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
-			reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "d", Model: "fast", Prompt: weft.Text("Be brief.")})
-			reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
-			model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
-				return &weft.Response{Text: "ok"}, nil
-			})
+			reg, model := resumeAgent()
 			st, err := sqlite.Open(ctx, path, sqlite.Options{Key: key})
 			if err != nil {
 				b.Fatal(err)
@@ -58,6 +52,18 @@ func BenchmarkResume(b *testing.B) {
 	}
 }
 
+// resumeAgent is the agent the resume benchmarks run: a prompt without the chat history, a model
+// that answers "ok".
+func resumeAgent() (*weft.Registry, weft.Provider) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "d", Model: "fast", Prompt: weft.Text("Be brief.")})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
+	return reg, weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		return &weft.Response{Text: "ok"}, nil
+	})
+}
+
 // seedHistory stores n messages of a conversation in the thread.
 func seedHistory(b *testing.B, st weft.Store, threadID string, n int) {
 	for done := 0; done < n; done += 500 {
@@ -86,13 +92,7 @@ func BenchmarkResumePostgres(b *testing.B) {
 	ctx := context.Background()
 	_, dsn := pgtest.Schema(b)
 	st := openPostgres(b, dsn)
-	reg := weft.NewRegistry()
-	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
-	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "d", Model: "fast", Prompt: weft.Text("Be brief.")})
-	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
-	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
-		return &weft.Response{Text: "ok"}, nil
-	})
+	reg, model := resumeAgent()
 	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
 	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
 	if err != nil {
