@@ -106,6 +106,18 @@ func BenchmarkRunStart(b *testing.B) {
 // it) holds every message so far — in one Tx. stored-B/op is what the step adds to the logs
 // table's request bodies.
 func BenchmarkLongThreadStep(b *testing.B) {
+	// kept: the writer keeps the thread's last bodies; evicted: it keeps none at each step (a
+	// restart, or a thread pushed out of the budget by others), and reads the last one back.
+	for _, evicted := range []bool{false, true} {
+		name := "kept"
+		if evicted {
+			name = "evicted"
+		}
+		b.Run(name, func(b *testing.B) { longThreadStep(b, evicted) })
+	}
+}
+
+func longThreadStep(b *testing.B, evicted bool) {
 	ctx := b.Context()
 	s, id := benchThread(b)
 	th := &weft.Thread{ID: id}
@@ -148,6 +160,11 @@ func BenchmarkLongThreadStep(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
+		if evicted {
+			s.wmu.Lock()
+			s.w.rows.bodies.Clear()
+			s.wmu.Unlock()
+		}
 		if err := turn(i); err != nil {
 			b.Fatal(err)
 		}

@@ -80,6 +80,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		}
 	}
 
+	put("log_empty", "")
+	put("log_small", `{"tiny":true}`)
 	// A conversation's calls, with a sub-prompt's calls between the main prompt's.
 	for i := range 20 {
 		put(fmt.Sprintf("log_main_%02d", i), request("main", 2*i+1))
@@ -87,8 +89,6 @@ func TestRequestBodiesShared(t *testing.T) {
 			put(fmt.Sprintf("log_sub_%02d", i), request("sub", i))
 		}
 	}
-	put("log_empty", "")
-	put("log_small", `{"tiny":true}`)
 	check("written")
 	base, shared, rest := stored(t, s, th.ID, "log_main_00")
 	if base != "" || shared != 0 || rest != len(want["log_main_00"]) {
@@ -117,7 +117,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		t.Errorf("request bodies stored in %d bytes of %d", total, all)
 	}
 
-	// Reopened, nothing is kept: the next body is stored whole, and all read back.
+	// Reopened, nothing is kept: the writer reads the thread's last body back and the next body
+	// is stored on it; all read back.
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +127,14 @@ func TestRequestBodiesShared(t *testing.T) {
 	}
 	defer s.Close()
 	check("reopened")
+	put("log_sub_20", request("sub", 20))
+	if base, _, _ = stored(t, s, th.ID, "log_sub_20"); base != "log_sub_19" {
+		t.Errorf("after a reopen a body is stored on %q, want the thread's last log (log_sub_19), read back", base)
+	}
 	put("log_main_20", request("main", 41))
-	if base, _, _ = stored(t, s, th.ID, "log_main_20"); base != "" {
-		t.Errorf("after a reopen a body is stored on %q, which the writer did not keep", base)
+	put("log_main_21", request("main", 43))
+	if base, _, _ = stored(t, s, th.ID, "log_main_21"); base != "log_main_20" {
+		t.Errorf("log_main_21 stored on %q, want log_main_20", base)
 	}
 
 	// Replacing a base stores its dependents whole first: they read as before.

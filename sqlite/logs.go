@@ -163,6 +163,11 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	body := string(l.RequestBody)
 	kept := sqlstore.KeptBody{ID: l.ID, Body: body}
 	base, shared := "", 0
+	if body != "" && !t.w.rows.bodies.Has(t.id) {
+		if err := t.keepLastBody(); err != nil {
+			return t.fail("last request body", err)
+		}
+	}
 	if b, n, ok := t.w.rows.bodies.Base(t.id, body); ok && b.ID != l.ID {
 		base, shared, kept.Chain = b.ID, n, b.Chain+1
 		if verifyHistory {
@@ -189,6 +194,35 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	}
 	t.logSeq, t.seqsDirty = n, true
 	l.ThreadID, l.CreatedAt = t.id, created.UTC()
+	return nil
+}
+
+// qLastLog finds the thread's newest log (reading each of the thread's rows up to n, before the
+// bodies, so no overflow page).
+const qLastLog = `SELECT id FROM logs WHERE thread_id = ? ORDER BY n DESC LIMIT 1`
+
+// keepLastBody keeps the request body of the thread's newest log, read back, when the writer
+// keeps none of the thread's bodies (after a restart, or evicted): otherwise a long thread's next
+// body would be stored whole, as long as the conversation.
+func (t *tx) keepLastBody() error {
+	var id string
+	if err := t.w.row(t.ctx, qLastLog, []any{&id}, t.id); errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	rows, err := t.w.query(t.ctx, qBodyChain, t.id, id)
+	if err != nil {
+		return err
+	}
+	links := 0
+	body, err := readBodyCounting(rows, id, &links)
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		t.w.rows.bodies.Add(t.id, sqlstore.KeptBody{ID: id, Body: body, Chain: links - 1})
+	}
 	return nil
 }
 

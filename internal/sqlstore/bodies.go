@@ -94,6 +94,12 @@ func (c *BodyCache) Drop(thread string) { c.lru.Drop(thread) }
 // Clear forgets every body.
 func (c *BodyCache) Clear() { c.lru.Clear() }
 
+// Has reports whether the thread's bodies are kept.
+func (c *BodyCache) Has(thread string) bool {
+	_, ok := c.lru.Get(thread)
+	return ok
+}
+
 // Empty reports whether nothing is kept.
 func (c *BodyCache) Empty() bool { return c.lru.Len() == 0 }
 
