@@ -87,9 +87,18 @@ const qBodyChain = `WITH RECURSIVE chain(k, base, shared, rest) AS (
 
 // requestBody rebuilds the request body stored as row ref of log_bodies.
 func (s *Store) requestBody(ctx context.Context, threadID, ref string) (string, error) {
-	rows, err := s.pool.Query(ctx, qBodyChain, threadID, ref)
+	body, _, err := readBody(ctx, s.pool, threadID, ref)
+	return body, err
+}
+
+// readBody rebuilds the request body stored as row ref of log_bodies and returns how many bases
+// it is stored on.
+func readBody(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, threadID, ref string) (string, int, error) {
+	rows, err := q.Query(ctx, qBodyChain, threadID, ref)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sqlstore.BodyLink, error) {
 		var k sqlstore.BodyLink
@@ -99,9 +108,10 @@ func (s *Store) requestBody(ctx context.Context, threadID, ref string) (string, 
 		return k, err
 	})
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return sqlstore.JoinBody(ref, links)
+	body, err := sqlstore.JoinBody(ref, links)
+	return body, len(links) - 1, err
 }
 
 // bodyCache is the request bodies this process stored, per thread (sqlstore.BodyCache). An entry
@@ -116,6 +126,12 @@ func (b *bodyCache) base(threadID, body string) (sqlstore.KeptBody, int, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.c.Base(threadID, body)
+}
+
+func (b *bodyCache) has(threadID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.c.Has(threadID)
 }
 
 func (b *bodyCache) add(threadID string, kept []sqlstore.KeptBody) {
@@ -189,6 +205,11 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	ref := ""
 	if len(l.RequestBody) > 0 {
 		body := string(l.RequestBody)
+		if len(t.bodies) == 0 && !t.s.bodies.has(t.id) {
+			if err := t.keepLastBody(); err != nil {
+				return err
+			}
+		}
 		kept := sqlstore.KeptBody{ID: weft.NewID("body_"), Body: body}
 		base, shared := "", 0
 		if b, n, ok := t.s.bodies.base(t.id, body); ok {
@@ -201,6 +222,29 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		ref = kept.ID
 	}
 	t.queue(op{sql: qPutLog, args: []any{t.id, l.ID, l.Depth, doc, ref, nilIfEmpty(slices.Clone(l.ResponseBody))}})
+	return nil
+}
+
+// keepLastBody keeps the thread's newest stored request body, read back, when this process keeps
+// none of the thread's (after a restart, an eviction, or the thread's last turn run on another
+// node): otherwise the next body would be stored whole, as long as the conversation. Body rows
+// never change and the row read is committed, so it stays a valid base. Body ids are time-ordered.
+func (t *tx) keepLastBody() error {
+	var id string
+	err := t.queryRow(`SELECT id FROM log_bodies WHERE thread_id = $1 ORDER BY id DESC LIMIT 1`, t.id).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return pgErr("thread "+t.id+": last request body", err)
+	}
+	body, chain, err := readBody(t.ctx, t.c, t.id, id)
+	if err != nil {
+		return pgErr("thread "+t.id+": last request body", err)
+	}
+	if body != "" {
+		t.s.bodies.add(t.id, []sqlstore.KeptBody{{ID: id, Body: body, Chain: chain}})
+	}
 	return nil
 }
 
