@@ -126,7 +126,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		t.th.mu.RLock()
 		recent := t.th.recent
 		t.th.mu.RUnlock()
-		b.node = bodyOn(b.full, recent, t.recentStaged())
+		b.node = bodyOn(b.full, append(slices.Clip(recent), t.recentStaged()...))
 	}
 	t.bodies = append(t.bodies, b)
 	c.ToolsOffered, c.ToolsCalled, c.QueuedTools = nilIfEmpty(c.ToolsOffered), nilIfEmpty(c.ToolsCalled), nilIfEmpty(c.QueuedTools)

@@ -100,8 +100,8 @@ func readBody(ctx context.Context, q interface {
 	if err != nil {
 		return "", 0, err
 	}
-	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sqlstore.BodyLink, error) {
-		var k sqlstore.BodyLink
+	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storecontract.BodyLink, error) {
+		var k storecontract.BodyLink
 		var rest []byte
 		err := r.Scan(&k.Base, &k.Shared, &rest)
 		k.Rest = string(rest)
@@ -110,7 +110,7 @@ func readBody(ctx context.Context, q interface {
 	if err != nil {
 		return "", 0, err
 	}
-	body, err := sqlstore.JoinBody(ref, links)
+	body, err := storecontract.JoinBody(ref, links)
 	return body, len(links) - 1, err
 }
 
@@ -214,8 +214,9 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 		base, shared := "", 0
 		if b, n, ok := t.s.bodies.base(t.id, body); ok {
 			base, shared, kept.Chain = b.ID, n, b.Chain+1
-		} else if b, n, ok := t.bodyBase(body); ok {
-			base, shared, kept.Chain = b.ID, n, b.Chain+1
+		} else if i, n := storecontract.BestBase(len(t.bodies), func(i int) (string, int) { return t.bodies[i].Body, t.bodies[i].Chain }, body); i >= 0 {
+			// one this transaction stored, not kept until it commits
+			base, shared, kept.Chain = t.bodies[i].ID, n, t.bodies[i].Chain+1
 		}
 		t.queue(op{sql: qPutBody, args: []any{t.id, kept.ID, base, shared, []byte(body[shared:])}})
 		t.bodies = append(t.bodies, kept)
@@ -246,15 +247,6 @@ func (t *tx) keepLastBody() error {
 		t.s.bodies.add(t.id, []sqlstore.KeptBody{{ID: id, Body: body, Chain: chain}})
 	}
 	return nil
-}
-
-// bodyBase is BodyCache.Base among the bodies this transaction stored (not kept until it commits).
-func (t *tx) bodyBase(body string) (sqlstore.KeptBody, int, bool) {
-	var c sqlstore.BodyCache
-	for _, k := range t.bodies {
-		c.Add(t.id, k)
-	}
-	return c.Base(t.id, body)
 }
 
 func nilIfEmpty(b []byte) []byte {

@@ -10,6 +10,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/envcrypt"
 	"github.com/weft-agents/weft/internal/sqlstore"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // request is the body of a model call on a conversation of n messages, as a provider would send
@@ -144,8 +145,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		t.Errorf("the dependent of a replaced log is stored on %q", base)
 	}
 
-	// A chain never passes sqlstore.MaxBodyChain bases.
-	for i := range sqlstore.MaxBodyChain + 10 {
+	// A chain never passes storecontract.MaxBodyChain bases.
+	for i := range storecontract.MaxBodyChain + 10 {
 		put(fmt.Sprintf("log_long_%03d", i), request("long", i+1))
 	}
 	check("a long chain")
@@ -155,8 +156,8 @@ func TestRequestBodiesShared(t *testing.T) {
 		SELECT max(k) FROM c`, []any{&longest}, th.ID); err != nil {
 		t.Fatal(err)
 	}
-	if longest > sqlstore.MaxBodyChain || longest < sqlstore.MaxBodyChain/2 {
-		t.Errorf("longest chain %d bases, want at most %d (and bodies stored on others)", longest, sqlstore.MaxBodyChain)
+	if longest > storecontract.MaxBodyChain || longest < storecontract.MaxBodyChain/2 {
+		t.Errorf("longest chain %d bases, want at most %d (and bodies stored on others)", longest, storecontract.MaxBodyChain)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/sqlstore"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Log and event write statements. hotWrites lists those prepared at Open.
@@ -78,7 +79,7 @@ func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, er
 		// stored whole since (its base replaced), the chain starts from what it is now.
 		var rows *sql.Rows
 		if rows, err = s.query(ctx, qBodyChain, threadID, id); err == nil {
-			req, err = readBody(rows, id)
+			req, _, err = readBody(rows, id)
 		}
 	}
 	if err != nil {
@@ -93,28 +94,23 @@ func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, er
 	return l, nil
 }
 
-// readBody rebuilds a request body from qBodyChain's rows, which it closes.
-func readBody(rows *sql.Rows, log string) (string, error) {
-	var n int
-	return readBodyCounting(rows, log, &n)
-}
-
-// readBodyCounting is readBody, counting the rows of the chain.
-func readBodyCounting(rows *sql.Rows, log string, n *int) (string, error) {
+// readBody rebuilds a request body from qBodyChain's rows, which it closes, and returns how many
+// bases it is stored on.
+func readBody(rows *sql.Rows, log string) (string, int, error) {
 	defer rows.Close()
-	var links []sqlstore.BodyLink
+	var links []storecontract.BodyLink
 	for rows.Next() {
-		var k sqlstore.BodyLink
+		var k storecontract.BodyLink
 		if err := rows.Scan(&k.Base, &k.Shared, &k.Rest); err != nil {
-			return "", err
+			return "", 0, err
 		}
 		links = append(links, k)
 	}
 	if err := rows.Err(); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	*n = len(links)
-	return sqlstore.JoinBody(log, links)
+	body, err := storecontract.JoinBody(log, links)
+	return body, len(links) - 1, err
 }
 
 // Events returns the thread's events after a seq, in order.
@@ -215,13 +211,12 @@ func (t *tx) keepLastBody() error {
 	if err != nil {
 		return err
 	}
-	links := 0
-	body, err := readBodyCounting(rows, id, &links)
+	body, bases, err := readBody(rows, id)
 	if err != nil {
 		return err
 	}
 	if body != "" {
-		t.w.rows.bodies.Add(t.id, sqlstore.KeptBody{ID: id, Body: body, Chain: links - 1})
+		t.w.rows.bodies.Add(t.id, sqlstore.KeptBody{ID: id, Body: body, Chain: bases})
 	}
 	return nil
 }
@@ -232,14 +227,13 @@ func (t *tx) checkBody(k sqlstore.KeptBody) error {
 	if err != nil {
 		return t.fail("check kept body", err)
 	}
-	links := 0
-	stored, err := readBodyCounting(rows, k.ID, &links)
+	stored, bases, err := readBody(rows, k.ID)
 	if err != nil {
 		return t.fail("check kept body", err)
 	}
-	if stored != k.Body || links-1 > k.Chain {
+	if stored != k.Body || bases > k.Chain {
 		return fmt.Errorf("sqlite: thread %s: kept request body of log %s differs from the database's (%d bytes, %d bases, kept %d bytes, %d)",
-			t.id, k.ID, len(stored), links-1, len(k.Body), k.Chain)
+			t.id, k.ID, len(stored), bases, len(k.Body), k.Chain)
 	}
 	return nil
 }
@@ -270,7 +264,7 @@ func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 		if err != nil {
 			return err
 		}
-		whole, err := readBody(chain, id)
+		whole, _, err := readBody(chain, id)
 		if err != nil {
 			return err
 		}

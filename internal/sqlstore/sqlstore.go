@@ -1,6 +1,7 @@
 // Package sqlstore holds what the SQL stores (sqlite, postgres) share in their implementation, as
 // opposed to the rules every store keeps (package storecontract): embedded migrations, chunked
-// file streams and the directory a glob is confined to.
+// file streams, the directory a glob is confined to, and the byte-budget caches (lru.go) of
+// histories and request bodies (bodies.go).
 package sqlstore
 
 import (

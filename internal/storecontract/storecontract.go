@@ -1,7 +1,8 @@
 // Package storecontract holds the rules every weft.Store implementation applies identically —
 // argument checks and defaults of threads, messages, the queue and tool calls (records.go); KV,
 // run-state and env value checks and how searches fold case (storecontract.go); thread-filesystem
-// paths and globs (files.go); grep (grep.go); effects (effects.go) — so that memstore, sqlite and
+// paths and globs (files.go); grep (grep.go); effects (effects.go); how a log's request body is
+// stored on an earlier one (bodies.go) — so that memstore, sqlite and
 // postgres cannot drift apart. What only the SQL stores share is in internal/sqlstore.
 package storecontract
 
