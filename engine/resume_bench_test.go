@@ -9,6 +9,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/internal/pgtest"
+	"github.com/weft-agents/weft/postgres"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -86,12 +87,16 @@ func seedHistory(b *testing.B, st weft.Store, threadID string, n int) {
 }
 
 // BenchmarkResumePostgres: a new engine on a PostgreSQL store takes the lease of a thread of
-// 10,000 messages, loads it and runs its first step (the store and its pool stay open: a node
-// that picks up another's thread).
+// 10,000 messages, loads it and runs its first step (the store and its pool stay open, and keep no
+// history: a node that picks up another's thread).
 func BenchmarkResumePostgres(b *testing.B) {
 	ctx := context.Background()
 	_, dsn := pgtest.Schema(b)
-	st := openPostgres(b, dsn)
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Key: make([]byte, 32), HistoryCache: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
 	reg, model := resumeAgent()
 	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
 	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
@@ -105,5 +110,49 @@ func BenchmarkResumePostgres(b *testing.B) {
 		if res, err := eng.Continue(ctx, th.ID, weft.SideA); err != nil || res.Steps != 1 {
 			b.Fatalf("%v %+v", err, res)
 		}
+	}
+}
+
+// BenchmarkLongThreadTurn measures a turn (a user message and the model's answer, through Ask) on
+// a thread already 1,000 messages long, on each store, by one engine that keeps serving it: what
+// every turn of a long conversation pays, where BenchmarkResume is what a fresh process pays once.
+// The PostgreSQL case runs when WEFT_TEST_POSTGRES_URL is set.
+func BenchmarkLongThreadTurn(b *testing.B) {
+	stores := []struct {
+		name string
+		open func(b *testing.B) weft.Store
+	}{
+		{"sqlite", func(b *testing.B) weft.Store {
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+		{"postgres", func(b *testing.B) weft.Store {
+			_, dsn := pgtest.Schema(b)
+			return openPostgres(b, dsn)
+		}},
+	}
+	for _, s := range stores {
+		b.Run(s.name, func(b *testing.B) {
+			ctx := context.Background()
+			st := s.open(b)
+			reg, model := resumeAgent()
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seedHistory(b, st, th.ID, 1000)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
+				if err != nil || res.Reply == nil {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
 	}
 }

@@ -46,6 +46,10 @@ type Options struct {
 	MaxConns int32
 	// Tracer, when set, traces the pool's statements (pgx's tracing hooks: OpenTelemetry, logs).
 	Tracer pgx.QueryTracer
+	// HistoryCache is the bytes of thread histories (their messages' docs, and the messages
+	// decoded) kept in memory for the runs that start from them on this node; 0 means 32 MiB, a
+	// negative value keeps none.
+	HistoryCache int
 }
 
 // Store is a weft.Store on PostgreSQL. It is safe for concurrent use.
@@ -60,6 +64,7 @@ type Store struct {
 	locks  threadLocks
 	known  knownRows // thread rows as runs' last transactions left them (known.go)
 	bodies bodyCache // request bodies this process stored (logs.go)
+	hist   histCache // histories this process's runs started from (history.go)
 	notify *notifier
 }
 
@@ -89,6 +94,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{cfg: cfg, schema: opts.Schema, now: opts.Now, log: opts.Logger, cipher: c}
+	switch {
+	case opts.HistoryCache == 0:
+		s.hist.lru.Limit = defaultHistoryCache
+	case opts.HistoryCache > 0:
+		s.hist.lru.Limit = opts.HistoryCache
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

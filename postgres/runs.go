@@ -158,9 +158,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	}
 	var doc []byte
 	var owner string
-	var msgSeq int64 // the last message seq assigned: at least the history's length
-	b.Queue("SELECT doc, lease_owner, msg_seq FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&doc, &owner, &msgSeq)
+	var msgSeq, msgRev int64 // the last message seq assigned (at least the history's length); msg_rev
+	b.Queue("SELECT doc, lease_owner, msg_seq, msg_rev FROM threads WHERE id = $1 FOR UPDATE", threadID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&doc, &owner, &msgSeq, &msgRev)
 	})
 	envRows := map[weft.EnvScope][]envRow{}
 	b.Queue(qRunEnv, threadID).Query(func(rows pgx.Rows) error {
@@ -198,15 +198,34 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		return rows.Err()
 	})
-	b.Queue("SELECT doc, seq FROM messages WHERE thread_id = $1 AND depth <= 0 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
+	// The messages after those this node keeps (history.go), or all of them.
+	kept, _ := s.hist.get(threadID)
+	var read []weft.Message
+	docBytes := 0
+	b.Queue(qRunMessages, threadID, kept.rev, kept.last).Query(func(rows pgx.Rows) error {
 		var err error
 		// Sized once (a long history grown by appends copied its messages about twice over);
 		// messages of sub-prompts and deleted ones count in msgSeq too, so it may be more.
-		rs.Messages, err = collectN(rows, "thread "+threadID+": messages", int(min(max(msgSeq, 32), 1<<20)), func(doc []byte, seq int64) (weft.Message, error) {
+		n := 8
+		if msgRev != kept.rev {
+			n = int(min(max(msgSeq, 32), 1<<20))
+		}
+		read, err = collectN(rows, "thread "+threadID+": messages", n, func(doc []byte, seq int64) (weft.Message, error) {
+			docBytes += len(doc)
 			return decodeMessage(doc, threadID, seq)
 		})
 		return err
 	})
+	var stored []weft.Message
+	if verifyHistory {
+		b.Queue(qAllRunMessages, threadID).Query(func(rows pgx.Rows) error {
+			var err error
+			stored, err = collect(rows, "thread "+threadID+": messages", func(doc []byte, seq int64) (weft.Message, error) {
+				return decodeMessage(doc, threadID, seq)
+			})
+			return err
+		})
+	}
 	b.Queue("SELECT doc, seq FROM queue WHERE thread_id = $1 ORDER BY seq", threadID).Query(func(rows pgx.Rows) error {
 		var err error
 		rs.Queued, err = collect(rows, "thread "+threadID+": queue", func(doc []byte, seq int64) (weft.QueuedMessage, error) {
@@ -247,6 +266,9 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	if err == nil {
 		rs.Thread, err = decodeThread(doc)
 	}
+	if err == nil {
+		err = s.runRows(rs, threadID, kept, msgRev, read, docBytes, stored)
+	}
 	for _, scope := range []weft.EnvScope{weft.EnvThread, weft.EnvUser, weft.EnvInstance} {
 		var vals []weft.EnvValue
 		if err == nil {
@@ -271,6 +293,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			return weft.Fence{}, nil, s.pushRefused(context.WithoutCancel(ctx), push)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
+			s.hist.drop(threadID)
 			return weft.Fence{}, nil, threadNotFound(threadID)
 		}
 		return weft.Fence{}, nil, pgErr("thread "+threadID+": begin run", err)

@@ -84,8 +84,8 @@ func TestDBCommands(t *testing.T) {
 		code int
 		want string
 	}{
-		{"pg_status_empty", []string{"db", "status", "--db", dsn}, 0, "schema version 0 (this weft: 2)\n  pending  0001_init.sql\n  pending  0002_log_bodies.sql"},
-		{"pg_migrate", []string{"db", "migrate", "--db", dsn}, 0, "applied  0002_log_bodies.sql"},
+		{"pg_status_empty", []string{"db", "status", "--db", dsn}, 0, "schema version 0 (this weft: 3)\n  pending  0001_init.sql\n  pending  0002_log_bodies.sql\n  pending  0003_message_rev.sql"},
+		{"pg_migrate", []string{"db", "migrate", "--db", dsn}, 0, "applied  0003_message_rev.sql"},
 		{"pg_status_current", []string{"db", "status", "--db", dsn}, 0, "up to date"},
 		{"sqlite_status_missing", []string{"db", "status", "--db", file}, 2, ""},
 		{"sqlite_migrate", []string{"db", "migrate", "--db", file}, 0, "applied  0005_auth.sql"},

@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/pgtest"
+)
+
+func init() { verifyHistory = true }
+
+// TestHistoryKept: a run start on a node that started a run of the thread before reads only the
+// messages added since, whoever added them, and the whole history again once any message of the
+// thread was changed or removed — by this node, another one, or SQL from elsewhere — or the thread
+// was deleted and made again under its id. verifyHistory is set, so every start from a kept
+// history is also compared with the stored one; the contents are checked here as well.
+func TestHistoryKept(t *testing.T) {
+	ctx := context.Background()
+	schema, dsn := pgtest.Schema(t)
+	key := envcrypt.NewKey()
+	open := func(history int) *Store {
+		s, err := Open(ctx, dsn, Options{Key: key, HistoryCache: history})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(0), open(0)                            // two nodes
+	sqlConn, err := pgx.Connect(ctx, pgtest.BaseURL(t)) // an operator's session: another search_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlConn.Close(ctx) })
+	th := &weft.Thread{ID: "thr_hist", Agent: "agent"}
+	if err := a.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// run starts a run on node s, checks what it starts from (contents and whether it was kept)
+	// and runs fn in one transaction of the run, then ends it.
+	run := func(s *Store, wantHit bool, want []string, fn func(tx weft.Tx) error) {
+		t.Helper()
+		hits := s.hist.hits
+		f, rs, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range rs.Rows {
+			got = append(got, m.Content)
+		}
+		if !slices.Equal(got, want) || rs.Messages != nil {
+			t.Fatalf("run start: history %q (and %d messages), want %q", got, len(rs.Messages), want)
+		}
+		if hit := s.hist.hits > hits; hit != wantHit {
+			t.Fatalf("run start: from the kept history %v, want %v", hit, wantHit)
+		}
+		if fn != nil {
+			if err := s.Tx(ctx, th.ID, &f, fn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.ReleaseLease(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert := func(contents ...string) func(weft.Tx) error {
+		return func(tx weft.Tx) error {
+			for _, c := range contents {
+				if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: c}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	var sub *weft.Message
+	insertSub := func(tx weft.Tx) error { // a sub-prompt's message: never in a run's history
+		sub = &weft.Message{Role: weft.RoleAssistant, Content: "sub", Depth: 1}
+		return tx.InsertMessage(sub)
+	}
+	idOf := func(s *Store, content string) string {
+		t.Helper()
+		ms, err := s.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.Content == content {
+				return m.ID
+			}
+		}
+		t.Fatalf("no message %q", content)
+		return ""
+	}
+
+	run(a, false, nil, insert("m1", "m2"))
+	run(a, true, []string{"m1", "m2"}, insert("m3"))
+	run(a, true, []string{"m1", "m2", "m3"}, insertSub)
+	// Another node adds messages: they are read after the kept ones.
+	run(b, false, []string{"m1", "m2", "m3"}, insert("m4"))
+	run(a, true, []string{"m1", "m2", "m3", "m4"}, nil)
+	// Another node changes one: the whole history is read.
+	run(b, true, []string{"m1", "m2", "m3", "m4"}, func(tx weft.Tx) error {
+		c := "m2 edited"
+		return tx.UpdateMessage(idOf(b, "m2"), weft.MessageChange{Content: &c})
+	})
+	run(a, false, []string{"m1", "m2 edited", "m3", "m4"}, nil)
+	// This node removes one.
+	run(a, true, []string{"m1", "m2 edited", "m3", "m4"}, func(tx weft.Tx) error { return tx.DeleteMessage(idOf(a, "m1")) })
+	run(a, false, []string{"m2 edited", "m3", "m4"}, nil)
+	// A sub-prompt's message changes: it is not in the history, but the history is read again.
+	run(a, true, []string{"m2 edited", "m3", "m4"}, func(tx weft.Tx) error {
+		c := "sub edited"
+		return tx.UpdateMessage(sub.ID, weft.MessageChange{Content: &c})
+	})
+	run(a, false, []string{"m2 edited", "m3", "m4"}, nil)
+	// SQL from a session whose search_path does not name the schema.
+	qualified := pgx.Identifier{schema, "messages"}.Sanitize()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := sqlConn.Exec(ctx, strings.ReplaceAll(q, "MESSAGES", qualified), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE MESSAGES SET doc = json_build_object('id', id, 'role', role, 'content', 'm3 by hand', 'status', 'completed')
+		WHERE thread_id = $1 AND id = $2`, th.ID, idOf(a, "m3"))
+	run(a, false, []string{"m2 edited", "m3 by hand", "m4"}, nil)
+	exec(`DELETE FROM MESSAGES WHERE thread_id = $1 AND id = $2`, th.ID, idOf(a, "m4"))
+	run(a, false, []string{"m2 edited", "m3 by hand"}, nil)
+	exec(`TRUNCATE MESSAGES`)
+	run(a, false, nil, insert("after truncate"))
+	run(a, true, []string{"after truncate"}, nil)
+
+	// The thread is deleted and made again under its id, with as many messages as a kept
+	// history would expect: its run start reads them.
+	if err := b.DeleteThread(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateThread(ctx, &weft.Thread{ID: th.ID, Agent: "agent"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	run(b, false, nil, insert("new thread"))
+	run(a, false, []string{"new thread"}, nil)
+
+	// A node that keeps no history reads it whole each time.
+	c := open(-1)
+	run(c, false, []string{"new thread"}, nil)
+	run(c, false, []string{"new thread"}, nil)
+}
+
+// TestHistoryCheckCatchesADifference: verifyHistory fails a run start whose kept history is not the
+// stored one (a change the cache did not see).
+func TestHistoryCheckCatchesADifference(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := pgtest.Schema(t)
+	s, err := Open(ctx, dsn, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	th := &weft.Thread{Agent: "agent"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		f, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error {
+			return tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: fmt.Sprint("m", i)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseLease(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok := s.hist.get(th.ID)
+	if !ok || len(e.rows) != 1 {
+		t.Fatalf("kept %d messages (%v), want 1", len(e.rows), ok)
+	}
+	wrong := *e.rows[0]
+	wrong.Content = "not what is stored"
+	s.hist.put(th.ID, []*weft.Message{&wrong}, e.rev, e.docs)
+	if _, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil); err == nil || !strings.Contains(err.Error(), "is not the stored one") {
+		t.Fatalf("begin run from a wrong kept history: %v", err)
+	}
+}
