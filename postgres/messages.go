@@ -17,7 +17,7 @@ import (
 // decodeMessage reads a message doc; the row's thread and seq are authoritative.
 func decodeMessage(doc []byte, threadID string, seq int64) (weft.Message, error) {
 	var m weft.Message
-	if err := json.Unmarshal(doc, &m); err != nil {
+	if err := decodeMessageJSON(doc, &m); err != nil {
 		return m, fmt.Errorf("postgres: thread %s: message %d: %w", threadID, seq, err)
 	}
 	m.ThreadID, m.Seq = threadID, seq
