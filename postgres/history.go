@@ -43,6 +43,12 @@ const defaultHistoryCache = 32 << 20
 // rowBytes is what a kept message costs besides its doc: the decoded struct and its pointer.
 var rowBytes = int(reflect.TypeFor[weft.Message]().Size()) + 8
 
+// maxHistory: a history larger than 1/maxHistory of the budget is not kept, so that one thread
+// leaves room for others. Such a history is read whole at every run start, as it would be without
+// the cache, so the bound is generous: with an eighth, a run start on a thread of 8,000 short
+// messages (4.6 MB decoded) read them all each time, 31.8 ms a turn.
+const maxHistory = 2
+
 // noRev is the msg_rev asked with when nothing is kept: the sequence never gives it.
 const noRev = -1
 
@@ -58,7 +64,7 @@ func (c *histCache) get(thread string) (histEntry, bool) {
 }
 
 // put keeps rows as the thread's history at rev; docs is the bytes of their docs. The rows are the
-// cache's from then on, and a history larger than an eighth of the budget is not kept.
+// cache's from then on, and a history larger than 1/maxHistory of the budget is not kept.
 func (c *histCache) put(thread string, rows []*weft.Message, rev int64, docs int) {
 	e := &histEntry{rows: slices.Clip(rows), rev: rev, docs: docs}
 	if len(rows) > 0 {
@@ -67,7 +73,7 @@ func (c *histCache) put(thread string, rows []*weft.Message, rev int64, docs int
 	size := docs + len(rows)*rowBytes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if size > c.lru.Limit/8 {
+	if size > c.lru.Limit/maxHistory {
 		c.lru.Drop(thread)
 		return
 	}

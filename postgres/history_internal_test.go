@@ -156,6 +156,26 @@ func TestHistoryKept(t *testing.T) {
 	c := open(-1)
 	run(c, false, []string{"new thread"}, nil)
 	run(c, false, []string{"new thread"}, nil)
+
+	// A history up to half the budget is kept; a larger one is read whole at every run start.
+	d := open(64 << 10)
+	for _, tc := range []struct {
+		messages int
+		kept     bool
+	}{{6, true}, {12, false}} {
+		th.ID = fmt.Sprint("thr_budget_", tc.messages)
+		if err := d.CreateThread(ctx, &weft.Thread{ID: th.ID, Agent: "agent"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var contents []string
+		for i := range tc.messages {
+			contents = append(contents, fmt.Sprintf("%d %03000d", i, 0))
+		}
+		run(d, false, nil, insert(contents...))
+		run(d, true, contents, nil) // the empty history the first kept, and the messages after it
+		run(d, tc.kept, contents, nil)
+		run(d, tc.kept, contents, nil)
+	}
 }
 
 // TestHistoryCheckCatchesADifference: verifyHistory fails a run start whose kept history is not the

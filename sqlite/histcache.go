@@ -27,7 +27,7 @@ import (
 //
 // Entries are made when BeginRun reads a history and when CreateThread makes a thread (empty),
 // and evicted least recently used first beyond the byte budget (counted as the messages' docs
-// plus the decoded structs); a history larger than an eighth of the budget is not kept.
+// plus the decoded structs); a history larger than 1/maxHistory of the budget is not kept.
 type histCache struct {
 	lru  sqlstore.LRU[*histEntry] // by thread; Limit 0: nothing is kept
 	hits int                      // BeginRuns served, for tests
@@ -36,6 +36,12 @@ type histCache struct {
 type histEntry struct {
 	rows []*weft.Message
 }
+
+// maxHistory: a history larger than 1/maxHistory of the budget is not kept, so that one thread
+// leaves room for others. Such a history is read whole at every run start, as it would be without
+// the cache, so the bound is generous (an eighth, until the eighth session, kept no history of
+// more than ~9,000 short messages).
+const maxHistory = 2
 
 // defaultHistoryCache is Options.HistoryCache's default.
 const defaultHistoryCache = 32 << 20
@@ -60,7 +66,7 @@ func (c *histCache) get(thread string) ([]*weft.Message, bool) {
 // the caller must not change after.
 func (c *histCache) put(thread string, rows []*weft.Message, docs int) {
 	size := docs + len(rows)*rowBytes
-	if size > c.lru.Limit/8 {
+	if size > c.lru.Limit/maxHistory {
 		c.lru.Drop(thread)
 		return
 	}
@@ -87,7 +93,7 @@ func (c *histCache) appendDocs(thread string, docs [][]byte) {
 		e.rows = append(e.rows, &m[0])
 		added += len(d) + rowBytes
 	}
-	if c.lru.Grow(thread, added) > c.lru.Limit/8 {
+	if c.lru.Grow(thread, added) > c.lru.Limit/maxHistory {
 		c.lru.Drop(thread)
 	}
 }

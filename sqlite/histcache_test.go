@@ -202,6 +202,18 @@ func TestHistoryCacheFollowsChanges(t *testing.T) {
 		}
 		run(t, s, ths[len(ths)-1], true) // the most recent stays
 		run(t, s, ths[0], false)         // the oldest went first
+		// A history up to half the budget is kept; a larger one is read at every run start.
+		for _, c := range []struct {
+			messages int
+			kept     bool
+		}{{6, true}, {12, false}} {
+			th := newThread(t, s)
+			for i := range c.messages {
+				mustTx(t, s, th, nil, insert(fmt.Sprintf("%d %03000d", i, 0), 0))
+			}
+			run(t, s, th, c.kept)
+			run(t, s, th, c.kept)
+		}
 		off, err := Open(ctx, filepath.Join(t.TempDir(), "off.db"), Options{Key: make([]byte, 32), HistoryCache: -1})
 		if err != nil {
 			t.Fatal(err)
