@@ -49,6 +49,9 @@ type ThreadStore interface {
 type MessageStore interface {
 	// Messages lists a thread's messages ordered by seq.
 	Messages(ctx context.Context, threadID string, q MessageQuery) ([]Message, error)
+	// CountMessages counts the messages Messages lists for q without its Limit and Offset (a
+	// page's total), reading none of them.
+	CountMessages(ctx context.Context, threadID string, q MessageQuery) (int, error)
 	// Message returns one message or ErrNotFound.
 	Message(ctx context.Context, threadID, id string) (Message, error)
 	// ToolCalls lists a thread's tool calls with one of the given statuses (all when none given),

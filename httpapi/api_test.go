@@ -152,6 +152,14 @@ func TestThreadFlow(t *testing.T) {
 	if msgs.Total != 4 || len(msgs.Items) != 1 || !msgs.HasMore || msgs.Items[0].Seq != 2 {
 		t.Fatalf("page 2 of 4: %+v", msgs)
 	}
+	e.json("GET", "/api/threads/"+id+"/messages?limit=2&order=desc", e.alice, nil, 200, &msgs)
+	if msgs.Total != 4 || len(msgs.Items) != 2 || !msgs.HasMore || msgs.Items[0].Seq != 4 || msgs.Items[1].Seq != 3 {
+		t.Fatalf("the newest 2 of 4: %+v", msgs)
+	}
+	e.json("GET", "/api/threads/"+id+"/messages?offset=9", e.alice, nil, 200, &msgs)
+	if msgs.Total != 4 || msgs.Items == nil || len(msgs.Items) != 0 || msgs.HasMore {
+		t.Fatalf("past the end: %+v", msgs)
+	}
 	var one weft.Message
 	e.json("GET", "/api/threads/"+id+"/messages/"+last.ID, e.alice, nil, 200, &one)
 	if one.ID != last.ID || strings.Contains(one.Content, secretValue) {

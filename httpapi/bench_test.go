@@ -244,3 +244,45 @@ func BenchmarkTurnSetup(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLongThreadRead is what a client's view of a thread 10,000 messages long costs the
+// server: its newest page of messages, and the thread itself (with its message count).
+func BenchmarkLongThreadRead(b *testing.B) {
+	s := newBenchServer(b)
+	id := s.threads(b, 1)[0]
+	for done := 0; done < 10000; done += 500 {
+		if err := s.store.Tx(context.Background(), id, nil, func(tx weft.Tx) error {
+			for i := done; i < done+500; i++ {
+				role := weft.RoleUser
+				if i%2 == 1 {
+					role = weft.RoleAssistant
+				}
+				if err := tx.InsertMessage(&weft.Message{Role: role, Side: weft.SideA, Status: weft.MessageCompleted,
+					Content: "message of a long conversation about orders and parcels"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, path string }{{"messages", "/messages?limit=100&order=desc"}, {"thread", ""}} {
+		path := c.path
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest("GET", s.srv.URL+"/api/threads/"+id+path, nil)
+				req.Header.Set("Authorization", "Bearer "+s.key)
+				resp, err := s.http.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(body), `"total":10000`) && !strings.Contains(string(body), `"message_count":10000`) {
+					b.Fatalf("GET %s: %d %.300s", path, resp.StatusCode, body)
+				}
+			}
+		})
+	}
+}

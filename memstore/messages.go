@@ -40,7 +40,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 		if q.Desc {
 			m = msgs[len(msgs)-1-i]
 		}
-		if m.Depth > q.MaxDepth || (q.ExcludeSilent && m.Silent) || (len(q.Roles) > 0 && !slices.Contains(q.Roles, m.Role)) {
+		if !listed(m, q) {
 			continue
 		}
 		if skip > 0 {
@@ -53,6 +53,36 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 		}
 	}
 	return out, nil
+}
+
+// CountMessages counts the messages Messages lists for q without its Limit and Offset.
+func (s *Store) CountMessages(ctx context.Context, threadID string, q weft.MessageQuery) (int, error) {
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	th := s.lookup(threadID)
+	if th == nil {
+		return 0, nil
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	msgs := th.msgs
+	if q.AfterSeq > 0 {
+		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq > q.AfterSeq })
+		msgs = msgs[i:]
+	}
+	n := 0
+	for _, m := range msgs {
+		if listed(m, q) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// listed reports whether q's filters (not AfterSeq, Limit, Offset) keep m.
+func listed(m *weft.Message, q weft.MessageQuery) bool {
+	return m.Depth <= q.MaxDepth && !(q.ExcludeSilent && m.Silent) && (len(q.Roles) == 0 || slices.Contains(q.Roles, m.Role))
 }
 
 // copyMessage returns a copy of a stored message that shares nothing with it.

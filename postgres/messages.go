@@ -38,19 +38,8 @@ func encodeMessage(m *weft.Message) ([]byte, error) {
 // Messages lists a thread's messages ordered by seq (see weft.MessageQuery; Limit 0 means 100 and a
 // negative Limit no limit). An unknown thread has no messages.
 func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQuery) ([]weft.Message, error) {
-	args := []any{threadID, q.AfterSeq, q.MaxDepth}
-	sql := "SELECT doc, seq FROM messages WHERE thread_id = $1 AND seq > $2 AND depth <= $3"
-	if q.ExcludeSilent {
-		sql += " AND NOT silent"
-	}
-	if len(q.Roles) > 0 {
-		roles := make([]string, len(q.Roles))
-		for i, r := range q.Roles {
-			roles[i] = string(r)
-		}
-		args = append(args, roles)
-		sql += " AND role = ANY ($4)"
-	}
+	where, args := messagesWhere(threadID, q)
+	sql := "SELECT doc, seq" + where
 	if q.Desc {
 		sql += " ORDER BY seq DESC"
 	} else {
@@ -73,6 +62,34 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 		out = []weft.Message{}
 	}
 	return out, err
+}
+
+// messagesWhere is the FROM and WHERE clauses of a message query, with their arguments.
+func messagesWhere(threadID string, q weft.MessageQuery) (string, []any) {
+	args := []any{threadID, q.AfterSeq, q.MaxDepth}
+	sql := " FROM messages WHERE thread_id = $1 AND seq > $2 AND depth <= $3"
+	if q.ExcludeSilent {
+		sql += " AND NOT silent"
+	}
+	if len(q.Roles) > 0 {
+		roles := make([]string, len(q.Roles))
+		for i, r := range q.Roles {
+			roles[i] = string(r)
+		}
+		args = append(args, roles)
+		sql += " AND role = ANY ($4)"
+	}
+	return sql, args
+}
+
+// CountMessages counts the messages Messages lists for q without its Limit and Offset.
+func (s *Store) CountMessages(ctx context.Context, threadID string, q weft.MessageQuery) (int, error) {
+	where, args := messagesWhere(threadID, q)
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*)"+where, args...).Scan(&n); err != nil {
+		return 0, pgErr("thread "+threadID+": count messages", err)
+	}
+	return n, nil
 }
 
 // Message returns one message or ErrNotFound.

@@ -39,9 +39,10 @@ const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= 
 	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
 
 const (
-	qMessagesAsc  = `SELECT doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
-	qMessagesDesc = `SELECT doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
-	qMessage      = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qMessagesAsc   = `SELECT doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
+	qMessagesDesc  = `SELECT doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
+	qCountMessages = `SELECT count(*)` + msgWhere
+	qMessage       = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
 )
 
 // scanMessage scans a row of one doc column.
@@ -64,16 +65,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 	if limit < 0 {
 		limit = -1 // SQLite's LIMIT for none
 	}
-	roles := ""
-	if len(q.Roles) > 0 {
-		var b strings.Builder
-		b.WriteByte(',')
-		for _, r := range q.Roles {
-			b.WriteString(string(r))
-			b.WriteByte(',')
-		}
-		roles = b.String()
-	}
+	roles := rolesArg(q.Roles)
 	query := qMessagesAsc
 	if q.Desc {
 		query = qMessagesDesc
@@ -92,6 +84,33 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// CountMessages counts the messages Messages lists for q without its Limit and Offset.
+func (s *Store) CountMessages(ctx context.Context, threadID string, q weft.MessageQuery) (int, error) {
+	row, err := s.rowOf(ctx, qCountMessages, threadID, q.AfterSeq, q.MaxDepth, boolInt(q.ExcludeSilent), rolesArg(q.Roles))
+	var n int
+	if err == nil {
+		err = row.Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: thread %s: count messages: %w", threadID, err)
+	}
+	return n, nil
+}
+
+// rolesArg is a role filter as msgWhere takes it: ",user,assistant," ("" for all).
+func rolesArg(roles []weft.Role) string {
+	if len(roles) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte(',')
+	for _, r := range roles {
+		b.WriteString(string(r))
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // Message returns one message or ErrNotFound.

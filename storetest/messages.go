@@ -196,6 +196,19 @@ func testMessageQuery(t *testing.T, s weft.Store) {
 				t.Errorf("%s: row %d has content %q thread %q", c.name, m.Seq, m.Content, m.ThreadID)
 			}
 		}
+		// The count is of every row the query lists, whatever its page.
+		all := c.q
+		all.Limit, all.Offset = -1, 0
+		listed, err := s.Messages(ctx, th.ID, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.CountMessages(ctx, th.ID, c.q); err != nil || n != len(listed) {
+			t.Errorf("%s: counted %d (%v), listed %d", c.name, n, err, len(listed))
+		}
+	}
+	if n, err := s.CountMessages(ctx, "thr_unknown", weft.MessageQuery{}); err != nil || n != 0 {
+		t.Errorf("an unknown thread: counted %d (%v)", n, err)
 	}
 }
 
