@@ -177,6 +177,10 @@ type LogQuery struct {
 	Limit, Offset int
 	// MaxDepth includes sub-prompt rows up to this depth.
 	MaxDepth int
+	// AfterID, when set, lists only the rows created after that row (before Limit and Offset
+	// apply): a reader that has read a thread's rows up to one reads only those written since.
+	// ErrNotFound when the thread has no such row.
+	AfterID string
 }
 
 // LogEntry is one model attempt (or hook/tool error) of a thread.

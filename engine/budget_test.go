@@ -125,3 +125,61 @@ func TestBudgetRefused(t *testing.T) {
 		t.Errorf("validation: %v", d.Err())
 	}
 }
+
+// TestSpendFollowsLogs: a thread's spend, which the engine adds up incrementally, is always that
+// of its log rows: rows written by anyone since the last reading count once, and a thread deleted
+// and made again under its id starts from nothing.
+func TestSpendFollowsLogs(t *testing.T) {
+	reg, model, _ := budgetWorld(nil, nil)
+	eng, st := newEngine(t, reg, model, nil)
+	ctx := context.Background()
+	th := &weft.Thread{ID: "thr_spend", Agent: "a", Status: weft.ThreadIdle}
+	if err := st.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	put := func(tokens ...int) {
+		t.Helper()
+		if err := st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			for _, n := range tokens {
+				if err := tx.PutLog(&weft.LogEntry{Kind: "llm", InputTokens: n}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(calls int, tokens int64) {
+		t.Helper()
+		sp, err := eng.Spend(ctx, th.ID)
+		if err != nil || sp.Calls != calls || sp.Tokens != tokens {
+			t.Fatalf("spend %+v (%v), want %d calls and %d tokens", sp, err, calls, tokens)
+		}
+	}
+	want(0, 0)
+	put(10, 20)
+	want(2, 30)
+	want(2, 30)
+	put(5)
+	if err := st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		return tx.PutLog(&weft.LogEntry{Kind: "tool_error", Error: "no"}) // not a model call
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put(1)
+	want(4, 36)
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Question?"}}); err != nil {
+		t.Fatal(err)
+	}
+	want(6, 156) // a turn: two calls of 60 tokens
+	if err := st.DeleteThread(ctx, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateThread(ctx, &weft.Thread{ID: th.ID, Agent: "a", Status: weft.ThreadIdle}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want(0, 0)
+	put(7)
+	want(1, 7)
+}

@@ -65,7 +65,8 @@ type Options struct {
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is
 // only its rows in the store.
 type Engine struct {
-	reg *weft.Registry
+	reg   *weft.Registry
+	spent spentLogs // what threads' log rows spent, as far as read (budget.go)
 	// structured: some prompt declares an output schema (RunResult.Value is then looked up).
 	structured bool
 	store      weft.Store

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -146,6 +147,55 @@ func BenchmarkLongThreadTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			seedHistory(b, st, th.ID, 1000)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
+				if err != nil || res.Reply == nil {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBudgetedTurn: a turn (a user message and the answer, through Ask) on a SQLite thread
+// whose 2,000 earlier model calls each left a log row, with and without a budget, whose check
+// before each model call adds up the thread's spend.
+func BenchmarkBudgetedTurn(b *testing.B) {
+	for _, budget := range []bool{false, true} {
+		b.Run(fmt.Sprint("budget=", budget), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			reg, model := resumeAgent()
+			eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seedHistory(b, st, th.ID, 100)
+			cost := 0.0001
+			for done := 0; done < 2000; done += 500 {
+				if err := st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+					for range 500 {
+						if err := tx.PutLog(&weft.LogEntry{ID: weft.NewID("log_"), Kind: "llm", Model: "fast", InputTokens: 900,
+							OutputTokens: 100, CostTotal: &cost, CreatedAt: time.Now()}); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if budget {
+				if err := eng.SetBudget(ctx, th.ID, weft.Budget{MaxCostUSD: 1000}); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})

@@ -19,13 +19,24 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	}
 	th := s.lookup(threadID)
 	if th == nil {
+		if q.AfterID != "" {
+			return nil, fmt.Errorf("thread %s: log %s: %w", threadID, q.AfterID, weft.ErrNotFound)
+		}
 		return nil, nil
 	}
 	th.mu.RLock()
 	defer th.mu.RUnlock()
 	var out []weft.LogEntry
 	skip := q.Offset
-	for _, l := range th.logs {
+	logs := th.logs
+	if q.AfterID != "" {
+		i := slices.IndexFunc(logs, func(l *weft.LogEntry) bool { return l.ID == q.AfterID })
+		if i < 0 {
+			return nil, fmt.Errorf("thread %s: log %s: %w", threadID, q.AfterID, weft.ErrNotFound)
+		}
+		logs = logs[i+1:]
+	}
+	for _, l := range logs {
 		if l.Depth > q.MaxDepth {
 			continue
 		}

@@ -29,14 +29,24 @@ func decodeLog(doc []byte, threadID string) (weft.LogEntry, error) {
 // Logs lists a thread's log rows in creation order, without request and response bodies (Limit 0
 // means no limit).
 func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]weft.LogEntry, error) {
-	sql := "SELECT doc, n FROM logs WHERE thread_id = $1 AND depth <= $2 ORDER BY n"
+	after := int64(-1) // n counts from 1
+	if q.AfterID != "" {
+		err := s.pool.QueryRow(ctx, "SELECT n FROM logs WHERE thread_id = $1 AND id = $2", threadID, q.AfterID).Scan(&after)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("thread %s: log %s: %w", threadID, q.AfterID, weft.ErrNotFound)
+		}
+		if err != nil {
+			return nil, pgErr("thread "+threadID+": logs", err)
+		}
+	}
+	sql := "SELECT doc, n FROM logs WHERE thread_id = $1 AND depth <= $2 AND n > $3 ORDER BY n"
 	if q.Limit > 0 {
 		sql += " LIMIT " + strconv.Itoa(q.Limit)
 	}
 	if q.Offset > 0 {
 		sql += " OFFSET " + strconv.Itoa(q.Offset)
 	}
-	rows, err := s.pool.Query(ctx, sql, threadID, q.MaxDepth)
+	rows, err := s.pool.Query(ctx, sql, threadID, q.MaxDepth, after)
 	if err != nil {
 		return nil, pgErr("thread "+threadID+": logs", err)
 	}

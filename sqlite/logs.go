@@ -43,8 +43,18 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.query(ctx, `SELECT id, doc FROM logs WHERE thread_id = ? AND depth <= ? ORDER BY n LIMIT ? OFFSET ?`,
-		threadID, q.MaxDepth, limit, max(q.Offset, 0))
+	after := int64(-1) // n counts from 1
+	if q.AfterID != "" {
+		if err := s.row(ctx, `SELECT n FROM logs WHERE thread_id = ? AND id = ?`, []any{&after}, threadID, q.AfterID); errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("thread %s: log %s: %w", threadID, q.AfterID, weft.ErrNotFound)
+		} else if err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
+		}
+	}
+	// Nothing indexes n, so every listing sorts the thread's rows; with AfterID it sorts only the
+	// rows after that one.
+	rows, err := s.query(ctx, `SELECT id, doc FROM logs WHERE thread_id = ? AND depth <= ? AND n > ? ORDER BY n LIMIT ? OFFSET ?`,
+		threadID, q.MaxDepth, after, limit, max(q.Offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
 	}

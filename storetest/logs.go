@@ -81,6 +81,25 @@ func testLogs(t *testing.T, s weft.Store) {
 	if got := ids(weft.LogQuery{MaxDepth: 5, Limit: 2, Offset: 1}); !slices.Equal(got, []string{"log_2", "log_3"}) {
 		t.Errorf("paged logs: %v", got)
 	}
+	// The rows after one (the replaced log_1 kept its place).
+	for _, c := range []struct {
+		q    weft.LogQuery
+		want []string
+	}{
+		{weft.LogQuery{MaxDepth: 5, AfterID: "log_1"}, []string{"log_2", "log_3", "log_4"}},
+		{weft.LogQuery{MaxDepth: 5, AfterID: "log_2", Limit: 1}, []string{"log_3"}},
+		{weft.LogQuery{MaxDepth: 5, AfterID: "log_2", Offset: 1}, []string{"log_4"}},
+		{weft.LogQuery{AfterID: "log_1"}, []string{"log_3"}},
+		{weft.LogQuery{MaxDepth: 5, AfterID: "log_4"}, nil},
+	} {
+		if got := ids(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("logs %+v: %v, want %v", c.q, got, c.want)
+		}
+	}
+	for _, thread := range []string{th.ID, "thr_unknown"} {
+		_, err := s.Logs(ctx, thread, weft.LogQuery{AfterID: "log_missing"})
+		wantErr(t, "Logs(after a missing row)", err, weft.ErrNotFound)
+	}
 	l1, _ := s.Log(ctx, th.ID, "log_1")
 	if l1.Error != "" || l1.IsComplete || l1.CostTotal != nil || l1.ToolsCalled != nil || l1.CostInput == nil || *l1.CostInput != 0.5 {
 		t.Errorf("replaced log: %+v", l1)
