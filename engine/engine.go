@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -65,8 +66,11 @@ type Options struct {
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is
 // only its rows in the store.
 type Engine struct {
-	reg   *weft.Registry
-	spent spentLogs // what threads' log rows spent, as far as read (budget.go)
+	reg *weft.Registry
+	// spent is what threads' own log rows spent, read incrementally: a budget is checked before
+	// every model call, and adding up every row each time made a turn of a thread with 2,000
+	// calls behind it take 18 ms instead of 0.33 (BenchmarkBudgetedTurn).
+	spent logtally.Tally[Spend]
 	// structured: some prompt declares an output schema (RunResult.Value is then looked up).
 	structured bool
 	store      weft.Store
@@ -157,6 +161,7 @@ func New(opt Options) (*Engine, error) {
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool()}
 	e.bg.pool = &e.pool
+	e.spent.Add = addSpend
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}

@@ -189,6 +189,16 @@ func TestThreadFlow(t *testing.T) {
 	if cost["calls"] != float64(2) {
 		t.Fatalf("cost %v", cost)
 	}
+	// The cost follows the thread's new calls, each counted once (it is added up incrementally).
+	e.json("POST", "/api/threads/"+id+"/messages", e.alice, map[string]any{"content": "again"}, 202, nil)
+	until(t, events, "run_stopped", 10*time.Second)
+	for range 2 {
+		e.json("GET", "/api/threads/"+id+"/cost", e.alice, nil, 200, &cost)
+		byModel, _ := cost["by_model"].([]any)
+		if cost["calls"] != float64(4) || len(byModel) != 1 || byModel[0].(map[string]any)["calls"] != float64(4) {
+			t.Fatalf("cost after a second turn: %v", cost)
+		}
+	}
 
 	// KV and files round-trip.
 	e.json("PUT", "/api/threads/"+id+"/kv/color", e.alice, `{"name":"teal"}`, 200, nil)

@@ -245,13 +245,20 @@ func BenchmarkTurnSetup(b *testing.B) {
 	})
 }
 
-// BenchmarkLongThreadRead is what a client's view of a thread 10,000 messages long costs the
-// server: its newest page of messages, and the thread itself (with its message count).
+// BenchmarkLongThreadRead is what a client's view of a thread 10,000 messages and 2,000 model
+// calls long costs the server: its newest page of messages, and the thread itself (with its
+// message count and cost).
 func BenchmarkLongThreadRead(b *testing.B) {
 	s := newBenchServer(b)
 	id := s.threads(b, 1)[0]
+	cost := 0.001
 	for done := 0; done < 10000; done += 500 {
 		if err := s.store.Tx(context.Background(), id, nil, func(tx weft.Tx) error {
+			for range 100 {
+				if err := tx.PutLog(&weft.LogEntry{Kind: "llm", Model: "m", InputTokens: 900, OutputTokens: 100, CostTotal: &cost}); err != nil {
+					return err
+				}
+			}
 			for i := done; i < done+500; i++ {
 				role := weft.RoleUser
 				if i%2 == 1 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/logtally"
 )
 
 // EventSource follows a thread's events with a cursor above after — the stored ones first, then
@@ -77,6 +78,10 @@ type Server struct {
 	ready   atomic.Bool
 	mux     *http.ServeMux
 
+	// costs is each thread's own cost, read incrementally from its log rows: the thread views
+	// and the cost sort add it up for every thread they show.
+	costs logtally.Tally[cost]
+
 	// streams ends the thread streams open now (EndStreams).
 	streamsMu sync.Mutex
 	streams   context.Context
@@ -118,6 +123,7 @@ func New(o Options) *Server {
 		o.Hub = NewHub()
 	}
 	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
+	s.costs = logtally.Tally[cost]{Add: addCost, Clone: cost.clone}
 	s.streams, s.endAll = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

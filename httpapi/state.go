@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,45 +137,65 @@ type childCost struct {
 	Calls     int     `json:"calls"`
 }
 
-// add counts the llm rows of logs.
-func (c *cost) add(logs []weft.LogEntry) {
-	for _, l := range logs {
-		if l.Kind != "llm" {
-			continue
-		}
-		c.Calls++
-		c.InputTokens += l.InputTokens
-		c.CachedTokens += l.CachedTokens
-		c.OutputTokens += l.OutputTokens
-		c.ReasoningTokens += l.ReasoningTokens
-		i, ok := c.byModel[l.Model]
-		if !ok {
-			i = len(c.ByModel)
-			c.byModel[l.Model] = i
-			c.ByModel = append(c.ByModel, &modelCost{Model: l.Model})
-		}
-		mc := c.ByModel[i]
-		mc.Calls++
-		mc.InputTokens += l.InputTokens
-		mc.OutputTokens += l.OutputTokens
-		if l.CostTotal == nil {
-			c.UnknownCostCalls++
-			continue
-		}
-		c.CostTotal += *l.CostTotal
-		mc.CostTotal += *l.CostTotal
+// addCost counts a log row into a thread's own cost when it is a model call's.
+func addCost(c *cost, l *weft.LogEntry) {
+	if l.Kind != "llm" {
+		return
 	}
+	if c.byModel == nil {
+		c.byModel = map[string]int{}
+	}
+	c.Calls++
+	c.InputTokens += l.InputTokens
+	c.CachedTokens += l.CachedTokens
+	c.OutputTokens += l.OutputTokens
+	c.ReasoningTokens += l.ReasoningTokens
+	i, ok := c.byModel[l.Model]
+	if !ok {
+		i = len(c.ByModel)
+		c.byModel[l.Model] = i
+		c.ByModel = append(c.ByModel, &modelCost{Model: l.Model})
+	}
+	mc := c.ByModel[i]
+	mc.Calls++
+	mc.InputTokens += l.InputTokens
+	mc.OutputTokens += l.OutputTokens
+	if l.CostTotal == nil {
+		c.UnknownCostCalls++
+		return
+	}
+	c.CostTotal += *l.CostTotal
+	mc.CostTotal += *l.CostTotal
+}
+
+// clone copies a cost so that the copy can be added to alone.
+func (c cost) clone() cost {
+	c.byModel = maps.Clone(c.byModel)
+	c.ByModel = slices.Clone(c.ByModel)
+	for i, m := range c.ByModel {
+		mc := *m
+		c.ByModel[i] = &mc
+	}
+	c.Children = slices.Clone(c.Children)
+	return c
 }
 
 // costOf sums a thread's model calls (every depth), with its descendants' when recursive.
 func (s *Server) costOf(r *http.Request, t *weft.Thread, recursive bool) (*cost, error) {
 	st := s.engine().Store()
-	c := &cost{ByModel: []*modelCost{}, Children: []childCost{}, byModel: map[string]int{}}
-	logs, err := st.Logs(r.Context(), t.ID, weft.LogQuery{MaxDepth: 1 << 20})
+	own, err := s.costs.Of(r.Context(), st, t.ID)
 	if err != nil {
 		return nil, err
 	}
-	c.add(logs)
+	own = own.clone()
+	c := &own
+	if c.byModel == nil {
+		c.byModel = map[string]int{}
+	}
+	if c.ByModel == nil {
+		c.ByModel = []*modelCost{}
+	}
+	c.Children = []childCost{}
 	if !recursive {
 		return c, nil
 	}
