@@ -66,6 +66,19 @@ func resumeAgent() (*weft.Registry, weft.Provider) {
 	})
 }
 
+// resumeThread makes a thread of the resume agent on st with n messages, and returns the agent's
+// registry and model and the thread's id.
+func resumeThread(b *testing.B, st weft.Store, n int) (*weft.Registry, weft.Provider, string) {
+	reg, model := resumeAgent()
+	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+	th, err := eng.CreateThread(context.Background(), engine.NewThread{Agent: "a"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedHistory(b, st, th.ID, n)
+	return reg, model, th.ID
+}
+
 // seedHistory stores n messages of a conversation in the thread.
 func seedHistory(b *testing.B, st weft.Store, threadID string, n int) {
 	for done := 0; done < n; done += 500 {
@@ -98,17 +111,11 @@ func BenchmarkResumePostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	reg, model := resumeAgent()
-	eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	seedHistory(b, st, th.ID, 10000)
+	reg, model, id := resumeThread(b, st, 10000)
 	b.ReportAllocs()
 	for b.Loop() {
 		eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
-		if res, err := eng.Continue(ctx, th.ID, weft.SideA); err != nil || res.Steps != 1 {
+		if res, err := eng.Continue(ctx, id, weft.SideA); err != nil || res.Steps != 1 {
 			b.Fatalf("%v %+v", err, res)
 		}
 	}
@@ -140,16 +147,11 @@ func BenchmarkLongThreadTurn(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			ctx := context.Background()
 			st := s.open(b)
-			reg, model := resumeAgent()
+			reg, model, id := resumeThread(b, st, 1000)
 			eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
-			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			seedHistory(b, st, th.ID, 1000)
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
+				res, err := eng.Ask(ctx, id, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
 				if err != nil || res.Reply == nil {
 					b.Fatalf("%v %+v", err, res)
 				}
@@ -170,16 +172,11 @@ func BenchmarkBudgetedTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			reg, model := resumeAgent()
+			reg, model, id := resumeThread(b, st, 100)
 			eng, _ := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
-			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			seedHistory(b, st, th.ID, 100)
 			cost := 0.0001
 			for done := 0; done < 2000; done += 500 {
-				if err := st.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+				if err := st.Tx(ctx, id, nil, func(tx weft.Tx) error {
 					for range 500 {
 						if err := tx.PutLog(&weft.LogEntry{ID: weft.NewID("log_"), Kind: "llm", Model: "fast", InputTokens: 900,
 							OutputTokens: 100, CostTotal: &cost, CreatedAt: time.Now()}); err != nil {
@@ -192,13 +189,13 @@ func BenchmarkBudgetedTurn(b *testing.B) {
 				}
 			}
 			if budget {
-				if err := eng.SetBudget(ctx, th.ID, weft.Budget{MaxCostUSD: 1000}); err != nil {
+				if err := eng.SetBudget(ctx, id, weft.Budget{MaxCostUSD: 1000}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
+				res, err := eng.Ask(ctx, id, engine.Input{Message: &weft.NewMessage{Content: "one more question"}})
 				if err != nil || res.Reply == nil {
 					b.Fatalf("%v %+v", err, res)
 				}

@@ -24,11 +24,7 @@ func (s *Store) Messages(ctx context.Context, threadID string, q weft.MessageQue
 	limit := storecontract.MessageLimit(q.Limit)
 	th.mu.RLock()
 	defer th.mu.RUnlock()
-	msgs := th.msgs
-	if q.AfterSeq > 0 {
-		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq > q.AfterSeq })
-		msgs = msgs[i:]
-	}
+	msgs := after(th.msgs, q.AfterSeq)
 	n := len(msgs)
 	if limit > 0 && limit < n {
 		n = limit
@@ -66,11 +62,7 @@ func (s *Store) CountMessages(ctx context.Context, threadID string, q weft.Messa
 	}
 	th.mu.RLock()
 	defer th.mu.RUnlock()
-	msgs := th.msgs
-	if q.AfterSeq > 0 {
-		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq > q.AfterSeq })
-		msgs = msgs[i:]
-	}
+	msgs := after(th.msgs, q.AfterSeq)
 	n := 0
 	for _, m := range msgs {
 		if listed(m, q) {
@@ -78,6 +70,12 @@ func (s *Store) CountMessages(ctx context.Context, threadID string, q weft.Messa
 		}
 	}
 	return n, nil
+}
+
+// after returns the messages (in seq order) with a seq above seq.
+func after(msgs []*weft.Message, seq int64) []*weft.Message {
+	i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq > seq })
+	return msgs[i:]
 }
 
 // listed reports whether q's filters (not AfterSeq, Limit, Offset) keep m.
