@@ -107,11 +107,7 @@ var verifyHistory = os.Getenv("WEFT_POSTGRES_CHECK_HISTORY") != ""
 
 // checkHistory compares a history served from the cache with the stored one.
 func checkHistory(threadID string, got []*weft.Message, stored []weft.Message) error {
-	same := len(stored) == len(got)
-	for i := 0; same && i < len(got); i++ {
-		same = reflect.DeepEqual(&stored[i], got[i])
-	}
-	if !same {
+	if !sqlstore.SameHistory(stored, got) {
 		return fmt.Errorf("postgres: thread %s: the kept history (%d messages) is not the stored one (%d messages)", threadID, len(got), len(stored))
 	}
 	return nil

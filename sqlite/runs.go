@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/sqlstore"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
@@ -391,11 +391,7 @@ func checkHistory(ctx context.Context, w *writer, threadID string, kept []*weft.
 		return fmt.Errorf("sqlite: thread %s: checking the kept history: %w", threadID, err)
 	}
 	slices.SortFunc(stored, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) })
-	same := len(stored) == len(kept)
-	for i := 0; same && i < len(kept); i++ {
-		same = reflect.DeepEqual(&stored[i], kept[i])
-	}
-	if !same {
+	if !sqlstore.SameHistory(stored, kept) {
 		return fmt.Errorf("sqlite: thread %s: the kept history (%d messages) is not the stored one (%d messages)", threadID, len(kept), len(stored))
 	}
 	return nil

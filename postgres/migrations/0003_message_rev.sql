@@ -6,19 +6,17 @@
 CREATE SEQUENCE message_revs;
 ALTER TABLE threads ADD COLUMN msg_rev bigint NOT NULL DEFAULT nextval('message_revs');
 
--- The functions name their tables through the schema of the table that fired them, so that a
--- session with another search_path (psql, an operator) moves msg_rev too.
+-- The function names its tables through the schema of the table that fired it, so that a session
+-- with another search_path (psql, an operator) moves msg_rev too.
 CREATE FUNCTION weft_messages_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    EXECUTE format('UPDATE %1$I.threads SET msg_rev = nextval(%2$L) WHERE id IN (SELECT DISTINCT thread_id FROM gone)',
-        TG_TABLE_SCHEMA, quote_ident(TG_TABLE_SCHEMA) || '.message_revs');
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION weft_messages_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE format('UPDATE %1$I.threads SET msg_rev = nextval(%2$L)',
-        TG_TABLE_SCHEMA, quote_ident(TG_TABLE_SCHEMA) || '.message_revs');
+    IF TG_OP = 'TRUNCATE' THEN
+        EXECUTE format('UPDATE %1$I.threads SET msg_rev = nextval(%2$L)',
+            TG_TABLE_SCHEMA, quote_ident(TG_TABLE_SCHEMA) || '.message_revs');
+    ELSE
+        EXECUTE format('UPDATE %1$I.threads SET msg_rev = nextval(%2$L) WHERE id IN (SELECT DISTINCT thread_id FROM gone)',
+            TG_TABLE_SCHEMA, quote_ident(TG_TABLE_SCHEMA) || '.message_revs');
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -29,4 +27,4 @@ CREATE TRIGGER messages_updated AFTER UPDATE ON messages REFERENCING OLD TABLE A
 CREATE TRIGGER messages_deleted AFTER DELETE ON messages REFERENCING OLD TABLE AS gone
     FOR EACH STATEMENT EXECUTE FUNCTION weft_messages_changed();
 CREATE TRIGGER messages_truncated AFTER TRUNCATE ON messages
-    FOR EACH STATEMENT EXECUTE FUNCTION weft_messages_truncated();
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_messages_changed();
