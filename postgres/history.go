@@ -130,6 +130,7 @@ func (s *Store) runRows(rs *weft.RunStart, threadID string, kept histEntry, rev 
 	}
 	if verifyHistory && rev == kept.rev {
 		if err := checkHistory(threadID, rows, stored); err != nil {
+			s.hist.drop(threadID)
 			return err
 		}
 	}
