@@ -217,3 +217,56 @@ func TestHistoryCheckCatchesADifference(t *testing.T) {
 		t.Fatalf("begin run from a wrong kept history: %v", err)
 	}
 }
+
+// TestHistoryOfThreadsFromBeforeRevs: threads made before migration 0003 have msg_rev 0 (the
+// column's first default); their histories are kept and followed like any other's.
+func TestHistoryOfThreadsFromBeforeRevs(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := pgtest.Schema(t)
+	s, err := Open(ctx, dsn, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	th := &weft.Thread{Agent: "agent"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	var fresh int64
+	if err := s.pool.QueryRow(ctx, "SELECT msg_rev FROM threads WHERE id = $1", th.ID).Scan(&fresh); err != nil || fresh < 1 {
+		t.Fatalf("a new thread's msg_rev: %d (%v)", fresh, err)
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE threads SET msg_rev = 0 WHERE id = $1", th.ID); err != nil {
+		t.Fatal(err)
+	}
+	step := func(wantHit bool, fn func(weft.Tx) error) {
+		t.Helper()
+		hits := s.hist.hits
+		f, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hit := s.hist.hits > hits; hit != wantHit {
+			t.Fatalf("from the kept history %v, want %v", hit, wantHit)
+		}
+		if fn != nil {
+			if err := s.Tx(ctx, th.ID, &f, fn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.ReleaseLease(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m *weft.Message
+	step(false, func(tx weft.Tx) error {
+		m = &weft.Message{Role: weft.RoleUser, Content: "old"}
+		return tx.InsertMessage(m)
+	})
+	step(true, func(tx weft.Tx) error {
+		c := "edited"
+		return tx.UpdateMessage(m.ID, weft.MessageChange{Content: &c})
+	})
+	step(false, nil) // verifyHistory compares what it starts from with the stored history
+	step(true, nil)
+}

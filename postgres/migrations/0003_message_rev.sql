@@ -2,9 +2,12 @@
 -- anyone else (adding one leaves it as it is). A node keeps the histories its runs start from;
 -- a run start reads only the messages after the last it keeps, and the whole history when msg_rev
 -- is no longer the value it read with them (postgres/history.go). Values come from one sequence,
--- so a thread deleted and made again under its id never has an earlier one again.
+-- so a thread deleted and made again under its id never has an earlier one again. Threads made
+-- before this version start at 0, which the sequence never gives (a constant default adds the
+-- column without rewriting the table); threads made after take their first value from it.
 CREATE SEQUENCE message_revs;
-ALTER TABLE threads ADD COLUMN msg_rev bigint NOT NULL DEFAULT nextval('message_revs');
+ALTER TABLE threads ADD COLUMN msg_rev bigint NOT NULL DEFAULT 0;
+ALTER TABLE threads ALTER COLUMN msg_rev SET DEFAULT nextval('message_revs');
 
 -- The function names its tables through the schema of the table that fired it, so that a session
 -- with another search_path (psql, an operator) moves msg_rev too.
