@@ -17,6 +17,44 @@ import (
 
 func init() { verifyHistory = true }
 
+// openWithThread opens a store in a schema of the test's own, with one thread.
+func openWithThread(t *testing.T) (*Store, *weft.Thread) {
+	t.Helper()
+	_, dsn := pgtest.Schema(t)
+	s, err := Open(context.Background(), dsn, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	th := &weft.Thread{Agent: "agent"}
+	if err := s.CreateThread(context.Background(), th, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, th
+}
+
+// runOnce starts a run of the thread on s, runs fn (unless nil) in one transaction of the run and
+// ends it; it returns the run start and whether its history came from the kept one.
+func runOnce(t *testing.T, s *Store, threadID string, fn func(weft.Tx) error) (*weft.RunStart, bool) {
+	t.Helper()
+	ctx := context.Background()
+	hits := s.hist.hits
+	f, rs, err := s.BeginRun(ctx, threadID, "node", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := s.hist.hits > hits
+	if fn != nil {
+		if err := s.Tx(ctx, threadID, &f, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ReleaseLease(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	return rs, hit
+}
+
 // TestHistoryKept: a run start on a node that started a run of the thread before reads only the
 // messages added since, whoever added them, and the whole history again once any message of the
 // thread was changed or removed — by this node, another one, or SQL from elsewhere — or the thread
@@ -49,11 +87,7 @@ func TestHistoryKept(t *testing.T) {
 	// and runs fn in one transaction of the run, then ends it.
 	run := func(s *Store, wantHit bool, want []string, fn func(tx weft.Tx) error) {
 		t.Helper()
-		hits := s.hist.hits
-		f, rs, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rs, hit := runOnce(t, s, th.ID, fn)
 		var got []string
 		for _, m := range rs.Rows {
 			got = append(got, m.Content)
@@ -61,16 +95,8 @@ func TestHistoryKept(t *testing.T) {
 		if !slices.Equal(got, want) || rs.Messages != nil {
 			t.Fatalf("run start: history %q (and %d messages), want %q", got, len(rs.Messages), want)
 		}
-		if hit := s.hist.hits > hits; hit != wantHit {
+		if hit != wantHit {
 			t.Fatalf("run start: from the kept history %v, want %v", hit, wantHit)
-		}
-		if fn != nil {
-			if err := s.Tx(ctx, th.ID, &f, fn); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.ReleaseLease(ctx, f); err != nil {
-			t.Fatal(err)
 		}
 	}
 	insert := func(contents ...string) func(weft.Tx) error {
@@ -181,30 +207,11 @@ func TestHistoryKept(t *testing.T) {
 // TestHistoryCheckCatchesADifference: verifyHistory fails a run start whose kept history is not the
 // stored one (a change the cache did not see).
 func TestHistoryCheckCatchesADifference(t *testing.T) {
-	ctx := context.Background()
-	_, dsn := pgtest.Schema(t)
-	s, err := Open(ctx, dsn, Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "agent"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, th := openWithThread(t)
 	for i := range 2 {
-		f, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error {
+		runOnce(t, s, th.ID, func(tx weft.Tx) error {
 			return tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: fmt.Sprint("m", i)})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ReleaseLease(ctx, f); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	e, ok := s.hist.get(th.ID)
 	if !ok || len(e.rows) != 1 {
@@ -213,7 +220,7 @@ func TestHistoryCheckCatchesADifference(t *testing.T) {
 	wrong := *e.rows[0]
 	wrong.Content = "not what is stored"
 	s.hist.put(th.ID, []*weft.Message{&wrong}, e.rev, e.docs)
-	if _, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil); err == nil || !strings.Contains(err.Error(), "is not the stored one") {
+	if _, _, err := s.BeginRun(context.Background(), th.ID, "node", time.Hour, nil); err == nil || !strings.Contains(err.Error(), "is not the stored one") {
 		t.Fatalf("begin run from a wrong kept history: %v", err)
 	}
 }
@@ -222,16 +229,7 @@ func TestHistoryCheckCatchesADifference(t *testing.T) {
 // column's first default); their histories are kept and followed like any other's.
 func TestHistoryOfThreadsFromBeforeRevs(t *testing.T) {
 	ctx := context.Background()
-	_, dsn := pgtest.Schema(t)
-	s, err := Open(ctx, dsn, Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "agent"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, th := openWithThread(t)
 	var fresh int64
 	if err := s.pool.QueryRow(ctx, "SELECT msg_rev FROM threads WHERE id = $1", th.ID).Scan(&fresh); err != nil || fresh < 1 {
 		t.Fatalf("a new thread's msg_rev: %d (%v)", fresh, err)
@@ -241,21 +239,8 @@ func TestHistoryOfThreadsFromBeforeRevs(t *testing.T) {
 	}
 	step := func(wantHit bool, fn func(weft.Tx) error) {
 		t.Helper()
-		hits := s.hist.hits
-		f, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hit := s.hist.hits > hits; hit != wantHit {
+		if _, hit := runOnce(t, s, th.ID, fn); hit != wantHit {
 			t.Fatalf("from the kept history %v, want %v", hit, wantHit)
-		}
-		if fn != nil {
-			if err := s.Tx(ctx, th.ID, &f, fn); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.ReleaseLease(ctx, f); err != nil {
-			t.Fatal(err)
 		}
 	}
 	var m *weft.Message

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
@@ -38,17 +37,13 @@ func fastMessage(doc []byte, m *weft.Message) bool {
 	if s.byte('}') {
 		return s.end()
 	}
-	var seen uint32 // a key twice: encoding/json decodes the second value into the first
 	for {
 		key, ok := s.str()
 		if !ok || !s.byte(':') {
 			return false
 		}
-		k := slices.Index(messageKeys[:], key)
-		if k < 0 || seen&(1<<k) != 0 {
-			return false
-		}
-		seen |= 1 << k
+		// A key met twice is decoded twice, as encoding/json does: a later scalar replaces the
+		// earlier, and metadata and attachments go to encoding/json into the value it left.
 		var v string
 		switch key {
 		case "id":
@@ -68,6 +63,9 @@ func fastMessage(doc []byte, m *weft.Message) bool {
 		case "name":
 			m.Name, ok = s.str()
 		case "tool_calls":
+			if m.ToolCalls != nil {
+				return false // encoding/json would decode the second list into the first's slice
+			}
 			m.ToolCalls, ok = s.toolCalls()
 		case "tool_call_id":
 			m.ToolCallID, ok = s.str()
@@ -114,11 +112,6 @@ func fastMessage(doc []byte, m *weft.Message) bool {
 		return s.byte('}') && s.end()
 	}
 }
-
-// messageKeys are weft.Message's JSON names.
-var messageKeys = [...]string{"id", "thread_id", "seq", "role", "side", "content", "name", "tool_calls",
-	"tool_call_id", "tool_status", "status", "silent", "depth", "parent_id", "prompt", "reasoning",
-	"attachments", "log_id", "run_id", "metadata", "created_at"}
 
 // jscan reads JSON tokens from b at i; src is b as a string.
 type jscan struct {
@@ -302,8 +295,6 @@ func (s *jscan) bool() (bool, bool) {
 	return false, false
 }
 
-var callKeys = [3]string{"id", "name", "arguments"}
-
 // toolCalls reads an array of {"id", "name", "arguments"} objects of strings.
 func (s *jscan) toolCalls() ([]weft.ToolCall, bool) {
 	if !s.byte('[') {
@@ -319,17 +310,11 @@ func (s *jscan) toolCalls() ([]weft.ToolCall, bool) {
 			return nil, false
 		}
 		if !s.byte('}') {
-			var seen [3]bool
 			for {
 				key, ok := s.str()
 				if !ok || !s.byte(':') {
 					return nil, false
 				}
-				k := slices.Index(callKeys[:], key)
-				if k < 0 || seen[k] {
-					return nil, false
-				}
-				seen[k] = true
 				switch key {
 				case "id":
 					c.ID, ok = s.str()

@@ -49,7 +49,7 @@ func TestMessageJSON(t *testing.T) {
 	for _, d := range []string{
 		`{"id":"a","id":"b"}`, `{"ID":"a"}`, `{"seq":1.0}`, `{"seq":1e2}`, `{"seq":01}`, `{"seq":-}`, `{"seq":99999999999999999999}`,
 		`{"silent":null}`, `{"content":null}`, `{"tool_calls":[]}`, `{"tool_calls":null}`, `{"tool_calls":[{"id":"a","id":"b"}]}`,
-		`{"tool_calls":[{}]}`, `{"tool_calls":[{"ID":"a"}]}`, `{"metadata":{"a":1},"metadata":{"b":2}}`, `{"metadata":[1]}`,
+		`{"tool_calls":[{}]}`, `{"tool_calls":[{"id":"a","name":"x"}],"tool_calls":[{"id":"b"}]}`, `{"tool_calls":[{"ID":"a"}]}`, `{"metadata":{"a":1},"metadata":{"b":2}}`, `{"metadata":[1]}`,
 		`{"content":"\ud83d\ude00"}`, `{"content":"\ud83d"}`, `{"content":"\u00e9\u0041\/"}`, `{"content":"a\qb"}`,
 		`{"created_at":"2026-11-27T15:04:05Z"}`, `{"created_at":"2026-11-27"}`, `{"created_at":5}`, ` { "id" : "a" , "seq" : 3 } `,
 		`{"id":"a"} x`, `{"id":"a",}`, `{"id":"a"`, `null`, `[]`, `{}`, `{"attachments":[{"path":"/x"}],"x":1}`, "{\"content\":\"a\tb\"}", "{\"content\":\"a\xffb\"}", "{\"content\":\"a\\n\xffb\"}",
