@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -61,8 +62,7 @@ type offered struct {
 
 // newScope resolves a prompt's enabled tool entries into offered tools.
 func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[string]any) (*scope, error) {
-	s := &scope{prompt: p, depth: depth, side: side, args: args, offered: map[string]*offered{},
-		env: r.env.with(p.Env, nil)}
+	s := &scope{prompt: p, depth: depth, side: side, args: args, env: r.env.with(p.Env, nil)}
 	s.fx = &s.effects
 	if p.Template != nil {
 		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env)})
@@ -72,9 +72,51 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		s.rendered = out
 	}
 	entries := p.Tools
-	if s.rendered != nil && len(s.rendered.Tools) > 0 {
+	templated := s.rendered != nil && len(s.rendered.Tools) > 0
+	if templated {
 		entries = append(append([]weft.ToolEntry(nil), entries...), s.rendered.Tools...)
 	}
+	// shared: s.offered and s.specs are the engine's kept tool set of p, read by every scope of it
+	// (copied before a change).
+	shared, err := false, error(nil)
+	if ts, ok := r.e.toolsets.Load(p); ok && !templated {
+		t := ts.(*toolset)
+		s.offered, s.specs, s.provider, s.strict = t.offered, t.specs, t.provider, t.strict
+		shared = true
+	} else if shared, err = r.resolveTools(s, entries, !templated); err != nil {
+		return nil, err
+	}
+	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
+		// A child that reports explicitly gets notify_parent.
+		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
+			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}
+		if _, dup := s.offered[toolNotifyParent]; !dup {
+			if shared {
+				s.offered, s.specs = maps.Clone(s.offered), slices.Clone(s.specs)
+			}
+			s.offered[toolNotifyParent] = o
+			s.specs = append(s.specs, o.spec)
+		}
+	}
+	return s, nil
+}
+
+// toolset is what a prompt's tool entries resolve to, when nothing but the registry decides it
+// (no entry depends on the env, a template or an MCP server's listing, and none is a resumable
+// agent): resolved once per engine and shared, read-only, by every scope of the prompt. A registry
+// is read-only once the engine has it, so the set never changes.
+type toolset struct {
+	offered  map[string]*offered
+	specs    []weft.ToolSpec // full: a scope that adds to it copies it first
+	provider string
+	strict   bool
+}
+
+// resolveTools resolves a scope's tool entries into s.offered and s.specs. keep: the engine may
+// keep the result as the prompt's tool set; kept: it did.
+func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept bool, err error) {
+	p := s.prompt
+	s.offered = map[string]*offered{}
 	model, _ := r.e.reg.Model(p.Model)
 	if model != nil {
 		s.provider = model.Provider
@@ -84,6 +126,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	var resumable []resumableEntry
 	for _, e := range entries {
 		if e.Optional != "" {
+			keep = false
 			v, ok := s.env.lookup(e.Optional)
 			if !ok || !flagOn(v.value) {
 				continue
@@ -94,9 +137,10 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			t, ok = r.openMCPTool(s, e)
 		}
 		if !ok {
-			return nil, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)
+			return false, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)
 		}
 		if t.MCP != nil {
+			keep = false
 			r.offerMCP(s, e, t)
 			continue
 		}
@@ -116,6 +160,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			o.spec = weft.ToolSpec{Name: t.Name, Description: t.Prompt.ToolDescription, Parameters: argsSchema(t.Prompt.RequiredSchema)}
 		case t.Agent != nil && e.Resumable != nil && e.Resumable.Enabled:
 			// Resumable agents are reached through the injected lifecycle tools.
+			keep = false
 			resumable = append(resumable, resumableEntry{entry: e, agent: t.Agent})
 			continue
 		case t.Agent != nil:
@@ -137,19 +182,14 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	}
 	if len(resumable) > 0 {
 		if err := r.offerLifecycle(s, resumable); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
-	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
-		// A child that reports explicitly gets notify_parent.
-		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
-			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}
-		if _, dup := s.offered[toolNotifyParent]; !dup {
-			s.offered[toolNotifyParent] = o
-			s.specs = append(s.specs, o.spec)
-		}
+	if keep {
+		s.specs = slices.Clip(s.specs)
+		r.e.toolsets.Store(p, &toolset{offered: s.offered, specs: s.specs, provider: s.provider, strict: s.strict})
 	}
-	return s, nil
+	return keep, nil
 }
 
 // unbound returns the schema offered for a tool whose bound parameters are filled from the prompt's

@@ -80,6 +80,7 @@ type Engine struct {
 	node       string
 
 	validators sync.Map // *schema.Schema → *schema.Validator
+	toolsets   sync.Map // *weft.Prompt → *toolset (context.go)
 	declared   sync.Map // agent name → map[string]weft.VarType
 
 	envTimeoutsOnce sync.Once

@@ -443,3 +443,67 @@ func TestResumableByName(t *testing.T) {
 		t.Errorf("transcript:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestToolSetKeptPerPrompt: a prompt's tools are resolved once and kept for every scope of it, and
+// what one thread adds to them (notify_parent, for a child that reports explicitly) stays its own:
+// the same prompt run at the top level before and after offers and runs only its own tools.
+func TestToolSetKeptPerPrompt(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "fast", Provider: "test"})
+	reg.AddTool(&weft.Tool{Name: "note", Description: "Take a note.", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+		return weft.Success("noted"), nil
+	})})
+	reg.AddTool(&weft.Tool{Name: "done", Description: "End the work.", Args: schema.Object(schema.Field("summary", schema.String())),
+		Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+			return weft.Success("ok"), nil
+		})})
+	reg.AddPrompt(&weft.Prompt{Name: "worker", ToolDescription: "Works.", Model: "fast", IncludeChat: true, Prompt: weft.Text("You work."),
+		Tools: []weft.ToolEntry{{Name: "note"}, {Name: "done"}}})
+	reg.AddPrompt(&weft.Prompt{Name: "client", ToolDescription: "Asks.", Model: "fast", IncludeChat: true, Prompt: weft.Text("You ask.")})
+	reg.AddAgent(&weft.Agent{Name: "worker", Type: weft.DualAI, MaxSessionTurns: 3, ExposeAsTool: true, ToolDescription: "Does the work.",
+		SideA: weft.AgentSide{Prompt: "worker", SessionStop: &weft.SessionTool{Name: "done", MessageProperty: "summary"}},
+		SideB: &weft.AgentSide{Prompt: "client"}})
+	reg.AddPrompt(&weft.Prompt{Name: "boss", ToolDescription: "Delegates.", Model: "fast", Prompt: weft.Text("You delegate."),
+		Tools: []weft.ToolEntry{{Name: "worker", Kind: weft.EntryAgent, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a", ParentCommunication: "explicit"}}}})
+	reg.AddAgent(&weft.Agent{Name: "boss", SideA: weft.AgentSide{Prompt: "boss"}})
+	var mu sync.Mutex
+	var workerTools, workerResults []string
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if req.Prompt == "worker" {
+			var names []string
+			for _, s := range req.Tools {
+				names = append(names, s.Name)
+			}
+			mu.Lock()
+			if last.Role != weft.RoleTool {
+				workerTools = append(workerTools, strings.Join(names, ","))
+				mu.Unlock()
+				return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "n1", Name: "notify_parent", Arguments: `{"message":"halfway"}`}}}, nil
+			}
+			workerResults = append(workerResults, string(last.ToolStatus)+": "+last.Content)
+			mu.Unlock()
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "d1", Name: "done", Arguments: `{"summary":"worked"}`}}}, nil
+		}
+		if last.Content == "Go." {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"worker","message":"Work."}`}}}, nil
+		}
+		return &weft.Response{Text: "delegated"}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	for _, agent := range []string{"worker", "boss", "worker"} {
+		if _, res := h.run(agent, "Go.", nil); !res.Last().Reason.OK() {
+			t.Fatalf("%s: %+v", agent, res.Stops)
+		}
+	}
+	h.eng.Wait()
+	want := []string{"note,done", "note,done,notify_parent", "note,done"}
+	if strings.Join(workerTools, " | ") != strings.Join(want, " | ") {
+		t.Errorf("worker's tools by run: %q, want %q", workerTools, want)
+	}
+	// notify_parent runs only where it is offered.
+	notOffered := `error: Failed to execute tool: Tool "notify_parent" is not available for this prompt. Available tools: note, done`
+	if want := []string{notOffered, "success: Message sent to parent.", notOffered}; strings.Join(workerResults, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notify_parent's results by run: %q, want %q", workerResults, want)
+	}
+}
