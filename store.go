@@ -2,14 +2,11 @@ package weft
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 )
 
 // Store persists threads and everything in them: messages, tool calls, the queue, run state, logs,
@@ -454,26 +451,34 @@ type EnvValue struct {
 // a ULID (48-bit millisecond time, 80 random bits) in lowercase Crockford base32. Ids are unique
 // and sort by creation time to the millisecond; they are not secrets (API keys use crypto/rand).
 func NewID(prefix string) string {
-	var id ulid.ULID
-	_ = id.SetTime(ulid.Timestamp(time.Now()))
-	hi, lo := rand.Uint64(), rand.Uint32()
-	binary.BigEndian.PutUint64(id[6:14], hi)
-	binary.BigEndian.PutUint16(id[14:16], uint16(lo))
+	ms := uint64(time.Now().UnixMilli()) & (1<<48 - 1)
+	// The 128 bits: the time in the top 48, the random bits below.
+	hi, lo := ms<<16|rand.Uint64()&0xffff, rand.Uint64()
 	var arr [48]byte // an id is built here and copied once, into its string
 	var buf []byte
-	if n := len(prefix) + ulid.EncodedSize; n <= len(arr) {
+	if n := len(prefix) + ulidLen; n <= len(arr) {
 		buf = arr[:n]
 	} else {
 		buf = make([]byte, n)
 	}
 	copy(buf, prefix)
-	_ = id.MarshalTextTo(buf[len(prefix):])
-	for i := len(prefix); i < len(buf); i++ {
-		if c := buf[i]; c >= 'A' && c <= 'Z' {
-			buf[i] = c + 'a' - 'A'
-		}
-	}
+	encodeULID(buf[len(prefix):], hi, lo)
 	return string(buf)
+}
+
+// ulidLen is the length of a ULID's text: 128 bits in 26 characters of 5 bits.
+const ulidLen = 26
+
+// encodeULID writes the 128 bits hi:lo as 26 characters of lowercase Crockford base32, the lowest 5
+// bits last (as ulid.ULID.String, in lowercase).
+func encodeULID(dst []byte, hi, lo uint64) {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	_ = dst[ulidLen-1]
+	for i := ulidLen - 1; i >= 0; i-- {
+		dst[i] = alphabet[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
 }
 
 // CleanPath validates and cleans a thread-filesystem path: absolute, /-separated, at most 1024
