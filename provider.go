@@ -17,8 +17,9 @@ import (
 type Provider interface {
 	// Call sends the request and returns the complete response. Streamed text and reasoning are
 	// reported through onChunk as they arrive (onChunk may be nil). A failure is returned as a
-	// *ProviderError so the engine can classify it; ctx cancellation aborts the call. Call must not
-	// keep req, or anything it references, after returning: the engine reuses its buffers.
+	// *ProviderError so the engine can classify it; ctx cancellation aborts the call. req is
+	// read-only (its tool specs are shared by every request of its prompt), and Call must not keep
+	// it, or anything it references, after returning: the engine reuses its buffers.
 	Call(ctx context.Context, req *Request, onChunk func(Chunk)) (*Response, error)
 }
 

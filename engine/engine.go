@@ -44,7 +44,8 @@ type Options struct {
 	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
 	OnEvent func(Event)
 	// OnRequest sees every provider request before the last-line redaction pass (tests). Like a
-	// Provider it must not keep the request, whose buffers the run reuses, past its return.
+	// Provider it must not change the request, nor keep it (the run reuses its buffers) past its
+	// return.
 	OnRequest func(req *weft.Request)
 	// OnTrace receives every request as a redacted `--trace-requests` JSON line.
 	OnTrace func(line []byte)
