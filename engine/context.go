@@ -78,13 +78,17 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	}
 	// shared: s.offered and s.specs are the engine's kept tool set of p, read by every scope of it
 	// (copied before a change).
-	shared, err := false, error(nil)
+	shared := false
 	if ts, ok := r.e.toolsets.Load(p); ok && !templated {
 		t := ts.(*toolset)
 		s.offered, s.specs, s.provider, s.strict = t.offered, t.specs, t.provider, t.strict
 		shared = true
-	} else if shared, err = r.resolveTools(s, entries, !templated); err != nil {
-		return nil, err
+	} else {
+		kept, err := r.resolveTools(s, entries, !templated)
+		if err != nil {
+			return nil, err
+		}
+		shared = kept
 	}
 	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
 		// A child that reports explicitly gets notify_parent.
