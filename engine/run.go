@@ -275,8 +275,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
-	stopRenew := e.renewLease(runCtx, fence, cancel)
-	defer stopRenew()
+	renewal := e.renewLease(runCtx, fence, cancel)
+	defer renewal.stop()
 
 	r, err = e.newRun(runCtx, ar, fence, start)
 	if err != nil {
@@ -332,37 +332,54 @@ func redactedCopy(m *weft.Message, red *redactor) *weft.Message {
 var errNothingQueued = errors.New("nothing queued")
 
 // renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
-// the lease cancels the run.
-func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) func() {
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	// t is assigned under mu: with a short TTL the timer can fire before AfterFunc returns, and its
-	// Reset below reads t under mu.
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(e.opt.LeaseTTL/3, func() {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := e.store.RenewLease(ctx, f, e.opt.LeaseTTL); err != nil {
-			if ctx.Err() == nil {
-				cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
-			}
-			return
-		}
-		mu.Lock()
-		if !stopped {
-			t.Reset(e.opt.LeaseTTL / 3)
-		}
-		mu.Unlock()
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+// the lease cancels the run. Stop the renewal with stop.
+func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
+	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel}
+	// l.t is assigned under mu: with a short TTL the timer can fire before AfterFunc returns, and
+	// renew's Reset reads it under mu.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.t = time.AfterFunc(e.opt.LeaseTTL/3, l.renew)
+	return l
+}
+
+// leaseRenewal is a run's lease renewal: one allocation, whose methods are the timer's callback
+// and the stop.
+type leaseRenewal struct {
+	e      *Engine
+	ctx    context.Context
+	f      weft.Fence
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+func (l *leaseRenewal) renew() {
+	if l.ctx.Err() != nil {
+		return
 	}
+	ttl := l.e.opt.LeaseTTL
+	if err := l.e.store.RenewLease(l.ctx, l.f, ttl); err != nil {
+		if l.ctx.Err() == nil {
+			l.cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
+		}
+		return
+	}
+	l.mu.Lock()
+	if !l.stopped {
+		l.t.Reset(ttl / 3)
+	}
+	l.mu.Unlock()
+}
+
+// stop ends the renewal: the timer does not fire again (a renewal under way finishes).
+func (l *leaseRenewal) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.t.Stop()
+	l.mu.Unlock()
 }
 
 // run is one run of a thread.
