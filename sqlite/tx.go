@@ -114,22 +114,24 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			if leaseThread == "" {
 				leaseThread = threadID
 			}
-			var owner string
-			var token, expires int64
+			// The lease as read lives in t, which is on the heap anyway: locals whose addresses
+			// are scanned into, or that the deferred function captures, would each be one more
+			// allocation a Tx.
+			l := &t.held
 			var err error
 			if c, ok := w.rows.get(threadID); ok && own {
-				owner, token, expires = c.owner, c.token, c.expires
+				l.owner, l.token, l.expires = c.owner, c.token, c.expires
 				t.load(c)
 			} else if own {
-				err = w.row(ctx, qTxStart, []any{&owner, &token, &expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
+				err = w.row(ctx, qTxStart, []any{&l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
 			} else {
-				err = w.row(ctx, qTxFence, []any{&owner, &token, &expires}, threadID, leaseThread)
+				err = w.row(ctx, qTxFence, []any{&l.owner, &l.token, &l.expires}, threadID, leaseThread)
 			}
 			if err != nil {
 				return s.noThread(threadID, err)
 			}
-			if owner != fence.Node || token != fence.Token || s.now().UnixNano() >= expires {
+			if l.owner != fence.Node || l.token != fence.Token || s.now().UnixNano() >= l.expires {
 				w.rows.drop(threadID)
 				return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
 			}
@@ -142,7 +144,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 						w.rows.drop(threadID)
 						return
 					}
-					c := t.row(owner, token, expires)
+					c := t.row(t.held.owner, t.held.token, t.held.expires)
 					if t.release {
 						c.owner, c.expires = "", 0 // as setRelease writes them
 						w.rows.putIdle(threadID, c)
@@ -221,6 +223,18 @@ type tx struct {
 	eventSeq                int64    // the last event seq, once read (-1 until then)
 	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
 	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
+	held                    lease    // a fenced Tx's lease as it began
+	idArg                   any      // id as a statement argument (idArgOf)
+}
+
+// idArgOf is the Tx's thread id as a statement argument, boxed once: a string passed as an
+// argument is copied to the heap at each statement otherwise, and a step's statements name the
+// thread five to ten times.
+func (t *tx) idArgOf() any {
+	if t.idArg == nil {
+		t.idArg = t.id
+	}
+	return t.idArg
 }
 
 // readSeqs reads the counters once per Tx.
@@ -244,7 +258,7 @@ func (t *tx) flush() error {
 	if u := t.thread; u != nil {
 		th := &u.th
 		mask |= setFields
-		args = append(args, th.Agent, th.Label, u.tags, string(th.Status), th.Preview, u.doc)
+		args = append(args, th.Agent, th.Label, u.tags, statusArg(th.Status), th.Preview, u.doc)
 		if u.activity {
 			mask |= setActivity
 			args = append(args, nanos(th.LastActivityAt))
@@ -272,7 +286,7 @@ func (t *tx) flush() error {
 	if mask == 0 {
 		return nil
 	}
-	args = append(args, t.id)
+	args = append(args, t.idArgOf())
 	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
 		return t.fail("update thread", err)
 	}
@@ -288,4 +302,47 @@ func (t *tx) clock() time.Time {
 
 func (t *tx) fail(what string, err error) error {
 	return fmt.Errorf("sqlite: thread %s: %s: %w", t.id, what, err)
+}
+
+// roleArg, statusArg and callStatusArg pass a known role or status as a statement argument
+// without copying it to the heap (a constant converted to an interface is not), and any other
+// value as a string.
+func roleArg(r weft.Role) any {
+	switch r {
+	case weft.RoleUser:
+		return string(weft.RoleUser)
+	case weft.RoleAssistant:
+		return string(weft.RoleAssistant)
+	case weft.RoleTool:
+		return string(weft.RoleTool)
+	case weft.RoleSystem:
+		return string(weft.RoleSystem)
+	}
+	return string(r)
+}
+
+func statusArg(s weft.ThreadStatus) any {
+	switch s {
+	case weft.ThreadIdle:
+		return string(weft.ThreadIdle)
+	case weft.ThreadRunning:
+		return string(weft.ThreadRunning)
+	case weft.ThreadAwaitingHuman:
+		return string(weft.ThreadAwaitingHuman)
+	case weft.ThreadStopped:
+		return string(weft.ThreadStopped)
+	}
+	return string(s)
+}
+
+func callStatusArg(s weft.CallStatus) any {
+	switch s {
+	case weft.CallPending:
+		return string(weft.CallPending)
+	case weft.CallRunning:
+		return string(weft.CallRunning)
+	case weft.CallDone:
+		return string(weft.CallDone)
+	}
+	return string(s)
 }
