@@ -423,6 +423,9 @@ func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage)
 // refusal explains a push the store refused for the thread's length (weft.ThreadFullError);
 // other errors are returned as they are.
 func (e *Engine) refusal(err error) error {
+	if err == nil {
+		return nil // (errors.As's target escapes: an allocation a run start otherwise)
+	}
 	var full *weft.ThreadFullError
 	if errors.As(err, &full) {
 		return e.tooLong(full.ThreadID, full.Messages)

@@ -739,6 +739,13 @@ func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) ma
 	return row
 }
 
+// isImmediateKey reports whether k, an entry of execState.Immediate, is side:prompt. (Compared in
+// place: the key is built only when it is recorded, not at every step.)
+func isImmediateKey(k string, side weft.Side, prompt string) bool {
+	s, name, ok := strings.Cut(k, ":")
+	return ok && s == string(side) && name == prompt
+}
+
 // immediateMessage is the initial message of an immediate subagent.
 const immediateMessage = "You were started automatically when this thread was created. Begin your task."
 
@@ -748,8 +755,7 @@ const immediateMessage = "You were started automatically when this thread was cr
 // result, so the model sees them; other outcomes are reported as usual. The start is recorded
 // before it happens: at most once per thread, even across a crash.
 func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
-	key := string(side) + ":" + p.Name
-	if slices.Contains(r.state.Immediate, key) {
+	if slices.ContainsFunc(r.state.Immediate, func(k string) bool { return isImmediateKey(k, side, p.Name) }) {
 		return nil
 	}
 	type start struct {
@@ -775,7 +781,7 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 	if len(starts) == 0 {
 		return nil
 	}
-	r.state.Immediate = append(r.state.Immediate, key)
+	r.state.Immediate = append(r.state.Immediate, string(side)+":"+p.Name)
 	if err := r.saveState(); err != nil {
 		return err
 	}
