@@ -329,7 +329,7 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	seq := t.msgSeq + 1
 	doc := messageDoc(m, seq, created, md)
-	_, err := t.w.exec(t.ctx, qInsertMsg, t.idArgOf(), seq, m.ID, roleArg(m.Role), boolInt(m.Silent), m.Depth, doc)
+	_, err := t.w.exec(t.ctx, qInsertMsg, t.idArgOf(), seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc)
 	switch {
 	case isConstraint(err, "UNIQUE"):
 		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
@@ -418,7 +418,7 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 // stored with is updated in place, a new one inserted; otherwise the stored call is updated and
 // its seq read back.
 func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
-	status := callStatusArg(c.Status)
+	status := wordArg(string(c.Status))
 	if c.Seq > 0 {
 		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.idArgOf(), c.CallID, c.Seq)
 		if err != nil || n > 0 {

@@ -258,7 +258,7 @@ func (t *tx) flush() error {
 	if u := t.thread; u != nil {
 		th := &u.th
 		mask |= setFields
-		args = append(args, th.Agent, th.Label, u.tags, statusArg(th.Status), th.Preview, u.doc)
+		args = append(args, th.Agent, th.Label, u.tags, wordArg(string(th.Status)), th.Preview, u.doc)
 		if u.activity {
 			mask |= setActivity
 			args = append(args, nanos(th.LastActivityAt))
@@ -304,45 +304,24 @@ func (t *tx) fail(what string, err error) error {
 	return fmt.Errorf("sqlite: thread %s: %s: %w", t.id, what, err)
 }
 
-// roleArg, statusArg and callStatusArg pass a known role or status as a statement argument
-// without copying it to the heap (a constant converted to an interface is not), and any other
-// value as a string.
-func roleArg(r weft.Role) any {
-	switch r {
-	case weft.RoleUser:
-		return string(weft.RoleUser)
-	case weft.RoleAssistant:
-		return string(weft.RoleAssistant)
-	case weft.RoleTool:
-		return string(weft.RoleTool)
-	case weft.RoleSystem:
-		return string(weft.RoleSystem)
+// wordArg passes a role or status as a statement argument: a known one boxed once (knownWords),
+// any other as it is (a string passed as an argument is copied to the heap at each statement).
+func wordArg(w string) any {
+	if v, ok := knownWords[w]; ok {
+		return v
 	}
-	return string(r)
+	return w
 }
 
-func statusArg(s weft.ThreadStatus) any {
-	switch s {
-	case weft.ThreadIdle:
-		return string(weft.ThreadIdle)
-	case weft.ThreadRunning:
-		return string(weft.ThreadRunning)
-	case weft.ThreadAwaitingHuman:
-		return string(weft.ThreadAwaitingHuman)
-	case weft.ThreadStopped:
-		return string(weft.ThreadStopped)
+// knownWords are the roles and statuses the hot statements pass, each boxed once.
+var knownWords = func() map[string]any {
+	m := map[string]any{}
+	for _, w := range []string{
+		string(weft.RoleUser), string(weft.RoleAssistant), string(weft.RoleTool), string(weft.RoleSystem),
+		string(weft.ThreadIdle), string(weft.ThreadRunning), string(weft.ThreadAwaitingHuman), string(weft.ThreadStopped),
+		string(weft.CallPending), string(weft.CallRunning), string(weft.CallDone),
+	} {
+		m[w] = w
 	}
-	return string(s)
-}
-
-func callStatusArg(s weft.CallStatus) any {
-	switch s {
-	case weft.CallPending:
-		return string(weft.CallPending)
-	case weft.CallRunning:
-		return string(weft.CallRunning)
-	case weft.CallDone:
-		return string(weft.CallDone)
-	}
-	return string(s)
-}
+	return m
+}()
