@@ -185,7 +185,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	// A replaced row keeps its n; the number proposed is then unused, a harmless gap.
 	n := t.logSeq + 1
 	doc := logDoc(l, created)
-	res, err := t.w.exec(t.ctx, qPutLog, t.idArgOf(), l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
+	res, err := t.w.exec(t.ctx, qPutLog, t.idArg, l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
 	}

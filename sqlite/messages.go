@@ -329,7 +329,7 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	seq := t.msgSeq + 1
 	doc := messageDoc(m, seq, created, md)
-	_, err := t.w.exec(t.ctx, qInsertMsg, t.idArgOf(), seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc)
+	_, err := t.w.exec(t.ctx, qInsertMsg, t.idArg, seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc)
 	switch {
 	case isConstraint(err, "UNIQUE"):
 		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
@@ -420,7 +420,7 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 	status := wordArg(string(c.Status))
 	if c.Seq > 0 {
-		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.idArgOf(), c.CallID, c.Seq)
+		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.idArg, c.CallID, c.Seq)
 		if err != nil || n > 0 {
 			return c.Seq, err
 		}
@@ -429,7 +429,7 @@ func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 		return 0, err
 	}
 	seq := t.callSeq + 1
-	n, err := t.w.execN(t.ctx, qInsertToolCall, t.idArgOf(), c.CallID, seq, status, doc)
+	n, err := t.w.execN(t.ctx, qInsertToolCall, t.idArg, c.CallID, seq, status, doc)
 	if err != nil {
 		return 0, err
 	}

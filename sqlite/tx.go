@@ -83,7 +83,7 @@ var qUpdateThread = func() (q [64]string) {
 // ErrNotFound.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
 	return s.writeOwn(ctx, func(w *writer) (txErr error) {
-		t := tx{s: s, w: w, ctx: ctx, id: threadID, fence: fence, eventSeq: -1}
+		t := tx{s: s, w: w, ctx: ctx, id: threadID, idArg: threadID, fence: fence, eventSeq: -1}
 		// A fenced Tx of the lease's own thread starts from the row its run's last Tx left
 		// (rowcache.go) and leaves the row for the next; an unfenced Tx of a thread whose idle
 		// row is kept does the same with that row; any other Tx changes the row unseen.
@@ -144,7 +144,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 						w.rows.drop(threadID)
 						return
 					}
-					c := t.row(t.held.owner, t.held.token, t.held.expires)
+					c := t.row(l.owner, l.token, l.expires)
 					if t.release {
 						c.owner, c.expires = "", 0 // as setRelease writes them
 						w.rows.putIdle(threadID, c)
@@ -224,17 +224,10 @@ type tx struct {
 	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
 	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
 	held                    lease    // a fenced Tx's lease as it began
-	idArg                   any      // id as a statement argument (idArgOf)
-}
-
-// idArgOf is the Tx's thread id as a statement argument, boxed once: a string passed as an
-// argument is copied to the heap at each statement otherwise, and a step's statements name the
-// thread five to ten times.
-func (t *tx) idArgOf() any {
-	if t.idArg == nil {
-		t.idArg = t.id
-	}
-	return t.idArg
+	// idArg is id as a statement argument, boxed once: a string passed as an argument is copied
+	// to the heap at each statement otherwise, and a step's statements name the thread five to
+	// ten times.
+	idArg any
 }
 
 // readSeqs reads the counters once per Tx.
@@ -286,7 +279,7 @@ func (t *tx) flush() error {
 	if mask == 0 {
 		return nil
 	}
-	args = append(args, t.idArgOf())
+	args = append(args, t.idArg)
 	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
 		return t.fail("update thread", err)
 	}
