@@ -160,10 +160,8 @@ func (w *weftRunner) Turn(ctx context.Context, i int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if ev.Type == "message" {
-			if m, ok := ev.Data["message"].(weft.Message); ok && m.Role == weft.RoleAssistant && len(m.ToolCalls) == 0 {
-				answer = m.Content
-			}
+		if d, ok := ev.Data.(engine.MessageData); ok && d.Message.Role == weft.RoleAssistant && len(d.Message.ToolCalls) == 0 {
+			answer = d.Message.Content
 		}
 	}
 	return answer, nil

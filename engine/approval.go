@@ -101,7 +101,7 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 		rec.Meta = withApproval(rec.Meta, ApprovalState{Status: approvalAwaiting})
 		recs = append(recs, rec)
 		if r.e.observed() {
-			r.emit("approval_required", map[string]any{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
+			r.emit("approval_required", Fields{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
 				"message_id": msg.ID, "depth": s.depth})
 		}
 	}
@@ -269,7 +269,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		return false, err
 	}
 	e.emitOutside(ctx, Event{Type: "approval_decided", ThreadID: threadID, RootID: rootOf(t),
-		Data: map[string]any{"call_id": callID, "name": rec.Name, "approved": d.Approve, "by": d.By}})
+		Data: Fields{"call_id": callID, "name": rec.Name, "approved": d.Approve, "by": d.By}})
 	if waiting > 0 {
 		return false, nil
 	}

@@ -177,7 +177,7 @@ func TestApproval(t *testing.T) {
 			var announced []string
 			for _, ev := range events {
 				if ev.Type == "approval_required" {
-					announced = append(announced, ev.Data["call_id"].(string))
+					announced = append(announced, ev.Data.(engine.Fields)["call_id"].(string))
 				}
 			}
 			if !slices.Equal(announced, tc.wantWaiting) {
@@ -585,7 +585,7 @@ func TestApprovalInSubPrompt(t *testing.T) {
 				var announced []map[string]any
 				for _, ev := range events {
 					if ev.Type == "approval_required" {
-						announced = append(announced, ev.Data)
+						announced = append(announced, ev.Data.(engine.Fields))
 					}
 				}
 				if len(announced) != 1 || announced[0]["call_id"] != "r1" || announced[0]["name"] != "refund" || announced[0]["arguments"] != tc.wantEvent {

@@ -303,7 +303,7 @@ func TestServe(t *testing.T) {
 		switch ev.Type {
 		case "run_started":
 			mu.Lock()
-			inContinue[ev.ThreadID] = ev.Data["trigger"] == "continue"
+			inContinue[ev.ThreadID] = ev.Data.(engine.RunStarted).Trigger == "continue"
 			mu.Unlock()
 		case "run_stopped":
 			mu.Lock()
@@ -461,7 +461,8 @@ func TestSchedulerThousandThreads(t *testing.T) {
 	done := make(chan string, 4*n)
 	eng, st := newEngine(t, backgroundRegistry(), historyModel, func(ev engine.Event) {
 		if ev.Type == "message" {
-			if m, ok := ev.Data["message"].(weft.Message); ok && m.Role == weft.RoleAssistant {
+			if d, ok := ev.Data.(engine.MessageData); ok && d.Message.Role == weft.RoleAssistant {
+				m := d.Message
 				for _, a := range []string{"The review is back.", "Reminder noted."} {
 					if strings.Contains(m.Content, a) {
 						done <- ev.ThreadID + "|" + a
@@ -549,7 +550,8 @@ func TestSubagentAndDeletionEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Type == "subagent" && ev.ThreadID == th.ID {
-			got = append(got, fmt.Sprint(ev.Data["agent"], " ", ev.Data["status"]))
+			d := ev.Data.(engine.Fields)
+			got = append(got, fmt.Sprint(d["agent"], " ", d["status"]))
 		}
 	}
 	if strings.Join(got, ",") != "review running,review terminated" {
@@ -573,7 +575,7 @@ func TestSubagentAndDeletionEvents(t *testing.T) {
 	})
 	eng2, _ := newEngine(t, reg, forgetful, func(ev engine.Event) {
 		if ev.Type == "message_deleted" {
-			deleted = append(deleted, ev.Data["message_id"])
+			deleted = append(deleted, ev.Data.(engine.Fields)["message_id"])
 		}
 	})
 	th2, _ := eng2.CreateThread(ctx, engine.NewThread{Agent: "assistant"})

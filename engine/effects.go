@@ -54,7 +54,7 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		if err := e.store.FinishEffect(context.WithoutCancel(ctx), rec.ID, status, text, retryAt); err != nil {
 			e.log.Warn("recording an effect's outcome failed", "effect", rec.ID, "error", err)
 		}
-		e.emitOutside(ctx, Event{Type: "effect_changed", ThreadID: rec.ThreadID, Data: map[string]any{"id": rec.ID, "name": rec.Name, "status": status}})
+		e.emitOutside(ctx, Event{Type: "effect_changed", ThreadID: rec.ThreadID, Data: Fields{"id": rec.ID, "name": rec.Name, "status": status}})
 	}
 	def, ok := e.reg.Effect(rec.Name)
 	if !ok {
@@ -141,6 +141,6 @@ func (s *threadState) scheduleEffect(ctx context.Context, name string, args any,
 		return "", err
 	}
 	s.e.effectScheduled()
-	s.emit(ctx, "effect_changed", map[string]any{"id": rec.ID, "name": name, "status": rec.Status})
+	s.emit(ctx, "effect_changed", Fields{"id": rec.ID, "name": name, "status": rec.Status})
 	return rec.ID, nil
 }

@@ -545,8 +545,9 @@ type Event struct {
 	// Seq is the event's number in the thread's event log (Options.RecordEvents): a stream's
 	// cursor. 0 for events that are not kept (streamed text deltas, or when nothing is recorded).
 	Seq int64 `json:"seq,omitempty"`
-	// Data is the payload (already redacted).
-	Data map[string]any `json:"data,omitempty"`
+	// Data is the payload (already redacted): a type of its own for the events every run emits
+	// (RunStarted, MessageData, Chunk, …), Fields for the others. See Payload.
+	Data Payload `json:"data,omitempty"`
 	// Encoded is Data as the event log holds it, JSON (nil for events that are not recorded):
 	// a consumer that writes the payload out as JSON can use it instead of encoding Data again.
 	Encoded json.RawMessage `json:"-"`

@@ -79,7 +79,7 @@ func (r *run) requestEnv(s *scope, o *offered, args map[string]any, decls map[st
 		return failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	endpoint := fmt.Sprintf("/api/threads/%s/variables/%s", r.thread.ID, req.RequestID)
-	r.emit("env_required", map[string]any{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": endpoint})
+	r.emit("env_required", Fields{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": endpoint})
 	res := weft.Failure(fmt.Sprintf("Subagent %q needs values for: %s. Provide them via POST %s (or weft threads provide-env %s %s NAME=VALUE).",
 		req.Agent, strings.Join(req.Missing, ", "), endpoint, r.thread.ID, req.RequestID))
 	res.ErrorCode = "subagent_env_required"

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"slices"
 	"sync"
@@ -316,44 +315,12 @@ func (f *Feed) page(ctx context.Context, dst []Event) (_ []Event, more bool, _ e
 // eventOf decodes a recorded event.
 func eventOf(rec weft.EventRecord, root string) Event {
 	ev := Event{Type: rec.Type, ThreadID: rec.ThreadID, RootID: root, Seq: rec.Seq, Encoded: rec.Data}
-	_ = json.Unmarshal(rec.Data, &ev.Data)
+	ev.Data, _ = DecodePayload(rec.Type, rec.Data)
 	return ev
 }
 
 // rootOf returns the root of a thread's tree.
 func rootOf(t *weft.Thread) string { return orDefault(t.RootID, t.ID) }
-
-// Event payloads are maps of interfaces, and converting a string to an interface allocates. A
-// turn's events name its run, sides, prompt, calls and statuses over and over, so those values
-// are converted once: the usual fixed ones here, the run's id when the run starts (run.idAny), the
-// others where one emitter uses them twice.
-var (
-	boxedSides    = intern(weft.SideA, weft.SideB)
-	boxedStatuses = intern(weft.ToolSuccess, weft.ToolError)
-	boxedTriggers = intern("message", "resume")
-)
-
-// interned holds values converted to interfaces once.
-type interned[T comparable] []any
-
-func intern[T comparable](vals ...T) interned[T] {
-	in := make(interned[T], len(vals))
-	for i, v := range vals {
-		in[i] = v
-	}
-	return in
-}
-
-// box returns v as an interface: the one held when v is among them (no allocation), else a new
-// conversion. Either has v's dynamic type and value.
-func (in interned[T]) box(v T) any {
-	for _, b := range in {
-		if b.(T) == v {
-			return b
-		}
-	}
-	return v
-}
 
 // stopWatches are Ask's: they are told the stops of a thread's runs, whichever goroutine runs them,
 // without making the engine observed: with nobody else listening, no event is built.

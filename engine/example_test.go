@@ -76,14 +76,15 @@ func ExampleEngine_Converse() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		switch ev.Type {
-		case "tool_started", "tool_completed":
-			fmt.Println(ev.Type, ev.Data["name"])
-		case "message":
-			m := ev.Data["message"].(weft.Message)
-			fmt.Printf("message %s %q\n", m.Role, m.Content)
-		case "run_stopped":
-			fmt.Println(ev.Type, ev.Data["reason"])
+		switch d := ev.Data.(type) {
+		case engine.ToolStarted:
+			fmt.Println(ev.Type, d.Name)
+		case engine.ToolCompleted:
+			fmt.Println(ev.Type, d.Name)
+		case engine.MessageData:
+			fmt.Printf("message %s %q\n", d.Message.Role, d.Message.Content)
+		case engine.RunStopped:
+			fmt.Println(ev.Type, d.Reason)
 		}
 	}
 	// Output:

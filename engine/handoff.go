@@ -125,7 +125,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	r.sideSteps = [2]int{}
 	r.env.agent, r.env.declared = h.target.Env, r.e.declaredOf(h.target)
 	if r.e.observed() {
-		r.emit("handoff", map[string]any{"from_agent": from, "to_agent": name})
+		r.emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}
 	return nil
 }

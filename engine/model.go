@@ -96,7 +96,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	for mi, m := range models {
 		if mi > 0 {
 			if r.e.observed() {
-				r.emit("fallback_triggered", map[string]any{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
+				r.emit("fallback_triggered", Fields{"from_model": models[mi-1].Name, "to_model": m.Name, "error_type": errorType(lastErr)})
 			}
 		}
 		policy := m.Retry.WithDefaults()
@@ -176,10 +176,8 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	for _, t := range req.Tools {
 		log.ToolsOffered = append(log.ToolsOffered, t.Name)
 	}
-	var logID any // log.ID, converted once for both of the attempt's events
 	if r.e.observed() {
-		logID = log.ID
-		r.emit("llm_request", map[string]any{"log_id": logID, "model": m.Name, "provider": m.Provider, "attempt": n})
+		r.emit("llm_request", ModelRequest{LogID: log.ID, Model: m.Name, Provider: m.Provider, Attempt: n})
 	}
 	if err := r.flushEvents(); err != nil {
 		// The store failed, not the model: no retry or fallback helps.
@@ -201,7 +199,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		var resp *weft.Response
 		resp, err = r.callProvider(p, &req, log, start)
 		if err == nil {
-			r.finishLog(log, logID, m, resp, start)
+			r.finishLog(log, m, resp, start)
 			if r.obs != nil {
 				r.attemptEnded(log)
 			}
@@ -223,10 +221,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		r.attemptEnded(log)
 	}
 	if r.e.observed() {
-		if logID == nil {
-			logID = log.ID
-		}
-		r.emit("llm_response", map[string]any{"log_id": logID, "status": "error", "error": log.Error})
+		r.emit("llm_response", ModelResponse{LogID: log.ID, Status: "error", Error: log.Error})
 	}
 	return nil, log, err
 }
@@ -329,13 +324,13 @@ func (c *providerCall) flush() {
 
 func (c *providerCall) emitDelta(typ, delta string) {
 	if delta != "" && c.r.e.observed() {
-		c.r.emit(typ, map[string]any{"message_id": c.log.MessageID, "depth": c.depth, "delta": delta})
+		c.r.emit(typ, Chunk{MessageID: c.log.MessageID, Depth: c.depth, Delta: delta})
 	}
 }
 
 // finishLog fills a successful attempt's usage, cost and timing; logID is log.ID as the
 // attempt's llm_request event carried it (nil when it emitted none).
-func (r *run) finishLog(log *weft.LogEntry, logID any, m *weft.Model, resp *weft.Response, start time.Time) {
+func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, start time.Time) {
 	u := resp.Usage
 	log.FinishReason = resp.FinishReason
 	log.IsComplete = true
@@ -357,11 +352,8 @@ func (r *run) finishLog(log *weft.LogEntry, logID any, m *weft.Model, resp *weft
 		log.ResponseBody = r.red.Bytes(resp.ResponseBody)
 	}
 	if r.e.observed() {
-		if logID == nil {
-			logID = log.ID
-		}
-		r.emit("llm_response", map[string]any{"log_id": logID, "status": "ok", "input_tokens": u.InputTokens,
-			"output_tokens": u.OutputTokens, "cost_total": log.CostTotal, "latency_ms": log.LatencyMS})
+		r.emit("llm_response", ModelResponse{LogID: log.ID, Status: "ok", InputTokens: u.InputTokens,
+			OutputTokens: u.OutputTokens, CostTotal: log.CostTotal, LatencyMS: log.LatencyMS})
 	}
 }
 

@@ -388,7 +388,6 @@ type run struct {
 	ctx    context.Context
 	ar     *activeRun
 	id     string
-	idAny  any // id as an interface, for event payloads (see interned)
 	thread *weft.Thread
 	agent  *weft.Agent
 	state  execState
@@ -468,7 +467,6 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
-	r.idAny = r.id
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
 }
 
@@ -573,7 +571,7 @@ func (r *run) stored(drained []*weft.Message) {
 	}
 }
 
-func (r *run) emit(typ string, data map[string]any) {
+func (r *run) emit(typ string, data Payload) {
 	ev := Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
 	if r.e.opt.RecordEvents && !transient(typ) {
 		// Recorded by the run's next transaction (or flush), published once it commits.
@@ -637,7 +635,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		r.trigger = trigger
 	}
 	if r.e.observed() {
-		r.emit("run_started", map[string]any{"run_id": r.idAny, "trigger": boxedTriggers.box(trigger), "side": boxedSides.box(r.state.Side)})
+		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
 	for {
 		// A shutdown suspends the run at this step boundary.
@@ -848,7 +846,7 @@ func (r *run) emitMessage(m weft.Message) {
 	}
 	m.Content = r.red.String(m.Content)
 	if r.e.observed() {
-		r.emit("message", map[string]any{"message": m})
+		r.emit("message", MessageData{Message: m})
 	}
 }
 
@@ -917,11 +915,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
 	}
 	if r.e.observed() {
-		data := map[string]any{"run_id": r.idAny, "reason": reason, "side": boxedSides.box(info.Side), "error": text, "steps": info.Steps, "seq": info.Seq}
-		if r.lastLine > 0 {
-			data["last_line_redactions"] = r.lastLine
-		}
-		r.emit("run_stopped", data)
+		r.emit("run_stopped", RunStopped{RunID: r.id, Reason: reason, Side: info.Side, Error: text, Steps: info.Steps, Seq: info.Seq,
+			LastLineRedactions: r.lastLine})
 	}
 	r.runStoppedHooks(info)
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {

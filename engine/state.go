@@ -58,7 +58,7 @@ type threadState struct {
 
 // emit publishes an event of the State's thread: through its run (recorded with the run's next
 // transaction), or on its own outside a run.
-func (s *threadState) emit(ctx context.Context, typ string, data map[string]any) {
+func (s *threadState) emit(ctx context.Context, typ string, data Payload) {
 	if s.r != nil && s.r.thread.ID == s.thread.ID {
 		s.r.emit(typ, data)
 		return
@@ -256,7 +256,7 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 		s.r.rows = slices.DeleteFunc(s.r.rows, func(m *weft.Message) bool { return m.ID == id })
 	}
 	if err == nil {
-		s.emit(ctx, "message_deleted", map[string]any{"message_id": id})
+		s.emit(ctx, "message_deleted", Fields{"message_id": id})
 	}
 	return err
 }
@@ -430,7 +430,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
-		s.emit(ctx, "kv_changed", map[string]any{"key": key})
+		s.emit(ctx, "kv_changed", Fields{"key": key})
 	}
 	return err
 }
@@ -502,7 +502,7 @@ func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (we
 }
 
 func (s *threadState) Emit(ctx context.Context, event string, data any) error {
-	s.emit(ctx, "event", map[string]any{"name": event, "data": data})
+	s.emit(ctx, "event", Fields{"name": event, "data": data})
 	return nil
 }
 
@@ -523,7 +523,7 @@ func (s *threadState) CancelEffect(ctx context.Context, id string) error {
 	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
 		return err
 	}
-	s.emit(ctx, "effect_changed", map[string]any{"id": id, "status": weft.EffectCanceled})
+	s.emit(ctx, "effect_changed", Fields{"id": id, "status": weft.EffectCanceled})
 	return nil
 }
 
@@ -717,7 +717,7 @@ func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 }
 
 func (f *threadFS) changed(ctx context.Context, p, op string) {
-	f.s.emit(ctx, "file_changed", map[string]any{"path": p, "op": op})
+	f.s.emit(ctx, "file_changed", Fields{"path": p, "op": op})
 }
 
 func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {

@@ -76,10 +76,8 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if err := r.startImmediate(s, p, side); err != nil {
 		return stepOutcome{}, err
 	}
-	var prompt any // p.Name, converted once for both step events
 	if r.e.observed() {
-		prompt = p.Name
-		r.emit("step_started", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxedSides.box(side), "prompt": prompt, "depth": 0})
+		r.emit("step_started", StepStarted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name})
 	}
 	req, err := r.requests.build(s, r.requests.history(s))
 	if err != nil {
@@ -105,10 +103,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		return stepOutcome{}, err
 	}
 	if r.e.observed() {
-		if prompt == nil {
-			prompt = p.Name
-		}
-		r.emit("step_completed", map[string]any{"run_id": r.idAny, "step": r.steps, "side": boxedSides.box(side), "prompt": prompt, "depth": 0, "tool_calls": len(calls)})
+		r.emit("step_completed", StepCompleted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name, ToolCalls: len(calls)})
 	}
 	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil

@@ -91,7 +91,7 @@ func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.T
 			text = out.Error
 		}
 		e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
-			Data: map[string]any{"reference": child.ID, "agent": child.Agent, "status": "terminated", "status_text": preview(text)}})
+			Data: Fields{"reference": child.ID, "agent": child.Agent, "status": "terminated", "status_text": preview(text)}})
 	}()
 	props := map[string]any{}
 	if t, err := e.store.Thread(ctx, child.ID); err == nil {
@@ -229,9 +229,9 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	}
 	r.spawned.Store(true)
 	r.e.roots.put(child)
-	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: map[string]any{"parent_id": r.thread.ID}})
+	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
 	r.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: r.thread.ID, RootID: child.RootID,
-		Data: map[string]any{"reference": child.ID, "agent": target.Name, "status": "running", "status_text": "created"}})
+		Data: Fields{"reference": child.ID, "agent": target.Name, "status": "running", "status_text": "created"}})
 	r.runSubagentCreatedHooks(child)
 	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
 	extra := map[string]any{}

@@ -49,7 +49,7 @@ func TestTimeoutOverrides(t *testing.T) {
 				LookupEnv: func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok },
 				OnEvent: func(ev engine.Event) {
 					if ev.Type == "llm_request" {
-						attempts = append(attempts, ev.Data["attempt"])
+						attempts = append(attempts, ev.Data.(engine.ModelRequest).Attempt)
 					}
 				}})
 			if err != nil {

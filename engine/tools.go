@@ -96,7 +96,6 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	resultID := weft.NewID("msg_")
 	var tool *offered
 	var exec *execution
-	var callID, name any // c.ID and c.Name, converted once for both tool events
 	if d.r.suspending() {
 		return res, errShutdown
 	}
@@ -130,8 +129,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		st := d.r.state_(exec)
 		st.ctx = ctx
 		if d.r.e.observed() {
-			callID, name = c.ID, c.Name
-			d.r.emit("tool_started", map[string]any{"call_id": callID, "name": name, "depth": s.depth})
+			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
 		d.r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
 		if err := d.r.flushEvents(); err != nil {
@@ -162,10 +160,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	}
 	res.msg = m
 	if d.r.e.observed() {
-		if callID == nil {
-			callID, name = c.ID, c.Name
-		}
-		d.r.emit("tool_completed", map[string]any{"call_id": callID, "name": name, "depth": s.depth, "status": boxedStatuses.box(res.result.Status)})
+		d.r.emit("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: res.result.Status})
 	}
 	return res, nil
 }
@@ -573,7 +568,7 @@ func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
 		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
 		if d.r.e.observed() {
-			d.r.emit("message_deleted", map[string]any{"message_id": msg.ID})
+			d.r.emit("message_deleted", Fields{"message_id": msg.ID})
 		}
 	}
 	return nil

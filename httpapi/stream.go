@@ -11,7 +11,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 )
 
@@ -34,32 +33,25 @@ func (f streamFilter) keep(ev engine.Event) bool {
 	if ev.Type == "reasoning_chunk" && !f.reasoning {
 		return false
 	}
-	if d, ok := intOf(ev.Data["depth"]); ok && d > f.depth {
-		return false
-	}
-	if ev.Type == "message" {
-		silent, depth := messageVisibility(ev.Data["message"])
-		if (silent && !f.includeSilent) || depth > f.depth {
+	switch d := ev.Data.(type) {
+	case engine.MessageData:
+		return (!d.Message.Silent || f.includeSilent) && d.Message.Depth <= f.depth
+	case engine.Chunk:
+		return d.Depth <= f.depth
+	case engine.StepStarted:
+		return d.Depth <= f.depth
+	case engine.StepCompleted:
+		return d.Depth <= f.depth
+	case engine.ToolStarted:
+		return d.Depth <= f.depth
+	case engine.ToolCompleted:
+		return d.Depth <= f.depth
+	case engine.Fields:
+		if n, ok := intOf(d["depth"]); ok && n > f.depth {
 			return false
 		}
 	}
 	return true
-}
-
-// messageVisibility reads a message event's silent flag and depth: a live event carries the
-// message itself, a replayed one its decoded JSON.
-func messageVisibility(v any) (silent bool, depth int) {
-	switch m := v.(type) {
-	case weft.Message:
-		return m.Silent, m.Depth
-	case *weft.Message:
-		return m.Silent, m.Depth
-	case map[string]any:
-		silent, _ = m["silent"].(bool)
-		depth, _ = intOf(m["depth"])
-		return silent, depth
-	}
-	return false, 0
 }
 
 func intOf(v any) (int, bool) {
@@ -82,8 +74,12 @@ func frame(ev engine.Event) []byte { return appendPayload(nil, ev) }
 
 // appendPayload appends frame(ev) to b.
 func appendPayload(b []byte, ev engine.Event) []byte {
-	if raw := ev.Encoded; len(raw) >= 2 && raw[0] == '{' && !overlaps(ev.Data) {
-		// The payload as the event log holds it, behind the event's own fields.
+	raw := ev.Encoded
+	if len(raw) == 0 && ev.Data != nil && !overlaps(ev.Data) {
+		raw, _ = json.Marshal(ev.Data)
+	}
+	if len(raw) >= 2 && raw[0] == '{' && !overlaps(ev.Data) {
+		// The payload as the event log holds it (or as it encodes), behind the event's own fields.
 		b = slices.Grow(b, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
 		b = append(b, `{"type":`...)
 		b = appendJSONString(b, ev.Type)
@@ -98,10 +94,7 @@ func appendPayload(b []byte, ev engine.Event) []byte {
 		}
 		return append(b, raw[1:]...)
 	}
-	m := make(map[string]any, len(ev.Data)+3)
-	for k, v := range ev.Data {
-		m[k] = v
-	}
+	m := fieldsOf(ev)
 	m["type"] = ev.Type
 	m["thread_id"] = ev.ThreadID
 	if seq := seqOf(ev); seq > 0 {
@@ -125,8 +118,30 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// fieldsOf returns a copy of an event's payload as a map of its JSON fields.
+func fieldsOf(ev engine.Event) map[string]any {
+	if f, ok := ev.Data.(engine.Fields); ok {
+		m := make(map[string]any, len(f)+3)
+		for k, v := range f {
+			m[k] = v
+		}
+		return m
+	}
+	m := map[string]any{}
+	if ev.Data != nil {
+		if b, err := json.Marshal(ev.Data); err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
+	}
+	return m
+}
+
 // overlaps tells whether a payload has a key of the frame's own (its value would be replaced).
-func overlaps(data map[string]any) bool {
+func overlaps(p engine.Payload) bool {
+	if _, ok := p.(engine.RunStopped); ok {
+		return true // its seq
+	}
+	data, _ := p.(engine.Fields)
 	for _, k := range [...]string{"type", "thread_id", "seq"} {
 		if _, ok := data[k]; ok {
 			return true
@@ -193,7 +208,8 @@ func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal)
 			return true
 		}
 		if ev.Type == "thread_deleted" {
-			return ev.Data["user_id"] == p.userID // the thread is gone: its event names its owner
+			d, _ := ev.Data.(engine.Fields)
+			return d["user_id"] == p.userID // the thread is gone: its event names its owner
 		}
 		_, err := s.visibleThread(ctx, p, ev.ThreadID)
 		return err == nil

@@ -19,11 +19,16 @@ func TestFrameFromEncodedPayload(t *testing.T) {
 		name string
 		ev   engine.Event
 	}{
-		{"message", engine.Event{Type: "message", ThreadID: "thr_1", Seq: 7, Data: map[string]any{"message": msg}}},
-		{"empty payload", engine.Event{Type: "run_started", ThreadID: "thr_1", Seq: 2, Data: map[string]any{}}},
+		{"message", engine.Event{Type: "message", ThreadID: "thr_1", Seq: 7, Data: engine.MessageData{Message: msg}}},
+		{"empty payload", engine.Event{Type: "approval_decided", ThreadID: "thr_1", Seq: 2, Data: engine.Fields{}}},
 		{"nil payload", engine.Event{Type: "thread_created", ThreadID: "thr_1", Seq: 1}},
-		{"payload with a frame key", engine.Event{Type: "run_stopped", ThreadID: "thr_1", Seq: 9, Data: map[string]any{"seq": 4, "reason": "completed"}}},
-		{"not recorded", engine.Event{Type: "message_chunk", ThreadID: "thr_1", Data: map[string]any{"delta": "x"}}},
+		{"payload with a frame key", engine.Event{Type: "event", ThreadID: "thr_1", Seq: 9, Data: engine.Fields{"seq": 4, "name": "x"}}},
+		{"typed payload with a frame key", engine.Event{Type: "run_stopped", ThreadID: "thr_1", Seq: 9,
+			Data: engine.RunStopped{Seq: 4, Reason: weft.StopOnResponse, RunID: "run_1", Side: weft.SideA, Steps: 2}}},
+		{"typed payload with a frame key, not recorded", engine.Event{Type: "run_stopped", ThreadID: "thr_1",
+			Data: engine.RunStopped{Seq: 4, Reason: weft.StopOnResponse}}},
+		{"not recorded", engine.Event{Type: "message_chunk", ThreadID: "thr_1", Data: engine.Chunk{Delta: "x"}}},
+		{"not recorded, untyped", engine.Event{Type: "kv_changed", ThreadID: "thr_1", Data: engine.Fields{"key": "k"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,21 +57,39 @@ func decodeFrame(t *testing.T, b []byte) map[string]any {
 	return m
 }
 
-func TestMessageVisibility(t *testing.T) {
+// TestStreamFilterKeep: depth and silence are read from every payload that carries them, typed
+// or not, and reasoning only passes when asked for.
+func TestStreamFilterKeep(t *testing.T) {
+	top := streamFilter{}
+	deep := streamFilter{depth: 2, includeSilent: true, reasoning: true}
+	msg := func(silent bool, depth int) engine.Payload {
+		return engine.MessageData{Message: weft.Message{Silent: silent, Depth: depth}}
+	}
 	cases := []struct {
-		name   string
-		v      any
-		silent bool
-		depth  int
+		name      string
+		ev        engine.Event
+		top, deep bool
 	}{
-		{"live", weft.Message{Silent: true, Depth: 2}, true, 2},
-		{"pointer", &weft.Message{Depth: 1}, false, 1},
-		{"replayed", map[string]any{"silent": true, "depth": float64(3)}, true, 3},
-		{"absent", nil, false, 0},
+		{"message", engine.Event{Type: "message", Data: msg(false, 0)}, true, true},
+		{"silent message", engine.Event{Type: "message", Data: msg(true, 0)}, false, true},
+		{"sub-prompt message", engine.Event{Type: "message", Data: msg(false, 2)}, false, true},
+		{"deeper than asked", engine.Event{Type: "message", Data: msg(false, 3)}, false, false},
+		{"chunk", engine.Event{Type: "message_chunk", Data: engine.Chunk{Depth: 1}}, false, true},
+		{"reasoning", engine.Event{Type: "reasoning_chunk", Data: engine.Chunk{}}, false, true},
+		{"step", engine.Event{Type: "step_started", Data: engine.StepStarted{Depth: 1}}, false, true},
+		{"step completed", engine.Event{Type: "step_completed", Data: engine.StepCompleted{}}, true, true},
+		{"tool", engine.Event{Type: "tool_started", Data: engine.ToolStarted{Depth: 3}}, false, false},
+		{"tool completed", engine.Event{Type: "tool_completed", Data: engine.ToolCompleted{Depth: 1}}, false, true},
+		{"untyped with depth", engine.Event{Type: "other", Data: engine.Fields{"depth": float64(1)}}, false, true},
+		{"untyped", engine.Event{Type: "kv_changed", Data: engine.Fields{"key": "k"}}, true, true},
+		{"no payload", engine.Event{Type: "thread_created"}, true, true},
 	}
 	for _, tc := range cases {
-		if s, d := messageVisibility(tc.v); s != tc.silent || d != tc.depth {
-			t.Errorf("%s: %v %d, want %v %d", tc.name, s, d, tc.silent, tc.depth)
+		if got := top.keep(tc.ev); got != tc.top {
+			t.Errorf("%s: kept %v by default, want %v", tc.name, got, tc.top)
+		}
+		if got := deep.keep(tc.ev); got != tc.deep {
+			t.Errorf("%s: kept %v with depth 2, silent and reasoning, want %v", tc.name, got, tc.deep)
 		}
 	}
 }

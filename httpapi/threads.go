@@ -362,7 +362,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, p *princip
 	if !p.admin {
 		owner = p.userID // a user deletes only threads of its own trees
 	}
-	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: map[string]any{"user_id": owner}})
+	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: engine.Fields{"user_id": owner}})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

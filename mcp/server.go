@@ -149,9 +149,8 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 		if err != nil {
 			return errorResult(fmt.Sprintf("thread %s: %v", th.ID, err)), nil
 		}
-		if ev.Type == "run_stopped" && ev.ThreadID == th.ID {
-			stop.Reason, _ = ev.Data["reason"].(weft.StopReason)
-			stop.Error, _ = ev.Data["error"].(string)
+		if d, ok := ev.Data.(engine.RunStopped); ok && ev.ThreadID == th.ID {
+			stop.Reason, stop.Error = d.Reason, d.Error
 		}
 		if token == nil {
 			continue
@@ -187,15 +186,13 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 
 // progressMessage describes the events worth a progress notification.
 func progressMessage(ev engine.Event) string {
-	switch ev.Type {
-	case "step_started":
+	switch d := ev.Data.(type) {
+	case engine.StepStarted:
 		return "thinking"
-	case "tool_started":
-		name, _ := ev.Data["name"].(string)
-		return "calling " + name
-	case "tool_completed":
-		name, _ := ev.Data["name"].(string)
-		return name + " done"
+	case engine.ToolStarted:
+		return "calling " + d.Name
+	case engine.ToolCompleted:
+		return d.Name + " done"
 	}
 	return ""
 }

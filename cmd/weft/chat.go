@@ -453,7 +453,8 @@ func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, e
 		}
 		if ev.Type == "message_chunk" || ev.Type == "reasoning_chunk" {
 			// Deltas carry only strings and numbers: no need for the JSON round trip.
-			emit(engine.Event{Type: ev.Type, ThreadID: ev.ThreadID, Data: map[string]any{"depth": ev.Data["depth"], "delta": ev.Data["delta"]}})
+			c, _ := ev.Data.(engine.Chunk)
+			emit(engine.Event{Type: ev.Type, ThreadID: ev.ThreadID, Data: engine.Fields{"depth": c.Depth, "delta": c.Delta}})
 			continue
 		}
 		emit(plainEvent(ev))
@@ -608,7 +609,7 @@ func (c *remoteChat) follow(ctx context.Context, id string, stream io.Reader, em
 		if json.Unmarshal([]byte(raw), &data) != nil {
 			continue
 		}
-		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: data}
+		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: engine.Fields(data)}
 		delete(data, "type")
 		delete(data, "thread_id")
 		delete(data, "seq")

@@ -70,7 +70,7 @@ func (t *transcript) add(e engine.Event) (lines []chatLine, delta string) {
 	if t.thread == "" || e.ThreadID != t.thread {
 		return nil, ""
 	}
-	d := e.Data
+	d, _ := e.Data.(engine.Fields) // plainEvent's, or a server's
 	switch e.Type {
 	case "message_chunk":
 		if intIn(d, "depth") != 0 {
@@ -267,7 +267,7 @@ func plainEvent(e engine.Event) engine.Event {
 	if err != nil {
 		return engine.Event{Type: e.Type, ThreadID: e.ThreadID}
 	}
-	var d map[string]any
+	var d engine.Fields
 	_ = json.Unmarshal(b, &d)
 	e.Data = d
 	return e

@@ -40,7 +40,7 @@ func TestInert(t *testing.T) {
 
 // ev is a plain event of thread thr_1 (the shape a server's stream has).
 func ev(typ string, data map[string]any) engine.Event {
-	return engine.Event{Type: typ, ThreadID: "thr_1", Data: data}
+	return engine.Event{Type: typ, ThreadID: "thr_1", Data: engine.Fields(data)}
 }
 
 func msgEv(m map[string]any) engine.Event { return ev("message", map[string]any{"message": m}) }
@@ -102,7 +102,7 @@ func TestTranscript(t *testing.T) {
 				msgEv(map[string]any{"id": "m1", "role": "assistant", "content": "inner", "depth": 1.0}),
 				msgEv(map[string]any{"id": "m2", "role": "assistant", "content": "quiet", "depth": 0.0, "silent": true}),
 				ev("message_chunk", map[string]any{"depth": 1.0, "delta": "inner"}),
-				{Type: "message", ThreadID: "thr_child", Data: map[string]any{"message": map[string]any{"role": "assistant", "content": "child"}}},
+				{Type: "message", ThreadID: "thr_child", Data: engine.Fields{"message": map[string]any{"role": "assistant", "content": "child"}}},
 			},
 		},
 		{

@@ -369,7 +369,7 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 			}
 			if progress != nil {
 				thread, _ := data["thread_id"].(string)
-				progress.event(engine.Event{Type: typ, ThreadID: thread, Data: data})
+				progress.event(engine.Event{Type: typ, ThreadID: thread, Data: engine.Fields(data)})
 			}
 			switch typ {
 			case "message_chunk":

@@ -155,8 +155,8 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			if progress != nil {
 				progress.event(e)
 			}
-			if live && e.Type == "message_chunk" && e.ThreadID == streamThread.Load() && e.Data["depth"] == 0 {
-				if d, _ := e.Data["delta"].(string); d != "" {
+			if c, ok := e.Data.(engine.Chunk); ok && live && e.Type == "message_chunk" && e.ThreadID == streamThread.Load() && c.Depth == 0 {
+				if d := c.Delta; d != "" {
 					if progress != nil {
 						progress.text(stdout, d)
 					} else {
@@ -471,8 +471,8 @@ func printEvent(w io.Writer, e engine.Event) {
 	case "message_chunk", "reasoning_chunk":
 		return
 	case "message":
-		if m, ok := e.Data["message"].(weft.Message); ok {
-			fmt.Fprintf(w, "[%s] %s: %s\n", e.Type, m.Role, oneLine(m.Content))
+		if d, ok := e.Data.(engine.MessageData); ok {
+			fmt.Fprintf(w, "[%s] %s: %s\n", e.Type, d.Message.Role, oneLine(d.Message.Content))
 		}
 		return
 	}
