@@ -311,7 +311,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if err != nil {
 		return err
 	}
-	if _, _, errText := r.tools.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}); errText != "" {
+	if _, _, _, errText := r.tools.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}, false); errText != "" {
 		return weft.Errorf(weft.EInvalid, "%s", errText)
 	}
 	return nil

@@ -149,7 +149,7 @@ func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffec
 // tool's result.
 func sessionText(t *weft.SessionTool, res callResult) string {
 	if t.MessageProperty != "" {
-		if v, ok := res.args[t.MessageProperty].(string); ok {
+		if v, ok := res.arg(t.MessageProperty).(string); ok {
 			return v
 		}
 	}
@@ -186,7 +186,7 @@ func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft
 				continue
 			}
 			if prop := def.StopToolResponseProperty; prop != "" {
-				if text, ok := res.args[prop].(string); ok {
+				if text, ok := res.arg(prop).(string); ok {
 					if err := r.updateContent(msg, text); err != nil {
 						return stepOutcome{}, err
 					}

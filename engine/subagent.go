@@ -134,7 +134,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 		if weft.ErrorCode(err) != weft.ENotFound {
 			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
 		}
-		_, args, errText := r.tools.prepareCall(s, c)
+		_, args, _, errText := r.tools.prepareCall(s, c, false)
 		if errText != "" {
 			return weft.Failure(errText), true
 		}

@@ -152,7 +152,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, true
 	}
 	r.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
-	_, args, errText := r.tools.prepareCall(caller, c)
+	_, args, _, errText := r.tools.prepareCall(caller, c, false)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, true
 	}

@@ -42,10 +42,19 @@ type queuedTool struct {
 type callResult struct {
 	call   weft.ToolCall
 	args   map[string]any
+	raw    json.RawMessage // the arguments as the model wrote them, when a Go tool takes them so (args nil)
 	result weft.ToolResult
 	// removed: an after_tool_call hook returned nil; the call left the assistant message.
 	removed bool
 	msg     *weft.Message
+}
+
+// arg returns the call's validated argument of that name (nil when absent).
+func (c *callResult) arg(name string) any {
+	if c.args == nil && c.raw != nil {
+		_ = json.Unmarshal(c.raw, &c.args) // accepted by AcceptsJSON: it decodes
+	}
+	return c.args[name]
 }
 
 // executeCalls runs a reply's calls strictly sequentially in returned order, each
@@ -120,7 +129,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		res.result = denied
 	default:
 		var errText string
-		tool, res.args, errText = d.prepareCall(s, c)
+		tool, res.args, res.raw, errText = d.prepareCall(s, c, true)
 		if errText != "" {
 			res.result = weft.Failure(errText)
 			break
@@ -135,7 +144,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		if err := d.r.flushEvents(); err != nil {
 			return res, err
 		}
-		res.result = d.invoke(s, st, tool, c, res.args, msg)
+		res.result = d.invoke(s, st, tool, c, res.args, res.raw, msg)
 		if d.childParked != "" {
 			d.childParked = ""
 			return res, errAwaitApproval // the call stays running; its child waits for decisions
@@ -166,14 +175,16 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 }
 
 // prepareCall resolves, parses and validates a call; a non-empty errText is the error result.
-func (d *dispatch) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]any, string) {
+// With rawOK, arguments a Go tool can take as the model wrote them (schema.Validator.AcceptsJSON)
+// come back as raw, with a nil map: they are neither decoded nor encoded again.
+func (d *dispatch) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offered, args map[string]any, raw json.RawMessage, errText string) {
 	o, ok := s.offered[c.Name]
 	if !ok && s.prompt.ToolChoice != weft.ToolChoiceNone {
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
 		for _, lo := range s.offered {
 			for _, re := range lo.entries {
 				if lo.lifecycle == toolSubagentCreate && re.agent.Name == c.Name {
-					return nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
+					return nil, nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
 				}
 			}
 		}
@@ -190,68 +201,90 @@ func (d *dispatch) prepareCall(s *scope, c weft.ToolCall) (*offered, map[string]
 		if list == "" {
 			list = "none"
 		}
-		return nil, nil, fmt.Sprintf("Tool %q is not available for this prompt. Available tools: %s", c.Name, list)
+		return nil, nil, nil, fmt.Sprintf("Tool %q is not available for this prompt. Available tools: %s", c.Name, list)
 	}
-	var raw any
-	args := strings.TrimSpace(c.Arguments)
-	if args == "" {
-		args = "{}"
+	text := strings.TrimSpace(c.Arguments)
+	if text == "" {
+		text = "{}"
 	}
-	if len(args) > weft.MaxToolArgumentsBytes {
-		return nil, nil, fmt.Sprintf("Tool arguments are %s; the limit is %s. Pass large content in a file instead.",
-			weft.ByteSize(int64(len(args))), weft.ByteSize(weft.MaxToolArgumentsBytes))
-	}
-	if d := weft.JSONDepth([]byte(args)); d > weft.MaxToolArgumentsDepth {
-		return nil, nil, fmt.Sprintf("Tool arguments nest %d levels deep; the limit is %d.", d, weft.MaxToolArgumentsDepth)
-	}
-	if err := json.Unmarshal([]byte(args), &raw); err != nil {
-		return nil, nil, "Tool arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
-	}
-	if raw == nil {
-		raw = map[string]any{}
+	if len(text) > weft.MaxToolArgumentsBytes {
+		return nil, nil, nil, fmt.Sprintf("Tool arguments are %s; the limit is %s. Pass large content in a file instead.",
+			weft.ByteSize(int64(len(text))), weft.ByteSize(weft.MaxToolArgumentsBytes))
 	}
 	params := o.spec.Parameters
 	if o.check != nil {
 		params = o.check
 	}
-	if len(o.entry.Bindings) > 0 && o.target.Tool != nil {
+	bound := len(o.entry.Bindings) > 0 && o.target.Tool != nil
+	if bound {
 		// Bound parameters come from the prompt's arguments; the tool's full schema validates.
 		params = argsSchema(o.target.Tool.Args)
-		if obj, ok := raw.(map[string]any); ok {
-			for param, arg := range o.entry.Bindings {
-				if val, ok := s.args[arg]; ok {
-					obj[param] = val
-				}
+	}
+	if t := o.target.Tool; rawOK && !bound && t != nil && t.Execute != nil && o.lifecycle == "" {
+		if v, err := d.r.e.validator(params); err == nil && v.AcceptsJSON(text) {
+			// What decoding, validating and encoding would give the tool, the text already says.
+			if msg := d.missingVariable(s, o); msg != "" {
+				return nil, nil, nil, msg
+			}
+			return o, nil, json.RawMessage(text), ""
+		}
+	}
+	if d := weft.JSONDepth([]byte(text)); d > weft.MaxToolArgumentsDepth {
+		return nil, nil, nil, fmt.Sprintf("Tool arguments nest %d levels deep; the limit is %d.", d, weft.MaxToolArgumentsDepth)
+	}
+	var decoded any
+	if err := json.Unmarshal([]byte(text), &decoded); err != nil {
+		return nil, nil, nil, "Tool arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+	}
+	if decoded == nil {
+		decoded = map[string]any{}
+	}
+	if obj, ok := decoded.(map[string]any); ok && bound {
+		for param, arg := range o.entry.Bindings {
+			if val, ok := s.args[arg]; ok {
+				obj[param] = val
 			}
 		}
 	}
 	if s.strict {
-		raw = schema.DropNulls(params, raw)
+		decoded = schema.DropNulls(params, decoded)
 	}
 	v, err := d.r.e.validator(params)
 	if err != nil {
-		return nil, nil, fmt.Sprintf("Tool %q has an invalid argument schema: %v", c.Name, err)
+		return nil, nil, nil, fmt.Sprintf("Tool %q has an invalid argument schema: %v", c.Name, err)
 	}
-	out, err := v.Validate(raw)
+	out, err := v.Validate(decoded)
 	if err != nil {
-		return nil, nil, "Tool argument validation failed: " + err.Error()
+		return nil, nil, nil, "Tool argument validation failed: " + err.Error()
 	}
 	m, _ := out.(map[string]any)
-	if t := o.target.Tool; t != nil {
-		env := s.env.with(s.prompt.Env, o.entry.Env)
-		for _, vd := range weft.ToolVariables(t) {
-			if vd.Required {
-				if _, ok := env.lookup(vd.Name); !ok {
-					return nil, nil, fmt.Sprintf("Missing required variable %s for tool %s", vd.Name, t.Name)
-				}
+	if msg := d.missingVariable(s, o); msg != "" {
+		return nil, nil, nil, msg
+	}
+	return o, m, nil, ""
+}
+
+// missingVariable returns the error text for a required variable of the call's tool that the
+// prompt's env does not set ("" when none is missing).
+func (d *dispatch) missingVariable(s *scope, o *offered) string {
+	t := o.target.Tool
+	if t == nil {
+		return ""
+	}
+	env := s.env.with(s.prompt.Env, o.entry.Env)
+	for _, vd := range weft.ToolVariables(t) {
+		if vd.Required {
+			if _, ok := env.lookup(vd.Name); !ok {
+				return fmt.Sprintf("Missing required variable %s for tool %s", vd.Name, t.Name)
 			}
 		}
 	}
-	return o, m, ""
+	return ""
 }
 
 // invoke runs the call's target and turns every failure into an error result.
-func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, msg *weft.Message) (res weft.ToolResult) {
+// A Go tool takes raw when prepareCall gave it, args encoded otherwise.
+func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}
@@ -272,9 +305,11 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
 		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
 	}
-	raw, _ := json.Marshal(args)
-	if args == nil {
-		raw = []byte("{}")
+	if raw == nil {
+		raw, _ = json.Marshal(args)
+		if args == nil {
+			raw = []byte("{}")
+		}
 	}
 	ctx := st.ctx
 	if t.Tool.Timeout > 0 {
@@ -596,14 +631,14 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 				spec: weft.ToolSpec{Name: q.name, Description: t.Description, Parameters: argsSchema(t.Args)}}
 			qs.offered[q.name] = o
 			qs.specs = []weft.ToolSpec{o.spec}
-			_, args, errText := d.prepareCall(qs, c)
+			_, args, raw, errText := d.prepareCall(qs, c, true)
 			if errText != "" {
 				res = weft.Failure(errText)
 			} else {
 				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
 				st := d.r.state_(exec)
 				st.ctx = ctx
-				res = d.invoke(qs, st, o, c, args, &weft.Message{})
+				res = d.invoke(qs, st, o, c, args, raw, &weft.Message{})
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,

@@ -156,3 +156,118 @@ func FuzzQuickAgrees(f *testing.F) {
 		}
 	})
 }
+
+// acceptsJSONAgrees fails t when AcceptsJSON takes text that decoding and Validate would not
+// hand a tool unchanged: text must decode (as encoding/json does, into plain values) without a
+// duplicate name, Validate must accept the decoded value, and must return it as it was.
+func acceptsJSONAgrees(t testing.TB, v *Validator, text string) bool {
+	t.Helper()
+	if !v.AcceptsJSON(text) {
+		return false
+	}
+	var in any
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		t.Fatalf("%s: accepted, but it does not decode: %v", text, err)
+	}
+	m, ok := in.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: accepted, but it is not an object", text)
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	names := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the name
+			t.Fatal(err)
+		}
+		var skip any
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+		names++
+	}
+	if names != len(m) {
+		t.Fatalf("%s: accepted with a name given twice", text)
+	}
+	out, err := v.Validate(in)
+	if err != nil {
+		t.Fatalf("%s: accepted, but Validate refuses it: %v", text, err)
+	}
+	again, _ := json.Marshal(out)
+	orig, _ := json.Marshal(in)
+	if string(again) != string(orig) {
+		t.Fatalf("%s: accepted, but Validate changes it: %s", text, again)
+	}
+	return true
+}
+
+// TestAcceptsJSON: the raw text of common arguments is taken as it is; everything a decoding
+// would change, or that the quick form does not certainly accept, is not.
+func TestAcceptsJSON(t *testing.T) {
+	lookup := compileDoc(t, quickSchemas[0].doc) // order_id: required integer
+	closed := compileDoc(t, quickSchemas[1].doc) // q required string, n number, b boolean, closed
+	cases := []struct {
+		v    *Validator
+		text string
+		want bool
+	}{
+		{lookup, `{"order_id":42}`, true},
+		{lookup, ` { "order_id" : -7 } `, true},
+		{lookup, "{\n\t\"order_id\": 0\r\n}", true},
+		{lookup, `{"order_id":123456789012345}`, true},
+		{lookup, `{"order_id":1234567890123456}`, false}, // 16 digits: left to the decoder
+		{lookup, `{"order_id":42.0}`, false},             // an integer, but written as a fraction
+		{lookup, `{"order_id":4e1}`, false},
+		{lookup, `{"order_id":042}`, false},
+		{lookup, `{"order_id":"42"}`, false},
+		{lookup, `{}`, false}, // required
+		{lookup, `{"order_id":42,"order_id":43}`, false},
+		{lookup, `{"order_id":42,"note":"x"}`, false}, // undeclared, even where allowed
+		{lookup, `{"order_\u0069d":42}`, false},
+		{lookup, `{"order_id":42}x`, false},
+		{lookup, `{"order_id":42,}`, false},
+		{lookup, `{"order_id":}`, false},
+		{lookup, `{"order_id":42`, false},
+		{lookup, `[{"order_id":42}]`, false},
+		{lookup, `{"order_id":null}`, false},
+		{closed, `{"q":"where is \"it\"\n\u00e9 ☃","n":-1.5e-3,"b":true}`, true},
+		{closed, `{"q":"x","n":1e400}`, false},
+		{closed, `{"q":"x","b":fals}`, false},
+		{closed, `{"q":"\ud83d\ude00"}`, false}, // surrogates: left to the decoder
+		{closed, "{\"q\":\"bad \xff byte\"}", false},
+		{closed, "{\"q\":\"tab\tinside\"}", false},
+		{closed, `{"q":"\x"}`, false},
+		{closed, `{"q":"\u12"}`, false},
+		{closed, `{"n":1}`, false},
+		{compileDoc(t, quickSchemas[3].doc), `{}`, true},
+		{compileDoc(t, quickSchemas[3].doc), `{"a":1}`, false},
+		{compileDoc(t, quickSchemas[4].doc), `{"a":"x"}`, false}, // "b" is required but not declared
+		{compileDoc(t, quickSchemas[5].doc), `{"a":"x"}`, false}, // no quick form
+	}
+	for _, tc := range cases {
+		if got := acceptsJSONAgrees(t, tc.v, tc.text); got != tc.want {
+			t.Errorf("%s: AcceptsJSON %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+// FuzzAcceptsJSON: whatever the text, AcceptsJSON only takes what decoding and Validate would
+// hand the tool unchanged.
+func FuzzAcceptsJSON(f *testing.F) {
+	for _, s := range quickValues {
+		f.Add(s)
+	}
+	f.Add(`{"q":"x\u00e9\n","n":-0.5E+2,"b":false}`)
+	f.Add(`{"order_id":42,"order_id":1}`)
+	var validators []*Validator
+	for _, tc := range quickSchemas {
+		validators = append(validators, compileDoc(f, tc.doc))
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, v := range validators {
+			acceptsJSONAgrees(t, v, text)
+		}
+	})
+}
