@@ -131,11 +131,12 @@ func NewTool[A any](name, description string, fn func(ctx context.Context, st St
 	if err != nil {
 		panic(fmt.Sprintf("weft.NewTool(%q): %v", name, err))
 	}
+	flat := flatArgsFor(reflect.TypeFor[A]())
 	return &Tool{Name: name, Description: description, Args: s,
 		Execute: ToolFunc(func(ctx context.Context, st State, raw json.RawMessage) (ToolResult, error) {
 			var a A
 			if len(raw) > 0 {
-				if err := json.Unmarshal(raw, &a); err != nil {
+				if err := decodeArgs(flat, raw, &a); err != nil {
 					return ToolResult{}, fmt.Errorf("decoding arguments into %s: %w", reflect.TypeFor[A](), err)
 				}
 			}

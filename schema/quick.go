@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // quick accepts instances of the schema most tools have — an object whose properties are
@@ -202,194 +201,35 @@ func (v *Validator) AcceptsJSON(raw string) bool {
 		return false
 	}
 	var seen uint64
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		i++
-	} else {
-		for {
-			// "name"
-			if i >= len(raw) || raw[i] != '"' {
-				return false
-			}
-			end := strings.IndexByte(raw[i+1:], '"')
-			if end < 0 {
-				return false
-			}
-			name := raw[i+1 : i+1+end]
-			if strings.IndexByte(name, '\\') >= 0 || !printableUTF8(name) {
-				return false
-			}
-			bit, ok := q.bits[name]
-			if !ok || seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			i = skipSpace(raw, i+2+end)
-			if i >= len(raw) || raw[i] != ':' {
-				return false
-			}
-			i = skipSpace(raw, i+1)
-			n := q.props[name].scan(raw[i:])
-			if n == 0 {
-				return false
-			}
-			i = skipSpace(raw, i+n)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-				continue
-			}
-			if i < len(raw) && raw[i] == '}' {
-				i++
-				break
-			}
+	flat := ScanFlatObject(raw, func(name, value string) bool {
+		bit, ok := q.bits[name]
+		if !ok || seen&bit != 0 {
 			return false
 		}
-	}
-	return skipSpace(raw, i) == len(raw) && seen&q.requiredBits == q.requiredBits
+		seen |= bit
+		return q.props[name].acceptsText(value)
+	})
+	return flat && seen&q.requiredBits == q.requiredBits
 }
 
-// scan returns the length of the value of kind k at the start of s, 0 when s does not start with
-// one the quick path accepts.
-func (k quickKind) scan(s string) int {
+// acceptsText reports whether a scalar's JSON text (as ScanFlatObject gives it) is certainly a
+// valid instance of kind k, decoded exactly: any string; true or false; an integer of at most 15
+// digits without fraction or exponent (exact in the float64 encoding/json decodes it to); a number
+// within float64's range.
+func (k quickKind) acceptsText(value string) bool {
 	switch k {
 	case quickString:
-		return scanString(s)
+		return value[0] == '"'
 	case quickBoolean:
-		if strings.HasPrefix(s, "true") {
-			return 4
-		}
-		if strings.HasPrefix(s, "false") {
-			return 5
-		}
+		return value == "true" || value == "false"
 	case quickInteger:
-		// At most 15 digits: exact in a float64, as encoding/json decodes it.
-		n := scanNumber(s)
-		if n == 0 || strings.ContainsAny(s[:n], ".eE") || len(strings.TrimPrefix(s[:n], "-")) > 15 {
-			return 0
-		}
-		return n
+		return isNumberText(value) && !strings.ContainsAny(value, ".eE") && len(strings.TrimPrefix(value, "-")) <= 15
 	case quickNumber:
-		n := scanNumber(s)
-		if n == 0 {
-			return 0
-		}
-		if f, err := strconv.ParseFloat(s[:n], 64); err != nil || math.IsInf(f, 0) {
-			return 0 // out of float64's range: encoding/json refuses it
-		}
-		return n
-	}
-	return 0
-}
-
-// scanString returns the length of the JSON string at the start of s (quotes included), 0 when
-// it is not one or holds invalid UTF-8 (which decoding would replace).
-func scanString(s string) int {
-	if len(s) == 0 || s[0] != '"' {
-		return 0
-	}
-	ascii := true
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			if !ascii && !utf8.ValidString(s[1:i]) {
-				return 0
-			}
-			return i + 1
-		case c < 0x20:
-			return 0
-		case c >= 0x80:
-			ascii = false
-		case c == '\\':
-			i++
-			if i >= len(s) {
-				return 0
-			}
-			switch s[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				// Surrogates are left to the decoder (a lone one decodes to U+FFFD).
-				if i+4 >= len(s) || !isHex4(s[i+1:i+5]) || s[i+1] == 'd' || s[i+1] == 'D' {
-					return 0
-				}
-				i += 4
-			default:
-				return 0
-			}
-		}
-	}
-	return 0
-}
-
-func isHex4(s string) bool {
-	for i := range 4 {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+		if !isNumberText(value) {
 			return false
 		}
+		f, err := strconv.ParseFloat(value, 64)
+		return err == nil && !math.IsInf(f, 0) // out of float64's range: encoding/json refuses it
 	}
-	return true
-}
-
-// scanNumber returns the length of the JSON number at the start of s, 0 when there is none.
-func scanNumber(s string) int {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		i = digits(s, i)
-	default:
-		return 0
-	}
-	if i < len(s) && s[i] == '.' {
-		j := digits(s, i+1)
-		if j == i+1 {
-			return 0
-		}
-		i = j
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		j := digits(s, i)
-		if j == i {
-			return 0
-		}
-		i = j
-	}
-	return i
-}
-
-func digits(s string, i int) int {
-	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// printableUTF8 reports whether a property name is valid UTF-8 without control characters (a
-// name decoding would change is left to Validate).
-func printableUTF8(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 {
-			return c >= 0x80 && utf8.ValidString(s)
-		}
-	}
-	return true
+	return false
 }
