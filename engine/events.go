@@ -49,6 +49,9 @@ func (l *listeners[K, V]) remove(key K, v *V) {
 // subscriptions of a tree or of one thread.
 type subscribers struct {
 	listeners[subKey, subscription]
+	// trees and threads count the subscriptions of each kind, so that publishing looks up only
+	// the kinds that exist (Converse's follow trees, Subscribe's threads).
+	trees, threads atomic.Int32
 }
 
 // subKey names what a subscription follows: a tree (by its root's id) or one thread. A struct,
@@ -73,10 +76,21 @@ type subscription struct {
 const maxQueued = 4096
 
 func (s *subscribers) add(key subKey, bounded bool) *subscription {
+	s.kind(key).Add(1)
 	return s.listeners.add(key, &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
 }
 
-func (s *subscribers) remove(sub *subscription) { s.listeners.remove(sub.key, sub) }
+func (s *subscribers) remove(sub *subscription) {
+	s.listeners.remove(sub.key, sub)
+	s.kind(sub.key).Add(-1)
+}
+
+func (s *subscribers) kind(key subKey) *atomic.Int32 {
+	if key.tree {
+		return &s.trees
+	}
+	return &s.threads
+}
 
 // publishAll queues events to their thread's and tree's subscribers and then signals each
 // subscriber once, so that it takes them in one batch.
@@ -84,16 +98,20 @@ func (s *subscribers) publishAll(evs []Event) {
 	var buf [4]*subscription
 	woken := buf[:0] // a handful: a thread's own and its tree's
 	s.mu.Lock()
+	// Read under the lock: a subscription in the map was counted before it was put there.
+	trees, threads := s.trees.Load() > 0, s.threads.Load() > 0
 	for _, ev := range evs {
-		if ev.RootID != "" {
+		if ev.RootID != "" && trees {
 			for _, sub := range s.by[subKey{tree: true, id: ev.RootID}] {
 				sub.enqueue(ev)
 				woken = appendNew(woken, sub)
 			}
 		}
-		for _, sub := range s.by[subKey{id: ev.ThreadID}] {
-			sub.enqueue(ev)
-			woken = appendNew(woken, sub)
+		if threads {
+			for _, sub := range s.by[subKey{id: ev.ThreadID}] {
+				sub.enqueue(ev)
+				woken = appendNew(woken, sub)
+			}
 		}
 	}
 	s.mu.Unlock()
