@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -42,13 +43,22 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			yield(Event{}, err)
 			return
 		}
-		sub := e.subs.add(subKey{tree: true, id: root}, false)
-		defer e.subs.remove(sub)
+		// The two queues the events pass through (the subscription's, and the one this loop reads
+		// while the run fills the other) come from a pool: grown anew at every call, they were a
+		// tenth of a streamed turn's bytes.
+		bufs := eventBufs.Get().(*[2][]Event)
+		sub := e.subs.addQueued(subKey{tree: true, id: root}, bufs[0])
+		q := bufs[1]
+		defer func() {
+			e.subs.remove(sub)
+			rest, _, _ := sub.take(nil)
+			bufs[0], bufs[1] = clearEvents(rest), clearEvents(q)
+			eventBufs.Put(bufs)
+		}()
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		done := make(chan error, 1)
 		e.pool.Go(func() { done <- e.converse(runCtx, threadID, root, t, in) })
-		var q []Event
 		for {
 			var runErr error
 			finished := false
@@ -81,6 +91,19 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			}
 		}
 	}
+}
+
+// eventBufs pools Converse's two event queues.
+var eventBufs = sync.Pool{New: func() any { return new([2][]Event) }}
+
+// clearEvents empties q for reuse, dropping its events' payloads; a queue grown past what a
+// conversation usually holds is let go rather than kept.
+func clearEvents(q []Event) []Event {
+	if cap(q) > 256 {
+		return nil
+	}
+	clear(q[:cap(q)])
+	return q[:0]
 }
 
 // inputRoot returns the root of the thread's tree, and the thread when it had to read it. A

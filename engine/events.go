@@ -80,6 +80,12 @@ func (s *subscribers) add(key subKey, bounded bool) *subscription {
 	return s.listeners.add(key, &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
 }
 
+// addQueued adds an unbounded subscription whose queue starts as queue (empty, with room).
+func (s *subscribers) addQueued(key subKey, queue []Event) *subscription {
+	s.kind(key).Add(1)
+	return s.listeners.add(key, &subscription{key: key, queue: queue, signal: make(chan struct{}, 1)})
+}
+
 func (s *subscribers) remove(sub *subscription) {
 	s.listeners.remove(sub.key, sub)
 	s.kind(sub.key).Add(-1)
