@@ -47,7 +47,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 		// while the run fills the other) come from a pool: grown anew at every call, they were a
 		// tenth of a streamed turn's bytes.
 		bufs := eventBufs.Get().(*[2][]Event)
-		sub := e.subs.addQueued(subKey{tree: true, id: root}, bufs[0])
+		sub := e.subs.add(subKey{tree: true, id: root}, false, bufs[0])
 		q := bufs[1]
 		defer func() {
 			e.subs.remove(sub)

@@ -75,15 +75,10 @@ type subscription struct {
 // maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
 const maxQueued = 4096
 
-func (s *subscribers) add(key subKey, bounded bool) *subscription {
+// add adds a subscription whose queue starts as queue (empty; nil, or with room to reuse).
+func (s *subscribers) add(key subKey, bounded bool, queue []Event) *subscription {
 	s.kind(key).Add(1)
-	return s.listeners.add(key, &subscription{key: key, bounded: bounded, signal: make(chan struct{}, 1)})
-}
-
-// addQueued adds an unbounded subscription whose queue starts as queue (empty, with room).
-func (s *subscribers) addQueued(key subKey, queue []Event) *subscription {
-	s.kind(key).Add(1)
-	return s.listeners.add(key, &subscription{key: key, queue: queue, signal: make(chan struct{}, 1)})
+	return s.listeners.add(key, &subscription{key: key, bounded: bounded, queue: queue, signal: make(chan struct{}, 1)})
 }
 
 func (s *subscribers) remove(sub *subscription) {
@@ -259,7 +254,7 @@ func (e *Engine) Follow(ctx context.Context, threadID string, after int64) (*Fee
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed{e: e, sub: e.subs.add(subKey{id: threadID}, true), threadID: threadID, root: rootOf(t), last: after, behind: true}
+	f := &Feed{e: e, sub: e.subs.add(subKey{id: threadID}, true, nil), threadID: threadID, root: rootOf(t), last: after, behind: true}
 	f.wake()
 	return f, nil
 }

@@ -328,8 +328,7 @@ func (c *providerCall) emitDelta(typ, delta string) {
 	}
 }
 
-// finishLog fills a successful attempt's usage, cost and timing; logID is log.ID as the
-// attempt's llm_request event carried it (nil when it emitted none).
+// finishLog fills a successful attempt's usage, cost and timing.
 func (r *run) finishLog(log *weft.LogEntry, m *weft.Model, resp *weft.Response, start time.Time) {
 	u := resp.Usage
 	log.FinishReason = resp.FinishReason

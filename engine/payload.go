@@ -151,42 +151,33 @@ func DecodePayload(typ string, raw []byte) (Payload, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var p Payload
-	var err error
-	switch typ {
-	case "run_started":
-		p, err = decodeAs[RunStarted](raw)
-	case "run_stopped":
-		p, err = decodeAs[RunStopped](raw)
-	case "step_started":
-		p, err = decodeAs[StepStarted](raw)
-	case "step_completed":
-		p, err = decodeAs[StepCompleted](raw)
-	case "llm_request":
-		p, err = decodeAs[ModelRequest](raw)
-	case "llm_response":
-		p, err = decodeAs[ModelResponse](raw)
-	case "message":
-		p, err = decodeAs[MessageData](raw)
-	case "message_chunk", "reasoning_chunk":
-		p, err = decodeAs[Chunk](raw)
-	case "tool_started":
-		p, err = decodeAs[ToolStarted](raw)
-	case "tool_completed":
-		p, err = decodeAs[ToolCompleted](raw)
-	default:
-		return decodeFields(raw)
-	}
-	if err == nil {
-		return p, nil
+	if decode, ok := typedPayloads[typ]; ok {
+		if p, err := decode(raw); err == nil {
+			return p, nil
+		}
 	}
 	return decodeFields(raw)
 }
 
+// typedPayloads decodes the payload of each event type that has a type of its own.
+var typedPayloads = map[string]func([]byte) (Payload, error){
+	"run_started":     decodeAs[RunStarted],
+	"run_stopped":     decodeAs[RunStopped],
+	"step_started":    decodeAs[StepStarted],
+	"step_completed":  decodeAs[StepCompleted],
+	"llm_request":     decodeAs[ModelRequest],
+	"llm_response":    decodeAs[ModelResponse],
+	"message":         decodeAs[MessageData],
+	"message_chunk":   decodeAs[Chunk],
+	"reasoning_chunk": decodeAs[Chunk],
+	"tool_started":    decodeAs[ToolStarted],
+	"tool_completed":  decodeAs[ToolCompleted],
+}
+
 func decodeFields(raw []byte) (Payload, error) {
 	var f Fields
-	if ferr := json.Unmarshal(raw, &f); ferr != nil {
-		return nil, ferr
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -74,11 +74,11 @@ func frame(ev engine.Event) []byte { return appendPayload(nil, ev) }
 
 // appendPayload appends frame(ev) to b.
 func appendPayload(b []byte, ev engine.Event) []byte {
-	raw := ev.Encoded
-	if len(raw) == 0 && ev.Data != nil && !overlaps(ev.Data) {
+	raw, overlap := ev.Encoded, overlaps(ev.Data)
+	if len(raw) == 0 && ev.Data != nil && !overlap {
 		raw, _ = json.Marshal(ev.Data)
 	}
-	if len(raw) >= 2 && raw[0] == '{' && !overlaps(ev.Data) {
+	if len(raw) >= 2 && raw[0] == '{' && !overlap {
 		// The payload as the event log holds it (or as it encodes), behind the event's own fields.
 		b = slices.Grow(b, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
 		b = append(b, `{"type":`...)
