@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -450,10 +452,24 @@ type EnvValue struct {
 // NewID returns a new sortable id with the given prefix (thr_, msg_, log_, eff_, req_, key_, run_):
 // a ULID (48-bit millisecond time, 80 random bits) in lowercase Crockford base32. Ids are unique
 // and sort by creation time to the millisecond; they are not secrets (API keys use crypto/rand).
+//
+// The ids one process makes increase strictly, whatever their prefix: within a millisecond (or
+// when the clock steps back) an id is the last one plus a random step of up to 2^32, as ULID's
+// monotonic mode does. So ids made one after another sort in the order they were made, which
+// lets a store tell a new id from every stored one by comparing it with the greatest.
 func NewID(prefix string) string {
 	ms := uint64(time.Now().UnixMilli()) & (1<<48 - 1)
+	r1, r2 := rand.Uint64(), rand.Uint64()
 	// The 128 bits: the time in the top 48, the random bits below.
-	hi, lo := ms<<16|rand.Uint64()&0xffff, rand.Uint64()
+	hi, lo := ms<<16|r1&0xffff, r2
+	lastID.Lock()
+	if ms <= lastID.hi>>16 {
+		var carry uint64
+		lo, carry = bits.Add64(lastID.lo, 1+r2>>32, 0)
+		hi = lastID.hi + carry // a carry out of the random bits moves the time on by 1 ms
+	}
+	lastID.hi, lastID.lo = hi, lo
+	lastID.Unlock()
 	var arr [48]byte // an id is built here and copied once, into its string
 	var buf []byte
 	if n := len(prefix) + ulidLen; n <= len(arr) {
@@ -464,6 +480,12 @@ func NewID(prefix string) string {
 	copy(buf, prefix)
 	encodeULID(buf[len(prefix):], hi, lo)
 	return string(buf)
+}
+
+// lastID is the 128 bits of the last id NewID made.
+var lastID struct {
+	sync.Mutex
+	hi, lo uint64
 }
 
 // ulidLen is the length of a ULID's text: 128 bits in 26 characters of 5 bits.
