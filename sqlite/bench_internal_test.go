@@ -174,3 +174,59 @@ func longThreadStep(b *testing.B, evicted bool) {
 	b.ReportMetric((storedBytes()-before)/float64(b.N), "stored-B/op")
 	b.ReportMetric(float64(len(body)), "request-B")
 }
+
+// BenchmarkMessageByID: a message looked up by id in a thread of 10,000, through the thread's
+// entries in messages_seq, reading its rows (migration 0011); and an insert of an id that is not
+// above the thread's greatest (a queued message drained after newer ones, or an id the caller
+// chose), looked for in the writer's kept history (kept) or, without it, among the rows (stored).
+// Ids the engine makes are above the greatest and are not looked for.
+func BenchmarkMessageByID(b *testing.B) {
+	ctx := b.Context()
+	s, id := benchThread(b)
+	var ids []string
+	if err := s.Tx(ctx, id, nil, func(tx weft.Tx) error {
+		for range 10000 {
+			m := &weft.Message{Role: weft.RoleUser, Content: strings.Repeat("x", 200)}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+			ids = append(ids, m.ID)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Message", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Message(ctx, id, ids[5000]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, kept := range []bool{true, false} {
+		name := "insert-below-greatest/stored"
+		if kept {
+			name = "insert-below-greatest/kept"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if !kept {
+					s.wmu.Lock()
+					s.w.rows.hist.clear()
+					s.wmu.Unlock()
+				}
+				n++
+				low := fmt.Sprintf("msg_0%d-%t", n, kept) // below every id NewID makes
+				err := s.Tx(ctx, id, nil, func(tx weft.Tx) error {
+					return tx.InsertMessage(&weft.Message{ID: low, Role: weft.RoleUser})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

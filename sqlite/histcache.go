@@ -62,6 +62,15 @@ func (c *histCache) get(thread string) ([]*weft.Message, bool) {
 	return slices.Clip(e.rows), true
 }
 
+// peek returns the thread's history (marking it recently used) without counting a hit.
+func (c *histCache) peek(thread string) ([]*weft.Message, bool) {
+	e, ok := c.lru.Get(thread)
+	if !ok {
+		return nil, false
+	}
+	return e.rows, true
+}
+
 // put makes the thread's entry hold rows, decoded from docs bytes of docs; it keeps rows, which
 // the caller must not change after.
 func (c *histCache) put(thread string, rows []*weft.Message, docs int) {

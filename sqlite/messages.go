@@ -18,8 +18,11 @@ const (
 	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
 	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
-	qUpdateMsg = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
-	qDeleteMsg = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
+	// qMessageIDs reads the thread's greatest message id and whether ?2 is one of its ids, reading
+	// every row of the thread (no index holds ids: migration 0011).
+	qMessageIDs = `SELECT COALESCE(MAX(id), ''), COALESCE(MAX(id = ?2), 0) FROM messages WHERE thread_id = ?1`
+	qUpdateMsg  = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
+	qDeleteMsg  = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
 	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
 	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
 	// more than a second statement.
@@ -317,8 +320,11 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: message metadata: %v", t.id, err)
 		}
 	}
+	// An id made here is new (weft.NewID); one the caller gives is checked.
 	if m.ID == "" {
 		m.ID = weft.NewID("msg_")
+	} else if err := t.checkMessageID(m.ID); err != nil {
+		return err
 	}
 	created := m.CreatedAt
 	if created.IsZero() {
@@ -329,19 +335,67 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	seq := t.msgSeq + 1
 	doc := messageDoc(m, seq, created, md)
-	_, err := t.w.exec(t.ctx, qInsertMsg, t.idArg, seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc)
-	switch {
-	case isConstraint(err, "UNIQUE"):
-		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, m.ID)
-	case err != nil:
+	if _, err := t.w.exec(t.ctx, qInsertMsg, t.idArg, seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc); err != nil {
 		return t.fail("insert message", err)
 	}
 	t.msgSeq = seq
+	t.insertedIDs = append(t.insertedIDs, m.ID)
+	if t.maxMsgKnown && m.ID > t.maxMsgID {
+		t.maxMsgID = m.ID
+	}
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
 	if m.Depth <= 0 {
 		t.inserted = append(t.inserted, doc) // for the kept history, once the Tx's function succeeds
 	}
 	return nil
+}
+
+// checkMessageID refuses an id one of the thread's messages has (EConflict). No index holds the
+// id (migration 0011): an id above the thread's greatest is new, which is every id the engine
+// makes, as a process makes increasing ids; the greatest is kept with the thread's row
+// (rowcache.go). An id at or below it (a queued message's, drained after newer ones; one the
+// caller chose) is looked for among the kept history when that holds every message of the
+// thread, else among the stored rows, which reads the thread's every message.
+func (t *tx) checkMessageID(id string) error {
+	if t.maxMsgKnown && id > t.maxMsgID {
+		return nil
+	}
+	found, ok := t.keptHasID(id)
+	if !ok {
+		t.w.rows.idLookups++
+		if err := t.w.row(t.ctx, qMessageIDs, []any{&t.maxMsgID, &found}, t.idArg, id); err != nil {
+			t.maxMsgKnown = false
+			return t.fail("message ids", err)
+		}
+		t.maxMsgKnown = true
+	}
+	if found {
+		return weft.Errorf(weft.EConflict, "thread %s: message %s already exists", t.id, id)
+	}
+	return nil
+}
+
+// keptHasID looks for id among the thread's kept history and the messages this Tx inserted, and
+// sets the greatest id from them; ok is false when they are not every message of the thread.
+// They are when they number the thread's highest seq: seqs are unique and start at 1, so then no
+// message was deleted and none is below depth 0 (the kept history holds only depth ≤ 0).
+func (t *tx) keptHasID(id string) (found, ok bool) {
+	rows, kept := t.w.rows.hist.peek(t.id)
+	if !kept || !t.seqsRead || int64(len(rows)+len(t.insertedIDs)) != t.msgSeq {
+		return false, false
+	}
+	t.w.rows.idKeptChecks++
+	greatest := ""
+	for _, m := range rows {
+		found = found || m.ID == id
+		greatest = max(greatest, m.ID)
+	}
+	for _, x := range t.insertedIDs {
+		found = found || x == id
+		greatest = max(greatest, x)
+	}
+	t.maxMsgID, t.maxMsgKnown = greatest, true
+	return found, true
 }
 
 // UpdateMessage changes a message; ErrNotFound if it does not exist.

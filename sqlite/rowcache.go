@@ -42,6 +42,8 @@ type rowCache struct {
 	effPending, effClaimed sql.NullInt64
 	effKnown               bool
 	aroundHits             int // BeginRuns that read nothing, for tests
+	idLookups              int // message ids looked for among the stored ones, for tests
+	idKeptChecks           int // ... among a kept history, for tests
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
 	// entries outlive a lease's release.
 	hist histCache
@@ -63,6 +65,8 @@ type cachedRow struct {
 	queue                             string
 	queueKnown                        bool
 	around                            around
+	maxMsgID                          string // see tx.maxMsgID
+	maxMsgKnown                       bool
 }
 
 // around is what a run starts from besides its thread's row that is the thread's own: its env

@@ -370,6 +370,17 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		return err
 	}
 	c.queueKnown, c.around = true, kept.around
+	if kept.maxMsgKnown {
+		// The kept greatest id may be a deleted message's: it must be at least the stored one.
+		var stored string
+		if err := w.row(ctx, `SELECT COALESCE(MAX(id), '') FROM messages WHERE thread_id = ?`, []any{&stored}, threadID); err != nil {
+			return err
+		}
+		if stored > kept.maxMsgID {
+			return fmt.Errorf("sqlite: thread %s: the kept greatest message id %q is below the stored %q", threadID, kept.maxMsgID, stored)
+		}
+		c.maxMsgID, c.maxMsgKnown = kept.maxMsgID, true
+	}
 	if c != kept {
 		return fmt.Errorf("sqlite: thread %s: the kept row is not the stored one:\n kept %+v\n stored %+v", threadID, kept, c)
 	}

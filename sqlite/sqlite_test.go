@@ -229,6 +229,13 @@ func TestMessagesMigratedToWriteOrder(t *testing.T) {
 	if next.Seq != 4 {
 		t.Errorf("next message's seq %d, want 4", next.Seq)
 	}
+	// Ids stay unique per thread without their own index (migration 0011).
+	err = s.Tx(ctx, "thr_b", &fence, func(tx weft.Tx) error {
+		return tx.InsertMessage(&weft.Message{ID: "msg_thr_b_8", Role: weft.RoleUser})
+	})
+	if weft.ErrorCode(err) != weft.EConflict {
+		t.Errorf("a migrated message's id inserted again: %v, want a conflict", err)
+	}
 	if err := s.DeleteThread(ctx, "thr_a"); err != nil {
 		t.Fatal(err)
 	}
@@ -509,11 +516,11 @@ func TestPagesPerCommit(t *testing.T) {
 		max  int
 		fn   func() error
 	}{
-		// thread counters, messages + messages_seq + messages_id, tool_calls, logs; the exec
-		// state is unchanged
-		{"step", 6, step(1)},
-		// messages + messages_seq + messages_id: the thread row is not written
-		{"message", 3, func() error {
+		// thread counters, messages + messages_seq (no id index: migration 0011),
+		// tool_calls, logs; the exec state is unchanged
+		{"step", 5, step(1)},
+		// messages + messages_seq: the thread row is not written
+		{"message", 2, func() error {
 			return s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error { return tx.InsertMessage(&weft.Message{Role: weft.RoleUser}) })
 		}},
 		{"unchanged exec state", 0, func() error {
@@ -525,14 +532,14 @@ func TestPagesPerCommit(t *testing.T) {
 		}},
 		{"begin run", 1, func() error { _, _, err := s.BeginRun(ctx, th.ID, "n", time.Nanosecond, nil); return err }},
 		// the pages of a step: the run state is in the thread row
-		{"step with a new run state", 6, step(10)},
+		{"step with a new run state", 5, step(10)},
 	} {
 		if got := pages(c.fn); got > c.max {
 			t.Errorf("%s: %d pages written, want at most %d", c.name, got, c.max)
 		}
 	}
 	// A run's last step: its reply, the thread's status, its run state and the lease's release;
-	// the lease is in the thread row, so messages + messages_seq + messages_id + the thread row.
+	// the lease is in the thread row, so messages + messages_seq + the thread row.
 	fence, err := s.AcquireLease(ctx, th.ID, "n", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -544,8 +551,8 @@ func TestPagesPerCommit(t *testing.T) {
 				tx.UpdateThread(weft.ThreadPatch{Status: &idle}), tx.SetExecState("run", []byte(`{"side":"b"}`)), tx.ReleaseLease())
 		})
 	})
-	if got > 4 {
-		t.Errorf("last step: %d pages written, want at most 4", got)
+	if got > 3 {
+		t.Errorf("last step: %d pages written, want at most 3", got)
 	}
 }
 

@@ -84,7 +84,7 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		w.rows.hist.put(t.ID, nil, 0) // a new thread's history: none yet
 		// And its row, as the columns' defaults leave it, with its env when it has none; its
 		// parent has a child now.
-		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}})
+		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}, maxMsgKnown: true})
 		if t.ParentID != "" {
 			w.rows.childAdded(t.ParentID)
 		}

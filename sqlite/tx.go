@@ -172,13 +172,15 @@ func (t *tx) load(c cachedRow) {
 	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
 	t.around = c.around
+	t.maxMsgID, t.maxMsgKnown = c.maxMsgID, c.maxMsgKnown
 }
 
 // row is the thread row as the Tx leaves it, with the given lease.
 func (t *tx) row(owner string, token, expires int64) cachedRow {
 	return cachedRow{owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
-		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around}
+		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around,
+		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown}
 }
 
 // noThread maps a missing row to ErrNotFound naming the thread.
@@ -223,6 +225,9 @@ type tx struct {
 	eventSeq                int64    // the last event seq, once read (-1 until then)
 	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
 	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
+	insertedIDs             []string // ids of the messages inserted, at any depth
+	maxMsgKnown             bool     // maxMsgID is the greatest id of the thread's messages
+	maxMsgID                string   // ("" when it has none), deleted ones possibly included
 	held                    lease    // a fenced Tx's lease as it began
 	// idArg is id as a statement argument, boxed once: a string passed as an argument is copied
 	// to the heap at each statement otherwise, and a step's statements name the thread five to

@@ -439,7 +439,7 @@ func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
+		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qMessageIDs, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
 		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
 	return append(out, qUpdateThread[1:]...)
