@@ -54,15 +54,15 @@ func (c *histCache) empty() bool { return c.lru.Len() == 0 }
 // get returns the thread's history, marking it recently used. The slice is the caller's to
 // append to (its capacity ends at its length); the messages are shared and must not be changed.
 func (c *histCache) get(thread string) ([]*weft.Message, bool) {
-	e, ok := c.lru.Get(thread)
+	rows, ok := c.peek(thread)
 	if !ok {
 		return nil, false
 	}
 	c.hits++
-	return slices.Clip(e.rows), true
+	return slices.Clip(rows), true
 }
 
-// peek returns the thread's history (marking it recently used) without counting a hit.
+// peek is get without counting a hit nor clipping: for reading the history, not running from it.
 func (c *histCache) peek(thread string) ([]*weft.Message, bool) {
 	e, ok := c.lru.Get(thread)
 	if !ok {

@@ -339,6 +339,9 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 		return t.fail("insert message", err)
 	}
 	t.msgSeq = seq
+	if t.insertedIDs == nil {
+		t.insertedIDs = t.idsBuf[:0] // a step inserts one or two: no allocation of its own
+	}
 	t.insertedIDs = append(t.insertedIDs, m.ID)
 	if t.maxMsgKnown && m.ID > t.maxMsgID {
 		t.maxMsgID = m.ID

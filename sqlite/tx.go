@@ -225,10 +225,11 @@ type tx struct {
 	eventSeq                int64    // the last event seq, once read (-1 until then)
 	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
 	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
-	insertedIDs             []string // ids of the messages inserted, at any depth
-	maxMsgKnown             bool     // maxMsgID is the greatest id of the thread's messages
-	maxMsgID                string   // ("" when it has none), deleted ones possibly included
-	held                    lease    // a fenced Tx's lease as it began
+	insertedIDs             []string // ids of the messages inserted, at any depth (in idsBuf first)
+	idsBuf                  [2]string
+	maxMsgKnown             bool   // maxMsgID is the greatest id of the thread's messages
+	maxMsgID                string // ("" when it has none), deleted ones possibly included
+	held                    lease  // a fenced Tx's lease as it began
 	// idArg is id as a statement argument, boxed once: a string passed as an argument is copied
 	// to the heap at each statement otherwise, and a step's statements name the thread five to
 	// ten times.
