@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/sqlstore"
@@ -82,29 +84,47 @@ func (c *histCache) put(thread string, rows []*weft.Message, docs int) {
 	c.lru.Put(thread, &histEntry{rows: rows}, size)
 }
 
-// appendDocs adds newly inserted messages to the thread's entry, when it has one, decoding their
-// docs (which it keeps).
-func (c *histCache) appendDocs(thread string, docs [][]byte) {
-	if len(docs) == 0 {
+// appendRows adds newly inserted messages to the thread's entry, when it has one: copies made as
+// they were inserted (keptCopy), of docs bytes of docs in all.
+func (c *histCache) appendRows(thread string, rows []*weft.Message, docs int) {
+	if len(rows) == 0 {
 		return
 	}
 	e, ok := c.lru.Get(thread)
 	if !ok {
 		return
 	}
-	added := 0
-	for _, d := range docs {
-		m, err := decodeMessages(string(d), thread, make([]weft.Message, 0, 1))
-		if err != nil || len(m) != 1 {
-			c.lru.Drop(thread) // not expected: the doc was just encoded; the thread is read again
-			return
-		}
-		e.rows = append(e.rows, &m[0])
-		added += len(d) + rowBytes
-	}
-	if c.lru.Grow(thread, added) > c.lru.Limit/maxHistory {
+	e.rows = append(e.rows, rows...)
+	if c.lru.Grow(thread, docs+len(rows)*rowBytes) > c.lru.Limit/maxHistory {
 		c.lru.Drop(thread)
 	}
+}
+
+// keptCopy is the message the kept history holds for one just inserted: what decoding its doc
+// would give (doc and metadata as messageDoc wrote them), made without decoding it. The struct
+// and its slices are copied (the caller's message stays the caller's); the strings are shared,
+// being immutable; the metadata is decoded from its JSON, as a read would, for the types a read
+// gives; the time is made from the nanoseconds the doc holds.
+func keptCopy(m *weft.Message, created time.Time, metadata []byte) (*weft.Message, error) {
+	k := *m
+	k.ToolCalls = cloneNonEmpty(m.ToolCalls)
+	k.Attachments = cloneNonEmpty(m.Attachments)
+	k.Metadata = nil
+	if metadata != nil {
+		if err := json.Unmarshal(metadata, &k.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	k.CreatedAt = fromNanos(created.UnixNano())
+	return &k, nil
+}
+
+// cloneNonEmpty copies s; nil when it is empty, as a decoded doc has it.
+func cloneNonEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 func (c *histCache) drop(thread string) { c.lru.Drop(thread) }

@@ -112,6 +112,32 @@ func TestHistoryCacheFollowsChanges(t *testing.T) {
 		run(t, s, th, true)
 	})
 
+	// The kept copy of an inserted message is what reading it back gives, field for field
+	// (BeginRun compares them, verifyHistory), whatever fields it has, and stays so when the
+	// caller changes its message after the insert.
+	t.Run("every field of an inserted message", func(t *testing.T) {
+		s := openFile(t).(*Store)
+		th := newThread(t, s)
+		run(t, s, th, true)
+		at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("X", 3600))
+		full := &weft.Message{Role: weft.RoleAssistant, Side: weft.SideA, Content: "text", Name: "n",
+			ToolCalls:  []weft.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"id":42}`}, {ID: "c2"}},
+			ToolCallID: "c0", ToolStatus: weft.ToolStatus("error"), Status: weft.MessageStatus("completed"), Silent: true,
+			ParentID: "msg_parent", Prompt: "p", Reasoning: "r", LogID: "log_1", RunID: "run_1",
+			Attachments: []weft.Attachment{{ID: "a1", Path: "/attachments/x.png", Name: "x.png", MimeType: "image/png", Size: 3, Width: 2, Height: 1}},
+			Metadata:    map[string]any{"n": 1, "nested": map[string]any{"list": []int{1, 2}}, "raw": "s"},
+			CreatedAt:   at}
+		bare := &weft.Message{Role: weft.RoleUser, Content: "", ToolCalls: []weft.ToolCall{}, Metadata: map[string]any{}}
+		mustTx(t, s, th, nil, func(tx weft.Tx) error {
+			if err := tx.InsertMessage(full); err != nil {
+				return err
+			}
+			return tx.InsertMessage(bare)
+		})
+		full.ToolCalls[0].Name, full.Attachments[0].Name, full.Metadata["n"] = "changed", "changed", 2
+		run(t, s, th, true) // fails when a kept message differs from the stored one
+	})
+
 	t.Run("replaced and deleted messages", func(t *testing.T) {
 		s := openFile(t).(*Store)
 		th := newThread(t, s)

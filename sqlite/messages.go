@@ -348,7 +348,13 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
 	if m.Depth <= 0 {
-		t.inserted = append(t.inserted, doc) // for the kept history, once the Tx's function succeeds
+		// For the kept history, once the Tx's function succeeds.
+		k, err := keptCopy(m, created, md)
+		if err != nil {
+			return t.fail("insert message", err)
+		}
+		t.inserted = append(t.inserted, k)
+		t.insertedDocs += len(doc)
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 			return err
 		}
 		// Should the batch roll back after all, every kept history goes (commitBatch).
-		w.rows.hist.appendDocs(threadID, t.inserted)
+		w.rows.hist.appendRows(threadID, t.inserted, t.insertedDocs)
 		return nil
 	})
 }
@@ -220,12 +220,13 @@ type tx struct {
 	doc                     string        // as read, or as UpdateThread last made it
 	thread                  *threadUpdate // the thread's fields once UpdateThread changed them
 	runState                runState
-	release                 bool     // ReleaseLease: flush frees the thread's lease
-	around                  around   // kept with the row the Tx started from, passed on
-	eventSeq                int64    // the last event seq, once read (-1 until then)
-	deleted                 bool     // a message was deleted: msg_seq must keep msgSeq
-	inserted                [][]byte // docs of the messages at depth ≤ 0 inserted, in seq order
-	insertedIDs             []string // ids of the messages inserted, at any depth (in idsBuf first)
+	release                 bool            // ReleaseLease: flush frees the thread's lease
+	around                  around          // kept with the row the Tx started from, passed on
+	eventSeq                int64           // the last event seq, once read (-1 until then)
+	deleted                 bool            // a message was deleted: msg_seq must keep msgSeq
+	inserted                []*weft.Message // copies of the messages at depth ≤ 0 inserted, in seq order (keptCopy)
+	insertedDocs            int             // their docs' bytes
+	insertedIDs             []string        // ids of the messages inserted, at any depth (in idsBuf first)
 	idsBuf                  [2]string
 	maxMsgKnown             bool   // maxMsgID is the greatest id of the thread's messages
 	maxMsgID                string // ("" when it has none), deleted ones possibly included
