@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -102,13 +103,28 @@ func (c *histCache) appendRows(thread string, rows []*weft.Message, docs int) {
 
 // keptCopy is the message the kept history holds for one just inserted: what decoding its doc
 // would give (doc and metadata as messageDoc wrote them), made without decoding it. The struct
-// and its slices are copied (the caller's message stays the caller's); the strings are shared,
-// being immutable; the metadata is decoded from its JSON, as a read would, for the types a read
-// gives; the time is made from the nanoseconds the doc holds.
-func keptCopy(m *weft.Message, created time.Time, metadata []byte) (*weft.Message, error) {
+// and its slices are copied, so the caller's message stays the caller's. Its text goes into one
+// new buffer, as a decoded message's lies in its doc: the caller's strings may be parts of larger
+// ones (a response body) that the history must not keep alive, nor count as less than they are.
+// The metadata is decoded from its JSON, for the types a read gives; the time is made from the
+// nanoseconds the doc holds. docLen, the doc's length, bounds the text.
+func keptCopy(m *weft.Message, created time.Time, metadata []byte, docLen int) (*weft.Message, error) {
 	k := *m
+	var b textBuf
+	b.Grow(docLen)
+	for _, f := range []*string{&k.ID, &k.Content, &k.Name, &k.ToolCallID, &k.ParentID, &k.Prompt, &k.Reasoning, &k.LogID, &k.RunID} {
+		*f = b.own(*f)
+	}
 	k.ToolCalls = cloneNonEmpty(m.ToolCalls)
+	for i := range k.ToolCalls {
+		c := &k.ToolCalls[i]
+		c.ID, c.Name, c.Arguments = b.own(c.ID), b.own(c.Name), b.own(c.Arguments)
+	}
 	k.Attachments = cloneNonEmpty(m.Attachments)
+	for i := range k.Attachments {
+		a := &k.Attachments[i]
+		a.ID, a.Path, a.Name, a.MimeType, a.Description = b.own(a.ID), b.own(a.Path), b.own(a.Name), b.own(a.MimeType), b.own(a.Description)
+	}
 	k.Metadata = nil
 	if metadata != nil {
 		if err := json.Unmarshal(metadata, &k.Metadata); err != nil {
@@ -117,6 +133,19 @@ func keptCopy(m *weft.Message, created time.Time, metadata []byte) (*weft.Messag
 	}
 	k.CreatedAt = fromNanos(created.UnixNano())
 	return &k, nil
+}
+
+// textBuf copies strings into one buffer. A string it returns stays valid and unchanged as more
+// are copied (strings.Builder never rewrites what it holds); sized beforehand, it allocates once.
+type textBuf struct{ strings.Builder }
+
+func (b *textBuf) own(s string) string {
+	if s == "" {
+		return ""
+	}
+	start := b.Len()
+	b.WriteString(s)
+	return b.String()[start:]
 }
 
 // cloneNonEmpty copies s; nil when it is empty, as a decoded doc has it.

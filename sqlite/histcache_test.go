@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/weft-agents/weft"
 )
@@ -282,6 +283,46 @@ func TestHistoryCheckCatchesADifference(t *testing.T) {
 			}
 		} else if err == nil {
 			t.Fatalf("%s: a run started from a kept history that differs from the stored one", name)
+		}
+	}
+}
+
+// TestKeptCopyOwnsItsText: the kept copy of a message holds its text in a buffer of its own,
+// within the doc's length, so that a history does not keep alive the larger strings a caller's
+// text may be part of.
+func TestKeptCopyOwnsItsText(t *testing.T) {
+	body := `{"content":"the answer","id":"call_1","args":"{}"}` // a response body the text was cut from
+	m := &weft.Message{ID: "msg_1", Role: weft.RoleAssistant, Content: body[12:22], LogID: "log_1",
+		ToolCalls:   []weft.ToolCall{{ID: body[30:36], Name: "lookup", Arguments: body[46:48]}},
+		Attachments: []weft.Attachment{{ID: "a1", Path: "/attachments/a.txt", Name: "a.txt", MimeType: "text/plain"}}}
+	at := time.Now()
+	doc := messageDoc(m, 1, at, nil)
+	k, err := keptCopy(m, at, nil, len(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := func(m *weft.Message) []string {
+		out := []string{m.ID, m.Content, m.LogID}
+		for _, c := range m.ToolCalls {
+			out = append(out, c.ID, c.Name, c.Arguments)
+		}
+		for _, a := range m.Attachments {
+			out = append(out, a.ID, a.Path, a.Name, a.MimeType)
+		}
+		return out
+	}
+	orig, kept := texts(m), texts(k)
+	if !slices.Equal(orig, kept) {
+		t.Fatalf("kept %q, want %q", kept, orig)
+	}
+	first := unsafe.StringData(kept[0])
+	for i, s := range kept {
+		p := unsafe.StringData(s)
+		if p == unsafe.StringData(orig[i]) {
+			t.Errorf("kept text %q shares the caller's string", s)
+		}
+		if off := uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(first)); off+uintptr(len(s)) > uintptr(len(doc)) {
+			t.Errorf("kept text %q lies %d bytes past the first, beyond the doc's %d", s, off, len(doc))
 		}
 	}
 }

@@ -349,7 +349,7 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
 	if m.Depth <= 0 {
 		// For the kept history, once the Tx's function succeeds.
-		k, err := keptCopy(m, created, md)
+		k, err := keptCopy(m, created, md, len(doc))
 		if err != nil {
 			return t.fail("insert message", err)
 		}
