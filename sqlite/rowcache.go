@@ -44,6 +44,7 @@ type rowCache struct {
 	aroundHits             int // BeginRuns that read nothing, for tests
 	idLookups              int // message ids looked for among the stored ones, for tests
 	idKeptChecks           int // ... among a kept history, for tests
+	rowidMisses            int // thread rows a known rowid did not find (updateThread), for tests
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
 	// entries outlive a lease's release.
 	hist histCache
@@ -57,6 +58,9 @@ type rowCache struct {
 // cachedRow is a thread row as a fenced Tx of the thread left it, with the thread's queue when it
 // is known (the docs of the queue table's rows in seq order, as qRunStart concatenates them).
 type cachedRow struct {
+	// rowid is the thread row's rowid (0: not known), by which the hot statements find the row
+	// (byRowid): a seek by the text id through its index costs several thousand instructions.
+	rowid                             int64
 	owner                             string
 	token, expires                    int64
 	msgSeq, callSeq, logSeq, queueSeq int64

@@ -34,10 +34,10 @@ const (
 	// the other tables come concatenated, each set in one value (see runStartRows): the run state
 	// as it is stored (framed), the docs of messages, queue and env rows as they are (a doc begins
 	// with its seq or name field, which marks where the next one starts).
-	qRunStart = `SELECT t.doc, ` + leaseCols + `,
+	qRunStart = `SELECT t.rowid, t.doc, ` + leaseCols + `,
 		t.run_state, ` + runStartMessages + `,` + runStartRest
 	// qRunStartKnown is qRunStart for a thread whose history the writer keeps (histcache.go).
-	qRunStartKnown = `SELECT t.doc, ` + leaseCols + `,
+	qRunStartKnown = `SELECT t.rowid, t.doc, ` + leaseCols + `,
 		t.run_state, '',` + runStartRest
 	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_id = t.id AND depth <= 0)`
 	runStartRest     = `
@@ -85,7 +85,7 @@ type pushed struct {
 // leaves l as it wrote it. It runs in the write transaction that read l. p, when set, is the
 // message BeginRun queues: its row and the queue counter are written with the lease, or alone when
 // the lease is held elsewhere; p.inbox is cleared unless the message went to the thread row.
-func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node string, ttl time.Duration, p *pushed) (weft.Fence, error) {
+func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID string, rowid int64, node string, ttl time.Duration, p *pushed) (weft.Fence, error) {
 	now := s.now()
 	held := l.owner != "" && now.UnixNano() < l.expires
 	if p != nil && (held || !p.inbox) {
@@ -107,11 +107,11 @@ func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID, node st
 	var err error
 	switch {
 	case p != nil && p.inbox:
-		_, err = w.exec(ctx, qTakeLeaseInbox, p.seq, p.doc, node, f.Token, expires, threadID)
+		_, err = w.updateThread(ctx, qTakeLeaseInbox, rowid, p.seq, p.doc, node, f.Token, expires, threadID)
 	case p != nil:
-		_, err = w.exec(ctx, qTakeLeaseQueued, p.seq, node, f.Token, expires, threadID)
+		_, err = w.updateThread(ctx, qTakeLeaseQueued, rowid, p.seq, node, f.Token, expires, threadID)
 	default:
-		_, err = w.exec(ctx, qTakeLease, node, f.Token, expires, threadID)
+		_, err = w.updateThread(ctx, qTakeLease, rowid, node, f.Token, expires, threadID)
 	}
 	if err != nil {
 		return weft.Fence{}, fmt.Errorf("sqlite: thread %s: take lease: %w", threadID, err)
@@ -131,7 +131,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 			return s.noThread(threadID, err)
 		}
 		var err error
-		f, err = l.take(ctx, s, w, threadID, node, ttl, nil)
+		f, err = l.take(ctx, s, w, threadID, 0, node, ttl, nil)
 		return err
 	})
 	if err != nil {
@@ -219,7 +219,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			c.queueSeq = push.Seq
 			p = &pushed{seq: push.Seq, doc: doc, inbox: c.inbox == "" && sets.queue == ""}
 		}
-		if f, err = l.take(ctx, s, w, threadID, node, ttl, p); err != nil {
+		if f, err = l.take(ctx, s, w, threadID, c.rowid, node, ttl, p); err != nil {
 			if push != nil && errors.Is(err, weft.ErrLeaseHeld) {
 				held = err
 				return nil
@@ -327,7 +327,7 @@ func (s *Store) readRunStart(ctx context.Context, w *writer, threadID string, rs
 			return rd, err
 		}
 		l := &rd.lease
-		if err := row.Scan(&c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
+		if err := row.Scan(&c.rowid, &c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
 			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &rd.pending, &rd.claimed,
 			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
 			return rd, s.noThread(threadID, err)
@@ -365,9 +365,12 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 	if err != nil {
 		return err
 	}
-	if err := row.Scan(&c.doc, &c.owner, &c.token, &c.expires, &c.runState, &messages, &c.queue, &st.env[0], &st.env[1], &st.env[2],
+	if err := row.Scan(&c.rowid, &c.doc, &c.owner, &c.token, &c.expires, &c.runState, &messages, &c.queue, &st.env[0], &st.env[1], &st.env[2],
 		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
 		return err
+	}
+	if kept.rowid == 0 {
+		c.rowid = 0 // not known: the row is found by id
 	}
 	c.queueKnown, c.around = true, kept.around
 	if kept.maxMsgKnown {

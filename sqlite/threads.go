@@ -71,7 +71,7 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		stored := *t
 		stored.Tags = tags
 		doc := threadDoc(&stored, props, args)
-		_, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
+		res, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
 			created_at, last_activity_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
 			nanos(t.CreatedAt), nanos(t.LastActivityAt), doc)
@@ -84,7 +84,11 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		w.rows.hist.put(t.ID, nil, 0) // a new thread's history: none yet
 		// And its row, as the columns' defaults leave it, with its env when it has none; its
 		// parent has a child now.
-		w.rows.putIdle(t.ID, cachedRow{doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}, maxMsgKnown: true})
+		rowid, err := res.LastInsertId()
+		if err != nil {
+			rowid = 0 // found by id
+		}
+		w.rows.putIdle(t.ID, cachedRow{rowid: rowid, doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}, maxMsgKnown: true})
 		if t.ParentID != "" {
 			w.rows.childAdded(t.ParentID)
 		}

@@ -14,7 +14,7 @@ import (
 // A Tx's own statements: whether its thread exists, its fence, its counters. hotWrites lists those
 // prepared at Open.
 const (
-	qThreadExists = `SELECT 1 FROM threads WHERE id = ?`
+	qThreadExists = `SELECT rowid FROM threads WHERE id = ?`
 	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
 		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
@@ -23,7 +23,7 @@ const (
 	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
 	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
 	// the thread, and one read of the thread row serves them all.
-	qTxStart = `SELECT t.lease_owner, t.lease_token, t.lease_expires_at,
+	qTxStart = `SELECT t.rowid, t.lease_owner, t.lease_token, t.lease_expires_at,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
 		COALESCE(t.inbox, '')
 		FROM threads t WHERE t.id = ?1`
@@ -105,8 +105,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				w.rows.putIdle(threadID, t.row(idle.owner, idle.token, idle.expires))
 			}()
 		} else if fence == nil {
-			var one int
-			if err := w.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
+			if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
 				return s.noThread(threadID, err)
 			}
 		} else {
@@ -123,7 +122,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				l.owner, l.token, l.expires = c.owner, c.token, c.expires
 				t.load(c)
 			} else if own {
-				err = w.row(ctx, qTxStart, []any{&l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
+				err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
 			} else {
 				err = w.row(ctx, qTxFence, []any{&l.owner, &l.token, &l.expires}, threadID, leaseThread)
@@ -168,6 +167,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 
 // load starts the Tx from a kept row.
 func (t *tx) load(c cachedRow) {
+	t.rowid = c.rowid
 	t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
 	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
@@ -177,7 +177,7 @@ func (t *tx) load(c cachedRow) {
 
 // row is the thread row as the Tx leaves it, with the given lease.
 func (t *tx) row(owner string, token, expires int64) cachedRow {
-	return cachedRow{owner: owner, token: token, expires: expires,
+	return cachedRow{rowid: t.rowid, owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
 		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around,
 		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown}
@@ -205,6 +205,7 @@ type tx struct {
 	id    string
 	fence *weft.Fence // nil for an unfenced Tx
 	now   time.Time
+	rowid int64 // the thread row's, when known (cachedRow.rowid)
 
 	seqsRead                bool  // the counters below were read
 	msgSeq, callSeq, logSeq int64 // last numbers assigned
@@ -287,7 +288,7 @@ func (t *tx) flush() error {
 		return nil
 	}
 	args = append(args, t.idArg)
-	if _, err := t.w.exec(t.ctx, qUpdateThread[mask], args...); err != nil {
+	if _, err := t.w.updateThread(t.ctx, qUpdateThread[mask], t.rowid, args...); err != nil {
 		return t.fail("update thread", err)
 	}
 	return nil
