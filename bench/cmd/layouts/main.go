@@ -9,9 +9,10 @@
 //
 // Layouts: floor (raw-sqlite-4tx's table and rows); current (Weft's tables as of migration 0011,
 // simplified: messages with a (thread_id, seq) index, tool_calls and logs clustered by thread, the
-// thread row with its activity index, and each of the turn's statements), with -intkey (the
-// thread's rows keyed by the thread row's integer rowid instead of its 30-character text id, the
-// text id kept unique in the thread row); unified (one
+// thread row with its activity index, and each of the turn's statements), with -byrowid (the
+// thread row updated by its rowid) or -intkey messages|all (the thread's messages, or its
+// messages, calls and logs, keyed by the thread row's integer rowid instead of its 30-character
+// text id, the text id kept unique in the thread row); unified (one
 // append-only table of a thread's messages, calls and logs with one index of a thread's entries,
 // a step's rows in one INSERT), with -noact (the activity index not updated), -norow (no thread
 // row update in the steps) or -minimal (only the four messages, the call and the log folded into
@@ -38,16 +39,20 @@ CREATE TABLE tool_calls (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, seq INT
 CREATE TABLE logs (thread_id TEXT NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL, depth INTEGER NOT NULL, doc BLOB NOT NULL, request_body TEXT NOT NULL, response_body TEXT NOT NULL, PRIMARY KEY (thread_id, id)) WITHOUT ROWID;
 `
 
-// schemaIntKey is schemaCurrent with the thread's rows keyed by the thread row's integer rowid
-// (thread_no) instead of its 30-character text id: smaller index entries and keys.
-const schemaIntKey = `
+// schemaIntKey is schemaCurrent with a thread's rows keyed by the thread row's integer rowid
+// (thread_no, the thread row's "no") instead of its 30-character text id: smaller index entries
+// and keys. calls is the key type of tool_calls and logs: INTEGER with -intkey all, TEXT (the id)
+// with -intkey messages.
+func schemaIntKey(calls string) string {
+	return `
 CREATE TABLE threads (no INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, last_activity_at INTEGER NOT NULL, doc BLOB NOT NULL, run_state BLOB, inbox BLOB, seqs INTEGER NOT NULL DEFAULT 0, lease TEXT NOT NULL DEFAULT '');
 CREATE INDEX threads_activity ON threads (last_activity_at);
 CREATE TABLE messages (thread_no INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, role TEXT NOT NULL, silent INTEGER NOT NULL, depth INTEGER NOT NULL, doc BLOB NOT NULL);
 CREATE UNIQUE INDEX messages_seq ON messages (thread_no, seq);
-CREATE TABLE tool_calls (thread_no INTEGER NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT NOT NULL, doc BLOB NOT NULL, PRIMARY KEY (thread_no, call_id)) WITHOUT ROWID;
-CREATE TABLE logs (thread_no INTEGER NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL, depth INTEGER NOT NULL, doc BLOB NOT NULL, request_body TEXT NOT NULL, response_body TEXT NOT NULL, PRIMARY KEY (thread_no, id)) WITHOUT ROWID;
+CREATE TABLE tool_calls (thread_no ` + calls + ` NOT NULL, call_id TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT NOT NULL, doc BLOB NOT NULL, PRIMARY KEY (thread_no, call_id)) WITHOUT ROWID;
+CREATE TABLE logs (thread_no ` + calls + ` NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL, depth INTEGER NOT NULL, doc BLOB NOT NULL, request_body TEXT NOT NULL, response_body TEXT NOT NULL, PRIMARY KEY (thread_no, id)) WITHOUT ROWID;
 `
+}
 
 const schemaUnified = `
 CREATE TABLE threads (id TEXT PRIMARY KEY, last_activity_at INTEGER NOT NULL, doc BLOB NOT NULL, run_state BLOB, inbox BLOB, seqs INTEGER NOT NULL DEFAULT 0, lease TEXT NOT NULL DEFAULT '');
@@ -78,7 +83,8 @@ func main() {
 	turns := flag.Int("turns", 0, "")
 	noact := flag.Bool("noact", false, "")
 	norow := flag.Bool("norow", false, "no thread row updates in the steps")
-	intkey := flag.Bool("intkey", false, "with current: the thread's rows keyed by the thread row's integer rowid, not its text id")
+	intkey := flag.String("intkey", "", "with current: messages, or all (messages, tool_calls and logs), keyed by the thread row's integer rowid, not its text id")
+	byRowid := flag.Bool("byrowid", false, "with current: the thread row updated by its rowid (implied by -intkey)")
 	minimal := flag.Bool("minimal", false, "with unified: only the four messages, the call and log folded into their docs; no thread row writes but the lease")
 	flag.Parse()
 	dir, _ := os.MkdirTemp("", "layout")
@@ -88,10 +94,15 @@ func main() {
 	db.SetMaxOpenConns(2)
 	switch *layout {
 	case "current":
-		if *intkey {
-			_, err = db.Exec(schemaIntKey)
-		} else {
+		switch *intkey {
+		case "":
 			_, err = db.Exec(schemaCurrent)
+		case "messages":
+			_, err = db.Exec(schemaIntKey("TEXT"))
+		case "all":
+			_, err = db.Exec(schemaIntKey("INTEGER"))
+		default:
+			err = fmt.Errorf("-intkey %q: messages or all", *intkey)
 		}
 	case "unified":
 		_, err = db.Exec(schemaUnified)
@@ -100,17 +111,21 @@ func main() {
 	}
 	must(err)
 	tid := func(i int) string { return fmt.Sprintf("thr_01m8g%021d", i) }
-	// key is what a thread's rows name it by, and what the thread row is updated by: its text id,
-	// or with -intkey its rowid (the thread row keeps the text id, unique, for lookups by id).
-	key := func(i int) any {
-		if *intkey {
-			return i + 1
-		}
-		return tid(i)
+	// A thread's rows name it by its text id, or with -intkey by its rowid (the thread row keeps
+	// the text id, unique, for lookups by id): msgKey for messages, callKey for tool_calls and logs.
+	// The thread row is updated by rowKey in rowWhere.
+	text := func(i int) any { return tid(i) }
+	rowid := func(i int) any { return i + 1 }
+	msgKey, callKey, rowKey := text, text, text
+	callCol, rowWhere := "thread_id", "id"
+	if *intkey != "" {
+		msgKey, rowKey, rowWhere, callCol = rowid, rowid, "no", "thread_no"
 	}
-	where, col := "id", "thread_id"
-	if *intkey {
-		where, col = "no", "thread_no"
+	if *intkey == "all" {
+		callKey = rowid
+	}
+	if *byRowid && *intkey == "" {
+		rowKey, rowWhere = rowid, "rowid"
 	}
 	seq := make([]int, *threads)
 	id := 0
@@ -145,7 +160,7 @@ func main() {
 				}
 			default:
 				now++
-				if *intkey {
+				if *intkey != "" {
 					ex(t, `INSERT INTO threads (no, id, last_activity_at, doc) VALUES (?, ?, ?, ?)`, i+1, tid(i), now, tdoc)
 				} else {
 					ex(t, `INSERT INTO threads (id, last_activity_at, doc) VALUES (?, ?, ?)`, tid(i), now, tdoc)
@@ -153,7 +168,7 @@ func main() {
 				for range 21 {
 					seq[i]++
 					if *layout == "current" {
-						ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'user', 0, 0, ?)`, key(i), seq[i], nid(), msg)
+						ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'user', 0, 0, ?)`, msgKey(i), seq[i], nid(), msg)
 					} else {
 						ex(t, `INSERT INTO entries (thread_id, kind, key, seq, status, doc) VALUES (?, 0, ?, ?, '', ?)`, tid(i), nid(), seq[i], msg)
 					}
@@ -170,29 +185,29 @@ func main() {
 				tx(func(t *sql.Tx) { seq[i]++; ex(t, `INSERT INTO messages VALUES (?, ?, 'user', ?)`, i, seq[i], msg) })
 			}
 		case "current":
-			th := key(i)
-			tx(func(t *sql.Tx) { ex(t, `UPDATE threads SET inbox = ?, lease = 'n' WHERE `+where+` = ?`, msg, th) })
+			th, tc, tr := msgKey(i), callKey(i), rowKey(i)
+			tx(func(t *sql.Tx) { ex(t, `UPDATE threads SET inbox = ?, lease = 'n' WHERE `+rowWhere+` = ?`, msg, tr) })
 			tx(func(t *sql.Tx) {
 				seq[i]++
 				ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'user', 0, 0, ?)`, th, seq[i], nid(), msg)
 				seq[i]++
 				ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'assistant', 0, 0, ?)`, th, seq[i], nid(), msg)
-				ex(t, `INSERT INTO tool_calls VALUES (?, ?, 1, 'pending', ?)`, th, nid(), call)
-				ex(t, `INSERT INTO logs VALUES (?, ?, 1, 0, ?, '', '')`, th, nid(), logd)
+				ex(t, `INSERT INTO tool_calls VALUES (?, ?, 1, 'pending', ?)`, tc, nid(), call)
+				ex(t, `INSERT INTO logs VALUES (?, ?, 1, 0, ?, '', '')`, tc, nid(), logd)
 				now++
-				ex(t, `UPDATE threads SET last_activity_at = ?, doc = ?, run_state = ?, inbox = NULL, seqs = seqs + 1 WHERE `+where+` = ?`, now, tdoc, rs, th)
+				ex(t, `UPDATE threads SET last_activity_at = ?, doc = ?, run_state = ?, inbox = NULL, seqs = seqs + 1 WHERE `+rowWhere+` = ?`, now, tdoc, rs, tr)
 			})
 			tx(func(t *sql.Tx) {
 				seq[i]++
 				ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'tool', 0, 0, ?)`, th, seq[i], nid(), msg)
-				ex(t, `UPDATE tool_calls SET status = 'done', doc = ? WHERE `+col+` = ? AND call_id = (SELECT MAX(call_id) FROM tool_calls WHERE `+col+` = ?)`, call, th, th)
+				ex(t, `UPDATE tool_calls SET status = 'done', doc = ? WHERE `+callCol+` = ? AND call_id = (SELECT MAX(call_id) FROM tool_calls WHERE `+callCol+` = ?)`, call, tc, tc)
 			})
 			tx(func(t *sql.Tx) {
 				seq[i]++
 				ex(t, `INSERT INTO messages VALUES (?, ?, ?, 'assistant', 0, 0, ?)`, th, seq[i], nid(), msg)
-				ex(t, `INSERT INTO logs VALUES (?, ?, 2, 0, ?, '', '')`, th, nid(), logd)
+				ex(t, `INSERT INTO logs VALUES (?, ?, 2, 0, ?, '', '')`, tc, nid(), logd)
 				now++
-				ex(t, `UPDATE threads SET last_activity_at = ?, doc = ?, run_state = ?, lease = '', seqs = seqs + 1 WHERE `+where+` = ?`, now, tdoc, rs, th)
+				ex(t, `UPDATE threads SET last_activity_at = ?, doc = ?, run_state = ?, lease = '', seqs = seqs + 1 WHERE `+rowWhere+` = ?`, now, tdoc, rs, tr)
 			})
 		case "unified":
 			if *minimal {
