@@ -26,8 +26,7 @@ func TestThreadRowByRowid(t *testing.T) {
 		if c, ok := s.w.rows.get(th); ok {
 			return c.rowid
 		}
-		c, _ := s.w.rows.idle[th]
-		return c.rowid
+		return s.w.rows.idle[th].rowid
 	}
 	setRowid := func(th string, rowid int64) {
 		s.wmu.Lock()
@@ -90,6 +89,14 @@ func TestThreadRowByRowid(t *testing.T) {
 			}
 			if misses() != before+1 {
 				t.Errorf("%d misses, want %d", misses(), before+1)
+			}
+			// The rowid that missed is forgotten: the next write goes by id, without a miss.
+			if got := keptRowid(a); got != 0 {
+				t.Errorf("kept rowid %d after a miss, want 0 (forgotten)", got)
+			}
+			relabel(a, f, c.name+" again")
+			if _, label := stored(a); label != c.name+" again" || misses() != before+1 {
+				t.Errorf("label %q, %d misses after the miss; want %q, %d", label, misses(), c.name+" again", before+1)
 			}
 		})
 	}

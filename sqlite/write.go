@@ -147,12 +147,13 @@ func (w *writer) exec(ctx context.Context, q string, args ...any) (driver.Result
 }
 
 // updateThread runs q, a write of one thread's row ending "WHERE id = ?" whose last argument is
-// the id, finding the row by its rowid when that is known (not 0): as "WHERE rowid = ? AND id = ?",
-// one seek where the id's index takes several thousand instructions more (bench/cmd/layouts). A
-// rowid that finds no row with the id (not expected: the cache is dropped when another connection
-// writes or a thread is deleted) runs q by the id after all.
-func (w *writer) updateThread(ctx context.Context, q string, rowid int64, args ...any) (driver.Result, error) {
-	if rowid != 0 {
+// the id, finding the row by its rowid when that is known (*rowid not 0): as "WHERE rowid = ? AND
+// id = ?", one seek where the id's index takes several thousand instructions more
+// (bench/cmd/layouts). A rowid that finds no row with the id (not expected: the cache is dropped
+// when another connection writes or a thread is deleted) is forgotten (*rowid = 0), and q runs by
+// the id after all.
+func (w *writer) updateThread(ctx context.Context, q string, rowid *int64, args ...any) (driver.Result, error) {
+	if *rowid != 0 {
 		byRowid, ok := w.byRowid[q]
 		if !ok {
 			byRowid = strings.TrimSuffix(q, "WHERE id = ?") + "WHERE rowid = ? AND id = ?"
@@ -163,7 +164,7 @@ func (w *writer) updateThread(ctx context.Context, q string, rowid int64, args .
 		}
 		var buf [16]any
 		n := len(args) - 1
-		res, err := w.exec(ctx, byRowid, append(append(append(buf[:0], args[:n]...), rowid), args[n])...)
+		res, err := w.exec(ctx, byRowid, append(append(append(buf[:0], args[:n]...), *rowid), args[n])...)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +172,7 @@ func (w *writer) updateThread(ctx context.Context, q string, rowid int64, args .
 			return res, nil
 		}
 		w.rows.rowidMisses++
+		*rowid = 0
 	}
 	return w.exec(ctx, q, args...)
 }
