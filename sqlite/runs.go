@@ -377,7 +377,8 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 	if kept.maxMsgKnown {
 		// The kept greatest id may be a deleted message's: it must be at least the stored one.
 		var stored string
-		if err := w.row(ctx, `SELECT COALESCE(MAX(id), '') FROM messages WHERE thread_id = ?`, []any{&stored}, threadID); err != nil {
+		var found bool
+		if err := w.row(ctx, qMessageIDs, []any{&stored, &found}, threadID, ""); err != nil {
 			return err
 		}
 		if stored > kept.maxMsgID {

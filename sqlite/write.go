@@ -156,10 +156,11 @@ func (w *writer) updateThread(ctx context.Context, q string, rowid *int64, args 
 	if *rowid != 0 {
 		byRowid, ok := w.byRowid[q]
 		if !ok {
-			byRowid = strings.TrimSuffix(q, "WHERE id = ?") + "WHERE rowid = ? AND id = ?"
-			if byRowid == q+"WHERE rowid = ? AND id = ?" {
+			head, found := strings.CutSuffix(q, "WHERE id = ?")
+			if !found {
 				return nil, fmt.Errorf("sqlite: %q does not end with WHERE id = ?", q)
 			}
+			byRowid = head + "WHERE rowid = ? AND id = ?"
 			w.byRowid[q] = byRowid
 		}
 		var buf [16]any
