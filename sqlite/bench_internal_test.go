@@ -150,7 +150,7 @@ func longThreadStep(b *testing.B, evicted bool) {
 	}
 	storedBytes := func() float64 {
 		var n int64
-		if err := s.row(ctx, `SELECT sum(length(request_body)) FROM logs WHERE thread_id = ?`, []any{&n}, th.ID); err != nil {
+		if err := s.row(ctx, `SELECT sum(length(request_body)) FROM logs WHERE thread_num = (SELECT num FROM threads WHERE id = ?)`, []any{&n}, th.ID); err != nil {
 			b.Fatal(err)
 		}
 		return float64(n)

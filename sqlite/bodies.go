@@ -14,9 +14,9 @@ package sqlite
 // qBodyChain reads a log's request body and its bases, the log first, in one statement (one
 // snapshot). Each row: the base's id ("" when stored whole), the bytes shared with it, the rest.
 const qBodyChain = `WITH RECURSIVE chain(k, base, shared, rest) AS (
-		SELECT 0, request_base, request_prefix, request_body FROM logs WHERE thread_id = ?1 AND id = ?2
+		SELECT 0, request_base, request_prefix, request_body FROM logs WHERE thread_num = ?1 AND id = ?2
 		UNION ALL
 		SELECT c.k + 1, l.request_base, l.request_prefix, l.request_body
-		FROM chain c JOIN logs l ON l.thread_id = ?1 AND l.id = c.base
+		FROM chain c JOIN logs l ON l.thread_num = ?1 AND l.id = c.base
 		WHERE c.base <> '' AND c.k <= 300
 	) SELECT base, shared, rest FROM chain ORDER BY k`

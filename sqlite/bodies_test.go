@@ -41,7 +41,7 @@ func putLog(t *testing.T, s *Store, thread, id, body string) {
 // stored reads what the logs table holds for a log's request body.
 func stored(t *testing.T, s *Store, thread, id string) (base string, shared, rest int) {
 	t.Helper()
-	if err := s.row(t.Context(), `SELECT request_base, request_prefix, length(request_body) FROM logs WHERE thread_id = ? AND id = ?`,
+	if err := s.row(t.Context(), `SELECT request_base, request_prefix, length(request_body) FROM logs WHERE thread_num = (SELECT num FROM threads WHERE id = ?) AND id = ?`,
 		[]any{&base, &shared, &rest}, thread, id); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestRequestBodiesShared(t *testing.T) {
 		t.Errorf("a body sharing nothing worth it is stored on %q", base)
 	}
 	var total, whole int
-	if err := s.row(ctx, `SELECT sum(length(request_body)), sum(CASE WHEN request_base = '' THEN 1 ELSE 0 END) FROM logs WHERE thread_id = ?`,
+	if err := s.row(ctx, `SELECT sum(length(request_body)), sum(CASE WHEN request_base = '' THEN 1 ELSE 0 END) FROM logs WHERE thread_num = (SELECT num FROM threads WHERE id = ?)`,
 		[]any{&total, &whole}, th.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +151,8 @@ func TestRequestBodiesShared(t *testing.T) {
 	}
 	check("a long chain")
 	var longest int
-	if err := s.row(ctx, `WITH RECURSIVE c(id, base, k) AS (SELECT id, request_base, 0 FROM logs WHERE thread_id = ?1
-			UNION ALL SELECT c.id, l.request_base, c.k + 1 FROM c JOIN logs l ON l.thread_id = ?1 AND l.id = c.base)
+	if err := s.row(ctx, `WITH RECURSIVE c(id, base, k) AS (SELECT id, request_base, 0 FROM logs WHERE thread_num = (SELECT num FROM threads WHERE id = ?1)
+			UNION ALL SELECT c.id, l.request_base, c.k + 1 FROM c JOIN logs l ON l.thread_num = (SELECT num FROM threads WHERE id = ?1) AND l.id = c.base)
 		SELECT max(k) FROM c`, []any{&longest}, th.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ const (
 	// A log row is inserted unless one with its id exists (tx.replaceLog replaces it, keeping its
 	// n). The request body is stored as the bytes shared with request_base's and the rest
 	// (bodies.go).
-	qPutLog = `INSERT INTO logs (thread_id, id, n, depth, doc, request_base, request_prefix, request_body, response_body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, id) DO NOTHING`
+	qPutLog = `INSERT INTO logs (thread_num, id, n, depth, doc, request_base, request_prefix, request_body, response_body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_num, id) DO NOTHING`
 	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
 	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
 	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
@@ -45,7 +45,7 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	}
 	after := int64(-1) // n counts from 1
 	if q.AfterID != "" {
-		if err := s.row(ctx, `SELECT n FROM logs WHERE thread_id = ? AND id = ?`, []any{&after}, threadID, q.AfterID); errors.Is(err, sql.ErrNoRows) {
+		if err := s.row(ctx, `SELECT n FROM logs WHERE thread_num = `+numOf1+` AND id = ?2`, []any{&after}, threadID, q.AfterID); errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("thread %s: log %s: %w", threadID, q.AfterID, weft.ErrNotFound)
 		} else if err != nil {
 			return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
@@ -53,7 +53,7 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 	}
 	// Nothing indexes n, so every listing sorts the thread's rows; with AfterID it sorts only the
 	// rows after that one.
-	rows, err := s.query(ctx, `SELECT id, doc FROM logs WHERE thread_id = ? AND depth <= ? AND n > ? ORDER BY n LIMIT ? OFFSET ?`,
+	rows, err := s.query(ctx, `SELECT id, doc FROM logs WHERE thread_num = `+numOf1+` AND depth <= ?2 AND n > ?3 ORDER BY n LIMIT ?4 OFFSET ?5`,
 		threadID, q.MaxDepth, after, limit, max(q.Offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: logs: %w", threadID, err)
@@ -74,8 +74,9 @@ func (s *Store) Logs(ctx context.Context, threadID string, q weft.LogQuery) ([]w
 func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, error) {
 	l := weft.LogEntry{ThreadID: threadID}
 	var doc, base, req, resp string
-	err := s.row(ctx, `SELECT id, doc, request_base, request_body, response_body FROM logs WHERE thread_id = ? AND id = ?`,
-		[]any{&l.ID, &doc, &base, &req, &resp}, threadID, id)
+	var num int64
+	err := s.row(ctx, `SELECT thread_num, id, doc, request_base, request_body, response_body FROM logs WHERE thread_num = `+numOf1+` AND id = ?2`,
+		[]any{&num, &l.ID, &doc, &base, &req, &resp}, threadID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("thread %s: log %s: %w", threadID, id, weft.ErrNotFound)
 	}
@@ -88,7 +89,7 @@ func (s *Store) Log(ctx context.Context, threadID, id string) (weft.LogEntry, er
 		// The body is read again with its bases, in one statement: should the row have been
 		// stored whole since (its base replaced), the chain starts from what it is now.
 		var rows *sql.Rows
-		if rows, err = s.query(ctx, qBodyChain, threadID, id); err == nil {
+		if rows, err = s.query(ctx, qBodyChain, num, id); err == nil {
 			req, _, err = readBody(rows, id)
 		}
 	}
@@ -185,7 +186,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	// A replaced row keeps its n; the number proposed is then unused, a harmless gap.
 	n := t.logSeq + 1
 	doc := logDoc(l, created)
-	res, err := t.w.exec(t.ctx, qPutLog, t.idArg, l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
+	res, err := t.w.exec(t.ctx, qPutLog, t.numArg, l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
 	}
@@ -205,19 +206,19 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 
 // qLastLog finds the thread's newest log (reading each of the thread's rows up to n, before the
 // bodies, so no overflow page).
-const qLastLog = `SELECT id FROM logs WHERE thread_id = ? ORDER BY n DESC LIMIT 1`
+const qLastLog = `SELECT id FROM logs WHERE thread_num = ? ORDER BY n DESC LIMIT 1`
 
 // keepLastBody keeps the request body of the thread's newest log, read back, when the writer
 // keeps none of the thread's bodies (after a restart, or evicted): otherwise a long thread's next
 // body would be stored whole, as long as the conversation.
 func (t *tx) keepLastBody() error {
 	var id string
-	if err := t.w.row(t.ctx, qLastLog, []any{&id}, t.id); errors.Is(err, sql.ErrNoRows) {
+	if err := t.w.row(t.ctx, qLastLog, []any{&id}, t.numArg); errors.Is(err, sql.ErrNoRows) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	rows, err := t.w.query(t.ctx, qBodyChain, t.id, id)
+	rows, err := t.w.query(t.ctx, qBodyChain, t.numArg, id)
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (t *tx) keepLastBody() error {
 
 // checkBody compares a kept body with the database's (verifyHistory).
 func (t *tx) checkBody(k sqlstore.KeptBody) error {
-	rows, err := t.w.query(t.ctx, qBodyChain, t.id, k.ID)
+	rows, err := t.w.query(t.ctx, qBodyChain, t.numArg, k.ID)
 	if err != nil {
 		return t.fail("check kept body", err)
 	}
@@ -252,7 +253,7 @@ func (t *tx) checkBody(k sqlstore.KeptBody) error {
 // body is stored on this row's are first stored whole too, so that none of them changes.
 func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 	t.w.rows.bodies.Drop(t.id) // the kept chain lengths may change
-	rows, err := t.w.query(t.ctx, `SELECT id FROM logs WHERE thread_id = ? AND request_base = ?`, t.id, l.ID)
+	rows, err := t.w.query(t.ctx, `SELECT id FROM logs WHERE thread_num = ? AND request_base = ?`, t.numArg, l.ID)
 	if err != nil {
 		return err
 	}
@@ -270,7 +271,7 @@ func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 		return err
 	}
 	for _, id := range deps {
-		chain, err := t.w.query(t.ctx, qBodyChain, t.id, id)
+		chain, err := t.w.query(t.ctx, qBodyChain, t.numArg, id)
 		if err != nil {
 			return err
 		}
@@ -278,13 +279,13 @@ func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := t.w.exec(t.ctx, `UPDATE logs SET request_base = '', request_prefix = 0, request_body = ? WHERE thread_id = ? AND id = ?`,
-			whole, t.id, id); err != nil {
+		if _, err := t.w.exec(t.ctx, `UPDATE logs SET request_base = '', request_prefix = 0, request_body = ? WHERE thread_num = ? AND id = ?`,
+			whole, t.numArg, id); err != nil {
 			return err
 		}
 	}
 	_, err = t.w.exec(t.ctx, `UPDATE logs SET depth = ?, doc = ?, request_base = '', request_prefix = 0, request_body = ?, response_body = ?
-		WHERE thread_id = ? AND id = ?`, l.Depth, doc, body, string(l.ResponseBody), t.id, l.ID)
+		WHERE thread_num = ? AND id = ?`, l.Depth, doc, body, string(l.ResponseBody), t.numArg, l.ID)
 	return err
 }
 

@@ -16,21 +16,21 @@ import (
 // Message, tool-call and queue write statements. hotWrites lists those prepared at Open.
 const (
 	qQueueSeq  = `SELECT queue_seq FROM threads WHERE id = ?`
-	qInsertMsg = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qInsertMsg = `INSERT INTO messages (thread_num, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qGetMsgDoc = `SELECT doc FROM messages WHERE thread_num = ? AND id = ?`
 	// qMessageIDs reads the thread's greatest message id and whether ?2 is one of its ids, reading
 	// every row of the thread (no index holds ids: migration 0011).
-	qMessageIDs = `SELECT COALESCE(MAX(id), ''), COALESCE(MAX(id = ?2), 0) FROM messages WHERE thread_id = ?1`
-	qUpdateMsg  = `UPDATE messages SET silent = ?, doc = ? WHERE thread_id = ? AND seq = ?`
-	qDeleteMsg  = `DELETE FROM messages WHERE thread_id = ? AND id = ?`
+	qMessageIDs = `SELECT COALESCE(MAX(id), ''), COALESCE(MAX(id = ?2), 0) FROM messages WHERE thread_num = ?1`
+	qUpdateMsg  = `UPDATE messages SET silent = ?, doc = ? WHERE thread_num = ? AND seq = ?`
+	qDeleteMsg  = `DELETE FROM messages WHERE thread_num = ? AND id = ?`
 	// PutToolCall updates a call in place (it keeps the seq of its first insert), or inserts it.
 	// Not an upsert with RETURNING: SQLite collects RETURNING rows in a temporary table, which costs
 	// more than a second statement.
-	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ?`
-	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_id = ? AND call_id = ? AND seq = ?`
-	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_id = ? AND call_id = ?`
-	qInsertToolCall    = `INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (thread_id, call_id) DO NOTHING`
+	qUpdateToolCall    = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_num = ? AND call_id = ?`
+	qUpdateToolCallSeq = `UPDATE tool_calls SET status = ?, doc = ? WHERE thread_num = ? AND call_id = ? AND seq = ?`
+	qToolCallSeq       = `SELECT seq FROM tool_calls WHERE thread_num = ? AND call_id = ?`
+	qInsertToolCall    = `INSERT INTO tool_calls (thread_num, call_id, seq, status, doc) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (thread_num, call_id) DO NOTHING`
 	// The message waiting in the thread row (migration 0007) comes before every queue row.
 	qQueued = `SELECT doc FROM (SELECT inbox AS doc, 0 AS seq FROM threads WHERE id = ?1 AND inbox IS NOT NULL
 		UNION ALL SELECT doc, seq FROM queue WHERE thread_id = ?1) ORDER BY seq`
@@ -38,14 +38,19 @@ const (
 	qDelQueue   = `DELETE FROM queue WHERE thread_id = ? AND seq <= ?`
 )
 
-const msgWhere = ` FROM messages WHERE thread_id = ?1 AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
+// numOf1 is the number of the thread whose id is the statement's first argument (NULL for an
+// unknown thread, which then has no rows): messages, tool_calls and logs name their thread by its
+// number (migration 0012).
+const numOf1 = `(SELECT num FROM threads WHERE id = ?1)`
+
+const msgWhere = ` FROM messages WHERE thread_num = ` + numOf1 + ` AND seq > ?2 AND depth <= ?3 AND (?4 = 0 OR silent = 0)
 	AND (?5 = '' OR instr(?5, ',' || role || ',') > 0)`
 
 const (
 	qMessagesAsc   = `SELECT doc` + msgWhere + ` ORDER BY seq LIMIT ?6 OFFSET ?7`
 	qMessagesDesc  = `SELECT doc` + msgWhere + ` ORDER BY seq DESC LIMIT ?6 OFFSET ?7`
 	qCountMessages = `SELECT count(*)` + msgWhere
-	qMessage       = `SELECT doc FROM messages WHERE thread_id = ? AND id = ?`
+	qMessage       = `SELECT doc FROM messages WHERE thread_num = ` + numOf1 + ` AND id = ?2`
 )
 
 // scanMessage scans a row of one doc column.
@@ -145,7 +150,7 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 		sts = b.String()
 	}
 	rows, err := s.query(ctx, `SELECT call_id, seq, status, doc FROM tool_calls
-		WHERE thread_id = ?1 AND (?2 = '' OR instr(?2, ',' || status || ',') > 0) ORDER BY seq`, threadID, sts)
+		WHERE thread_num = `+numOf1+` AND (?2 = '' OR instr(?2, ',' || status || ',') > 0) ORDER BY seq`, threadID, sts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
 	}
@@ -294,7 +299,7 @@ func insertQueued(ctx context.Context, w *writer, threadID string, seq int64, do
 // costs more than the read and the plain UPDATE.
 const (
 	qPushSeq     = `SELECT queue_seq, status FROM threads WHERE id = ?`
-	qPushSeqLast = `SELECT queue_seq, status, max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0))
+	qPushSeqLast = `SELECT queue_seq, status, max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = threads.num), 0))
 		FROM threads WHERE id = ?1`
 	qPushInsert = `INSERT INTO queue (thread_id, seq, doc) VALUES (?, ?, ?)`
 )
@@ -335,7 +340,7 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	}
 	seq := t.msgSeq + 1
 	doc := messageDoc(m, seq, created, md)
-	if _, err := t.w.exec(t.ctx, qInsertMsg, t.idArg, seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc); err != nil {
+	if _, err := t.w.exec(t.ctx, qInsertMsg, t.numArg, seq, m.ID, wordArg(string(m.Role)), boolInt(m.Silent), m.Depth, doc); err != nil {
 		return t.fail("insert message", err)
 	}
 	t.msgSeq = seq
@@ -372,7 +377,7 @@ func (t *tx) checkMessageID(id string) error {
 	found, ok := t.keptHasID(id)
 	if !ok {
 		t.w.rows.idLookups++
-		if err := t.w.row(t.ctx, qMessageIDs, []any{&t.maxMsgID, &found}, t.idArg, id); err != nil {
+		if err := t.w.row(t.ctx, qMessageIDs, []any{&t.maxMsgID, &found}, t.numArg, id); err != nil {
 			t.maxMsgKnown = false
 			return t.fail("message ids", err)
 		}
@@ -411,7 +416,7 @@ func (t *tx) keptHasID(id string) (found, ok bool) {
 func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 	var m weft.Message
 	var doc string
-	err := t.w.row(t.ctx, qGetMsgDoc, []any{&doc}, t.id, id)
+	err := t.w.row(t.ctx, qGetMsgDoc, []any{&doc}, t.numArg, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("thread %s: message %s: %w", t.id, id, weft.ErrNotFound)
 	}
@@ -438,7 +443,7 @@ func (t *tx) UpdateMessage(id string, ch weft.MessageChange) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: message %s metadata: %v", t.id, id, err)
 		}
 	}
-	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), messageDoc(&m, m.Seq, m.CreatedAt, md), t.id, m.Seq); err != nil {
+	if _, err := t.w.exec(t.ctx, qUpdateMsg, boolInt(m.Silent), messageDoc(&m, m.Seq, m.CreatedAt, md), t.numArg, m.Seq); err != nil {
 		return t.fail("update message "+id, err)
 	}
 	return nil
@@ -451,7 +456,7 @@ func (t *tx) DeleteMessage(id string) error {
 		return err
 	}
 	t.w.rows.hist.drop(t.id)
-	n, err := t.w.execN(t.ctx, qDeleteMsg, t.id, id)
+	n, err := t.w.execN(t.ctx, qDeleteMsg, t.numArg, id)
 	if err != nil {
 		return t.fail("delete message "+id, err)
 	}
@@ -483,7 +488,7 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 	status := wordArg(string(c.Status))
 	if c.Seq > 0 {
-		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.idArg, c.CallID, c.Seq)
+		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.numArg, c.CallID, c.Seq)
 		if err != nil || n > 0 {
 			return c.Seq, err
 		}
@@ -492,7 +497,7 @@ func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 		return 0, err
 	}
 	seq := t.callSeq + 1
-	n, err := t.w.execN(t.ctx, qInsertToolCall, t.idArg, c.CallID, seq, status, doc)
+	n, err := t.w.execN(t.ctx, qInsertToolCall, t.numArg, c.CallID, seq, status, doc)
 	if err != nil {
 		return 0, err
 	}
@@ -500,10 +505,10 @@ func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 		t.callSeq, t.seqsDirty = seq, true
 		return seq, nil
 	}
-	if _, err := t.w.exec(t.ctx, qUpdateToolCall, status, doc, t.id, c.CallID); err != nil {
+	if _, err := t.w.exec(t.ctx, qUpdateToolCall, status, doc, t.numArg, c.CallID); err != nil {
 		return 0, err
 	}
-	err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.id, c.CallID)
+	err = t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.numArg, c.CallID)
 	return seq, err
 }
 

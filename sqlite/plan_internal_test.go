@@ -54,3 +54,48 @@ func TestThreadListPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadRowPlans: the reads of a thread's messages, calls and logs by its id find its number
+// through the id's index once, then seek its rows by number (migration 0012): none scans a table.
+func TestThreadRowPlans(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "plan.db"), Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct {
+		name, q string
+		args    []any
+	}{
+		{"messages", qMessagesAsc, []any{"thr_x", 0, 0, 0, "", 10, 0}},
+		{"count of messages", qCountMessages, []any{"thr_x", 0, 0, 0, ""}},
+		{"a message by id", qMessage, []any{"thr_x", "msg_x"}},
+		{"logs", `SELECT id, doc FROM logs WHERE thread_num = ` + numOf1 + ` AND depth <= ?2 AND n > ?3 ORDER BY n LIMIT ?4 OFFSET ?5`, []any{"thr_x", 0, 0, 10, 0}},
+		{"tool calls", `SELECT call_id FROM tool_calls WHERE thread_num = ` + numOf1 + ` ORDER BY seq`, []any{"thr_x"}},
+		{"the run start", qRunStart, []any{"thr_x"}},
+	} {
+		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.q, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		got := strings.Join(plan, "; ")
+		for _, table := range []string{"messages", "tool_calls", "logs", "threads"} {
+			if strings.Contains(got, "SCAN "+table) {
+				t.Errorf("%s: plan %q scans %s", c.name, got, table)
+			}
+		}
+		if c.q != qRunStart && !strings.Contains(got, "SEARCH threads USING COVERING INDEX sqlite_autoindex_threads_1 (id=?)") {
+			t.Errorf("%s: plan %q does not find the thread's number by its id", c.name, got)
+		}
+	}
+}

@@ -8,8 +8,10 @@ import (
 )
 
 // TestThreadRowByRowid: the writes of a thread's row in a run (the lease taken, the steps' row
-// updates) find it by the rowid kept with the row, and a kept rowid that names no row, or another
-// thread's row, changes nothing but that thread's row: the write falls back to the id.
+// updates) find it by the number kept with the row (threads.num, its rowid), by which the Tx also
+// writes the thread's messages (migration 0012). A kept number that names no row, or another
+// thread's row, fails the Tx and writes nothing, to either thread; the next Tx reads the number
+// again. A row kept without a number has it read.
 func TestThreadRowByRowid(t *testing.T) {
 	ctx := t.Context()
 	s := openFile(t).(*Store)
@@ -70,33 +72,65 @@ func TestThreadRowByRowid(t *testing.T) {
 	if _, label := stored(a); label != "one" || misses() != 0 {
 		t.Fatalf("label %q, %d misses; want one, 0", label, misses())
 	}
+	count := func(th string) (n int) {
+		if err := s.row(ctx, `SELECT count(*) FROM messages WHERE thread_num = (SELECT num FROM threads WHERE id = ?)`, []any{&n}, th); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// step relabels a and inserts a message into it, in one Tx.
+	step := func(label string) error {
+		return s.Tx(ctx, a, &f, func(tx weft.Tx) error {
+			if err := tx.InsertMessage(&weft.Message{Role: weft.RoleUser, Content: label}); err != nil {
+				return err
+			}
+			return tx.UpdateThread(weft.ThreadPatch{Label: &label})
+		})
+	}
 	for _, c := range []struct {
 		name  string
 		rowid int64
+		fails bool
 	}{
-		{"a rowid of no row", rowA + rowB + 100},
-		{"another thread's rowid", rowB},
+		{"a number of no row", rowA + rowB + 100, true},
+		{"another thread's number", rowB, true},
+		{"no number kept", 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := misses()
+			before, inA, inB := misses(), count(a), count(b)
+			_, labelA := stored(a)
 			setRowid(a, c.rowid)
-			relabel(a, f, c.name)
-			if _, label := stored(a); label != c.name {
-				t.Errorf("label %q, want %q", label, c.name)
+			err := step(c.name)
+			if !c.fails {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, label := stored(a); label != c.name || count(a) != inA+1 || misses() != before {
+					t.Errorf("label %q, %d messages, %d misses; want %q, %d, %d", label, count(a), misses(), c.name, inA+1, before)
+				}
+				if got := keptRowid(a); got != rowA {
+					t.Errorf("kept number %d, want %d (read)", got, rowA)
+				}
+				return
 			}
-			if _, label := stored(b); label != "" {
-				t.Errorf("the other thread's label %q, want it unchanged", label)
+			if err == nil {
+				t.Fatal("a Tx under a wrong kept number succeeded")
+			}
+			if _, label := stored(a); label != labelA || count(a) != inA {
+				t.Errorf("a: label %q, %d messages after the failed Tx; want %q, %d", label, count(a), labelA, inA)
+			}
+			if _, label := stored(b); label != "" || count(b) != inB {
+				t.Errorf("b: label %q, %d messages; want them unchanged", label, count(b))
 			}
 			if misses() != before+1 {
 				t.Errorf("%d misses, want %d", misses(), before+1)
 			}
-			// The rowid that missed is forgotten: the next write goes by id, without a miss.
-			if got := keptRowid(a); got != 0 {
-				t.Errorf("kept rowid %d after a miss, want 0 (forgotten)", got)
+			// The failed Tx dropped the kept row: the next reads the number again.
+			if err := step(c.name + " again"); err != nil {
+				t.Fatal(err)
 			}
-			relabel(a, f, c.name+" again")
-			if _, label := stored(a); label != c.name+" again" || misses() != before+1 {
-				t.Errorf("label %q, %d misses after the miss; want %q, %d", label, misses(), c.name+" again", before+1)
+			if _, label := stored(a); label != c.name+" again" || count(a) != inA+1 || misses() != before+1 {
+				t.Errorf("label %q, %d messages, %d misses after the miss; want %q, %d, %d", label, count(a), misses(), c.name+" again", inA+1, before+1)
 			}
 		})
 	}

@@ -34,15 +34,15 @@ const (
 	// the other tables come concatenated, each set in one value (see runStartRows): the run state
 	// as it is stored (framed), the docs of messages, queue and env rows as they are (a doc begins
 	// with its seq or name field, which marks where the next one starts).
-	qRunStart = `SELECT t.rowid, t.doc, ` + leaseCols + `,
+	qRunStart = `SELECT t.num, t.doc, ` + leaseCols + `,
 		t.run_state, ` + runStartMessages + `,` + runStartRest
 	// qRunStartKnown is qRunStart for a thread whose history the writer keeps (histcache.go).
-	qRunStartKnown = `SELECT t.rowid, t.doc, ` + leaseCols + `,
+	qRunStartKnown = `SELECT t.num, t.doc, ` + leaseCols + `,
 		t.run_state, '',` + runStartRest
-	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_id = t.id AND depth <= 0)`
+	runStartMessages = `(SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_num = t.num AND depth <= 0)`
 	runStartRest     = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),` + runStartAround + `,
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = t.id), 0)), t.call_seq, t.log_seq, t.queue_seq,
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq,
 		COALESCE(t.inbox, '')
 		FROM threads t WHERE t.id = ?`
 	// runStartAround is what a run starts from besides its thread's row, queue and history: the
@@ -378,7 +378,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		// The kept greatest id may be a deleted message's: it must be at least the stored one.
 		var stored string
 		var found bool
-		if err := w.row(ctx, qMessageIDs, []any{&stored, &found}, threadID, ""); err != nil {
+		if err := w.row(ctx, qMessageIDs, []any{&stored, &found}, c.rowid, ""); err != nil {
 			return err
 		}
 		if stored > kept.maxMsgID {
@@ -399,7 +399,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 // checkHistory compares a kept history with the database's.
 func checkHistory(ctx context.Context, w *writer, threadID string, kept []*weft.Message) error {
 	var docs string
-	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_id = ? AND depth <= 0`, []any{&docs}, threadID); err != nil {
+	if err := w.row(ctx, `SELECT COALESCE(group_concat(doc, ''), '') FROM messages INDEXED BY messages_seq WHERE thread_num = `+numOf1+` AND depth <= 0`, []any{&docs}, threadID); err != nil {
 		return err
 	}
 	stored, err := decodeMessages(docs, threadID, nil)

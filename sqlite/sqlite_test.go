@@ -183,7 +183,7 @@ func TestMessagesMigratedToWriteOrder(t *testing.T) {
 	for seq := int64(3); seq >= 1; seq-- {
 		for _, th := range []string{"thr_b", "thr_a"} {
 			m := &weft.Message{ID: fmt.Sprintf("msg_%s_%d", th, 9-seq), Role: weft.RoleUser, Content: fmt.Sprint(th, " ", seq)}
-			if _, err := db.ExecContext(ctx, qInsertMsg, th, seq, m.ID, string(m.Role), 0, 0, messageDoc(m, seq, time.Unix(1, 0), nil)); err != nil {
+			if _, err := db.ExecContext(ctx, qInsertMsgByID, th, seq, m.ID, string(m.Role), 0, 0, messageDoc(m, seq, time.Unix(1, 0), nil)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -240,8 +240,128 @@ func TestMessagesMigratedToWriteOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left int
-	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE thread_id = 'thr_a'").Scan(&left); err != nil || left != 0 {
-		t.Errorf("deleted thread's messages: %d left, %v", left, err)
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM messages").Scan(&left); err != nil || left != 4 {
+		t.Errorf("%d messages left after deleting thr_a, %v; want thr_b's 4", left, err)
+	}
+}
+
+// qInsertMsgByID is qInsertMsg before migration 0012, when messages named their thread by id.
+const qInsertMsgByID = `INSERT INTO messages (thread_id, seq, id, role, silent, depth, doc) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// TestThreadsNumbered: a database from before migration 12, whose messages, tool calls and logs
+// named their thread by id, keeps them all, each with its thread (numbered by its row's rowid);
+// a log body stored on another's reads whole; runs go on; deleting a thread, and with it its
+// child, deletes their rows and only theirs.
+func TestThreadsNumbered(t *testing.T) {
+	ctx := t.Context()
+	created := time.Unix(1, 0)
+	var stmts []string
+	var args [][]any
+	add := func(q string, a ...any) { stmts, args = append(stmts, q), append(args, a) }
+	add(`INSERT INTO threads (id, agent, parent_id, root_id, status, created_at, last_activity_at, doc) VALUES ('thr_c', 'a', 'thr_a', 'thr_a', 'idle', 1, 1, '')`)
+	for _, th := range []string{"thr_b", "thr_a", "thr_c"} {
+		for seq := int64(1); seq <= 2; seq++ {
+			m := &weft.Message{ID: fmt.Sprintf("msg_%s_%d", th, seq), Role: weft.RoleUser, Content: fmt.Sprint(th, " ", seq)}
+			add(qInsertMsgByID, th, seq, m.ID, string(m.Role), 0, 0, messageDoc(m, seq, created, nil))
+		}
+		c := &weft.ToolCallRecord{CallID: "call_" + th, Name: "lookup", Arguments: "{}", Status: weft.CallDone, Seq: 1}
+		add(`INSERT INTO tool_calls (thread_id, call_id, seq, status, doc) VALUES (?, ?, 1, 'done', ?)`, th, c.CallID, callDoc(c))
+		for i, id := range []string{"log_1_" + th, "log_2_" + th} {
+			l := &weft.LogEntry{ID: id, Kind: "llm"}
+			base, prefix, body := "", 0, `{"messages":["`+th+`"]}`
+			if i == 1 { // stored on the first log's body: the same and one message more
+				base, prefix, body = "log_1_"+th, len(body)-2, `,"more"]}`
+			}
+			add(`INSERT INTO logs (thread_id, id, n, depth, doc, request_base, request_prefix, request_body, response_body) VALUES (?, ?, ?, 0, ?, ?, ?, ?, '{}')`,
+				th, id, i+1, logDoc(l, created), base, prefix, body)
+		}
+	}
+	add(`UPDATE threads SET call_seq = 1, log_seq = 2`) // as the store numbered them
+	path, db := oldDatabase(t, 12)
+	rowids := map[string]int64{}
+	for _, th := range []string{"thr_a", "thr_b"} {
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT rowid FROM threads WHERE id = ?`, th).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		rowids[th] = n
+	}
+	for i, q := range stmts {
+		if _, err := db.ExecContext(ctx, q, args[i]...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for th, want := range rowids {
+		var num int64
+		if err := s.row(ctx, `SELECT num FROM threads WHERE id = ?`, []any{&num}, th); err != nil || num != want {
+			t.Errorf("%s: num %d, %v; want its rowid %d", th, num, err, want)
+		}
+	}
+	for _, th := range []string{"thr_a", "thr_b", "thr_c"} {
+		msgs, err := s.Messages(ctx, th, weft.MessageQuery{Limit: -1})
+		if err != nil || len(msgs) != 2 || msgs[0].Content != th+" 1" || msgs[1].Content != th+" 2" {
+			t.Errorf("%s: messages %+v, %v", th, msgs, err)
+		}
+		if m, err := s.Message(ctx, th, "msg_"+th+"_2"); err != nil || m.Content != th+" 2" {
+			t.Errorf("%s: message by id %+v, %v", th, m, err)
+		}
+		calls, err := s.ToolCalls(ctx, th)
+		if err != nil || len(calls) != 1 || calls[0].CallID != "call_"+th || calls[0].Status != weft.CallDone {
+			t.Errorf("%s: tool calls %+v, %v", th, calls, err)
+		}
+		logs, err := s.Logs(ctx, th, weft.LogQuery{})
+		if err != nil || len(logs) != 2 {
+			t.Errorf("%s: logs %+v, %v", th, logs, err)
+		}
+		l, err := s.Log(ctx, th, "log_2_"+th)
+		if want := `{"messages":["` + th + `","more"]}`; err != nil || string(l.RequestBody) != want {
+			t.Errorf("%s: log body %s, %v; want %s", th, l.RequestBody, err, want)
+		}
+	}
+	// Another thread's ids find nothing.
+	if _, err := s.Message(ctx, "thr_a", "msg_thr_b_1"); !errors.Is(err, weft.ErrNotFound) {
+		t.Errorf("thr_b's message through thr_a: %v, want ErrNotFound", err)
+	}
+	// A run goes on from the migrated rows.
+	fence, start, err := s.BeginRun(ctx, "thr_b", "n", time.Minute, nil)
+	if err != nil || len(start.Rows) != 2 {
+		t.Fatalf("run start: %+v, %v", start, err)
+	}
+	err = s.Tx(ctx, "thr_b", &fence, func(tx weft.Tx) error {
+		if err := tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: "thr_b 3"}); err != nil {
+			return err
+		}
+		if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: "call_2", Name: "lookup", Arguments: "{}"}); err != nil {
+			return err
+		}
+		return tx.PutLog(&weft.LogEntry{ID: "log_3_thr_b", Kind: "llm", RequestBody: []byte(`{"messages":["thr_b","more","again"]}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _ := s.Messages(ctx, "thr_b", weft.MessageQuery{Limit: -1}); len(msgs) != 3 || msgs[2].Seq != 3 {
+		t.Errorf("after the run's step: %+v", msgs)
+	}
+	if calls, _ := s.ToolCalls(ctx, "thr_b"); len(calls) != 2 || calls[1].Seq != 2 {
+		t.Errorf("calls after the run's step: %+v", calls)
+	}
+	if l, err := s.Log(ctx, "thr_b", "log_3_thr_b"); err != nil || string(l.RequestBody) != `{"messages":["thr_b","more","again"]}` {
+		t.Errorf("new log: %s, %v", l.RequestBody, err)
+	}
+	if err := s.DeleteThread(ctx, "thr_a"); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]int{"messages": 3, "tool_calls": 2, "logs": 3} {
+		var n, others int
+		if err := s.row(ctx, `SELECT count(*), count(*) FILTER (WHERE thread_num <> ?) FROM `+table, []any{&n, &others}, rowids["thr_b"]); err != nil || n != want || others != 0 {
+			t.Errorf("%s after deleting thr_a and its child: %d rows, %d not thr_b's, %v; want %d, 0", table, n, others, err, want)
+		}
 	}
 }
 

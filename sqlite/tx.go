@@ -14,17 +14,17 @@ import (
 // A Tx's own statements: whether its thread exists, its fence, its counters. hotWrites lists those
 // prepared at Open.
 const (
-	qThreadExists = `SELECT rowid FROM threads WHERE id = ?`
-	qTxFence      = `SELECT COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
+	qThreadExists = `SELECT num FROM threads WHERE id = ?`
+	qTxFence      = `SELECT t.num, COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
 		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
-	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), call_seq, log_seq
+	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = threads.num), 0)), call_seq, log_seq
 		FROM threads WHERE id = ?1`
 	// qTxStart is qTxFence, qSeqs, qQueueSeq and qThreadDoc in one statement, for a fenced Tx on
 	// its own thread (a run's steps): every step numbers rows and asks for the queue, most update
 	// the thread, and one read of the thread row serves them all.
-	qTxStart = `SELECT t.rowid, t.lease_owner, t.lease_token, t.lease_expires_at,
-		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = ?1), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
+	qTxStart = `SELECT t.num, t.lease_owner, t.lease_token, t.lease_expires_at,
+		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
 		COALESCE(t.inbox, '')
 		FROM threads t WHERE t.id = ?1`
 	// qInbox reads the message waiting in the thread row (migration 0007), for a Tx that drains the
@@ -125,7 +125,7 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
 				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
 			} else {
-				err = w.row(ctx, qTxFence, []any{&l.owner, &l.token, &l.expires}, threadID, leaseThread)
+				err = w.row(ctx, qTxFence, []any{&t.rowid, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
 			}
 			if err != nil {
 				return s.noThread(threadID, err)
@@ -153,6 +153,14 @@ func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn f
 				}()
 			}
 		}
+		if t.rowid == 0 {
+			// Not kept (a row whose number the writer did not learn): read, as the thread's
+			// messages, calls and logs are written by it.
+			if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
+				return s.noThread(threadID, err)
+			}
+		}
+		t.numArg = t.rowid
 		if err := fn(&t); err != nil {
 			return err
 		}
@@ -205,7 +213,10 @@ type tx struct {
 	id    string
 	fence *weft.Fence // nil for an unfenced Tx
 	now   time.Time
-	rowid int64 // the thread row's, when known (cachedRow.rowid)
+	rowid int64 // the thread row's number (threads.num, its rowid; cachedRow.rowid)
+	// numArg is rowid as a statement argument, boxed once as idArg is: the thread's messages,
+	// calls and logs name it by number (migration 0012).
+	numArg any
 
 	seqsRead                bool  // the counters below were read
 	msgSeq, callSeq, logSeq int64 // last numbers assigned
