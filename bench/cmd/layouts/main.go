@@ -12,7 +12,8 @@
 // thread row with its activity index, and each of the turn's statements), with -byrowid (the
 // thread row updated by its rowid) or -intkey messages|all (the thread's messages, or its
 // messages, calls and logs, keyed by the thread row's integer rowid instead of its 30-character
-// text id, the text id kept unique in the thread row); unified (one
+// text id, the text id kept unique in the thread row; -intkey all is Weft's layout since
+// migration 0012); unified (one
 // append-only table of a thread's messages, calls and logs with one index of a thread's entries,
 // a step's rows in one INSERT), with -noact (the activity index not updated), -norow (no thread
 // row update in the steps) or -minimal (only the four messages, the call and the log folded into
