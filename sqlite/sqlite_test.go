@@ -354,8 +354,21 @@ func TestThreadsNumbered(t *testing.T) {
 	if l, err := s.Log(ctx, "thr_b", "log_3_thr_b"); err != nil || string(l.RequestBody) != `{"messages":["thr_b","more","again"]}` {
 		t.Errorf("new log: %s, %v", l.RequestBody, err)
 	}
-	if err := s.DeleteThread(ctx, "thr_a"); err != nil {
+	var newest int64
+	if err := s.row(ctx, `SELECT max(num) FROM threads`, []any{&newest}); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.DeleteThread(ctx, "thr_a"); err != nil { // and thr_c, its child, the newest
+		t.Fatal(err)
+	}
+	// A number is not used again: the newest thread's went with it.
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	var num int64
+	if err := s.row(ctx, `SELECT num FROM threads WHERE id = ?`, []any{&num}, th.ID); err != nil || num <= newest {
+		t.Errorf("a new thread's number %d, %v; want one above %d, the deleted newest's", num, err, newest)
 	}
 	for table, want := range map[string]int{"messages": 3, "tool_calls": 2, "logs": 3} {
 		var n, others int

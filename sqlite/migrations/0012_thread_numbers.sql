@@ -6,10 +6,11 @@
 --
 -- The number is the thread row's INTEGER PRIMARY KEY (num), so that it stays what it is through a
 -- VACUUM (a rowid that no column aliases may change), and the row's rowid, by which a run's writes
--- find it, is it. Rows that name a thread by id from other tables (queue, kv, files, effects,
+-- find it, is it. AUTOINCREMENT: a number is never used again, so none names two threads over
+-- time (a thread created after the newest was deleted would otherwise take its number). Rows that name a thread by id from other tables (queue, kv, files, effects,
 -- events, env) are not on a step's path and keep the id.
 CREATE TABLE threads_numbered (
-    num              INTEGER PRIMARY KEY,
+    num              INTEGER PRIMARY KEY AUTOINCREMENT,
     id               TEXT NOT NULL UNIQUE,
     agent            TEXT NOT NULL,
     user_id          TEXT NOT NULL DEFAULT '',
