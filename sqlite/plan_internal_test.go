@@ -35,21 +35,8 @@ func TestThreadListPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		cond, args := threadsWhere(c.q)
-		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN SELECT doc FROM threads"+cond+" ORDER BY "+threadOrder[by]+" LIMIT ? OFFSET ?", append(args, 10, 0)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if got := strings.Join(plan, "; "); !strings.Contains(got, "INDEX "+c.index) {
+		got := queryPlan(t, s, "SELECT doc FROM threads"+cond+" ORDER BY "+threadOrder[by]+" LIMIT ? OFFSET ?", append(args, 10, 0)...)
+		if !strings.Contains(got, "INDEX "+c.index) {
 			t.Errorf("%s: plan %q does not use %s", c.name, got, c.index)
 		}
 	}
@@ -74,21 +61,7 @@ func TestThreadRowPlans(t *testing.T) {
 		{"tool calls", `SELECT call_id FROM tool_calls WHERE thread_num = ` + numOf1 + ` ORDER BY seq`, []any{"thr_x"}},
 		{"the run start", qRunStart, []any{"thr_x"}},
 	} {
-		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.q, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		got := strings.Join(plan, "; ")
+		got := queryPlan(t, s, c.q, c.args...)
 		for _, table := range []string{"messages", "tool_calls", "logs", "threads"} {
 			if strings.Contains(got, "SCAN "+table) {
 				t.Errorf("%s: plan %q scans %s", c.name, got, table)
@@ -98,4 +71,27 @@ func TestThreadRowPlans(t *testing.T) {
 			t.Errorf("%s: plan %q does not find the thread's number by its id", c.name, got)
 		}
 	}
+}
+
+// queryPlan returns the details of q's query plan, joined by "; ".
+func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }
