@@ -58,9 +58,10 @@ type rowCache struct {
 // cachedRow is a thread row as a fenced Tx of the thread left it, with the thread's queue when it
 // is known (the docs of the queue table's rows in seq order, as qRunStart concatenates them).
 type cachedRow struct {
-	// rowid is the thread row's rowid (0: not known), by which a run's writes of the row find it
-	// (writer.updateThread): a seek by the text id through its index costs several thousand
-	// instructions more.
+	// rowid is the thread's number (threads.num, the row's rowid; 0: not known), by which a run's
+	// writes of the row find it (writer.updateThread: a seek by the text id through its index costs
+	// several thousand instructions more) and its Txs write the thread's messages, calls and logs
+	// (migration 0012).
 	rowid                             int64
 	owner                             string
 	token, expires                    int64
