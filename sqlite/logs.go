@@ -296,6 +296,7 @@ func (t *tx) AppendEvents(evs []weft.EventRecord) error {
 		return nil
 	}
 	if t.eventSeq < 0 {
+		t.w.rows.eventSeqReads++
 		if err := t.w.row(t.ctx, qEventSeq, []any{&t.eventSeq}, t.id); err != nil {
 			return t.fail("event seq", err)
 		}

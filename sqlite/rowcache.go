@@ -43,6 +43,7 @@ type rowCache struct {
 	effKnown               bool
 	aroundHits             int // BeginRuns that read nothing, for tests
 	idLookups              int // message ids looked for among the stored ones, for tests
+	eventSeqReads          int // event seqs read from the database (tx.AppendEvents), for tests
 	idKeptChecks           int // ... among a kept history, for tests
 	rowidMisses            int // thread rows a known rowid did not find (updateThread), for tests
 	// hist keeps threads' histories (histcache.go), kept true by the same means; unlike rows its
@@ -73,6 +74,10 @@ type cachedRow struct {
 	around                            around
 	maxMsgID                          string // see tx.maxMsgID
 	maxMsgKnown                       bool
+	// eventSeq is the thread's last event seq when eventSeqKnown: a run that records events
+	// (engine.Options.RecordEvents) appends them in most of its Txs, each of which read it.
+	eventSeq      int64
+	eventSeqKnown bool
 }
 
 // around is what a run starts from besides its thread's row that is the thread's own: its env

@@ -386,6 +386,12 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		}
 		c.maxMsgID, c.maxMsgKnown = kept.maxMsgID, true
 	}
+	if kept.eventSeqKnown {
+		if err := w.row(ctx, qEventSeq, []any{&c.eventSeq}, threadID); err != nil {
+			return err
+		}
+		c.eventSeqKnown = true
+	}
 	if c != kept {
 		return fmt.Errorf("sqlite: thread %s: the kept row is not the stored one:\n kept %+v\n stored %+v", threadID, kept, c)
 	}

@@ -181,6 +181,9 @@ func (t *tx) load(c cachedRow) {
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
 	t.around = c.around
 	t.maxMsgID, t.maxMsgKnown = c.maxMsgID, c.maxMsgKnown
+	if c.eventSeqKnown {
+		t.eventSeq = c.eventSeq
+	}
 }
 
 // row is the thread row as the Tx leaves it, with the given lease.
@@ -188,7 +191,8 @@ func (t *tx) row(owner string, token, expires int64) cachedRow {
 	return cachedRow{rowid: t.rowid, owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
 		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around,
-		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown}
+		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown,
+		eventSeq: max(t.eventSeq, 0), eventSeqKnown: t.eventSeq >= 0}
 }
 
 // noThread maps a missing row to ErrNotFound naming the thread.
