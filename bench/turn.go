@@ -158,6 +158,7 @@ func Runners() []Def {
 		{Name: "raw-sqlite-4tx", Kind: SQLite, Floor: true, New: newRawSQLite},
 		{Name: "weft-sqlite", Kind: SQLite, New: newWeftSQLite},
 		{Name: "weft-sqlite-ask", Kind: SQLite, New: newWeftSQLiteAsk},
+		{Name: "weft-sqlite-served", Kind: SQLite, New: newWeftSQLiteServed},
 		{Name: "raw-postgres-4tx", Kind: Postgres, Floor: true, New: newRawPostgres},
 		{Name: "weft-postgres", Kind: Postgres, New: newWeftPostgres},
 		{Name: "weft-postgres-ask", Kind: Postgres, New: newWeftPostgresAsk},

@@ -47,6 +47,12 @@ func weftModel(cfg Config) weft.Provider {
 }
 
 func newWeft(cfg Config, st weft.Store, close func() error) (Runner, error) {
+	return newWeftEngine(cfg, st, close, false)
+}
+
+// newWeftEngine is newWeft with, when record is set, every event recorded in the store as the run
+// commits it (engine.Options.RecordEvents), as `weft serve` runs for its streams.
+func newWeftEngine(cfg Config, st weft.Store, close func() error, record bool) (Runner, error) {
 	reg := weft.NewRegistry()
 	reg.AddModel(&weft.Model{Name: "fake", Provider: "fake", Model: "fake"})
 	reg.AddTool(weft.NewTool(ToolName, ToolDoc, func(ctx context.Context, _ weft.State, a LookupArgs) (weft.ToolResult, error) {
@@ -59,7 +65,7 @@ func newWeft(cfg Config, st weft.Store, close func() error) (Runner, error) {
 	reg.AddPrompt(&weft.Prompt{Name: "support", ToolDescription: "Order support.", Model: "fake", IncludeChat: true,
 		Prompt: weft.Text(System), Tools: []weft.ToolEntry{{Name: ToolName}}})
 	reg.AddAgent(&weft.Agent{Name: "support", SideA: weft.AgentSide{Prompt: "support"}})
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weftModel(cfg)})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weftModel(cfg), RecordEvents: record})
 	if err != nil {
 		close()
 		return nil, err
@@ -96,6 +102,15 @@ func newWeftSQLite(cfg Config) (Runner, error) {
 		return nil, err
 	}
 	return newWeft(cfg, st, st.Close)
+}
+
+// newWeftSQLiteServed is weft-sqlite-ask recording its events, as a server does.
+func newWeftSQLiteServed(cfg Config) (Runner, error) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(cfg.Dir, "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+	if err != nil {
+		return nil, err
+	}
+	return asking(newWeftEngine(cfg, st, st.Close, true))
 }
 
 func newWeftPostgres(cfg Config) (Runner, error) {
