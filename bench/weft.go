@@ -96,21 +96,21 @@ func asking(r Runner, err error) (Runner, error) {
 	return r, nil
 }
 
-func newWeftSQLite(cfg Config) (Runner, error) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(cfg.Dir, "weft.db"), sqlite.Options{Key: make([]byte, 32)})
-	if err != nil {
-		return nil, err
-	}
-	return newWeft(cfg, st, st.Close)
-}
+func newWeftSQLite(cfg Config) (Runner, error) { return newWeftSQLiteRecording(cfg, false) }
 
 // newWeftSQLiteServed is weft-sqlite-ask recording its events, as a server does.
 func newWeftSQLiteServed(cfg Config) (Runner, error) {
+	return asking(newWeftSQLiteRecording(cfg, true))
+}
+
+// newWeftSQLiteRecording is Weft on a SQLite file in cfg.Dir, recording its events when record is
+// set (newWeftEngine).
+func newWeftSQLiteRecording(cfg Config, record bool) (Runner, error) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(cfg.Dir, "weft.db"), sqlite.Options{Key: make([]byte, 32)})
 	if err != nil {
 		return nil, err
 	}
-	return asking(newWeftEngine(cfg, st, st.Close, true))
+	return newWeftEngine(cfg, st, st.Close, record)
 }
 
 func newWeftPostgres(cfg Config) (Runner, error) {

@@ -175,7 +175,7 @@ func (r *docReader) json(v string, dst any) {
 	}
 }
 
-// --- messages: columns thread_id, seq, id, role, silent, depth; every field in doc ---
+// --- messages: columns thread_num, seq, id, role, silent, depth; every field in doc ---
 
 const (
 	mSide = iota + 1
@@ -469,7 +469,7 @@ func decodeQueued(doc string, q *weft.QueuedMessage) error {
 	return r.err
 }
 
-// --- tool calls: columns thread_id, call_id, seq, status; the rest in doc ---
+// --- tool calls: columns thread_num, call_id, seq, status; the rest in doc ---
 
 const (
 	cMessageID = iota + 1
@@ -526,7 +526,7 @@ func decodeCall(doc string, c *weft.ToolCallRecord) error {
 	return r.err
 }
 
-// --- logs: columns thread_id, id, n, depth, request_body, response_body; the rest in doc ---
+// --- logs: columns thread_num, id, n, depth, request_body, response_body; the rest in doc ---
 
 const (
 	lRunID = iota + 1

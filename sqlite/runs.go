@@ -85,7 +85,7 @@ type pushed struct {
 // leaves l as it wrote it. It runs in the write transaction that read l. p, when set, is the
 // message BeginRun queues: its row and the queue counter are written with the lease, or alone when
 // the lease is held elsewhere; p.inbox is cleared unless the message went to the thread row.
-func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID string, rowid *int64, node string, ttl time.Duration, p *pushed) (weft.Fence, error) {
+func (l *lease) take(ctx context.Context, s *Store, w *writer, threadID string, rowid int64, node string, ttl time.Duration, p *pushed) (weft.Fence, error) {
 	now := s.now()
 	held := l.owner != "" && now.UnixNano() < l.expires
 	if p != nil && (held || !p.inbox) {
@@ -131,8 +131,7 @@ func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl tim
 			return s.noThread(threadID, err)
 		}
 		var err error
-		var rowid int64 // not known: by id
-		f, err = l.take(ctx, s, w, threadID, &rowid, node, ttl, nil)
+		f, err = l.take(ctx, s, w, threadID, 0, node, ttl, nil) // the number not known: by id
 		return err
 	})
 	if err != nil {
@@ -220,7 +219,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 			c.queueSeq = push.Seq
 			p = &pushed{seq: push.Seq, doc: doc, inbox: c.inbox == "" && sets.queue == ""}
 		}
-		if f, err = l.take(ctx, s, w, threadID, &c.rowid, node, ttl, p); err != nil {
+		if f, err = l.take(ctx, s, w, threadID, c.rowid, node, ttl, p); err != nil {
 			if push != nil && errors.Is(err, weft.ErrLeaseHeld) {
 				held = err
 				return nil

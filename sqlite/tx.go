@@ -303,7 +303,7 @@ func (t *tx) flush() error {
 		return nil
 	}
 	args = append(args, t.idArg)
-	if _, err := t.w.updateThread(t.ctx, qUpdateThread[mask], &t.rowid, args...); err != nil {
+	if _, err := t.w.updateThread(t.ctx, qUpdateThread[mask], t.rowid, args...); err != nil {
 		return t.fail("update thread", err)
 	}
 	return nil

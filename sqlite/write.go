@@ -147,14 +147,14 @@ func (w *writer) exec(ctx context.Context, q string, args ...any) (driver.Result
 }
 
 // updateThread runs q, a write of one thread's row ending "WHERE id = ?" whose last argument is
-// the id, finding the row by its number (threads.num, its rowid) when that is known (*rowid not
+// the id, finding the row by its number (threads.num, its rowid) when that is known (rowid not
 // 0): as "WHERE rowid = ? AND id = ?", one seek where the id's index takes several thousand
 // instructions more (bench/cmd/layouts). A number that finds no row with the id is not expected
 // (the kept rows go when another connection writes or a thread is deleted): q then runs by the id,
 // and when that finds the row, the number was another thread's, which the Tx's messages, calls and
 // logs may have been written under (migration 0012): an error, so that the Tx rolls back.
-func (w *writer) updateThread(ctx context.Context, q string, rowid *int64, args ...any) (driver.Result, error) {
-	if *rowid == 0 {
+func (w *writer) updateThread(ctx context.Context, q string, rowid int64, args ...any) (driver.Result, error) {
+	if rowid == 0 {
 		return w.exec(ctx, q, args...)
 	}
 	byRowid, ok := w.byRowid[q]
@@ -168,7 +168,7 @@ func (w *writer) updateThread(ctx context.Context, q string, rowid *int64, args 
 	}
 	var buf [16]any
 	n := len(args) - 1
-	res, err := w.exec(ctx, byRowid, append(append(append(buf[:0], args[:n]...), *rowid), args[n])...)
+	res, err := w.exec(ctx, byRowid, append(append(append(buf[:0], args[:n]...), rowid), args[n])...)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (w *writer) updateThread(ctx context.Context, q string, rowid *int64, args 
 		return nil, err
 	}
 	if changed, err := res.RowsAffected(); err != nil || changed != 0 {
-		return nil, fmt.Errorf("sqlite: thread %v: the writer kept number %d for it, which is not its row's", args[n], *rowid)
+		return nil, fmt.Errorf("sqlite: thread %v: the writer kept number %d for it, which is not its row's", args[n], rowid)
 	}
 	return res, nil // no such thread (deleted)
 }
