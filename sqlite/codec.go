@@ -840,3 +840,69 @@ func decodeEnv(doc string) (envRow, error) {
 	}
 	return e, r.err
 }
+
+// --- events: a row of several events (type NULL) packs them in data, one evRecord field each ---
+
+const (
+	evRecord = iota + 1 // repeated, nested
+)
+
+const (
+	evType = iota + 1
+	evData
+	evCreatedAt
+)
+
+// eventsDoc packs events, each as one evRecord field.
+func eventsDoc(evs []weft.EventRecord) []byte {
+	size := 0
+	for i := range evs {
+		size += 32 + len(evs[i].Type) + len(evs[i].Data)
+	}
+	w := docWriter{b: make([]byte, 0, size)}
+	var sub docWriter
+	for i := range evs {
+		e := &evs[i]
+		sub.b = sub.b[:0]
+		sub.str(evType, e.Type)
+		sub.bytes(evData, e.Data)
+		sub.time(evCreatedAt, e.CreatedAt)
+		w.b = appendField(w.b, evRecord, sub.b)
+	}
+	return w.b
+}
+
+// decodeEvents appends the events packed in doc, numbered so that the last is last, to out.
+func decodeEvents(doc string, last int64, threadID string, out []weft.EventRecord) ([]weft.EventRecord, error) {
+	from := len(out)
+	r := docReader{s: doc}
+	for tag, v, ok := r.next(); ok; tag, v, ok = r.next() {
+		if tag != evRecord {
+			continue
+		}
+		e := weft.EventRecord{ThreadID: threadID}
+		er := docReader{s: v}
+		for tag, v, ok := er.next(); ok; tag, v, ok = er.next() {
+			switch tag {
+			case evType:
+				e.Type = v
+			case evData:
+				e.Data = json.RawMessage(v)
+			case evCreatedAt:
+				e.CreatedAt = er.time(v)
+			}
+		}
+		if er.err != nil {
+			return out[:from], er.err
+		}
+		out = append(out, e)
+	}
+	n := int64(len(out) - from)
+	if r.err != nil || n == 0 || last < n {
+		return out[:from], errBadDoc
+	}
+	for i := range out[from:] {
+		out[from+i].Seq = last - n + 1 + int64(i)
+	}
+	return out, nil
+}

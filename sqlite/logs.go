@@ -19,9 +19,11 @@ const (
 	// (bodies.go).
 	qPutLog = `INSERT INTO logs (thread_num, id, n, depth, doc, request_base, request_prefix, request_body, response_body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_num, id) DO NOTHING`
-	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?`
-	qAddEvent   = `INSERT INTO events (thread_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
-	qPruneEvent = `DELETE FROM events WHERE thread_id = ? AND seq <= ?`
+	// A row of events holds one (type is its type) or several, packed (type is NULL; data is
+	// eventsDoc's, seq the last one's).
+	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_num = ?`
+	qAddEvent   = `INSERT INTO events (thread_num, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
+	qPruneEvent = `DELETE FROM events WHERE thread_num = ? AND seq <= ?`
 )
 
 func scanLog(sc scanner, threadID string) (weft.LogEntry, error) {
@@ -133,24 +135,43 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 	if err := s.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
 		return nil, s.noThread(threadID, err)
 	}
-	rows, err := s.query(ctx, `SELECT seq, type, data, created_at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	// Each row holds at least one event after the seq: limit rows hold all that is asked for.
+	rows, err := s.query(ctx, `SELECT seq, type, data, created_at FROM events WHERE thread_num = `+numOf1+` AND seq > ?2 ORDER BY seq LIMIT ?3`,
 		threadID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
 	}
 	defer rows.Close()
 	out := []weft.EventRecord{}
-	for rows.Next() {
-		e := weft.EventRecord{ThreadID: threadID}
+	for rows.Next() && len(out) < limit {
+		var seq, at int64
+		var typ sql.NullString
 		var data []byte
-		var at int64
-		if err := rows.Scan(&e.Seq, &e.Type, &data, &at); err != nil {
+		if err := rows.Scan(&seq, &typ, &data, &at); err != nil {
 			return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
 		}
-		e.Data, e.CreatedAt = data, fromNanos(at)
-		out = append(out, e)
+		if typ.Valid {
+			out = append(out, weft.EventRecord{ThreadID: threadID, Seq: seq, Type: typ.String, Data: data, CreatedAt: fromNanos(at)})
+			continue
+		}
+		from := len(out)
+		if out, err = decodeEvents(string(data), seq, threadID, out); err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: events up to %d: %w", threadID, seq, err)
+		}
+		// The row's first events may be at or before the seq asked after.
+		skip := 0
+		for from+skip < len(out) && out[from+skip].Seq <= after {
+			skip++
+		}
+		out = append(out[:from], out[from+skip:]...)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
@@ -289,18 +310,20 @@ func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 	return err
 }
 
-// AppendEvents numbers and inserts events after the thread's last one; every 1,024th event prunes
-// those beyond weft.EventWindow.
+// AppendEvents numbers the events after the thread's last one and inserts them in one row: a lone
+// event as itself, several packed (eventsDoc), so that a transaction's events cost one insert. An
+// insert that passes a multiple of 1,024 prunes the rows beyond weft.EventWindow.
 func (t *tx) AppendEvents(evs []weft.EventRecord) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	if t.eventSeq < 0 {
 		t.w.rows.eventSeqReads++
-		if err := t.w.row(t.ctx, qEventSeq, []any{&t.eventSeq}, t.id); err != nil {
+		if err := t.w.row(t.ctx, qEventSeq, []any{&t.eventSeq}, t.numArg); err != nil {
 			return t.fail("event seq", err)
 		}
 	}
+	first := t.eventSeq + 1
 	for i := range evs {
 		e := &evs[i]
 		t.eventSeq++
@@ -308,17 +331,23 @@ func (t *tx) AppendEvents(evs []weft.EventRecord) error {
 		if e.CreatedAt.IsZero() {
 			e.CreatedAt = t.clock()
 		}
-		data := e.Data
-		if data == nil {
-			data = json.RawMessage("null")
+		if len(e.Data) == 0 {
+			e.Data = json.RawMessage("null")
 		}
-		if _, err := t.w.exec(t.ctx, qAddEvent, t.id, e.Seq, e.Type, []byte(data), nanos(e.CreatedAt)); err != nil {
-			return t.fail("event", err)
-		}
-		if e.Seq%1024 == 0 && e.Seq > weft.EventWindow {
-			if _, err := t.w.exec(t.ctx, qPruneEvent, t.id, e.Seq-weft.EventWindow); err != nil {
-				return t.fail("prune events", err)
-			}
+	}
+	last := &evs[len(evs)-1]
+	var err error
+	if len(evs) == 1 && last.Type != "" {
+		_, err = t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, last.Type, []byte(last.Data), nanos(last.CreatedAt))
+	} else {
+		_, err = t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, nil, eventsDoc(evs), nanos(last.CreatedAt))
+	}
+	if err != nil {
+		return t.fail("event", err)
+	}
+	if last.Seq > weft.EventWindow && (first-1)/1024 != last.Seq/1024 {
+		if _, err := t.w.exec(t.ctx, qPruneEvent, t.numArg, last.Seq-weft.EventWindow); err != nil {
+			return t.fail("prune events", err)
 		}
 	}
 	return nil

@@ -386,7 +386,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		c.maxMsgID, c.maxMsgKnown = kept.maxMsgID, true
 	}
 	if kept.eventSeqKnown {
-		if err := w.row(ctx, qEventSeq, []any{&c.eventSeq}, threadID); err != nil {
+		if err := w.row(ctx, qEventSeq, []any{&c.eventSeq}, c.rowid); err != nil {
 			return err
 		}
 		c.eventSeqKnown = true
