@@ -24,6 +24,8 @@ const (
 	qEventSeq   = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_num = ?`
 	qAddEvent   = `INSERT INTO events (thread_num, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`
 	qPruneEvent = `DELETE FROM events WHERE thread_num = ? AND seq <= ?`
+	// Each row holds at least one event after the seq: limit rows hold all that is asked for.
+	qEvents = `SELECT seq, type, data, created_at FROM events WHERE thread_num = ` + numOf1 + ` AND seq > ?2 ORDER BY seq LIMIT ?3`
 )
 
 func scanLog(sc scanner, threadID string) (weft.LogEntry, error) {
@@ -135,9 +137,7 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 	if err := s.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
 		return nil, s.noThread(threadID, err)
 	}
-	// Each row holds at least one event after the seq: limit rows hold all that is asked for.
-	rows, err := s.query(ctx, `SELECT seq, type, data, created_at FROM events WHERE thread_num = `+numOf1+` AND seq > ?2 ORDER BY seq LIMIT ?3`,
-		threadID, after, limit)
+	rows, err := s.query(ctx, qEvents, threadID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: events: %w", threadID, err)
 	}

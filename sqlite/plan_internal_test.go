@@ -60,15 +60,39 @@ func TestThreadRowPlans(t *testing.T) {
 		{"logs", `SELECT id, doc FROM logs WHERE thread_num = ` + numOf1 + ` AND depth <= ?2 AND n > ?3 ORDER BY n LIMIT ?4 OFFSET ?5`, []any{"thr_x", 0, 0, 10, 0}},
 		{"tool calls", `SELECT call_id FROM tool_calls WHERE thread_num = ` + numOf1 + ` ORDER BY seq`, []any{"thr_x"}},
 		{"the run start", qRunStart, []any{"thr_x"}},
+		{"events", qEvents, []any{"thr_x", 0, 10}},
 	} {
 		got := queryPlan(t, s, c.q, c.args...)
-		for _, table := range []string{"messages", "tool_calls", "logs", "threads"} {
+		for _, table := range []string{"messages", "tool_calls", "logs", "threads", "events"} {
 			if strings.Contains(got, "SCAN "+table) {
 				t.Errorf("%s: plan %q scans %s", c.name, got, table)
 			}
 		}
 		if c.q != qRunStart && !strings.Contains(got, "SEARCH threads USING COVERING INDEX sqlite_autoindex_threads_1 (id=?)") {
 			t.Errorf("%s: plan %q does not find the thread's number by its id", c.name, got)
+		}
+	}
+}
+
+// TestEventPlans: a run's writes of a thread's events and their reads seek the thread's rows
+// through events_seq (migration 0013), whose entries hold the seq: the last seq is read from the
+// index alone.
+func TestEventPlans(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "plan.db"), Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct {
+		name, q, want string
+		args          []any
+	}{
+		{"events", qEvents, "SEARCH events USING INDEX events_seq (thread_num=? AND seq>?)", []any{"thr_x", 0, 10}},
+		{"the last seq", qEventSeq, "SEARCH events USING COVERING INDEX events_seq (thread_num=?)", []any{1}},
+		{"pruning", qPruneEvent, "SEARCH events USING INDEX events_seq (thread_num=? AND seq<?)", []any{1, 5}},
+	} {
+		if got := queryPlan(t, s, c.q, c.args...); !strings.Contains(got, c.want) {
+			t.Errorf("%s: plan %q, want %q", c.name, got, c.want)
 		}
 	}
 }
