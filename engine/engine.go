@@ -572,14 +572,19 @@ func (e *Engine) emitAll(evs []Event) {
 // message event that follows carries whole.
 func transient(typ string) bool { return typ == "message_chunk" || typ == "reasoning_chunk" }
 
-// records encodes events for the event log, and keeps each one's encoding on it (Encoded).
+// records encodes events for the event log, and keeps each one's encoding on it (Encoded). The
+// encodings share one buffer, each capped at its end.
 func records(evs []Event) []weft.EventRecord {
 	out := make([]weft.EventRecord, len(evs))
+	buf := make([]byte, 0, 256*len(evs))
 	for i, ev := range evs {
-		data, err := json.Marshal(ev.Data)
-		if err != nil {
-			data, _ = json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
+		start := len(buf)
+		var err error
+		if buf, err = AppendPayloadJSON(buf, ev.Data); err != nil {
+			buf = buf[:start]
+			buf, _ = appendMarshalled(buf, map[string]any{"error": "unencodable payload: " + err.Error()})
 		}
+		data := buf[start:len(buf):len(buf)]
 		out[i] = weft.EventRecord{Type: ev.Type, Data: data}
 		evs[i].Encoded = data
 	}

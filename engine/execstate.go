@@ -180,16 +180,3 @@ func appendIntField(b []byte, key string, v int64) []byte {
 	}
 	return strconv.AppendInt(append(b, key...), v, 10)
 }
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}

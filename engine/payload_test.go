@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -56,6 +57,9 @@ func TestPayloadJSON(t *testing.T) {
 			if tc.want != "" && string(b) != tc.want {
 				t.Errorf("marshalled %s\nwant       %s", b, tc.want)
 			}
+			if fast, err := engine.AppendPayloadJSON([]byte("x"), tc.p); err != nil || string(fast) != "x"+string(b) {
+				t.Errorf("AppendPayloadJSON wrote %s, %v\njson.Marshal       %s", fast, err, b)
+			}
 			back, err := engine.DecodePayload(tc.typ, b)
 			if err != nil {
 				t.Fatal(err)
@@ -73,6 +77,70 @@ func TestPayloadJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAppendPayloadJSON: the payloads AppendPayloadJSON writes field by field come out as
+// json.Marshal writes them, whatever their strings, times, calls, attachments and metadata hold.
+func TestAppendPayloadJSON(t *testing.T) {
+	cost, tiny, huge := 0.000123, 1e-7, 3e21
+	tricky := "a<b>&c \"q\" \\ \b\f\n\r\t\x00\x1f\x7f é 日本 \u2028\u2029 \xff\xfe bad \xed\xa0\x80 surrogate 🙂"
+	at := time.Date(2026, 11, 28, 7, 0, 0, 120000000, time.FixedZone("x", 5*3600+1800))
+	cases := []engine.Payload{
+		engine.MessageData{},
+		engine.MessageData{Message: weft.Message{ID: "msg_1", ThreadID: "thr_1", Seq: 7, Role: weft.RoleAssistant, Side: weft.SideA,
+			Content: tricky, Name: tricky, ToolCalls: []weft.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"order_id":42}`}, {ID: tricky}},
+			ToolCallID: "c0", ToolStatus: weft.ToolError, Status: weft.MessageCompleted, Silent: true, Depth: 2, ParentID: "p",
+			Prompt: "support", Reasoning: tricky, Attachments: []weft.Attachment{{ID: "a1", Path: "/attachments/x.png", Size: 3}},
+			LogID: "log_1", RunID: "run_1", Metadata: map[string]any{"z": 1, "a": []any{"<", 2.5}, "raw": json.RawMessage(`{"k": true}`)},
+			CreatedAt: at}},
+		engine.MessageData{Message: weft.Message{Content: "x", CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		engine.MessageData{Message: weft.Message{Content: "x", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 25*3600))}},
+		engine.MessageData{Message: weft.Message{Metadata: map[string]any{"bad": make(chan int)}}},
+		engine.RunStopped{Error: tricky, Reason: weft.StopStepError, LastLineRedactions: -3, Seq: 1 << 40, Steps: -1},
+		engine.ModelResponse{CostTotal: &cost, Error: tricky, Status: "ok"},
+		engine.ModelResponse{CostTotal: &tiny, Status: "ok"},
+		engine.ModelResponse{CostTotal: &huge, Status: "ok"},
+		engine.ModelResponse{Status: "error", Error: tricky, InputTokens: 5},
+		engine.Chunk{Delta: tricky},
+		engine.ToolCompleted{CallID: tricky, Status: weft.ToolSuccess},
+		engine.Fields{"b": tricky, "a": nil},
+		nil,
+	}
+	for i, p := range cases {
+		want, wantErr := json.Marshal(p)
+		got, err := engine.AppendPayloadJSON(nil, p)
+		if (err != nil) != (wantErr != nil) || (err == nil && string(got) != string(want)) {
+			t.Errorf("case %d (%T): wrote\n%s, %v\njson.Marshal\n%s, %v", i, p, got, err, want, wantErr)
+		}
+	}
+}
+
+// FuzzAppendPayloadJSON: whatever the strings and numbers, AppendPayloadJSON writes what
+// json.Marshal writes.
+func FuzzAppendPayloadJSON(f *testing.F) {
+	f.Add("hello", "<&>", int64(1), int64(1764313200123456789), true)
+	f.Add("\xff\u2028\x00", "", int64(-1), int64(0), false)
+	f.Fuzz(func(t *testing.T, s1, s2 string, n, nanos int64, silent bool) {
+		for _, p := range []engine.Payload{
+			engine.MessageData{Message: weft.Message{ID: s1, ThreadID: s2, Seq: n, Role: weft.Role(s2), Side: weft.Side(s1), Content: s1,
+				Name: s2, ToolCalls: []weft.ToolCall{{ID: s1, Name: s2, Arguments: s1 + s2}}, ToolCallID: s2, ToolStatus: weft.ToolStatus(s1),
+				Status: weft.MessageStatus(s2), Silent: silent, Depth: int(n), ParentID: s1, Prompt: s2, Reasoning: s1, LogID: s2, RunID: s1,
+				CreatedAt: time.Unix(0, nanos).UTC()}},
+			engine.RunStarted{RunID: s1, Side: weft.Side(s2), Trigger: s1},
+			engine.RunStopped{Error: s1, LastLineRedactions: int(n), Reason: weft.StopReason(s2), RunID: s2, Seq: int(nanos), Side: weft.Side(s1), Steps: int(n)},
+			engine.StepCompleted{Depth: int(n), Prompt: s1, RunID: s2, Side: weft.Side(s1), Step: int(nanos), ToolCalls: int(n)},
+			engine.ModelRequest{Attempt: int(n), LogID: s1, Model: s2, Provider: s1},
+			engine.ModelResponse{Error: s1, InputTokens: int(n), LatencyMS: nanos, LogID: s2, Status: s2},
+			engine.ToolStarted{CallID: s1, Depth: int(n), Name: s2},
+			engine.Chunk{Delta: s1 + s2, Depth: int(n), MessageID: s2},
+		} {
+			want, wantErr := json.Marshal(p)
+			got, err := engine.AppendPayloadJSON(nil, p)
+			if (err != nil) != (wantErr != nil) || (err == nil && string(got) != string(want)) {
+				t.Fatalf("%T: wrote\n%s, %v\njson.Marshal\n%s, %v", p, got, err, want, wantErr)
+			}
+		}
+	})
 }
 
 // TestDecodePayloadFallback: a payload its type cannot hold, and an event type without a payload

@@ -76,7 +76,7 @@ func frame(ev engine.Event) []byte { return appendPayload(nil, ev) }
 func appendPayload(b []byte, ev engine.Event) []byte {
 	raw, overlap := ev.Encoded, overlaps(ev.Data)
 	if len(raw) == 0 && ev.Data != nil && !overlap {
-		raw, _ = json.Marshal(ev.Data)
+		raw, _ = engine.AppendPayloadJSON(nil, ev.Data)
 	}
 	if len(raw) >= 2 && raw[0] == '{' && !overlap {
 		// The payload as the event log holds it (or as it encodes), behind the event's own fields.
