@@ -67,7 +67,7 @@ func (j *journal) release(tx weft.Tx) error {
 // txDrain is tx, without the lease's bookkeeping; it notes the queue seq the transaction saw.
 func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	cur := &j.cur
-	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0]}
+	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0], staged: cur.staged[:0]}
 	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)
 	// Taken out of cur while published: a subscriber's callback cannot reach this journal, but
 	// if it did, its transaction would not write into the events being published.
@@ -76,7 +76,7 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	if err == nil && len(w.pending) > 0 {
 		// Published in commit order; events emitted meanwhile wait for the next transaction.
 		j.outboxMu.Lock()
-		j.outbox = append(j.outbox[:0], j.outbox[len(w.pending):]...)
+		j.outbox = append(j.outbox[:0], j.outbox[len(w.pending)-len(w.staged):]...)
 		j.outboxMu.Unlock()
 		for i := range w.pending {
 			w.pending[i].Seq = w.recs[i].Seq
@@ -84,7 +84,8 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 		j.e.emitAll(w.pending)
 		clear(w.pending) // the subscribers have their copies
 	}
-	cur.pending = w.pending[:0] // reused by the next transaction
+	clear(w.staged)
+	cur.pending, cur.staged = w.pending[:0], w.staged[:0] // reused by the next transaction
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +100,17 @@ type txWork struct {
 	fn       func(weft.Tx) error
 	drained  []*weft.Message
 	queueSeq int64
-	pending  []Event            // the outbox's events the transaction records
+	pending  []Event            // the events the transaction records: the outbox's, then staged
 	recs     []weft.EventRecord // their records, numbered by the store
+	// staged holds the events fn emitted for this run of the body only (stage), recorded after
+	// the outbox's and dropped with a run that fails.
+	staged []Event
 }
 
 // txBody is the body of txDrain's transaction.
 func (j *journal) txBody(tx weft.Tx) error {
 	cur := &j.cur
+	cur.staged = cur.staged[:0]
 	if drained := cur.drained; len(drained) > 0 {
 		if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
 			return err
@@ -127,6 +132,7 @@ func (j *journal) txBody(tx weft.Tx) error {
 	j.outboxMu.Lock()
 	cur.pending = append(cur.pending[:0], j.outbox...)
 	j.outboxMu.Unlock()
+	cur.pending = append(cur.pending, cur.staged...)
 	if len(cur.pending) > 0 {
 		cur.recs = records(cur.pending)
 		if err := tx.AppendEvents(cur.recs); err != nil {
@@ -150,6 +156,21 @@ func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
 	}
 	j.saved = enc
 	return drained, nil
+}
+
+// stage records an event in the transaction under way, after the outbox's: called from its
+// function, which may run more than once, each run staging its own.
+func (j *journal) stage(ev Event) {
+	j.cur.staged = append(j.cur.staged, ev)
+}
+
+// takeOutbox empties the outbox and returns what it held.
+func (j *journal) takeOutbox() []Event {
+	j.outboxMu.Lock()
+	defer j.outboxMu.Unlock()
+	evs := j.outbox
+	j.outbox = nil
+	return evs
 }
 
 // record queues an event for the next transaction.

@@ -571,8 +571,13 @@ func (r *run) stored(drained []*weft.Message) {
 	}
 }
 
+// event is an event of the run's thread.
+func (r *run) event(typ string, data Payload) Event {
+	return Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
+}
+
 func (r *run) emit(typ string, data Payload) {
-	ev := Event{Type: typ, ThreadID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID), Data: data}
+	ev := r.event(typ, data)
 	if r.e.opt.RecordEvents && !transient(typ) {
 		// Recorded by the run's next transaction (or flush), published once it commits.
 		r.journal.record(ev)
@@ -591,14 +596,42 @@ func (r *run) flushEvents() error {
 }
 
 // finishEvents ends a run that records events: its last transaction records the events still
-// waiting and releases the lease (persistStop leaves the release to it).
+// waiting and releases the lease, unless the stop's did (endRecorded). Events emitted after that
+// one (a tool's goroutine may still emit) are recorded outside the run.
 func (r *run) finishEvents() {
-	if !r.e.opt.RecordEvents || r.journal.released {
+	if !r.e.opt.RecordEvents {
+		return
+	}
+	if r.journal.released {
+		for _, ev := range r.journal.takeOutbox() {
+			r.e.emitOutside(r.journal.ctx, ev)
+		}
 		return
 	}
 	if err := r.tx(r.journal.release); err != nil {
 		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
 	}
+}
+
+// endRecorded reports that the transaction that stored the stop recorded the run's last events
+// (its rows' messages and run_stopped) and released the lease (persistStop with last).
+func (r *run) endRecorded() bool { return r.e.opt.RecordEvents && r.journal.released }
+
+// stopIsLast reports whether a stop's transaction can be the run's last one when the run records
+// its events: nothing the run does after it writes or emits, which hooks after the stop, and
+// after_create_message hooks on rows the stop stores (of scope s, when not nil), could.
+func (r *run) stopIsLast(s *scope) bool {
+	if !r.e.opt.RecordEvents || !r.e.observed() || len(r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped)) > 0 {
+		return false
+	}
+	if s == nil {
+		return true
+	}
+	ids := r.agent.Hooks
+	if s.prompt.Hooks != nil {
+		ids = s.prompt.Hooks
+	}
+	return len(r.e.hooksFor(ids, weft.HookAfterCreateMessage)) == 0
 }
 
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
@@ -845,9 +878,13 @@ func (r *run) emitMessage(m weft.Message) {
 		return
 	}
 	m.Content = r.red.String(m.Content)
-	if r.e.observed() {
-		r.emit("message", MessageData{Message: m})
-	}
+	r.emit("message", MessageData{Message: m})
+}
+
+// messageEvent is the message event of a row the run stored, as emitMessage emits it.
+func (r *run) messageEvent(m weft.Message) Event {
+	m.Content = r.red.String(m.Content)
+	return r.event("message", MessageData{Message: m})
 }
 
 // fail stops the run with step_error.
@@ -891,21 +928,26 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	var err error
 	if r.finished != reason || reason == "" {
 		// (The final step of a turn persists its stop together with its reply.)
+		last := r.stopIsLast(nil)
 		err = r.tx(func(tx weft.Tx) error {
+			var rows []*weft.Message
 			if reason == weft.StopAbortedByUser {
 				var err error
 				if notice, err = r.stopRows(tx); err != nil {
 					return err
 				}
+				rows = append(rows, notice)
 			}
-			_, err := r.persistStop(tx, status, reason)
+			_, err := r.persistStop(tx, status, reason, text, last, rows...)
 			return err
 		})
 	}
 	info.Seq = r.state.Stops
 	if notice != nil && err == nil {
 		r.addRow(*notice)
-		r.emitMessage(*notice)
+		if !r.endRecorded() {
+			r.emitMessage(*notice)
+		}
 	}
 	if r.e.watches.n.Load() > 0 {
 		var reply *weft.Message
@@ -914,9 +956,8 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		}
 		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
 	}
-	if r.e.observed() {
-		r.emit("run_stopped", RunStopped{RunID: r.id, Reason: reason, Side: info.Side, Error: text, Steps: info.Steps, Seq: info.Seq,
-			LastLineRedactions: r.lastLine})
+	if r.e.observed() && !r.endRecorded() {
+		r.emit("run_stopped", r.runStopped(reason, text))
 	}
 	r.runStoppedHooks(info)
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
@@ -933,8 +974,10 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 }
 
 // persistStop writes a stop: thread status and reason, run state (returned as written), and the
-// lease's release.
-func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason) ([]byte, error) {
+// lease's release. A run that records its events releases the lease in the transaction that
+// records its last ones: this one when it is the run's last (last, from stopIsLast), which then
+// records the message events of rows, the rows it stores, and run_stopped; else finishEvents'.
+func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
 	now := r.now()
 	if !r.stopCounted {
 		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
@@ -949,9 +992,21 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		return nil, err
 	}
 	if r.e.opt.RecordEvents {
-		return state, nil // the run's last transaction, with its last events, releases it
+		if !last {
+			return state, nil
+		}
+		for _, m := range rows {
+			r.journal.stage(r.messageEvent(*m))
+		}
+		r.journal.stage(r.event("run_stopped", r.runStopped(reason, text)))
 	}
 	return state, r.journal.release(tx)
+}
+
+// runStopped is the payload of the run's run_stopped event.
+func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
+	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
+		LastLineRedactions: r.lastLine}
 }
 
 // stopRows answers unanswered calls, fails the pending message and stores the stop notice.

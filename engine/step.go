@@ -289,6 +289,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	var finalState []byte
 	prev := r.state
+	last := final != "" && r.stopIsLast(s)
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
 		r.state.completeTurn(s.side, 0)
@@ -338,7 +339,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		}
 		if final != "" {
 			var err error
-			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final)
+			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, msg)
 			return err
 		}
 		return tx.SetExecState(execKey, state)
@@ -360,7 +361,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.afterInsert(s, emptyResult)
 	}
 	r.addRow(*msg)
-	r.emitMessage(*msg)
+	if !r.endRecorded() { // else the transaction recorded it, with the run's end
+		r.emitMessage(*msg)
+	}
 	for _, tm := range provided {
 		r.afterInsert(s, tm)
 		r.addRow(*tm)

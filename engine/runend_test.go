@@ -1,0 +1,188 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/sqlite"
+)
+
+// txLog is a store that notes what each fenced transaction it commits does: stores a stop,
+// appends events, releases the lease.
+type txLog struct {
+	weft.Store
+	mu  sync.Mutex
+	txs []txNote
+}
+
+type txNote struct {
+	stop     bool
+	events   []string
+	released bool
+}
+
+type notingTx struct {
+	weft.Tx
+	note *txNote
+}
+
+func (t notingTx) UpdateThread(p weft.ThreadPatch) error {
+	if p.StopReason != nil {
+		t.note.stop = true
+	}
+	return t.Tx.UpdateThread(p)
+}
+
+func (t notingTx) AppendEvents(evs []weft.EventRecord) error {
+	for _, e := range evs {
+		t.note.events = append(t.note.events, e.Type)
+	}
+	return t.Tx.AppendEvents(evs)
+}
+
+func (t notingTx) ReleaseLease() error {
+	t.note.released = true
+	return t.Tx.ReleaseLease()
+}
+
+func (s *txLog) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	if f == nil {
+		return s.Store.Tx(ctx, id, f, fn)
+	}
+	var note txNote
+	err := s.Store.Tx(ctx, id, f, func(tx weft.Tx) error {
+		note = txNote{}
+		return fn(notingTx{Tx: tx, note: &note})
+	})
+	if err == nil {
+		s.mu.Lock()
+		s.txs = append(s.txs, note)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// TestRunEndInStopTx: a run that records its events records its last ones (its reply's message
+// and run_stopped) and releases its lease in the transaction that stores its stop, a commit less
+// a run, unless a hook can still write or emit after the stop (after_run_stopped, or
+// after_create_message on the reply); then a transaction of its own follows the hooks. Either
+// way the log holds the same events, in order, the subscriber saw them all, and the thread runs
+// again.
+func TestRunEndInStopTx(t *testing.T) {
+	failing := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Message: "bad request"}
+	})
+	for _, tc := range []struct {
+		name   string
+		hook   *weft.Hook
+		model  weft.Provider
+		inStop bool
+		stop   weft.StopReason
+	}{
+		{name: "no hooks", model: lookupModel, inStop: true, stop: weft.StopOnResponse},
+		{name: "a failed step", model: failing, inStop: true, stop: weft.StopStepError},
+		{name: "after_run_stopped", model: lookupModel, stop: weft.StopOnResponse,
+			hook: &weft.Hook{ID: "h", Point: weft.HookAfterRunStopped, Fn: weft.RunStoppedFunc(func(ctx context.Context, st weft.State, info weft.StopInfo) error {
+				return st.SetValue(ctx, "hook", string(info.Reason))
+			})}},
+		{name: "after_create_message", model: lookupModel, stop: weft.StopOnResponse,
+			hook: &weft.Hook{ID: "h", Point: weft.HookAfterCreateMessage, Fn: weft.MessageFunc(func(ctx context.Context, st weft.State, m weft.Message) error {
+				if m.Role != weft.RoleAssistant || len(m.ToolCalls) > 0 {
+					return nil
+				}
+				return st.SetValue(ctx, "hook", "reply")
+			})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			st := &txLog{Store: db}
+			reg := lookupRegistry()
+			if tc.hook != nil {
+				reg.AddHook(tc.hook)
+				a, _ := reg.Agent("assistant")
+				a.Hooks = []string{tc.hook.ID}
+			}
+			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: tc.model, RecordEvents: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := collect(ctx, eng, th.ID, 1, -1)
+			res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}})
+			if err != nil || res.Last().Reason != tc.stop {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			got := describe(<-live)
+
+			st.mu.Lock()
+			txs := slices.Clone(st.txs)
+			st.mu.Unlock()
+			stopAt := slices.IndexFunc(txs, func(n txNote) bool { return n.stop })
+			if stopAt < 0 {
+				t.Fatalf("no transaction stored the stop: %+v", txs)
+			}
+			last := txs[len(txs)-1]
+			if !last.released || !slices.Contains(last.events, "run_stopped") {
+				t.Errorf("the run's last transaction %+v does not record run_stopped and release the lease", last)
+			}
+			if inStop := stopAt == len(txs)-1; inStop != tc.inStop {
+				t.Errorf("the stop's transaction is the run's last: %v, want %v (%+v)", inStop, tc.inStop, txs)
+			}
+			if tc.inStop && tc.stop == weft.StopOnResponse && strings.Join(last.events, ",") != "llm_response,message,run_stopped" {
+				t.Errorf("the stop's transaction recorded %v", last.events)
+			}
+			for i, n := range txs[:len(txs)-1] {
+				if n.released || slices.Contains(n.events, "run_stopped") {
+					t.Errorf("transaction %d of %d %+v", i+1, len(txs), n)
+				}
+			}
+
+			recs, err := st.Events(ctx, th.ID, 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for _, r := range recs {
+				if stored = append(stored, r.Type); r.Type == "run_stopped" {
+					break // (after_run_stopped's writes follow it)
+				}
+			}
+			var gotTypes []string
+			for _, g := range got {
+				gotTypes = append(gotTypes, g[strings.Index(g, ":")+1:])
+			}
+			if strings.Join(gotTypes, " ") != strings.Join(stored, " ") || stored[len(stored)-1] != "run_stopped" {
+				t.Errorf("the subscriber saw\n%v\nthe log holds\n%v", gotTypes, stored)
+			}
+			if tc.hook != nil {
+				state, err := eng.State(ctx, th.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v string
+				if ok, err := state.GetValue(ctx, "hook", &v); !ok || err != nil {
+					t.Errorf("the hook's write is not there: %v", err)
+				}
+			}
+			// The lease is free: the thread runs again.
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "And order 43?"}}); err != nil && !errors.Is(err, weft.ErrLeaseLost) {
+				t.Fatal(err)
+			}
+		})
+	}
+}
