@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
 // AppendPayloadJSON appends a payload's JSON to b, byte for byte what json.Marshal writes. The
@@ -85,6 +85,9 @@ func AppendPayloadJSON(b []byte, p Payload) ([]byte, error) {
 	}
 	return appendMarshalled(b, p)
 }
+
+// appendJSONString appends s quoted as json.Marshal quotes it.
+func appendJSONString(b []byte, s string) []byte { return jsonstr.AppendHTMLSafe(b, s) }
 
 func appendMarshalled(b []byte, v any) ([]byte, error) {
 	enc, err := json.Marshal(v)
@@ -212,60 +215,4 @@ func appendOptString(b []byte, key, s string) []byte {
 func appendJSONInt(b []byte, key string, n int64) []byte {
 	b = append(b, key...)
 	return strconv.AppendInt(b, n, 10)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as json.Marshal quotes it: HTML's <, > and & escaped, invalid
-// UTF-8 replaced by U+FFFD, and U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

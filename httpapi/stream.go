@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
 // streamFilter is what a stream's query asks to see.
@@ -82,9 +83,9 @@ func appendPayload(b []byte, ev engine.Event) []byte {
 		// The payload as the event log holds it (or as it encodes), behind the event's own fields.
 		b = slices.Grow(b, len(raw)+len(ev.Type)+len(ev.ThreadID)+48)
 		b = append(b, `{"type":`...)
-		b = appendJSONString(b, ev.Type)
+		b = jsonstr.AppendHTMLSafe(b, ev.Type)
 		b = append(b, `,"thread_id":`...)
-		b = appendJSONString(b, ev.ThreadID)
+		b = jsonstr.AppendHTMLSafe(b, ev.ThreadID)
 		if seq := seqOf(ev); seq > 0 {
 			b = append(b, `,"seq":`...)
 			b = strconv.AppendInt(b, seq, 10)
@@ -102,20 +103,6 @@ func appendPayload(b []byte, ev engine.Event) []byte {
 	}
 	enc, _ := json.Marshal(m)
 	return append(b, enc...)
-}
-
-// appendJSONString appends s as a JSON string: as it is between quotes when it holds only
-// printable ASCII that needs no escape (event types and ids), else through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // fieldsOf returns a copy of an event's payload as a map of its JSON fields.

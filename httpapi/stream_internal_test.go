@@ -94,15 +94,6 @@ func TestStreamFilterKeep(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "run_stopped", "thr_01m8c8", "a\"b", `back\slash`, "<tag>&", "tab\there", "é ünïcode", "\u2028", "\x7f"} {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("%q: %s, want %s", s, got, want)
-		}
-	}
-}
-
 // TestHubDropsASlowFeed: a feed that falls more than hubBuffer behind is dropped, gives what it
 // buffered and then ErrSlowSubscriber, while the other feed keeps every event.
 func TestHubDropsASlowFeed(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
 const (
@@ -507,7 +508,7 @@ func (p *parser) appendJSON(b []byte, n *yaml.Node, depth int) ([]byte, string) 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, key)
+			b = jsonstr.Append(b, key)
 			b = append(b, ':')
 			var err string
 			if b, err = p.appendJSON(b, n.Content[i+1], depth+1); err != "" {
@@ -555,7 +556,7 @@ func (p *parser) appendJSON(b []byte, n *yaml.Node, depth int) ([]byte, string) 
 			}
 			return strconv.AppendFloat(b, f, 'g', -1, 64), ""
 		default:
-			return appendJSONString(b, n.Value), ""
+			return jsonstr.Append(b, n.Value), ""
 		}
 	}
 	return b, "unsupported YAML node"
@@ -568,41 +569,6 @@ func isJSONNumber(s string) bool {
 	}
 	var v any
 	return json.Unmarshal([]byte(s), &v) == nil
-}
-
-// appendJSONString writes s as a JSON string without HTML escaping; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 func (p *parser) errorSpec(n *yaml.Node) *ErrorSpec {

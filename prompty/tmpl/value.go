@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
 // Thread is the input value of a `kind: thread` input: a point in the prompt rather than text.
@@ -435,7 +437,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 	case nil, undefined:
 		return append(b, "null"...), nil
 	case string:
-		return appendJSONString(b, x), nil
+		return jsonstr.Append(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case json.Number:
@@ -474,7 +476,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, e)
+			b = jsonstr.Append(b, e)
 		}
 		return append(b, ']'), nil
 	case map[string]any:
@@ -554,7 +556,7 @@ func appendJSONObject(b []byte, keys []string, get func(string) any, depth int) 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = jsonstr.Append(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendJSON(b, get(k), depth+1); err != nil {
@@ -562,50 +564,6 @@ func appendJSONObject(b []byte, keys []string, get func(string) any, depth int) 
 		}
 	}
 	return append(b, '}'), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString quotes s as a JSON string (no HTML escaping; invalid UTF-8 → U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // equal is Python ==, with undefined equal to none and numbers compared by value.
