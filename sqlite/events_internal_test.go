@@ -26,6 +26,21 @@ func appendBatches(t *testing.T, s *Store, th string, batches [][]weft.EventReco
 	return all
 }
 
+// storeWithThread opens a store on a new file, closed with the test, holding one thread.
+func storeWithThread(t *testing.T) (*Store, *weft.Thread) {
+	t.Helper()
+	s, err := Open(t.Context(), t.TempDir()+"/weft.db", Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(t.Context(), th, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, th
+}
+
 func sameEvents(got, want []weft.EventRecord) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d events, want %d", len(got), len(want))
@@ -43,15 +58,7 @@ func sameEvents(got, want []weft.EventRecord) error {
 // every cursor and limit reads exactly the events after the cursor, across packed rows.
 func TestEventRows(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, t.TempDir()+"/weft.db", Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "a"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, th := storeWithThread(t)
 	at := time.Unix(1700000000, 123456789).UTC()
 	ev := func(typ, data string) weft.EventRecord {
 		at = at.Add(time.Second)
@@ -103,15 +110,7 @@ func TestEventRows(t *testing.T) {
 // weft.EventWindow at least are kept, gap-free, and the log does not grow without bound.
 func TestEventRowsPruned(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, t.TempDir()+"/weft.db", Options{Key: envcrypt.NewKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	th := &weft.Thread{Agent: "a"}
-	if err := s.CreateThread(ctx, th, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, th := storeWithThread(t)
 	var batches [][]weft.EventRecord
 	total := 0
 	for total < weft.EventWindow+3000 {
