@@ -576,7 +576,11 @@ func transient(typ string) bool { return typ == "message_chunk" || typ == "reaso
 // encodings share one buffer, each capped at its end.
 func records(evs []Event) []weft.EventRecord {
 	out := make([]weft.EventRecord, len(evs))
-	buf := make([]byte, 0, 256*len(evs))
+	size := 0
+	for i := range evs {
+		size += payloadSizeHint(evs[i].Data)
+	}
+	buf := make([]byte, 0, size)
 	for i, ev := range evs {
 		start := len(buf)
 		var err error

@@ -89,6 +89,24 @@ func AppendPayloadJSON(b []byte, p Payload) ([]byte, error) {
 // appendJSONString appends s quoted as json.Marshal quotes it.
 func appendJSONString(b []byte, s string) []byte { return jsonstr.AppendHTMLSafe(b, s) }
 
+// payloadSizeHint is about how many bytes AppendPayloadJSON writes for p (a message: its field
+// names, ids and time, and its texts).
+func payloadSizeHint(p Payload) int {
+	d, ok := p.(MessageData)
+	if !ok {
+		return 160
+	}
+	m := &d.Message
+	n := 320 + len(m.Content) + len(m.Reasoning) + len(m.Name) + len(m.Prompt)
+	for _, c := range m.ToolCalls {
+		n += 40 + len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	if len(m.Metadata) > 0 || len(m.Attachments) > 0 {
+		n += 256
+	}
+	return n
+}
+
 func appendMarshalled(b []byte, v any) ([]byte, error) {
 	enc, err := json.Marshal(v)
 	if err != nil {

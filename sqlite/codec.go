@@ -853,23 +853,46 @@ const (
 	evCreatedAt
 )
 
-// eventsDoc packs events, each as one evRecord field.
+// eventsDoc packs events, each as one evRecord field, written in place: the record's length is
+// the sum of its fields' (as docWriter writes them), known before they are.
 func eventsDoc(evs []weft.EventRecord) []byte {
 	size := 0
 	for i := range evs {
-		size += 32 + len(evs[i].Type) + len(evs[i].Data)
+		size += 1 + binary.MaxVarintLen64 + eventFieldsLen(&evs[i])
 	}
 	w := docWriter{b: make([]byte, 0, size)}
-	var sub docWriter
 	for i := range evs {
 		e := &evs[i]
-		sub.b = sub.b[:0]
-		sub.str(evType, e.Type)
-		sub.bytes(evData, e.Data)
-		sub.time(evCreatedAt, e.CreatedAt)
-		w.b = appendField(w.b, evRecord, sub.b)
+		w.b = append(w.b, evRecord)
+		w.b = binary.AppendUvarint(w.b, uint64(eventFieldsLen(e)))
+		w.str(evType, e.Type)
+		w.bytes(evData, e.Data)
+		w.time(evCreatedAt, e.CreatedAt)
 	}
 	return w.b
+}
+
+// eventFieldsLen is the length of an event's fields as eventsDoc writes them.
+func eventFieldsLen(e *weft.EventRecord) int {
+	n := 0
+	for _, l := range []int{len(e.Type), len(e.Data)} {
+		if l > 0 {
+			n += 1 + uvarintLen(uint64(l)) + l
+		}
+	}
+	if !e.CreatedAt.IsZero() {
+		var tmp [binary.MaxVarintLen64]byte
+		n += 2 + binary.PutVarint(tmp[:], e.CreatedAt.UnixNano())
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
 
 // decodeEvents appends the events packed in doc, numbered so that the last is last, to out.
