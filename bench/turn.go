@@ -162,6 +162,7 @@ func Runners() []Def {
 		{Name: "raw-postgres-4tx", Kind: Postgres, Floor: true, New: newRawPostgres},
 		{Name: "weft-postgres", Kind: Postgres, New: newWeftPostgres},
 		{Name: "weft-postgres-ask", Kind: Postgres, New: newWeftPostgresAsk},
+		{Name: "weft-postgres-served", Kind: Postgres, New: newWeftPostgresServed},
 	}
 }
 

@@ -113,7 +113,16 @@ func newWeftSQLiteRecording(cfg Config, record bool) (Runner, error) {
 	return newWeftEngine(cfg, st, st.Close, record)
 }
 
-func newWeftPostgres(cfg Config) (Runner, error) {
+func newWeftPostgres(cfg Config) (Runner, error) { return newWeftPostgresRecording(cfg, false) }
+
+// newWeftPostgresServed is weft-postgres-ask recording every event, as weft serve runs.
+func newWeftPostgresServed(cfg Config) (Runner, error) {
+	return asking(newWeftPostgresRecording(cfg, true))
+}
+
+// newWeftPostgresRecording is Weft on a schema of its own in cfg.PostgresURL's database,
+// recording its events when record is set (newWeftEngine).
+func newWeftPostgresRecording(cfg Config, record bool) (Runner, error) {
 	if cfg.PostgresURL == "" {
 		return nil, ErrNoPostgres
 	}
@@ -127,7 +136,7 @@ func newWeftPostgres(cfg Config) (Runner, error) {
 		drop()
 		return nil, err
 	}
-	return newWeft(cfg, st, func() error { return errors.Join(st.Close(), drop()) })
+	return newWeftEngine(cfg, st, func() error { return errors.Join(st.Close(), drop()) }, record)
 }
 
 func (w *weftRunner) Close() error { return w.close() }

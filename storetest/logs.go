@@ -164,6 +164,34 @@ func testEvents(t *testing.T, s weft.Store) {
 	if evs, _ := s.Events(ctx, b.ID, 0, 0); len(evs) != 1 || evs[0].Seq != 1 || evs[0].Type != "other" {
 		t.Errorf("thread b's events: %+v", evs)
 	}
+	// Several events of one transaction read back whole, from every cursor, at every limit.
+	at := time.Unix(1764300000, 123456789)
+	more := []weft.EventRecord{{Type: "x", Data: json.RawMessage(`{"k": "é <&>"}`), CreatedAt: at},
+		{Type: "y", Data: json.RawMessage(`[1, 2]`), CreatedAt: at.Add(time.Millisecond)}, {Type: "z", CreatedAt: at.Add(time.Second)}}
+	mustTx(t, s, b.ID, func(tx weft.Tx) error { return tx.AppendEvents(more) })
+	wantB := []string{"1:other:null", `2:x:{"k": "é <&>"}`, "3:y:[1, 2]", "4:z:null"}
+	for after := range 5 {
+		for _, limit := range []int{1, 2, 3, 0} {
+			evs, err := s.Events(ctx, b.ID, int64(after), limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range evs {
+				got = append(got, fmt.Sprintf("%d:%s:%s", e.Seq, e.Type, e.Data))
+				if e.Seq > 1 && !e.CreatedAt.Equal(more[e.Seq-2].CreatedAt) {
+					t.Errorf("event %d created at %v, appended with %v", e.Seq, e.CreatedAt, more[e.Seq-2].CreatedAt)
+				}
+			}
+			want := wantB[min(after, len(wantB)):]
+			if limit > 0 {
+				want = want[:min(limit, len(want))]
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("thread b's events after %d, limit %d: %v, want %v", after, limit, got, want)
+			}
+		}
+	}
 	// A stale fence appends nothing.
 	f, err := s.AcquireLease(ctx, a.ID, "n1", time.Minute)
 	if err != nil {
