@@ -567,7 +567,9 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 func (r *run) stored(drained []*weft.Message) {
 	for _, m := range drained {
 		r.noteRow(m)
-		r.emitMessage(*m)
+		if !r.endRecorded() { // else the transaction recorded it, with the run's end
+			r.emitMessage(*m)
+		}
 	}
 }
 
@@ -976,7 +978,8 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 // persistStop writes a stop: thread status and reason, run state (returned as written), and the
 // lease's release. A run that records its events releases the lease in the transaction that
 // records its last ones: this one when it is the run's last (last, from stopIsLast), which then
-// records the message events of rows, the rows it stores, and run_stopped; else finishEvents'.
+// records the message events of the queued messages it stores and of rows (the rows it stores
+// itself), and run_stopped; else finishEvents'.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
 	now := r.now()
 	if !r.stopCounted {
@@ -994,6 +997,11 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	if r.e.opt.RecordEvents {
 		if !last {
 			return state, nil
+		}
+		// In the order they would have been emitted after the commit: the queued messages the
+		// transaction stores (r.stored), then its own rows.
+		for _, m := range r.journal.cur.drained {
+			r.journal.stage(r.messageEvent(*m))
 		}
 		for _, m := range rows {
 			r.journal.stage(r.messageEvent(*m))

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,5 +185,62 @@ func TestRunEndInStopTx(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestRunEndStoresQueuedMessage: a run whose stop's transaction also stores the message it took
+// from the queue (a session at its turn cap stops at once) records that message's event before
+// run_stopped, in that transaction, as it would have without the stop in it.
+func TestRunEndStoresQueuedMessage(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &txLog{Store: db}
+	reg := lookupRegistry()
+	a, _ := reg.Agent("assistant")
+	a.MaxSessionTurns = 1
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: lookupModel, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.Events(ctx, th.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := before[len(before)-1].Seq
+	live := collect(ctx, eng, th.ID, cursor, -1)
+	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "And order 43?"}})
+	if err != nil || res.Last().Reason != weft.StopMaxSessionTurn {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	st.mu.Lock()
+	last := st.txs[len(st.txs)-1]
+	st.mu.Unlock()
+	if !last.stop || !last.released || strings.Join(last.events, ",") != "run_started,message,run_stopped" {
+		t.Errorf("the stop's transaction %+v, want the stop, run_started, the message, run_stopped and the release", last)
+	}
+	recs, err := st.Events(ctx, th.ID, cursor, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, r := range recs {
+		stored = append(stored, fmt.Sprintf("%d:%s", r.Seq, r.Type))
+	}
+	if len(recs) != 3 || !strings.Contains(string(recs[1].Data), "And order 43?") {
+		t.Errorf("recorded %v", stored)
+	}
+	if got := describe(<-live); strings.Join(got, " ") != strings.Join(stored, " ") {
+		t.Errorf("the subscriber saw %v, the log holds %v", got, stored)
 	}
 }
