@@ -41,6 +41,10 @@ type journal struct {
 	outboxMu sync.Mutex
 	outbox   []Event
 
+	// held are the events of the transaction that recorded the run's end, committed and not yet
+	// published (publishHeld).
+	held []Event
+
 	// cur is the transaction under way (txDrain); body is txBody, bound once by run.wire.
 	cur  txWork
 	body func(weft.Tx) error
@@ -81,7 +85,13 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 		for i := range w.pending {
 			w.pending[i].Seq = w.recs[i].Seq
 		}
-		j.e.emitAll(w.pending)
+		if len(w.staged) > 0 {
+			// The run's end: published once the run has noted its stop (publishHeld), as its
+			// run_stopped was emitted after that before it was staged.
+			j.held = append(j.held, w.pending...)
+		} else {
+			j.e.emitAll(w.pending)
+		}
 		clear(w.pending) // the subscribers have their copies
 	}
 	clear(w.staged)
@@ -162,6 +172,14 @@ func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
 // function, which may run more than once, each run staging its own.
 func (j *journal) stage(ev Event) {
 	j.cur.staged = append(j.cur.staged, ev)
+}
+
+// publishHeld publishes the events held since their commit.
+func (j *journal) publishHeld() {
+	if len(j.held) > 0 {
+		j.e.emitAll(j.held)
+		j.held = nil
+	}
 }
 
 // takeOutbox empties the outbox and returns what it held.

@@ -605,6 +605,7 @@ func (r *run) finishEvents() {
 		return
 	}
 	if r.journal.released {
+		r.journal.publishHeld() // (when stop returned before publishing them)
 		for _, ev := range r.journal.takeOutbox() {
 			r.e.emitOutside(r.journal.ctx, ev)
 		}
@@ -958,7 +959,9 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		}
 		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
 	}
-	if r.e.observed() && !r.endRecorded() {
+	if r.endRecorded() {
+		r.journal.publishHeld() // the stop's transaction recorded run_stopped
+	} else if r.e.observed() {
 		r.emit("run_stopped", r.runStopped(reason, text))
 	}
 	r.runStoppedHooks(info)
