@@ -23,6 +23,17 @@ type txLog struct {
 	txs []txNote
 }
 
+// newTxLog is a txLog on a SQLite file of the test's, closed with it.
+func newTxLog(t *testing.T) *txLog {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &txLog{Store: db}
+}
+
 type txNote struct {
 	stop     bool
 	events   []string
@@ -103,12 +114,7 @@ func TestRunEndInStopTx(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			st := &txLog{Store: db}
+			st := newTxLog(t)
 			reg := lookupRegistry()
 			if tc.hook != nil {
 				reg.AddHook(tc.hook)
@@ -193,12 +199,7 @@ func TestRunEndInStopTx(t *testing.T) {
 // run_stopped, in that transaction, as it would have without the stop in it.
 func TestRunEndStoresQueuedMessage(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := &txLog{Store: db}
+	st := newTxLog(t)
 	reg := lookupRegistry()
 	a, _ := reg.Agent("assistant")
 	a.MaxSessionTurns = 1
