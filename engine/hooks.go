@@ -28,11 +28,16 @@ func (e *Engine) hooksFor(ids []string, point weft.HookPoint) []*weft.Hook {
 	return out
 }
 
-func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadState) {
-	ids := r.agent.Hooks
+// scopeHookIDs are the hooks that apply in s: its prompt's when it names any, else the agent's.
+func (r *run) scopeHookIDs(s *scope) []string {
 	if s.prompt.Hooks != nil {
-		ids = s.prompt.Hooks
+		return s.prompt.Hooks
 	}
+	return r.agent.Hooks
+}
+
+func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadState) {
+	ids := r.scopeHookIDs(s)
 	if len(ids) == 0 {
 		return nil, nil
 	}

@@ -627,14 +627,7 @@ func (r *run) stopIsLast(s *scope) bool {
 	if !r.e.opt.RecordEvents || !r.e.observed() || len(r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped)) > 0 {
 		return false
 	}
-	if s == nil {
-		return true
-	}
-	ids := r.agent.Hooks
-	if s.prompt.Hooks != nil {
-		ids = s.prompt.Hooks
-	}
-	return len(r.e.hooksFor(ids, weft.HookAfterCreateMessage)) == 0
+	return s == nil || len(r.e.hooksFor(r.scopeHookIDs(s), weft.HookAfterCreateMessage)) == 0
 }
 
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
@@ -880,14 +873,13 @@ func (r *run) emitMessage(m weft.Message) {
 	if !r.e.observed() {
 		return
 	}
-	m.Content = r.red.String(m.Content)
-	r.emit("message", MessageData{Message: m})
+	r.emit("message", r.messageData(m))
 }
 
-// messageEvent is the message event of a row the run stored, as emitMessage emits it.
-func (r *run) messageEvent(m weft.Message) Event {
+// messageData is the payload of a stored row's message event: the row, its content redacted.
+func (r *run) messageData(m weft.Message) MessageData {
 	m.Content = r.red.String(m.Content)
-	return r.event("message", MessageData{Message: m})
+	return MessageData{Message: m}
 }
 
 // fail stops the run with step_error.
@@ -1003,11 +995,11 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		}
 		// In the order they would have been emitted after the commit: the queued messages the
 		// transaction stores (r.stored), then its own rows.
-		for _, m := range r.journal.cur.drained {
-			r.journal.stage(r.messageEvent(*m))
+		for _, m := range r.journal.storing() {
+			r.journal.stage(r.event("message", r.messageData(*m)))
 		}
 		for _, m := range rows {
-			r.journal.stage(r.messageEvent(*m))
+			r.journal.stage(r.event("message", r.messageData(*m)))
 		}
 		r.journal.stage(r.event("run_stopped", r.runStopped(reason, text)))
 	}

@@ -874,25 +874,22 @@ func eventsDoc(evs []weft.EventRecord) []byte {
 
 // eventFieldsLen is the length of an event's fields as eventsDoc writes them.
 func eventFieldsLen(e *weft.EventRecord) int {
-	n := 0
-	for _, l := range []int{len(e.Type), len(e.Data)} {
-		if l > 0 {
-			n += 1 + uvarintLen(uint64(l)) + l
-		}
-	}
+	n := fieldLen(len(e.Type)) + fieldLen(len(e.Data))
 	if !e.CreatedAt.IsZero() {
 		var tmp [binary.MaxVarintLen64]byte
-		n += 2 + binary.PutVarint(tmp[:], e.CreatedAt.UnixNano())
+		n += 2 + binary.PutVarint(tmp[:], e.CreatedAt.UnixNano()) // tag, length byte, varint (docWriter.int)
 	}
 	return n
 }
 
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
+// fieldLen is the length of a string or bytes field of l bytes as docWriter writes it: none when
+// empty, else its tag, its uvarint length and the bytes.
+func fieldLen(l int) int {
+	if l == 0 {
+		return 0
 	}
-	return n
+	var tmp [binary.MaxVarintLen64]byte
+	return 1 + binary.PutUvarint(tmp[:], uint64(l)) + l
 }
 
 // decodeEvents appends the events packed in doc, numbered so that the last is last, to out.
