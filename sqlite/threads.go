@@ -225,7 +225,10 @@ type threadUpdate struct {
 	th       weft.Thread
 	tags     any // JSON text, or nil to keep the column
 	activity bool
-	doc      []byte
+	// names: the agent, the label or the tags changed (written only then: a run's steps change
+	// the status and preview, and binding the others costs a copy each).
+	names bool
+	doc   []byte
 }
 
 // UpdateThread changes the thread's fields; UpdatedAt becomes now.
@@ -260,6 +263,7 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 			return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.id, err)
 		}
 	}
+	agent, label := th.Agent, th.Label
 	storecontract.ApplyThreadPatch(&th, p, t.clock())
 	u := t.thread
 	if u == nil {
@@ -269,6 +273,7 @@ func (t *tx) UpdateThread(p weft.ThreadPatch) error {
 	if tags != nil {
 		u.tags = tags
 	}
+	u.names = u.names || tags != nil || th.Agent != agent || th.Label != label
 	u.th, u.activity = th, u.activity || p.LastActivityAt != nil
 	u.doc = threadDoc(&th, props, args)
 	t.doc = string(u.doc)

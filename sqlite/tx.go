@@ -36,7 +36,8 @@ const (
 // statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
 // changes.
 const (
-	setFields   = 1 << iota // the fields UpdateThread changed
+	setFields   = 1 << iota // status, preview and the doc: UpdateThread changed some field
+	setNames                // agent, label and tags, when UpdateThread changed one of them
 	setActivity             // last_activity_at, whose two indexes cost two pages
 	setSeqs                 // the counters the Tx advanced
 	setRunState             // the run-state documents
@@ -48,11 +49,14 @@ const (
 // SET clauses below and the thread id last (flush appends the arguments in that order): modernc
 // allocates a string for every numbered parameter of every execution, and this statement is
 // written at the end of most transactions.
-var qUpdateThread = func() (q [64]string) {
+var qUpdateThread = func() (q [128]string) {
 	for mask := 1; mask < len(q); mask++ {
 		var set []string
+		if mask&setNames != 0 {
+			set = append(set, "agent = ?, label = ?, tags = COALESCE(?, tags)")
+		}
 		if mask&setFields != 0 {
-			set = append(set, "agent = ?, label = ?, tags = COALESCE(?, tags), status = ?, preview = ?, doc = ?")
+			set = append(set, "status = ?, preview = ?, doc = ?")
 		}
 		if mask&setActivity != 0 {
 			set = append(set, "last_activity_at = ?")
@@ -273,8 +277,12 @@ func (t *tx) flush() error {
 	args := buf[:0]
 	if u := t.thread; u != nil {
 		th := &u.th
+		if u.names {
+			mask |= setNames
+			args = append(args, th.Agent, th.Label, u.tags)
+		}
 		mask |= setFields
-		args = append(args, th.Agent, th.Label, u.tags, wordArg(string(th.Status)), th.Preview, u.doc)
+		args = append(args, wordArg(string(th.Status)), th.Preview, u.doc)
 		if u.activity {
 			mask |= setActivity
 			args = append(args, nanos(th.LastActivityAt))

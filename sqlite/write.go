@@ -483,7 +483,14 @@ func hotWrites() []string {
 		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qMessageIDs, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
 		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
-	return append(out, qUpdateThread[1:]...)
+	// The thread row's writes that change its agent, label or tags (setNames) are rare and
+	// prepared when first used.
+	for mask, q := range qUpdateThread {
+		if mask != 0 && mask&setNames == 0 {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func marshal(v any) ([]byte, error) { return json.Marshal(v) }
