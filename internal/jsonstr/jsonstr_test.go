@@ -2,6 +2,7 @@ package jsonstr
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -9,6 +10,32 @@ import (
 
 var samples = []string{"", "plain", `a"b\c`, "<tag>&amp;", "\b\f\n\r\t\x00\x1f\x7f", "é 日本 🙂", "\u2028\u2029",
 	"\xff\xfe", "a\xed\xa0\x80b", "\xf0\x9f\x99", strings.Repeat("x", 100) + "\n"}
+
+// TestEveryPosition: each character that needs a look, at each offset of the words read eight
+// bytes at a time, and after and before plain runs of every length up to two words.
+func TestEveryPosition(t *testing.T) {
+	for _, special := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\n", "\x7f", " ", "~", "\x80", "\xff",
+		"é", "日", "🙂", "\u2028", "\xf0\x9f"} {
+		for before := 0; before <= 17; before++ {
+			for after := 0; after <= 17; after += 1 + after/4 {
+				s := strings.Repeat("a", before) + special + strings.Repeat("b", after)
+				check(t, s)
+				checkPlain(t, s)
+			}
+		}
+	}
+}
+
+func BenchmarkAppendHTMLSafe(b *testing.B) {
+	for _, s := range []string{"Where is my order 42? It was supposed to arrive yesterday.", "Заказ 42 будет доставлен завтра: «курьер»."} {
+		b.Run(strconv.Itoa(len(s)), func(b *testing.B) {
+			buf := make([]byte, 0, 256)
+			for b.Loop() {
+				buf = AppendHTMLSafe(buf[:0], s)
+			}
+		})
+	}
+}
 
 // TestAppendHTMLSafe: AppendHTMLSafe writes what json.Marshal writes.
 func TestAppendHTMLSafe(t *testing.T) {
