@@ -279,7 +279,8 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 	case req != nil && req.trigger == "continue":
 		trigger, side = "continue", req.side
 	case req != nil && req.trigger == "resume" && t.Status == weft.ThreadRunning:
-		trigger = "continue"
+		// Not a continue: a continue clears the stop flag, which Stop sets for a run that died.
+		trigger = "resume"
 	case t.Status == weft.ThreadStopped:
 		return
 	default:

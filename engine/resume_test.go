@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -551,5 +552,104 @@ func TestResumeWithChangedDefinitions(t *testing.T) {
 	if !strings.Contains(results["c1"], `missing required property "amount"`) ||
 		!strings.Contains(results["c2"], `Tool "lookup" is not available for this prompt`) || ran.Load() != before {
 		t.Fatalf("results %q; tools run after the resume: %d", results, ran.Load()-before)
+	}
+}
+
+// TestStopAfterCrashEmitsItsRows: a thread whose run died with calls unanswered, stopped by the
+// user (Stop sets the flag for a run that died) and then recovered by a restart, stays stopped:
+// no tool runs, the open calls get error results and a stop notice follows. A client following
+// the thread's events sees every one of those rows as a message event, in the order they were
+// stored (with RecordEvents in the event log; without, live).
+func TestStopAfterCrashEmitsItsRows(t *testing.T) {
+	for _, record := range []bool{true, false} {
+		for after := 1; after <= 3; after++ {
+			t.Run(fmt.Sprintf("record_%v_crash_after_commit_%d", record, after), func(t *testing.T) {
+				var ran atomic.Int64
+				noop := func(name string) *weft.Tool {
+					return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+						ran.Add(1)
+						return weft.Success(name + " ok"), nil
+					})}
+				}
+				reg := registry([]*weft.Tool{noop("charge"), noop("lookup")}, nil)
+				mem, clock := newDeathStore()
+				ctx := context.Background()
+				first, _ := engine.New(engine.Options{Registry: reg, Store: &crashStore{Store: mem, after: after}, Override: modelByHistory, LeaseTTL: deadTTL})
+				th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+				if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+					t.Fatal(err)
+				}
+				first.Run(ctx, th.ID) // dies after `after` commits
+				before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+				known := map[string]bool{}
+				for _, m := range before {
+					known[m.ID] = true
+				}
+
+				clock.expire()
+				second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: record})
+				if err := second.Stop(ctx, th.ID); err != nil {
+					t.Fatal(err)
+				}
+				ranBefore := ran.Load()
+				f, err := second.Follow(ctx, th.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				// A restart resumes the thread (RecoverAll), which honours the stop.
+				if _, err := second.RecoverAll(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					cur, err := mem.Thread(ctx, th.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if cur.Status == weft.ThreadStopped {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("thread status %s, want stopped", cur.Status)
+					}
+				}
+				var events []engine.Event
+				for done := false; !done; {
+					select {
+					case <-f.Ready():
+						if events, err = f.Next(ctx, events); err != nil {
+							t.Fatal(err)
+						}
+					case <-time.After(200 * time.Millisecond):
+						done = true // the stop is stored: what the run emitted is published
+					}
+				}
+				var got []string
+				for _, ev := range events {
+					if md, ok := ev.Data.(engine.MessageData); ok && ev.Type == "message" && !known[md.Message.ID] {
+						got = append(got, md.Message.ID+" "+string(md.Message.Status))
+					}
+				}
+				stored, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+				var want []string
+				for _, m := range stored {
+					if !known[m.ID] {
+						want = append(want, m.ID+" "+string(m.Status))
+					}
+				}
+				// The notice, after an error result for each call left open (none when the crash came
+				// after both results).
+				if len(want) != 4-after || !strings.HasPrefix(want[len(want)-1], stored[len(stored)-1].ID) ||
+					stored[len(stored)-1].Content != "Execution stopped by user." {
+					t.Fatalf("the stop stored %d rows, want %d: %v", len(want), 4-after, stored)
+				}
+				if n := ran.Load() - ranBefore; n != 0 {
+					t.Errorf("the stopped thread ran %d tools after the restart", n)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("message events of the rows the stop stored:\n got %v\nwant %v", got, want)
+				}
+			})
+		}
 	}
 }

@@ -650,14 +650,21 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
 	}
-	// fx holds the tools' effects not applied yet: the resumed calls', then each step's.
-	resumed, fx, err := r.resume()
-	r.terminated = fx.terminate
-	if errors.Is(err, errAwaitApproval) {
-		return r.stop(weft.StopAwaitingApproval, "")
-	}
-	if err != nil {
-		return r.fail(err)
+	// fx holds the tools' effects not applied yet: the resumed calls', then each step's. A stop
+	// asked for while no run held the thread (Stop, for a run that died) runs none of the calls
+	// left open: the stop answers them (stopRows).
+	var resumed bool
+	var fx toolEffects
+	if !r.state.Stopped {
+		var err error
+		resumed, fx, err = r.resume()
+		r.terminated = fx.terminate
+		if errors.Is(err, errAwaitApproval) {
+			return r.stop(weft.StopAwaitingApproval, "")
+		}
+		if err != nil {
+			return r.fail(err)
+		}
 	}
 	if resumed {
 		trigger = "resume"
@@ -919,29 +926,34 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	case !reason.OK():
 		status = weft.ThreadFailed
 	}
-	var notice *weft.Message
+	var rows []*weft.Message // the rows the stop stores or changes, in that order
 	var err error
 	if r.finished != reason || reason == "" {
 		// (The final step of a turn persists its stop together with its reply.)
 		last := r.stopIsLast(nil)
 		err = r.tx(func(tx weft.Tx) error {
-			var rows []*weft.Message
+			rows = rows[:0]
 			if reason == weft.StopAbortedByUser {
 				var err error
-				if notice, err = r.stopRows(tx); err != nil {
+				if rows, err = r.stopRows(tx); err != nil {
 					return err
 				}
-				rows = append(rows, notice)
 			}
 			_, err := r.persistStop(tx, status, reason, text, last, rows...)
 			return err
 		})
 	}
 	info.Seq = r.state.Stops
-	if notice != nil && err == nil {
-		r.addRow(*notice)
-		if !r.endRecorded() {
-			r.emitMessage(*notice)
+	if err == nil {
+		for _, m := range rows {
+			if m.Status == weft.MessageFailed {
+				r.replaceRow(*m)
+			} else {
+				r.addRow(*m)
+			}
+			if !r.endRecorded() {
+				r.emitMessage(*m)
+			}
 		}
 	}
 	if r.e.watches.n.Load() > 0 {
@@ -1012,19 +1024,25 @@ func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
 		LastLineRedactions: r.lastLine}
 }
 
-// stopRows answers unanswered calls, fails the pending message and stores the stop notice.
-func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
+// stopRows answers unanswered calls, fails the pending messages and stores the stop notice. It
+// returns the rows it changed and stored, in that order (a failed message as it now is), for the
+// caller to cache and emit once the transaction commits: the store may run it more than once.
+func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
 	answered := map[string]bool{}
 	for _, m := range r.rows {
 		if m.Role == weft.RoleTool {
 			answered[m.ToolCallID] = true
 		}
 	}
+	var rows []*weft.Message
 	for _, m := range r.rows {
 		if m.Status == weft.MessagePending {
 			if err := tx.UpdateMessage(m.ID, weft.MessageChange{Status: ptr(weft.MessageFailed)}); err != nil {
 				return nil, err
 			}
+			failed := *m
+			failed.Status = weft.MessageFailed
+			rows = append(rows, &failed)
 		}
 		if m.Role != weft.RoleAssistant || m.Status == weft.MessagePending {
 			continue
@@ -1044,12 +1062,12 @@ func (r *run) stopRows(tx weft.Tx) (*weft.Message, error) {
 				return nil, err
 			}
 			r.tools.noteCall(done)
-			r.addRow(*tm)
+			rows = append(rows, tm)
 		}
 	}
 	notice := &weft.Message{Role: weft.RoleSystem, Content: "Execution stopped by user.", Status: weft.MessageCompleted, RunID: r.id}
 	if err := tx.InsertMessage(notice); err != nil {
 		return nil, err
 	}
-	return notice, nil
+	return append(rows, notice), nil
 }
