@@ -85,7 +85,7 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 		for i := range w.pending {
 			w.pending[i].Seq = w.recs[i].Seq
 		}
-		if len(w.staged) > 0 {
+		if w.hold {
 			// The run's end: published once the run has noted its stop (publishHeld), as its
 			// run_stopped was emitted after that before it was staged.
 			j.held = append(j.held, w.pending...)
@@ -115,12 +115,15 @@ type txWork struct {
 	// staged holds the events fn emitted for this run of the body only (stage), recorded after
 	// the outbox's and dropped with a run that fails.
 	staged []Event
+	// hold: the transaction records the run's end (stageEnd); its events are published by
+	// publishHeld, not at the commit.
+	hold bool
 }
 
 // txBody is the body of txDrain's transaction.
 func (j *journal) txBody(tx weft.Tx) error {
 	cur := &j.cur
-	cur.staged = cur.staged[:0]
+	cur.staged, cur.hold = cur.staged[:0], false
 	if drained := cur.drained; len(drained) > 0 {
 		if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
 			return err
@@ -176,6 +179,13 @@ func (j *journal) storing() []*weft.Message { return j.cur.drained }
 // function, which may run more than once, each run staging its own.
 func (j *journal) stage(ev Event) {
 	j.cur.staged = append(j.cur.staged, ev)
+}
+
+// stageEnd is stage for the events that end the run (persistStop): the transaction's events are
+// held once it commits, for publishHeld.
+func (j *journal) stageEnd(ev Event) {
+	j.cur.hold = true
+	j.stage(ev)
 }
 
 // publishHeld publishes the events held since their commit.

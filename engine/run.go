@@ -1008,12 +1008,12 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		// In the order they would have been emitted after the commit: the queued messages the
 		// transaction stores (r.stored), then its own rows.
 		for _, m := range r.journal.storing() {
-			r.journal.stage(r.event("message", r.messageData(*m)))
+			r.journal.stageEnd(r.event("message", r.messageData(*m)))
 		}
 		for _, m := range rows {
-			r.journal.stage(r.event("message", r.messageData(*m)))
+			r.journal.stageEnd(r.event("message", r.messageData(*m)))
 		}
-		r.journal.stage(r.event("run_stopped", r.runStopped(reason, text)))
+		r.journal.stageEnd(r.event("run_stopped", r.runStopped(reason, text)))
 	}
 	return state, r.journal.release(tx)
 }

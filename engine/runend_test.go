@@ -245,3 +245,98 @@ func TestRunEndStoresQueuedMessage(t *testing.T) {
 		t.Errorf("the subscriber saw %v, the log holds %v", got, stored)
 	}
 }
+
+// TestToolStartedInReplyTx: a run that records its events records a reply's one call's
+// tool_started, and the reply's message event before it, in the transaction that stores the
+// reply, when nothing can act between that commit and the tool (no hook, no approval, valid
+// arguments): the tool runs without a commit of its own before it. Otherwise they wait for that
+// commit (flushEvents). Either way the log holds the same events in the same order, the
+// subscriber saw what the log holds, and bad arguments never get a tool_started.
+func TestToolStartedInReplyTx(t *testing.T) {
+	badArgs := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
+			return &weft.Response{Text: "Sorry."}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "lookup", Arguments: `{"order_id":"x"}`}}}, nil
+	})
+	twoCalls := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
+			return &weft.Response{Text: "Both ship today."}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "lookup", Arguments: `{"order_id":42}`},
+			{ID: weft.NewID("call_"), Name: "lookup", Arguments: `{"order_id":43}`}}}, nil
+	})
+	noop := &weft.Hook{ID: "h", Point: weft.HookAfterCreateMessage, Fn: weft.MessageFunc(func(context.Context, weft.State, weft.Message) error { return nil })}
+	const turn = "run_started step_started llm_request message llm_response message tool_started message tool_completed " +
+		"step_completed step_started llm_request llm_response message run_stopped"
+	for _, tc := range []struct {
+		name    string
+		model   weft.Provider
+		hook    *weft.Hook
+		inReply bool   // the reply's transaction records tool_started
+		types   string // the run's recorded events, in order
+	}{
+		{name: "no hooks", model: lookupModel, inReply: true, types: turn},
+		{name: "a hook", model: lookupModel, hook: noop, types: turn},
+		{name: "bad arguments", model: badArgs, types: strings.Replace(turn, " tool_started", "", 1)},
+		{name: "two calls", model: twoCalls, types: strings.Replace(turn, "tool_completed", "tool_completed tool_started message tool_completed", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newTxLog(t)
+			reg := lookupRegistry()
+			if tc.hook != nil {
+				reg.AddHook(tc.hook)
+				a, _ := reg.Agent("assistant")
+				a.Hooks = []string{tc.hook.ID}
+			}
+			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: tc.model, RecordEvents: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := collect(ctx, eng, th.ID, 1, -1)
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
+				t.Fatal(err)
+			}
+			got := describe(<-live)
+
+			recs, err := st.Events(ctx, th.ID, 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for _, r := range recs {
+				stored = append(stored, r.Type)
+			}
+			if strings.Join(stored, " ") != tc.types {
+				t.Errorf("the log holds\n%v\nwant\n%v", stored, tc.types)
+			}
+			var gotTypes []string
+			for _, g := range got {
+				gotTypes = append(gotTypes, g[strings.Index(g, ":")+1:])
+			}
+			if !slices.Equal(gotTypes, stored) {
+				t.Errorf("the subscriber saw\n%v\nthe log holds\n%v", gotTypes, stored)
+			}
+
+			st.mu.Lock()
+			txs := slices.Clone(st.txs)
+			st.mu.Unlock()
+			reply := slices.IndexFunc(txs, func(n txNote) bool { return slices.Contains(n.events, "llm_response") })
+			if reply < 0 {
+				t.Fatalf("no transaction recorded the reply: %+v", txs)
+			}
+			inReply := strings.HasSuffix(strings.Join(txs[reply].events, ","), "message,tool_started")
+			if inReply != tc.inReply {
+				t.Errorf("the reply's transaction recorded %v; its tool_started in it: %v, want %v", txs[reply].events, inReply, tc.inReply)
+			}
+			if tc.inReply && reply+1 < len(txs) && len(txs[reply+1].events) > 0 && !slices.Contains(txs[reply+1].events, "tool_completed") {
+				t.Errorf("a transaction recorded %v between the reply and the tool's result", txs[reply+1].events)
+			}
+		})
+	}
+}

@@ -290,12 +290,21 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	var finalState []byte
 	prev := r.state
 	last := final != "" && r.stopIsLast(s)
+	// A reply whose one call starts at once records its message event and the call's
+	// tool_started in this transaction (startsAtOnce), which the tool would otherwise wait for
+	// a commit of their own to record.
+	var startNow *weft.ToolCall
+	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, calls[0]) {
+		startNow = &calls[0]
+	}
+	staged := false
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
 		r.state.completeTurn(s.side, 0)
 		r.state.Side = s.side.Other()
 	}
 	err = r.tx(func(tx weft.Tx) error {
+		staged = false
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
 		}
@@ -342,6 +351,12 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, msg)
 			return err
 		}
+		if startNow != nil {
+			// In the order they would have been emitted after the commit (runCall).
+			r.journal.stage(r.event("message", r.messageData(*msg)))
+			r.journal.stage(r.event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
+			staged = true
+		}
 		return tx.SetExecState(execKey, state)
 	})
 	if err != nil {
@@ -361,7 +376,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.afterInsert(s, emptyResult)
 	}
 	r.addRow(*msg)
-	if !r.endRecorded() { // else the transaction recorded it, with the run's end
+	if staged {
+		r.tools.startedID = startNow.ID // (and the message event went with it)
+	} else if !r.endRecorded() { // else the transaction recorded it, with the run's end
 		r.emitMessage(*msg)
 	}
 	for _, tm := range provided {

@@ -31,6 +31,27 @@ type dispatch struct {
 	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
 	// none, or unobserved): a blocking subagent's run nests under it.
 	toolCtx context.Context
+	// startedID is the call whose tool_started the reply's transaction recorded (startsAtOnce):
+	// runCall does not emit it again.
+	startedID string
+}
+
+// startsAtOnce reports whether the reply's transaction records c's tool_started (and the reply's
+// message event before it) in a run that records its events: c is the reply's one call, and
+// nothing that runCall does before it emits tool_started can write, emit or refuse the call — no
+// hook applies, the call needs no approval, its arguments are valid, and the run is not being
+// stopped. The tool then starts with nothing waiting to be recorded: no commit of its own
+// (flushEvents) before it runs. A stop or shutdown that comes between the commit and the call
+// leaves tool_started recorded for a call that then ends without running, as a crash between
+// that commit and the tool does.
+func (d *dispatch) startsAtOnce(s *scope, c weft.ToolCall) bool {
+	r := d.r
+	if !r.e.opt.RecordEvents || !r.e.observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
+		s.needsApproval(c.Name) || r.stopRequested() || r.suspending() {
+		return false
+	}
+	_, _, _, errText := d.prepareCall(s, c, true)
+	return errText == ""
 }
 
 type queuedTool struct {
@@ -101,6 +122,8 @@ func (d *dispatch) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, nex
 // runCall is executeCall; the tool runs with ctx (the run's, carrying the call's trace).
 func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
 	res := callResult{call: c}
+	started := d.startedID == c.ID // its tool_started is recorded already (startsAtOnce)
+	d.startedID = ""
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
 	var tool *offered
@@ -137,7 +160,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := d.r.state_(exec)
 		st.ctx = ctx
-		if d.r.e.observed() {
+		if d.r.e.observed() && !started {
 			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
 		d.r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
