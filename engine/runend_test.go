@@ -38,6 +38,12 @@ type txNote struct {
 	stop     bool
 	events   []string
 	released bool
+	roles    []weft.Role // of the messages it inserted
+}
+
+func (t notingTx) InsertMessage(m *weft.Message) error {
+	t.note.roles = append(t.note.roles, m.Role)
+	return t.Tx.InsertMessage(m)
 }
 
 type notingTx struct {
@@ -269,17 +275,20 @@ func TestToolStartedInReplyTx(t *testing.T) {
 	noop := &weft.Hook{ID: "h", Point: weft.HookAfterCreateMessage, Fn: weft.MessageFunc(func(context.Context, weft.State, weft.Message) error { return nil })}
 	const turn = "run_started step_started llm_request message llm_response message tool_started message tool_completed " +
 		"step_completed step_started llm_request llm_response message run_stopped"
+	two := strings.Replace(turn, "tool_completed", "tool_completed tool_started message tool_completed", 1)
 	for _, tc := range []struct {
 		name    string
 		model   weft.Provider
 		hook    *weft.Hook
 		inReply bool   // the reply's transaction records tool_started
+		inFirst bool   // the first call's result's transaction records the second's tool_started
 		types   string // the run's recorded events, in order
 	}{
 		{name: "no hooks", model: lookupModel, inReply: true, types: turn},
 		{name: "a hook", model: lookupModel, hook: noop, types: turn},
 		{name: "bad arguments", model: badArgs, types: strings.Replace(turn, " tool_started", "", 1)},
-		{name: "two calls", model: twoCalls, types: strings.Replace(turn, "tool_completed", "tool_completed tool_started message tool_completed", 1)},
+		{name: "two calls", model: twoCalls, inFirst: true, types: two},
+		{name: "two calls, a hook", model: twoCalls, hook: noop, types: two},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -337,6 +346,59 @@ func TestToolStartedInReplyTx(t *testing.T) {
 			if tc.inReply && reply+1 < len(txs) && len(txs[reply+1].events) > 0 && !slices.Contains(txs[reply+1].events, "tool_completed") {
 				t.Errorf("a transaction recorded %v between the reply and the tool's result", txs[reply+1].events)
 			}
+			if strings.HasPrefix(tc.name, "two calls") {
+				// The transaction after the first result's: the second's result, or (when the first's
+				// did not record it) the second's tool_started alone.
+				first := slices.IndexFunc(txs, func(n txNote) bool { return slices.Contains(n.roles, weft.RoleTool) })
+				inFirst := first >= 0 && strings.HasSuffix(strings.Join(txs[first].events, ","), "message,tool_completed,tool_started")
+				if inFirst != tc.inFirst || first+1 >= len(txs) {
+					t.Fatalf("the first result's transaction recorded %v; the second's tool_started in it: %v, want %v", txs[first].events, inFirst, tc.inFirst)
+				}
+				if after := strings.Join(txs[first+1].events, ","); tc.inFirst && after != "" || !tc.inFirst && after != "message,tool_completed,tool_started" {
+					t.Errorf("the transaction after the first result's recorded %q", after)
+				}
+			}
 		})
+	}
+}
+
+// TestToolStartedPastTheLimit: a reply with more calls than a reply may make runs the first
+// weft.MaxToolCallsPerReply and answers the rest unrun; a call that does not run gets no
+// tool_started, also when the previous call's result is recorded with the next call's start.
+func TestToolStartedPastTheLimit(t *testing.T) {
+	many := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
+			return &weft.Response{Text: "Done."}, nil
+		}
+		var calls []weft.ToolCall
+		for i := range weft.MaxToolCallsPerReply + 2 {
+			calls = append(calls, weft.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "lookup", Arguments: `{"order_id":42}`})
+		}
+		return &weft.Response{ToolCalls: calls}, nil
+	})
+	ctx := context.Background()
+	st := newTxLog(t)
+	eng, err := engine.New(engine.Options{Registry: lookupRegistry(), Store: st, Override: many, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Look them all up."}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.Events(ctx, th.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range recs {
+		count[r.Type]++
+	}
+	if count["tool_started"] != weft.MaxToolCallsPerReply || count["tool_completed"] != weft.MaxToolCallsPerReply+2 {
+		t.Errorf("tool_started %d, tool_completed %d; want %d and %d", count["tool_started"], count["tool_completed"],
+			weft.MaxToolCallsPerReply, weft.MaxToolCallsPerReply+2)
 	}
 }

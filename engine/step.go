@@ -294,7 +294,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	// tool_started in this transaction (startsAtOnce), which the tool would otherwise wait for
 	// a commit of their own to record.
 	var startNow *weft.ToolCall
-	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, calls[0]) {
+	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, msg, calls[0]) {
 		startNow = &calls[0]
 	}
 	staged := false

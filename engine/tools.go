@@ -31,9 +31,12 @@ type dispatch struct {
 	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
 	// none, or unobserved): a blocking subagent's run nests under it.
 	toolCtx context.Context
-	// startedID is the call whose tool_started the reply's transaction recorded (startsAtOnce):
-	// runCall does not emit it again.
+	// startedID is the call whose tool_started the reply's transaction, or the previous call's
+	// result's, recorded (startsAtOnce): runCall does not emit it again.
 	startedID string
+	// completing: runCall is storing a call's result, and emits its tool_completed once stored,
+	// unless the result's transaction recorded it (completed).
+	completing, completed bool
 }
 
 // startsAtOnce reports whether the reply's transaction records c's tool_started (and the reply's
@@ -44,11 +47,14 @@ type dispatch struct {
 // (flushEvents) before it runs. A stop or shutdown that comes between the commit and the call
 // leaves tool_started recorded for a call that then ends without running, as a crash between
 // that commit and the tool does.
-func (d *dispatch) startsAtOnce(s *scope, c weft.ToolCall) bool {
+func (d *dispatch) startsAtOnce(s *scope, msg *weft.Message, c weft.ToolCall) bool {
 	r := d.r
 	if !r.e.opt.RecordEvents || !r.e.observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
 		s.needsApproval(c.Name) || r.stopRequested() || r.suspending() {
 		return false
+	}
+	if i := slices.IndexFunc(msg.ToolCalls, func(mc weft.ToolCall) bool { return mc.ID == c.ID }); i < 0 || i >= weft.MaxToolCallsPerReply {
+		return false // (runCall answers a call past the limit without running it)
 	}
 	_, _, _, errText := d.prepareCall(s, c, true)
 	return errText == ""
@@ -186,12 +192,15 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		// as a crash would have left it (an idempotent tool runs again).
 		return res, errShutdown
 	}
+	d.completing, d.completed = true, false
 	m, err := d.storeResult(s, msg, c, res.result, resultID, next)
+	completed := d.completed
+	d.completing, d.completed = false, false
 	if err != nil {
 		return res, err
 	}
 	res.msg = m
-	if d.r.e.observed() {
+	if d.r.e.observed() && !completed {
 		d.r.emit("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: res.result.Status})
 	}
 	return res, nil
@@ -365,6 +374,7 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 // storeResult persists a call's tool message with its new attachments and marks the call done, in
 // one transaction.
 func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
+	status := res.Status // as the call ended: its tool_completed's
 	if n := len(res.Result) + len(res.Error); n > weft.MaxToolResultBytes {
 		// Refused, not cut: the model learns why it gets no result.
 		res = weft.Failure(fmt.Sprintf("The tool's result is %s; the limit is %s. Ask for less (a page, a summary, a file).",
@@ -421,7 +431,13 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	tm.Attachments = append(tm.Attachments, refs...)
 	d.r.beforeInsert(s, tm)
 	now := d.r.now()
+	// The next call starts at once: this transaction records what runCall would emit before it
+	// (this result's message, the call's tool_completed, the next one's tool_started), and the
+	// next call runs with nothing left to commit first (startsAtOnce).
+	startNext := d.completing && next != nil && session == nil && d.startsAtOnce(s, msg, *next)
+	staged := false
 	err = d.r.tx(func(tx weft.Tx) error {
+		staged = false
 		for _, f := range files {
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
@@ -446,6 +462,12 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 			return err
 		}
 		d.noteCall(done)
+		if startNext {
+			d.r.journal.stage(d.r.event("message", d.r.messageData(*tm)))
+			d.r.journal.stage(d.r.event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
+			d.r.journal.stage(d.r.event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
+			staged = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -460,7 +482,11 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 		}
 	}
 	d.r.addRow(*tm)
-	d.r.emitMessage(*tm)
+	if staged {
+		d.startedID, d.completed = next.ID, true
+	} else {
+		d.r.emitMessage(*tm)
+	}
 	if s.depth > 0 {
 		s.nested = append(s.nested, *tm)
 	}
