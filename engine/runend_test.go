@@ -15,6 +15,28 @@ import (
 	"github.com/weft-agents/weft/sqlite"
 )
 
+// recordingThread is an engine recording its events on a txLog, running the lookup registry's
+// assistant (with hook, when not nil, as its one hook) against model, and a thread of it.
+func recordingThread(t *testing.T, model weft.Provider, hook *weft.Hook) (*engine.Engine, *txLog, *weft.Thread) {
+	t.Helper()
+	st := newTxLog(t)
+	reg := lookupRegistry()
+	if hook != nil {
+		reg.AddHook(hook)
+		a, _ := reg.Agent("assistant")
+		a.Hooks = []string{hook.ID}
+	}
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(context.Background(), engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, st, th
+}
+
 // txLog is a store that notes what each fenced transaction it commits does: stores a stop,
 // appends events, releases the lease.
 type txLog struct {
@@ -120,21 +142,7 @@ func TestRunEndInStopTx(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := newTxLog(t)
-			reg := lookupRegistry()
-			if tc.hook != nil {
-				reg.AddHook(tc.hook)
-				a, _ := reg.Agent("assistant")
-				a.Hooks = []string{tc.hook.ID}
-			}
-			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: tc.model, RecordEvents: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng, st, th := recordingThread(t, tc.model, tc.hook)
 			live := collect(ctx, eng, th.ID, 1, -1)
 			res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}})
 			if err != nil || res.Last().Reason != tc.stop {
@@ -292,21 +300,7 @@ func TestToolStartedInReplyTx(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := newTxLog(t)
-			reg := lookupRegistry()
-			if tc.hook != nil {
-				reg.AddHook(tc.hook)
-				a, _ := reg.Agent("assistant")
-				a.Hooks = []string{tc.hook.ID}
-			}
-			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: tc.model, RecordEvents: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng, st, th := recordingThread(t, tc.model, tc.hook)
 			live := collect(ctx, eng, th.ID, 1, -1)
 			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
 				t.Fatal(err)
@@ -377,15 +371,7 @@ func TestToolStartedPastTheLimit(t *testing.T) {
 		return &weft.Response{ToolCalls: calls}, nil
 	})
 	ctx := context.Background()
-	st := newTxLog(t)
-	eng, err := engine.New(engine.Options{Registry: lookupRegistry(), Store: st, Override: many, RecordEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, st, th := recordingThread(t, many, nil)
 	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Look them all up."}}); err != nil {
 		t.Fatal(err)
 	}
