@@ -48,6 +48,10 @@ type journal struct {
 	// cur is the transaction under way (txDrain); body is txBody, bound once by run.wire.
 	cur  txWork
 	body func(weft.Tx) error
+	// messageEvent, when set (a run that records its events), is the message event of a stored
+	// row: the transaction that stores a row records its event (stageMessage), so that no crash
+	// between two commits can leave a row without one.
+	messageEvent func(weft.Message) Event
 }
 
 // tx runs fn in a fenced transaction, storing first the messages drained since the last one, and
@@ -132,6 +136,7 @@ func (j *journal) txBody(tx weft.Tx) error {
 			if err := tx.InsertMessage(m); err != nil {
 				return err
 			}
+			j.stageMessage(m)
 		}
 		preview := preview(drained[len(drained)-1].Content)
 		now := j.e.clock.Now().UTC()
@@ -179,6 +184,16 @@ func (j *journal) storing() []*weft.Message { return j.cur.drained }
 // function, which may run more than once, each run staging its own.
 func (j *journal) stage(ev Event) {
 	j.cur.staged = append(j.cur.staged, ev)
+}
+
+// stageMessage records a row's message event in the transaction under way, which stores the row
+// (a no-op when the run does not record its events). It reports whether it did.
+func (j *journal) stageMessage(m *weft.Message) bool {
+	if j.messageEvent == nil {
+		return false
+	}
+	j.stage(j.messageEvent(*m))
+	return true
 }
 
 // stageEnd is stage for the events that end the run (persistStop): the transaction's events are

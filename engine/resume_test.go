@@ -653,3 +653,73 @@ func TestStopAfterCrashEmitsItsRows(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashKeepsMessageEvents: a run that records its events and dies after any of its commits
+// leaves, once a restart has finished the thread, a message event in the log for every message
+// the thread holds: an event is recorded in the transaction that stores its row, never in a
+// later one that a crash could prevent.
+func TestCrashKeepsMessageEvents(t *testing.T) {
+	for after := 1; after <= 8; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			noop := func(name string) *weft.Tool {
+				return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+					return weft.Success(name + " ok"), nil
+				})}
+			}
+			reg := registry([]*weft.Tool{noop("charge"), noop("lookup")}, nil)
+			mem, clock := newDeathStore()
+			ctx := context.Background()
+			first, _ := engine.New(engine.Options{Registry: reg, Store: &crashStore{Store: mem, after: after}, Override: modelByHistory,
+				LeaseTTL: deadTTL, RecordEvents: true})
+			th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+				t.Fatal(err)
+			}
+			first.Run(ctx, th.ID) // dies after `after` commits
+
+			clock.expire()
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
+			if _, err := second.RecoverAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				cur, err := mem.Thread(ctx, th.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cur.Status != weft.ThreadRunning {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the thread is still running")
+				}
+			}
+			recs, err := mem.Events(ctx, th.ID, 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evented := map[string]bool{}
+			for i, rec := range recs {
+				if rec.Seq != int64(i+1) {
+					t.Fatalf("event %d has seq %d", i+1, rec.Seq)
+				}
+				if rec.Type != "message" {
+					continue
+				}
+				p, err := engine.DecodePayload(rec.Type, rec.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if md, ok := p.(engine.MessageData); ok {
+					evented[md.Message.ID] = true
+				}
+			}
+			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			for _, m := range msgs {
+				if !evented[m.ID] {
+					t.Errorf("message %d (%s %q) has no message event", m.Seq, m.Role, m.Content)
+				}
+			}
+		})
+	}
+}

@@ -468,6 +468,9 @@ func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
+	if r.e.opt.RecordEvents {
+		r.journal.messageEvent = func(m weft.Message) Event { return r.event("message", r.messageData(m)) }
+	}
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).
@@ -567,7 +570,7 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 func (r *run) stored(drained []*weft.Message) {
 	for _, m := range drained {
 		r.noteRow(m)
-		if !r.endRecorded() { // else the transaction recorded it, with the run's end
+		if !r.e.opt.RecordEvents { // else the transaction that stored it recorded its event
 			r.emitMessage(*m)
 		}
 	}
@@ -951,7 +954,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 			} else {
 				r.addRow(*m)
 			}
-			if !r.endRecorded() {
+			if !r.e.opt.RecordEvents { // else the transaction recorded its event
 				r.emitMessage(*m)
 			}
 		}
@@ -983,10 +986,10 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 }
 
 // persistStop writes a stop: thread status and reason, run state (returned as written), and the
-// lease's release. A run that records its events releases the lease in the transaction that
-// records its last ones: this one when it is the run's last (last, from stopIsLast), which then
-// records the message events of the queued messages it stores and of rows (the rows it stores
-// itself), and run_stopped; else finishEvents'.
+// lease's release. A run that records its events records the message events of rows (the rows the
+// transaction stores) in it, and releases the lease in the transaction that records its last
+// events: this one when it is the run's last (last, from stopIsLast), which then also records
+// run_stopped; else finishEvents'.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
 	now := r.now()
 	if !r.stopCounted {
@@ -1002,16 +1005,18 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		return nil, err
 	}
 	if r.e.opt.RecordEvents {
+		// The rows' events, after those of the queued messages the transaction stores (txBody
+		// staged them); when the transaction is the run's last, run_stopped after them, all held
+		// for publishHeld.
+		for _, m := range rows {
+			if last {
+				r.journal.stageEnd(r.event("message", r.messageData(*m)))
+			} else {
+				r.journal.stageMessage(m)
+			}
+		}
 		if !last {
 			return state, nil
-		}
-		// In the order they would have been emitted after the commit: the queued messages the
-		// transaction stores (r.stored), then its own rows.
-		for _, m := range r.journal.storing() {
-			r.journal.stageEnd(r.event("message", r.messageData(*m)))
-		}
-		for _, m := range rows {
-			r.journal.stageEnd(r.event("message", r.messageData(*m)))
 		}
 		r.journal.stageEnd(r.event("run_stopped", r.runStopped(reason, text)))
 	}

@@ -346,14 +346,21 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		if err := putLogs(tx, res.logs); err != nil {
 			return err
 		}
+		// A run that records its events records the rows' events here, in the order they were
+		// emitted after the commit before.
+		rows := append(append([]*weft.Message{msg}, provided...), emptyResult)
+		if emptyResult == nil {
+			rows = rows[:len(rows)-1]
+		}
 		if final != "" {
 			var err error
-			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, msg)
+			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
 			return err
 		}
+		for _, m := range rows {
+			r.journal.stageMessage(m)
+		}
 		if startNow != nil {
-			// In the order they would have been emitted after the commit (runCall).
-			r.journal.stage(r.event("message", r.messageData(*msg)))
 			r.journal.stage(r.event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
 			staged = true
 		}
@@ -376,15 +383,19 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.afterInsert(s, emptyResult)
 	}
 	r.addRow(*msg)
+	recorded := r.e.opt.RecordEvents // the transaction recorded the rows' events
 	if staged {
-		r.tools.startedID = startNow.ID // (and the message event went with it)
-	} else if !r.endRecorded() { // else the transaction recorded it, with the run's end
+		r.tools.startedID = startNow.ID
+	}
+	if !recorded {
 		r.emitMessage(*msg)
 	}
 	for _, tm := range provided {
 		r.afterInsert(s, tm)
 		r.addRow(*tm)
-		r.emitMessage(*tm)
+		if !recorded {
+			r.emitMessage(*tm)
+		}
 	}
 	if s.depth > 0 && len(provided) > 0 {
 		s.nested = append(s.nested, *msg)
@@ -395,7 +406,9 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	if emptyResult != nil {
 		r.addRow(*emptyResult)
-		r.emitMessage(*emptyResult)
+		if !recorded {
+			r.emitMessage(*emptyResult)
+		}
 		if s.depth > 0 {
 			s.nested = append(s.nested, *msg, *emptyResult)
 		}

@@ -435,9 +435,9 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	// (this result's message, the call's tool_completed, the next one's tool_started), and the
 	// next call runs with nothing left to commit first (startsAtOnce).
 	startNext := d.completing && next != nil && session == nil && d.startsAtOnce(s, msg, *next)
-	staged := false
+	staged, recorded := false, false
 	err = d.r.tx(func(tx weft.Tx) error {
-		staged = false
+		staged, recorded = false, false
 		for _, f := range files {
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
@@ -462,8 +462,8 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 			return err
 		}
 		d.noteCall(done)
+		recorded = d.r.journal.stageMessage(tm)
 		if startNext {
-			d.r.journal.stage(d.r.event("message", d.r.messageData(*tm)))
 			d.r.journal.stage(d.r.event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
 			d.r.journal.stage(d.r.event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
 			staged = true
@@ -484,7 +484,8 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	d.r.addRow(*tm)
 	if staged {
 		d.startedID, d.completed = next.ID, true
-	} else {
+	}
+	if !recorded { // else the transaction recorded the row's event
 		d.r.emitMessage(*tm)
 	}
 	if s.depth > 0 {
