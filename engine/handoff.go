@@ -106,7 +106,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 			return err
 		}
 		if h.init.Content != "" || len(h.init.Attachments) > 0 {
-			if err := tx.InsertMessage(h.init); err != nil {
+			if err := r.insertRecorded(tx, h.init); err != nil {
 				return err
 			}
 		}
@@ -118,7 +118,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	r.journal.saved = state
 	if h.init.ID != "" {
 		r.addRow(*h.init)
-		r.emitMessage(*h.init)
+		r.emitUnrecorded(*h.init)
 	}
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.target
 	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)

@@ -130,3 +130,48 @@ func TestStopThenContinue(t *testing.T) {
 		t.Errorf("status %s", got.Status)
 	}
 }
+
+// TestHandoffRecordsEachRowOnce: with RecordEvents, every row a handoff run stores (the reply
+// with the call, the handoff's result, the message the new agent starts from, its answer) has
+// exactly one message event in the thread's log, recorded with the row.
+func TestHandoffRecordsEachRowOnce(t *testing.T) {
+	reg := registry(nil, func(p *weft.Prompt) { p.Tools = []weft.ToolEntry{{Name: "billing", Kind: weft.EntryAgent}} })
+	reg.AddPrompt(&weft.Prompt{Name: "billing", ToolDescription: "Billing.", Model: "fast", Prompt: weft.Text("You handle billing.")})
+	reg.AddAgent(&weft.Agent{Name: "billing", ExposeAsTool: true, ToolDescription: "Hand the customer to billing.",
+		SideA: weft.AgentSide{Prompt: "billing"}})
+	h := newRecordingHarness(t, reg, `
+- match: {agent: assistant}
+  tool_calls: [{name: billing, arguments: {message: "Customer says they were charged twice."}}]
+- match: {agent: billing, prompt: billing}
+  text: I have refunded the duplicate charge.
+`)
+	th, res := h.run("assistant", "I was charged twice!", nil)
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	ctx := context.Background()
+	recs, err := h.store.Events(ctx, th.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, rec := range recs {
+		if rec.Type != "message" {
+			continue
+		}
+		p, err := engine.DecodePayload(rec.Type, rec.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[p.(engine.MessageData).Message.ID]++
+	}
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	if len(msgs) != 5 {
+		t.Fatalf("%d messages: %+v", len(msgs), msgs)
+	}
+	for _, m := range msgs {
+		if count[m.ID] != 1 {
+			t.Errorf("message %d (%s %q) has %d message events", m.Seq, m.Role, m.Content, count[m.ID])
+		}
+	}
+}

@@ -28,6 +28,17 @@ type harness struct {
 // call from the script.
 func newHarness(t *testing.T, reg *weft.Registry, script string) *harness {
 	t.Helper()
+	return newHarnessOpts(t, reg, script, false)
+}
+
+// newRecordingHarness is newHarness with an engine that records its events (RecordEvents).
+func newRecordingHarness(t *testing.T, reg *weft.Registry, script string) *harness {
+	t.Helper()
+	return newHarnessOpts(t, reg, script, true)
+}
+
+func newHarnessOpts(t *testing.T, reg *weft.Registry, script string, record bool) *harness {
+	t.Helper()
 	if diags := reg.Validate(); diags.HasErrors() {
 		t.Fatalf("invalid definitions: %v", diags.Err())
 	}
@@ -41,7 +52,7 @@ func newHarness(t *testing.T, reg *weft.Registry, script string) *harness {
 		t.Fatalf("script: %v", err)
 	}
 	h := &harness{t: t, reg: reg, store: st, script: scripted.New(sc)}
-	h.eng, err = engine.New(engine.Options{Registry: reg, Store: st, Override: h.script, Clock: h.script.Clock(),
+	h.eng, err = engine.New(engine.Options{Registry: reg, Store: st, Override: h.script, Clock: h.script.Clock(), RecordEvents: record,
 		OnEvent: func(e engine.Event) { h.evMu.Lock(); h.events = append(h.events, e); h.evMu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)

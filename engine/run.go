@@ -886,6 +886,24 @@ func (r *run) emitMessage(m weft.Message) {
 	r.emit("message", r.messageData(m))
 }
 
+// insertRecorded stores m in tx and, when the run records its events, records m's message event
+// in tx too (journal.stageMessage); the caller then emits it with emitUnrecorded once tx commits.
+func (r *run) insertRecorded(tx weft.Tx, m *weft.Message) error {
+	if err := tx.InsertMessage(m); err != nil {
+		return err
+	}
+	r.journal.stageMessage(m)
+	return nil
+}
+
+// emitUnrecorded emits the message event of a row stored by insertRecorded, unless its
+// transaction recorded it.
+func (r *run) emitUnrecorded(m weft.Message) {
+	if !r.e.opt.RecordEvents {
+		r.emitMessage(m)
+	}
+}
+
 // messageData is the payload of a stored row's message event: the row, its content redacted.
 func (r *run) messageData(m weft.Message) MessageData {
 	m.Content = r.red.String(m.Content)

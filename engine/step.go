@@ -525,11 +525,11 @@ func (r *run) insertAssistant(side weft.Side, prompt, text string) error {
 	if side == weft.SideB {
 		m.Role = weft.RoleUser
 	}
-	if err := r.tx(func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+	if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
 		return err
 	}
 	r.addRow(*m)
-	r.emitMessage(*m)
+	r.emitUnrecorded(*m)
 	return nil
 }
 

@@ -803,11 +803,11 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
 			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
-		if err := r.tx(func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
 			return err
 		}
 		r.addRow(*m)
-		r.emitMessage(*m)
+		r.emitUnrecorded(*m)
 		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}

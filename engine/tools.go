@@ -699,7 +699,7 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 			tm.Content = "Failed to execute tool: " + d.r.red.String(res.Error)
 		}
 		err := d.r.tx(func(tx weft.Tx) error {
-			if err := tx.InsertMessage(tm); err != nil {
+			if err := d.r.insertRecorded(tx, tm); err != nil {
 				return err
 			}
 			return tx.SetExecState(execKey, d.r.state.encode())
@@ -711,7 +711,7 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 			return err
 		}
 		d.r.addRow(*tm)
-		d.r.emitMessage(*tm)
+		d.r.emitUnrecorded(*tm)
 	}
 	return nil
 }
