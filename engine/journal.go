@@ -176,10 +176,6 @@ func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
 	return drained, nil
 }
 
-// storing returns the queued messages the transaction under way stores (txBody inserts them
-// before its function runs).
-func (j *journal) storing() []*weft.Message { return j.cur.drained }
-
 // stage records an event in the transaction under way, after the outbox's: called from its
 // function, which may run more than once, each run staging its own.
 func (j *journal) stage(ev Event) {
