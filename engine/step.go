@@ -348,9 +348,10 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		}
 		// A run that records its events records the rows' events here, in the order they were
 		// emitted after the commit before.
-		rows := append(append([]*weft.Message{msg}, provided...), emptyResult)
-		if emptyResult == nil {
-			rows = rows[:len(rows)-1]
+		var buf [4]*weft.Message
+		rows := append(append(buf[:0], msg), provided...)
+		if emptyResult != nil {
+			rows = append(rows, emptyResult)
 		}
 		if final != "" {
 			var err error
