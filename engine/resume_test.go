@@ -613,15 +613,16 @@ func TestStopAfterCrashEmitsItsRows(t *testing.T) {
 						t.Fatalf("thread status %s, want stopped", cur.Status)
 					}
 				}
+				// Until the resumed run's run_stopped, which comes after every row it stored.
 				var events []engine.Event
-				for done := false; !done; {
+				for deadline := time.After(10 * time.Second); !slices.ContainsFunc(events, func(ev engine.Event) bool { return ev.Type == "run_stopped" }); {
 					select {
 					case <-f.Ready():
 						if events, err = f.Next(ctx, events); err != nil {
 							t.Fatal(err)
 						}
-					case <-time.After(200 * time.Millisecond):
-						done = true // the stop is stored: what the run emitted is published
+					case <-deadline:
+						t.Fatalf("no run_stopped among %d events", len(events))
 					}
 				}
 				var got []string
