@@ -40,6 +40,7 @@ type journal struct {
 	// goroutines of its own.
 	outboxMu sync.Mutex
 	outbox   []Event
+	closed   bool // the run wrote its last transaction (close)
 
 	// held are the events of the transaction that recorded the run's end, committed and not yet
 	// published (publishHeld).
@@ -207,20 +208,25 @@ func (j *journal) publishHeld() {
 	}
 }
 
-// takeOutbox empties the outbox and returns what it held.
-func (j *journal) takeOutbox() []Event {
+// close ends the outbox once the run has written its last transaction: it returns the events
+// still waiting, and record refuses any more (a tool's goroutine may emit after the run).
+func (j *journal) close() []Event {
 	j.outboxMu.Lock()
 	defer j.outboxMu.Unlock()
 	evs := j.outbox
-	j.outbox = nil
+	j.outbox, j.closed = nil, true
 	return evs
 }
 
-// record queues an event for the next transaction.
-func (j *journal) record(ev Event) {
+// record queues an event for the next transaction; false once the outbox is closed.
+func (j *journal) record(ev Event) bool {
 	j.outboxMu.Lock()
+	defer j.outboxMu.Unlock()
+	if j.closed {
+		return false
+	}
 	j.outbox = append(j.outbox, ev)
-	j.outboxMu.Unlock()
+	return true
 }
 
 // recording reports events waiting in the outbox.

@@ -584,8 +584,11 @@ func (r *run) event(typ string, data Payload) Event {
 func (r *run) emit(typ string, data Payload) {
 	ev := r.event(typ, data)
 	if r.e.opt.RecordEvents && !transient(typ) {
-		// Recorded by the run's next transaction (or flush), published once it commits.
-		r.journal.record(ev)
+		// Recorded by the run's next transaction (or flush), published once it commits; after
+		// the run's last, outside the run.
+		if !r.journal.record(ev) {
+			r.e.emitOutside(r.journal.ctx, ev)
+		}
 		return
 	}
 	r.e.emit(ev)
@@ -602,20 +605,21 @@ func (r *run) flushEvents() error {
 
 // finishEvents ends a run that records events: its last transaction records the events still
 // waiting and releases the lease, unless the stop's did (endRecorded). Events emitted after that
-// one (a tool's goroutine may still emit) are recorded outside the run.
+// one (a tool's goroutine may still emit, with State.Emit) are recorded outside the run.
 func (r *run) finishEvents() {
 	if !r.e.opt.RecordEvents {
 		return
 	}
 	if r.journal.released {
 		r.journal.publishHeld() // (when stop returned before publishing them)
-		for _, ev := range r.journal.takeOutbox() {
-			r.e.emitOutside(r.journal.ctx, ev)
-		}
+	} else if err := r.tx(r.journal.release); err != nil {
+		// (With the lease lost, another node runs the thread: what this run emitted last goes.)
+		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
+		r.journal.close()
 		return
 	}
-	if err := r.tx(r.journal.release); err != nil {
-		r.e.log.Warn("the run's last events were not recorded", "thread", r.thread.ID, "error", err)
+	for _, ev := range r.journal.close() {
+		r.e.emitOutside(r.journal.ctx, ev)
 	}
 }
 

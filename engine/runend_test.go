@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -387,5 +388,64 @@ func TestToolStartedPastTheLimit(t *testing.T) {
 	if count["tool_started"] != weft.MaxToolCallsPerReply || count["tool_completed"] != weft.MaxToolCallsPerReply+2 {
 		t.Errorf("tool_started %d, tool_completed %d; want %d and %d", count["tool_started"], count["tool_completed"],
 			weft.MaxToolCallsPerReply, weft.MaxToolCallsPerReply+2)
+	}
+}
+
+// TestLateEventRecorded: an event a tool's goroutine emits after its run has ended (State.Emit
+// holds no lease) is recorded in the thread's log and published, outside the run, not lost in
+// the ended run's outbox.
+func TestLateEventRecorded(t *testing.T) {
+	ctx := context.Background()
+	late, emitted := make(chan struct{}), make(chan error, 1)
+	reg := lookupRegistry()
+	reg.AddTool(&weft.Tool{Name: "later", Description: "Reports later.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		go func() {
+			<-late
+			emitted <- st.Emit(context.Background(), "report", map[string]any{"done": true})
+		}()
+		return weft.Success("started"), nil
+	})})
+	p, _ := reg.Prompt("assistant")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "later"})
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == weft.RoleTool {
+			return &weft.Response{Text: "It will report."}, nil
+		}
+		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "later", Arguments: `{}`}}}, nil
+	})
+	st := newTxLog(t)
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Start it."}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.Events(ctx, th.ID, 0, 0)
+	if err != nil || len(before) == 0 || before[len(before)-1].Type != "run_stopped" {
+		t.Fatalf("%v %v", before, err)
+	}
+	live := collectUntil(ctx, eng, th.ID, before[len(before)-1].Seq, func(_ int, ev engine.Event) bool { return ev.Type == "event" })
+	close(late)
+	if err := <-emitted; err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range <-live {
+		got = append(got, ev.Type)
+	}
+	if !slices.Equal(got, []string{"event"}) {
+		t.Errorf("the subscriber saw %v after the run, want the late event", got)
+	}
+	after, err := st.Events(ctx, th.ID, before[len(before)-1].Seq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 1 || after[0].Type != "event" || after[0].Seq != before[len(before)-1].Seq+1 {
+		t.Errorf("recorded after the run: %+v", after)
 	}
 }
