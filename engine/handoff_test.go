@@ -154,17 +154,7 @@ func TestHandoffRecordsEachRowOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := map[string]int{}
-	for _, rec := range recs {
-		if rec.Type != "message" {
-			continue
-		}
-		p, err := engine.DecodePayload(rec.Type, rec.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		count[p.(engine.MessageData).Message.ID]++
-	}
+	count := messageEvents(t, recs)
 	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 	if len(msgs) != 5 {
 		t.Fatalf("%d messages: %+v", len(msgs), msgs)

@@ -184,13 +184,11 @@ func (j *journal) stage(ev Event) {
 }
 
 // stageMessage records a row's message event in the transaction under way, which stores the row
-// (a no-op when the run does not record its events). It reports whether it did.
-func (j *journal) stageMessage(m *weft.Message) bool {
-	if j.messageEvent == nil {
-		return false
+// (a no-op when the run does not record its events).
+func (j *journal) stageMessage(m *weft.Message) {
+	if j.messageEvent != nil {
+		j.stage(j.messageEvent(*m))
 	}
-	j.stage(j.messageEvent(*m))
-	return true
 }
 
 // stageEnd is stage for the events that end the run (persistStop): the transaction's events are

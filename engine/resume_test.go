@@ -565,21 +565,9 @@ func TestStopAfterCrashEmitsItsRows(t *testing.T) {
 		for after := 1; after <= 3; after++ {
 			t.Run(fmt.Sprintf("record_%v_crash_after_commit_%d", record, after), func(t *testing.T) {
 				var ran atomic.Int64
-				noop := func(name string) *weft.Tool {
-					return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
-						ran.Add(1)
-						return weft.Success(name + " ok"), nil
-					})}
-				}
-				reg := registry([]*weft.Tool{noop("charge"), noop("lookup")}, nil)
-				mem, clock := newDeathStore()
+				reg := countingTools(&ran)
 				ctx := context.Background()
-				first, _ := engine.New(engine.Options{Registry: reg, Store: &crashStore{Store: mem, after: after}, Override: modelByHistory, LeaseTTL: deadTTL})
-				th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-				if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
-					t.Fatal(err)
-				}
-				first.Run(ctx, th.ID) // dies after `after` commits
+				mem, clock, th := crashedThread(t, reg, after, false)
 				before, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 				known := map[string]bool{}
 				for _, m := range before {
@@ -601,18 +589,7 @@ func TestStopAfterCrashEmitsItsRows(t *testing.T) {
 				if _, err := second.RecoverAll(ctx); err != nil {
 					t.Fatal(err)
 				}
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-					cur, err := mem.Thread(ctx, th.ID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if cur.Status == weft.ThreadStopped {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("thread status %s, want stopped", cur.Status)
-					}
-				}
+				waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st == weft.ThreadStopped })
 				// Until the resumed run's run_stopped, which comes after every row it stored.
 				var events []engine.Event
 				for deadline := time.After(10 * time.Second); !slices.ContainsFunc(events, func(ev engine.Event) bool { return ev.Type == "run_stopped" }); {
@@ -662,65 +639,96 @@ func TestStopAfterCrashEmitsItsRows(t *testing.T) {
 func TestCrashKeepsMessageEvents(t *testing.T) {
 	for after := 1; after <= 8; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
-			noop := func(name string) *weft.Tool {
-				return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
-					return weft.Success(name + " ok"), nil
-				})}
-			}
-			reg := registry([]*weft.Tool{noop("charge"), noop("lookup")}, nil)
-			mem, clock := newDeathStore()
+			var ran atomic.Int64
+			reg := countingTools(&ran)
 			ctx := context.Background()
-			first, _ := engine.New(engine.Options{Registry: reg, Store: &crashStore{Store: mem, after: after}, Override: modelByHistory,
-				LeaseTTL: deadTTL, RecordEvents: true})
-			th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
-				t.Fatal(err)
-			}
-			first.Run(ctx, th.ID) // dies after `after` commits
+			mem, clock, th := crashedThread(t, reg, after, true)
 
 			clock.expire()
 			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
 			if _, err := second.RecoverAll(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-				cur, err := mem.Thread(ctx, th.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if cur.Status != weft.ThreadRunning {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the thread is still running")
-				}
-			}
+			waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st != weft.ThreadRunning })
 			recs, err := mem.Events(ctx, th.ID, 0, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			evented := map[string]bool{}
 			for i, rec := range recs {
 				if rec.Seq != int64(i+1) {
 					t.Fatalf("event %d has seq %d", i+1, rec.Seq)
 				}
-				if rec.Type != "message" {
-					continue
-				}
-				p, err := engine.DecodePayload(rec.Type, rec.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if md, ok := p.(engine.MessageData); ok {
-					evented[md.Message.ID] = true
-				}
 			}
+			evented := messageEvents(t, recs)
 			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 			for _, m := range msgs {
-				if !evented[m.ID] {
+				if evented[m.ID] == 0 {
 					t.Errorf("message %d (%s %q) has no message event", m.Seq, m.Role, m.Content)
 				}
 			}
 		})
 	}
+}
+
+// countingTools is a registry whose assistant may call charge and lookup, which count their runs
+// in ran and succeed.
+func countingTools(ran *atomic.Int64) *weft.Registry {
+	tool := func(name string) *weft.Tool {
+		return &weft.Tool{Name: name, Description: "d", Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+			ran.Add(1)
+			return weft.Success(name + " ok"), nil
+		})}
+	}
+	return registry([]*weft.Tool{tool("charge"), tool("lookup")}, nil)
+}
+
+// crashedThread runs a thread of reg's assistant on modelByHistory, from the message "pay",
+// in a process that dies after its after-th commit (recording its events when record is set),
+// and returns the store and its clock, which a test moves past the dead process's lease.
+func crashedThread(t *testing.T, reg *weft.Registry, after int, record bool) (*memstore.Store, *deathClock, *weft.Thread) {
+	t.Helper()
+	ctx := context.Background()
+	mem, clock := newDeathStore()
+	first, _ := engine.New(engine.Options{Registry: reg, Store: &crashStore{Store: mem, after: after}, Override: modelByHistory,
+		LeaseTTL: deadTTL, RecordEvents: record})
+	th, _ := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "pay"}); err != nil {
+		t.Fatal(err)
+	}
+	first.Run(ctx, th.ID) // dies after `after` commits
+	return mem, clock, th
+}
+
+// waitStatus waits, up to 10 s, until the thread's status is done with.
+func waitStatus(t *testing.T, st weft.Store, threadID string, done func(weft.ThreadStatus) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		cur, err := st.Thread(context.Background(), threadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(cur.Status) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread status %s after 10 s", cur.Status)
+		}
+	}
+}
+
+// messageEvents counts the recorded message events of each message id.
+func messageEvents(t *testing.T, recs []weft.EventRecord) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	for _, rec := range recs {
+		if rec.Type != "message" {
+			continue
+		}
+		p, err := engine.DecodePayload(rec.Type, rec.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[p.(engine.MessageData).Message.ID]++
+	}
+	return count
 }

@@ -570,9 +570,7 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 func (r *run) stored(drained []*weft.Message) {
 	for _, m := range drained {
 		r.noteRow(m)
-		if !r.e.opt.RecordEvents { // else the transaction that stored it recorded its event
-			r.emitMessage(*m)
-		}
+		r.emitUnrecorded(*m) // (txBody recorded it when the run records its events)
 	}
 }
 
@@ -900,8 +898,9 @@ func (r *run) insertRecorded(tx weft.Tx, m *weft.Message) error {
 	return nil
 }
 
-// emitUnrecorded emits the message event of a row stored by insertRecorded, unless its
-// transaction recorded it.
+// emitUnrecorded emits, once its transaction committed, the message event of a row whose
+// transaction recorded the event when the run records its events (insertRecorded,
+// journal.stageMessage).
 func (r *run) emitUnrecorded(m weft.Message) {
 	if !r.e.opt.RecordEvents {
 		r.emitMessage(m)
@@ -976,9 +975,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 			} else {
 				r.addRow(*m)
 			}
-			if !r.e.opt.RecordEvents { // else the transaction recorded its event
-				r.emitMessage(*m)
-			}
+			r.emitUnrecorded(*m)
 		}
 	}
 	if r.e.watches.n.Load() > 0 {
@@ -1028,14 +1025,10 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	}
 	if r.e.opt.RecordEvents {
 		// The rows' events, after those of the queued messages the transaction stores (txBody
-		// staged them); when the transaction is the run's last, run_stopped after them, all held
-		// for publishHeld.
+		// staged them); when the transaction is the run's last, run_stopped after them, and all
+		// of them held for publishHeld (stageEnd holds the transaction's events).
 		for _, m := range rows {
-			if last {
-				r.journal.stageEnd(r.event("message", r.messageData(*m)))
-			} else {
-				r.journal.stageMessage(m)
-			}
+			r.journal.stageMessage(m)
 		}
 		if !last {
 			return state, nil

@@ -16,17 +16,22 @@ import (
 	"github.com/weft-agents/weft/sqlite"
 )
 
-// recordingThread is an engine recording its events on a txLog, running the lookup registry's
-// assistant (with hook, when not nil, as its one hook) against model, and a thread of it.
-func recordingThread(t *testing.T, model weft.Provider, hook *weft.Hook) (*engine.Engine, *txLog, *weft.Thread) {
-	t.Helper()
-	st := newTxLog(t)
+// hooked is the lookup registry, its assistant with hook (when not nil) as its one hook.
+func hooked(hook *weft.Hook) *weft.Registry {
 	reg := lookupRegistry()
 	if hook != nil {
 		reg.AddHook(hook)
 		a, _ := reg.Agent("assistant")
 		a.Hooks = []string{hook.ID}
 	}
+	return reg
+}
+
+// recordingThread is an engine recording its events on a txLog, running reg's assistant against
+// model, and a thread of it.
+func recordingThread(t *testing.T, reg *weft.Registry, model weft.Provider) (*engine.Engine, *txLog, *weft.Thread) {
+	t.Helper()
+	st := newTxLog(t)
 	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +148,7 @@ func TestRunEndInStopTx(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			eng, st, th := recordingThread(t, tc.model, tc.hook)
+			eng, st, th := recordingThread(t, hooked(tc.hook), tc.model)
 			live := collect(ctx, eng, th.ID, 1, -1)
 			res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}})
 			if err != nil || res.Last().Reason != tc.stop {
@@ -214,18 +219,10 @@ func TestRunEndInStopTx(t *testing.T) {
 // run_stopped, in that transaction, as it would have without the stop in it.
 func TestRunEndStoresQueuedMessage(t *testing.T) {
 	ctx := context.Background()
-	st := newTxLog(t)
 	reg := lookupRegistry()
 	a, _ := reg.Agent("assistant")
 	a.MaxSessionTurns = 1
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: lookupModel, RecordEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, st, th := recordingThread(t, reg, lookupModel)
 	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +297,7 @@ func TestToolStartedInReplyTx(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			eng, st, th := recordingThread(t, tc.model, tc.hook)
+			eng, st, th := recordingThread(t, hooked(tc.hook), tc.model)
 			live := collect(ctx, eng, th.ID, 1, -1)
 			if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}); err != nil {
 				t.Fatal(err)
@@ -373,7 +370,7 @@ func TestToolStartedPastTheLimit(t *testing.T) {
 		return &weft.Response{ToolCalls: calls}, nil
 	})
 	ctx := context.Background()
-	eng, st, th := recordingThread(t, many, nil)
+	eng, st, th := recordingThread(t, lookupRegistry(), many)
 	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Look them all up."}}); err != nil {
 		t.Fatal(err)
 	}
@@ -413,15 +410,7 @@ func TestLateEventRecorded(t *testing.T) {
 		}
 		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "later", Arguments: `{}`}}}, nil
 	})
-	st := newTxLog(t)
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, st, th := recordingThread(t, reg, model)
 	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Start it."}}); err != nil {
 		t.Fatal(err)
 	}

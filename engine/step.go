@@ -384,19 +384,14 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.afterInsert(s, emptyResult)
 	}
 	r.addRow(*msg)
-	recorded := r.e.opt.RecordEvents // the transaction recorded the rows' events
 	if staged {
 		r.tools.startedID = startNow.ID
 	}
-	if !recorded {
-		r.emitMessage(*msg)
-	}
+	r.emitUnrecorded(*msg)
 	for _, tm := range provided {
 		r.afterInsert(s, tm)
 		r.addRow(*tm)
-		if !recorded {
-			r.emitMessage(*tm)
-		}
+		r.emitUnrecorded(*tm)
 	}
 	if s.depth > 0 && len(provided) > 0 {
 		s.nested = append(s.nested, *msg)
@@ -407,9 +402,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	if emptyResult != nil {
 		r.addRow(*emptyResult)
-		if !recorded {
-			r.emitMessage(*emptyResult)
-		}
+		r.emitUnrecorded(*emptyResult)
 		if s.depth > 0 {
 			s.nested = append(s.nested, *msg, *emptyResult)
 		}

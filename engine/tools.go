@@ -35,8 +35,8 @@ type dispatch struct {
 	// result's, recorded (startsAtOnce): runCall does not emit it again.
 	startedID string
 	// completing: runCall is storing a call's result, and emits its tool_completed once stored,
-	// unless the result's transaction recorded it (completed).
-	completing, completed bool
+	// unless the result's transaction recorded it with the next call's tool_started (startedID).
+	completing bool
 }
 
 // startsAtOnce reports whether the reply's transaction records c's tool_started (and the reply's
@@ -192,10 +192,10 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		// as a crash would have left it (an idempotent tool runs again).
 		return res, errShutdown
 	}
-	d.completing, d.completed = true, false
+	d.completing = true
 	m, err := d.storeResult(s, msg, c, res.result, resultID, next)
-	completed := d.completed
-	d.completing, d.completed = false, false
+	d.completing = false
+	completed := next != nil && d.startedID == next.ID // recorded with the next call's start
 	if err != nil {
 		return res, err
 	}
@@ -435,15 +435,15 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	// (this result's message, the call's tool_completed, the next one's tool_started), and the
 	// next call runs with nothing left to commit first (startsAtOnce).
 	startNext := d.completing && next != nil && session == nil && d.startsAtOnce(s, msg, *next)
-	staged, recorded := false, false
+	staged := false
 	err = d.r.tx(func(tx weft.Tx) error {
-		staged, recorded = false, false
+		staged = false
 		for _, f := range files {
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
 			}
 		}
-		if err := tx.InsertMessage(tm); err != nil {
+		if err := d.r.insertRecorded(tx, tm); err != nil {
 			return err
 		}
 		if next != nil {
@@ -462,7 +462,6 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 			return err
 		}
 		d.noteCall(done)
-		recorded = d.r.journal.stageMessage(tm)
 		if startNext {
 			d.r.journal.stage(d.r.event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
 			d.r.journal.stage(d.r.event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
@@ -483,11 +482,9 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	}
 	d.r.addRow(*tm)
 	if staged {
-		d.startedID, d.completed = next.ID, true
+		d.startedID = next.ID
 	}
-	if !recorded { // else the transaction recorded the row's event
-		d.r.emitMessage(*tm)
-	}
+	d.r.emitUnrecorded(*tm)
 	if s.depth > 0 {
 		s.nested = append(s.nested, *tm)
 	}

@@ -62,22 +62,7 @@ func appendRest(b []byte, s string, start, i int, safe *[utf8.RuneSelf]bool, htm
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case html && c == '\b':
-				b = append(b, '\\', 'b')
-			case html && c == '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			b = appendEscape(b, c, html)
 			i++
 			start = i
 			continue
