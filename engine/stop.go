@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weft-agents/weft"
+)
+
+// How a run ends: a stop's reason stored with the thread's status, the rows a stop stores or
+// changes, and the run_stopped event.
+
+// fail stops the run with step_error.
+func (r *run) fail(err error) (weft.StopInfo, error) {
+	if errors.Is(err, weft.ErrLeaseLost) || errors.Is(context.Cause(r.ctx), weft.ErrLeaseLost) {
+		// Another node owns the thread now: write nothing more.
+		return weft.StopInfo{RunID: r.id, Reason: weft.StopAborted, Side: r.state.Side, Error: r.red.Error(err), Steps: r.steps}, nil
+	}
+	if r.stopRequested() {
+		return r.stop(r.abortReason(), "")
+	}
+	return r.stop(weft.StopStepError, r.red.Error(err))
+}
+
+// stop ends the run: persists state, status and stop reason in one transaction, then runs the
+// after_run_stopped hooks.
+func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	if r.suspending() {
+		// A shutdown interrupts the run without stopping it: its status stays running and the
+		// lease is released, so the next start resumes it as after a crash.
+		return weft.StopInfo{RunID: r.id, Steps: r.steps}, nil
+	}
+	info := weft.StopInfo{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps}
+	status := weft.ThreadIdle
+	switch {
+	case reason == weft.StopAbortedByUser:
+		status = weft.ThreadStopped
+		r.state.Stopped = true
+	case r.terminated:
+		status = weft.ThreadTerminated
+	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
+		status = weft.ThreadAwaitingHuman
+	case reason == weft.StopAwaitingApproval:
+		status = weft.ThreadAwaitingApproval
+	case reason == weft.StopBudgetExceeded:
+		status = weft.ThreadPaused
+	case !reason.OK():
+		status = weft.ThreadFailed
+	}
+	var rows []*weft.Message // the rows the stop stores or changes, in that order
+	var err error
+	if r.finished != reason || reason == "" {
+		// (The final step of a turn persists its stop together with its reply.)
+		last := r.stopIsLast(nil)
+		err = r.tx(func(tx weft.Tx) error {
+			rows = rows[:0]
+			if reason == weft.StopAbortedByUser {
+				var err error
+				if rows, err = r.stopRows(tx); err != nil {
+					return err
+				}
+			}
+			_, err := r.persistStop(tx, status, reason, text, last, rows...)
+			return err
+		})
+	}
+	info.Seq = r.state.Stops
+	if err == nil {
+		for _, m := range rows {
+			if m.Status == weft.MessageFailed {
+				r.replaceRow(*m)
+			} else {
+				r.addRow(*m)
+			}
+			r.emitUnrecorded(*m)
+		}
+	}
+	if r.e.watches.n.Load() > 0 {
+		var reply *weft.Message
+		if m := r.lastReply(); m != nil {
+			reply = redactedCopy(m, r.red)
+		}
+		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
+	}
+	if r.endRecorded() {
+		r.journal.publishHeld() // the stop's transaction recorded run_stopped
+	} else if r.e.observed() {
+		r.emit("run_stopped", r.runStopped(reason, text))
+	}
+	r.runStoppedHooks(info)
+	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
+		return info, err
+	}
+	return info, nil
+}
+
+// endSession ends the session: turn counters reset, the run stops with the
+// session's reason. The next inbound message starts a new session.
+func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	r.state.endSession(r.lastSeq)
+	return r.stop(reason, text)
+}
+
+// persistStop writes a stop: thread status and reason, run state (returned as written), and the
+// lease's release. A run that records its events records the message events of rows (the rows the
+// transaction stores) in it, and releases the lease in the transaction that records its last
+// events: this one when it is the run's last (last, from stopIsLast), which then also records
+// run_stopped; else finishEvents'.
+func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
+	now := r.now()
+	if !r.stopCounted {
+		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
+		r.state.Stops++
+		r.stopCounted = true
+	}
+	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
+		return nil, err
+	}
+	state := r.state.encode()
+	if err := tx.SetExecState(execKey, state); err != nil {
+		return nil, err
+	}
+	if r.e.opt.RecordEvents {
+		// The rows' events, after those of the queued messages the transaction stores (txBody
+		// staged them); when the transaction is the run's last, run_stopped after them, and all
+		// of them held for publishHeld (stageEnd holds the transaction's events).
+		for _, m := range rows {
+			r.journal.stageMessage(m)
+		}
+		if !last {
+			return state, nil
+		}
+		r.journal.stageEnd(r.event("run_stopped", r.runStopped(reason, text)))
+	}
+	return state, r.journal.release(tx)
+}
+
+// runStopped is the payload of the run's run_stopped event.
+func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
+	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
+		LastLineRedactions: r.lastLine}
+}
+
+// stopRows answers unanswered calls, fails the pending messages and stores the stop notice. It
+// returns the rows it changed and stored, in that order (a failed message as it now is), for the
+// caller to cache and emit once the transaction commits: the store may run it more than once.
+func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
+	answered := map[string]bool{}
+	for _, m := range r.rows {
+		if m.Role == weft.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var rows []*weft.Message
+	for _, m := range r.rows {
+		if m.Status == weft.MessagePending {
+			if err := tx.UpdateMessage(m.ID, weft.MessageChange{Status: ptr(weft.MessageFailed)}); err != nil {
+				return nil, err
+			}
+			failed := *m
+			failed.Status = weft.MessageFailed
+			rows = append(rows, &failed)
+		}
+		if m.Role != weft.RoleAssistant || m.Status == weft.MessagePending {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if answered[c.ID] {
+				continue
+			}
+			tm := &weft.Message{Role: weft.RoleTool, Side: m.Side, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
+				Content: "Failed to execute tool: Execution stopped by user", Status: weft.MessageCompleted, RunID: r.id}
+			if err := tx.InsertMessage(tm); err != nil {
+				return nil, err
+			}
+			done := r.tools.doneRecord(c, m.ID, r.now())
+			done.ResultMessageID = tm.ID
+			if err := tx.PutToolCall(done); err != nil {
+				return nil, err
+			}
+			r.tools.noteCall(done)
+			rows = append(rows, tm)
+		}
+	}
+	notice := &weft.Message{Role: weft.RoleSystem, Content: "Execution stopped by user.", Status: weft.MessageCompleted, RunID: r.id}
+	if err := tx.InsertMessage(notice); err != nil {
+		return nil, err
+	}
+	return append(rows, notice), nil
+}
