@@ -607,3 +607,54 @@ func TestFallbackDropsProviderBlocks(t *testing.T) {
 		t.Errorf("transcript: %q", tr)
 	}
 }
+
+// TestSubPromptRowsEmittedOnce: every row of a sub-prompt's nested run (its init message, its
+// call and result, its answer) has one message event, as the caller's rows do: on the live stream,
+// and in the thread's log when the run records its events.
+func TestSubPromptRowsEmittedOnce(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+			reg := subRegistry(weft.ToolEntry{Name: "summarize", InitUserMessageProperty: "text"}, "4")
+			h := newHarnessOpts(t, reg, `
+- match: {depth: 0}
+  tool_calls: [{name: summarize, arguments: {text: "a b c d"}}]
+- match: {depth: 1}
+  tool_calls: [{name: count_words, arguments: {text: "a b c d"}}]
+- match: {depth: 1}
+  text: Four words.
+- match: {depth: 0}
+  text: done
+`, record)
+			th, res := h.run("assistant", "go", nil)
+			if res.Last().Reason != weft.StopOnResponse {
+				t.Fatalf("%+v", res.Stops)
+			}
+			ctx := context.Background()
+			msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 5})
+			if len(msgs) != 8 {
+				t.Fatalf("%d messages: %+v", len(msgs), msgs)
+			}
+			live := map[string]int{}
+			h.evMu.Lock()
+			for _, ev := range h.events {
+				if d, ok := ev.Data.(engine.MessageData); ok && ev.Type == "message" {
+					live[d.Message.ID]++
+				}
+			}
+			h.evMu.Unlock()
+			var logged map[string]int
+			if record {
+				recs, err := h.store.Events(ctx, th.ID, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logged = messageEvents(t, recs)
+			}
+			for _, m := range msgs {
+				if live[m.ID] != 1 || record && logged[m.ID] != 1 {
+					t.Errorf("message %d (depth %d, %s %q): %d live message events, %d in the log", m.Seq, m.Depth, m.Role, m.Content, live[m.ID], logged[m.ID])
+				}
+			}
+		})
+	}
+}

@@ -33,10 +33,12 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 	}
 	if init != nil {
-		if err := r.tx(func(tx weft.Tx) error { return tx.InsertMessage(init) }); err != nil {
+		// Streamed as every row is: recorded with the row when the run records its events.
+		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, init) }); err != nil {
 			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 		}
 		r.addRow(*init)
+		r.emitUnrecorded(*init)
 		s.nested = append(s.nested, *init)
 	}
 	return r.subPromptLoop(caller, s, e, 1, nil)
