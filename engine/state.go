@@ -174,9 +174,29 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 	}
 	if s.r != nil {
 		s.r.addRow(*m)
-		s.r.emitMessage(*m)
 	}
+	s.emitRow(ctx, *m)
 	return *m, nil
+}
+
+// emitRow streams m, a row the State stored or changed: through its run (recorded by the run's
+// next transaction when it records its events), or outside any run, its text redacted as a run's
+// rows are.
+func (s *threadState) emitRow(ctx context.Context, m weft.Message) {
+	if s.r != nil {
+		s.r.emitMessage(m)
+		return
+	}
+	if !s.e.observed() {
+		return
+	}
+	red, err := s.e.Redactor(ctx, s.thread.ID)
+	if err != nil {
+		s.e.log.Warn("message event not emitted", "thread", s.thread.ID, "message", m.ID, "error", err)
+		return
+	}
+	m.Content = red(m.Content)
+	s.e.emitOutside(ctx, Event{Type: "message", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: MessageData{Message: m}})
 }
 
 func (s *threadState) beforeCreate(ctx context.Context, nm *weft.NewMessage) error {
@@ -234,8 +254,14 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 		return weft.Message{}, err
 	}
 	m, err := s.e.store.Message(ctx, s.thread.ID, id)
-	if err == nil && s.r != nil {
+	if err != nil {
+		return m, err
+	}
+	if s.r != nil {
 		s.r.replaceRow(m)
+	}
+	s.emitRow(ctx, m) // a message event carries a created or an updated row
+	if s.r != nil {
 		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
 			if herr := call(func() error { return f(ctx, s, m) }); herr != nil {
@@ -243,7 +269,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 			}
 		}
 	}
-	return m, err
+	return m, nil
 }
 
 func (s *threadState) DeleteMessage(ctx context.Context, id string) error {

@@ -208,11 +208,21 @@ func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft
 	return stepOutcome{}, nil
 }
 
+// updateContent replaces the text of msg, a stored row, and streams the row again.
 func (r *run) updateContent(msg *weft.Message, text string) error {
-	err := r.tx(func(tx weft.Tx) error { return tx.UpdateMessage(msg.ID, weft.MessageChange{Content: &text}) })
+	updated := *msg
+	updated.Content = text
+	err := r.tx(func(tx weft.Tx) error {
+		if err := tx.UpdateMessage(msg.ID, weft.MessageChange{Content: &text}); err != nil {
+			return err
+		}
+		r.journal.stageMessage(&updated)
+		return nil
+	})
 	if err == nil {
-		msg.Content = text
+		*msg = updated
 		r.replaceRow(*msg)
+		r.emitUnrecorded(*msg)
 	}
 	return err
 }

@@ -630,6 +630,9 @@ func orDefault(s, def string) string {
 // an assistant message left empty is deleted.
 func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
+	deleted := len(calls) == 0 && strings.TrimSpace(msg.Content) == ""
+	updated := *msg
+	updated.ToolCalls = calls
 	now := d.r.now()
 	err := d.r.tx(func(tx weft.Tx) error {
 		done := d.doneRecord(c, msg.ID, now)
@@ -637,22 +640,28 @@ func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 			return err
 		}
 		d.noteCall(done)
-		if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
+		if deleted {
 			return tx.DeleteMessage(msg.ID)
 		}
-		return tx.UpdateMessage(msg.ID, weft.MessageChange{ToolCalls: &calls})
+		if err := tx.UpdateMessage(msg.ID, weft.MessageChange{ToolCalls: &calls}); err != nil {
+			return err
+		}
+		d.r.journal.stageMessage(&updated) // streamed again, without the call
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	msg.ToolCalls = calls
+	*msg = updated
 	d.r.replaceRow(*msg)
-	if len(calls) == 0 && strings.TrimSpace(msg.Content) == "" {
+	if deleted {
 		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
 		if d.r.e.observed() {
 			d.r.emit("message_deleted", Fields{"message_id": msg.ID})
 		}
+		return nil
 	}
+	d.r.emitUnrecorded(*msg)
 	return nil
 }
 

@@ -1,0 +1,203 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/schema"
+)
+
+// TestUpdatedRowsStreamed: a row a run changes after storing it is streamed again, as the message
+// event's payload is "created or updated row" (docs/http-api.md): a client that watches the thread
+// ends with the row as stored. Checked on the live stream and, when the run records its events, in
+// the thread's log; each case names the row it changes.
+func TestUpdatedRowsStreamed(t *testing.T) {
+	cases := []struct {
+		name   string
+		reg    func() *weft.Registry
+		script string
+		// changed picks the row the run changed from the stored rows.
+		changed func(msgs []weft.Message) weft.Message
+	}{
+		{
+			name: "a stop tool's response property becomes the reply's text",
+			reg: func() *weft.Registry {
+				var calls []string
+				reg := registry([]*weft.Tool{recorder("finish", &calls, "ok")}, nil)
+				finish, _ := reg.Tool("finish")
+				finish.Args = schema.Object(schema.Field("answer", schema.String()))
+				a, _ := reg.Agent("assistant")
+				a.SideA.StopTool, a.SideA.StopToolResponseProperty = "finish", "answer"
+				return reg
+			},
+			script:  "- {text: thinking, tool_calls: [{name: finish, arguments: {answer: The answer is 42.}}]}\n",
+			changed: func(msgs []weft.Message) weft.Message { return msgs[1] },
+		},
+		{
+			name: "a tool updates a message through its State",
+			reg: func() *weft.Registry {
+				reg := registry([]*weft.Tool{{Name: "tidy", Description: "Tidies the question.",
+					Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+						msgs, err := st.Messages(ctx, weft.MessageQuery{Roles: []weft.Role{weft.RoleUser}})
+						if err != nil {
+							return weft.ToolResult{}, err
+						}
+						text := "Where is order 42?"
+						if _, err := st.UpdateMessage(ctx, msgs[0].ID, weft.MessageUpdate{Content: &text}); err != nil {
+							return weft.ToolResult{}, err
+						}
+						return weft.Success("tidied"), nil
+					})}}, nil)
+				return reg
+			},
+			script:  "- {tool_calls: [{name: tidy}]}\n- {text: done}\n",
+			changed: func(msgs []weft.Message) weft.Message { return msgs[0] },
+		},
+		{
+			name: "an after_tool_call hook removes a call from the reply",
+			reg: func() *weft.Registry {
+				var calls []string
+				reg := registry([]*weft.Tool{recorder("lookup", &calls, "found it"), recorder("noise", &calls, "ignore me")}, nil)
+				reg.AddHook(&weft.Hook{ID: "drop_noise", Point: weft.HookAfterToolCallSuccess,
+					Fn: weft.ToolResultFunc(func(ctx context.Context, st weft.State, c weft.ToolCall, r weft.ToolResult) (*weft.ToolResult, error) {
+						if c.Name == "noise" {
+							return nil, nil
+						}
+						return &r, nil
+					})})
+				a, _ := reg.Agent("assistant")
+				a.Hooks = []string{"drop_noise"}
+				return reg
+			},
+			script:  "- {text: Looking., tool_calls: [{name: noise}, {name: lookup}]}\n- {text: done}\n",
+			changed: func(msgs []weft.Message) weft.Message { return msgs[1] },
+		},
+	}
+	for _, c := range cases {
+		for _, record := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/record=%v", c.name, record), func(t *testing.T) {
+				h := newHarnessOpts(t, c.reg(), c.script, record)
+				th, _ := h.run("assistant", "where is my order 42???", nil)
+				ctx := context.Background()
+				msgs, err := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.changed(msgs)
+				var live []weft.Message
+				h.evMu.Lock()
+				for _, ev := range h.events {
+					if d, ok := ev.Data.(engine.MessageData); ok && ev.Type == "message" && d.Message.ID == want.ID {
+						live = append(live, d.Message)
+					}
+				}
+				h.evMu.Unlock()
+				checkLast(t, "live", live, want)
+				if !record {
+					return
+				}
+				recs, err := h.store.Events(ctx, th.ID, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var logged []weft.Message
+				for _, rec := range recs {
+					if rec.Type != "message" {
+						continue
+					}
+					p, err := engine.DecodePayload(rec.Type, rec.Data)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m := p.(engine.MessageData).Message; m.ID == want.ID {
+						logged = append(logged, m)
+					}
+				}
+				checkLast(t, "in the log", logged, want)
+			})
+		}
+	}
+}
+
+// checkLast fails unless the last of a row's message events carries the row as stored: its
+// content and its calls.
+func checkLast(t *testing.T, where string, seen []weft.Message, want weft.Message) {
+	t.Helper()
+	if len(seen) == 0 {
+		t.Errorf("%s: no message event for %s", where, want.ID)
+		return
+	}
+	last := seen[len(seen)-1]
+	names := func(m weft.Message) []string {
+		var n []string
+		for _, c := range m.ToolCalls {
+			n = append(n, c.Name)
+		}
+		return n
+	}
+	if last.Content != want.Content || !slices.Equal(names(last), names(want)) {
+		t.Errorf("%s: %d events; the last has %q %v, the row %q %v", where, len(seen), last.Content, names(last), want.Content, names(want))
+	}
+}
+
+// TestStateOutsideRunStreamsRows: a State taken outside any run (Engine.State) streams the rows it
+// injects or updates, their text redacted as a run's rows are, and records them when the engine
+// records its events.
+func TestStateOutsideRunStreamsRows(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+			h := newHarnessOpts(t, registry(nil, nil), "- {text: hello}\n", record)
+			th, _ := h.run("assistant", "hi", map[string]string{"SHOP_TOKEN": "tok-7f3a9c"})
+			ctx := context.Background()
+			st := mustState(t, h, th.ID)
+			injected, err := st.InjectMessage(ctx, weft.NewMessage{Role: weft.RoleAssistant, Content: "Your token is tok-7f3a9c."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := "Your order shipped."
+			if _, err := st.UpdateMessage(ctx, injected.ID, weft.MessageUpdate{Content: &text}); err != nil {
+				t.Fatal(err)
+			}
+			var live []string
+			h.evMu.Lock()
+			for _, ev := range h.events {
+				if d, ok := ev.Data.(engine.MessageData); ok && ev.Type == "message" && d.Message.ID == injected.ID {
+					live = append(live, d.Message.Content)
+				}
+			}
+			h.evMu.Unlock()
+			want := []string{"Your token is [redacted].", "Your order shipped."}
+			if !slices.Equal(live, want) {
+				t.Errorf("live: %q, want %q", live, want)
+			}
+			if !record {
+				return
+			}
+			recs, err := h.store.Events(ctx, th.ID, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logged []string
+			for _, rec := range recs {
+				if rec.Type != "message" {
+					continue
+				}
+				p, err := engine.DecodePayload(rec.Type, rec.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := p.(engine.MessageData).Message; m.ID == injected.ID {
+					logged = append(logged, m.Content)
+				}
+			}
+			if !slices.Equal(logged, want) {
+				t.Errorf("in the log: %q, want %q", logged, want)
+			}
+		})
+	}
+}
