@@ -150,3 +150,50 @@ func TestEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectChangedNamesTheEffect: effect_changed carries the effect's id, name and status
+// (docs/http-api.md), when it is scheduled and when it is cancelled.
+func TestEffectChangedNamesTheEffect(t *testing.T) {
+	reg := registry(nil, nil)
+	reg.AddEffect(&weft.Effect{Name: "remind", Description: "Queue a reminder.", Run: func(ctx context.Context, st weft.State, args []byte) error { return nil }})
+	if d := reg.Validate(); d.HasErrors() {
+		t.Fatal(d.Err())
+	}
+	st, _ := memstore.New(memstore.Options{})
+	var mu sync.Mutex
+	var got []engine.Fields
+	model := weft.ProviderFunc(func(context.Context, *weft.Request, func(weft.Chunk)) (*weft.Response, error) {
+		return &weft.Response{Text: "ok"}, nil
+	})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, OnEvent: func(e engine.Event) {
+		if e.Type == "effect_changed" {
+			mu.Lock()
+			got = append(got, e.Data.(engine.Fields))
+			mu.Unlock()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	state, _ := eng.State(ctx, th.ID)
+	id, err := state.ScheduleEffect(ctx, "remind", nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := state.CancelEffect(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []weft.EffectStatus{weft.EffectPending, weft.EffectCanceled}
+	if len(got) != len(want) {
+		t.Fatalf("effect_changed events: %v", got)
+	}
+	for i, f := range got {
+		if f["id"] != id || f["name"] != "remind" || f["status"] != want[i] {
+			t.Errorf("event %d: %v, want id %s, name remind, status %s", i, f, id, want[i])
+		}
+	}
+}

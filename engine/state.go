@@ -546,10 +546,21 @@ func (s *threadState) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord
 
 // CancelEffect cancels a pending effect of the thread.
 func (s *threadState) CancelEffect(ctx context.Context, id string) error {
+	// The event names the effect, as every effect_changed does.
+	effects, err := s.e.store.Effects(ctx, s.thread.ID)
+	if err != nil {
+		return err
+	}
+	name := ""
+	for _, e := range effects {
+		if e.ID == id {
+			name = e.Name
+		}
+	}
 	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
 		return err
 	}
-	s.emit(ctx, "effect_changed", Fields{"id": id, "status": weft.EffectCanceled})
+	s.emit(ctx, "effect_changed", Fields{"id": id, "name": name, "status": weft.EffectCanceled})
 	return nil
 }
 
