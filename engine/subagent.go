@@ -341,10 +341,24 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	return weft.StopInfo{Reason: t.StopReason, Seq: st.Stops}, nil
 }
 
-// childResult is a stopped child's outcome, first match: a session stop's
+// childResult is a stopped child's outcome (childOutcome) with the child's secrets redacted: it
+// leaves the child's thread for its parent's, whose redaction knows only the parent's layers, and
+// a secret given to the child alone (the variables API) would reach the parent's rows and model.
+// When the child's secrets cannot be read, the outcome is withheld rather than passed on.
+func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+	out := e.childOutcome(ctx, child, a, info)
+	red, err := e.Redactor(ctx, child.ID)
+	if err != nil {
+		return weft.Failure("Subagent result could not be redacted: " + err.Error())
+	}
+	out.Result, out.Error = red(out.Result), red(out.Error)
+	return out
+}
+
+// childOutcome is a stopped child's outcome, first match: a session stop's
 // text; with session tools bound, their latest call (never called is a failure); a failing stop's
 // error; else the content of the latest top-level non-tool row.
-func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+func (e *Engine) childOutcome(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
 	if info.Reason == weft.StopSession && info.Error == "" && info.RunID == "" {
 		// Known from the store only (the stop happened before a crash): the session tool call's text.
 		if out, ok := e.sessionCallResult(ctx, child, a); ok {
@@ -618,7 +632,12 @@ func (e *Engine) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.
 	if owner == weft.SideB {
 		role = weft.RoleAssistant
 	}
-	if red, err := e.Redactor(ctx, child.ParentID); err == nil {
+	// The child's secrets and the parent's: the text leaves the child for the parent's thread.
+	for _, id := range []string{child.ID, child.ParentID} {
+		red, err := e.Redactor(ctx, id)
+		if err != nil {
+			return fmt.Errorf("subagent message not redacted: %w", err)
+		}
 		text = red(text)
 	}
 	parent, err := e.store.Thread(ctx, child.ParentID)

@@ -479,3 +479,78 @@ func TestTerminateExpiresEnvRequests(t *testing.T) {
 		t.Errorf("provide after terminate: %v", err)
 	}
 }
+
+// TestChildSecretStaysInChild: a secret given to a child alone (the variables API, its own
+// layer) is redacted from what the child reports to its parent: the parent's rows, its model's
+// request and the parent's events never carry it (env.md §6: a secret never leaves Weft except to
+// the code that asked for it).
+func TestChildSecretStaysInChild(t *testing.T) {
+	const secret = "AP-style-7731"
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	p, _ := reg.Prompt("reviewer")
+	p.Variables = []weft.VariableDefinition{{Name: "STYLE_GUIDE", Type: weft.VarSecret, Required: true, Scoped: true, Description: "The house style."}}
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: review, arguments: {message: "Draft: x"}}]}
+- {match: {agent: assistant}, text: I asked for the style guide.}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: "Styled per `+secret+`."}}]}
+- {match: {agent: assistant}, expect: {last_contains: "Styled per [redacted].", not_contains: `+secret+`}, text: Review done.}
+`)
+	ctx := context.Background()
+	th, _ := h.run("assistant", "review", nil)
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	data, _ := msgs[0].Metadata["error_data"].(map[string]any)
+	reqID, _ := data["request_id"].(string)
+	if _, err := h.eng.ProvideEnv(ctx, th.ID, reqID, map[string]string{"STYLE_GUIDE": secret}); err != nil {
+		t.Fatal(err)
+	}
+	h.eng.Wait()
+	if f := h.script.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+	all, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 5})
+	for _, m := range all {
+		if strings.Contains(m.Content, secret) {
+			t.Errorf("parent row %d (%s) carries the child's secret: %q", m.Seq, m.Role, m.Content)
+		}
+	}
+	h.evMu.Lock()
+	defer h.evMu.Unlock()
+	for _, ev := range h.events {
+		if ev.ThreadID != th.ID {
+			continue
+		}
+		b, _ := json.Marshal(ev.Data)
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("parent event %s carries the child's secret: %s", ev.Type, b)
+		}
+	}
+}
+
+// TestBlockingChildSecretStaysInChild: a secret a blocking child stores in its own layer
+// (State.SetEnv) is redacted from the result its parent's call gets, and from the parent's model
+// request.
+func TestBlockingChildSecretStaysInChild(t *testing.T) {
+	const secret = "vault-token-5521"
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	reg.AddTool(&weft.Tool{Name: "fetch_token", Description: "Fetch the review token.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		return weft.Success("stored"), st.SetEnv(ctx, "REVIEW_TOKEN", secret, weft.VarSecret)
+	})})
+	p, _ := reg.Prompt("reviewer")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "fetch_token"})
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: review, arguments: {message: "Draft: x"}}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: fetch_token}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: "Approved with `+secret+`."}}]}
+- {match: {agent: assistant}, expect: {last_contains: "Approved with [redacted].", not_contains: `+secret+`}, text: Done.}
+`)
+	th, _ := h.run("assistant", "review", nil)
+	if f := h.script.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+	all, _ := h.store.Messages(context.Background(), th.ID, weft.MessageQuery{Limit: -1, MaxDepth: 5})
+	for _, m := range all {
+		if strings.Contains(m.Content, secret) {
+			t.Errorf("parent row %d (%s) carries the child's secret: %q", m.Seq, m.Role, m.Content)
+		}
+	}
+}
