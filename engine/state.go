@@ -604,9 +604,23 @@ func (s *threadState) SetStatus(ctx context.Context, text string) error {
 	for k, v := range row {
 		nr[k] = v
 	}
+	// The text leaves the child: the parent's listing, its model and its stream show it, so the
+	// child's secrets are redacted before it is stored.
+	red, err := s.e.Redactor(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	text = red(text)
 	nr["status_text"] = text
 	props[subagentProperty] = nr
-	return s.e.store.Tx(ctx, t.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) })
+	if err := s.e.store.Tx(ctx, t.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+		return err
+	}
+	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
+	agent, _ := nr["agent"].(string)
+	s.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: t.ParentID, RootID: rootOf(t),
+		Data: Fields{"reference": t.ID, "agent": agent, "status": t.Status.SubagentStatus(), "status_text": text}})
+	return nil
 }
 
 // StopSession ends the session after the current step (state_stop_session; session_fail with

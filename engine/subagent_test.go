@@ -554,3 +554,45 @@ func TestBlockingChildSecretStaysInChild(t *testing.T) {
 		}
 	}
 }
+
+// TestChildStatusRedactedAndStreamed: a child's status text (State.SetStatus) is stored with the
+// child's secrets redacted, since the parent's listing and model read it, and the parent's stream
+// gets a subagent event with it.
+func TestChildStatusRedactedAndStreamed(t *testing.T) {
+	const secret = "vault-token-8832"
+	reg := subagentRegistry(weft.ToolEntry{}, nil)
+	reg.AddTool(&weft.Tool{Name: "progress", Description: "Report progress.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		if err := st.SetEnv(ctx, "REVIEW_TOKEN", secret, weft.VarSecret); err != nil {
+			return weft.ToolResult{}, err
+		}
+		return weft.Success("reported"), st.SetStatus(ctx, "checking with "+secret)
+	})})
+	p, _ := reg.Prompt("reviewer")
+	p.Tools = append(p.Tools, weft.ToolEntry{Name: "progress"})
+	h := newHarness(t, reg, `
+- {match: {agent: assistant}, tool_calls: [{name: review, arguments: {message: "Draft: x"}}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: progress}]}
+- {match: {prompt: reviewer}, tool_calls: [{name: approve, arguments: {summary: Fine.}}]}
+- {match: {agent: assistant}, text: Done.}
+`)
+	th, _ := h.run("assistant", "review", nil)
+	if f := h.script.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+	child := childOf(t, h, th.ID)
+	row, _ := child.Properties["weft.subagent"].(map[string]any)
+	if row["status_text"] != "checking with [redacted]" {
+		t.Errorf("registry status text: %v", row["status_text"])
+	}
+	h.evMu.Lock()
+	defer h.evMu.Unlock()
+	var texts []any
+	for _, ev := range h.events {
+		if f, ok := ev.Data.(engine.Fields); ok && ev.Type == "subagent" && ev.ThreadID == th.ID && f["reference"] == child.ID {
+			texts = append(texts, f["status_text"])
+		}
+	}
+	if !slices.Contains(texts, any("checking with [redacted]")) {
+		t.Errorf("the parent's subagent events: %v", texts)
+	}
+}
