@@ -84,15 +84,21 @@ func TestForceTurnAndTerminate(t *testing.T) {
 	}
 }
 
+// stopToolRegistry is registry's assistant whose side A stops on the tool finish, its answer
+// argument becoming the reply's text.
+func stopToolRegistry() *weft.Registry {
+	var calls []string
+	reg := registry([]*weft.Tool{recorder("finish", &calls, "ok")}, nil)
+	finish, _ := reg.Tool("finish")
+	finish.Args = schema.Object(schema.Field("answer", schema.String()))
+	a, _ := reg.Agent("assistant")
+	a.SideA.StopTool, a.SideA.StopToolResponseProperty = "finish", "answer"
+	return reg
+}
+
 func TestStopReasons(t *testing.T) {
 	t.Run("stop_tool", func(t *testing.T) {
-		var calls []string
-		reg := registry([]*weft.Tool{recorder("finish", &calls, "ok")}, nil)
-		finish, _ := reg.Tool("finish")
-		finish.Args = schema.Object(schema.Field("answer", schema.String()))
-		a, _ := reg.Agent("assistant")
-		a.SideA.StopTool, a.SideA.StopToolResponseProperty = "finish", "answer"
-		h := newHarness(t, reg, "- {text: thinking, tool_calls: [{name: finish, arguments: {answer: The answer is 42.}}]}\n")
+		h := newHarness(t, stopToolRegistry(), "- {text: thinking, tool_calls: [{name: finish, arguments: {answer: The answer is 42.}}]}\n")
 		th, res := h.run("assistant", "question", nil)
 		if res.Last().Reason != weft.StopTool || h.transcript(th.ID)[1] != `assistant: The answer is 42. [finish {"answer":"The answer is 42."}]` {
 			t.Errorf("%+v %v", res.Last(), h.transcript(th.ID))

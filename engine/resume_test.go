@@ -720,6 +720,16 @@ func waitStatus(t *testing.T, st weft.Store, threadID string, done func(weft.Thr
 func messageEvents(t *testing.T, recs []weft.EventRecord) map[string]int {
 	t.Helper()
 	count := map[string]int{}
+	for id, rows := range messageRows(t, recs) {
+		count[id] = len(rows)
+	}
+	return count
+}
+
+// messageRows is the rows the recorded message events carry, by message id, in the log's order.
+func messageRows(t *testing.T, recs []weft.EventRecord) map[string][]weft.Message {
+	t.Helper()
+	rows := map[string][]weft.Message{}
 	for _, rec := range recs {
 		if rec.Type != "message" {
 			continue
@@ -728,7 +738,8 @@ func messageEvents(t *testing.T, recs []weft.EventRecord) map[string]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		count[p.(engine.MessageData).Message.ID]++
+		m := p.(engine.MessageData).Message
+		rows[m.ID] = append(rows[m.ID], m)
 	}
-	return count
+	return rows
 }

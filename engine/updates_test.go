@@ -9,7 +9,6 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
-	"github.com/weft-agents/weft/schema"
 )
 
 // TestUpdatedRowsStreamed: a row a run changes after storing it is streamed again, as the message
@@ -25,16 +24,8 @@ func TestUpdatedRowsStreamed(t *testing.T) {
 		changed func(msgs []weft.Message) weft.Message
 	}{
 		{
-			name: "a stop tool's response property becomes the reply's text",
-			reg: func() *weft.Registry {
-				var calls []string
-				reg := registry([]*weft.Tool{recorder("finish", &calls, "ok")}, nil)
-				finish, _ := reg.Tool("finish")
-				finish.Args = schema.Object(schema.Field("answer", schema.String()))
-				a, _ := reg.Agent("assistant")
-				a.SideA.StopTool, a.SideA.StopToolResponseProperty = "finish", "answer"
-				return reg
-			},
+			name:    "a stop tool's response property becomes the reply's text",
+			reg:     stopToolRegistry,
 			script:  "- {text: thinking, tool_calls: [{name: finish, arguments: {answer: The answer is 42.}}]}\n",
 			changed: func(msgs []weft.Message) weft.Message { return msgs[1] },
 		},
@@ -105,20 +96,7 @@ func TestUpdatedRowsStreamed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var logged []weft.Message
-				for _, rec := range recs {
-					if rec.Type != "message" {
-						continue
-					}
-					p, err := engine.DecodePayload(rec.Type, rec.Data)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if m := p.(engine.MessageData).Message; m.ID == want.ID {
-						logged = append(logged, m)
-					}
-				}
-				checkLast(t, "in the log", logged, want)
+				checkLast(t, "in the log", messageRows(t, recs)[want.ID], want)
 			})
 		}
 	}
@@ -183,17 +161,8 @@ func TestStateOutsideRunStreamsRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logged []string
-			for _, rec := range recs {
-				if rec.Type != "message" {
-					continue
-				}
-				p, err := engine.DecodePayload(rec.Type, rec.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if m := p.(engine.MessageData).Message; m.ID == injected.ID {
-					logged = append(logged, m.Content)
-				}
+			for _, m := range messageRows(t, recs)[injected.ID] {
+				logged = append(logged, m.Content)
 			}
 			if !slices.Equal(logged, want) {
 				t.Errorf("in the log: %q, want %q", logged, want)
