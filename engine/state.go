@@ -59,7 +59,7 @@ type threadState struct {
 // emit publishes an event of the State's thread: through its run (recorded with the run's next
 // transaction), or on its own outside a run.
 func (s *threadState) emit(ctx context.Context, typ string, data Payload) {
-	if s.r != nil && s.r.thread.ID == s.thread.ID {
+	if s.inRun() {
 		s.r.emit(typ, data)
 		return
 	}
@@ -183,20 +183,32 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 // next transaction when it records its events), or outside any run, its text redacted as a run's
 // rows are.
 func (s *threadState) emitRow(ctx context.Context, m weft.Message) {
-	if s.r != nil {
+	if s.inRun() {
 		s.r.emitMessage(m)
 		return
 	}
 	if !s.e.observed() {
 		return
 	}
-	red, err := s.e.Redactor(ctx, s.thread.ID)
+	red, err := s.redactor(ctx)
 	if err != nil {
 		s.e.log.Warn("message event not emitted", "thread", s.thread.ID, "message", m.ID, "error", err)
 		return
 	}
 	m.Content = red(m.Content)
 	s.e.emitOutside(ctx, Event{Type: "message", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: MessageData{Message: m}})
+}
+
+// inRun reports that the State is its thread's run's: what it emits goes through the run.
+func (s *threadState) inRun() bool { return s.r != nil && s.r.thread.ID == s.thread.ID }
+
+// redactor replaces the thread's secret values (every layer, ancestors' included) and the
+// provider keys: the run's, which follows SetEnv, or one read for the thread.
+func (s *threadState) redactor(ctx context.Context) (func(string) string, error) {
+	if s.inRun() {
+		return s.r.red.String, nil
+	}
+	return s.e.Redactor(ctx, s.thread.ID)
 }
 
 func (s *threadState) beforeCreate(ctx context.Context, nm *weft.NewMessage) error {
@@ -527,9 +539,55 @@ func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (we
 	return t.Execute.Call(ctx, s, raw)
 }
 
+// Emit publishes a custom event ("event", {name, data}) on the thread's stream.
 func (s *threadState) Emit(ctx context.Context, event string, data any) error {
-	s.emit(ctx, "event", Fields{"name": event, "data": data})
+	// Redacted as every payload is (env.md §6): data holding a secret goes out as its JSON with
+	// each string redacted; other data as given.
+	red, err := s.redactor(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("event %q: %w", event, err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("event %q: %w", event, err)
+	}
+	if redacted, changed := redactJSON(v, red); changed {
+		data = redacted
+	}
+	s.emit(ctx, "event", Fields{"name": red(event), "data": data})
 	return nil
+}
+
+// redactJSON returns v, a decoded JSON value, with red applied to every string in it (object
+// keys too), and whether anything changed.
+func redactJSON(v any, red func(string) string) (any, bool) {
+	switch v := v.(type) {
+	case string:
+		r := red(v)
+		return r, r != v
+	case []any:
+		out, changed := make([]any, len(v)), false
+		for i, x := range v {
+			var c bool
+			out[i], c = redactJSON(x, red)
+			changed = changed || c
+		}
+		return out, changed
+	case map[string]any:
+		out, changed := make(map[string]any, len(v)), false
+		for k, x := range v {
+			rx, c := redactJSON(x, red)
+			rk := red(k)
+			out[rk] = rx
+			changed = changed || c || rk != k
+		}
+		return out, changed
+	}
+	return v, false
 }
 
 // The family and effect methods arrive with subagents and effects.

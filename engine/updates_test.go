@@ -1,9 +1,11 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -166,6 +168,68 @@ func TestStateOutsideRunStreamsRows(t *testing.T) {
 			}
 			if !slices.Equal(logged, want) {
 				t.Errorf("in the log: %q, want %q", logged, want)
+			}
+		})
+	}
+}
+
+// TestEmitRedacted: State.Emit's name and data are redacted as every payload is (env.md §6),
+// whether the State is a run's (a tool's) or taken outside any run, live and in the log; data
+// without a secret goes out as given.
+func TestEmitRedacted(t *testing.T) {
+	const secret = "tok-9b1e44"
+	type progress struct {
+		Step  int               `json:"step"`
+		Notes map[string]string `json:"notes"`
+	}
+	data := progress{Step: 2, Notes: map[string]string{"auth": "used " + secret}}
+	reg := registry([]*weft.Tool{{Name: "work", Description: "Works.",
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			if err := st.Emit(ctx, "progress", data); err != nil {
+				return weft.ToolResult{}, err
+			}
+			return weft.Success("done"), st.Emit(ctx, "plain", progress{Step: 3})
+		})}}, nil)
+	want := map[string]any{"step": float64(2), "notes": map[string]any{"auth": "used [redacted]"}}
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+			h := newHarnessOpts(t, reg, "- {tool_calls: [{name: work}]}\n- {text: done}\n", record)
+			th, _ := h.run("assistant", "go", map[string]string{"API_TOKEN": secret})
+			ctx := context.Background()
+			if err := mustState(t, h, th.ID).Emit(ctx, "outside "+secret, data); err != nil {
+				t.Fatal(err)
+			}
+			var got []engine.Fields
+			h.evMu.Lock()
+			for _, ev := range h.events {
+				if f, ok := ev.Data.(engine.Fields); ok && ev.Type == "event" {
+					got = append(got, f)
+				}
+			}
+			h.evMu.Unlock()
+			if len(got) != 3 {
+				t.Fatalf("events: %v", got)
+			}
+			for i, name := range []string{"progress", "outside [redacted]"} {
+				f := got[[]int{0, 2}[i]]
+				if f["name"] != name || !reflect.DeepEqual(f["data"], want) {
+					t.Errorf("event %q: %v, want name %q and data %v", f["name"], f["data"], name, want)
+				}
+			}
+			if p, ok := got[1]["data"].(progress); !ok || p.Step != 3 {
+				t.Errorf("data without a secret: %#v, want it as given", got[1]["data"])
+			}
+			if !record {
+				return
+			}
+			recs, err := h.store.Events(ctx, th.ID, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range recs {
+				if bytes.Contains(rec.Data, []byte(secret)) {
+					t.Errorf("recorded %s carries the secret: %s", rec.Type, rec.Data)
+				}
 			}
 		})
 	}
