@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -552,7 +553,9 @@ func (s *threadState) Emit(ctx context.Context, event string, data any) error {
 		return fmt.Errorf("event %q: %w", event, err)
 	}
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // a number's text is checked too: a secret may be all digits
+	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("event %q: %w", event, err)
 	}
 	if redacted, changed := redactJSON(v, red); changed {
@@ -562,13 +565,19 @@ func (s *threadState) Emit(ctx context.Context, event string, data any) error {
 	return nil
 }
 
-// redactJSON returns v, a decoded JSON value, with red applied to every string in it (object
-// keys too), and whether anything changed.
+// redactJSON returns v, a decoded JSON value (numbers as json.Number), with red applied to every
+// string in it (object keys too) and to every number's text (a number holding a secret becomes
+// the redacted string), and whether anything changed.
 func redactJSON(v any, red func(string) string) (any, bool) {
 	switch v := v.(type) {
 	case string:
 		r := red(v)
 		return r, r != v
+	case json.Number:
+		if r := red(string(v)); r != string(v) {
+			return r, true
+		}
+		return v, false
 	case []any:
 		out, changed := make([]any, len(v)), false
 		for i, x := range v {
