@@ -36,6 +36,10 @@ type journal struct {
 	// releasing: the current transaction releases the lease; released: one that did committed.
 	releasing, released bool
 
+	// recMu serializes the transactions that record the outbox's events, the run's (txDrain) and
+	// a State's (txState, from a tool's goroutine), so that each event is recorded once and in
+	// order. Held only when the run records its events.
+	recMu sync.Mutex
 	// outbox holds events waiting for the next transaction; a tool may use its State from
 	// goroutines of its own.
 	outboxMu sync.Mutex
@@ -75,6 +79,10 @@ func (j *journal) release(tx weft.Tx) error {
 
 // txDrain is tx, without the lease's bookkeeping; it notes the queue seq the transaction saw.
 func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
+	if j.messageEvent != nil {
+		j.recMu.Lock()
+		defer j.recMu.Unlock()
+	}
 	cur := &j.cur
 	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0], staged: cur.staged[:0]}
 	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)
@@ -107,6 +115,40 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	j.queueSeq = max(j.queueSeq, w.queueSeq)
 	j.drained = nil
 	return w.drained, nil
+}
+
+// txState runs fn, a State's write of row from any goroutine (a tool's), in a transaction fenced
+// by the run's lease, and records in it the events waiting in the outbox and then row's message
+// event, published once it commits: a crash cannot leave the row without its event. Only for a
+// run that records its events (messageEvent set). The run's own transactions wait meanwhile.
+func (j *journal) txState(ctx context.Context, fn func(weft.Tx) error, row *weft.Message) error {
+	j.recMu.Lock()
+	defer j.recMu.Unlock()
+	var pending []Event
+	var recs []weft.EventRecord
+	err := j.e.store.Tx(ctx, j.threadID, &j.fence, func(tx weft.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		j.outboxMu.Lock()
+		pending = append(pending[:0], j.outbox...)
+		j.outboxMu.Unlock()
+		pending = append(pending, j.messageEvent(*row))
+		recs = records(pending)
+		return tx.AppendEvents(recs)
+	})
+	if err != nil {
+		return err
+	}
+	// Events emitted meanwhile stay for the run's next transaction.
+	j.outboxMu.Lock()
+	j.outbox = append(j.outbox[:0], j.outbox[len(pending)-1:]...)
+	j.outboxMu.Unlock()
+	for i := range pending {
+		pending[i].Seq = recs[i].Seq
+	}
+	j.e.emitAll(pending)
+	return nil
 }
 
 // txWork is the transaction under way in txDrain: its function and what its body learnt. The

@@ -670,6 +670,51 @@ func TestCrashKeepsMessageEvents(t *testing.T) {
 	}
 }
 
+// TestCrashKeepsInjectedMessageEvents: a tool that stores a row through its State
+// (InjectMessage) in a run that records its events; whichever commit the process dies after,
+// every stored message has its event and seqs have no gaps once the thread is recovered.
+func TestCrashKeepsInjectedMessageEvents(t *testing.T) {
+	for after := 1; after <= 9; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			var ran atomic.Int64
+			reg := countingTools(&ran)
+			charge, _ := reg.Tool("charge")
+			charge.Execute = weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+				ran.Add(1)
+				if _, err := st.InjectMessage(ctx, weft.NewMessage{Role: weft.RoleAssistant, Content: "Charging your card now."}); err != nil {
+					return weft.ToolResult{}, err
+				}
+				return weft.Success("charge ok"), nil
+			})
+			ctx := context.Background()
+			mem, clock, th := crashedThread(t, reg, after, true)
+
+			clock.expire()
+			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
+			if _, err := second.RecoverAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st != weft.ThreadRunning })
+			recs, err := mem.Events(ctx, th.ID, 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, rec := range recs {
+				if rec.Seq != int64(i+1) {
+					t.Fatalf("event %d has seq %d", i+1, rec.Seq)
+				}
+			}
+			evented := messageEvents(t, recs)
+			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			for _, m := range msgs {
+				if evented[m.ID] != 1 {
+					t.Errorf("message %d (%s %q) has %d message events", m.Seq, m.Role, m.Content, evented[m.ID])
+				}
+			}
+		})
+	}
+}
+
 // countingTools is a registry whose assistant may call charge and lookup, which count their runs
 // in ran and succeed.
 func countingTools(ran *atomic.Int64) *weft.Registry {

@@ -170,7 +170,16 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 		fence = &s.r.journal.fence
 		m.RunID = s.r.id
 	}
-	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.InsertMessage(m) }); err != nil {
+	insert := func(tx weft.Tx) error { return tx.InsertMessage(m) }
+	if s.inRun() && s.r.journal.messageEvent != nil {
+		// The row's event is recorded with it, after the run's waiting events.
+		if err := s.r.journal.txState(ctx, insert, m); err != nil {
+			return weft.Message{}, err
+		}
+		s.r.addRow(*m)
+		return *m, nil
+	}
+	if err := s.e.store.Tx(ctx, s.thread.ID, fence, insert); err != nil {
 		return weft.Message{}, err
 	}
 	if s.r != nil {

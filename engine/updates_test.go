@@ -234,3 +234,60 @@ func TestEmitRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestInjectFromToolGoroutine: a tool's goroutine storing rows through its State while the run
+// goes on writing its own: with RecordEvents, every row has exactly one event, recorded once, and
+// the log's seqs have no gaps. Run with -race.
+func TestInjectFromToolGoroutine(t *testing.T) {
+	done := make(chan struct{})
+	reg := registry([]*weft.Tool{{Name: "watch", Description: "Watches in the background.",
+		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+			go func() {
+				defer close(done)
+				for i := range 20 {
+					if _, err := st.InjectMessage(context.Background(), weft.NewMessage{Role: weft.RoleAssistant, Content: fmt.Sprint("note ", i)}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			return weft.Success("watching"), nil
+		})}}, nil)
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "w1", Name: "watch", Arguments: "{}"}}}, nil
+		}
+		<-done // the run's step waits for the goroutine's rows, which overlap its commits
+		return &weft.Response{Text: "done"}, nil
+	})
+	h := newHarnessWith(t, reg, model)
+	eng, err := engine.New(engine.Options{Registry: reg, Store: h.store, Override: model, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	th, res := h.run("assistant", "go", nil)
+	if res.Last().Reason != weft.StopOnResponse {
+		t.Fatalf("%+v", res.Stops)
+	}
+	ctx := context.Background()
+	recs, err := h.store.Events(ctx, th.ID, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range recs {
+		if rec.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i+1, rec.Seq)
+		}
+	}
+	count := messageEvents(t, recs)
+	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	if len(msgs) != 24 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	for _, m := range msgs {
+		if count[m.ID] != 1 {
+			t.Errorf("message %d (%q) has %d message events", m.Seq, m.Content, count[m.ID])
+		}
+	}
+}
