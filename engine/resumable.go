@@ -183,6 +183,7 @@ func (r *run) awaitResumable(child *weft.Thread, a *weft.Agent) weft.ToolResult 
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
 	out := r.e.childResult(context.WithoutCancel(r.ctx), child, a, info)
+	r.e.childStopped(context.WithoutCancel(r.ctx), child, out)
 	suffix := "\n\nReference: " + child.ID
 	if out.Status == weft.ToolSuccess {
 		out.Result = r.red.String(out.Result) + suffix

@@ -507,3 +507,46 @@ func TestToolSetKeptPerPrompt(t *testing.T) {
 		t.Errorf("notify_parent's results by run: %q, want %q", workerResults, want)
 	}
 }
+
+// TestResumableChildStopStreamed: when a resumable child's run stops, blocking or in the
+// background, its parent's stream gets a subagent event with the child's status after it, as it
+// does when a non-resumable child ends, so a client's tree of children follows it.
+func TestResumableChildStopStreamed(t *testing.T) {
+	for _, blocking := range []bool{true, false} {
+		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+			reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking, Resumable: &weft.Resumable{Enabled: true, ReceivesMessages: "side_a"}}, nil)
+			model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+				last := req.Messages[len(req.Messages)-1]
+				switch {
+				case req.Prompt == "reviewer":
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a1", Name: "approve", Arguments: `{"summary":"Looks good."}`}}}, nil
+				case last.Role == weft.RoleUser && last.Content == "Review it.":
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "c1", Name: "subagent_create", Arguments: `{"agent":"review","message":"Draft"}`}}}, nil
+				}
+				return &weft.Response{Text: "ok"}, nil
+			})
+			h := newHarness(t, reg, "- text: unused\n")
+			eng, err := engine.New(engine.Options{Registry: reg, Store: h.store, Override: model,
+				OnEvent: func(e engine.Event) { h.evMu.Lock(); h.events = append(h.events, e); h.evMu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.eng = eng
+			th, _ := h.run("assistant", "Review it.", nil)
+			h.eng.Wait()
+			child := childOf(t, h, th.ID)
+			h.evMu.Lock()
+			defer h.evMu.Unlock()
+			var got []string
+			for _, ev := range h.events {
+				if f, ok := ev.Data.(engine.Fields); ok && ev.Type == "subagent" && ev.ThreadID == th.ID && f["reference"] == child.ID {
+					got = append(got, fmt.Sprint(f["status"], ": ", f["status_text"]))
+				}
+			}
+			want := []string{"running: created", "idle: Looks good."}
+			if !slices.Equal(got, want) {
+				t.Errorf("the parent's subagent events: %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -83,6 +83,25 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 // parent that dies before storing the result still finds it.
 const resultProperty = "weft.subagent_result"
 
+// childStopped tells the parent's stream that a run of a resumable child stopped: a subagent
+// event with the child's status after it and its outcome's preview, as finishChild's for a child
+// that ends. The child stays alive for later messages.
+func (e *Engine) childStopped(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
+	if !e.observed() {
+		return
+	}
+	status := weft.ThreadIdle.SubagentStatus()
+	if t, err := e.store.Thread(ctx, child.ID); err == nil {
+		status = t.Status.SubagentStatus()
+	}
+	text := out.Result
+	if out.Status != weft.ToolSuccess {
+		text = out.Error
+	}
+	e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
+		Data: Fields{"reference": child.ID, "agent": child.Agent, "status": status, "status_text": preview(text)}})
+}
+
 // finishChild records a non-resumable child's outcome on it and terminates it.
 func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
 	defer func() {
@@ -472,7 +491,9 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		} else {
 			out = e.childResult(ctx, child, a, info)
 		}
-		if !mode.resumable {
+		if mode.resumable {
+			e.childStopped(ctx, child, out)
+		} else {
 			e.finishChild(ctx, child, out)
 		}
 		if !mode.explicit && !e.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
