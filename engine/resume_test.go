@@ -640,32 +640,7 @@ func TestCrashKeepsMessageEvents(t *testing.T) {
 	for after := 1; after <= 8; after++ {
 		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
 			var ran atomic.Int64
-			reg := countingTools(&ran)
-			ctx := context.Background()
-			mem, clock, th := crashedThread(t, reg, after, true)
-
-			clock.expire()
-			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
-			if _, err := second.RecoverAll(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st != weft.ThreadRunning })
-			recs, err := mem.Events(ctx, th.ID, 0, -1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, rec := range recs {
-				if rec.Seq != int64(i+1) {
-					t.Fatalf("event %d has seq %d", i+1, rec.Seq)
-				}
-			}
-			evented := messageEvents(t, recs)
-			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
-			for _, m := range msgs {
-				if evented[m.ID] == 0 {
-					t.Errorf("message %d (%s %q) has no message event", m.Seq, m.Role, m.Content)
-				}
-			}
+			recoverRecorded(t, countingTools(&ran), after)
 		})
 	}
 }
@@ -686,32 +661,45 @@ func TestCrashKeepsInjectedMessageEvents(t *testing.T) {
 				}
 				return weft.Success("charge ok"), nil
 			})
-			ctx := context.Background()
-			mem, clock, th := crashedThread(t, reg, after, true)
-
-			clock.expire()
-			second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
-			if _, err := second.RecoverAll(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st != weft.ThreadRunning })
-			recs, err := mem.Events(ctx, th.ID, 0, -1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, rec := range recs {
-				if rec.Seq != int64(i+1) {
-					t.Fatalf("event %d has seq %d", i+1, rec.Seq)
-				}
-			}
-			evented := messageEvents(t, recs)
-			msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
-			for _, m := range msgs {
-				if evented[m.ID] != 1 {
-					t.Errorf("message %d (%s %q) has %d message events", m.Seq, m.Role, m.Content, evented[m.ID])
-				}
-			}
+			recoverRecorded(t, reg, after)
 		})
+	}
+}
+
+// recoverRecorded runs a thread of reg's assistant in a process that records its events and dies
+// after its after-th commit (crashedThread), recovers it in a second one, and checks the log: seqs
+// without gaps, and one message event for every stored message.
+func recoverRecorded(t *testing.T, reg *weft.Registry, after int) {
+	t.Helper()
+	ctx := context.Background()
+	mem, clock, th := crashedThread(t, reg, after, true)
+	clock.expire()
+	second, _ := engine.New(engine.Options{Registry: reg, Store: mem, Override: modelByHistory, RecordEvents: true})
+	if _, err := second.RecoverAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, mem, th.ID, func(st weft.ThreadStatus) bool { return st != weft.ThreadRunning })
+	recs, err := mem.Events(ctx, th.ID, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeqs(t, recs)
+	evented := messageEvents(t, recs)
+	msgs, _ := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	for _, m := range msgs {
+		if evented[m.ID] != 1 {
+			t.Errorf("message %d (%s %q) has %d message events", m.Seq, m.Role, m.Content, evented[m.ID])
+		}
+	}
+}
+
+// checkSeqs fails unless the recorded events are numbered from 1 without gaps.
+func checkSeqs(t *testing.T, recs []weft.EventRecord) {
+	t.Helper()
+	for i, rec := range recs {
+		if rec.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i+1, rec.Seq)
+		}
 	}
 }
 

@@ -275,11 +275,7 @@ func TestInjectFromToolGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, rec := range recs {
-		if rec.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d", i+1, rec.Seq)
-		}
-	}
+	checkSeqs(t, recs)
 	count := messageEvents(t, recs)
 	msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
 	if len(msgs) != 24 {
