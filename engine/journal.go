@@ -92,12 +92,7 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	*cur = txWork{}
 	if err == nil && len(w.pending) > 0 {
 		// Published in commit order; events emitted meanwhile wait for the next transaction.
-		j.outboxMu.Lock()
-		j.outbox = append(j.outbox[:0], j.outbox[len(w.pending)-len(w.staged):]...)
-		j.outboxMu.Unlock()
-		for i := range w.pending {
-			w.pending[i].Seq = w.recs[i].Seq
-		}
+		j.committed(w.pending, w.recs, len(w.pending)-len(w.staged))
 		if w.hold {
 			// The run's end: published once the run has noted its stop (publishHeld), as its
 			// run_stopped was emitted after that before it was staged.
@@ -130,10 +125,7 @@ func (j *journal) txState(ctx context.Context, fn func(weft.Tx) error, row *weft
 		if err := fn(tx); err != nil {
 			return err
 		}
-		j.outboxMu.Lock()
-		pending = append(pending[:0], j.outbox...)
-		j.outboxMu.Unlock()
-		pending = append(pending, j.messageEvent(*row))
+		pending = append(j.waitingEvents(pending[:0]), j.messageEvent(*row))
 		recs = records(pending)
 		return tx.AppendEvents(recs)
 	})
@@ -141,14 +133,29 @@ func (j *journal) txState(ctx context.Context, fn func(weft.Tx) error, row *weft
 		return err
 	}
 	// Events emitted meanwhile stay for the run's next transaction.
+	j.committed(pending, recs, len(pending)-1)
+	j.e.emitAll(pending)
+	return nil
+}
+
+// waitingEvents appends the events waiting in the outbox to dst, for the transaction under way
+// to record.
+func (j *journal) waitingEvents(dst []Event) []Event {
 	j.outboxMu.Lock()
-	j.outbox = append(j.outbox[:0], j.outbox[len(pending)-1:]...)
+	defer j.outboxMu.Unlock()
+	return append(dst, j.outbox...)
+}
+
+// committed notes that a transaction recorded pending (its first fromOutbox taken from the
+// outbox by waitingEvents) as recs: those leave the outbox, while events emitted since stay for
+// the next transaction, and pending get their seqs.
+func (j *journal) committed(pending []Event, recs []weft.EventRecord, fromOutbox int) {
+	j.outboxMu.Lock()
+	j.outbox = append(j.outbox[:0], j.outbox[fromOutbox:]...)
 	j.outboxMu.Unlock()
 	for i := range pending {
 		pending[i].Seq = recs[i].Seq
 	}
-	j.e.emitAll(pending)
-	return nil
 }
 
 // txWork is the transaction under way in txDrain: its function and what its body learnt. The
@@ -190,10 +197,7 @@ func (j *journal) txBody(tx weft.Tx) error {
 	if err := cur.fn(tx); err != nil {
 		return err
 	}
-	j.outboxMu.Lock()
-	cur.pending = append(cur.pending[:0], j.outbox...)
-	j.outboxMu.Unlock()
-	cur.pending = append(cur.pending, cur.staged...)
+	cur.pending = append(j.waitingEvents(cur.pending[:0]), cur.staged...)
 	if len(cur.pending) > 0 {
 		cur.recs = records(cur.pending)
 		if err := tx.AppendEvents(cur.recs); err != nil {

@@ -694,8 +694,7 @@ func (s *threadState) SetStatus(ctx context.Context, text string) error {
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
 	agent, _ := nr["agent"].(string)
-	s.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: t.ParentID, RootID: rootOf(t),
-		Data: Fields{"reference": t.ID, "agent": agent, "status": t.Status.SubagentStatus(), "status_text": text}})
+	s.e.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
 	return nil
 }
 

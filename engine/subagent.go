@@ -94,24 +94,26 @@ func (e *Engine) childStopped(ctx context.Context, child *weft.Thread, out weft.
 	if t, err := e.store.Thread(ctx, child.ID); err == nil {
 		status = t.Status.SubagentStatus()
 	}
-	text := out.Result
-	if out.Status != weft.ToolSuccess {
-		text = out.Error
-	}
+	e.emitSubagent(ctx, child, child.Agent, status, preview(outcomeText(out)))
+}
+
+// emitSubagent sends child's parent a subagent event: the child's status and status text.
+func (e *Engine) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
 	e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
-		Data: Fields{"reference": child.ID, "agent": child.Agent, "status": status, "status_text": preview(text)}})
+		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
+}
+
+// outcomeText is a child's outcome as text: its result, or its error when it failed.
+func outcomeText(out weft.ToolResult) string {
+	if out.Status != weft.ToolSuccess {
+		return out.Error
+	}
+	return out.Result
 }
 
 // finishChild records a non-resumable child's outcome on it and terminates it.
 func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
-	defer func() {
-		text := out.Result
-		if out.Status != weft.ToolSuccess {
-			text = out.Error
-		}
-		e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
-			Data: Fields{"reference": child.ID, "agent": child.Agent, "status": "terminated", "status_text": preview(text)}})
-	}()
+	defer e.emitSubagent(ctx, child, child.Agent, "terminated", preview(outcomeText(out)))
 	props := map[string]any{}
 	if t, err := e.store.Thread(ctx, child.ID); err == nil {
 		for k, v := range t.Properties {
@@ -249,8 +251,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	r.spawned.Store(true)
 	r.e.roots.put(child)
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
-	r.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: r.thread.ID, RootID: child.RootID,
-		Data: Fields{"reference": child.ID, "agent": target.Name, "status": "running", "status_text": "created"}})
+	r.e.emitSubagent(ctx, child, target.Name, "running", "created")
 	r.runSubagentCreatedHooks(child)
 	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
 	extra := map[string]any{}
