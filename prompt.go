@@ -52,8 +52,43 @@ type Prompt struct {
 	// ModelOptions override provider options for this prompt: temperature, maxOutputTokens, topP,
 	// stop, seed.
 	ModelOptions map[string]any `json:"modelOptions,omitempty"`
+	// Context says how a request is kept inside the model's context window; nil is the default
+	// policy (ContextPolicy.Strategy).
+	Context *ContextPolicy `json:"context,omitempty"`
 	// Template, when set, renders the prompt per step instead of Prompt (a .prompty file).
 	Template PromptTemplate `json:"-"`
+}
+
+// ContextStrategy names how a request that would not fit the model's context window is made to.
+type ContextStrategy string
+
+// The context strategies.
+const (
+	// ContextWindow sends the system text and the newest messages that fit: a tool call is never
+	// parted from its result, the newest user message is always sent. The default whenever the
+	// model's window (capabilities.maxContextTokens) is known.
+	ContextWindow ContextStrategy = "window"
+	// ContextNone sends the whole history, as the prompt's other keys select it; a request past the
+	// window gets the provider's error.
+	ContextNone ContextStrategy = "none"
+)
+
+// ContextPolicy is a prompt's `context` key.
+type ContextPolicy struct {
+	// Strategy is window (default) or none.
+	Strategy ContextStrategy `json:"strategy,omitempty"`
+	// ReserveOutput is the tokens kept free for the reply; 0 = the prompt's maxOutputTokens model
+	// option, else the model's capabilities.maxOutputTokens, else a quarter of the window (at most
+	// 4,096).
+	ReserveOutput int `json:"reserveOutput,omitempty"`
+}
+
+// StrategyOf returns the prompt's context strategy (window when unset).
+func (p *Prompt) StrategyOf() ContextStrategy {
+	if p.Context == nil || p.Context.Strategy == "" {
+		return ContextWindow
+	}
+	return p.Context.Strategy
 }
 
 // Exposed reports whether the prompt may be offered as a tool.

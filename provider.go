@@ -167,7 +167,52 @@ const (
 	ErrScriptExhausted   ErrorType = "script_exhausted"
 	// ErrReplyTooLarge: the reply passed the model's MaxReplyBytes; not retried, fallbacks may run.
 	ErrReplyTooLarge ErrorType = "reply_too_large"
+	// ErrContextLength: the request did not fit the model's context window. Not retried as it was
+	// sent: the run makes the request smaller once (its prompt's context strategy), and fallbacks
+	// may run.
+	ErrContextLength ErrorType = "context_length_exceeded"
 )
+
+// contextLengthPhrases are how providers say a request passed the model's window: OpenAI's
+// (code context_length_exceeded, "This model's maximum context length is N tokens", and the
+// Responses API's "exceeds the context window"), Anthropic's ("prompt is too long: N tokens > M
+// maximum"), Gemini's ("The input token count (N) exceeds the maximum number of tokens allowed
+// (M)") and those of common OpenAI-compatible servers (vLLM, llama.cpp, Ollama).
+var contextLengthPhrases = []string{
+	"context_length_exceeded",
+	"maximum context length",
+	"context window",
+	"prompt is too long",
+	"input token count",
+	"exceeds the maximum number of tokens",
+	"exceed_context_size",
+	"context length",
+	"too many tokens",
+}
+
+// ContextLengthMessage reports whether a provider's error message says the request passed the
+// model's context window.
+func ContextLengthMessage(msg string) bool {
+	low := strings.ToLower(msg)
+	for _, p := range contextLengthPhrases {
+		if strings.Contains(low, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ClassifyContextLength marks an invalid-request failure (400, 413, or none) whose message says
+// the request passed the model's window as ErrContextLength, and returns e.
+func ClassifyContextLength(e *ProviderError) *ProviderError {
+	if e == nil || e.Type == ErrContextLength {
+		return e
+	}
+	if (e.Type == ErrInvalidRequest || e.Status == 413 || e.Type == ErrUnknown) && ContextLengthMessage(e.Message) {
+		e.Type = ErrContextLength
+	}
+	return e
+}
 
 // ProviderError is a classified failure of one model attempt.
 type ProviderError struct {

@@ -67,6 +67,9 @@ const (
 	StopMaxSideSteps   StopReason = "max_side_steps"
 	StopMaxTotalSteps  StopReason = "max_total_steps"
 	StopRepeatedError  StopReason = "repeated_tool_error"
+	// StopContextTooLong: the request did not fit the model's context window even after the
+	// prompt's context strategy made it smaller.
+	StopContextTooLong StopReason = "context_too_long"
 	StopHookBlocked    StopReason = "hook_blocked"
 	StopAbortedByUser  StopReason = "aborted_by_user"
 	StopAborted        StopReason = "aborted"

@@ -453,6 +453,16 @@ func (v *validator) prompt(p *Prompt) {
 	if p.RecentImageThreshold < 0 {
 		v.errf(src, "recentImageThreshold", "recentImageThreshold must be a positive integer")
 	}
+	if c := p.Context; c != nil {
+		switch c.Strategy {
+		case "", ContextWindow, ContextNone:
+		default:
+			v.errf(src, "context.strategy", "context.strategy must be window or none, got %q", c.Strategy)
+		}
+		if c.ReserveOutput < 0 {
+			v.errf(src, "context.reserveOutput", "context.reserveOutput must be a positive integer")
+		}
+	}
 	if p.OutputSchema != nil {
 		v.schema(src, "outputSchema", p.OutputSchema)
 	}

@@ -204,7 +204,7 @@ func classify(ctx context.Context, err error, capt *errCapture, key string) erro
 		}
 		pe.Message = redact(pe.Message, key)
 		pe.Err = errors.New(pe.Message)
-		return pe
+		return weft.ClassifyContextLength(pe)
 	}
 	var se *streamError
 	if errors.As(err, &se) {

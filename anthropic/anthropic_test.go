@@ -290,6 +290,8 @@ func TestErrorsNonStreaming(t *testing.T) {
 		{403, nil, `{"type":"error","error":{"type":"permission_error","message":"nope"}}`, weft.ErrAuth, "nope", 0},
 		{404, nil, `{"type":"error","error":{"type":"not_found_error","message":"model: x"}}`, weft.ErrInvalidRequest, "model: x", 0},
 		{413, nil, `{"type":"error","error":{"type":"request_too_large","message":"too big"}}`, weft.ErrInvalidRequest, "too big", 0},
+		// Anthropic's answer to a prompt past the model's window.
+		{400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`, weft.ErrContextLength, "prompt is too long: 210000 tokens > 200000 maximum", 0},
 		{429, map[string]string{"retry-after-ms": "1500", "retry-after": "2"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, weft.ErrRateLimit, "slow down", 1500 * time.Millisecond},
 		{502, nil, `<html>bad gateway</html>`, weft.ErrServer, "<html>bad gateway</html>", 0},
 		{529, map[string]string{"Retry-After": "3"}, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, weft.ErrServer, "Overloaded", 3 * time.Second},

@@ -19,6 +19,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
+	"github.com/weft-agents/weft/tokens"
 )
 
 // Options configure an Engine.
@@ -83,6 +84,8 @@ type Engine struct {
 	validators sync.Map // *schema.Schema → *schema.Validator
 	toolsets   sync.Map // *weft.Prompt → *toolset (context.go)
 	declared   sync.Map // agent name → map[string]weft.VarType
+	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
+	tokens tokens.Counter
 
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT

@@ -46,7 +46,7 @@ func (r *run) sync() {
 }
 
 // shared runs fn under the mailbox's lock: how a State, on any goroutine, reads what the run's
-// goroutine changes under the same lock (setRedactor, setThreadEnv).
+// goroutine changes under the same lock (postEnv).
 func (r *run) shared(fn func()) {
 	r.mail.mu.Lock()
 	defer r.mail.mu.Unlock()
@@ -58,11 +58,6 @@ func (r *run) redactorNow() *redactor {
 	var red *redactor
 	r.shared(func() { red = r.red })
 	return red
-}
-
-// setRedactor replaces the run's redactor (on the run's goroutine).
-func (r *run) setRedactor(red *redactor) {
-	r.shared(func() { r.red = red })
 }
 
 // postRow, postReplace and postDelete carry a State's stored change of a row to the run's cache.

@@ -93,6 +93,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	var logs []*weft.LogEntry
 	var lastErr error
 	var retryOf string
+	retried := false
 	for mi, m := range models {
 		if mi > 0 {
 			if r.e.observed() {
@@ -100,9 +101,13 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			}
 		}
 		policy := m.Retry.WithDefaults()
+		// limit, once the model refused a request as too long, is the tokens its next request may
+		// take; it is made smaller once.
+		limit := 0
 	attempts:
 		for n := 1; n <= policy.Attempts; n++ {
-			resp, log, err := r.attempt(s, base, m, messageID, retryOf, n)
+			var fit fitted
+			resp, log, err := r.attempt(s, base, m, messageID, retryOf, n, limit, &fit)
 			logs = append(logs, log)
 			retryOf = log.ID
 			if err == nil {
@@ -123,12 +128,23 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			if !pe.Fallible() {
 				return nil, m, logs, err
 			}
+			if weft.ClassifyContextLength(pe).Type == weft.ErrContextLength {
+				if limit > 0 || s.prompt.StrategyOf() == weft.ContextNone {
+					break attempts // made smaller once already, or the prompt wants the error
+				}
+				// Once more, with the older messages that made it too long left out.
+				limit = max(1, fit.After*6/10)
+				n--
+				retried = true
+				continue
+			}
 			if !pe.Retryable() || n == policy.Attempts {
 				break attempts
 			}
 			if pe.RetryAfter > policy.MaxRetryAfter.D() {
 				break attempts
 			}
+			retried = true
 			delay := min(time.Duration(float64(policy.BaseDelay.D())*math.Pow(2, float64(n-1))), policy.MaxDelay.D())
 			delay = max(delay, pe.RetryAfter)
 			if err := r.e.clock.Sleep(r.ctx, delay); err != nil {
@@ -136,8 +152,20 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			}
 		}
 	}
+	var pe *weft.ProviderError
+	if errors.As(lastErr, &pe) && pe.Type == weft.ErrContextLength {
+		return nil, nil, logs, &contextError{text: contextTooLong(s.prompt, models[len(models)-1], errors.New(r.red.Error(lastErr)))}
+	}
+	if !retried {
+		return nil, nil, logs, fmt.Errorf("Model %s failed (%s is not retried) and %d fallbacks: %s", primary.Name, errorType(lastErr), len(models)-1, r.red.Error(lastErr))
+	}
 	return nil, nil, logs, fmt.Errorf("All retry attempts exhausted for model %s and %d fallbacks: %s", primary.Name, len(models)-1, r.red.Error(lastErr))
 }
+
+// contextError ends a run whose request did not fit the model's window (context_too_long).
+type contextError struct{ text string }
+
+func (e *contextError) Error() string { return e.text }
 
 // storeError is a store failure met while making a model call (recording its events).
 type storeError struct{ err error }
@@ -154,7 +182,8 @@ func errorType(err error) string {
 }
 
 // attempt makes one provider call and returns its log row.
-func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string, n int) (*weft.Response, *weft.LogEntry, error) {
+// limit > 0 is the tokens the request may take (fitWindow); fit is set to what was left out.
+func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string, n, limit int, fit *fitted) (*weft.Response, *weft.LogEntry, error) {
 	req := *base
 	req.Model = m
 	if m.Provider != s.provider {
@@ -168,6 +197,11 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	}
 	if !m.Capabilities.Images() {
 		req.Messages = withoutImages(req.Messages)
+	}
+	*fit = fitWindow(&r.e.tokens, s.prompt, &req, m, limit)
+	if fit.Omitted > 0 && r.e.observed() {
+		r.emit("context_trimmed", Fields{"model": m.Name, "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
+			"tokens_after": fit.After, "budget": fit.Budget})
 	}
 	start := r.now()
 	log := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, MessageID: messageID,

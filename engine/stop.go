@@ -19,6 +19,10 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 	if r.stopRequested() {
 		return r.stop(r.abortReason(), "")
 	}
+	var ce *contextError
+	if errors.As(err, &ce) {
+		return r.stop(weft.StopContextTooLong, r.red.String(ce.text))
+	}
 	return r.stop(weft.StopStepError, r.red.Error(err))
 }
 

@@ -187,7 +187,7 @@ func classify(ctx context.Context, err error, key string) error {
 	var ce *callError
 	if errors.As(err, &ce) {
 		msg := redact(ce.message, key)
-		return &weft.ProviderError{Type: ce.typ, Status: ce.status, Message: msg, RetryAfter: ce.retryAfter, Err: errors.New(msg)}
+		return weft.ClassifyContextLength(&weft.ProviderError{Type: ce.typ, Status: ce.status, Message: msg, RetryAfter: ce.retryAfter, Err: errors.New(msg)})
 	}
 	msg := redact("gemini: connection error: "+err.Error(), key)
 	return &weft.ProviderError{Type: weft.ErrServer, Message: msg, Err: errors.New(msg)}

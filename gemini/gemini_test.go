@@ -378,6 +378,9 @@ func TestErrorMapping(t *testing.T) {
 		{400, errBody(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
 			`,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]`), nil, weft.ErrAuth, "API key not valid", 0},
 		{400, errBody(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", ""), nil, weft.ErrInvalidRequest, "Invalid JSON payload", 0},
+		// Gemini's answer to a request past the model's window.
+		{400, errBody(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", ""), nil,
+			weft.ErrContextLength, "exceeds the maximum number of tokens allowed", 0},
 		{403, errBody(403, "PERMISSION_DENIED", "Permission denied "+testKey, ""), nil, weft.ErrAuth, "Permission denied [REDACTED]", 0},
 		{404, errBody(404, "NOT_FOUND", "models/nope is not found", ""), nil, weft.ErrInvalidRequest, "is not found", 0},
 		{429, errBody(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.",

@@ -212,7 +212,7 @@ func (p *Provider) fail(t weft.ErrorType, status int, msg string, err error) *we
 	if errors.As(err, &pe) && pe.Type == weft.ErrReplyTooLarge {
 		return &weft.ProviderError{Type: pe.Type, Status: status, Message: p.opts.Name + ": " + pe.Message, Err: err}
 	}
-	return &weft.ProviderError{Type: t, Status: status, Message: p.opts.Name + ": " + msg, Err: err}
+	return weft.ClassifyContextLength(&weft.ProviderError{Type: t, Status: status, Message: p.opts.Name + ": " + msg, Err: err})
 }
 
 // callError classifies a failed SDK call: context end, HTTP status or transport failure.

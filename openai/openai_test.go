@@ -130,6 +130,8 @@ func TestFailures(t *testing.T) {
 		{"404", 404, nil, "application/json", `{"error":{"message":"model not found"}}`, weft.ErrInvalidRequest, 0, "model not found"},
 		{"408", 408, nil, "application/json", `{}`, weft.ErrTimeout, 0, "Request Timeout"},
 		{"422", 422, nil, "application/json", `{"detail":"bad"}`, weft.ErrInvalidRequest, 0, "bad"},
+		// OpenAI's documented shape for a request past the model's window.
+		{"context_length", 400, nil, "application/json", `{"error":{"message":"This model's maximum context length is 2000 tokens. However, your messages resulted in 2137 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, weft.ErrContextLength, 0, "maximum context length is 2000"},
 		{"empty_choices", 200, nil, "application/json", `{"choices":[]}`, weft.ErrUnknown, 0, "no choices"},
 		{"in_band_error", 200, nil, "application/json", `{"error":{"message":"upstream down","code":502}}`, weft.ErrServer, 0, "upstream down"},
 	}

@@ -359,8 +359,10 @@ func respErrorType(code string) (weft.ErrorType, int) {
 		return weft.ErrTimeout, 0
 	}
 	switch {
+	case strings.Contains(code, "context_length"):
+		return weft.ErrContextLength, 0
 	case strings.HasPrefix(code, "invalid"), strings.HasPrefix(code, "unsupported"), strings.Contains(code, "image"),
-		strings.Contains(code, "policy"), strings.Contains(code, "context_length"), code == "data_residency_mismatch",
+		strings.Contains(code, "policy"), code == "data_residency_mismatch",
 		code == "not_found_error", code == "model_not_found":
 		return weft.ErrInvalidRequest, 0
 	}

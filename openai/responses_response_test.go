@@ -391,7 +391,7 @@ func TestResponsesFailures(t *testing.T) {
 		{"stream_failed_invalid_prompt", 200, nil, "text/event-stream", sse(`{"type":"response.failed","response":{"status":"failed","error":{"code":"invalid_prompt","message":"Prompt flagged"}}}`), weft.ErrInvalidRequest, 0, 0, "Prompt flagged"},
 		{"stream_failed_no_error", 200, nil, "text/event-stream", sse(`{"type":"response.failed","response":{"status":"failed"}}`), weft.ErrServer, 0, 0, "failed"},
 		{"stream_error_event", 200, nil, "text/event-stream", sse(delta, `{"type":"error","code":"rate_limit_exceeded","message":"Too many tokens","param":null}`), weft.ErrRateLimit, 0, 0, "Too many tokens"},
-		{"stream_error_nested", 200, nil, "text/event-stream", sse(`{"type":"error","error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Too long"}}`), weft.ErrInvalidRequest, 0, 0, "Too long"},
+		{"stream_error_nested", 200, nil, "text/event-stream", sse(`{"type":"error","error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Too long"}}`), weft.ErrContextLength, 0, 0, "Too long"},
 		{"stream_error_type_only", 200, nil, "text/event-stream", sse(`{"type":"error","error":{"type":"invalid_request_error","message":"Bad input"}}`), weft.ErrInvalidRequest, 0, 0, "Bad input"},
 		{"stream_error_string", 200, nil, "text/event-stream", sse(`{"type":"error","error":"boom"}`), weft.ErrServer, 0, 0, "boom"},
 		{"stream_error_unknown_code", 200, nil, "text/event-stream", sse(`{"type":"error","code":"brand_new_code","message":"Odd"}`), weft.ErrUnknown, 0, 0, "Odd (brand_new_code)"},

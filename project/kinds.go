@@ -168,6 +168,10 @@ func (d *decoder) promptOptions(o *obj, p *weft.Prompt) {
 			}
 		}
 	}
+	if c := o.sub("context"); c != nil {
+		p.Context = &weft.ContextPolicy{Strategy: weft.ContextStrategy(c.str("strategy")), ReserveOutput: c.positive("reserveOutput")}
+		c.done()
+	}
 	if o.has("hooks") {
 		p.Hooks = o.strList("hooks")
 		if p.Hooks == nil {

@@ -166,7 +166,7 @@ type File struct {
 func isWeftField(k string) bool {
 	switch k {
 	case "includeChat", "includePastTools", "toolChoice", "variables", "env", "tenvs", "reasoning", "hooks",
-		"recentImageThreshold", "exposeAsTool", "parallelToolCalls", "requiredSchema", "modelOptions":
+		"recentImageThreshold", "exposeAsTool", "parallelToolCalls", "requiredSchema", "modelOptions", "context":
 		return true
 	}
 	return false

@@ -86,7 +86,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"ok", []string{"run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml"}, 0, "I checked the clock", ""},
 		{"expectation_failed", []string{"run", "assistant", "hi", "--model-script", mismatch}, 5, "", `expected system prompt to contain "nonsense"`},
 		{"strict_leftovers", []string{"run", "assistant", "hi", "--model-script", leftover}, 5, "one", "1 responses left over"},
-		{"step_error", []string{"run", "assistant", "hi", "--model-script", failing}, 1, "", "run stopped: step_error: All retry attempts exhausted for model fast and 0 fallbacks: invalid_request (400): bad request"},
+		{"step_error", []string{"run", "assistant", "hi", "--model-script", failing}, 1, "", "run stopped: step_error: Model fast failed (invalid_request is not retried) and 0 fallbacks: invalid_request (400): bad request"},
 		{"unknown_agent", []string{"run", "nobody", "hi"}, 2, "", `no agent named "nobody"`},
 		{"unreadable_script", []string{"run", "assistant", "hi", "--model-script", "nope.yaml"}, 2, "", "nope.yaml"},
 		{"invalid_arguments", []string{"run", "assistant", "hi", "--args", "[1]"}, 2, "", "--args: not a JSON object"},
