@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -18,6 +20,7 @@ const (
 	codeRunning          = "thread_running"
 	codePayloadTooLarge  = "payload_too_large"
 	codeMissingVariables = "missing_required_variables"
+	codeTooManyTickets   = "too_many_tickets"
 )
 
 // apiError is an error answered with a status and a code of the API.
@@ -26,6 +29,8 @@ type apiError struct {
 	code    string
 	message string
 	details map[string]any
+	// retryAfter, when set, is answered as Retry-After (whole seconds, at least 1).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -77,6 +82,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ae):
 		status = ae.status
 		body["code"], body["message"] = ae.code, ae.message
+		if ae.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((ae.retryAfter+time.Second-1)/time.Second))))
+		}
 		for k, v := range ae.details {
 			body[k] = v
 		}

@@ -75,6 +75,7 @@ type Server struct {
 	log     *slog.Logger
 	events  EventSource
 	tickets *tickets
+	keys    keyStreams
 	ready   atomic.Bool
 	mux     *http.ServeMux
 
@@ -98,12 +99,13 @@ func (s *Server) EndStreams() {
 	s.streams, s.endAll = context.WithCancel(context.Background())
 }
 
-// streamContext returns a context for a stream that ends with the request or with EndStreams.
-func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+// streamContext returns a context for a stream of p that ends with the request, with EndStreams
+// or when p's key is revoked.
+func (s *Server) streamContext(r *http.Request, p *principal) (context.Context, context.CancelFunc) {
 	s.streamsMu.Lock()
 	all := s.streams
 	s.streamsMu.Unlock()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.keyBound(r.Context(), p)
 	stop := context.AfterFunc(all, cancel)
 	return ctx, func() { stop(); cancel() }
 }
