@@ -64,6 +64,9 @@ type Options struct {
 	PingInterval time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
 	TicketTTL time.Duration
+	// MaxBodyBytesInFlight bounds the request-body bytes all requests hold at once (default
+	// DefaultMaxBodyBytesInFlight); a body past it is answered 503 server_busy with Retry-After.
+	MaxBodyBytesInFlight int64
 	// WriteTimeout bounds one write of a stream (default 10s): a client that stops reading is
 	// disconnected.
 	WriteTimeout time.Duration
@@ -76,6 +79,7 @@ type Server struct {
 	events  EventSource
 	tickets *tickets
 	keys    keyStreams
+	bodies  bodyBudget
 	ready   atomic.Bool
 	mux     *http.ServeMux
 
@@ -125,6 +129,10 @@ func New(o Options) *Server {
 		o.Hub = NewHub()
 	}
 	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
+	s.bodies.limit = o.MaxBodyBytesInFlight
+	if s.bodies.limit <= 0 {
+		s.bodies.limit = DefaultMaxBodyBytesInFlight
+	}
 	s.costs = logtally.Tally[cost]{Add: addCost, Clone: cost.clone}
 	s.streams, s.endAll = context.WithCancel(context.Background())
 	if s.log == nil {
@@ -168,6 +176,8 @@ type handler func(w http.ResponseWriter, r *http.Request, p *principal) error
 // handle registers an authenticated route.
 func (s *Server) handle(pattern string, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r, release := s.withBodyCharge(r)
+		defer release()
 		p, err := s.authenticate(r)
 		if err == nil {
 			if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
