@@ -235,7 +235,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
-		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+		e.giveBackLease(context.WithoutCancel(ctx), fence)
 	}
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
@@ -272,7 +272,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
 		if !released {
-			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+			e.giveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
 	renewal := e.renewLease(runCtx, fence, cancel)
