@@ -617,6 +617,14 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	if r.e.observed() {
 		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
+	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
+		// The run died after the stop tool's result committed: the turn ends as it would have.
+		r.state.completeTurn(side, r.lastSeq)
+		r.state.Side = side.Other()
+		if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
+			return r.stop(weft.StopTool, "")
+		}
+	}
 	for {
 		// A shutdown suspends the run at this step boundary.
 		if r.e.stopping.Load() && !r.ar.stop.Load() {
