@@ -89,6 +89,8 @@ type envOptions struct {
 	logger       *slog.Logger
 	pages        http.Handler
 	maxInFlight  int64
+	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
+	smallBuffers bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -121,7 +123,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages,
 		MaxBodyBytesInFlight: o.maxInFlight})
 	e.api.SetReady(true)
-	e.srv = httptest.NewServer(e.api.Handler())
+	e.srv = httptest.NewUnstartedServer(e.api.Handler())
+	if o.smallBuffers {
+		e.srv.Listener = smallBufferListener{e.srv.Listener}
+	}
+	e.srv.Start()
 	t.Cleanup(func() {
 		if model.gate != nil {
 			select {
