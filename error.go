@@ -24,9 +24,35 @@ const (
 	EUnauthorized Code = "unauthorized"
 	// EForbidden: valid credentials without the right.
 	EForbidden Code = "forbidden"
+	// EUnavailable: a dependency (the store) is down, restarting or full; the same request can
+	// succeed later.
+	EUnavailable Code = "unavailable"
 	// EInternal: a fault of Weft or of something it depends on.
 	EInternal Code = "internal"
 )
+
+// ErrUnavailable marks a failure of a dependency that is down, restarting or full (a refused
+// connection, a database restarting, a full disk): retrying later can succeed.
+var ErrUnavailable = errors.New("unavailable")
+
+// UnavailableTeller is implemented by stores that can tell, from one of their errors, that the
+// database is unavailable for now (ErrUnavailable) rather than that the request failed.
+type UnavailableTeller interface {
+	Unavailable(err error) bool
+}
+
+// Unavailable reports whether err says that a dependency is unavailable for now: it wraps
+// ErrUnavailable, or st (when it is an UnavailableTeller) says so.
+func Unavailable(st any, err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	t, ok := st.(UnavailableTeller)
+	return ok && t.Unavailable(err)
+}
 
 // Error is a Weft error with a code and a message meant for people.
 type Error struct {
@@ -74,6 +100,8 @@ func ErrorCode(err error) Code {
 		return EConflict
 	case errors.Is(err, ErrThreadFull):
 		return EInvalid
+	case errors.Is(err, ErrUnavailable):
+		return EUnavailable
 	}
 	return EInternal
 }

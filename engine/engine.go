@@ -69,6 +69,8 @@ type Options struct {
 // only its rows in the store.
 type Engine struct {
 	reg *weft.Registry
+	// unstored keeps the results of finished tools whose store failed, for the resume.
+	unstored unstoredResults
 	// spent is what threads' own log rows spent, read incrementally: a budget is checked before
 	// every model call, and adding up every row each time made a turn of a thread with 2,000
 	// calls behind it take 18 ms instead of 0.33 (BenchmarkBudgetedTurn).

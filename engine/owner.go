@@ -37,6 +37,8 @@ type wakeKind struct {
 	// retries counts passes that found the lease held by another process (a dead one's lease
 	// lasts until it expires).
 	retries int
+	// outages counts passes in a row that failed on an unavailable store.
+	outages int
 }
 
 // maxLeaseRetries bounds the retries of a wake-up that found the thread's lease held elsewhere.
@@ -271,6 +273,10 @@ func (e *Engine) work(ctx context.Context, threadID, root string, o *owner, h *h
 // its queued messages unless it is stopped or terminated.
 func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 	t, err := e.store.Thread(ctx, threadID)
+	if weft.Unavailable(e.store, err) {
+		e.retryWhenAvailable(threadID, "", req)
+		return
+	}
 	if err != nil || t.Status == weft.ThreadTerminated {
 		return
 	}
@@ -284,7 +290,12 @@ func (e *Engine) pass(ctx context.Context, threadID string, req *wakeKind) {
 	case t.Status == weft.ThreadStopped:
 		return
 	default:
-		if q, err := e.store.Queued(ctx, threadID); err != nil || len(q) == 0 {
+		q, err := e.store.Queued(ctx, threadID)
+		if weft.Unavailable(e.store, err) {
+			e.retryWhenAvailable(threadID, rootOf(t), req)
+			return
+		}
+		if err != nil || len(q) == 0 {
 			return
 		}
 	}
@@ -328,9 +339,60 @@ func (e *Engine) passed(threadID, root, trigger string, req *wakeKind, err error
 				}
 			})
 		}
+	case weft.Unavailable(e.store, err):
+		e.log.Warn("thread run failed on an unavailable store; retrying", "thread", threadID, "trigger", trigger, "error", err)
+		e.retryWhenAvailable(threadID, root, req)
 	default:
 		e.log.Warn("thread run failed", "thread", threadID, "trigger", trigger, "error", err)
 	}
+}
+
+// maxOutageDelay bounds the wait between passes of a thread while the store is unavailable.
+const maxOutageDelay = 5 * time.Second
+
+// retryWhenAvailable wakes the thread again after a pass failed on an unavailable store (a full
+// disk, a database restarting): its accepted messages are taken soon after the store answers
+// again, not left for a lease period or the next message. The wait doubles from 200 ms to
+// maxOutageDelay; retries go on while the engine serves.
+func (e *Engine) retryWhenAvailable(threadID, root string, req *wakeKind) {
+	retry := &wakeKind{}
+	if req != nil {
+		*retry = *req
+	}
+	retry.outages++
+	if !e.serving.Load() {
+		return
+	}
+	delay := min(200*time.Millisecond<<min(retry.outages-1, 5), maxOutageDelay)
+	time.AfterFunc(delay, func() {
+		if e.serving.Load() && !e.stopping.Load() {
+			e.wake(context.Background(), threadID, root, retry)
+		}
+	})
+}
+
+// giveBackLease releases a run's lease. When the store is unavailable the release is retried in
+// the background until it is done or the lease has expired anyway, so that a run whose start
+// failed on a full disk does not keep its thread for a lease period; once it is released the
+// thread is woken, since a pass meanwhile found its lease held.
+func (e *Engine) giveBackLease(ctx context.Context, f weft.Fence) {
+	err := e.store.ReleaseLease(ctx, f)
+	if err == nil || !weft.Unavailable(e.store, err) {
+		return
+	}
+	go func() {
+		deadline := time.Now().Add(e.opt.LeaseTTL)
+		for delay := 100 * time.Millisecond; time.Now().Before(deadline); delay = min(2*delay, time.Second) {
+			time.Sleep(delay)
+			err := e.store.ReleaseLease(ctx, f)
+			if err == nil && e.serving.Load() && !e.stopping.Load() {
+				e.wake(context.Background(), f.ThreadID, "", &wakeKind{})
+			}
+			if err == nil || !weft.Unavailable(e.store, err) {
+				return
+			}
+		}
+	}()
 }
 
 // busy counts work in progress on a tree until the returned function is called; Converse waits

@@ -235,7 +235,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
-		_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+		e.giveBackLease(context.WithoutCancel(ctx), fence)
 	}
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
@@ -272,7 +272,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
 		if !released {
-			_ = e.store.ReleaseLease(context.WithoutCancel(ctx), fence)
+			e.giveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
 	renewal := e.renewLease(runCtx, fence, cancel)
@@ -637,6 +637,14 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 	}
 	if r.e.observed() {
 		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
+	}
+	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
+		// The run died after the stop tool's result committed: the turn ends as it would have.
+		r.state.completeTurn(side, r.lastSeq)
+		r.state.Side = side.Other()
+		if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
+			return r.stop(weft.StopTool, "")
+		}
 	}
 	for {
 		// A shutdown suspends the run at this step boundary.

@@ -194,3 +194,39 @@ func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
 	}
 	return append(rows, notice), nil
 }
+
+// stopToolDone reports the side whose turn a stop tool completed in the last step of a run that
+// died before persisting the stop: the side's last reply called its stopTool, whose committed
+// result is a success. That turn is over; asking the model again would run the stop tool (and
+// any tool of the reply) a second time.
+func (r *run) stopToolDone() (weft.Side, bool) {
+	var reply *weft.Message
+	results := map[string]*weft.Message{}
+	for i := len(r.rows) - 1; i >= 0; i-- {
+		m := r.rows[i]
+		if m.Depth > 0 {
+			continue
+		}
+		if m.Role == weft.RoleTool {
+			results[m.ToolCallID] = m
+			continue
+		}
+		if len(m.ToolCalls) > 0 && m.Status == weft.MessageCompleted {
+			reply = m
+		}
+		break
+	}
+	if reply == nil || rowSide(reply) != r.state.Side {
+		return "", false
+	}
+	def := r.agent.Side(r.state.Side)
+	if def.StopTool == "" {
+		return "", false
+	}
+	for _, c := range reply.ToolCalls {
+		if res := results[c.ID]; c.Name == def.StopTool && res != nil && res.ToolStatus == weft.ToolSuccess {
+			return r.state.Side, true
+		}
+	}
+	return "", false
+}

@@ -198,6 +198,10 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	d.completing = false
 	completed := next != nil && d.startedID == next.ID // recorded with the next call's start
 	if err != nil {
+		if exec != nil {
+			// The tool ran: its result outlives a lost connection (resume stores it).
+			d.r.e.unstored.keep(c.ID, res.result)
+		}
 		return res, err
 	}
 	res.msg = m

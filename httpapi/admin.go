@@ -318,6 +318,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *principal)
 	if err := as.RevokeKey(r.Context(), id); err != nil {
 		return err
 	}
+	s.keyRevoked()
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -329,10 +330,10 @@ func (s *Server) issueTicket(w http.ResponseWriter, r *http.Request, p *principa
 	if err := decodeJSON(w, r, maxJSONBody, &b, false); err != nil {
 		return err
 	}
-	if len(b.Path) < 5 || b.Path[:5] != "/api/" {
-		return validation("path", "the path of the stream, e.g. /api/threads/ID/stream")
+	t, exp, err := s.tickets.issue(p, b.Path)
+	if err != nil {
+		return err
 	}
-	t, exp := s.tickets.issue(p, b.Path)
 	writeJSON(w, http.StatusCreated, map[string]any{"ticket": t, "expires_at": exp.UTC()})
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,9 @@ import (
 type principal struct {
 	userID string
 	admin  bool
+	// keyHash is the hash of the API key the request came with ("" for the admin key and NoAuth):
+	// a ticket or a stream of a key lives no longer than the key.
+	keyHash string
 }
 
 // LocalUser is the user every request acts as with NoAuth.
@@ -49,9 +54,14 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		return &principal{userID: LocalUser, admin: true}, nil
 	}
 	if t := q.Get("ticket"); t != "" {
-		p, ok := s.tickets.take(t, r.URL.Path)
+		p, ok := s.tickets.take(t, r.Method, r.URL.Path)
 		if !ok {
-			return nil, unauthorized("the ticket is unknown, used, expired or for another path")
+			return nil, unauthorized("the ticket is unknown, used, expired or for another path or method")
+		}
+		if p.keyHash != "" {
+			if _, err := s.keyPrincipal(r.Context(), p.keyHash); err != nil {
+				return nil, err // the key was revoked since
+			}
 		}
 		return p, nil
 	}
@@ -70,21 +80,30 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	if s.opt.Auth == nil || !strings.HasPrefix(key, weft.APIKeyPrefix) {
 		return nil, unauthorized("invalid API key")
 	}
-	k, err := s.opt.Auth.KeyByHash(r.Context(), weft.HashAPIKey(key))
+	return s.keyPrincipal(r.Context(), weft.HashAPIKey(key))
+}
+
+// keyPrincipal returns who the API key of this hash acts as: unauthorized when the key or its
+// user is gone.
+func (s *Server) keyPrincipal(ctx context.Context, hash string) (*principal, error) {
+	if s.opt.Auth == nil {
+		return nil, unauthorized("invalid API key")
+	}
+	k, err := s.opt.Auth.KeyByHash(ctx, hash)
 	if weft.ErrorCode(err) == weft.ENotFound {
 		return nil, unauthorized("invalid API key")
 	}
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.opt.Auth.User(r.Context(), k.UserID)
+	u, err := s.opt.Auth.User(ctx, k.UserID)
 	if weft.ErrorCode(err) == weft.ENotFound {
 		return nil, unauthorized("invalid API key")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &principal{userID: u.ID, admin: u.IsAdmin}, nil
+	return &principal{userID: u.ID, admin: u.IsAdmin, keyHash: hash}, nil
 }
 
 // visibleThread returns the thread when the principal may see it: admins see every thread, users
@@ -108,7 +127,19 @@ func (s *Server) visibleThread(ctx context.Context, p *principal, id string) (*w
 	return nil, weft.Errorf(weft.ENotFound, "thread %s not found", id)
 }
 
-// tickets are single-use WebSocket credentials bound to one path.
+// Ticket bounds: a ticket is a credential a URL carries, so it opens one stream, once, soon.
+const (
+	// maxTicketPath bounds a ticket's path (stream paths are short).
+	maxTicketPath = 256
+	// maxTicketsPerUser bounds the live tickets of one user; more answer 429.
+	maxTicketsPerUser = 16
+)
+
+// streamPath matches the paths a ticket may open: the GET event streams.
+var streamPath = regexp.MustCompile(`^/api/(events|threads/[A-Za-z0-9_-]+/(events|stream))$`)
+
+// tickets are single-use credentials for one GET of one event stream, for browser clients
+// (EventSource, WebSocket) that cannot send headers.
 type tickets struct {
 	ttl time.Duration
 	mu  sync.Mutex
@@ -123,8 +154,12 @@ type ticket struct {
 
 func newTickets(ttl time.Duration) *tickets { return &tickets{ttl: ttl, m: map[string]ticket{}} }
 
-// issue returns a new ticket for path and when it expires; expired tickets are dropped.
-func (t *tickets) issue(p *principal, path string) (string, time.Time) {
+// issue returns a new ticket for a stream path and when it expires; expired tickets are dropped.
+// A path that is no stream, or a user holding maxTicketsPerUser live tickets, is refused.
+func (t *tickets) issue(p *principal, path string) (string, time.Time, error) {
+	if len(path) > maxTicketPath || !streamPath.MatchString(path) {
+		return "", time.Time{}, validation("path", "the path of an event stream: /api/threads/ID/events, /api/threads/ID/stream or /api/events")
+	}
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	id := "wst_" + hex.EncodeToString(b[:])
@@ -132,17 +167,25 @@ func (t *tickets) issue(p *principal, path string) (string, time.Time) {
 	exp := now.Add(t.ttl)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	mine := 0
 	for k, v := range t.m {
-		if now.After(v.expires) {
+		switch {
+		case now.After(v.expires):
 			delete(t.m, k)
+		case v.p.userID == p.userID:
+			mine++
 		}
 	}
+	if mine >= maxTicketsPerUser {
+		return "", time.Time{}, &apiError{status: http.StatusTooManyRequests, code: codeTooManyTickets, retryAfter: t.ttl,
+			message: fmt.Sprintf("%d tickets are live for this user; use or let them expire (%s) first", mine, t.ttl)}
+	}
 	t.m[id] = ticket{path: path, p: *p, expires: exp}
-	return id, exp
+	return id, exp, nil
 }
 
-// take consumes a ticket: valid once, before it expires, for its own path only.
-func (t *tickets) take(id, path string) (*principal, bool) {
+// take consumes a ticket: valid once, before it expires, for a GET of its own path only.
+func (t *tickets) take(id, method, path string) (*principal, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v, ok := t.m[id]
@@ -150,8 +193,19 @@ func (t *tickets) take(id, path string) (*principal, bool) {
 		return nil, false
 	}
 	delete(t.m, id)
-	if time.Now().After(v.expires) || v.path != path {
+	if time.Now().After(v.expires) || v.path != path || method != http.MethodGet {
 		return nil, false
 	}
 	return &v.p, true
+}
+
+// revoke drops the tickets of a key.
+func (t *tickets) revoke(keyHash string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, v := range t.m {
+		if v.p.keyHash == keyHash {
+			delete(t.m, k)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,14 +28,32 @@ const (
 
 var errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: codePayloadTooLarge}
 
-// readBody reads the whole body, refusing one over limit with 413.
+// readBody reads the whole body, refusing one over limit with 413, and one that does not fit in
+// the server's budget of body bytes in flight with 503. A body of declared length is read into
+// one buffer of its size.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
+	c := chargeOf(r)
+	if r.ContentLength > 0 && !c.take(r.ContentLength) {
+		return nil, busy(r.ContentLength)
+	}
 	// A body that trickles in is cut off (slow-loris): the whole body must arrive within bodyTimeout.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var b []byte
+	var err error
+	if r.ContentLength > 0 {
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, b) // net/http ends the body at its declared length
+	} else {
+		cr := &chargedReader{r: body, c: c}
+		b, err = io.ReadAll(cr)
+		if cr.err != nil {
+			return nil, cr.err
+		}
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, tooLarge(limit)
@@ -58,7 +77,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, op
 	if err != nil {
 		return err
 	}
-	if len(strings.TrimSpace(string(b))) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		if optional {
 			return nil
 		}
@@ -70,7 +89,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, op
 // decodeStrict decodes one JSON value into dst, refusing unknown fields, wrong types and trailing
 // data.
 func decodeStrict(b []byte, dst any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		var te *json.UnmarshalTypeError

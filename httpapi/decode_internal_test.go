@@ -80,26 +80,66 @@ func TestReadBodyLimit(t *testing.T) {
 	}
 }
 
+// TestTickets: a ticket opens one GET of one event stream, once, before it expires; a path that
+// is no stream, a long path, a user's ticket past maxTicketsPerUser are refused; revoking the key
+// drops its tickets (issue 47, rows 3–5: before, any /api/ path and method took a ticket, and the
+// store took any number of any size).
 func TestTickets(t *testing.T) {
-	tk := newTickets(50 * time.Millisecond)
-	p := &principal{userID: "u"}
-	id, _ := tk.issue(p, "/api/a")
-	if _, ok := tk.take(id, "/api/b"); ok {
-		t.Fatal("a ticket worked for another path")
+	const stream = "/api/threads/thr_1/events"
+	p := &principal{userID: "u", keyHash: "h1"}
+	cases := []struct {
+		name         string
+		path         string
+		method, used string
+		wait         time.Duration
+		ok           bool
+	}{
+		{"fresh", stream, "GET", stream, 0, true},
+		{"websocket", "/api/threads/thr_1/stream", "GET", "/api/threads/thr_1/stream", 0, true},
+		{"global", "/api/events", "GET", "/api/events", 0, true},
+		{"another path", stream, "GET", "/api/threads/thr_2/events", 0, false},
+		{"another method", stream, "DELETE", stream, 0, false},
+		{"post", stream, "POST", stream, 0, false},
+		{"expired", stream, "GET", stream, 60 * time.Millisecond, false},
 	}
-	if _, ok := tk.take(id, "/api/a"); ok {
-		t.Fatal("a ticket tried on another path still worked")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tk := newTickets(50 * time.Millisecond)
+			id, _, err := tk.issue(p, c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(c.wait)
+			got, ok := tk.take(id, c.method, c.used)
+			if ok != c.ok || ok && got.userID != "u" {
+				t.Fatalf("%s %s: %v, want %v", c.method, c.used, ok, c.ok)
+			}
+			if _, again := tk.take(id, "GET", c.path); again {
+				t.Fatal("a ticket worked after it was tried")
+			}
+		})
 	}
-	id, _ = tk.issue(p, "/api/a")
-	if got, ok := tk.take(id, "/api/a"); !ok || got.userID != "u" {
-		t.Fatal("a fresh ticket was refused")
+	tk := newTickets(time.Minute)
+	for _, path := range []string{"/api/keys", "/api/threads/x", "/api/threads/x/fs/a.html", "/api/threads/a/b/events",
+		"/api/threads/" + strings.Repeat("x", maxTicketPath) + "/events", "/mcp"} {
+		if _, _, err := tk.issue(p, path); err == nil || err.(*apiError).status != http.StatusBadRequest {
+			t.Errorf("a ticket for %.60s: %v, want 400", path, err)
+		}
 	}
-	if _, ok := tk.take(id, "/api/a"); ok {
-		t.Fatal("a ticket worked twice")
+	for i := range maxTicketsPerUser {
+		if _, _, err := tk.issue(p, stream); err != nil {
+			t.Fatalf("ticket %d: %v", i, err)
+		}
 	}
-	id, _ = tk.issue(p, "/api/a")
-	time.Sleep(60 * time.Millisecond)
-	if _, ok := tk.take(id, "/api/a"); ok {
-		t.Fatal("an expired ticket worked")
+	_, _, err := tk.issue(p, stream)
+	if ae, ok := err.(*apiError); !ok || ae.status != http.StatusTooManyRequests || ae.retryAfter <= 0 {
+		t.Fatalf("ticket past the cap: %v, want 429 with Retry-After", err)
+	}
+	if _, _, err := tk.issue(&principal{userID: "v"}, stream); err != nil {
+		t.Fatalf("another user's ticket: %v", err)
+	}
+	tk.revoke("h1")
+	if len(tk.m) != 1 {
+		t.Fatalf("%d tickets left after revoking the key, want the other user's 1", len(tk.m))
 	}
 }

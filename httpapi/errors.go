@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -18,7 +20,12 @@ const (
 	codeRunning          = "thread_running"
 	codePayloadTooLarge  = "payload_too_large"
 	codeMissingVariables = "missing_required_variables"
+	codeTooManyTickets   = "too_many_tickets"
+	codeUnavailable      = "store_unavailable"
 )
+
+// unavailableRetry is the Retry-After of an answer given while the store is unavailable.
+const unavailableRetry = 2 * time.Second
 
 // apiError is an error answered with a status and a code of the API.
 type apiError struct {
@@ -26,6 +33,8 @@ type apiError struct {
 	code    string
 	message string
 	details map[string]any
+	// retryAfter, when set, is answered as Retry-After (whole seconds, at least 1).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -52,6 +61,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusUnauthorized, string(weft.EUnauthorized)
 	case weft.EForbidden:
 		return http.StatusForbidden, string(weft.EForbidden)
+	case weft.EUnavailable:
+		return http.StatusServiceUnavailable, codeUnavailable
 	}
 	return http.StatusInternalServerError, string(weft.EInternal)
 }
@@ -77,6 +88,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ae):
 		status = ae.status
 		body["code"], body["message"] = ae.code, ae.message
+		if ae.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((ae.retryAfter+time.Second-1)/time.Second))))
+		}
 		for k, v := range ae.details {
 			body[k] = v
 		}
@@ -88,6 +102,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			missing[i] = map[string]any{"name": m.Name, "declared_by": m.DeclaredBy}
 		}
 		body["missing"] = missing
+	case s.unavailable(err):
+		// The store is down, restarting or full: the client retries later (never an internal error).
+		status = http.StatusServiceUnavailable
+		body["code"], body["message"] = codeUnavailable, "the store is unavailable for now; retry later"
+		w.Header().Set("Retry-After", strconv.Itoa(int(unavailableRetry/time.Second)))
+		s.log.WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
 	default:
 		var code string
 		status, code = statusOf(err)
@@ -98,6 +118,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeJSON(w, status, map[string]any{"error": body})
+}
+
+// unavailable reports whether err says that the store is unavailable for now.
+func (s *Server) unavailable(err error) bool {
+	if weft.ErrorCode(err) == weft.EUnavailable {
+		return true
+	}
+	if e := s.engine(); e != nil && weft.Unavailable(e.Store(), err) {
+		return true
+	}
+	return weft.Unavailable(s.opt.Auth, err)
 }
 
 // writeJSON answers v as JSON with the status.

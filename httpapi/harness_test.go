@@ -88,6 +88,7 @@ type envOptions struct {
 	writeTimeout time.Duration
 	logger       *slog.Logger
 	pages        http.Handler
+	maxInFlight  int64
 	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
 	smallBuffers bool
 }
@@ -119,7 +120,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}()
 	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
 	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
-		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages})
+		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages,
+		MaxBodyBytesInFlight: o.maxInFlight})
 	e.api.SetReady(true)
 	e.srv = httptest.NewUnstartedServer(e.api.Handler())
 	if o.smallBuffers {

@@ -64,6 +64,9 @@ type Options struct {
 	PingInterval time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
 	TicketTTL time.Duration
+	// MaxBodyBytesInFlight bounds the request-body bytes all requests hold at once (default
+	// DefaultMaxBodyBytesInFlight); a body past it is answered 503 server_busy with Retry-After.
+	MaxBodyBytesInFlight int64
 	// WriteTimeout bounds one write of a stream (default 10s): a client that stops reading is
 	// disconnected.
 	WriteTimeout time.Duration
@@ -75,6 +78,8 @@ type Server struct {
 	log     *slog.Logger
 	events  EventSource
 	tickets *tickets
+	keys    keyStreams
+	bodies  bodyBudget
 	ready   atomic.Bool
 	mux     *http.ServeMux
 
@@ -98,12 +103,13 @@ func (s *Server) EndStreams() {
 	s.streams, s.endAll = context.WithCancel(context.Background())
 }
 
-// streamContext returns a context for a stream that ends with the request or with EndStreams.
-func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+// streamContext returns a context for a stream of p that ends with the request, with EndStreams
+// or when p's key is revoked.
+func (s *Server) streamContext(r *http.Request, p *principal) (context.Context, context.CancelFunc) {
 	s.streamsMu.Lock()
 	all := s.streams
 	s.streamsMu.Unlock()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.keyBound(r.Context(), p)
 	stop := context.AfterFunc(all, cancel)
 	return ctx, func() { stop(); cancel() }
 }
@@ -123,6 +129,10 @@ func New(o Options) *Server {
 		o.Hub = NewHub()
 	}
 	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
+	s.bodies.limit = o.MaxBodyBytesInFlight
+	if s.bodies.limit <= 0 {
+		s.bodies.limit = DefaultMaxBodyBytesInFlight
+	}
 	s.costs = logtally.Tally[cost]{Add: addCost, Clone: cost.clone}
 	s.streams, s.endAll = context.WithCancel(context.Background())
 	if s.log == nil {
@@ -166,6 +176,8 @@ type handler func(w http.ResponseWriter, r *http.Request, p *principal) error
 // handle registers an authenticated route.
 func (s *Server) handle(pattern string, h handler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r, release := s.withBodyCharge(r)
+		defer release()
 		p, err := s.authenticate(r)
 		if err == nil {
 			if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {

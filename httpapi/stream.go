@@ -171,7 +171,7 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.streamContext(r)
+	ctx, cancel := s.streamContext(r, p)
 	defer cancel()
 	feed, err := s.events.Follow(ctx, t.ID, after)
 	if err != nil {
@@ -184,7 +184,7 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 // globalSSE streams thread_created, thread_updated and thread_deleted of the threads the caller
 // may see; a run starting or stopping updates its thread.
 func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal) error {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.keyBound(r.Context(), p)
 	defer cancel()
 	kinds := map[string]bool{"thread_created": true, "thread_updated": true, "thread_deleted": true,
 		"run_started": true, "run_stopped": true}
@@ -314,7 +314,7 @@ func (s *Server) threadWebSocket(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(4096)
-	ctx, cancel := s.streamContext(r)
+	ctx, cancel := s.streamContext(r, p)
 	defer cancel()
 	pongs := make(chan struct{}, 1)
 	// The reader answers pings and notices a client that goes away. It reads with a context of its
