@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/weft-agents/weft/schema"
+	"github.com/weft-agents/weft/scripted"
 )
 
 // MaxFileBytes bounds one eval file.
@@ -240,7 +241,8 @@ type parser struct {
 }
 
 func (p *parser) errf(field, format string, a ...any) {
-	p.problems = append(p.problems, Problem{Field: field, Rule: fmt.Sprintf(format, a...)})
+	rule := strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(format, a...)), "\n", "; ")
+	p.problems = append(p.problems, Problem{Field: field, Rule: rule})
 }
 
 // object reads a mapping, reporting keys outside allowed.
@@ -358,6 +360,17 @@ func (p *parser) path(field string, v any) string {
 	return filepath.Join(p.dir, s)
 }
 
+// script resolves a model script's path and checks that it loads.
+func (p *parser) script(field string, v any) string {
+	path := p.path(field, v)
+	if path != "" {
+		if _, err := scripted.Load(path); err != nil {
+			p.errf(field, "%v", err)
+		}
+	}
+	return path
+}
+
 func (p *parser) file0(doc any) *File {
 	m, ok := p.object("", doc, "name", "description", "agent", "cases", "repeat", "min_passes", "concurrency", "model_script",
 		"judge_model", "args", "env")
@@ -378,7 +391,7 @@ func (p *parser) file0(doc any) *File {
 	}
 	f.Concurrency = p.count("concurrency", m["concurrency"], 1, 1, 256)
 	if m["model_script"] != nil {
-		f.ModelScript = p.path("model_script", m["model_script"])
+		f.ModelScript = p.script("model_script", m["model_script"])
 	}
 	f.JudgeModel = p.str("judge_model", m["judge_model"], false)
 	defArgs := p.args("args", m["args"])
@@ -468,7 +481,7 @@ func (p *parser) case0(field string, v any, defArgs map[string]any, defEnv map[s
 	c.Args = merged(defArgs, p.args(field+".args", m["args"]))
 	c.Env = merged(defEnv, p.env(field+".env", m["env"]))
 	if m["model_script"] != nil {
-		c.ModelScript = p.path(field+".model_script", m["model_script"])
+		c.ModelScript = p.script(field+".model_script", m["model_script"])
 	}
 	single := false
 	for _, k := range turnKeys {

@@ -19,7 +19,7 @@ agent: math
 repeat: 3
 min_passes: 2
 concurrency: 4
-model_script: scripts/all.yaml
+model_script: all.yaml
 judge_model: judge
 args: {level: 1}
 env: {TOKEN: abc, N: 3}
@@ -45,13 +45,18 @@ cases:
       - max_steps: 3
       - judge: {prompt: j.prompty, min_score: 4, model: m2, inputs: {rubric: strict}}
   - name: chat
-    model_script: /abs/script.yaml
+    model_script: SCRIPT
     turns:
       - messages: [{role: user, content: hi}, {role: assistant, content: hello}, {role: user, content: 2+2?}]
         expect: [{contains: "4"}]
       - input: and 3+3?
         expect: [{contains: "6"}]
 `
+	script := filepath.Join(dir, "all.yaml")
+	if err := os.WriteFile(script, []byte("- {text: hi}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src = strings.Replace(src, "SCRIPT", script, 1)
 	path := filepath.Join(dir, "math.yaml")
 	f, err := Parse(path, []byte(src))
 	if err != nil {
@@ -60,7 +65,7 @@ cases:
 	if f.Name != "math-regression" || f.Agent != "math" || f.Repeat != 3 || f.MinPasses != 2 || f.Concurrency != 4 || f.JudgeModel != "judge" {
 		t.Errorf("header %+v", f)
 	}
-	if f.ModelScript != filepath.Join(dir, "scripts/all.yaml") {
+	if f.ModelScript != filepath.Join(dir, "all.yaml") {
 		t.Errorf("model_script %q: relative paths are relative to the eval file", f.ModelScript)
 	}
 	c := f.Cases[0]
@@ -88,7 +93,7 @@ cases:
 		t.Errorf("max_cost_usd %+v %s", x, x.String())
 	}
 	chat := f.Cases[1]
-	if len(chat.Turns) != 2 || len(chat.Turns[0].Messages) != 3 || chat.Turns[1].Input != "and 3+3?" || chat.ModelScript != "/abs/script.yaml" {
+	if len(chat.Turns) != 2 || len(chat.Turns[0].Messages) != 3 || chat.Turns[1].Input != "and 3+3?" || chat.ModelScript != script {
 		t.Errorf("multi-turn case %+v", chat)
 	}
 }
@@ -140,11 +145,15 @@ func TestParseErrors(t *testing.T) {
 		{"max_not_number", "agent: a\ncases: [{name: c, input: i, expect: [{max_tokens: many}]}]\n", []string{"cases[0].expect[0].max_tokens: must be a number, not a string"}},
 		{"judge_missing_min", "agent: a\ncases: [{name: c, input: i, expect: [{judge: {prompt: j.prompty}}]}]\n", []string{"cases[0].expect[0].judge.min_score: required", "cases[0].expect[0].judge.prompt: cannot read"}},
 		{"judge_bad_ext", "agent: a\ncases: [{name: c, input: i, expect: [{judge: {prompt: j.txt, min_score: 1}}]}]\n", []string{"cases[0].expect[0].judge.prompt: must be a .prompty or .yaml file"}},
+		{"missing_script", "agent: a\nmodel_script: none.yaml\ncases: [{name: c, input: i, expect: []}]\n", []string{"e.yaml: model_script: ", "none.yaml"}},
+		{"bad_case_script", "agent: a\ncases: [{name: c, model_script: e.yaml, input: i, expect: []}]\n", []string{"e.yaml: cases[0].model_script: "}},
 		{"env_not_string", "agent: a\nenv: {A: [1]}\ncases: [{name: c, input: i, expect: []}]\n", []string{"env.A: must be a string, not a list"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(filepath.Join(t.TempDir(), "e.yaml"), []byte(tc.src))
+			path := filepath.Join(t.TempDir(), "e.yaml")
+			os.WriteFile(path, []byte(tc.src), 0o600) // a model script naming the file itself reads an eval file
+			_, err := Parse(path, []byte(tc.src))
 			var fe *FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err %v, want a *FileError", err)

@@ -194,7 +194,13 @@ func oneLine(s string) string {
 	return s
 }
 
-func usd(f float64) string { return fmt.Sprintf("$%.4f", f) }
+// usd shows a cost: cents with four decimals, smaller sums with six.
+func usd(f float64) string {
+	if f != 0 && f < 0.01 {
+		return fmt.Sprintf("$%.6f", f)
+	}
+	return fmt.Sprintf("$%.4f", f)
+}
 
 // JUnit test-report types (the shape Jenkins, GitLab and GitHub readers take).
 type (

@@ -380,9 +380,10 @@ func TestRecordReplaySameVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Replayed: the scripts are gone and no provider answers, yet every verdict is the same.
+	// Replayed: the scripts now answer otherwise and no provider answers, yet every verdict is
+	// the same.
 	for _, s := range []string{"adds", "wrong", "conversation"} {
-		os.Remove(filepath.Join(fx.dir, "scripts", s+".yaml"))
+		os.WriteFile(filepath.Join(fx.dir, "scripts", s+".yaml"), []byte("- {text: changed}\n"), 0o600)
 	}
 	fx.rn.Record, fx.rn.Replay = nil, rec
 	second := fx.run(t, "math.yaml")

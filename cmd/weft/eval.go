@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/eval"
+	weval "github.com/weft-agents/weft/eval"
 )
 
 type evalFlags struct {
@@ -91,10 +91,10 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 	if err != nil {
 		return err
 	}
-	var files []*eval.File
+	var files []*weval.File
 	var bad []string
 	for _, p := range paths {
-		ef, err := eval.Load(p)
+		ef, err := weval.Load(p)
 		if err != nil {
 			bad = append(bad, err.Error())
 			continue
@@ -117,14 +117,14 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 			p.Model = f.model
 		}
 	}
-	rn := &eval.Runner{Model: f.model, Timeout: f.timeout}
+	rn := &weval.Runner{Model: f.model, Timeout: f.timeout}
 	if f.replay != "" {
-		if rn.Replay, err = eval.LoadRecording(f.replay); err != nil {
+		if rn.Replay, err = weval.LoadRecording(f.replay); err != nil {
 			return exit(exitUsage, fmt.Errorf("--replay: %w", err))
 		}
 	}
 	if f.record != "" {
-		rn.Record = eval.NewRecording()
+		rn.Record = weval.NewRecording()
 	}
 	log := newLogger(g.logLevel, os.Stderr)
 	rt, err := openLocal(ctx, reg, f.db, f.script, log)
@@ -134,7 +134,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 	defer rt.Close()
 	rn.Options = rt.opt
 	if isTerminal(stderr) && !f.asJSON {
-		rn.OnRun = func(done, total int, r *eval.CaseRun) {
+		rn.OnRun = func(done, total int, r *weval.CaseRun) {
 			v := "pass"
 			if !r.Pass {
 				v = "FAIL"
@@ -145,11 +145,11 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 			}
 		}
 	}
-	var reports []*eval.Report
+	var reports []*weval.Report
 	for _, ef := range files {
 		rep, err := rn.Run(ctx, ef)
 		if err != nil {
-			var fe *eval.FileError
+			var fe *weval.FileError
 			if errors.As(err, &fe) {
 				return exit(exitUsage, err)
 			}
@@ -158,7 +158,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 		if err := compareEval(ctx, rt.store, rep, f.baseline); err != nil {
 			return err
 		}
-		if _, err := eval.SaveRun(ctx, rt.store, rep); err != nil {
+		if _, err := weval.SaveRun(ctx, rt.store, rep); err != nil {
 			return exit(exitFailure, err)
 		}
 		reports = append(reports, rep)
@@ -173,7 +173,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 			return exit(exitFailure, fmt.Errorf("--junit: %w", unwrapPath(err)))
 		}
 	}
-	ok := !slices.ContainsFunc(reports, func(r *eval.Report) bool { return !r.OK() })
+	ok := !slices.ContainsFunc(reports, func(r *weval.Report) bool { return !r.OK() })
 	if f.asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"ok": ok, "reports": reports}, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -192,16 +192,16 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 }
 
 // compareEval sets a report's baseline: the run --baseline names, else the eval's previous run.
-func compareEval(c context.Context, st weft.Store, rep *eval.Report, baseline string) error {
-	var base *eval.Report
+func compareEval(c context.Context, st weft.Store, rep *weval.Report, baseline string) error {
+	var base *weval.Report
 	if baseline != "" {
-		b, err := eval.LoadRun(c, st, baseline)
+		b, err := weval.LoadRun(c, st, baseline)
 		if err != nil {
 			return exit(exitUsage, fmt.Errorf("--baseline: %w", err))
 		}
 		base = b
 	} else {
-		prev, err := eval.Runs(c, st, rep.Name, 1)
+		prev, err := weval.Runs(c, st, rep.Name, 1)
 		if err != nil {
 			return exit(exitFailure, err)
 		}
@@ -210,17 +210,17 @@ func compareEval(c context.Context, st weft.Store, rep *eval.Report, baseline st
 		}
 	}
 	if base != nil {
-		rep.Baseline = eval.Compare(rep, base)
+		rep.Baseline = weval.Compare(rep, base)
 	}
 	return nil
 }
 
-func writeJUnit(path string, reports []*eval.Report) error {
+func writeJUnit(path string, reports []*weval.Report) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := eval.WriteJUnit(fh, reports); err != nil {
+	if err := weval.WriteJUnit(fh, reports); err != nil {
 		fh.Close()
 		return err
 	}
