@@ -479,3 +479,16 @@ func (cr *CaseRun) redact(redact func(string) string) {
 		*cr = out
 	}
 }
+
+// UseModel makes every prompt of reg answer with the model named name instead of its own (`weft
+// eval --model`), to compare models on the same cases. reg must be the caller's own, loaded for
+// this eval: no engine may be running on it.
+func UseModel(reg *weft.Registry, name string) error {
+	if _, ok := reg.Model(name); !ok {
+		return weft.Errorf(weft.ENotFound, "no model named %q in the project", name)
+	}
+	for _, p := range reg.Prompts() {
+		p.Model = name
+	}
+	return nil
+}

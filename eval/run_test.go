@@ -583,3 +583,30 @@ cases:
 		t.Errorf("verdict KV: %s", raw)
 	}
 }
+
+func TestUseModel(t *testing.T) {
+	fx := newFixture(t, map[string]string{"e.yaml": `
+agent: math
+model_script: s.yaml
+cases:
+  - {name: c, input: "2+2?", expect: [{contains: "4"}, {max_cost_usd: 0.5}]}
+`, "s.yaml": `
+- {match: {model: judge, prompt: math}, text: "4", usage: {input_tokens: 1000, output_tokens: 0}}
+`})
+	// Without the override the math prompt's model m is called, which the script does not answer.
+	if rep := fx.run(t, "e.yaml"); rep.OK() {
+		t.Fatalf("the script answered model m: %s", jsonText(rep))
+	}
+	if err := UseModel(fx.rn.Options.Registry, "judge"); err != nil {
+		t.Fatal(err)
+	}
+	fx.rn.Model = "judge"
+	rep := fx.run(t, "e.yaml")
+	// Priced as the judge model: 1,000 input tokens at $100 per million.
+	if !rep.OK() || rep.Model != "judge" || rep.CostUSD != 0.1 {
+		t.Errorf("%s", jsonText(rep))
+	}
+	if err := UseModel(fx.rn.Options.Registry, "nope"); weft.ErrorCode(err) != weft.ENotFound {
+		t.Errorf("unknown model: %v", err)
+	}
+}

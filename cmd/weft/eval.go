@@ -109,12 +109,8 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 		return err
 	}
 	if f.model != "" {
-		if _, ok := reg.Model(f.model); !ok {
-			return exit(exitUsage, fmt.Errorf("--model %q: no such model in %s", f.model, g.dir))
-		}
-		// Every prompt answers with the model under comparison; the registry is this command's own.
-		for _, p := range reg.Prompts() {
-			p.Model = f.model
+		if err := weval.UseModel(reg, f.model); err != nil {
+			return exit(exitUsage, fmt.Errorf("--model: %w", err))
 		}
 	}
 	rn := &weval.Runner{Model: f.model, Timeout: f.timeout}

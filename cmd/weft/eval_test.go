@@ -133,7 +133,7 @@ func TestEvalRecordReplayAndErrors(t *testing.T) {
 		{"unknown_agent", []string{"eval", "ghost.yaml"}, 2, `ghost.yaml: agent: no agent named "ghost"`},
 		{"missing_default_dir", []string{"eval", "--dir", filepath.Join(dir, "none", "agents")}, 2, "evals: no such file or directory"},
 		{"record_and_replay", []string{"eval", "bad.yaml", "--record", "a", "--replay", "b"}, 2, "--record and --replay exclude each other"},
-		{"unknown_model", []string{"eval", repo("examples/support/evals/support.yaml"), "--model", "nope"}, 2, `--model "nope": no such model`},
+		{"unknown_model", []string{"eval", repo("examples/support/evals/support.yaml"), "--model", "nope"}, 2, `--model: no model named "nope" in the project`},
 	}
 	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("agent: support\ncases: [{name: c, input: i, expect: [{contain: x}]}]\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "ghost.yaml"), []byte("agent: ghost\ncases: [{name: c, input: i, expect: []}]\n"), 0o600)
