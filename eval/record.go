@@ -117,6 +117,34 @@ type callCounter struct {
 	run string
 	mu  sync.Mutex
 	n   map[string]int
+	// redact, once the case's thread exists, hides its secrets in what is recorded.
+	redact func(string) string
+}
+
+func (c *callCounter) setRedact(fn func(string) string) {
+	c.mu.Lock()
+	c.redact = fn
+	c.mu.Unlock()
+}
+
+// redacted passes a recorded call's JSON form through the case's redaction: a secret the model
+// repeated is not written to the recording file.
+func (c *callCounter) redacted(rc RecordedCall) RecordedCall {
+	c.mu.Lock()
+	fn := c.redact
+	c.mu.Unlock()
+	if fn == nil {
+		return rc
+	}
+	doc, err := json.Marshal(rc)
+	if err != nil {
+		return rc
+	}
+	var out RecordedCall
+	if json.Unmarshal([]byte(fn(string(doc))), &out) != nil {
+		return rc
+	}
+	return out
 }
 
 func newCallCounter(run string) *callCounter { return &callCounter{run: run, n: map[string]int{}} }
@@ -144,6 +172,7 @@ func (r *Recording) recorder(p weft.Provider, keys *callCounter) weft.Provider {
 			c.Response = &RecordedResponse{Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: resp.ToolCalls,
 				FinishReason: resp.FinishReason, Usage: resp.Usage, ModelID: resp.ModelID}
 		}
+		c = keys.redacted(c)
 		r.mu.Lock()
 		r.calls[key] = c
 		r.mu.Unlock()

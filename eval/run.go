@@ -229,6 +229,9 @@ func (rn *Runner) runCase(ctx context.Context, f *File, c *Case, k int, runID st
 	}
 	cr.ThreadID = th.ID
 	store := cm.opt.Store
+	if redact, err := engine.StoreRedactor(ctx, store, th.ID); err == nil {
+		cm.keys.setRedact(redact)
+	}
 	cr.Pass = true
 	for ti := range c.Turns {
 		tr, err := rn.runTurn(ctx, f, c, &c.Turns[ti], eng, cm, th.ID, judges)

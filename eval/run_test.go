@@ -573,7 +573,15 @@ cases:
 - {text: "the token is sk-very-secret-123", tool_calls: [{name: add, arguments: {a: 1, b: 2, note: sk-very-secret-123}}]}
 - {text: "done, sk-very-secret-123"}
 `})
+	fx.rn.Record = NewRecording()
 	rep := fx.run(t, "e.yaml")
+	rec := filepath.Join(fx.dir, "rec.json")
+	if err := fx.rn.Record.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(rec); strings.Contains(string(data), "sk-very-secret-123") || !strings.Contains(string(data), "[redacted]") {
+		t.Errorf("secret in the recording:\n%s", data)
+	}
 	doc := jsonText(rep)
 	if strings.Contains(doc, "sk-very-secret-123") {
 		t.Errorf("secret in the report:\n%s", doc)
