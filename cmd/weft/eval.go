@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
 	weval "github.com/weft-agents/weft/eval"
 )
 
@@ -51,6 +53,50 @@ Exit status: 0 every case passed, 1 a case failed, 2 an invalid eval file or usa
 	return c
 }
 
+// evalsDir is the project's evals directory: evals/ beside the definitions directory.
+func evalsDir(defs string) string { return filepath.Join(filepath.Dir(filepath.Clean(defs)), "evals") }
+
+// serverEvals runs eval files for weft serve's POST /api/evals with the newest engine's options:
+// the case threads are the server's threads, their events reach the inspector.
+type serverEvals struct {
+	dir string
+	opt *atomic.Pointer[engine.Options]
+}
+
+// Run runs an eval file of the evals directory (or content posted as that file), compares it with
+// the eval's previous run and stores it.
+func (s *serverEvals) Run(ctx context.Context, file string, content []byte) (*weval.Report, error) {
+	if file == "" {
+		file = "posted.yaml"
+	}
+	if !filepath.IsLocal(file) {
+		return nil, weft.Errorf(weft.EInvalid, "file %q: name a file inside the evals directory", file)
+	}
+	path := filepath.Join(s.dir, file)
+	var ef *weval.File
+	var err error
+	if len(content) > 0 {
+		ef, err = weval.Parse(path, content)
+	} else {
+		ef, err = weval.Load(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rn := &weval.Runner{Options: *s.opt.Load()}
+	rep, err := rn.Run(ctx, ef)
+	if err != nil {
+		return nil, err
+	}
+	if err := compareEval(ctx, rn.Options.Store, rep, ""); err != nil {
+		return nil, err
+	}
+	if _, err := weval.SaveRun(context.WithoutCancel(ctx), rn.Options.Store, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
 // evalFiles lists the eval files a path names: the file, or a directory's YAML files.
 func evalFiles(path string) ([]string, error) {
 	st, err := os.Stat(path)
@@ -83,7 +129,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 	if f.record != "" && f.replay != "" {
 		return exit(exitUsage, errors.New("--record and --replay exclude each other"))
 	}
-	path := filepath.Join(filepath.Dir(filepath.Clean(g.dir)), "evals")
+	path := evalsDir(g.dir)
 	if len(args) == 1 {
 		path = args[0]
 	}

@@ -192,3 +192,70 @@ func verdictsOf(t *testing.T, out string) string {
 	}
 	return b.String()
 }
+
+// TestServeEvals: POST /api/evals runs an eval file of the project's evals directory on the
+// server, stores the run, and GET /api/evals lists it; the case threads are the server's.
+func TestServeEvals(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, nil, "--dir", repo("examples/support/agents"), "--db", filepath.Join(dir, "serve.db"), "--no-auth")
+	defer s.stop()
+	var rep struct {
+		ID     string `json:"id"`
+		Passed int    `json:"passed"`
+		Failed int    `json:"failed"`
+		Cases  []struct {
+			Details []struct {
+				ThreadID string `json:"thread_id"`
+			} `json:"details"`
+		} `json:"cases"`
+	}
+	s.must("POST", "/api/evals", "", `{"file": "support.yaml"}`, 200, &rep)
+	if rep.Passed != 3 || rep.Failed != 0 || rep.ID == "" {
+		t.Fatalf("%+v", rep)
+	}
+	// Posted content resolves its paths against the evals directory.
+	var posted struct {
+		Name   string `json:"name"`
+		Failed int    `json:"failed"`
+	}
+	s.must("POST", "/api/evals", "", `{"file": "mine.yaml", "content": "agent: support\ncases: [{name: c, model_script: scripts/unpaid.yaml, input: Did order 43 ship?, expect: [{contains: shipped already}]}]\n"}`, 200, &posted)
+	if posted.Name != "mine" || posted.Failed != 1 {
+		t.Errorf("%+v", posted)
+	}
+	var list struct {
+		Items []struct {
+			ID     string `json:"id"`
+			Name   string `json:"name"`
+			Passed int    `json:"passed"`
+		} `json:"items"`
+	}
+	s.must("GET", "/api/evals", "", "", 200, &list)
+	if len(list.Items) != 2 || list.Items[1].ID != rep.ID || list.Items[1].Passed != 3 {
+		t.Errorf("%+v", list)
+	}
+	s.must("GET", "/api/evals/"+rep.ID, "", "", 200, nil)
+	var th struct {
+		Properties map[string]any `json:"properties"`
+	}
+	s.must("GET", "/api/threads/"+rep.Cases[0].Details[0].ThreadID, "", "", 200, &th)
+	if th.Properties["eval_verdict"] != "pass" || th.Properties["eval_run"] != rep.ID {
+		t.Errorf("case thread %+v", th)
+	}
+	for _, tc := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{`{"file": "../secrets.yaml"}`, 400, "name a file inside the evals directory"},
+		{`{"file": "none.yaml"}`, 400, "none.yaml: cannot read: no such file or directory"},
+		{`{"content": "agent: support\ncases: []\n"}`, 400, "posted.yaml: cases: must list at least one case"},
+		{`{}`, 400, "file or content: one is required"},
+	} {
+		if code, out := s.call("POST", "/api/evals", "", tc.body); code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %d %s, want %d %q", tc.body, code, out, tc.code, tc.want)
+		}
+	}
+	if code, _ := s.call("GET", "/api/evals/evr_none", "", ""); code != 404 {
+		t.Errorf("unknown run: %d", code)
+	}
+}
