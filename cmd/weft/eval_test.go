@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // TestEvalSupportExample runs the example eval as a user would, offline: it passes, is stored,
@@ -258,4 +260,31 @@ func TestServeEvals(t *testing.T) {
 	if code, _ := s.call("GET", "/api/evals/evr_none", "", ""); code != 404 {
 		t.Errorf("unknown run: %d", code)
 	}
+}
+
+// TestInspectorEvals: the inspector's evals page shows each eval's runs with their pass rate, a
+// run's cases with the failing expectation, and a case's thread shows its verdicts above its
+// transcript.
+func TestInspectorEvals(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	agents := repo("examples/support/agents")
+	for _, args := range [][]string{{"eval"}, {"eval"}, {"eval", repo("examples/support/evals-red")}} {
+		if out, errOut, code := runWeft(t, dir, append(args, "--dir", agents, "--db", db)...); code > 1 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+	s := startInspect(t, dir, "--dir", agents, "--db", db)
+	act(t, ctx, "open the evals page", chromedp.Navigate(s.base+"/evals"), chromedp.WaitVisible(`.eval-runs`))
+	waitJS(t, ctx, "two runs of support with their trend", `document.querySelectorAll('.eval-runs[data-eval="support"] tbody tr').length === 2 &&
+		document.querySelectorAll('.eval-runs[data-eval="support"] .trend .bar').length === 2`)
+	waitJS(t, ctx, "the red eval's run at 50%", `document.querySelector('.eval-runs[data-eval="support-promises"] tbody tr').innerText.includes('50%')`)
+	act(t, ctx, "open the red run", chromedp.Click(`.eval-runs[data-eval="support-promises"] tbody tr a`), chromedp.WaitVisible(`#eval-cases`))
+	waitJS(t, ctx, "the failing case with what the agent said", `document.querySelector('#eval-cases tr[data-case="no delivery promise"] .failure').textContent.includes('not_contains "tomorrow" — got')`)
+	act(t, ctx, "open its thread", chromedp.Click(`#eval-cases tr[data-case="no delivery promise"] td:last-child a`), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "the verdicts above the transcript", `(() => { const b = document.getElementById('eval-verdict');
+		return b && b.innerText.includes('✓ tool_called lookup_order') && b.querySelector('li.fail') &&
+		  b.querySelector('li.fail').innerText.includes('✗ not_contains "tomorrow"') })()`)
+	shot(t, ctx, "eval-thread")
 }
