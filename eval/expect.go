@@ -10,7 +10,7 @@ import (
 
 // Outcome is what one turn of a case produced: what its expectations are checked against.
 type Outcome struct {
-	// Text is the turn's answer: the last completed top-level reply of an AI side.
+	// Text is the turn's answer: the last completed, non-empty top-level reply of an AI side.
 	Text string `json:"text"`
 	// Value is the reply's structured value when its prompt declares an output schema.
 	Value any `json:"value,omitempty"`

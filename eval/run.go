@@ -40,8 +40,8 @@ type Runner struct {
 	Record *Recording
 	// Replay, when set, answers every model call from it: no provider is called.
 	Replay *Recording
-	// Model, when set, names the model every prompt of the registry uses instead of its own
-	// (recorded on the report). The caller applies it to the registry; the runner records it.
+	// Model names the model that replaced every prompt's own (UseModel, which the caller applies
+	// to the registry before any engine runs); the report records it.
 	Model string
 	// Timeout bounds each turn (default 10 minutes).
 	Timeout time.Duration
