@@ -67,6 +67,10 @@ func (s *Server) routes() {
 	s.handle("GET /api/threads/{id}/stream", s.threadWebSocket)
 	s.handle("GET /api/events", s.globalSSE)
 
+	s.handle("POST /api/evals", admin(s.runEval))
+	s.handle("GET /api/evals", admin(s.listEvalRuns))
+	s.handle("GET /api/evals/{id}", admin(s.getEvalRun))
+
 	s.handle("GET /api/agents", s.listAgents)
 	s.handle("GET /api/agents/{name}", s.getAgent)
 	s.handle("GET /api/variables/agents/{name}", s.agentVariables)

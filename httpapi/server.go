@@ -60,6 +60,9 @@ type Options struct {
 	// Pages, when set, serves every path outside /api (the web inspector). It sees the request
 	// log and panic recovery of the API; what it shows it must fetch through the API itself.
 	Pages http.Handler
+	// Evals, when set, runs eval files for POST /api/evals (GET /api/evals reads stored runs
+	// from the store either way).
+	Evals EvalService
 	// PingInterval is the SSE keep-alive period (default 15s).
 	PingInterval time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).

@@ -24,8 +24,8 @@ var assets embed.FS
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
 	"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 
-// Handler serves the inspector: the thread list at /, a thread at /threads/{id}, the scripts and
-// styles under /assets/. Any other path answers 404 with the shell, which shows "not found".
+// Handler serves the inspector: the thread list at /, a thread at /threads/{id}, eval runs at
+// /evals and /evals/{id}, the scripts and styles under /assets/. Any other path answers 404 with the shell, which shows "not found".
 func Handler() http.Handler {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
@@ -50,6 +50,8 @@ func Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", page(http.StatusOK))
 	mux.HandleFunc("GET /threads/{id}", page(http.StatusOK))
+	mux.HandleFunc("GET /evals", page(http.StatusOK))
+	mux.HandleFunc("GET /evals/{id}", page(http.StatusOK))
 	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
 		w.Header().Set("Cache-Control", "no-cache")

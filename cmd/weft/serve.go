@@ -154,6 +154,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	mcpClient := newMCPClient(reg, log)
 	defer mcpClient.Close()
 	preloadMCP(ctx, mcpClient, reg, log)
+	var evalOpt atomic.Pointer[engine.Options] // the options of the newest engine, for POST /api/evals
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		mcp.AddPromptAgents(reg)
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
@@ -164,6 +165,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		if script != nil {
 			opt.Override = script
 		}
+		evalOpt.Store(&opt)
 		return engine.New(opt)
 	}
 	eng, err := newEngine(reg)
@@ -178,7 +180,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(),
+		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(), Evals: &serverEvals{dir: evalsDir(g.dir), opt: &evalOpt},
 		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {

@@ -1,5 +1,5 @@
 // app.js — the inspector's entry: picks the view from the URL (/ the thread list,
-// /threads/{id} a thread) and asks for an API key when the server wants one.
+// /threads/{id} a thread, /evals the eval runs, /evals/{id} one run) and asks for an API key when the server wants one.
 import { h, fill } from './dom.js';
 import { key, setKey, whenUnauthorized } from './api.js';
 
@@ -54,6 +54,11 @@ if (path === '/') {
 } else if (m) {
   const id = decodeURIComponent(m[1]);
   import('./thread.js').then((v) => v.showThread(main, id));
+} else if (path === '/evals' || path === '/evals/') {
+  import('./evals.js').then((v) => v.showEvals(main));
+} else if (path.match(/^\/evals\/([^/]+)\/?$/)) {
+  const id = decodeURIComponent(path.match(/^\/evals\/([^/]+)\/?$/)[1]);
+  import('./evals.js').then((v) => v.showEvalRun(main, id));
 } else {
   notFound('Page', 'There is no page at ' + path + '.');
 }

@@ -481,8 +481,33 @@ class ThreadView {
         fact('Created', ago(t.created_at)),
         fact('Activity', ago(t.last_activity_at)),
         (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null),
-      stop, live,
+      stop, live, this.evalBox(),
       h('div', { id: 'action-error', class: 'error', hidden: true }));
+  }
+
+  // evalBox shows a `weft eval` case thread's verdicts (its KV eval.verdict) beside the
+  // transcript: each turn's expectations, passed or failed with the value found.
+  evalBox() {
+    const t = this.thread;
+    if (!(t.tags || []).includes('eval')) return null;
+    const box = h('div', { class: 'eval', id: 'eval-verdict' }, 'Eval ', h('strong', null, (t.properties || {}).eval || ''),
+      ' · case ', h('strong', null, (t.properties || {}).eval_case || ''), ' · ', badge('verdict', (t.properties || {}).eval_verdict || 'pending'));
+    if (!this.verdict) {
+      this.verdict = api('GET', this.base + '/kv/eval.verdict');
+    }
+    this.verdict.then((v) => {
+      for (const [i, turn] of (v.turns || []).entries()) {
+        const list = h('ul', { class: 'expectations' });
+        for (const r of turn.results || []) {
+          list.append(h('li', { class: r.pass ? 'pass' : 'fail' }, (r.pass ? '✓ ' : '✗ ') + r.expectation,
+            r.pass || !r.actual ? null : h('span', { class: 'muted' }, ' — got ' + r.actual),
+            r.reason ? h('span', { class: 'muted' }, ' (' + r.reason + ')') : null));
+        }
+        box.append(h('div', { class: 'small' }, 'Turn ' + (i + 1) + ' · ' + num(turn.steps) + ' steps · ' + money(turn.cost_usd) + ' · ' + num(turn.latency_ms) + ' ms'), list);
+      }
+      if (v.error) box.append(h('div', { class: 'error' }, v.error));
+    }, () => {});
+    return box;
   }
 
   continueControl(running) {
