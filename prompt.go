@@ -230,6 +230,10 @@ type TemplateInput struct {
 	Args map[string]any
 	// Env resolves a variable: its value, whether it is secret, and whether it resolved.
 	Env func(name string) (value string, secret bool, ok bool)
+	// InThread is set when the prompt runs as a side of a thread: the thread's newest message is
+	// the turn's question, so a template slot for the question (Prompty's `user:\n{{question}}`
+	// after the history) is not sent. Unset when it runs as a tool, its arguments the question.
+	InThread bool
 }
 
 // RenderedPrompt is a rendered template prompt: system text plus messages placed before and after the

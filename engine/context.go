@@ -65,7 +65,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	s := &scope{prompt: p, depth: depth, side: side, args: args, env: r.env.with(p.Env, nil)}
 	s.fx = &s.effects
 	if p.Template != nil {
-		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env)})
+		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env), InThread: depth == 0})
 		if err != nil {
 			return nil, fmt.Errorf("rendering prompt %q: %w", p.Name, err)
 		}

@@ -39,6 +39,21 @@ func (l *loader) prompty(pf *parsed) {
 	}
 	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
 		Template: tpl}
+	if ref := f.ModelRef; ref != nil {
+		switch api := strings.ToLower(strings.TrimSpace(ref.APIType)); api {
+		case "", "chat":
+		case "responses":
+			// Prompty v2's Responses API: the OpenAI adapter's Responses wire.
+			if p.ModelOptions == nil {
+				p.ModelOptions = map[string]any{}
+			}
+			if _, set := p.ModelOptions["useResponsesApi"]; !set {
+				p.ModelOptions["useResponsesApi"] = true
+			}
+		default:
+			d.errf("model.apiType", "apiType %s is not supported: a Weft prompt is a chat model's conversation (apiType chat or responses); call an embeddings or image endpoint from a tool instead", ref.APIType)
+		}
+	}
 	// The Weft keys of the front matter read exactly as in YAML prompts (typos are errors there);
 	// other unknown keys stay in the file's metadata.
 	fields := ordered(f.Fields).(yaml.MapSlice)
@@ -67,7 +82,7 @@ func (l *loader) prompty(pf *parsed) {
 		}
 	}
 	// The chat-history idiom places the whole history, so the prompt sees the earlier turns.
-	if f.HistoryLoop != "" && !o.has("includeChat") {
+	if (f.HistoryLoop != "" || f.ThreadPlaced != "") && !o.has("includeChat") {
 		p.IncludeChat = true
 	}
 	o.done()
@@ -131,11 +146,30 @@ type promptyChild struct {
 // itself is not used (warning).
 func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*weft.Model, *weft.ProviderDef) {
 	ref := f.ModelRef
-	if ref == nil || ref.Provider == "" || ref.ID == "" {
+	if ref == nil && f.Model != "" {
+		ref = &prompty.ModelRef{ID: f.Model}
+	}
+	if ref == nil || ref.ID == "" {
 		return nil, nil
 	}
 	if _, ok := l.reg.Model(ref.ID); ok {
 		return nil, nil
+	}
+	if ref.Provider == "" {
+		// A model named only by id (`model: gpt-4o`, `model.id`) uses the default connection, as
+		// Prompty's runtimes do: Azure OpenAI when AZURE_OPENAI_ENDPOINT is set (the id is the
+		// deployment), else OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL).
+		c := *ref
+		c.Provider = "openai"
+		lookup := l.opt.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		if v, ok := lookup("AZURE_OPENAI_ENDPOINT"); ok && strings.TrimSpace(v) != "" {
+			c.Provider = "azure_openai"
+		}
+		ref = &c
+		d.warnf("model", "model %q is not defined in models/: using the default connection, %s (define it in models/ to choose another)", ref.ID, defaultConnection[ref.Provider])
 	}
 	m := &weft.Model{Name: ref.ID, Provider: ref.Provider, Model: ref.ID}
 	var pd *weft.ProviderDef
@@ -165,6 +199,12 @@ func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*we
 	}
 	p.Model = ref.ID
 	return m, pd
+}
+
+// defaultConnection describes the default connection of a model named only by id.
+var defaultConnection = map[string]string{
+	"openai":       "OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL)",
+	"azure_openai": "Azure OpenAI (AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, the id as the deployment)",
 }
 
 func keyHint(v string) string {
@@ -334,15 +374,16 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 	if err != nil {
 		return nil, err
 	}
-	suffix := r.Suffix
-	if r.HistoryLoop != "" {
-		// In the chat-history idiom the turn's question is the thread's newest message: a user
-		// message after the loop that renders empty (its input not given) is not sent.
-		suffix = slices.DeleteFunc(slices.Clone(suffix), func(m weft.LLMMessage) bool {
-			return m.Role == weft.RoleUser && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0
-		})
+	out := &weft.RenderedPrompt{System: r.System, Prefix: sendable(r.Prefix, nil), Suffix: sendable(r.Suffix, nil),
+		HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
+	if r.ThreadInput != "" && in.InThread {
+		// Where a thread input places the history (`{{conversation}}` or the chat-history loop),
+		// the turn's question is the thread's newest message, sent once and last: a user message
+		// after it made only of input values (`user:\n{{question}}`) is the place Prompty's caller
+		// puts the new question, so it is not sent — neither an input's default nor the value an
+		// earlier message of the thread gave.
+		out.Suffix = sendable(r.Suffix, r.QuestionSlots)
 	}
-	out := &weft.RenderedPrompt{System: r.System, Prefix: r.Prefix, Suffix: suffix, HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
 	if len(r.Tools) > 0 {
 		var diags weft.Diagnostics
 		d := &decoder{src: t.src, diags: &diags}
@@ -358,6 +399,29 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 		}
 	}
 	return out, nil
+}
+
+// sendable returns msgs without the messages at the indices skip and without user messages that
+// render empty (an empty section, or one whose input was not given): chat APIs refuse or
+// mis-answer an empty user message.
+func sendable(msgs []weft.LLMMessage, skip []int) []weft.LLMMessage {
+	var out []weft.LLMMessage
+	for i, m := range msgs {
+		empty := m.Role == weft.RoleUser && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0 && len(m.ToolCalls) == 0
+		if empty || slices.Contains(skip, i) {
+			if out == nil {
+				out = append(make([]weft.LLMMessage, 0, len(msgs)), msgs[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, m)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
