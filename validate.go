@@ -388,7 +388,9 @@ func (v *validator) prompt(p *Prompt) {
 	prompty := strings.HasSuffix(strings.ToLower(src), ".prompty")
 	if strings.TrimSpace(p.ToolDescription) == "" {
 		if prompty {
-			v.errf(src, "toolDescription", "toolDescription is required: add `description: <what this prompt does>` to the front matter")
+			// A .prompty file is often an agent's side prompt, never a tool: it needs a description
+			// only once a prompt lists it as a tool (checked there).
+			v.warnf(src, "toolDescription", "no description: add `description: <what this prompt does>` to the front matter if this prompt is exposed as a tool")
 		} else {
 			v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
 		}
@@ -547,6 +549,9 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 				v.errf(src, base, "provider:%s names a tool that is not provider-executed (executionMode: provider)", e.Name)
 			}
 		case EntryPrompt:
+			if strings.TrimSpace(t.Prompt.ToolDescription) == "" {
+				v.errf(src, base, "prompt %q is listed as a tool but has no description: add `description: <what this prompt does>` to its front matter", e.Name)
+			}
 			if !t.Prompt.Exposed() {
 				v.errf(src, base, "prompt %q has exposeAsTool: false and cannot be listed as a tool", e.Name)
 			}

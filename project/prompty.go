@@ -37,7 +37,7 @@ func (l *loader) prompty(pf *parsed) {
 	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
 		tpl.systemOnly = len(r.Prefix) == 0 && len(r.Suffix) == 0
 	}
-	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
+	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: flatOptions(f.ModelOptions),
 		Template: tpl}
 	if ref := f.ModelRef; ref != nil {
 		switch api := strings.ToLower(strings.TrimSpace(ref.APIType)); api {
@@ -127,6 +127,26 @@ func (l *loader) prompty(pf *parsed) {
 			pf.defs[i] = definition{}
 		}
 	}
+}
+
+// flatOptions returns the model options with Prompty v2's options.additionalProperties (provider
+// parameters without a field of their own) merged in as options of their own, so that no literal
+// additionalProperties key reaches a request body.
+func flatOptions(o map[string]any) map[string]any {
+	extra, ok := o["additionalProperties"].(map[string]any)
+	if !ok {
+		return o
+	}
+	out := make(map[string]any, len(o)+len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	for k, v := range o {
+		if k != "additionalProperties" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // maxPromptyNesting bounds how deep kind: prompty tools may nest child files.

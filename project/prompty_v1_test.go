@@ -93,7 +93,7 @@ func TestPromptyMissingFields(t *testing.T) {
 	_, diags := project.Open(dir, project.Options{})
 	got := lines(diags)
 	for _, want := range []string{
-		"prompts/bare.prompty: toolDescription: toolDescription is required: add `description: <what this prompt does>` to the front matter",
+		"prompts/bare.prompty: toolDescription: no description: add `description: <what this prompt does>` to the front matter if this prompt is exposed as a tool",
 		"prompts/bare.prompty: model: model is required: name a defined model (`model: NAME`) or give `model.configuration`",
 	} {
 		if !strings.Contains(got, want) {

@@ -622,19 +622,7 @@ func normalizeModelOptions(o map[string]any) map[string]any {
 		"max_completion_tokens": "maxOutputTokens", "top_p": "topP",
 	}
 	out := make(map[string]any, len(o))
-	if extra, ok := o["additionalProperties"].(map[string]any); ok {
-		// Prompty v2 puts provider parameters without a field of their own under
-		// options.additionalProperties; they go to the provider as options of their own.
-		for k, v := range extra {
-			out[k] = v
-		}
-	}
 	for k, v := range o {
-		if k == "additionalProperties" {
-			if _, ok := v.(map[string]any); ok {
-				continue
-			}
-		}
 		if a, ok := alias[k]; ok {
 			if _, has := o[a]; has {
 				continue
