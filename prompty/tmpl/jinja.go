@@ -1482,4 +1482,3 @@ func writesRole(body []jnode, slot int) bool {
 	}
 	return false
 }
-
