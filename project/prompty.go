@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	pathpkg "path"
 	"path/filepath"
@@ -33,8 +34,18 @@ func (l *loader) prompty(pf *parsed) {
 	}
 	pf.refs = f.FileRefs
 	d := &decoder{src: rel, diags: &pf.diags}
-	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true}
-	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
+	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true, samples: f.SampleArgs()}
+	for _, in := range f.Inputs {
+		if v, ok := tpl.samples[in.Name]; ok && in.HasSample && !sampleFits(in.Kind, v) {
+			// A sample only fills a preview: one of another type is dropped with a warning, not refused.
+			d.warnf("inputs."+in.Name+".sample", "the sample is not of type %s, so previews do not use it", in.Kind)
+			delete(tpl.samples, in.Name)
+			if in.HasDefault {
+				tpl.samples[in.Name] = in.Default
+			}
+		}
+	}
+	if r, err := f.Render(prompty.RenderInput{Args: tpl.samples}); err == nil {
 		tpl.systemOnly = len(r.Prefix) == 0 && len(r.Suffix) == 0
 	}
 	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: flatOptions(f.ModelOptions),
@@ -382,6 +393,8 @@ type promptyTemplate struct {
 	src string
 	// systemOnly: a sample rendering has no messages besides the system text.
 	systemOnly bool
+	// samples are the inputs' samples (else defaults) that fit their declared types.
+	samples map[string]any
 }
 
 // SystemOnly reports whether the template renders only system text, so that it can be included:
@@ -445,7 +458,28 @@ func sendable(msgs []weft.LLMMessage, skip []int) []weft.LLMMessage {
 }
 
 // SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
-func (t *promptyTemplate) SampleArgs() map[string]any { return t.f.SampleArgs() }
+func (t *promptyTemplate) SampleArgs() map[string]any { return maps.Clone(t.samples) }
+
+// sampleFits reports whether a sample value is of the declared input kind.
+func sampleFits(kind string, v any) bool {
+	switch v.(type) {
+	case nil:
+		return true
+	case string:
+		return kind != "number" && kind != "integer" && kind != "boolean" && kind != "array" && kind != "object"
+	case bool:
+		return kind == "boolean"
+	case int, int64:
+		return kind == "integer" || kind == "number"
+	case float64:
+		return kind == "number"
+	case []any:
+		return kind == "array" || kind == "thread"
+	case map[string]any:
+		return kind == "object" || kind == "image" || kind == "file" || kind == "audio"
+	}
+	return true
+}
 
 // OpenPrompty loads one .prompty file that need not be in a project, the way Prompty users preview
 // a prompt (`weft render FILE.prompty`): the prompt, the model its front matter implies (without

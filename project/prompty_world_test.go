@@ -126,3 +126,27 @@ func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestPromptySampleOfAnotherType: a sample that does not match its input's declared type is a
+// warning (a sample only fills previews), and the preview falls back to the default.
+func TestPromptySampleOfAnotherType(t *testing.T) {
+	dir := writeProject(t, map[string]string{
+		"models/m.yaml":     "name: m\nprovider: test\n",
+		"prompts/e.prompty": "---\nname: e\ndescription: D\nmodel: m\ninputs:\n  score: {type: integer, sample: high, default: 3}\n  answer: {type: string, sample: [a, b]}\n  q: {type: string, sample: ok}\n---\nsystem:\n{{score}} {{answer}} {{q}}\n",
+	})
+	reg, diags := project.Open(dir, project.Options{})
+	got := lines(diags)
+	if diags.HasErrors() {
+		t.Fatal(got)
+	}
+	for _, w := range []string{"inputs.score.sample: the sample is not of type integer", "inputs.answer.sample: the sample is not of type string"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	p, _ := reg.Prompt("e")
+	sa := p.Template.(interface{ SampleArgs() map[string]any }).SampleArgs()
+	if jsonText(sa) != `{"q":"ok","score":3}` {
+		t.Errorf("samples %s", jsonText(sa))
+	}
+}
