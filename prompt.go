@@ -195,6 +195,11 @@ type ToolEntry struct {
 	// Approval overrides the tool's own approval setting for calls through this entry (sub-prompt
 	// and subagent entries too): required or never; "" keeps the tool's.
 	Approval Approval `json:"approval,omitempty"`
+	// Declared is the tool as a prompt file declares it (a Prompty `kind: function` tool with its
+	// description and parameters), nil otherwise. It is bound to the project's tool of that name;
+	// without one, validation warns, previews show the declaration and a run fails saying how to
+	// provide the tool.
+	Declared *ToolSpec `json:"-"`
 }
 
 // Flag returns the value of a *bool option, or def when unset.

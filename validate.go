@@ -612,6 +612,10 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 			what = "provider-executed tool"
 		}
 	}
+	if e.Declared != nil {
+		v.warnf(src, base, "%s", UndeclaredToolHint(e.Name))
+		return
+	}
 	if e.Kind == EntryMCP {
 		server, _ := SplitMCPEntry(e.Name)
 		v.errf(src, base, "no MCP server named %q (declare it in tools/%s.yaml with kind: mcp)", server, server)
@@ -622,6 +626,13 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 		return
 	}
 	v.errf(src, base, "no %s named %q", what, e.Name)
+}
+
+// UndeclaredToolHint says how to provide a tool a prompt file declares (a Prompty function tool)
+// when the project defines none of that name.
+func UndeclaredToolHint(name string) string {
+	return fmt.Sprintf("function tool %q is declared in the front matter but no tool of that name is defined: add tools/%s.yaml "+
+		"(an http, command or code tool), a tool of an MCP server, or a Go tool registered as %q; runs fail until then", name, name, name)
 }
 
 // initProperties checks that init*Property keys name properties of the target's schema.

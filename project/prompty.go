@@ -106,6 +106,29 @@ func (l *loader) prompty(pf *parsed) {
 	for i, t := range f.Tools {
 		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
 	}
+	if tools, ok := p.ModelOptions["tools"].([]any); ok {
+		// Prompty v1 writes OpenAI function definitions under model.parameters.tools (often
+		// ${file:functions.json}): they are function tools the file declares, bound by name.
+		p.ModelOptions = maps.Clone(p.ModelOptions)
+		delete(p.ModelOptions, "tools")
+		for i, t := range tools {
+			path := index("model.parameters.tools", i)
+			fn, _ := t.(map[string]any)
+			if inner, ok := fn["function"].(map[string]any); ok {
+				fn = inner
+			}
+			name, _ := fn["name"].(string)
+			if name == "" {
+				d.errf(path, "a tool definition needs function.name")
+				continue
+			}
+			entry := map[string]any{"kind": "function", "name": name, "description": fn["description"], "parameters": fn["parameters"]}
+			if entry["description"] == nil {
+				entry["description"] = ""
+			}
+			p.Tools = append(p.Tools, frontMatterTool(d, path, entry, nil)...)
+		}
+	}
 	pf.defs = append(pf.defs, definition{prompt: p})
 	for i, def := range pf.defs {
 		if c, ok := def.implicitFor.(promptyChild); ok {
@@ -274,6 +297,7 @@ func frontMatterTool(d *decoder, path string, v any, define func(definition)) []
 
 func frontMatterEntry(d *decoder, path string, v any, define func(definition)) ([]weft.ToolEntry, bool) {
 	one := func(e weft.ToolEntry, ok bool) ([]weft.ToolEntry, bool) { return []weft.ToolEntry{e}, ok }
+	raw, _ := v.(map[string]any)
 	v = ordered(v)
 	if s, ok := v.(string); ok {
 		name, kind := entryName(s)
@@ -308,7 +332,7 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
 			return nil, false
 		}
-		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool}
+		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw)}
 		for _, it := range m {
 			if fmt.Sprint(it.Key) != "bindings" {
 				continue
@@ -337,10 +361,34 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			}
 		}
 		return one(e, true)
+	case "openapi":
+		d.errf(path, "tool kind openapi is not supported: Weft does not call OpenAPI specs itself; define the operation as an http tool in tools/ and list it by name")
 	default:
 		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, mcp, prompty, or a tool defined in tools/); remove the entry or define the tool", kind)
 	}
 	return nil, false
+}
+
+// declaredSpec returns the tool a `kind: function` entry declares with its description and
+// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither.
+func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolSpec {
+	desc, _ := raw["description"].(string)
+	params, hasParams := raw["parameters"]
+	if desc == "" && !hasParams {
+		return nil
+	}
+	spec := &weft.ToolSpec{Name: name, Description: desc}
+	if hasParams && params != nil {
+		m, err := prompty.ParametersSchema(params)
+		if err == nil {
+			spec.Parameters, err = schema.FromMap(m)
+		}
+		if err != nil {
+			d.errf(path+".parameters", "invalid parameters: %v", err)
+			return nil
+		}
+	}
+	return spec
 }
 
 // ordered turns decoded map[string]any values into ordered mappings (sorted keys) so the YAML

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,5 +168,256 @@ user:
 				}
 			}
 		})
+	}
+}
+
+// TestPromptyRequests runs one message through .prompty files in the shapes that used to send a
+// wrong request without any error, and asserts what reaches a fake chat-completions server — or
+// that a refusal names the rule and nothing is sent.
+func TestPromptyRequests(t *testing.T) {
+	const weatherTool = "kind: command\ndescription: Weather of a city.\nargs:\n  type: object\n  properties:\n    location: {type: string}\n    unit: {type: string}\n  required: [location]\ncommand: [echo, sunny]\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		args  []string
+		// check inspects the single request; nil expects a failed run with every wantErr.
+		check   func(t *testing.T, r chatRequest)
+		wantErr []string
+	}{{
+		name: "v1 model.parameters.tools from a file",
+		files: map[string]string{
+			"agents/prompts/p.prompty": `---
+name: P
+description: Researcher.
+` + openaiModel + `  parameters:
+    max_tokens: 100
+    tools: ${file:functions.json}
+---
+system:
+Find facts.
+`,
+			"agents/prompts/functions.json": `[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]`,
+			"agents/tools/get_weather.yaml": weatherTool,
+		},
+		check: func(t *testing.T, r chatRequest) {
+			if !strings.Contains(r.Raw, `"name":"get_weather"`) || !strings.Contains(r.Raw, `"type":"function"`) {
+				t.Errorf("tools not sent: %s", r.Raw)
+			}
+			if _, ok := r.Body["tools"].([]any); !ok || strings.Count(r.Raw, `"tools"`) != 1 {
+				t.Errorf("tools field: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "v2 function tool declared in the file, defined in the project",
+		files: map[string]string{
+			"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - name: get_weather
+    kind: function
+    description: Weather of a city
+    parameters:
+      - name: location
+        kind: string
+      - name: unit
+        kind: string
+    bindings:
+      unit:
+        input: unit
+inputs:
+  - name: unit
+    kind: string
+    default: celsius
+---
+system:
+Use tools.
+`,
+			"agents/tools/get_weather.yaml": weatherTool,
+		},
+		check: func(t *testing.T, r chatRequest) {
+			if r.Model != "gpt-4o-mini" || !strings.Contains(r.Raw, `"name":"get_weather"`) {
+				t.Errorf("model %v, body %s", r.Model, r.Raw)
+			}
+			if strings.Contains(r.Raw, `"unit"`) {
+				t.Errorf("a bound parameter was offered: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "v2 function tool declared in the file, not defined",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - name: get_weather
+    kind: function
+    description: Weather of a city
+    parameters:
+      - name: location
+        kind: string
+---
+system:
+Use tools.
+`},
+		wantErr: []string{`function tool "get_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`},
+	}, {
+		name: "image input in the system section",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Looks at pictures.
+` + openaiModel + `inputs:
+  - name: photo
+    kind: image
+---
+system:
+Describe what you see.
+
+{{photo}}
+`},
+		args: []string{"photo=https://example.com/tent.png"},
+		check: func(t *testing.T, r chatRequest) {
+			if len(r.Messages) != 3 || r.Messages[0]["role"] != "system" || r.Messages[0]["content"] != "Describe what you see." {
+				t.Fatalf("messages %s", r.Raw)
+			}
+			parts, _ := r.Messages[1]["content"].([]any)
+			if r.Messages[1]["role"] != "user" || len(parts) != 1 || !strings.Contains(r.Raw, `"url":"https://example.com/tent.png"`) {
+				t.Errorf("image not sent in a user message: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "apiType embedding",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Embeds.
+model:
+  id: text-embedding-3-small
+  provider: openai
+  apiType: embedding
+---
+{{text}}
+`},
+		wantErr: []string{"model.apiType: apiType embedding is not supported"},
+	}, {
+		name: "inputSchema required input missing",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Greets.
+model: gpt-4o-mini
+inputSchema:
+  properties:
+    - name: firstName
+      kind: string
+      required: true
+---
+system:
+Greet {{firstName}}.
+`},
+		wantErr: []string{"invalid arguments", "firstName"},
+	}, {
+		name: "inputSchema required input given",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Greets.
+model: gpt-4o-mini
+inputSchema:
+  properties:
+    - name: firstName
+      kind: string
+      required: true
+---
+system:
+Greet {{firstName}}.
+`},
+		args: []string{"firstName=Jane"},
+		check: func(t *testing.T, r chatRequest) {
+			if got := strings.Join(roles(r.Messages), "|"); got != "system: Greet Jane.|user: Hi." {
+				t.Errorf("messages %q", got)
+			}
+		},
+	}, {
+		name: "nunjucks template with is defined",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Greets.
+model: gpt-4o-mini
+template: nunjucks
+---
+system:
+{% if firstName is defined %}Greet {{firstName}}.{% else %}Greet the customer.{% endif %}
+`},
+		check: func(t *testing.T, r chatRequest) {
+			if got := strings.Join(roles(r.Messages), "|"); got != "system: Greet the customer.|user: Hi." {
+				t.Errorf("messages %q", got)
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeChat(t, "/v1/chat/completions")
+			env := []string{"OPENAI_API_KEY=sk-test-0123456789", "OPENAI_BASE_URL=" + fake.srv.URL + "/v1"}
+			dir := t.TempDir()
+			tc.files["agents/agents/a.yaml"] = "{name: a, sideA: {prompt: P}}\n"
+			writeFiles(t, dir, tc.files)
+			args := []string{"run", "a", "Hi."}
+			for _, a := range tc.args {
+				args = append(args, "--arg", a)
+			}
+			out, errOut, code := runWeftEnv(t, dir, env, args...)
+			reqs := fake.requests()
+			if tc.check == nil {
+				if code == 0 || len(reqs) != 0 {
+					t.Fatalf("exit %d with %d requests\n%s%s", code, len(reqs), out, errOut)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(out+errOut, w) {
+						t.Errorf("missing %q in\n%s%s", w, out, errOut)
+					}
+				}
+				return
+			}
+			if code != 0 || len(reqs) != 1 {
+				t.Fatalf("exit %d with %d requests\n%s%s", code, len(reqs), out, errOut)
+			}
+			tc.check(t, reqs[0])
+		})
+	}
+}
+
+// TestPromptyDeclaredToolPreview: a function tool the file declares but the project lacks
+// validates with a warning saying how to provide it, and `weft render` previews it as declared.
+func TestPromptyDeclaredToolPreview(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"weather.prompty": `---
+name: weather
+model:
+  id: gpt-4o
+  provider: openai
+tools:
+  - name: get_weather
+    kind: function
+    description: Weather of a city
+    parameters:
+      - name: location
+        kind: string
+        description: The city
+---
+system:
+Use tools.
+`})
+	out, errOut, code := runWeftEnv(t, dir, nil, "render", "weather.prompty", "--json")
+	if code != 0 || !strings.Contains(out, `"get_weather"`) || !strings.Contains(out, "The city") {
+		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+	}
+	proj := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(dir, "weather.prompty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, proj, map[string]string{"agents/prompts/weather.prompty": strings.Replace(string(data), "name: weather\n", "name: weather\ndescription: Weather.\n", 1)})
+	out, errOut, code = runWeftEnv(t, proj, nil, "validate")
+	if code != 0 || !strings.Contains(out+errOut, `function tool "get_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`) {
+		t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
 	}
 }
