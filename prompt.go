@@ -230,6 +230,11 @@ type ToolEntry struct {
 	// Approval overrides the tool's own approval setting for calls through this entry (sub-prompt
 	// and subagent entries too): required or never; "" keeps the tool's.
 	Approval Approval `json:"approval,omitempty"`
+	// Declared is the tool as a prompt file declares it (a Prompty `kind: function` tool with its
+	// description and parameters), nil otherwise. It is bound to the project's tool of that name;
+	// without one, validation warns, previews show the declaration and a run fails saying how to
+	// provide the tool.
+	Declared *ToolSpec `json:"-"`
 }
 
 // Flag returns the value of a *bool option, or def when unset.
@@ -265,6 +270,10 @@ type TemplateInput struct {
 	Args map[string]any
 	// Env resolves a variable: its value, whether it is secret, and whether it resolved.
 	Env func(name string) (value string, secret bool, ok bool)
+	// InThread is set when the prompt runs as a side of a thread: the thread's newest message is
+	// the turn's question, so a template slot for the question (Prompty's `user:\n{{question}}`
+	// after the history) is not sent. Unset when it runs as a tool, its arguments the question.
+	InThread bool
 }
 
 // RenderedPrompt is a rendered template prompt: system text plus messages placed before and after the

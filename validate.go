@@ -388,7 +388,9 @@ func (v *validator) prompt(p *Prompt) {
 	prompty := strings.HasSuffix(strings.ToLower(src), ".prompty")
 	if strings.TrimSpace(p.ToolDescription) == "" {
 		if prompty {
-			v.errf(src, "toolDescription", "toolDescription is required: add `description: <what this prompt does>` to the front matter")
+			// A .prompty file is often an agent's side prompt, never a tool: it needs a description
+			// only once a prompt lists it as a tool (checked there).
+			v.warnf(src, "toolDescription", "no description: add `description: <what this prompt does>` to the front matter if this prompt is exposed as a tool")
 		} else {
 			v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
 		}
@@ -557,6 +559,9 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 				v.errf(src, base, "provider:%s names a tool that is not provider-executed (executionMode: provider)", e.Name)
 			}
 		case EntryPrompt:
+			if strings.TrimSpace(t.Prompt.ToolDescription) == "" {
+				v.errf(src, base, "prompt %q is listed as a tool but has no description: add `description: <what this prompt does>` to its front matter", e.Name)
+			}
 			if !t.Prompt.Exposed() {
 				v.errf(src, base, "prompt %q has exposeAsTool: false and cannot be listed as a tool", e.Name)
 			}
@@ -617,6 +622,10 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 			what = "provider-executed tool"
 		}
 	}
+	if e.Declared != nil {
+		v.warnf(src, base, "%s", UndeclaredToolHint(e.Name))
+		return
+	}
 	if e.Kind == EntryMCP {
 		server, _ := SplitMCPEntry(e.Name)
 		v.errf(src, base, "no MCP server named %q (declare it in tools/%s.yaml with kind: mcp)", server, server)
@@ -627,6 +636,13 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 		return
 	}
 	v.errf(src, base, "no %s named %q", what, e.Name)
+}
+
+// UndeclaredToolHint says how to provide a tool a prompt file declares (a Prompty function tool)
+// when the project defines none of that name.
+func UndeclaredToolHint(name string) string {
+	return fmt.Sprintf("function tool %q is declared in the front matter but no tool of that name is defined: add tools/%s.yaml "+
+		"(an http, command or code tool), a tool of an MCP server, or a Go tool registered as %q; runs fail until then", name, name, name)
 }
 
 // initProperties checks that init*Property keys name properties of the target's schema.

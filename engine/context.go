@@ -65,7 +65,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	s := &scope{prompt: p, depth: depth, side: side, args: args, env: r.env.with(p.Env, nil)}
 	s.fx = &s.effects
 	if p.Template != nil {
-		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env)})
+		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env), InThread: depth == 0 && !standalone(r.ctx)})
 		if err != nil {
 			return nil, fmt.Errorf("rendering prompt %q: %w", p.Name, err)
 		}
@@ -139,6 +139,19 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		t, ok := r.e.reg.Resolve(e)
 		if !ok && (e.Kind == weft.EntryAny || e.Kind == weft.EntryTool) {
 			t, ok = r.openMCPTool(s, e)
+		}
+		if !ok && e.Declared != nil && previewing(r.ctx) {
+			// A preview shows a declared tool without an implementation as the file declares it.
+			o := &offered{entry: e, spec: *e.Declared}
+			if _, dup := s.offered[o.spec.Name]; !dup {
+				s.offered[o.spec.Name] = o
+				s.specs = append(s.specs, o.spec)
+			}
+			keep = false
+			continue
+		}
+		if !ok && e.Declared != nil {
+			return false, fmt.Errorf("prompt %q: %s", p.Name, weft.UndeclaredToolHint(e.Name))
 		}
 		if !ok {
 			return false, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)

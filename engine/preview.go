@@ -24,9 +24,20 @@ type PreviewInput struct {
 // sampler is implemented by template prompts that have sample arguments.
 type sampler interface{ SampleArgs() map[string]any }
 
+// previewKey marks the context of a preview (previewing).
+type previewKey struct{}
+
+// previewing reports whether ctx is a preview's: it renders requests and calls nothing.
+func previewing(ctx context.Context) bool { return ctx.Value(previewKey{}) != nil }
+
+// standalone reports whether ctx is a preview's without a thread: no message takes the place of
+// a template's question slot, so it is shown.
+func standalone(ctx context.Context) bool { b, _ := ctx.Value(previewKey{}).(bool); return b }
+
 // Preview returns the request the prompt would send, without calling a model or storing anything
 // (`weft render`). Secrets render as [redacted].
 func (e *Engine) Preview(ctx context.Context, in PreviewInput) (*weft.Request, error) {
+	ctx = context.WithValue(ctx, previewKey{}, in.ThreadID == "")
 	p, ok := e.reg.Prompt(in.Prompt)
 	if !ok {
 		return nil, weft.Errorf(weft.ENotFound, "no prompt named %q", in.Prompt)

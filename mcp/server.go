@@ -18,12 +18,13 @@ import (
 const promptAgentPrefix = "prompt:"
 
 // AddPromptAgents adds to reg, for each prompt that may be used as a tool (exposeAsTool not
-// false), an ai_human agent named "prompt:NAME" whose side A is that prompt: a prompt runs in a
+// false) and has a description, an ai_human agent named "prompt:NAME" whose side A is that prompt: a prompt runs in a
 // thread of its own when an MCP client calls it. Call it after validation, before the engine is
 // built; the agents are Internal (APIs do not list them) and not exposed as tools to prompts.
 func AddPromptAgents(reg *weft.Registry) {
 	for _, p := range reg.Prompts() {
-		if !p.Exposed() {
+		if !p.Exposed() || strings.TrimSpace(p.ToolDescription) == "" {
+			// A .prompty side prompt without a description is not offered (it loads with a warning).
 			continue
 		}
 		if _, taken := reg.Agent(promptAgentPrefix + p.Name); taken {

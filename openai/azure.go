@@ -83,11 +83,7 @@ func (p *Provider) azureRequestOptions(req *weft.Request) ([]option.RequestOptio
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, p.fail(weft.ErrInvalidRequest, 0, "the endpoint is not an http(s) URL", nil)
 	}
-	version := p.azure.apiVersion
-	if s, ok := req.Option("apiVersion").(string); ok && s != "" {
-		version = s
-	}
-	opts := []option.RequestOption{azure.WithEndpoint(endpoint, version)}
+	opts := []option.RequestOption{azure.WithEndpoint(endpoint, p.azureVersion(req))}
 	if u.Scheme == "http" {
 		// openai-go sends credentials over plain http to loopback addresses only.
 		opts = append(opts, azure.WithUnsafeAllowHTTP())
@@ -101,6 +97,33 @@ func (p *Provider) azureRequestOptions(req *weft.Request) ([]option.RequestOptio
 		return nil, p.fail(weft.ErrAuth, 0, "no credentials: set AZURE_OPENAI_API_KEY (or AZURE_OPENAI_AD_TOKEN for a Microsoft Entra ID token)", nil)
 	}
 	return opts, nil
+}
+
+// azureVersion is the api-version of one Azure request: the model's providerOptions.apiVersion,
+// else the provider's.
+func (p *Provider) azureVersion(req *weft.Request) string {
+	if s, ok := req.Option("apiVersion").(string); ok && s != "" {
+		return s
+	}
+	return p.azure.apiVersion
+}
+
+// azureTakesMaxCompletion reports whether an Azure OpenAI api-version (YYYY-MM-DD, optionally
+// -preview) accepts max_completion_tokens: 2024-09-01-preview and later. The GA versions
+// 2024-06-01 and 2024-02-01 do not; 2024-10-21 does. An unrecognised version is taken as new.
+func azureTakesMaxCompletion(version string) bool {
+	v := strings.TrimSpace(version)
+	if len(v) < 10 || v[4] != '-' || v[7] != '-' {
+		return true
+	}
+	date, preview := v[:10], strings.HasSuffix(v, "-preview")
+	switch {
+	case date > "2024-09-01":
+		return true
+	case date == "2024-09-01":
+		return preview
+	}
+	return false
 }
 
 // StaticToken is an azcore.TokenCredential that always returns one Microsoft Entra ID access token

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,6 +115,50 @@ func TestAzureRequestShape(t *testing.T) {
 			}
 			if strings.Contains(body, "apiVersion") || strings.Contains(body, "baseUrl") || !strings.Contains(body, `"model":"gpt-4o"`) {
 				t.Errorf("body %s", body)
+			}
+		})
+	}
+}
+
+// TestAzureMaxTokensByAPIVersion: Azure api-versions before 2024-09-01-preview refuse
+// max_completion_tokens, so a model's maxOutputTokens goes as max_tokens to them and as
+// max_completion_tokens to later ones.
+func TestAzureMaxTokensByAPIVersion(t *testing.T) {
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		ct, out := fake{}.Encode(providertest.Reply{Model: "gpt-4o", Chunks: []weft.Chunk{{Text: "hi"}}, FinishReason: "stop"}, false)
+		w.Header().Set("Content-Type", ct)
+		_, _ = w.Write(out)
+	}))
+	defer srv.Close()
+	off := false
+	for _, tc := range []struct {
+		version, want, not string
+	}{
+		{"2024-02-01", `"max_tokens":300`, "max_completion_tokens"},
+		{"2024-06-01", `"max_tokens":300`, "max_completion_tokens"},
+		{"2024-07-01-preview", `"max_tokens":300`, "max_completion_tokens"},
+		{"2024-08-01-preview", `"max_tokens":300`, "max_completion_tokens"},
+		{"2024-09-01-preview", `"max_completion_tokens":300`, "max_tokens"},
+		{"2024-10-21", `"max_completion_tokens":300`, "max_tokens"},
+		{"2025-04-01-preview", `"max_completion_tokens":300`, "max_tokens"},
+		{"", `"max_completion_tokens":300`, "max_tokens"}, // the default, 2024-10-21
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			opts := map[string]any{"baseUrl": srv.URL}
+			if tc.version != "" {
+				opts["apiVersion"] = tc.version
+			}
+			req := &weft.Request{Model: &weft.Model{Name: "m", Provider: "azure_openai", Model: "gpt-4o", ProviderOptions: opts,
+				Capabilities: weft.Capabilities{SupportsStreaming: &off}}, Options: map[string]any{"maxOutputTokens": 300}, APIKey: "k-1",
+				Messages: []weft.LLMMessage{{Role: weft.RoleUser, Content: "hi"}}}
+			if _, err := openai.NewAzure(openai.AzureOptions{}).Call(context.Background(), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(body, tc.want) || strings.Contains(body, `"`+tc.not+`"`) {
+				t.Errorf("api-version %s: body %s, want %s and no %s", tc.version, body, tc.want, tc.not)
 			}
 		})
 	}

@@ -158,6 +158,11 @@ func outputName(o *weft.OutputSpec) string {
 // buildBody builds the JSON request body and the wire→request tool name map.
 func (p *Provider) buildBody(req *weft.Request, stream bool) ([]byte, toolNames, error) {
 	body := p.bodyOptions(req, modelOptionKeys)
+	if v, ok := body["max_completion_tokens"]; ok && p.azure != nil && !azureTakesMaxCompletion(p.azureVersion(req)) {
+		// Azure api-versions before 2024-09-01-preview refuse max_completion_tokens (400).
+		delete(body, "max_completion_tokens")
+		body["max_tokens"] = v
+	}
 	names := toolNames{}
 	wire := func(n string) string {
 		w := WireToolName(n)

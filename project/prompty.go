@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	pathpkg "path"
 	"path/filepath"
@@ -33,12 +34,37 @@ func (l *loader) prompty(pf *parsed) {
 	}
 	pf.refs = f.FileRefs
 	d := &decoder{src: rel, diags: &pf.diags}
-	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true}
-	if r, err := f.Render(prompty.RenderInput{Args: f.SampleArgs()}); err == nil {
+	tpl := &promptyTemplate{f: f, src: rel, systemOnly: true, samples: f.SampleArgs()}
+	for _, in := range f.Inputs {
+		if v, ok := tpl.samples[in.Name]; ok && in.HasSample && !sampleFits(in.Kind, v) {
+			// A sample only fills a preview: one of another type is dropped with a warning, not refused.
+			d.warnf("inputs."+in.Name+".sample", "the sample is not of type %s, so previews do not use it", in.Kind)
+			delete(tpl.samples, in.Name)
+			if in.HasDefault {
+				tpl.samples[in.Name] = in.Default
+			}
+		}
+	}
+	if r, err := f.Render(prompty.RenderInput{Args: tpl.samples}); err == nil {
 		tpl.systemOnly = len(r.Prefix) == 0 && len(r.Suffix) == 0
 	}
-	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: f.ModelOptions,
+	p := &weft.Prompt{Name: f.Name, ToolDescription: f.ToolDescription, Model: f.Model, ModelOptions: flatOptions(f.ModelOptions),
 		Template: tpl}
+	if ref := f.ModelRef; ref != nil {
+		switch api := strings.ToLower(strings.TrimSpace(ref.APIType)); api {
+		case "", "chat":
+		case "responses":
+			// Prompty v2's Responses API: the OpenAI adapter's Responses wire.
+			if p.ModelOptions == nil {
+				p.ModelOptions = map[string]any{}
+			}
+			if _, set := p.ModelOptions["useResponsesApi"]; !set {
+				p.ModelOptions["useResponsesApi"] = true
+			}
+		default:
+			d.errf("model.apiType", "apiType %s is not supported: a Weft prompt is a chat model's conversation (apiType chat or responses); call an embeddings or image endpoint from a tool instead", ref.APIType)
+		}
+	}
 	// The Weft keys of the front matter read exactly as in YAML prompts (typos are errors there);
 	// other unknown keys stay in the file's metadata.
 	fields := ordered(f.Fields).(yaml.MapSlice)
@@ -67,7 +93,7 @@ func (l *loader) prompty(pf *parsed) {
 		}
 	}
 	// The chat-history idiom places the whole history, so the prompt sees the earlier turns.
-	if f.HistoryLoop != "" && !o.has("includeChat") {
+	if (f.HistoryLoop != "" || f.ThreadPlaced != "") && !o.has("includeChat") {
 		p.IncludeChat = true
 	}
 	o.done()
@@ -79,6 +105,29 @@ func (l *loader) prompty(pf *parsed) {
 	}
 	for i, t := range f.Tools {
 		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
+	}
+	if tools, ok := p.ModelOptions["tools"].([]any); ok {
+		// Prompty v1 writes OpenAI function definitions under model.parameters.tools (often
+		// ${file:functions.json}): they are function tools the file declares, bound by name.
+		p.ModelOptions = maps.Clone(p.ModelOptions)
+		delete(p.ModelOptions, "tools")
+		for i, t := range tools {
+			path := index("model.parameters.tools", i)
+			fn, _ := t.(map[string]any)
+			if inner, ok := fn["function"].(map[string]any); ok {
+				fn = inner
+			}
+			name, _ := fn["name"].(string)
+			if name == "" {
+				d.errf(path, "a tool definition needs function.name")
+				continue
+			}
+			entry := map[string]any{"kind": "function", "name": name, "description": fn["description"], "parameters": fn["parameters"]}
+			if entry["description"] == nil {
+				entry["description"] = ""
+			}
+			p.Tools = append(p.Tools, frontMatterTool(d, path, entry, nil)...)
+		}
 	}
 	pf.defs = append(pf.defs, definition{prompt: p})
 	for i, def := range pf.defs {
@@ -114,6 +163,26 @@ func (l *loader) prompty(pf *parsed) {
 	}
 }
 
+// flatOptions returns the model options with Prompty v2's options.additionalProperties (provider
+// parameters without a field of their own) merged in as options of their own, so that no literal
+// additionalProperties key reaches a request body.
+func flatOptions(o map[string]any) map[string]any {
+	extra, ok := o["additionalProperties"].(map[string]any)
+	if !ok {
+		return o
+	}
+	out := make(map[string]any, len(o)+len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	for k, v := range o {
+		if k != "additionalProperties" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // maxPromptyNesting bounds how deep kind: prompty tools may nest child files.
 const maxPromptyNesting = 8
 
@@ -131,11 +200,30 @@ type promptyChild struct {
 // itself is not used (warning).
 func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*weft.Model, *weft.ProviderDef) {
 	ref := f.ModelRef
-	if ref == nil || ref.Provider == "" || ref.ID == "" {
+	if ref == nil && f.Model != "" {
+		ref = &prompty.ModelRef{ID: f.Model}
+	}
+	if ref == nil || ref.ID == "" {
 		return nil, nil
 	}
 	if _, ok := l.reg.Model(ref.ID); ok {
 		return nil, nil
+	}
+	if ref.Provider == "" {
+		// A model named only by id (`model: gpt-4o`, `model.id`) uses the default connection, as
+		// Prompty's runtimes do: Azure OpenAI when AZURE_OPENAI_ENDPOINT is set (the id is the
+		// deployment), else OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL).
+		c := *ref
+		c.Provider = "openai"
+		lookup := l.opt.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		if v, ok := lookup("AZURE_OPENAI_ENDPOINT"); ok && strings.TrimSpace(v) != "" {
+			c.Provider = "azure_openai"
+		}
+		ref = &c
+		d.warnf("model", "model %q is not defined in models/: using the default connection, %s (define it in models/ to choose another)", ref.ID, defaultConnection[ref.Provider])
 	}
 	m := &weft.Model{Name: ref.ID, Provider: ref.Provider, Model: ref.ID}
 	var pd *weft.ProviderDef
@@ -165,6 +253,12 @@ func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*we
 	}
 	p.Model = ref.ID
 	return m, pd
+}
+
+// defaultConnection describes the default connection of a model named only by id.
+var defaultConnection = map[string]string{
+	"openai":       "OpenAI (OPENAI_API_KEY, OPENAI_BASE_URL)",
+	"azure_openai": "Azure OpenAI (AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, the id as the deployment)",
 }
 
 func keyHint(v string) string {
@@ -203,6 +297,7 @@ func frontMatterTool(d *decoder, path string, v any, define func(definition)) []
 
 func frontMatterEntry(d *decoder, path string, v any, define func(definition)) ([]weft.ToolEntry, bool) {
 	one := func(e weft.ToolEntry, ok bool) ([]weft.ToolEntry, bool) { return []weft.ToolEntry{e}, ok }
+	raw, _ := v.(map[string]any)
 	v = ordered(v)
 	if s, ok := v.(string); ok {
 		name, kind := entryName(s)
@@ -237,7 +332,7 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
 			return nil, false
 		}
-		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool}
+		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw)}
 		for _, it := range m {
 			if fmt.Sprint(it.Key) != "bindings" {
 				continue
@@ -266,10 +361,34 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			}
 		}
 		return one(e, true)
+	case "openapi":
+		d.errf(path, "tool kind openapi is not supported: Weft does not call OpenAPI specs itself; define the operation as an http tool in tools/ and list it by name")
 	default:
 		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, mcp, prompty, or a tool defined in tools/); remove the entry or define the tool", kind)
 	}
 	return nil, false
+}
+
+// declaredSpec returns the tool a `kind: function` entry declares with its description and
+// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither.
+func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolSpec {
+	desc, _ := raw["description"].(string)
+	params, hasParams := raw["parameters"]
+	if desc == "" && !hasParams {
+		return nil
+	}
+	spec := &weft.ToolSpec{Name: name, Description: desc}
+	if hasParams && params != nil {
+		m, err := prompty.ParametersSchema(params)
+		if err == nil {
+			spec.Parameters, err = schema.FromMap(m)
+		}
+		if err != nil {
+			d.errf(path+".parameters", "invalid parameters: %v", err)
+			return nil
+		}
+	}
+	return spec
 }
 
 // ordered turns decoded map[string]any values into ordered mappings (sorted keys) so the YAML
@@ -322,6 +441,8 @@ type promptyTemplate struct {
 	src string
 	// systemOnly: a sample rendering has no messages besides the system text.
 	systemOnly bool
+	// samples are the inputs' samples (else defaults) that fit their declared types.
+	samples map[string]any
 }
 
 // SystemOnly reports whether the template renders only system text, so that it can be included:
@@ -334,15 +455,16 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 	if err != nil {
 		return nil, err
 	}
-	suffix := r.Suffix
-	if r.HistoryLoop != "" {
-		// In the chat-history idiom the turn's question is the thread's newest message: a user
-		// message after the loop that renders empty (its input not given) is not sent.
-		suffix = slices.DeleteFunc(slices.Clone(suffix), func(m weft.LLMMessage) bool {
-			return m.Role == weft.RoleUser && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0
-		})
+	out := &weft.RenderedPrompt{System: r.System, Prefix: sendable(r.Prefix, nil), Suffix: sendable(r.Suffix, nil),
+		HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
+	if r.ThreadInput != "" && in.InThread {
+		// Where a thread input places the history (`{{conversation}}` or the chat-history loop),
+		// the turn's question is the thread's newest message, sent once and last: a user message
+		// after it made only of input values (`user:\n{{question}}`) is the place Prompty's caller
+		// puts the new question, so it is not sent — neither an input's default nor the value an
+		// earlier message of the thread gave.
+		out.Suffix = sendable(r.Suffix, r.QuestionSlots)
 	}
-	out := &weft.RenderedPrompt{System: r.System, Prefix: r.Prefix, Suffix: suffix, HistoryLimit: r.ThreadLimit, Warnings: r.Warnings}
 	if len(r.Tools) > 0 {
 		var diags weft.Diagnostics
 		d := &decoder{src: t.src, diags: &diags}
@@ -360,8 +482,52 @@ func (t *promptyTemplate) RenderPrompt(ctx context.Context, in weft.TemplateInpu
 	return out, nil
 }
 
+// sendable returns msgs without the messages at the indices skip and without user messages that
+// render empty (an empty section, or one whose input was not given): chat APIs refuse or
+// mis-answer an empty user message.
+func sendable(msgs []weft.LLMMessage, skip []int) []weft.LLMMessage {
+	var out []weft.LLMMessage
+	for i, m := range msgs {
+		empty := m.Role == weft.RoleUser && strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0 && len(m.ToolCalls) == 0
+		if empty || slices.Contains(skip, i) {
+			if out == nil {
+				out = append(make([]weft.LLMMessage, 0, len(msgs)), msgs[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, m)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
 // SampleArgs returns the inputs' samples (else defaults), for `weft render` without arguments.
-func (t *promptyTemplate) SampleArgs() map[string]any { return t.f.SampleArgs() }
+func (t *promptyTemplate) SampleArgs() map[string]any { return maps.Clone(t.samples) }
+
+// sampleFits reports whether a sample value is of the declared input kind.
+func sampleFits(kind string, v any) bool {
+	switch v.(type) {
+	case nil:
+		return true
+	case string:
+		return kind != "number" && kind != "integer" && kind != "boolean" && kind != "array" && kind != "object"
+	case bool:
+		return kind == "boolean"
+	case int, int64:
+		return kind == "integer" || kind == "number"
+	case float64:
+		return kind == "number"
+	case []any:
+		return kind == "array" || kind == "thread"
+	case map[string]any:
+		return kind == "object" || kind == "image" || kind == "file" || kind == "audio"
+	}
+	return true
+}
 
 // OpenPrompty loads one .prompty file that need not be in a project, the way Prompty users preview
 // a prompt (`weft render FILE.prompty`): the prompt, the model its front matter implies (without

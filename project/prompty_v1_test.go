@@ -93,7 +93,7 @@ func TestPromptyMissingFields(t *testing.T) {
 	_, diags := project.Open(dir, project.Options{})
 	got := lines(diags)
 	for _, want := range []string{
-		"prompts/bare.prompty: toolDescription: toolDescription is required: add `description: <what this prompt does>` to the front matter",
+		"prompts/bare.prompty: toolDescription: no description: add `description: <what this prompt does>` to the front matter if this prompt is exposed as a tool",
 		"prompts/bare.prompty: model: model is required: name a defined model (`model: NAME`) or give `model.configuration`",
 	} {
 		if !strings.Contains(got, want) {
@@ -102,7 +102,7 @@ func TestPromptyMissingFields(t *testing.T) {
 	}
 }
 
-// TestPromptyHistoryLoopIncludesChat: a chat-history loop makes the prompt see the whole history
+// TestPromptyHistoryLoopIncludesChat: a chat-history loop (or a thread input placed by value) makes the prompt see the whole history
 // unless the front matter says includeChat itself.
 func TestPromptyHistoryLoopIncludesChat(t *testing.T) {
 	loop := "{% for item in chat_history %}\n{{item.role}}:\n{{item.content}}\n{% endfor %}\n"
@@ -111,12 +111,17 @@ func TestPromptyHistoryLoopIncludesChat(t *testing.T) {
 		"prompts/loop.prompty":  "---\ndescription: D\nmodel: m\ninputs:\n  chat_history: {type: list, is_chat_history: true}\n---\nsystem:\nS\n" + loop,
 		"prompts/off.prompty":   "---\ndescription: D\nmodel: m\nincludeChat: false\ninputs:\n  chat_history: {kind: thread}\n---\nsystem:\nS\n" + loop,
 		"prompts/plain.prompty": "---\ndescription: D\nmodel: m\ninputs:\n  chat_history: {type: list}\n---\nsystem:\nS\n" + loop,
+		"prompts/bare.prompty":  "---\ndescription: D\nmodel: m\n---\nsystem:\nS\n" + loop,
+		"prompts/value.prompty": "---\ndescription: D\nmodel: m\ninputs:\n  c: {kind: thread}\n---\nsystem:\nS\n{{c}}\n",
+		"prompts/text.prompty":  "---\ndescription: D\nmodel: m\ninputs:\n  xs: {type: list}\n---\nsystem:\nS\n{% for x in xs %}{{x}}{% endfor %}\n",
 	})
 	reg, diags := project.Open(dir, project.Options{})
 	if diags.HasErrors() {
 		t.Fatal(lines(diags))
 	}
-	for name, want := range map[string]bool{"loop": true, "off": false, "plain": false} {
+	// A loop over a list writing each item's role is the history whether or not the input says
+	// so (Prompty makes messages of it); a thread placed by value brings the history too.
+	for name, want := range map[string]bool{"loop": true, "off": false, "plain": true, "bare": true, "value": true, "text": false} {
 		if p, _ := reg.Prompt(name); p.IncludeChat != want {
 			t.Errorf("%s: includeChat %v", name, p.IncludeChat)
 		}

@@ -1,6 +1,7 @@
 package prompty
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -307,4 +308,35 @@ func (f *File) strictInputs() {
 			f.strict[in.Name] = true
 		}
 	}
+}
+
+// ParametersSchema returns the JSON Schema object of a tool's `parameters` as a Prompty file
+// writes them: a list (`- name: location\n  kind: string`) or mapping of property specs, or a JSON
+// Schema object (`{type: object, properties: …}`, the OpenAI function form) as is.
+func ParametersSchema(v any) (map[string]any, error) {
+	if m, ok := v.(map[string]any); ok {
+		if _, isSchema := m["type"].(string); isSchema {
+			return m, nil
+		}
+		if props, ok := m["properties"].(map[string]any); ok && len(m) <= 3 {
+			s := map[string]any{"type": "object", "properties": props}
+			if r, ok := m["required"]; ok {
+				s["required"] = r
+			}
+			return s, nil
+		}
+	}
+	fm := &frontMatter{}
+	specs, err := propertyList(fm, keyPath{}, v)
+	if err == nil {
+		var s map[string]any
+		if s, err = objectSchema(fm, specs); err == nil {
+			return s, nil
+		}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return nil, errors.New(e.Msg)
+	}
+	return nil, err
 }

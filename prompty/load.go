@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,6 +152,9 @@ type File struct {
 	// HistoryLoop names the thread input that a loop (`{% for item in chat_history %}`) places in
 	// the template's sample render ("" when none): the prompt then sees the whole history.
 	HistoryLoop string
+	// ThreadPlaced names the thread input that the template's sample render places, by a loop or
+	// by `{{conversation}}` ("" when none): the prompt then sees the whole history.
+	ThreadPlaced string
 	// Body is the text after the front matter.
 	Body string
 	// BodyLine is the 1-based file line on which Body starts.
@@ -269,6 +273,7 @@ func LoadBytes(path string, data []byte, opt Options) (f *File, err error) {
 	if err := f.compile(); err != nil {
 		return nil, err
 	}
+	f.adoptRoleLoop()
 	if err := f.trialRender(); err != nil {
 		return nil, err
 	}
@@ -329,6 +334,18 @@ func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 		}
 	}
 	inputs := top["inputs"]
+	if v, ok := top["inputSchema"]; ok {
+		// Prompty v2's `inputSchema: {properties: …}` (also written as a JSON Schema object with
+		// required) declares the inputs when `inputs` does not.
+		delete(top, "inputSchema")
+		if inputs != nil {
+			return fm.errAt(keyPath{"inputSchema"}, "give inputs or inputSchema, not both", nil)
+		}
+		var err error
+		if inputs, err = schemaInputs(fm, v); err != nil {
+			return err
+		}
+	}
 	sample, _ := top["sample"].(map[string]any)
 	if v, ok := top["sample"]; ok && v != nil && sample == nil {
 		return fm.errAt(keyPath{"sample"}, "must be a mapping of input names to values (or ${file:sample.json})", nil)
@@ -415,6 +432,47 @@ func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 	return nil
 }
 
+// schemaInputs reads `inputSchema`: {properties: list or mapping of input specs, required: [names]}.
+func schemaInputs(fm *frontMatter, v any) (any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fm.errAt(keyPath{"inputSchema"}, "must be a mapping with properties", nil)
+	}
+	props := m["properties"]
+	req, _ := m["required"].([]any)
+	if len(req) == 0 {
+		return props, nil
+	}
+	isReq := func(name string) bool { return slices.Contains(req, any(name)) }
+	mark := func(spec any, name string) any {
+		if !isReq(name) {
+			return spec
+		}
+		sm, ok := spec.(map[string]any)
+		if !ok {
+			sm = map[string]any{"default": spec}
+		}
+		if _, set := sm["required"]; !set {
+			sm["required"] = true
+		}
+		return sm
+	}
+	switch t := props.(type) {
+	case map[string]any:
+		for name, spec := range t {
+			t[name] = mark(spec, name)
+		}
+	case []any:
+		for i, spec := range t {
+			if sm, ok := spec.(map[string]any); ok {
+				name, _ := sm["name"].(string)
+				t[i] = mark(sm, name)
+			}
+		}
+	}
+	return props, nil
+}
+
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -481,6 +539,7 @@ func (f *File) model(fm *frontMatter, v any) error {
 			}
 			break
 		}
+		m.Provider = v2Provider(m.Provider)
 		if m.Provider == "" && m.Connection != nil {
 			m.Provider = v1Provider(m.Connection)
 		}
@@ -511,6 +570,16 @@ func (f *File) model(fm *frontMatter, v any) error {
 		return nil
 	}
 	return fm.errAt(keyPath{"model"}, "must be a model name or a mapping", nil)
+}
+
+// v2Provider maps a Prompty v2 `model.provider` to a Weft provider: azure (Azure OpenAI) and
+// foundry (Microsoft Foundry's Azure OpenAI endpoint) → azure_openai; other names as written.
+func v2Provider(p string) string {
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "azure", "azure_openai", "azureopenai", "foundry", "azure_foundry":
+		return "azure_openai"
+	}
+	return p
 }
 
 // v1Provider maps a Prompty v1 `model.configuration.type` to a Weft provider: openai → openai,
@@ -573,10 +642,11 @@ func (f *File) template(fm *frontMatter, v any) error {
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "mustache":
 			f.Engine = "mustache"
-		case "jinja2", "jinja":
+		case "jinja2", "jinja", "nunjucks":
+			// nunjucks (the Prompty TypeScript runtime's engine) is Jinja's syntax.
 			f.Engine = "jinja2"
 		default:
-			return fm.errAt(path, fmt.Sprintf("unknown template engine %q (mustache or jinja2)", s), nil)
+			return fm.errAt(path, fmt.Sprintf("unknown template engine %q (mustache, jinja2 or nunjucks)", s), nil)
 		}
 		return nil
 	}
@@ -643,6 +713,46 @@ func (f *File) compile() error {
 	return nil
 }
 
+// adoptRoleLoop makes the input of a chat-history loop the thread input when the file declares
+// none: Prompty renders `{% for m in past_messages %}{{m.role}}:\n{{m.content}}{% endfor %}` into
+// messages whatever the input's declaration, and in Weft the history is the thread's. The input
+// (undeclared, or declared as a list) then renders as the thread placeholder, so roles come from
+// the store and never from a value.
+func (f *File) adoptRoleLoop() {
+	if len(f.ThreadInputs) > 0 {
+		return
+	}
+	loops := tmpl.RoleLoops(f.tpl)
+	if len(loops) == 0 {
+		return
+	}
+	name := loops[0]
+	for i := range f.Inputs {
+		if f.Inputs[i].Name != name {
+			continue
+		}
+		if k := f.Inputs[i].Kind; k != "array" && k != "object" {
+			return
+		}
+		f.Inputs[i].Kind = "thread"
+		if props, ok := f.InputSchema["properties"].(map[string]any); ok {
+			delete(props, name)
+		}
+		if req, ok := f.InputSchema["required"].([]any); ok {
+			req = slices.DeleteFunc(slices.Clone(req), func(x any) bool { return x == name })
+			if len(req) == 0 {
+				delete(f.InputSchema, "required")
+			} else {
+				f.InputSchema["required"] = req
+			}
+		}
+		f.ThreadInputs = append(f.ThreadInputs, name)
+		return
+	}
+	f.Inputs = append(f.Inputs, Input{Name: name, Kind: "thread"})
+	f.ThreadInputs = append(f.ThreadInputs, name)
+}
+
 // templateError places a tmpl error on its file line.
 func (f *File) templateError(err error) error {
 	var te *tmpl.Error
@@ -683,7 +793,7 @@ func (f *File) trialRender() error {
 		return data, err
 	})
 	if r != nil {
-		f.HistoryLoop = r.HistoryLoop
+		f.HistoryLoop, f.ThreadPlaced = r.HistoryLoop, r.ThreadInput
 	}
 	return err
 }

@@ -51,6 +51,9 @@ type Parsed struct {
 	Tools []any
 	// Warnings are non-fatal findings, each prefixed with file:line.
 	Warnings []string
+	// InputOnly lists the indices of the user/system messages whose text came only from input
+	// values (no template text besides blanks), such as `user:\n{{question}}`.
+	InputOnly []int
 }
 
 // span is one segment's text inside the parser's buffer.
@@ -464,8 +467,25 @@ func (p *parser) flush(b *block) error {
 	if m.Parts == nil {
 		m.Content = string(p.buf[s:e])
 	}
+	if p.inputOnly(s, e) {
+		p.res.InputOnly = append(p.res.InputOnly, len(p.res.Messages))
+	}
 	p.res.Messages = append(p.res.Messages, m)
 	return nil
+}
+
+// inputOnly reports whether the text [s, e) has some interpolated text and no template text
+// besides blanks.
+func (p *parser) inputOnly(s, e int) bool {
+	interp := false
+	for i := s; i < e; i++ {
+		if !p.lit(i) {
+			interp = true
+		} else if c := p.buf[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return interp
 }
 
 // attrString returns attribute k as a string ("" when absent).

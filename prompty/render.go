@@ -37,6 +37,12 @@ type Rendered struct {
 	// HistoryLoop names the thread input whose loop placed the history ("" when the placeholder
 	// came from `{{name}}`, `![thread]` or a marker, or there is none).
 	HistoryLoop string
+	// ThreadInput names the thread input whose value (`{{conversation}}`) or loop placed the
+	// history ("" when a marker placed it, or there is none).
+	ThreadInput string
+	// QuestionSlots are the indices into Suffix of the user messages made only of input values
+	// (`user:\n{{question}}` after the history): in Prompty the caller's new question goes there.
+	QuestionSlots []int
 	// Tools are the entries of the body's `tools:` block for this step.
 	Tools []any
 	// Warnings are non-fatal findings (unset env variables, missing params, empty media).
@@ -102,8 +108,11 @@ func (f *File) render(in RenderInput, readMedia func(string) ([]byte, error)) (*
 	}
 	r := mapRendered(parsed)
 	for _, s := range segs {
-		if s.Kind == tmpl.Placeholder && s.Loop {
-			r.HistoryLoop = s.Source
+		if s.Kind == tmpl.Placeholder {
+			r.ThreadInput = s.Source
+			if s.Loop {
+				r.HistoryLoop = s.Source
+			}
 			break
 		}
 	}
@@ -141,14 +150,41 @@ func mapRendered(p *Parsed) *Rendered {
 	}
 	k := 0
 	var sys []string
-	for k < end && (msgs[k].Role == weft.RoleSystem || msgs[k].Role == weft.RoleDeveloper) && len(msgs[k].Parts) == 0 {
-		sys = append(sys, msgs[k].Content)
+	var media []weft.ContentPart
+	for k < end && (msgs[k].Role == weft.RoleSystem || msgs[k].Role == weft.RoleDeveloper) {
+		if len(msgs[k].Parts) == 0 {
+			sys = append(sys, msgs[k].Content)
+			k++
+			continue
+		}
+		// A system section with media (an image input under system:): its text joins the system
+		// prompt and its media go to the model in a user message right after it, since chat APIs
+		// take media only in user messages.
+		var text strings.Builder
+		for _, pt := range msgs[k].Parts {
+			if pt.Type == weft.PartText {
+				text.WriteString(pt.Text)
+			} else {
+				media = append(media, pt)
+			}
+		}
+		if t := strings.TrimSpace(text.String()); t != "" {
+			sys = append(sys, t)
+		}
 		k++
 	}
 	r.System = strings.Join(sys, "\n\n")
 	r.Prefix = msgs[k:end:end] // capped: appending to Prefix must not overwrite Suffix
+	if len(media) > 0 {
+		r.Prefix = append([]weft.LLMMessage{{Role: weft.RoleUser, Parts: media}}, r.Prefix...)
+	}
 	if p.Thread >= 0 {
 		r.Suffix = msgs[end:]
+		for _, i := range p.InputOnly {
+			if i >= end && msgs[i].Role == weft.RoleUser {
+				r.QuestionSlots = append(r.QuestionSlots, i-end)
+			}
+		}
 	}
 	return r
 }

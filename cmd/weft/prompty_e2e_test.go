@@ -245,7 +245,8 @@ func TestPromptyAzureChat(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("messages\n%q\nwant\n%q", got, want)
 	}
-	if r.MaxTokens != float64(3000) || r.Body["temperature"] != 0.2 || r.Body["apiVersion"] != nil {
+	// api-version 2024-07-01-preview predates max_completion_tokens: max_tokens it is.
+	if r.Body["max_tokens"] != float64(3000) || r.MaxTokens != nil || r.Body["temperature"] != 0.2 || r.Body["apiVersion"] != nil {
 		t.Errorf("options in body: %s", r.Raw)
 	}
 

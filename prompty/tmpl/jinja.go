@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -202,6 +203,8 @@ const (
 	opGe
 	opIn
 	opNotIn
+	opDefined // x is defined
+	opIsNone  // x is none
 )
 
 type jfilter uint8
@@ -771,7 +774,7 @@ func (ep *exprParser) comparison() (*jexpr, error) {
 		op = opNotIn
 		ep.i++
 	case t.kind == ekName && t.s == "is":
-		return nil, ep.err(t, "tests (`is`) are not supported")
+		return ep.isTest(l)
 	default:
 		return l, nil
 	}
@@ -781,6 +784,34 @@ func (ep *exprParser) comparison() (*jexpr, error) {
 		return nil, err
 	}
 	return &jexpr{op: op, pos: t.pos, x: l, y: r}, nil
+}
+
+// isTest parses the rest of `x is [not] defined|undefined|none`.
+func (ep *exprParser) isTest(x *jexpr) (*jexpr, error) {
+	is := ep.peek()
+	ep.i++
+	neg := false
+	if t := ep.peek(); t.kind == ekName && t.s == "not" {
+		neg = true
+		ep.i++
+	}
+	t := ep.peek()
+	var e *jexpr
+	switch {
+	case t.kind == ekName && t.s == "defined":
+		e = &jexpr{op: opDefined, pos: is.pos, x: x}
+	case t.kind == ekName && t.s == "undefined":
+		e = &jexpr{op: opNot, pos: is.pos, x: &jexpr{op: opDefined, pos: is.pos, x: x}}
+	case t.kind == ekName && (t.s == "none" || t.s == "None"):
+		e = &jexpr{op: opIsNone, pos: is.pos, x: x}
+	default:
+		return nil, ep.err(t, "unsupported test after `is` (supported: defined, undefined, none)")
+	}
+	ep.i++
+	if neg {
+		e = &jexpr{op: opNot, pos: is.pos, x: e}
+	}
+	return e, nil
 }
 
 func (ep *exprParser) filtered() (*jexpr, error) {
@@ -1249,6 +1280,15 @@ func (r *jrun) eval(e *jexpr) (any, error) {
 			return nil, err
 		}
 		return !truthy(x), nil
+	case opDefined, opIsNone:
+		x, err := r.eval(e.x)
+		if err != nil {
+			return nil, err
+		}
+		if _, undef := x.(undefined); e.op == opDefined {
+			return !undef, nil
+		}
+		return x == nil, nil
 	case opAnd, opOr:
 		x, err := r.eval(e.x)
 		if err != nil {
@@ -1385,4 +1425,60 @@ func (r *jrun) filter(e *jexpr) (any, error) {
 		}
 	}
 	return strings.Replace(s, old, repl, count), nil
+}
+
+// RoleLoops returns the names of the inputs that t loops over writing each item's role — the
+// chat-history idiom `{% for m in past_messages %}{{m.role}}:\n{{m.content}}{% endfor %}` — in
+// template order, each once. Templates of other engines have none.
+func RoleLoops(t Template) []string {
+	jt, ok := t.(*jinjaTemplate)
+	if !ok {
+		return nil
+	}
+	var names []string
+	var walk func(nodes []jnode)
+	walk = func(nodes []jnode) {
+		for i := range nodes {
+			n := &nodes[i]
+			switch n.kind {
+			case jnIf:
+				for _, b := range n.bodies {
+					walk(b)
+				}
+				walk(n.elseBody)
+			case jnFor:
+				if n.iter.op == opVar && !n.two && writesRole(n.body, n.slot) && !slices.Contains(names, n.iter.name) {
+					names = append(names, n.iter.name)
+				}
+				walk(n.body)
+			}
+		}
+	}
+	walk(jt.nodes)
+	return names
+}
+
+// writesRole reports whether body outputs the role of loop slot's item (`item.role`, `item["role"]`).
+func writesRole(body []jnode, slot int) bool {
+	for i := range body {
+		n := &body[i]
+		switch n.kind {
+		case jnOut:
+			e := n.expr
+			isItem := e.x != nil && e.x.op == opLoopVar && e.x.slot == slot && e.x.which == 0
+			if isItem && ((e.op == opAttr && e.name == "role") || (e.op == opIndex && e.y != nil && e.y.op == opLit && e.y.lit == "role")) {
+				return true
+			}
+		case jnIf:
+			for _, b := range n.bodies {
+				if writesRole(b, slot) {
+					return true
+				}
+			}
+			if writesRole(n.elseBody, slot) {
+				return true
+			}
+		}
+	}
+	return false
 }
