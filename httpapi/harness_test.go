@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/project"
 )
@@ -88,6 +89,8 @@ type envOptions struct {
 	writeTimeout time.Duration
 	logger       *slog.Logger
 	pages        http.Handler
+	// mcp serves the engine's MCP server at /mcp.
+	mcp bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -116,8 +119,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
 	}()
 	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
-	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
-		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages})
+	opts := httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
+		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages}
+	if o.mcp {
+		opts.MCP = mcp.NewHTTPHandler(func() *engine.Engine { return eng }, mcp.ServerOptions{Version: "test"})
+	}
+	e.api = httpapi.New(opts)
 	e.api.SetReady(true)
 	e.srv = httptest.NewServer(e.api.Handler())
 	t.Cleanup(func() {
