@@ -23,7 +23,7 @@ const (
 // Listing bounds: resources/list names the transcripts and files of the user's most recent
 // threads, at most this many of each; older ones are read by URI (the templates).
 const (
-	listThreads       = 50
+	listThreads        = 50
 	listFilesPerThread = 50
 	// maxResourceBytes bounds one file read through resources/read.
 	maxResourceBytes = 16 << 20
