@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -47,6 +48,9 @@ type ServerOptions struct {
 	// and the only user whose threads it sees as resources. nil = local use (`weft mcp`): threads
 	// have no user and every thread of the store is visible.
 	UserID func(req sdk.Request) string
+	// TracerProvider, when set, reports every request as an MCP server span (OpenTelemetry's MCP
+	// conventions); nil reports none.
+	TracerProvider trace.TracerProvider
 }
 
 // NewServer returns an MCP server exposing each agent, and each prompt usable as a tool, as an MCP
@@ -101,6 +105,9 @@ func NewServer(opt ServerOptions) *sdk.Server {
 		}
 		return opt.UserID(req), true
 	}})
+	if opt.TracerProvider != nil {
+		traceRequests(s, opt.TracerProvider) // last, so outermost: it sees every request
+	}
 	return s
 }
 
