@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ func TestMCPSessionBoundToUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "alice", Version: "1"}, nil)
+	// Sessions exist up to the 2025-11-25 revision (2026-07-28 is stateless).
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerTransport{e.alice}}}, nil)
+		HTTPClient: &http.Client{Transport: bearerTransport{e.alice}}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,3 +85,51 @@ func TestMCPSessionBoundToUser(t *testing.T) {
 		t.Errorf("alice's session after bob's attempts: %v", err)
 	}
 }
+
+// TestMCPProtocolVersions: /mcp speaks the 2026-07-28 revision (the go-sdk client's default: it
+// probes with server/discover and sends the Mcp-Method header) and the earlier revisions a client
+// asks for with initialize, each negotiated as asked.
+func TestMCPProtocolVersions(t *testing.T) {
+	e := newEnv(t, envOptions{mcp: true})
+	for _, version := range []string{"", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		t.Run("v="+version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var methods []string
+			var mu sync.Mutex
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				methods = append(methods, r.Header.Get("Mcp-Method"))
+				mu.Unlock()
+				return bearerTransport{e.alice}.RoundTrip(r)
+			})
+			client := sdk.NewClient(&sdk.Implementation{Name: "v", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: rt}},
+				&sdk.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			want := version
+			if want == "" {
+				want = "2026-07-28"
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != want {
+				t.Fatalf("negotiated %q, want %q", got, want)
+			}
+			if _, err := cs.ListTools(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			seen := strings.Join(methods, ",")
+			if want == "2026-07-28" && (!strings.Contains(seen, "server/discover") || !strings.Contains(seen, "tools/list")) {
+				t.Errorf("Mcp-Method headers sent: %q", seen)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

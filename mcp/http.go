@@ -37,7 +37,7 @@ func NewHTTPHandler(current func() *engine.Engine, opt ServerOptions) http.Handl
 	var last *engine.Engine
 	var srv *sdk.Server
 	opt.UserID = requestUser
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server {
+	server := func(*http.Request) *sdk.Server {
 		mu.Lock()
 		defer mu.Unlock()
 		if e := current(); e != last || srv == nil {
@@ -46,5 +46,21 @@ func NewHTTPHandler(current func() *engine.Engine, opt ServerOptions) http.Handl
 			last, srv = e, NewServer(o)
 		}
 		return srv
-	}, &sdk.StreamableHTTPOptions{Logger: opt.Logger})
+	}
+	// The go-sdk serves the 2026-07-28 revision (no initialize, server/discover, the Mcp-Method
+	// header) only from a stateless handler, and the earlier ones (initialize, Mcp-Session-Id)
+	// from a stateful one: a request declaring 2026-07-28 or later without a session goes to the
+	// first, everything else to the second.
+	stateful := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{Logger: opt.Logger})
+	stateless := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{Logger: opt.Logger, Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
+
+// statelessRevision is the first MCP revision without sessions.
+const statelessRevision = "2026-07-28"

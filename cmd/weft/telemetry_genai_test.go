@@ -157,16 +157,14 @@ func TestOTLPGenAIAttributes(t *testing.T) {
 		{tool, "gen_ai.tool.type", "extension"},
 		{tool, "gen_ai.tool.call.id", "call_1"},
 		{tool, "mcp.method.name", "tools/call"},
-		{tool, "mcp.session.id", "*"},
-		{tool, "mcp.protocol.version", "*"},
+		{tool, "mcp.protocol.version", "2026-07-28"}, // stateless: no mcp.session.id
 		{tool, "weft.mcp.tool", "lookup"},
 		{tool, "network.transport", "tcp"},
 		{tool, "server.address", "127.0.0.1"},
 		{server, "mcp.method.name", "tools/call"},
 		{server, "gen_ai.tool.name", "lookup"},
 		{server, "gen_ai.operation.name", "execute_tool"},
-		{server, "mcp.session.id", attrValue(tool, "mcp.session.id")},
-		{server, "mcp.protocol.version", "*"},
+		{server, "mcp.protocol.version", "2026-07-28"},
 		{server, "network.transport", "tcp"},
 	}
 	for i, c := range chats {
