@@ -91,6 +91,8 @@ type envOptions struct {
 	pages        http.Handler
 	// mcp serves the engine's MCP server at /mcp.
 	mcp bool
+	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
+	smallBuffers bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -126,7 +128,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	e.api = httpapi.New(opts)
 	e.api.SetReady(true)
-	e.srv = httptest.NewServer(e.api.Handler())
+	e.srv = httptest.NewUnstartedServer(e.api.Handler())
+	if o.smallBuffers {
+		e.srv.Listener = smallBufferListener{e.srv.Listener}
+	}
+	e.srv.Start()
 	t.Cleanup(func() {
 		if model.gate != nil {
 			select {
