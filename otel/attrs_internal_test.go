@@ -11,7 +11,7 @@ import (
 func render(kvs []attribute.KeyValue) string {
 	out := ""
 	for _, kv := range kvs {
-		out += fmt.Sprintf("%s=%s;", kv.Key, kv.Value.Emit())
+		out += fmt.Sprintf("%s=%s;", kv.Key, kv.Value.String())
 	}
 	return out
 }
