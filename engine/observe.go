@@ -50,6 +50,8 @@ type RunInfo struct {
 	RunID, ThreadID, RootID, ParentID string
 	// Agent is the thread's agent.
 	Agent string
+	// Provider is the provider of the model of the agent's first AI side ("" when unknown).
+	Provider string
 	// Redact replaces the thread's secrets and provider keys by [redacted] (Engine.Redactor): an
 	// observer passes every text it exports through it.
 	Redact func(string) string
@@ -79,6 +81,8 @@ type ModelCall struct {
 	Reply *weft.Message
 	// Err is why the call failed (not yet redacted); nil when it answered.
 	Err error
+	// Structured: the prompt asked for a structured (JSON) answer.
+	Structured bool
 }
 
 // ModelAttempt is one provider call: its log row (provider, model, usage, cost, finish reason,
@@ -89,6 +93,12 @@ type ModelAttempt struct {
 	// RequestModel is the provider's model id the attempt asked for (Log.ModelID is the one that
 	// answered).
 	RequestModel string
+	// Stream: the attempt asked for a streamed reply (the model's streaming capability).
+	Stream bool
+	// Options are the attempt's model options (temperature, maxOutputTokens, topP, seed, stop).
+	Options map[string]any
+	// ServerURL is the provider's API root the attempt was sent to ("" when unknown).
+	ServerURL string
 }
 
 // ToolCall describes a tool call that begins.
@@ -99,6 +109,10 @@ type ToolCall struct {
 	Depth int
 	// Resumed: the call is one a crashed run left open, answered or run again by this one.
 	Resumed bool
+	// Description is the tool's description as offered to the model.
+	Description string
+	// MCPServer names the MCP server of an MCP tool ("" for others).
+	MCPServer string
 }
 
 // ToolEnd is how a tool call ended.
@@ -124,7 +138,7 @@ type RunEnd struct {
 // observeModelCall reports a committed model call (r.obs is set).
 func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntry, reply *weft.Message, err error) {
 	call := ModelCall{Prompt: s.prompt.Name, Side: s.side, Depth: s.depth, Input: req.Messages, Reply: reply, Err: err,
-		Attempts: make([]ModelAttempt, len(logs))}
+		Attempts: make([]ModelAttempt, len(logs)), Structured: req.Output != nil}
 	for i, l := range logs {
 		end := r.attemptEnds[l]
 		delete(r.attemptEnds, l)
@@ -132,8 +146,16 @@ func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntr
 			end = l.CreatedAt.Add(time.Duration(l.LatencyMS) * time.Millisecond)
 		}
 		call.Attempts[i] = ModelAttempt{Log: l, End: end, RequestModel: l.ModelID}
-		if m, ok := r.e.reg.Model(l.Model); ok && m.Model != "" {
-			call.Attempts[i].RequestModel = m.Model
+		if m, ok := r.e.reg.Model(l.Model); ok {
+			if m.Model != "" {
+				call.Attempts[i].RequestModel = m.Model
+			}
+			call.Attempts[i].Stream = m.Capabilities.Streaming()
+			call.Attempts[i].Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
+			call.Attempts[i].ServerURL, _ = m.ProviderOptions["baseUrl"].(string)
+		}
+		if call.Attempts[i].ServerURL == "" {
+			call.Attempts[i].ServerURL = r.e.providerURL(l.Provider)
 		}
 	}
 	r.obs.ModelCall(call)
@@ -145,4 +167,41 @@ func (r *run) attemptEnded(log *weft.LogEntry) {
 		r.attemptEnds = map[*weft.LogEntry]time.Time{}
 	}
 	r.attemptEnds[log] = r.now()
+}
+
+// providerURL is a provider's API root: its definition's baseUrl, else the built-in provider's
+// (its base URL variable when set, else its default).
+func (e *Engine) providerURL(name string) string {
+	builtin := name
+	if def, ok := e.reg.Provider(name); ok {
+		if def.BaseURL != "" {
+			return def.BaseURL
+		}
+		if def.Base != "" {
+			builtin = def.Base
+		}
+	}
+	if info, ok := weft.LookupProvider(builtin); ok {
+		return info.BaseURL(e.opt.LookupEnv)
+	}
+	return ""
+}
+
+// agentProvider is the provider of the model the agent's first AI side's prompt uses.
+func (e *Engine) agentProvider(a *weft.Agent) string {
+	sides := []weft.AgentSide{a.SideA}
+	if a.SideB != nil {
+		sides = append(sides, *a.SideB)
+	}
+	for _, side := range sides {
+		if !side.IsAI() {
+			continue
+		}
+		if p, ok := e.reg.Prompt(side.Prompt); ok {
+			if m, ok := e.reg.Model(p.Model); ok {
+				return m.Provider
+			}
+		}
+	}
+	return ""
 }

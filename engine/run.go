@@ -288,7 +288,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
 		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
-			ParentID: r.thread.ParentID, Agent: r.agent.Name, Redact: r.red.String})
+			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.agentProvider(r.agent), Redact: r.red.String})
 	}
 	info, err := r.loop(trigger, forceSide)
 	if tree != nil {

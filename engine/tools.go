@@ -112,7 +112,14 @@ func (d *dispatch) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, nex
 	if d.r.obs == nil {
 		return d.runCall(d.r.ctx, s, msg, c, next)
 	}
-	ctx := d.r.obs.StartTool(d.r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: d.resuming})
+	tc := ToolCall{Call: c, Depth: s.depth, Resumed: d.resuming}
+	if o, ok := s.offered[c.Name]; ok {
+		tc.Description = o.spec.Description
+		if o.target.MCP != nil {
+			tc.MCPServer = o.target.MCP.Name
+		}
+	}
+	ctx := d.r.obs.StartTool(d.r.ctx, tc)
 	prev := d.toolCtx
 	d.toolCtx = ctx
 	res, err := d.runCall(ctx, s, msg, c, next)

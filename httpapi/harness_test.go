@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/mcp"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/project"
 )
@@ -89,6 +90,8 @@ type envOptions struct {
 	logger       *slog.Logger
 	pages        http.Handler
 	maxInFlight  int64
+	// mcp serves the engine's MCP server at /mcp.
+	mcp bool
 	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
 	smallBuffers bool
 }
@@ -119,9 +122,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
 	}()
 	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
-	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
+	opts := httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
 		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages,
-		MaxBodyBytesInFlight: o.maxInFlight})
+		MaxBodyBytesInFlight: o.maxInFlight}
+	if o.mcp {
+		opts.MCP = mcp.NewHTTPHandler(func() *engine.Engine { return eng }, mcp.ServerOptions{Version: "test"})
+	}
+	e.api = httpapi.New(opts)
 	e.api.SetReady(true)
 	e.srv = httptest.NewUnstartedServer(e.api.Handler())
 	if o.smallBuffers {

@@ -23,13 +23,7 @@ func (s *Server) routes() {
 	if s.opt.Pages != nil {
 		s.mux.Handle("/", s.opt.Pages)
 	}
-	if s.opt.MCP != nil {
-		s.handle("/mcp", func(w http.ResponseWriter, r *http.Request, p *principal) error {
-			r.Header.Set("Weft-Mcp-User", p.userID) // replaces whatever the client sent
-			s.opt.MCP.ServeHTTP(w, r)
-			return nil
-		})
-	}
+	s.mcpRoute()
 
 	s.handle("POST /api/threads", s.createThread)
 	s.handle("GET /api/threads", s.listThreads)

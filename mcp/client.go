@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/schema"
@@ -447,7 +453,9 @@ func (cn *conn) call(ctx context.Context, remote string, args json.RawMessage) (
 	}
 	ctx, cancel := bound(ctx, ended)
 	defer cancel()
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: remote, Arguments: args})
+	params := &sdk.CallToolParams{Name: remote, Arguments: args}
+	cn.annotate(ctx, sess, params)
+	res, err := sess.CallTool(ctx, params)
 	if err != nil {
 		return weft.ToolResult{}, cn.failure(ctx, "calling "+remote, err)
 	}
@@ -540,3 +548,47 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return base.RoundTrip(req)
 }
+
+// annotate adds the MCP semantic conventions' client attributes to the span in ctx (the engine's
+// execute_tool span: the conventions ask MCP instrumentation to enrich an existing tool span
+// rather than open a second one) and propagates its trace context in params._meta (traceparent,
+// tracestate), as the conventions recommend.
+func (cn *conn) annotate(ctx context.Context, sess *sdk.ClientSession, params *sdk.CallToolParams) {
+	span := trace.SpanFromContext(ctx)
+	if !span.SpanContext().IsValid() {
+		return
+	}
+	attrs := []attribute.KeyValue{semconv.McpMethodNameKey.String("tools/call"), AttrMCPTool.String(params.Name)}
+	if id := sess.ID(); id != "" {
+		attrs = append(attrs, semconv.McpSessionIDKey.String(id))
+	}
+	if ir := sess.InitializeResult(); ir != nil && ir.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(ir.ProtocolVersion))
+	}
+	if cn.cfg.url == "" {
+		attrs = append(attrs, semconv.NetworkTransportPipe)
+	} else if u, err := url.Parse(cn.cfg.url); err == nil {
+		attrs = append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"), semconv.ServerAddress(u.Hostname()))
+		port := 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+		if p, err := strconv.Atoi(u.Port()); err == nil {
+			port = p
+		}
+		attrs = append(attrs, semconv.ServerPort(port))
+	}
+	span.SetAttributes(attrs...)
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if len(carrier) > 0 {
+		params.Meta = sdk.Meta{}
+		for k, v := range carrier {
+			params.Meta[k] = v
+		}
+	}
+}
+
+// AttrMCPTool is the tool's name on its MCP server (gen_ai.tool.name is the name the model
+// called, which a declaration's prefix may change).
+const AttrMCPTool = attribute.Key("weft.mcp.tool")

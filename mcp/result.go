@@ -39,7 +39,7 @@ func convertResult(res *sdk.CallToolResult) weft.ToolResult {
 			texts = append(texts, link)
 		}
 	}
-	if len(texts) == 0 && res.StructuredContent != nil {
+	if len(res.Content) == 0 && res.StructuredContent != nil {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
 			texts = append(texts, string(b))
 		}

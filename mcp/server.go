@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -44,12 +45,18 @@ type ServerOptions struct {
 	Version string
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
-	// UserID owns the threads MCP calls create ("" for local use).
-	UserID func(ctx context.Context, req *sdk.CallToolRequest) string
+	// UserID names the user a request acts as: the owner of the threads its tool calls create
+	// and the only user whose threads it sees as resources. nil = local use (`weft mcp`): threads
+	// have no user and every thread of the store is visible.
+	UserID func(req sdk.Request) string
+	// TracerProvider, when set, reports every request as an MCP server span (OpenTelemetry's MCP
+	// conventions); nil reports none.
+	TracerProvider trace.TracerProvider
 }
 
 // NewServer returns an MCP server exposing each agent, and each prompt usable as a tool, as an MCP
-// tool: its input schema is side A's requiredSchema (else {message, attachments?}); a call runs
+// tool; those prompts also as MCP prompts (prompts/get renders them); and threads' transcripts
+// and files as resources (resources/list, resources/read, two templates). A tool's input schema is side A's requiredSchema (else {message, attachments?}); a call runs
 // it in a new thread to quiescence, sends progress notifications while it runs (when the client
 // asked with a progress token) and returns the answer, as `weft run` prints it. An agent and a
 // prompt of the same name: the agent keeps the name, the prompt is offered as prompt_NAME.
@@ -92,6 +99,16 @@ func NewServer(opt ServerOptions) *sdk.Server {
 		h := &handler{opt: opt, agent: a.Name, withArgs: withArgs}
 		s.AddTool(&sdk.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(raw)}, h.call)
 	}
+	addPrompts(s, opt.Engine)
+	addResources(s, &resources{eng: opt.Engine, userOf: func(req sdk.Request) (string, bool) {
+		if opt.UserID == nil {
+			return "", false
+		}
+		return opt.UserID(req), true
+	}})
+	if opt.TracerProvider != nil {
+		traceRequests(s, opt.TracerProvider) // last, so outermost: it sees every request
+	}
 	return s
 }
 
@@ -121,7 +138,7 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	}
 	nt := engine.NewThread{Agent: h.agent, Tags: []string{"mcp"}}
 	if h.opt.UserID != nil {
-		nt.UserID = h.opt.UserID(ctx, req)
+		nt.UserID = h.opt.UserID(req)
 	}
 	var message string
 	if h.withArgs {

@@ -8,6 +8,8 @@ package otel
 import (
 	"context"
 	"encoding/json"
+	"net/url"
+	"strconv"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -53,6 +55,7 @@ const (
 	AttrCost       = attribute.Key("weft.cost.usd")
 	AttrResumed    = attribute.Key("weft.resumed")
 	AttrToolStatus = attribute.Key("weft.tool.status")
+	AttrMCPServer  = attribute.Key("weft.mcp.server")
 )
 
 // Options configure an Observer.
@@ -69,6 +72,7 @@ type Options struct {
 
 // Observer reports runs to OpenTelemetry (engine.Observer).
 type Observer struct {
+	tp       trace.TracerProvider
 	tracer   trace.Tracer
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
@@ -88,7 +92,7 @@ func New(opt Options) (*Observer, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	o := &Observer{tracer: tp.Tracer(ScopeName), content: opt.CaptureContent, sets: map[metricKey]attribute.Set{}}
+	o := &Observer{tp: tp, tracer: tp.Tracer(ScopeName), content: opt.CaptureContent, sets: map[metricKey]attribute.Set{}}
 	meter := mp.Meter(ScopeName)
 	var err error
 	// Bucket boundaries as the GenAI metric conventions advise.
@@ -108,6 +112,10 @@ func New(opt Options) (*Observer, error) {
 	}
 	return o, nil
 }
+
+// TracerProvider is the provider the Observer's spans come from, for other instrumentation of
+// the same process (the MCP server's spans).
+func (o *Observer) TracerProvider() trace.TracerProvider { return o.tp }
 
 // frame is an open span and the context carrying it.
 type frame struct {
@@ -130,6 +138,9 @@ func (o *Observer) StartRun(ctx context.Context, info engine.RunInfo) engine.Run
 	conv := semconv.GenAIConversationID(info.ThreadID)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), conv,
 		AttrRunID.String(info.RunID), AttrThreadID.String(info.ThreadID), AttrRootID.String(info.RootID)}
+	if info.Provider != "" {
+		attrs = append(attrs, providerName(info.Provider))
+	}
 	if info.ParentID != "" {
 		attrs = append(attrs, AttrParentID.String(info.ParentID))
 	}
@@ -185,6 +196,12 @@ func (r *runObserver) ModelCall(c engine.ModelCall) {
 		if l.RetryOfLogID != "" {
 			attrs = append(attrs, AttrRetryOf.String(l.RetryOfLogID))
 		}
+		attrs = append(attrs, semconv.GenAIRequestStream(a.Stream))
+		attrs = append(attrs, requestOptions(a.Options)...)
+		if c.Structured {
+			attrs = append(attrs, semconv.GenAIOutputTypeJSON)
+		}
+		attrs = append(attrs, serverAttrs(a.ServerURL)...)
 		errType := ""
 		switch {
 		case !l.IsComplete:
@@ -201,6 +218,9 @@ func (r *runObserver) ModelCall(c engine.ModelCall) {
 				semconv.GenAIUsageInputTokens(l.InputTokens), semconv.GenAIUsageOutputTokens(l.OutputTokens))
 			if l.FinishReason != "" {
 				attrs = append(attrs, semconv.GenAIResponseFinishReasons(l.FinishReason))
+			}
+			if id := responseID(l.ResponseBody); id != "" {
+				attrs = append(attrs, semconv.GenAIResponseID(id))
 			}
 			if l.CachedTokens > 0 {
 				attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(l.CachedTokens))
@@ -287,8 +307,18 @@ const maxMetricSets = 1024
 // StartTool opens an execute_tool span under the current step (or tool call, for a sub-prompt's
 // calls); the tool runs with ctx carrying it.
 func (r *runObserver) StartTool(ctx context.Context, c engine.ToolCall) context.Context {
-	attrs := append(make([]attribute.KeyValue, 0, 10), semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Call.Name),
-		semconv.GenAIToolCallID(c.Call.ID), semconv.GenAIToolTypeKey.String("function"), r.conv, AttrDepth.Int(c.Depth))
+	attrs := append(make([]attribute.KeyValue, 0, 12), semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Call.Name),
+		semconv.GenAIToolCallID(c.Call.ID), r.conv, AttrDepth.Int(c.Depth))
+	if c.MCPServer != "" {
+		// An MCP tool: the MCP client adds mcp.method.name, mcp.session.id and the rest to this
+		// span (the MCP conventions' "add to the existing tool execution span").
+		attrs = append(attrs, semconv.GenAIToolTypeKey.String("extension"), AttrMCPServer.String(c.MCPServer))
+	} else {
+		attrs = append(attrs, semconv.GenAIToolTypeKey.String("function"))
+	}
+	if c.Description != "" {
+		attrs = append(attrs, semconv.GenAIToolDescription(c.Description))
+	}
 	if c.Resumed {
 		attrs = append(attrs, AttrResumed.Bool(true))
 	}
@@ -424,4 +454,90 @@ func (r *runObserver) callPart(c weft.ToolCall) msgPart {
 		v = json.RawMessage(args)
 	}
 	return msgPart{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: v}
+}
+
+// requestOptions maps a request's model options to the gen_ai.request.* attributes.
+func requestOptions(opts map[string]any) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	num := func(k string) (float64, bool) {
+		switch v := opts[k].(type) {
+		case float64:
+			return v, true
+		case int:
+			return float64(v), true
+		case int64:
+			return float64(v), true
+		case uint64:
+			return float64(v), true
+		case json.Number:
+			f, err := v.Float64()
+			return f, err == nil
+		}
+		return 0, false
+	}
+	if v, ok := num("maxOutputTokens"); ok {
+		out = append(out, semconv.GenAIRequestMaxTokens(int(v)))
+	}
+	if v, ok := num("temperature"); ok {
+		out = append(out, semconv.GenAIRequestTemperature(v))
+	}
+	if v, ok := num("topP"); ok {
+		out = append(out, semconv.GenAIRequestTopP(v))
+	}
+	if v, ok := num("seed"); ok {
+		out = append(out, semconv.GenAIRequestSeed(int(v)))
+	}
+	switch v := opts["stop"].(type) {
+	case string:
+		out = append(out, semconv.GenAIRequestStopSequences(v))
+	case []any:
+		var stops []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				stops = append(stops, s)
+			}
+		}
+		if len(stops) > 0 {
+			out = append(out, semconv.GenAIRequestStopSequences(stops...))
+		}
+	case []string:
+		out = append(out, semconv.GenAIRequestStopSequences(v...))
+	}
+	return out
+}
+
+// serverAttrs are server.address and server.port of an API root (the scheme's port when the URL
+// names none).
+func serverAttrs(raw string) []attribute.KeyValue {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		port = p
+	}
+	return []attribute.KeyValue{semconv.ServerAddress(u.Hostname()), semconv.ServerPort(port)}
+}
+
+// responseID is the provider's id of a reply, from the stored response body: "id" (OpenAI Chat
+// Completions and Responses, Anthropic) or "responseId" (Gemini).
+func responseID(body json.RawMessage) string {
+	if len(body) == 0 {
+		return ""
+	}
+	var r struct {
+		ID         string `json:"id"`
+		ResponseID string `json:"responseId"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return ""
+	}
+	if r.ID != "" {
+		return r.ID
+	}
+	return r.ResponseID
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	otelapi "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -22,7 +24,15 @@ type Config struct {
 	Traces, Metrics bool
 	// CaptureContent: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
 	CaptureContent bool
+	// TracesProtocol and MetricsProtocol are http/protobuf (the default) or grpc.
+	TracesProtocol, MetricsProtocol string
 }
+
+// The OTLP protocols Weft exports with.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
 
 // Enabled tells whether anything is exported.
 func (c Config) Enabled() bool { return c.Traces || c.Metrics }
@@ -34,7 +44,7 @@ func (c Config) Enabled() bool { return c.Traces || c.Metrics }
 // HTTP with protobuf is supported: another exporter or protocol is an error naming the variable.
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
-	var c Config
+	c := Config{TracesProtocol: ProtocolHTTP, MetricsProtocol: ProtocolHTTP}
 	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
 		return c, nil
 	}
@@ -46,10 +56,25 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.Metrics, err = wanted(get, "OTEL_METRICS_EXPORTER", endpoint || get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""); err != nil {
 		return Config{}, err
 	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-		if v := get(k); v != "" && v != "http/protobuf" {
-			return Config{}, fmt.Errorf("%s=%q: weft exports OTLP over HTTP with protobuf only (http/protobuf)", k, v)
+	protocol := func(k, def string) (string, error) {
+		switch v := get(k); v {
+		case "":
+			return def, nil
+		case ProtocolHTTP, ProtocolGRPC:
+			return v, nil
+		default:
+			return "", fmt.Errorf("%s=%q: weft exports OTLP with http/protobuf or grpc (not http/json)", k, v)
 		}
+	}
+	all, err := protocol("OTEL_EXPORTER_OTLP_PROTOCOL", ProtocolHTTP)
+	if err != nil {
+		return Config{}, err
+	}
+	if c.TracesProtocol, err = protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", all); err != nil {
+		return Config{}, err
+	}
+	if c.MetricsProtocol, err = protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", all); err != nil {
+		return Config{}, err
 	}
 	c.CaptureContent = strings.EqualFold(get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), "true")
 	return c, nil
@@ -69,7 +94,7 @@ func wanted(get func(string) string, key string, def bool) (bool, error) {
 	}
 }
 
-// Setup builds the Observer c asks for, exporting over OTLP/HTTP as the OTEL_EXPORTER_OTLP_*
+// Setup builds the Observer c asks for, exporting over OTLP (HTTP with protobuf, or gRPC) as the OTEL_EXPORTER_OTLP_*
 // variables say (endpoint, headers, timeout, compression, certificates; the exporters read them),
 // with a resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name defaults to
 // weft). Spans go out in batches (OTEL_BSP_*), metrics periodically (OTEL_METRIC_EXPORT_INTERVAL).
@@ -101,7 +126,13 @@ func Setup(ctx context.Context, c Config, version string, log *slog.Logger) (_ *
 		return errors.Join(errs...)
 	}
 	if c.Traces {
-		exp, err := otlptracehttp.New(ctx)
+		var exp sdktrace.SpanExporter
+		var err error
+		if c.TracesProtocol == ProtocolGRPC {
+			exp, err = otlptracegrpc.New(ctx)
+		} else {
+			exp, err = otlptracehttp.New(ctx)
+		}
 		if err != nil {
 			return nil, shutdown, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
@@ -110,7 +141,13 @@ func Setup(ctx context.Context, c Config, version string, log *slog.Logger) (_ *
 		opt.TracerProvider = tp
 	}
 	if c.Metrics {
-		exp, err := otlpmetrichttp.New(ctx)
+		var exp sdkmetric.Exporter
+		var err error
+		if c.MetricsProtocol == ProtocolGRPC {
+			exp, err = otlpmetricgrpc.New(ctx)
+		} else {
+			exp, err = otlpmetrichttp.New(ctx)
+		}
 		if err != nil {
 			return nil, shutdown, fmt.Errorf("OTLP metric exporter: %w", err)
 		}

@@ -28,7 +28,11 @@ func TestConfigFromEnv(t *testing.T) {
 		{"capture_needs_true", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "yes"},
 			wotel.Config{Traces: true, Metrics: true}, ""},
 		{"protobuf", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, wotel.Config{Traces: true, Metrics: true}, ""},
-		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wotel.Config{}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			wotel.Config{Traces: true, Metrics: true, TracesProtocol: "grpc", MetricsProtocol: "grpc"}, ""},
+		{"grpc_traces_only", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+			wotel.Config{Traces: true, Metrics: true, TracesProtocol: "grpc", MetricsProtocol: "http/protobuf"}, ""},
+		{"json", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wotel.Config{}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"json_traces", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, wotel.Config{}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 		{"console", map[string]string{"OTEL_TRACES_EXPORTER": "console"}, wotel.Config{}, "OTEL_TRACES_EXPORTER"},
 		{"prometheus", map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, wotel.Config{}, "OTEL_METRICS_EXPORTER"},
@@ -41,6 +45,9 @@ func TestConfigFromEnv(t *testing.T) {
 					t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
 				}
 				return
+			}
+			if tt.want.TracesProtocol == "" {
+				tt.want.TracesProtocol, tt.want.MetricsProtocol = wotel.ProtocolHTTP, wotel.ProtocolHTTP
 			}
 			if err != nil || got != tt.want {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)

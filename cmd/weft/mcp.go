@@ -77,7 +77,7 @@ func serveMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	if err != nil {
 		return exit(exitFailure, err)
 	}
-	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Version: version(), Logger: log})
+	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Version: version(), Logger: log, TracerProvider: tracerOf(rt.opt.Observer)})
 	err = srv.Run(ctx, &sdk.StdioTransport{})
 	eng.Wait()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, sdk.ErrConnectionClosed) && !strings.Contains(err.Error(), "EOF") {

@@ -428,3 +428,29 @@ func TestMCPStdioServerDiesWithWeft(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPRender: `weft render` lists the tools a prompt takes from an MCP server (here another
+// Weft project served by `weft mcp`), as a run offers them, instead of leaving them out.
+func TestMCPRender(t *testing.T) {
+	inner := t.TempDir()
+	writeFiles(t, inner, innerProject)
+	outer := t.TempDir()
+	server, _ := json.Marshal([]string{binary, "mcp", "--dir", filepath.Join(inner, "agents"), "--db", ":memory:"})
+	writeFiles(t, outer, map[string]string{
+		"agents/models/m.yaml":      "{name: m, provider: test, model: scripted}\n",
+		"agents/tools/orders.yaml":  "kind: mcp\nserver: {command: " + string(server) + "}\nprefix: desk_\n",
+		"agents/prompts/front.yaml": "{name: front, toolDescription: Front desk., model: m, prompt: You help customers., tools: [\"mcp:orders\"]}\n",
+	})
+	out, errOut, code := runWeft(t, outer, "render", "front", "--tools")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{`"desk_lookup"`, `"desk_greet"`, "Answers questions about orders."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render --tools lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(errOut, "engine.Options.MCP") {
+		t.Errorf("a warning for the Go API: %s", errOut)
+	}
+}

@@ -24,7 +24,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 		Use:   "render PROMPT|FILE.prompty",
 		Short: "Print the messages and tools a prompt sends to the model",
 		Long: `Render PROMPT as the model would receive it: the system prompt, the template's messages and the
-offered tools. Missing arguments of a .prompty prompt take their samples. With --thread the next
+offered tools (MCP servers are started to list theirs). Missing arguments of a .prompty prompt take their samples. With --thread the next
 step of that thread is rendered with its history. Secrets print as [redacted].
 
 A path to a .prompty file renders that file on its own, inside a project or not: its model comes
@@ -53,7 +53,10 @@ error, 4 invalid arguments.`,
 				return exit(exitUsage, err)
 			}
 			defer store.Close()
-			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Logger: log, Override: scripted.New(nil)})
+			// MCP servers are started to list their tools, as a run would offer them.
+			client := newMCPClient(reg, log)
+			defer client.Close()
+			eng, err := engine.New(engine.Options{Registry: reg, Store: store, Logger: log, Override: scripted.New(nil), MCP: client})
 			if err != nil {
 				return exit(exitFailure, err)
 			}

@@ -181,7 +181,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
 		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(), Evals: &serverEvals{dir: evalsDir(g.dir), opt: &evalOpt},
-		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
+		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log, TracerProvider: tracerOf(obs)})})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()

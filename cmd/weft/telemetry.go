@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weft-agents/weft/engine"
 	wotel "github.com/weft-agents/weft/otel"
 )
@@ -36,4 +38,13 @@ func telemetry(ctx context.Context, log *slog.Logger) (engine.Observer, func(), 
 			log.Warn("OpenTelemetry: the last spans and metrics were not exported", "error", err)
 		}
 	}, nil
+}
+
+// tracerOf is the tracer provider of an observer telemetry returned, for the MCP server's spans;
+// nil when export is off.
+func tracerOf(obs engine.Observer) trace.TracerProvider {
+	if o, ok := obs.(*wotel.Observer); ok && o != nil {
+		return o.TracerProvider()
+	}
+	return nil
 }

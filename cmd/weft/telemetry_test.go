@@ -184,7 +184,7 @@ func TestTelemetryEnv(t *testing.T) {
 		{"off_by_default", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_TRACES_EXPORTER=", "OTEL_METRICS_EXPORTER="}, 0, "", false},
 		{"disabled", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_SDK_DISABLED=true"}, 0, "", false},
 		{"exporters_none", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none"}, 0, "", false},
-		{"grpc", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, 2, "OTEL_EXPORTER_OTLP_PROTOCOL", false},
+		{"http_json", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, 2, "OTEL_EXPORTER_OTLP_PROTOCOL", false},
 		{"zipkin", []string{"OTEL_TRACES_EXPORTER=zipkin"}, 2, "OTEL_TRACES_EXPORTER", false},
 		{"traces_endpoint", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + srv.URL + "/v1/traces"}, 0, "", true},
 	}
