@@ -162,6 +162,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	preloadMCP(ctx, mcpClient, reg, log)
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		mcp.AddPromptAgents(reg)
+		a2a.Attach(reg) // a reloaded set's kind: a2a tools
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
 			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if obs != nil {
