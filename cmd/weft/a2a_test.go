@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,4 +267,63 @@ responses:
 		t.Fatalf("after the restart the thread has %d messages, want 4 (user, call, result, reply)", msgs.Total)
 	}
 	s2.stop()
+}
+
+// TestA2ACardCommand: weft a2a card prints the card weft serve would serve.
+func TestA2ACardCommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"a2a", "card", "chat", "--url", "http://a.test:9"}, 0, `"url": "http://a.test:9/a2a/chat"`},
+		{[]string{"a2a", "card", "nope"}, 2, `no agent named "nope"`},
+		{[]string{"a2a", "card", "chat", "--url", "a.test"}, 2, "want the server's http(s) base URL"},
+	} {
+		out, errOut, code := runWeft(t, t.TempDir(), append(c.args, "--dir", repo("httpapi/testdata/agents"))...)
+		if code != c.code || !strings.Contains(out+errOut, c.want) {
+			t.Errorf("%v: exit %d\n%s%s\nwant exit %d and %q", c.args, code, out, errOut, c.code, c.want)
+		}
+	}
+}
+
+// TestValidateA2A: validate --a2a fetches each kind: a2a tool's card with its headers.
+func TestValidateA2A(t *testing.T) {
+	card := `{"name":"remote","description":"r","version":"1","capabilities":{},"defaultInputModes":[],"defaultOutputModes":[],"skills":[],
+"supportedInterfaces":[{"url":"http://127.0.0.1:1/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Header.Get("X-Key") != "k-123":
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path == "/good/agent-card.json":
+			w.Write([]byte(card))
+		case r.URL.Path == "/grpc/agent-card.json":
+			w.Write([]byte(strings.ReplaceAll(card, "JSONRPC", "GRPC")))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name, tool string
+		code       int
+		want       string
+	}{
+		{"good", "card: " + srv.URL + "/good/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 0, "definitions are valid"},
+		{"missing", "card: " + srv.URL + "/none/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 3, "404"},
+		{"no key", "card: " + srv.URL + "/good/agent-card.json", 3, "401"},
+		{"grpc only", "card: " + srv.URL + "/grpc/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 3, "no JSON-RPC interface"},
+		{"needs a variable", "card: " + srv.URL + "/good/agent-card.json\nheaders: {X-Key: \"${env:A2A_UNSET_VAR}\"}", 0, "not checked"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, "tools"), 0o755)
+			os.WriteFile(filepath.Join(dir, "tools", "remote.yaml"), []byte("kind: a2a\ndescription: A remote agent.\n"+c.tool+"\n"), 0o644)
+			t.Setenv("A2A_TEST_KEY", "k-123")
+			out, errOut, code := runWeft(t, dir, "validate", "--a2a", "--dir", dir)
+			if code != c.code || !strings.Contains(out+errOut, c.want) || strings.Contains(out+errOut, "k-123") {
+				t.Errorf("exit %d\n%s%s\nwant exit %d and %q", code, out, errOut, c.code, c.want)
+			}
+		})
+	}
 }
