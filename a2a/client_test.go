@@ -1,10 +1,14 @@
 package a2a_test
 
 import (
+	"bufio"
 	"context"
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -89,10 +93,30 @@ func TestToolAgainstGoAgent(t *testing.T) {
 	defer srv.Close()
 	srvURL = srv.URL
 
+	runBooking(t, srv.URL+"/.well-known/agent-card.json", map[string]string{"Authorization": "Bearer ${env:BOOKER_KEY}"}, "remote-secret-1234")
+	remote.mu.Lock()
+	defer remote.mu.Unlock()
+	if len(remote.contexts) != 2 || remote.contexts[0] != remote.contexts[1] || remote.tasks[0] != remote.tasks[1] {
+		t.Fatalf("the second call did not continue the task: contexts %v tasks %v", remote.contexts, remote.tasks)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range auths {
+		if a != "Bearer remote-secret-1234" {
+			t.Fatalf("a request went without the key: %q", a)
+		}
+	}
+}
+
+// runBooking runs an agent whose tool book is the remote booking agent at cardURL: the first call
+// gets input-required, the second answers in the same task and gets the booking artifact; the
+// key reaches the remote through the headers' ${env:BOOKER_KEY}; the calls stream progress and
+// are recorded as not idempotent.
+func runBooking(t *testing.T, cardURL string, headers map[string]string, key string) {
+	t.Helper()
 	reg := weft.NewRegistry()
 	reg.AddModel(&weft.Model{Name: "m", Provider: "test", Model: "x"})
-	reg.AddTool(&weft.Tool{Name: "book", Description: "Books things.", A2A: &weft.A2ASpec{Card: srv.URL + "/.well-known/agent-card.json",
-		Headers: map[string]string{"Authorization": "Bearer ${env:BOOKER_KEY}"}}})
+	reg.AddTool(&weft.Tool{Name: "book", Description: "Books things.", A2A: &weft.A2ASpec{Card: cardURL, Headers: headers}})
 	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "P.", Model: "m", Prompt: weft.Text("Book."), IncludeChat: true,
 		Tools: []weft.ToolEntry{{Name: "book"}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
@@ -117,7 +141,7 @@ func TestToolAgainstGoAgent(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a", Env: map[string]string{"BOOKER_KEY": "remote-secret-1234"}})
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a", Env: map[string]string{"BOOKER_KEY": key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,22 +167,40 @@ func TestToolAgainstGoAgent(t *testing.T) {
 	if progress < 4 {
 		t.Fatalf("%d tool_progress events, want the streamed updates", progress)
 	}
-	remote.mu.Lock()
-	defer remote.mu.Unlock()
-	if len(remote.contexts) != 2 || remote.contexts[0] != remote.contexts[1] || remote.tasks[0] != remote.tasks[1] {
-		t.Fatalf("the second call did not continue the task: contexts %v tasks %v", remote.contexts, remote.tasks)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, a := range auths {
-		if a != "Bearer remote-secret-1234" {
-			t.Fatalf("a request went without the key: %q", a)
-		}
-	}
 	calls, _ := store.ToolCalls(ctx, th.ID)
 	for _, c := range calls {
 		if c.Idempotent {
 			t.Fatalf("an a2a call is recorded idempotent: %+v", c)
 		}
 	}
+}
+
+// TestToolAgainstJSAgent: the same conversation with a remote agent built with the reference
+// JavaScript SDK's server classes (express).
+func TestToolAgainstJSAgent(t *testing.T) {
+	root := os.Getenv("WEFT_TEST_NPM_ROOT")
+	if root == "" {
+		t.Skip("WEFT_TEST_NPM_ROOT is unset: install testdata/npm-a2a/package.json into $WEFT_TEST_NPM_ROOT/npm-a2a with npm (as .ci/run does) to call an agent built with @a2a-js/sdk")
+	}
+	mods := filepath.Join(root, "npm-a2a", "node_modules")
+	if _, err := os.Stat(filepath.Join(mods, "@a2a-js", "sdk", "dist", "server", "index.js")); err != nil {
+		t.Fatalf("WEFT_TEST_NPM_ROOT=%s is set but @a2a-js/sdk is not installed there: %v", root, err)
+	}
+	cmd := exec.Command("node", "testdata/remote.mjs")
+	cmd.Env = append(os.Environ(), "SDK="+filepath.Join(mods, "@a2a-js", "sdk", "dist"), "EXPRESS="+filepath.Join(mods, "express", "index.js"), "KEY=js-remote-key-42")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	port, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		t.Fatalf("the JS agent did not start: %q %v", line, err)
+	}
+	runBooking(t, "http://127.0.0.1:"+port+"/.well-known/agent-card.json", map[string]string{"X-Remote-Key": "${env:BOOKER_KEY}"}, "js-remote-key-42")
 }
