@@ -107,27 +107,42 @@ func ToolHandler(t *weft.Tool) weft.ToolHandler {
 			return weft.Failure(fmt.Sprintf("the arguments must be {message, attachments?}: %v", err)), nil
 		}
 		spec := t.A2A
-		cardURL, err := weft.ExpandEnv(spec.Card, func(n string) (string, bool, error) { return st.LookupEnv(ctx, n) })
+		// The values the card URL and headers read never show in a result: one may be a key.
+		var used []string
+		lookup := func(n string) (string, bool, error) {
+			v, ok, err := st.LookupEnv(ctx, n)
+			if ok && v != "" {
+				used = append(used, v)
+			}
+			return v, ok, err
+		}
+		fail := func(msg string) weft.ToolResult {
+			for _, v := range used {
+				msg = strings.ReplaceAll(msg, v, "[redacted]")
+			}
+			return weft.Failure(msg)
+		}
+		cardURL, err := weft.ExpandEnv(spec.Card, lookup)
 		if err != nil {
 			return weft.ToolResult{}, err
 		}
 		headers := map[string]string{}
 		for k, v := range spec.Headers {
-			if headers[k], err = weft.ExpandEnv(v, func(n string) (string, bool, error) { return st.LookupEnv(ctx, n) }); err != nil {
+			if headers[k], err = weft.ExpandEnv(v, lookup); err != nil {
 				return weft.ToolResult{}, fmt.Errorf("header %s: %w", k, err)
 			}
 		}
 		card, err := FetchCard(ctx, cardURL, headers)
 		if err != nil {
-			return weft.Failure(err.Error()), nil
+			return fail(err.Error()), nil
 		}
 		if p := CheckCard(card); len(p) > 0 {
-			return weft.Failure("the agent card at " + cardURL + " is unusable: " + strings.Join(p, "; ")), nil
+			return fail("the agent card at " + cardURL + " is unusable: " + strings.Join(p, "; ")), nil
 		}
 		hc := httpClient(headers)
 		client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
 		if err != nil {
-			return weft.Failure(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
+			return fail(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
 		}
 		defer client.Destroy()
 
@@ -143,28 +158,28 @@ func ToolHandler(t *weft.Tool) weft.ToolHandler {
 		for _, p := range args.Attachments {
 			data, err := st.Files().ReadFile(ctx, p)
 			if err != nil {
-				return weft.Failure(fmt.Sprintf("attachment %s: %v", p, err)), nil
+				return fail(fmt.Sprintf("attachment %s: %v", p, err)), nil
 			}
 			part := sdk.NewRawPart(data)
 			part.Filename, part.MediaType = path.Base(p), weft.DetectMIME(p, data)
 			msg.Parts = append(msg.Parts, part)
 		}
 		if len(msg.Parts) == 0 {
-			return weft.Failure("message is empty: give the text to send (and attachments, paths of thread files)"), nil
+			return fail("message is empty: give the text to send (and attachments, paths of thread files)"), nil
 		}
 		msg.ContextID, msg.TaskID = sess.ContextID, sdk.TaskID(sess.TaskID)
 
 		var last sdk.Event
 		for ev, err := range client.SendStreamingMessage(ctx, &sdk.SendMessageRequest{Message: msg}) {
 			if err != nil {
-				return weft.Failure(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
+				return fail(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
 			}
 			last = ev
 			_ = st.Emit(ctx, "tool_progress", progress(t.Name, ev))
 		}
 		task, reply, err := outcome(ctx, client, last)
 		if err != nil {
-			return weft.Failure(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
+			return fail(fmt.Sprintf("agent %s: %v", card.Name, err)), nil
 		}
 		if task == nil { // a direct reply, no task
 			if reply != nil && reply.ContextID != "" {

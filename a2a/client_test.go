@@ -204,3 +204,39 @@ func TestToolAgainstJSAgent(t *testing.T) {
 	}
 	runBooking(t, "http://127.0.0.1:"+port+"/.well-known/agent-card.json", map[string]string{"X-Remote-Key": "${env:BOOKER_KEY}"}, "js-remote-key-42")
 }
+
+// TestToolKeepsKeysOut: a card URL that reads a key and cannot be reached gives an error result
+// without the key.
+func TestToolKeepsKeysOut(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "m", Provider: "test", Model: "x"})
+	reg.AddTool(&weft.Tool{Name: "book", Description: "Books things.", A2A: &weft.A2ASpec{Card: "http://127.0.0.1:1/${env:BOOKER_KEY}/agent-card.json"}})
+	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "P.", Model: "m", Prompt: weft.Text("Book."), Tools: []weft.ToolEntry{{Name: "book"}}})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
+	a2a.Attach(reg)
+	if d := reg.Validate(); d.HasErrors() {
+		t.Fatal(d.Err())
+	}
+	sc, err := scripted.Parse("s", []byte("- tool_calls: [{name: book, arguments: {message: hi}, id: c1}]\n- text: ok\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := memstore.New(memstore.Options{})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: store, Override: scripted.New(sc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "a", Env: map[string]string{"BOOKER_KEY": "key-in-url-5678"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Role: weft.RoleUser, Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := store.Messages(ctx, th.ID, weft.MessageQuery{Roles: []weft.Role{weft.RoleTool}})
+	if len(msgs) != 1 || msgs[0].ToolStatus != weft.ToolError || strings.Contains(msgs[0].Content, "key-in-url-5678") || !strings.Contains(msgs[0].Content, "[redacted]") {
+		t.Fatalf("tool result: %+v", msgs)
+	}
+}

@@ -62,13 +62,21 @@ func checkA2A(ctx context.Context, reg *weft.Registry) weft.Diagnostics {
 		out = append(out, d)
 		mu.Unlock()
 	}
-	lookup := func(n string) (string, bool, error) { v, ok := os.LookupEnv(n); return v, ok, nil }
 	var wg sync.WaitGroup
 	for _, t := range reg.Tools() {
 		if t.A2A == nil {
 			continue
 		}
 		src := reg.Source("tool", t.Name)
+		// The values the card URL and headers read are replaced in every message: one may be a key.
+		var used []string
+		lookup := func(n string) (string, bool, error) {
+			v, ok := os.LookupEnv(n)
+			if ok && v != "" {
+				used = append(used, v)
+			}
+			return v, ok, nil
+		}
 		cardURL, err := weft.ExpandEnv(t.A2A.Card, lookup)
 		headers := map[string]string{}
 		for k, v := range t.A2A.Headers {
@@ -80,14 +88,20 @@ func checkA2A(ctx context.Context, reg *weft.Registry) weft.Diagnostics {
 			add(weft.Diagnostic{Source: src, Path: "card", Severity: weft.SeverityWarning, Message: "not checked: " + err.Error()})
 			continue
 		}
+		redact := func(s string) string {
+			for _, v := range used {
+				s = strings.ReplaceAll(s, v, "[redacted]")
+			}
+			return s
+		}
 		wg.Go(func() {
 			card, err := a2a.FetchCard(ctx, cardURL, headers)
 			if err != nil {
-				add(weft.Diagnostic{Source: src, Path: "card", Severity: weft.SeverityError, Message: err.Error()})
+				add(weft.Diagnostic{Source: src, Path: "card", Severity: weft.SeverityError, Message: redact(err.Error())})
 				return
 			}
 			for _, p := range a2a.CheckCard(card) {
-				add(weft.Diagnostic{Source: src, Path: "card", Severity: weft.SeverityError, Message: "the agent card at " + cardURL + ": " + p})
+				add(weft.Diagnostic{Source: src, Path: "card", Severity: weft.SeverityError, Message: redact("the agent card at " + cardURL + ": " + p)})
 			}
 		})
 	}

@@ -313,6 +313,7 @@ func TestValidateA2A(t *testing.T) {
 		{"missing", "card: " + srv.URL + "/none/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 3, "404"},
 		{"no key", "card: " + srv.URL + "/good/agent-card.json", 3, "401"},
 		{"grpc only", "card: " + srv.URL + "/grpc/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 3, "no JSON-RPC interface"},
+		{"a key in the URL never shows", "card: " + srv.URL + "/none/${env:A2A_TEST_KEY}/agent-card.json\nheaders: {X-Key: \"${env:A2A_TEST_KEY}\"}", 3, "[redacted]"},
 		{"needs a variable", "card: " + srv.URL + "/good/agent-card.json\nheaders: {X-Key: \"${env:A2A_UNSET_VAR}\"}", 0, "not checked"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
