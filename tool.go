@@ -44,6 +44,8 @@ type Tool struct {
 	Command *CommandSpec `json:"command,omitempty"`
 	// HTTP, when set, makes this a declarative HTTP tool.
 	HTTP *HTTPSpec `json:"http,omitempty"`
+	// A2A makes a remote A2A agent the tool (kind: a2a; package a2a gives it its handler).
+	A2A *A2ASpec `json:"a2a,omitempty"`
 }
 
 // Approval says whether a tool's calls wait for a person's decision.
@@ -81,6 +83,15 @@ type HTTPSpec struct {
 	// Method is GET or POST (default POST).
 	Method string `json:"method,omitempty"`
 	// Headers may use ${env:NAME}.
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// A2ASpec calls a remote Agent2Agent agent: the tool's input is a message to it, its result the
+// agent's reply or its task's artifacts; the conversation goes on in one A2A context per thread.
+type A2ASpec struct {
+	// Card is the URL of the agent's card (…/.well-known/agent-card.json); may use ${env:NAME}.
+	Card string `json:"card"`
+	// Headers go with every request (the card's too); values may use ${env:NAME}.
 	Headers map[string]string `json:"headers,omitempty"`
 }
 

@@ -243,7 +243,8 @@ func (v *validator) tool(t *Tool) {
 	switch t.ExecutionMode {
 	case "", ExecLocal:
 		n := 0
-		for _, set := range []bool{t.Execute != nil, t.Command != nil, t.HTTP != nil} {
+		// A kind: a2a tool's Execute is its A2A handler (package a2a attaches it).
+		for _, set := range []bool{t.Execute != nil && t.A2A == nil, t.Command != nil, t.HTTP != nil, t.A2A != nil} {
 			if set {
 				n++
 			}
@@ -254,9 +255,9 @@ func (v *validator) tool(t *Tool) {
 		}
 		switch {
 		case n == 0:
-			v.errf(src, implPath, "tool %q has no implementation (a Go function, command or http)", t.Name)
+			v.errf(src, implPath, "tool %q has no implementation (a Go function, command, http or a2a)", t.Name)
 		case n > 1:
-			v.errf(src, "kind", "a tool has exactly one implementation (Go function, command or http)")
+			v.errf(src, "kind", "a tool has exactly one implementation (Go function, command, http or a2a)")
 		}
 	case ExecProvider:
 		if t.ExecutionProvider == "" {

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -24,6 +27,23 @@ func (s *Server) routes() {
 		s.mux.Handle("/", s.opt.Pages)
 	}
 	s.mcpRoute()
+	if s.opt.A2A != nil {
+		s.handle("/a2a/", func(w http.ResponseWriter, r *http.Request, p *principal) error {
+			// Replaces whatever the client sent.
+			r.Header.Set("Weft-A2a-User", p.userID)
+			r.Header.Set("Weft-A2a-Admin", strconv.FormatBool(p.admin))
+			if r.Method == http.MethodPost {
+				// A message with its files, as POST /api/threads/{id}/messages takes: 413 over it.
+				b, err := readBody(w, r, maxMessageBody)
+				if err != nil {
+					return err
+				}
+				r.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			s.opt.A2A.ServeHTTP(w, r)
+			return nil
+		})
+	}
 
 	s.handle("POST /api/threads", s.createThread)
 	s.handle("GET /api/threads", s.listThreads)

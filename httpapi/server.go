@@ -53,6 +53,10 @@ type Options struct {
 	// MCP, when set, is served at /mcp behind the same authentication as /api (the MCP server of
 	// package mcp); the authenticated user's id reaches it in the Weft-Mcp-User header.
 	MCP http.Handler
+	// A2A, when set, is served under /a2a/ behind the same authentication as /api (the A2A
+	// server of package a2a); the authenticated user's id reaches it in the Weft-A2a-User header,
+	// and whether that user is an admin in Weft-A2a-Admin ("true" or "false").
+	A2A http.Handler
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /api/health.

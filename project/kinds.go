@@ -7,6 +7,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 func (d *decoder) model(v any) *weft.Model {
@@ -450,12 +451,22 @@ func (d *decoder) tool(name string, v any) (*weft.Tool, *weft.MCPServer) {
 		if !o.has("url") {
 			d.errf("url", "an http tool needs url")
 		}
+	case "a2a":
+		t.A2A = &weft.A2ASpec{Card: o.str("card"), Headers: o.strMap("headers")}
+		if !o.has("card") {
+			d.errf("card", "an a2a tool needs card: the URL of the remote agent's card")
+		}
+		if t.Args == nil {
+			t.Args = schema.Object(
+				schema.Field("message", schema.Describe(schema.String(), "The message to the remote agent.")),
+				schema.OptionalField("attachments", schema.Describe(schema.Array(schema.String()), "Paths of thread files to send with it.")))
+		}
 	case "":
 		if t.ExecutionMode != weft.ExecProvider {
-			d.errf("kind", "kind is required: command, http or mcp (or executionMode: provider for a provider-executed tool)")
+			d.errf("kind", "kind is required: command, http, a2a or mcp (or executionMode: provider for a provider-executed tool)")
 		}
 	default:
-		d.errf("kind", "kind must be command, http or mcp, got %q", kind)
+		d.errf("kind", "kind must be command, http, a2a or mcp, got %q", kind)
 	}
 	return t, nil
 }

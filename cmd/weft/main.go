@@ -113,6 +113,6 @@ providers/, prompts/, agents/ and tools/.`,
 		}
 		return exit(exitUsage, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
 	}
-	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newChatCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(g), newServeCmd(g), newInspectCmd(g), newMCPCmd(g), newKeysCmd(), newEnvCmd(), newDBCmd(), newEvalCmd(g))
+	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newChatCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(g), newServeCmd(g), newInspectCmd(g), newMCPCmd(g), newA2ACmd(g), newKeysCmd(), newEnvCmd(), newDBCmd(), newEvalCmd(g))
 	return root
 }

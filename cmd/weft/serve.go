@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/a2a"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/mcp"
@@ -32,7 +33,9 @@ type serveFlags struct {
 	nodeID                      string
 	workers                     int
 	noAuth, insecure, watch     bool
-	drain                       time.Duration
+	// a2a serves every agent over A2A under /a2a/ (on by default; --a2a=false turns it off).
+	a2a   bool
+	drain time.Duration
 	// inspect: weft inspect (loopback only, no auth; prints the inspector's URL).
 	inspect bool
 }
@@ -48,7 +51,9 @@ create) or WEFT_ADMIN_KEY; --no-auth lets every request act as the admin user "l
 refused unless --addr is a loopback address (override with --insecure).
 
 The same address serves MCP over streamable HTTP at /mcp, behind the same keys: each agent and
-each prompt usable as a tool is an MCP tool (see weft mcp --help).
+each prompt usable as a tool is an MCP tool (see weft mcp --help). Unless --a2a=false, each agent
+is also an A2A agent: its card at /a2a/AGENT/.well-known/agent-card.json, JSON-RPC at /a2a/AGENT
+(docs/a2a.md).
 
 Interrupted runs and queued messages resume at start; SIGTERM or SIGINT stops taking work and
 gives running steps --drain to reach a step boundary.`,
@@ -63,6 +68,7 @@ gives running steps --drain to reach a step boundary.`,
 	fl.BoolVar(&f.noAuth, "no-auth", false, "every request acts as the admin user local (loopback addresses only)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow --no-auth on a non-loopback address")
 	fl.BoolVar(&f.watch, "watch", false, "reload the definitions when they change (an invalid set keeps the old one)")
+	fl.BoolVar(&f.a2a, "a2a", true, "serve every agent as an A2A agent under /a2a/{agent} (--a2a=false turns it off)")
 	fl.StringVar(&f.script, "model-script", "", "answer every model call from a model script (tests, demos)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.DurationVar(&f.drain, "drain", 10*time.Second, "how long running steps get to reach a boundary at shutdown")
@@ -157,6 +163,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	var evalOpt atomic.Pointer[engine.Options] // the options of the newest engine, for POST /api/evals
 	newEngine := func(reg *weft.Registry) (*engine.Engine, error) {
 		mcp.AddPromptAgents(reg)
+		a2a.Attach(reg) // a reloaded set's kind: a2a tools
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
 			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if obs != nil {
@@ -179,9 +186,13 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		Started: func() { once.Do(func() { close(recovered) }) }}}
 	sched.start(eng)
 
-	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
+	apiOpt := httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
 		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(), Evals: &serverEvals{dir: evalsDir(g.dir), opt: &evalOpt},
-		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log, TracerProvider: tracerOf(obs)})})
+		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log, TracerProvider: tracerOf(obs)})}
+	if f.a2a {
+		apiOpt.A2A = a2a.NewServer(a2a.ServerOptions{Engine: sched.engine, Version: version(), Logger: log})
+	}
+	api := httpapi.New(apiOpt)
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()

@@ -13,7 +13,7 @@ import (
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	var strict, asJSON, withMCP bool
+	var strict, asJSON, withMCP, withA2A bool
 	c := &cobra.Command{
 		Use:   "validate",
 		Short: "Load and validate all definitions",
@@ -27,7 +27,10 @@ Exit status: 0 valid (warnings alone are fine), 2 the directory cannot be read,
 With --mcp the declared MCP servers that need no thread variable are started too, and their
 tools checked: a server that cannot start and an mcp:SERVER/TOOL entry the server does not list
 are errors; a tool whose input schema is outside the subset Weft checks (it is not offered) and
-an allow-list name the server does not list are warnings.`,
+an allow-list name the server does not list are warnings.
+
+With --a2a the card of every kind: a2a tool is fetched (with its headers) and checked: a card that
+cannot be fetched or has no JSON-RPC interface is an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := os.Stat(g.dir); err != nil {
@@ -38,6 +41,9 @@ an allow-list name the server does not list are warnings.`,
 				client := newMCPClient(reg, newLogger(g.logLevel, os.Stderr))
 				diags = project.Sort(append(diags, checkMCP(cmd.Context(), client, reg)...))
 				client.Close()
+			}
+			if withA2A && !diags.HasErrors() {
+				diags = project.Sort(append(diags, checkA2A(cmd.Context(), reg)...))
 			}
 			failed := diags.HasErrors() || (strict && len(diags.Warnings()) > 0)
 			if asJSON {
@@ -53,6 +59,7 @@ an allow-list name the server does not list are warnings.`,
 	}
 	c.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
 	c.Flags().BoolVar(&withMCP, "mcp", false, "also start the declared MCP servers and check their tools")
+	c.Flags().BoolVar(&withA2A, "a2a", false, "also fetch and check the agent card of every kind: a2a tool")
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"ok", "errors": [{file, path, message}], "warnings": [...]}`)
 	return c
 }

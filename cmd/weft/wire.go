@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/weft-agents/weft/a2a"
 	"log/slog"
 	"net/url"
 	"os"
@@ -25,6 +26,7 @@ func loadProject(dir string) (*weft.Registry, error) {
 	if diags.HasErrors() {
 		return nil, exit(exitDefinitions, diags.Err())
 	}
+	a2a.Attach(reg)
 	return reg, nil
 }
 
