@@ -21,6 +21,7 @@ import (
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/mcp"
+	"github.com/weft-agents/weft/openaiapi"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/providers"
 	"github.com/weft-agents/weft/web"
@@ -180,6 +181,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	api := httpapi.New(httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
 		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(),
 		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
+	openaiapi.Register(api)
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
