@@ -35,7 +35,8 @@ const (
 	// ToolCall: the assistant message MessageID calls the tool Name (CallID; Text = its JSON
 	// arguments).
 	ToolCall
-	// ToolResult: the call CallID of Name returned Text; Failed when its status is not ok.
+	// ToolResult: the call CallID of Name returned Text (stored as the tool message MessageID);
+	// Failed when its status is not ok.
 	ToolResult
 	// StepEnd: the step Step ended.
 	StepEnd
@@ -81,7 +82,8 @@ type Reader struct {
 	// they belong to comes whole when it is stored. So a resumed turn repeats and loses nothing.
 	ResumeAt int64
 
-	live bool // ResumeAt passed: a model call began after it
+	live    bool  // ResumeAt passed: a model call began after it
+	pending *Part // a step start before the input was stored (AfterInput)
 
 	seen  bool
 	done  bool
@@ -109,8 +111,22 @@ func (r *Reader) Read(ev engine.Event, out []Part) []Part {
 		r.live = r.ResumeAt == 0
 	}
 	if r.AfterInput && !r.seen {
-		if d, ok := ev.Data.(engine.MessageData); ok && d.Message.ID == r.Input {
-			r.seen = true
+		// The run's first step starts before it stores the message it takes: keep the start
+		// until the message comes.
+		switch d := ev.Data.(type) {
+		case engine.StepStarted:
+			if d.Depth == 0 {
+				r.pending = &Part{Kind: StepStart, Step: d.Step, Seq: ev.Seq}
+			}
+		case engine.StepCompleted, engine.RunStopped:
+			r.pending = nil
+		case engine.MessageData:
+			if d.Message.ID == r.Input {
+				r.seen = true
+				if r.pending != nil {
+					out = append(out, *r.pending)
+				}
+			}
 		}
 		return out
 	}
@@ -207,7 +223,7 @@ func (r *Reader) readMessage(msg *weft.Message, seq int64, out []Part) []Part {
 			return out
 		}
 		r.calls[msg.ToolCallID+"/result"] = true
-		out = append(out, Part{Kind: ToolResult, CallID: msg.ToolCallID, Name: msg.Name, Text: msg.Content,
+		out = append(out, Part{Kind: ToolResult, MessageID: msg.ID, CallID: msg.ToolCallID, Name: msg.Name, Text: msg.Content,
 			Failed: msg.ToolStatus == weft.ToolError, Seq: seq})
 	}
 	return out

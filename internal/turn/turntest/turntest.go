@@ -21,7 +21,8 @@ const (
 	Answer2 = "Order 42 shipped."
 )
 
-// Events is a turn: the posted message, a step whose reply reasons, writes and calls a tool,
+// Events is a turn, in the order the engine emits it: the run's first step starts and calls the
+// model before the posted message is stored; then a step whose reply reasons, writes and calls a tool,
 // a sub-prompt's row (depth 1, not shown), the tool's result, a second step streaming the
 // answer, usage of both calls, and the stop. Deltas have Seq 0, as the engine streams them.
 func Events() []engine.Event {
@@ -35,9 +36,9 @@ func Events() []engine.Event {
 	}
 	evs := []engine.Event{
 		{Type: "run_started", Data: engine.RunStarted{RunID: "run_1", Side: weft.SideA, Trigger: "message"}},
-		{Type: "message", Data: msg(weft.Message{ID: Input, Role: weft.RoleUser, Content: "Where is order 42?"})},
 		{Type: "step_started", Data: engine.StepStarted{RunID: "run_1", Step: 1, Prompt: "chat"}},
 		{Type: "llm_request", Data: engine.ModelRequest{Attempt: 1, LogID: "log_1", Model: "fast"}},
+		{Type: "message", Data: msg(weft.Message{ID: Input, Role: weft.RoleUser, Content: "Where is order 42?"})},
 		{Type: "reasoning_chunk", Data: engine.Chunk{MessageID: First, Delta: "The user wants "}},
 		{Type: "reasoning_chunk", Data: engine.Chunk{MessageID: First, Delta: "an order."}},
 		{Type: "message_chunk", Data: engine.Chunk{MessageID: First, Delta: "Let me "}},
