@@ -86,3 +86,6 @@ func (s *Server) ErrorStatus(r *http.Request, err error) (status int, message st
 func (s *Server) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
 	return s.engine().Redactor(ctx, threadID)
 }
+
+// WriteError answers err as /api answers its errors ({"error": {code, message, …}}).
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) { s.writeError(w, r, err) }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/aguiapi"
 	"github.com/weft-agents/weft/aisdkapi"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
@@ -184,6 +185,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log})})
 	openaiapi.Register(api)
 	aisdkapi.Register(api)
+	aguiapi.Register(api)
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()
