@@ -88,4 +88,6 @@ func (s *Server) Redactor(ctx context.Context, threadID string) (func(string) st
 }
 
 // WriteError answers err as /api answers its errors ({"error": {code, message, …}}).
-func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) { s.writeError(w, r, err) }
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, err)
+}
