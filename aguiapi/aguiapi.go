@@ -152,12 +152,13 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c httpapi.Caller) 
 	if err != nil {
 		return err
 	}
-	t, err := turn.Start(r.Context(), h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: threadTag + in.ThreadID,
+	t, err := turn.Start(r, h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: threadTag + in.ThreadID,
 		History: history, Message: last, Label: "ag-ui " + in.ThreadID})
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, t.Thread.ID, t.Cursor, &turn.Reader{Input: t.InputID}, in.ThreadID, in.RunID)
+	defer t.Close()
+	h.stream(w, t.Feed, &turn.Reader{Input: t.InputID}, in.ThreadID, in.RunID)
 	return nil
 }
 
@@ -193,7 +194,12 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, t.ID, 0, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, id, orDefault(r.URL.Query().Get("runId"), runID))
+	f, err := turn.Open(r, h.api, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h.stream(w, f, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, id, orDefault(r.URL.Query().Get("runId"), runID))
 	return nil
 }
 
@@ -205,7 +211,7 @@ func orDefault(s, def string) string {
 }
 
 // stream writes the turn as AG-UI events over SSE.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, threadID string, after int64, rd *turn.Reader, aguiThread, runID string) {
+func (h *Handler) stream(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, aguiThread, runID string) {
 	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -236,7 +242,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, threadID string
 	if send(tr.start()) != nil {
 		return
 	}
-	_ = turn.Stream(r, h.api, threadID, after, rd, func(parts []turn.Part) error {
+	_ = f.Stream(rd, func(parts []turn.Part) error {
 		for _, p := range parts {
 			if err := send(tr.read(p)); err != nil {
 				return err

@@ -140,12 +140,13 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 	if err != nil {
 		return err
 	}
-	t, err := turn.Start(r.Context(), h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: chatTag + b.ID,
+	t, err := turn.Start(r, h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: chatTag + b.ID,
 		History: history, Message: last, Label: "chat " + b.ID})
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, t.Thread.ID, t.Cursor, &turn.Reader{Input: t.InputID}, t.InputID)
+	defer t.Close()
+	h.stream(w, t.Feed, &turn.Reader{Input: t.InputID}, t.InputID)
 	return nil
 }
 
@@ -186,12 +187,17 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, t.ID, 0, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, input)
+	f, err := turn.Open(r, h.api, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h.stream(w, f, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, input)
 	return nil
 }
 
 // stream writes the turn as a UI message stream.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, threadID string, after int64, rd *turn.Reader, inputID string) {
+func (h *Handler) stream(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, inputID string) {
 	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -221,7 +227,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, threadID string
 	if send(tr.start()) != nil {
 		return
 	}
-	err := turn.Stream(r, h.api, threadID, after, rd, func(parts []turn.Part) error {
+	err := f.Stream(rd, func(parts []turn.Part) error {
 		for _, p := range parts {
 			if err := send(tr.read(p)); err != nil {
 				return err

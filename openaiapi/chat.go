@@ -139,16 +139,17 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request, c http
 	if err != nil {
 		return err
 	}
-	t, err := turn.Start(r.Context(), h.api, c, turn.Input{Agent: req.Model, ThreadID: r.Header.Get(ThreadHeader),
+	t, err := turn.Start(r, h.api, c, turn.Input{Agent: req.Model, ThreadID: r.Header.Get(ThreadHeader),
 		History: history, Message: last})
 	if err != nil {
 		return err
 	}
+	defer t.Close()
 	w.Header().Set(ThreadHeader, t.Thread.ID)
 	cc := &chatTranslator{id: "chatcmpl-" + t.InputID, model: req.Model, created: h.now().Unix()}
 	rd := &turn.Reader{Input: t.InputID}
 	if !req.Stream {
-		parts, err := turn.Collect(r, h.api, t, rd)
+		parts, err := t.Collect(rd)
 		if err != nil {
 			return err
 		}
@@ -169,7 +170,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request, c http
 	if err := sse.data(cc.chunk(map[string]any{"role": "assistant", "content": ""}, nil)); err != nil {
 		return nil
 	}
-	err = turn.Stream(r, h.api, t.Thread.ID, t.Cursor, rd, func(parts []turn.Part) error {
+	err = t.Stream(rd, func(parts []turn.Part) error {
 		for _, p := range parts {
 			for _, frame := range cc.read(p) {
 				if err := sse.data(frame); err != nil {

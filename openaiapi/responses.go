@@ -128,7 +128,7 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request, c httpa
 		}
 		history = append([]weft.NewMessage{{Role: weft.RoleSystem, Content: req.Instructions}}, history...)
 	}
-	t, err := turn.Start(r.Context(), h.api, c, turn.Input{Agent: req.Model, ThreadID: threadID, History: history, Message: last})
+	t, err := turn.Start(r, h.api, c, turn.Input{Agent: req.Model, ThreadID: threadID, History: history, Message: last})
 	if err != nil {
 		if weft.ErrorCode(err) == weft.ENotFound && req.PreviousResponseID != "" {
 			return &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, param: "previous_response_id", code: "not_found",
@@ -136,11 +136,12 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request, c httpa
 		}
 		return err
 	}
+	defer t.Close()
 	rb := &responseBuilder{resp: newResponse(responseID(t.Thread.ID, t.InputID), req.Model, t.Thread.ID, h.now().Unix())}
 	rb.resp.PreviousResponseID = nilIfEmpty(req.PreviousResponseID)
 	rd := &turn.Reader{Input: t.InputID}
 	if !req.Stream {
-		parts, err := turn.Collect(r, h.api, t, rd)
+		parts, err := t.Collect(rd)
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request, c httpa
 		rb.send("response.in_progress", map[string]any{"response": rb.resp}) != nil {
 		return nil
 	}
-	_ = turn.Stream(r, h.api, t.Thread.ID, t.Cursor, rd, func(parts []turn.Part) error {
+	_ = t.Stream(rd, func(parts []turn.Part) error {
 		for _, p := range parts {
 			if err := rb.read(p, rd.Usage); err != nil {
 				return err

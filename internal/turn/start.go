@@ -29,8 +29,10 @@ type Input struct {
 	Label string
 }
 
-// Turn is a posted message, its thread and where its events start.
+// Turn is a posted message, its thread and the feed of its events, opened before the message
+// was posted so that no streamed delta is missed. Close it when done.
 type Turn struct {
+	*Feed
 	Thread *weft.Thread
 	// Created reports a new thread.
 	Created bool
@@ -41,9 +43,11 @@ type Turn struct {
 	Cursor int64
 }
 
-// Start finds or creates the thread, posts the message and returns the turn. Errors are the
-// engine's (weft.ENotFound for an unknown agent or an invisible thread, weft.EInvalid, …).
-func Start(ctx context.Context, api *httpapi.Server, c httpapi.Caller, in Input) (*Turn, error) {
+// Start finds or creates the thread, follows its events, posts the message and returns the turn.
+// Errors are the engine's (weft.ENotFound for an unknown agent or an invisible thread,
+// weft.EInvalid, …).
+func Start(r *http.Request, api *httpapi.Server, c httpapi.Caller, in Input) (*Turn, error) {
+	ctx := r.Context()
 	eng := api.Engine()
 	if _, ok := eng.Registry().Agent(in.Agent); !ok {
 		return nil, weft.Errorf(weft.ENotFound, "no agent named %q", in.Agent)
@@ -93,23 +97,44 @@ func Start(ctx context.Context, api *httpapi.Server, c httpapi.Caller, in Input)
 	if t.Cursor, err = api.LastEventSeq(ctx, t.Thread.ID); err != nil {
 		return nil, err
 	}
+	if t.Feed, err = Open(r, api, t.Thread.ID, t.Cursor); err != nil {
+		return nil, err
+	}
 	if t.InputID, err = eng.Send(ctx, t.Thread.ID, in.Message); err != nil {
+		t.Close()
 		return nil, err
 	}
 	return t, nil
 }
 
-// Stream follows the turn's events from after, giving each batch of parts to emit, until the
-// turn ends (nil), the request or the server's streams end (the context's error), or the feed
-// fails. ping, when not nil, is called every interval without parts (a stream's keep-alive).
-func Stream(r *http.Request, api *httpapi.Server, threadID string, after int64, rd *Reader, emit func([]Part) error,
-	ping func() error, interval time.Duration) error {
+// Feed is a thread's events followed for a request: until the request or the server's streams
+// end (httpapi.Server.FollowThread).
+type Feed struct {
+	ctx  context.Context
+	feed httpapi.Feed
+	done func()
+}
+
+// Open follows a thread's events after the cursor.
+func Open(r *http.Request, api *httpapi.Server, threadID string, after int64) (*Feed, error) {
 	ctx, feed, done, err := api.FollowThread(r, threadID, after)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer done()
-	defer feed.Close()
+	return &Feed{ctx: ctx, feed: feed, done: done}, nil
+}
+
+// Close ends the feed.
+func (f *Feed) Close() {
+	f.feed.Close()
+	f.done()
+}
+
+// Stream reads the feed, giving each batch of parts to emit, until the turn ends (nil), the
+// request or the server's streams end (the context's error), or the feed fails. ping, when not
+// nil, is called every interval (a stream's keep-alive).
+func (f *Feed) Stream(rd *Reader, emit func([]Part) error, ping func() error, interval time.Duration) error {
+	ctx, feed := f.ctx, f.feed
 	var tick <-chan time.Time
 	if ping != nil && interval > 0 {
 		t := time.NewTicker(interval)
@@ -118,6 +143,7 @@ func Stream(r *http.Request, api *httpapi.Server, threadID string, after int64, 
 	}
 	var evs []engine.Event
 	var parts []Part
+	var err error
 	for {
 		select {
 		case <-ctx.Done():
@@ -148,10 +174,11 @@ func Stream(r *http.Request, api *httpapi.Server, threadID string, after int64, 
 	}
 }
 
-// Collect follows the turn to its end and returns every part (a request that does not stream).
-func Collect(r *http.Request, api *httpapi.Server, t *Turn, rd *Reader) ([]Part, error) {
+// Collect reads the feed to the turn's end and returns every part (a request that does not
+// stream).
+func (f *Feed) Collect(rd *Reader) ([]Part, error) {
 	var all []Part
-	err := Stream(r, api, t.Thread.ID, t.Cursor, rd, func(p []Part) error {
+	err := f.Stream(rd, func(p []Part) error {
 		all = append(all, p...)
 		return nil
 	}, nil, 0)
