@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,8 +26,9 @@ import (
 // BenchmarkFirstDelta measures, side by side on one in-process server, the time from a request
 // that posts a message to an existing thread to the first text delta its stream delivers: /api
 // (POST …/messages with the thread's SSE already open) and each protocol adapter (one request
-// that posts and streams). The difference is what an adapter adds. Each turn is one scripted
-// model call that streams its text at once (no model delay), so the figures are Weft's own.
+// that posts and streams). Each iteration runs every path once, in turn, so that they share the
+// machine's load; the median of each is reported (ms-NAME). Each turn is one scripted model call
+// that streams its text at once, so the figures are Weft's own.
 //
 //	go test -run '^$' -bench FirstDelta -benchtime 300x ./internal/turn/
 func BenchmarkFirstDelta(b *testing.B) {
@@ -44,25 +46,25 @@ func BenchmarkFirstDelta(b *testing.B) {
 		}
 		return resp
 	}
-	// first reads a stream until a line holding delta, then to a line holding end.
-	first := func(b *testing.B, body io.Reader, delta, end string) {
+	// first reads a stream until a line holding delta (the time is taken then), then to a line
+	// holding end.
+	first := func(body io.Reader, start time.Time, delta, end string) time.Duration {
+		var lines []string
 		sc := bufio.NewScanner(body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		seen := false
+		var took time.Duration
 		for sc.Scan() {
 			line := sc.Text()
-			if testing.Verbose() {
-				b.Log(line)
+			lines = append(lines, line)
+			if took == 0 && strings.Contains(line, delta) {
+				took = time.Since(start)
 			}
-			if !seen && strings.Contains(line, delta) {
-				seen = true
-				b.StopTimer()
-			}
-			if seen && strings.Contains(line, end) {
-				return
+			if took > 0 && strings.Contains(line, end) {
+				return took
 			}
 		}
-		b.Fatalf("the stream ended (seen a delta: %v) %v", seen, sc.Err())
+		b.Fatalf("the stream ended without %q (a delta after %v) %v:\n%s", delta, took, sc.Err(), strings.Join(lines, "\n"))
+		return 0
 	}
 	newThread := func() string {
 		resp := post("/api/threads", `{"agent":"helper"}`)
@@ -72,61 +74,68 @@ func BenchmarkFirstDelta(b *testing.B) {
 		i := strings.Index(s, `"id":"`) + 6
 		return s[i : i+strings.Index(s[i:], `"`)]
 	}
+	apiThread, chatThread, respThread := newThread(), newThread(), newThread()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/threads/"+apiThread+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sse := bufio.NewReader(resp.Body)
+	// The stream has read the thread's log (its first event) before anything is posted: deltas
+	// that arrive while a stream first reads the log come after what it read.
+	io.Copy(io.Discard, readerUntil(sse, "event: thread_created"))
 
-	b.Run("api-sse", func(b *testing.B) {
-		thread := newThread()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/threads/"+thread+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sse := bufio.NewReader(resp.Body)
-		b.ResetTimer()
-		for range b.N {
-			r := post("/api/threads/"+thread+"/messages", `{"content":"hello"}`)
+	paths := []struct {
+		name string
+		run  func(i int) time.Duration
+	}{
+		{"api-sse", func(int) time.Duration {
+			start := time.Now()
+			r := post("/api/threads/"+apiThread+"/messages", `{"content":"hello"}`)
 			r.Body.Close()
-			first(b, readerUntil(sse, "event: run_stopped"), "event: message_chunk", "event: run_stopped")
-			b.StartTimer()
-		}
-	})
-	b.Run("openai-chat", func(b *testing.B) {
-		thread := newThread()
-		for range b.N {
-			r := post("/v1/chat/completions", `{"model":"helper","stream":true,"messages":[{"role":"user","content":"hello"}]}`, openaiapi.ThreadHeader, thread)
-			first(b, r.Body, `"delta":{"content":"H`, "[DONE]")
-			r.Body.Close()
-			b.StartTimer()
-		}
-	})
-	b.Run("openai-responses", func(b *testing.B) {
-		thread := newThread()
-		for range b.N {
-			r := post("/v1/responses", `{"model":"helper","stream":true,"input":"hello","conversation":"`+thread+`"}`)
-			first(b, r.Body, "event: response.output_text.delta", "event: response.completed")
-			r.Body.Close()
-			b.StartTimer()
-		}
-	})
-	b.Run("ai-sdk", func(b *testing.B) {
-		for i := range b.N {
+			return first(readerUntil(sse, "event: run_stopped"), start, "event: message_chunk", "event: run_stopped")
+		}},
+		{"openai-chat", func(int) time.Duration {
+			start := time.Now()
+			r := post("/v1/chat/completions", `{"model":"helper","stream":true,"messages":[{"role":"user","content":"hello"}]}`, openaiapi.ThreadHeader, chatThread)
+			defer r.Body.Close()
+			return first(r.Body, start, `"delta":{"content":"H`, "[DONE]")
+		}},
+		{"openai-responses", func(int) time.Duration {
+			start := time.Now()
+			r := post("/v1/responses", `{"model":"helper","stream":true,"input":"hello","conversation":"`+respThread+`"}`)
+			defer r.Body.Close()
+			return first(r.Body, start, "event: response.output_text.delta", "event: response.completed")
+		}},
+		{"ai-sdk", func(i int) time.Duration {
+			start := time.Now()
 			r := post("/api/agents/helper/chat", `{"id":"bench","trigger":"submit-message","messages":[{"id":"u`+strconv.Itoa(i)+`","role":"user","parts":[{"type":"text","text":"hello"}]}]}`)
-			first(b, r.Body, `"type":"text-delta"`, "[DONE]")
-			r.Body.Close()
-			b.StartTimer()
-		}
-	})
-	b.Run("ag-ui", func(b *testing.B) {
-		for i := range b.N {
+			defer r.Body.Close()
+			return first(r.Body, start, `"type":"text-delta"`, "[DONE]")
+		}},
+		{"ag-ui", func(i int) time.Duration {
+			start := time.Now()
 			r := post("/api/agents/helper/ag-ui", `{"threadId":"bench","runId":"r`+strconv.Itoa(i)+`","messages":[{"id":"u","role":"user","content":"hello"}]}`)
-			first(b, r.Body, `"type":"TEXT_MESSAGE_CONTENT"`, `"type":"RUN_FINISHED"`)
-			r.Body.Close()
-			b.StartTimer()
+			defer r.Body.Close()
+			return first(r.Body, start, `"type":"TEXT_MESSAGE_CONTENT"`, `"type":"RUN_FINISHED"`)
+		}},
+	}
+	took := make([][]time.Duration, len(paths))
+	b.ResetTimer()
+	for i := range b.N {
+		for j, p := range paths {
+			took[j] = append(took[j], p.run(i))
 		}
-	})
+	}
+	b.StopTimer()
+	for j, p := range paths {
+		slices.Sort(took[j])
+		b.ReportMetric(float64(took[j][len(took[j])/2].Microseconds())/1000, "ms-"+p.name)
+	}
 }
 
 // readerUntil gives the lines of r up to and including the first one holding end, then EOF.
