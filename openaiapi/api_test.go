@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ func script(n int) string {
 		b.WriteString("  - match: {prompt: helper}\n    expect: {last_role: user}\n    tool_calls:\n      - {name: echo, arguments: {text: ping}}\n    usage: {input_tokens: 10, output_tokens: 3}\n")
 		b.WriteString("  - match: {prompt: helper}\n    expect: {last_role: tool}\n    delay: 5ms\n    text: \"" + answer + "\"\n    usage: {input_tokens: 20, output_tokens: 9}\n")
 	}
+	b.WriteString("  - match: {prompt: slow}\n    expect: {last_role: user}\n    text: Let me check.\n    tool_calls:\n      - {name: wait, arguments: {text: ping}}\n")
+	b.WriteString("  - match: {prompt: slow}\n    expect: {last_role: tool}\n    text: \"Done: order 42 shipped.\"\n")
 	return b.String()
 }
 
@@ -348,7 +351,82 @@ func TestResponses(t *testing.T) {
 func TestModels(t *testing.T) {
 	e := newEnv(t, 1)
 	resp, body := e.do("GET", "/v1/models", e.alice, "")
-	if resp.StatusCode != 200 || body != `{"data":[{"id":"capped","object":"model","created":0,"owned_by":"weft"},{"id":"helper","object":"model","created":0,"owned_by":"weft"}],"object":"list"}`+"\n" {
+	if resp.StatusCode != 200 || body != `{"data":[{"id":"capped","object":"model","created":0,"owned_by":"weft"},{"id":"helper","object":"model","created":0,"owned_by":"weft"},{"id":"slow","object":"model","created":0,"owned_by":"weft"}],"object":"list"}`+"\n" {
 		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
+// sseEvents reads Responses events until one of type until (then drops the connection).
+func sseEvents(t *testing.T, resp *http.Response, until string) []map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	var evs []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		if ev["type"] == until {
+			return evs
+		}
+	}
+	t.Fatalf("the stream ended before %s: %v", until, evs)
+	return nil
+}
+
+// TestResponseStreamResumed: a streamed response dropped after its first text is read again
+// with GET /v1/responses/{id}?stream=true: the replayed stream's texts are whole, once each, and
+// its final response is the one GET returns.
+func TestResponseStreamResumed(t *testing.T) {
+	e := newEnv(t, 1)
+	stream := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.alice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+		}
+		return resp
+	}
+	first := sseEvents(t, stream("POST", "/v1/responses", `{"model":"slow","input":"where is 42?","stream":true}`), "response.output_text.delta")
+	id := first[0]["response"].(map[string]any)["id"].(string)
+	replayed := sseEvents(t, stream("GET", "/v1/responses/"+id+"?stream=true", ""), "response.completed")
+	texts := map[string]string{}
+	var order []string
+	for i, ev := range replayed {
+		if int(ev["sequence_number"].(float64)) != i {
+			t.Fatalf("event %d has sequence_number %v", i, ev["sequence_number"])
+		}
+		if ev["type"] == "response.output_text.delta" {
+			item := ev["item_id"].(string)
+			if _, ok := texts[item]; !ok {
+				order = append(order, item)
+			}
+			texts[item] += ev["delta"].(string)
+		}
+	}
+	if len(order) != 2 || texts[order[0]] != "Let me check." || texts[order[1]] != "Done: order 42 shipped." {
+		t.Fatalf("replayed texts %q", texts)
+	}
+	final, _ := json.Marshal(replayed[len(replayed)-1]["response"])
+	_, got := e.do("GET", "/v1/responses/"+id, e.alice, "")
+	var a, b any
+	json.Unmarshal(final, &a)
+	json.Unmarshal([]byte(got), &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("replayed final response\n%s\nGET\n%s", final, got)
+	}
+	if resp, body := e.do("GET", "/v1/responses/"+id+"?stream=true&starting_after=3", e.alice, ""); resp.StatusCode != 400 {
+		t.Errorf("starting_after: %d %s", resp.StatusCode, body)
 	}
 }

@@ -200,7 +200,49 @@ func (h *Handler) getResponse(w http.ResponseWriter, r *http.Request, c httpapi.
 	if !found {
 		return notFound
 	}
-	writeJSON(w, http.StatusOK, rb.resp)
+	if r.URL.Query().Get("stream") != "true" {
+		writeJSON(w, http.StatusOK, rb.resp)
+		return nil
+	}
+	if r.URL.Query().Has("starting_after") {
+		return invalid("starting_after", "starting_after is not supported: the stream replays the whole response from its start")
+	}
+	return h.replay(w, r, t, id, inputID, rb.resp.CreatedAt)
+}
+
+// replay streams a response again from its start, then live until its run stops: what was
+// stored comes at once (a message whose deltas passed comes whole), a model call under way when
+// the replay began comes whole once stored, and the rest as it is written. A client that drops a
+// stream and reads it again this way misses and repeats nothing.
+func (h *Handler) replay(w http.ResponseWriter, r *http.Request, t *weft.Thread, id, inputID string, created int64) error {
+	now, err := h.api.LastEventSeq(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	f, err := turn.Open(r, h.api, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd := &turn.Reader{Input: inputID, AfterInput: true, ResumeAt: now}
+	rb := &responseBuilder{resp: newResponse(id, t.Agent, t.ID, created)}
+	s := newSSE(w)
+	if err := s.start(); err != nil {
+		return nil
+	}
+	rb.emit = s.event
+	if rb.send("response.created", map[string]any{"response": rb.resp}) != nil ||
+		rb.send("response.in_progress", map[string]any{"response": rb.resp}) != nil {
+		return nil
+	}
+	_ = f.Stream(rd, func(parts []turn.Part) error {
+		for _, p := range parts {
+			if err := rb.read(p, rd.Usage); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, s.ping, h.ping)
 	return nil
 }
 
