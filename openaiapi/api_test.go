@@ -31,7 +31,7 @@ func script(n int) string {
 	var b strings.Builder
 	b.WriteString("version: 1\noptions: {real_time: true, chunk_size: 6}\nresponses:\n")
 	for range n {
-		b.WriteString("  - match: {prompt: helper}\n    expect: {last_role: user}\n    tool_calls:\n      - {name: echo, arguments: {text: ping}}\n    usage: {input_tokens: 10, output_tokens: 3}\n")
+		b.WriteString("  - match: {prompt: helper}\n    expect: {last_role: user}\n    tool_calls:\n      - {name: echo, arguments: {text: \"" + secret + "\"}}\n    usage: {input_tokens: 10, output_tokens: 3}\n")
 		b.WriteString("  - match: {prompt: helper}\n    expect: {last_role: tool}\n    delay: 5ms\n    text: \"" + answer + "\"\n    usage: {input_tokens: 20, output_tokens: 9}\n")
 	}
 	b.WriteString("  - match: {prompt: slow}\n    expect: {last_role: user}\n    text: Let me check.\n    tool_calls:\n      - {name: wait, arguments: {text: ping}}\n")

@@ -273,6 +273,11 @@ func (h *Handler) rebuild(ctx context.Context, t *weft.Thread, id, inputID strin
 			break
 		}
 	}
+	redact, err := h.api.Redactor(ctx, t.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	turn.Redact(parts, redact)
 	rb.readAll(parts, rd.Usage)
 	return rb, found, nil
 }

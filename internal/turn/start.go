@@ -110,18 +110,46 @@ func Start(r *http.Request, api *httpapi.Server, c httpapi.Caller, in Input) (*T
 // Feed is a thread's events followed for a request: until the request or the server's streams
 // end (httpapi.Server.FollowThread).
 type Feed struct {
-	ctx  context.Context
-	feed httpapi.Feed
-	done func()
+	ctx    context.Context
+	feed   httpapi.Feed
+	done   func()
+	redact func(string) string
+	// first is what the feed gave when opened: Open reads the log up to now before a message is
+	// posted, since deltas that arrive while a feed first reads the log come after what it read.
+	first []engine.Event
 }
 
 // Open follows a thread's events after the cursor.
 func Open(r *http.Request, api *httpapi.Server, threadID string, after int64) (*Feed, error) {
+	redact, err := api.Redactor(r.Context(), threadID)
+	if err != nil {
+		return nil, err
+	}
 	ctx, feed, done, err := api.FollowThread(r, threadID, after)
 	if err != nil {
 		return nil, err
 	}
-	return &Feed{ctx: ctx, feed: feed, done: done}, nil
+	f := &Feed{ctx: ctx, feed: feed, done: done, redact: redact}
+	select {
+	case <-feed.Ready():
+		f.first, err = feed.Next(ctx, nil)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Redact hides the thread's secrets in the parts' texts. Event payloads are redacted already;
+// this covers what a message event may carry besides its content (reasoning, arguments).
+func Redact(parts []Part, redact func(string) string) {
+	for i := range parts {
+		parts[i].Text = redact(parts[i].Text)
+		parts[i].Error = redact(parts[i].Error)
+	}
 }
 
 // Close ends the feed.
@@ -141,8 +169,21 @@ func (f *Feed) Stream(rd *Reader, emit func([]Part) error, ping func() error, in
 		defer t.Stop()
 		tick = t.C
 	}
-	var evs []engine.Event
 	var parts []Part
+	for _, ev := range f.first {
+		parts = rd.Read(ev, parts)
+	}
+	f.first = nil
+	Redact(parts, f.redact)
+	if len(parts) > 0 {
+		if err := emit(parts); err != nil {
+			return err
+		}
+	}
+	if rd.Done() {
+		return nil
+	}
+	var evs []engine.Event
 	var err error
 	for {
 		select {
@@ -159,6 +200,7 @@ func (f *Feed) Stream(rd *Reader, emit func([]Part) error, ping func() error, in
 				parts = rd.Read(ev, parts)
 			}
 			clear(evs)
+			Redact(parts, f.redact)
 			if len(parts) > 0 {
 				if err := emit(parts); err != nil {
 					return err
