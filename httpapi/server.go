@@ -210,7 +210,12 @@ func admin(h handler) handler {
 
 // requestInfo carries what the request log reports beyond the request itself: the user id the
 // request acted as (never its key).
-type requestInfo struct{ user string }
+type requestInfo struct {
+	user string
+	// keyHash is the key an adapter's request authenticated with (Authenticate): its streams end
+	// when the key is revoked (FollowThread).
+	keyHash string
+}
 
 type requestInfoKey struct{}
 

@@ -19,9 +19,12 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/a2a"
+	"github.com/weft-agents/weft/aguiapi"
+	"github.com/weft-agents/weft/aisdkapi"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/mcp"
+	"github.com/weft-agents/weft/openaiapi"
 	"github.com/weft-agents/weft/project"
 	"github.com/weft-agents/weft/providers"
 	"github.com/weft-agents/weft/web"
@@ -193,6 +196,9 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		apiOpt.A2A = a2a.NewServer(a2a.ServerOptions{Engine: sched.engine, Version: version(), Logger: log})
 	}
 	api := httpapi.New(apiOpt)
+	openaiapi.Register(api)
+	aisdkapi.Register(api)
+	aguiapi.Register(api)
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		sched.stop()

@@ -23,6 +23,9 @@ function askForKey(message) {
     h('h1', null, 'API key'),
     h('p', { class: 'muted' }, 'This server needs an API key (create one with ', h('code', null, 'weft keys create'), '). ' +
       'It is kept in this tab only and sent as Authorization: Bearer.'),
+    h('p', { class: 'muted small', id: 'protocols' }, 'The same key runs agents from other clients: OpenAI-compatible ',
+      h('code', null, '/v1'), ' (agents as models), the AI SDK\'s useChat at ', h('code', null, '/api/agents/NAME/chat'),
+      ', AG-UI at ', h('code', null, '/api/agents/NAME/ag-ui'), ', and MCP at ', h('code', null, '/mcp'), ' (docs/openai-api.md, ai-sdk.md, ag-ui.md).'),
     key() ? h('p', { class: 'error' }, 'The key was refused: ' + message) : null,
     input,
     h('button', { type: 'submit', class: 'primary' }, 'Open'));

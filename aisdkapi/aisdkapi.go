@@ -1,0 +1,350 @@
+// Package aisdkapi serves the AI SDK's UI message stream (v1) — what useChat's
+// DefaultChatTransport posts to and reads — at POST /api/agents/{agent}/chat, with
+// GET /api/agents/{agent}/chat/{id}/stream resuming a turn still running. A chat id is a thread
+// of the caller's, created on first use. It translates the protocol-neutral parts of package
+// turn; the engine knows nothing of the AI SDK. docs/ai-sdk.md describes the mapping.
+package aisdkapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/internal/turn"
+)
+
+// StreamHeader marks a response as a UI message stream, as the AI SDK's server helpers do.
+const StreamHeader = "x-vercel-ai-ui-message-stream"
+
+// chatTag tags the thread of a chat id.
+const chatTag = "ai-sdk-chat:"
+
+// Handler serves the routes.
+type Handler struct {
+	api  *httpapi.Server
+	ping time.Duration
+}
+
+// Register mounts the routes on the API server.
+func Register(api *httpapi.Server) *Handler {
+	h := &Handler{api: api, ping: 15 * time.Second}
+	api.Mount("POST /api/agents/{agent}/chat", h.route(h.chat))
+	api.Mount("GET /api/agents/{agent}/chat/{id}/stream", h.route(h.resume))
+	return h
+}
+
+func (h *Handler) route(f func(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := h.api.Authenticate(r)
+		if err == nil {
+			err = f(w, r, c)
+		}
+		if err != nil {
+			h.api.WriteError(w, r, err)
+		}
+	})
+}
+
+// chatBody is what DefaultChatTransport posts: the chat id, the whole conversation as UI
+// messages, and what triggered the request. Other fields (a client's own body) are ignored.
+type chatBody struct {
+	ID        string      `json:"id"`
+	Messages  []uiMessage `json:"messages"`
+	Trigger   string      `json:"trigger"`
+	MessageID string      `json:"messageId"`
+}
+
+// uiMessage is a UIMessage: its text parts are read, other parts (tools, reasoning, files of an
+// assistant's earlier answers) are what Weft already holds.
+type uiMessage struct {
+	ID    string `json:"id"`
+	Role  string `json:"role"`
+	Parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"parts"`
+}
+
+func (m uiMessage) text() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// maxBody bounds a request (a conversation), as /api bounds a posted message.
+const maxBody = weft.MaxMessageBytes
+
+func invalid(format string, args ...any) error {
+	return weft.Errorf(weft.EInvalid, format, args...)
+}
+
+// read decodes and checks a request: the last message is the user's and is posted; those before
+// it are a new chat's history.
+func read(w http.ResponseWriter, r *http.Request) (*chatBody, []weft.NewMessage, weft.NewMessage, error) {
+	var b chatBody
+	var last weft.NewMessage
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, nil, last, weft.LimitError("the request body", mbe.Limit+1, maxBody)
+	}
+	if err != nil {
+		return nil, nil, last, invalid("reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, nil, last, invalid("the body is not a chat request: %v", err)
+	}
+	if b.ID == "" {
+		return nil, nil, last, invalid("id: the chat id is required")
+	}
+	if b.Trigger != "" && b.Trigger != "submit-message" {
+		return nil, nil, last, invalid("trigger: %q is not supported: a Weft thread keeps every answer (send a new message)", b.Trigger)
+	}
+	if len(b.Messages) == 0 {
+		return nil, nil, last, invalid("messages: at least one message is required")
+	}
+	var history []weft.NewMessage
+	for i, m := range b.Messages {
+		role := weft.Role(m.Role)
+		if role != weft.RoleUser && role != weft.RoleAssistant && role != weft.RoleSystem {
+			return nil, nil, last, invalid("messages[%d].role: %q is not user, assistant or system", i, m.Role)
+		}
+		text := m.text()
+		if i == len(b.Messages)-1 {
+			if role != weft.RoleUser || text == "" {
+				return nil, nil, last, invalid("messages[%d]: the last message must be the user's, with text", i)
+			}
+			last = weft.NewMessage{Role: role, Content: text, Metadata: map[string]any{"ui_message_id": m.ID}}
+			break
+		}
+		if text != "" {
+			history = append(history, weft.NewMessage{Role: role, Content: text})
+		}
+	}
+	return &b, history, last, nil
+}
+
+// chat posts the conversation's new message to the chat's thread and streams the turn.
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
+	b, history, last, err := read(w, r)
+	if err != nil {
+		return err
+	}
+	t, err := turn.Start(r, h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: chatTag + b.ID,
+		History: history, Message: last, Label: "chat " + b.ID})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	h.stream(w, t.Feed, &turn.Reader{Input: t.InputID}, t.InputID)
+	return nil
+}
+
+// resume streams the chat's running turn from its start (204 when none runs): what was recorded
+// comes at once, a message being written comes whole once stored, and the rest live.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
+	agent, id := r.PathValue("agent"), r.PathValue("id")
+	eng := h.api.Engine()
+	found, _, err := eng.Store().Threads(r.Context(), weft.ThreadQuery{UserID: c.UserID, Agent: agent, Tag: chatTag + id, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return weft.Errorf(weft.ENotFound, "no chat %q of agent %q", id, agent)
+	}
+	t := found[0]
+	if t.Status != weft.ThreadRunning {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	// The turn is the newest posted message's.
+	msgs, err := eng.Store().Messages(r.Context(), t.ID, weft.MessageQuery{Limit: 20, Desc: true})
+	if err != nil {
+		return err
+	}
+	input := ""
+	for _, m := range msgs {
+		if m.Role == weft.RoleUser {
+			input = m.ID
+			break
+		}
+	}
+	if input == "" {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	now, err := h.api.LastEventSeq(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	f, err := turn.Open(r, h.api, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h.stream(w, f, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, input)
+	return nil
+}
+
+// stream writes the turn as a UI message stream.
+func (h *Handler) stream(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, inputID string) {
+	rc := http.NewResponseController(w)
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	hd.Set(StreamHeader, "v1")
+	w.WriteHeader(http.StatusOK)
+	write := func(s string) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(w, s); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	tr := &translator{messageID: MessageID(inputID)}
+	send := func(chunks []map[string]any) error {
+		var b strings.Builder
+		for _, c := range chunks {
+			enc, _ := json.Marshal(c)
+			fmt.Fprintf(&b, "data: %s\n\n", enc)
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		return write(b.String())
+	}
+	if send(tr.start()) != nil {
+		return
+	}
+	err := f.Stream(rd, func(parts []turn.Part) error {
+		for _, p := range parts {
+			if err := send(tr.read(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func() error { return write(": ping\n\n") }, h.ping)
+	if err == nil && rd.Done() {
+		_ = write("data: [DONE]\n\n")
+	}
+}
+
+// MessageID is the UI message id of the answer to a posted message: the same on every stream of
+// the turn, so that a resumed stream continues the message the client holds.
+func MessageID(inputID string) string { return "answer-" + inputID }
+
+// translator turns a turn's parts into UI message chunks.
+type translator struct {
+	messageID string
+	text      string // the text block open ("" = none)
+	reasoning string // the reasoning block open
+	step      int
+}
+
+func (tr *translator) start() []map[string]any {
+	return []map[string]any{{"type": "start", "messageId": tr.messageID}}
+}
+
+// closeBlocks ends the open text and reasoning blocks.
+func (tr *translator) closeBlocks(out []map[string]any) []map[string]any {
+	if tr.reasoning != "" {
+		out = append(out, map[string]any{"type": "reasoning-end", "id": tr.reasoning})
+		tr.reasoning = ""
+	}
+	if tr.text != "" {
+		out = append(out, map[string]any{"type": "text-end", "id": tr.text})
+		tr.text = ""
+	}
+	return out
+}
+
+// read returns the chunks of one part.
+func (tr *translator) read(p turn.Part) []map[string]any {
+	var out []map[string]any
+	switch p.Kind {
+	case turn.StepStart:
+		out = tr.closeBlocks(out)
+		out = append(out, map[string]any{"type": "start-step"})
+		tr.step++
+	case turn.StepEnd:
+		out = tr.closeBlocks(out)
+		if tr.step > 0 {
+			out = append(out, map[string]any{"type": "finish-step"})
+			tr.step--
+		}
+	case turn.ReasoningDelta:
+		id := p.MessageID + "-reasoning"
+		if tr.reasoning != id {
+			out = tr.closeBlocks(out)
+			out = append(out, map[string]any{"type": "reasoning-start", "id": id})
+			tr.reasoning = id
+		}
+		out = append(out, map[string]any{"type": "reasoning-delta", "id": id, "delta": p.Text})
+	case turn.TextDelta:
+		if tr.text != p.MessageID {
+			out = tr.closeBlocks(out)
+			out = append(out, map[string]any{"type": "text-start", "id": p.MessageID})
+			tr.text = p.MessageID
+		}
+		out = append(out, map[string]any{"type": "text-delta", "id": p.MessageID, "delta": p.Text})
+	case turn.TextEnd:
+		out = tr.closeBlocks(out)
+	case turn.ToolCall:
+		out = tr.closeBlocks(out)
+		out = append(out, map[string]any{"type": "tool-input-available", "toolCallId": p.CallID, "toolName": p.Name,
+			"input": jsonOrText(p.Text), "providerExecuted": true, "dynamic": true})
+	case turn.ToolResult:
+		if p.Failed {
+			out = append(out, map[string]any{"type": "tool-output-error", "toolCallId": p.CallID, "errorText": p.Text,
+				"providerExecuted": true, "dynamic": true})
+		} else {
+			out = append(out, map[string]any{"type": "tool-output-available", "toolCallId": p.CallID, "output": jsonOrText(p.Text),
+				"providerExecuted": true, "dynamic": true})
+		}
+	case turn.End:
+		out = tr.closeBlocks(out)
+		for ; tr.step > 0; tr.step-- {
+			out = append(out, map[string]any{"type": "finish-step"})
+		}
+		finish := "stop"
+		switch {
+		case p.Error != "" || p.Reason == weft.StopBudgetExceeded:
+			out = append(out, map[string]any{"type": "error", "errorText": orDefault(p.Error, "the thread reached its budget")})
+			finish = "error"
+		case p.Reason == weft.StopMaxSideSteps || p.Reason == weft.StopMaxTotalSteps:
+			finish = "length"
+		case p.Reason != weft.StopOnResponse && p.Reason != weft.StopTool && p.Reason != weft.StopHandlerIdle:
+			finish = "other"
+		}
+		out = append(out, map[string]any{"type": "finish", "finishReason": finish,
+			"messageMetadata": map[string]any{"weftStopReason": string(p.Reason)}})
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// jsonOrText is a tool's JSON text as a value, or the text itself when it is not JSON.
+func jsonOrText(s string) any {
+	var v any
+	if json.Unmarshal([]byte(s), &v) == nil {
+		return v
+	}
+	return s
+}

@@ -1,0 +1,114 @@
+package turn_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/turn"
+	"github.com/weft-agents/weft/internal/turn/turntest"
+)
+
+// describe writes parts one a line: kind, message or call, text.
+func describe(parts []turn.Part) string {
+	names := map[turn.Kind]string{turn.StepStart: "step_start", turn.ReasoningDelta: "reasoning", turn.TextDelta: "text",
+		turn.TextEnd: "text_end", turn.ToolCall: "tool_call", turn.ToolResult: "tool_result", turn.StepEnd: "step_end", turn.End: "end"}
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%s %s%s%s %q%s\n", names[p.Kind], p.MessageID, p.CallID, p.Reason, p.Text, map[bool]string{true: " failed"}[p.Failed])
+	}
+	return b.String()
+}
+
+func read(rd *turn.Reader, evs []engine.Event) []turn.Part {
+	var out []turn.Part
+	for _, ev := range evs {
+		out = rd.Read(ev, out)
+	}
+	return out
+}
+
+// TestReader: a turn read live, from the event log alone, resumed after its deltas passed, by a
+// reader waiting for another message, and from the log of a thread with earlier turns.
+func TestReader(t *testing.T) {
+	live := `step_start  ""
+reasoning msg_first "The user wants "
+reasoning msg_first "an order."
+text msg_first "Let me "
+text msg_first "check. "
+text_end msg_first "Let me check. "
+tool_call msg_firstcall_1 "{\"order_id\":42}"
+tool_result msg_resultcall_1 "{\"status\":\"shipped\"}"
+step_end  ""
+step_start  ""
+text msg_final "Order 42 "
+text msg_final "shipped."
+text_end msg_final "Order 42 shipped."
+step_end  ""
+end stop_on_response ""
+`
+	whole := `step_start  ""
+reasoning msg_first "The user wants an order."
+text msg_first "Let me check. "
+text_end msg_first "Let me check. "
+tool_call msg_firstcall_1 "{\"order_id\":42}"
+tool_result msg_resultcall_1 "{\"status\":\"shipped\"}"
+step_end  ""
+step_start  ""
+text msg_final "Order 42 shipped."
+text_end msg_final "Order 42 shipped."
+step_end  ""
+end stop_on_response ""
+`
+	// Resumed before the second call started (its llm_request is event 13): the first message
+	// comes whole, the second streams. Resumed after it started: both come whole.
+	resumedBefore := strings.Replace(whole, "text msg_final \"Order 42 shipped.\"\n", "text msg_final \"Order 42 \"\ntext msg_final \"shipped.\"\n", 1)
+	cases := []struct {
+		name   string
+		reader turn.Reader
+		events []engine.Event
+		want   string
+		done   bool
+	}{
+		{"live", turn.Reader{Input: turntest.Input}, turntest.Events(), live, true},
+		{"any run", turn.Reader{}, turntest.Events(), live, true},
+		{"recorded", turn.Reader{Input: turntest.Input}, turntest.Recorded(), whole, true},
+		{"resumed before a call", turn.Reader{Input: turntest.Input, ResumeAt: 12}, turntest.Events(), resumedBefore, true},
+		{"resumed during a call", turn.Reader{Input: turntest.Input, ResumeAt: 13}, turntest.Events(), whole, true},
+		{"another message", turn.Reader{Input: "msg_other"}, turntest.Events(), strings.TrimSuffix(live, "end stop_on_response \"\"\n"), false},
+		{"after input", turn.Reader{Input: turntest.Input, AfterInput: true}, turntest.Events(), live, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rd := c.reader
+			got := describe(read(&rd, c.events))
+			if got != c.want {
+				t.Errorf("parts\n%s\nwant\n%s", got, c.want)
+			}
+			if rd.Done() != c.done {
+				t.Errorf("done %v", rd.Done())
+			}
+			if c.done && (rd.Usage.InputTokens != 42 || rd.Usage.OutputTokens != 12) {
+				t.Errorf("usage %+v", rd.Usage)
+			}
+		})
+	}
+}
+
+// TestReaderAfterInputSkipsEarlierTurns: reading a thread's log from its start, the parts of the
+// turns before the message are not given.
+func TestReaderAfterInputSkipsEarlierTurns(t *testing.T) {
+	prev := turntest.Recorded()
+	for i := range prev {
+		if d, ok := prev[i].Data.(engine.MessageData); ok && d.Message.ID == turntest.Input {
+			d.Message.ID = "msg_earlier"
+			prev[i].Data = d
+		}
+	}
+	rd := turn.Reader{Input: turntest.Input, AfterInput: true}
+	parts := read(&rd, append(prev, turntest.Recorded()...))
+	if n := strings.Count(describe(parts), "text_end"); n != 2 || !rd.Done() {
+		t.Errorf("parts of %d messages (want the 2 of the second turn):\n%s", n, describe(parts))
+	}
+}
