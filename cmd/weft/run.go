@@ -187,6 +187,11 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		if th, err = store.Thread(ctx, f.thread); err != nil {
 			return exit(exitUsage, err) // the store names the thread
 		}
+		if script != nil {
+			if err := resumeScript(ctx, store, script, th.ID); err != nil {
+				return exit(exitFailure, err)
+			}
+		}
 	} else {
 		nt := engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs}
 		if cmd.Flags().Changed("budget-usd") || cmd.Flags().Changed("budget-tokens") {
@@ -227,7 +232,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			if redact == nil {
 				redact = func(s string) string { return s }
 			}
-			waitingCalls(ctx, stderr, eng, th.ID, f.db, redact)
+			waitingCalls(ctx, stderr, eng, th.ID, continueFlags(g, f), redact)
 			return exit(exitApproval, nil)
 		}
 	}
@@ -304,7 +309,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return exit(exitInterrupted, nil)
 	case awaiting(doc.Result.Reason):
 		if !f.quiet {
-			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, f.db, redact)
+			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, continueFlags(g, f), redact)
 		}
 		return exit(exitApproval, nil)
 	case script != nil && scriptFailed(script, res):
@@ -393,21 +398,12 @@ func parseEnv(pairs []string, file string) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--env-file: %w", unwrapPath(err))
 		}
-		for i, line := range strings.Split(string(data), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			line = strings.TrimPrefix(line, "export ")
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: want NAME=value", file, i+1)
-			}
-			v = strings.TrimSpace(v)
-			if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-				v = v[1 : len(v)-1]
-			}
-			env[strings.TrimSpace(k)] = v
+		vars, err := parseDotenv(file, data)
+		if err != nil {
+			return nil, fmt.Errorf("--env-file %w", err)
+		}
+		for _, v := range vars {
+			env[v.name] = v.value
 		}
 	}
 	for _, p := range pairs {
