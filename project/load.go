@@ -275,6 +275,7 @@ func parseDefinition(rel string, data []byte) (any, *weft.Diagnostic) {
 func (l *loader) add(_ string, f *parsed) {
 	*l.diags = append(*l.diags, f.diags...)
 	for _, d := range f.defs {
+		*l.diags = append(*l.diags, l.expandURLs(f.rel, d)...)
 		l.register(f.rel, d)
 	}
 }
