@@ -248,3 +248,31 @@ func TestPromptyTypoStrict(t *testing.T) {
 		t.Errorf("validate --strict: exit %d, want %d:\n%s%s", code, exitDefinitions, out, errOut)
 	}
 }
+
+// TestFirstErrors: an unknown agent gets a suggestion and the list; a YAML syntax error names the
+// file from the working directory, in plain words; a missing key says --model-script and keeps no
+// empty failed thread.
+func TestFirstErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, errOut, code := runWeft(t, t.TempDir(), "init", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, errOut, code := runWeft(t, dir, "run", "asistant", "hi", "--model-script", "examples/hello.script.yaml")
+	if code != exitUsage || !strings.Contains(errOut, `no agent named "asistant" in agents (did you mean "assistant"?); agents: assistant`) {
+		t.Errorf("unknown agent: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runWeft(t, dir, "run", "assistant", "hi")
+	if code != exitFailure || !strings.Contains(errOut, "OPENAI_API_KEY") || !strings.Contains(errOut, "--model-script") {
+		t.Errorf("missing key: exit %d: %s%s", code, out, errOut)
+	}
+	if list, _, _ := runWeft(t, dir, "threads", "list"); strings.Contains(list, "thr_") {
+		t.Errorf("a failed empty thread was kept:\n%s", list)
+	}
+	writeFiles(t, dir, map[string]string{"agents/agents/assistant.yaml": "name: assistant\ntype: ai_human\nsideA:\n  prompt: assistant\n   maxSteps: 10\n"})
+	for _, args := range [][]string{{"validate"}, {"run", "assistant", "hi"}} {
+		out, errOut, code = runWeft(t, dir, args...)
+		if code != exitDefinitions || !strings.Contains(out+errOut, "agents/agents/assistant.yaml:4:11: syntax error: a `key:` where none can start") {
+			t.Errorf("%v: exit %d: %s%s", args, code, out, errOut)
+		}
+	}
+}

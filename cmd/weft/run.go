@@ -106,7 +106,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	agent := args[0]
 	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
-		return exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
+		return noAgent(reg, agent, g.dir)
 	}
 	message, err := readMessage(cmd.InOrStdin(), args)
 	if err != nil {
@@ -330,6 +330,16 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 				fmt.Fprintf(stderr, ": %s", redact(*doc.Result.Error))
 			}
 			fmt.Fprintln(stderr)
+			if doc.Result.Error != nil && script == nil && strings.Contains(*doc.Result.Error, "No API key found") {
+				// A thread this command made that holds only the message (its first model call
+				// failed) is not kept.
+				kept, bg := " --thread "+th.ID, context.WithoutCancel(ctx)
+				if n, err := store.CountMessages(bg, th.ID, weft.MessageQuery{}); f.thread == "" && err == nil && n <= 1 &&
+					store.DeleteThread(bg, th.ID) == nil {
+					kept = ""
+				}
+				fmt.Fprintf(stderr, "weft: set the key in the environment or the project's .env, or answer the model offline with --model-script FILE%s\n", kept)
+			}
 		}
 		return exit(exitFailure, nil)
 	}

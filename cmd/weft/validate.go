@@ -43,7 +43,7 @@ an allow-list name the server does not list are warnings.`,
 			if asJSON {
 				writeDiagnosticsJSON(cmd.OutOrStdout(), diags, failed, strict)
 			} else {
-				writeDiagnostics(cmd.OutOrStdout(), cmd.ErrOrStderr(), diags, strict)
+				writeDiagnostics(cmd.OutOrStdout(), cmd.ErrOrStderr(), fromHere(g.dir, diags), strict)
 			}
 			if failed {
 				return exit(exitDefinitions, nil)
