@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -274,5 +276,37 @@ func TestFirstErrors(t *testing.T) {
 		if code != exitDefinitions || !strings.Contains(out+errOut, "agents/agents/assistant.yaml:4:11: syntax error: a `key:` where none can start") {
 			t.Errorf("%v: exit %d: %s%s", args, code, out, errOut)
 		}
+	}
+}
+
+// TestMCPAnswersBeforeEOF: requests piped to weft mcp are all answered when standard input
+// closes (only initialize was).
+func TestMCPAnswersBeforeEOF(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"support","arguments":{"message":"Where is order 42?"}}}
+`
+	cmd := exec.Command(binary, "mcp", "--dir", repo("examples/support/agents"), "--db", ":memory:",
+		"--model-script", repo("examples/support/demo.script.yaml"))
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "WEFT_DIR=", "OPENAI_API_KEY=")
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ids := map[float64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID     *float64        `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.ID != nil {
+			ids[*m.ID] = string(m.Result)
+		}
+	}
+	if len(ids) != 3 || !strings.Contains(ids[2], `"support"`) || !strings.Contains(ids[3], "PC-77812") {
+		t.Fatalf("answers %v, want ids 1, 2 and 3:\n%s", ids, out)
 	}
 }
