@@ -187,7 +187,9 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		if th, err = store.Thread(ctx, f.thread); err != nil {
 			return exit(exitUsage, err) // the store names the thread
 		}
-		if script != nil {
+		if script != nil && f.decide != nil {
+			// A decision continues the run that stopped for it: the script goes on after the
+			// entries that run used. A new message (run --thread) starts the script afresh.
 			if err := resumeScript(ctx, store, script, th.ID); err != nil {
 				return exit(exitFailure, err)
 			}
