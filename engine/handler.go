@@ -24,6 +24,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 		inbound = weft.RoleAssistant
 	}
 	mark := r.state.of(side).Handler
+	r.sync()
 	var rows []weft.Message
 	for _, m := range r.rows {
 		if m.Seq > mark && m.Depth == 0 && m.Status == weft.MessageCompleted && m.Role == inbound {
@@ -57,5 +58,6 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	if err != nil {
 		return false, s.effects, err
 	}
+	r.sync()
 	return r.lastSeq == before && len(q) == 0, s.effects, nil
 }

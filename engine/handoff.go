@@ -98,6 +98,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	}
 	from := r.agent.Name
 	r.state = execState{}
+	r.sync()
 	r.state.endSession(r.lastSeq)
 	state := r.state.encode()
 	name := h.target.Name

@@ -198,6 +198,8 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 		}
 		var resp *weft.Response
 		resp, err = r.callProvider(p, &req, log, start)
+		// A tool's goroutine may have set a secret meanwhile: the reply is redacted with it.
+		r.sync()
 		if err == nil {
 			r.finishLog(log, m, resp, start)
 			if r.obs != nil {

@@ -52,6 +52,7 @@ func (q *requests) systemText(s *scope) (string, error) {
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
 	window := q.state.of(s.side).Window
+	q.r.sync()
 	out := make([]*weft.Message, 0, len(*q.rows))
 	for _, m := range *q.rows {
 		if m.Status != weft.MessageCompleted || m.Depth != 0 {

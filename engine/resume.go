@@ -13,6 +13,7 @@ const interruptedResult = "Tool execution was interrupted by a restart; it may o
 // interrupted error; pending calls run normally. It returns whether anything was resumed, and the
 // effects the resumed calls asked for.
 func (r *run) resume() (bool, toolEffects, error) {
+	r.sync()
 	answered := map[string]bool{}
 	var open []*weft.Message
 	for _, m := range r.rows {

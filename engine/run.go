@@ -309,6 +309,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 // lastReply returns the last assistant message the run stored at the top level, as the run holds
 // it (nil when it stored none).
 func (r *run) lastReply() *weft.Message {
+	r.sync()
 	for i := len(r.rows) - 1; i >= 0; i-- {
 		m := r.rows[i]
 		if m.RunID != r.id {
@@ -400,6 +401,9 @@ type run struct {
 	rows    []*weft.Message
 	lastSeq int64
 	callIDs map[string]bool
+	// mail carries a State's changes to the caches from any goroutine (mailbox.go): sync applies
+	// them before the run reads or changes rows, lastSeq, callIDs, env, red or the queued tools.
+	mail mailbox
 	// spawned: the run created a child thread (a subagent).
 	spawned atomic.Bool
 	// stopCounted: the run's stop is counted in state.Stops.
@@ -542,14 +546,31 @@ func (r *run) noteRow(m *weft.Message) {
 }
 
 func (r *run) addRow(m weft.Message) {
+	r.sync()
+	r.cacheRow(m)
+}
+
+// cacheRow adds a stored row to the cache, in seq order: a State's row, stored from a tool's
+// goroutine, may reach the cache after a later row of the run's own.
+func (r *run) cacheRow(m weft.Message) {
 	r.noteRow(&m)
-	if m.Depth == 0 {
-		r.rows = append(r.rows, &m)
+	if m.Depth != 0 {
+		return
 	}
+	i := len(r.rows)
+	for i > 0 && r.rows[i-1].Seq > m.Seq {
+		i--
+	}
+	r.rows = slices.Insert(r.rows, i, &m)
 }
 
 // replaceRow updates a cached row after an update in the store.
 func (r *run) replaceRow(m weft.Message) {
+	r.sync()
+	r.recacheRow(m)
+}
+
+func (r *run) recacheRow(m weft.Message) {
 	for i := len(r.rows) - 1; i >= 0; i-- {
 		if r.rows[i].ID == m.ID {
 			r.rows[i] = &m
@@ -656,6 +677,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 				return r.stop(weft.StopHandlerIdle, "")
 			}
 			if !idle {
+				r.sync()
 				r.state.completeTurn(side, r.lastSeq)
 			}
 			if next := fx.takeForced(); next != "" {
@@ -714,6 +736,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		if next := fx.takeForced(); next != "" {
 			// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
 			if out.turnDone {
+				r.sync()
 				r.state.completeTurn(side, r.lastSeq)
 			}
 			r.state.Side = next
@@ -727,6 +750,7 @@ func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
 		}
 		// S12: turn completion.
 		if out.turnDone {
+			r.sync()
 			r.state.completeTurn(side, r.lastSeq)
 			next := side.Other()
 			if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
@@ -779,6 +803,7 @@ func (r *run) drain() error {
 	if len(qs) == 0 {
 		return nil
 	}
+	r.sync()
 	first := true
 	var last *weft.Message
 	for _, q := range qs {

@@ -97,6 +97,6 @@ func (r *run) emitUnrecorded(m weft.Message) {
 
 // messageData is the payload of a stored row's message event: the row, its content redacted.
 func (r *run) messageData(m weft.Message) MessageData {
-	m.Content = r.red.String(m.Content)
+	m.Content = r.redactorNow().String(m.Content)
 	return MessageData{Message: m}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"path"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -176,14 +175,14 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 		if err := s.r.journal.txState(ctx, insert, m); err != nil {
 			return weft.Message{}, err
 		}
-		s.r.addRow(*m)
+		s.r.postRow(*m)
 		return *m, nil
 	}
 	if err := s.e.store.Tx(ctx, s.thread.ID, fence, insert); err != nil {
 		return weft.Message{}, err
 	}
 	if s.r != nil {
-		s.r.addRow(*m)
+		s.r.postRow(*m)
 	}
 	s.emitRow(ctx, *m)
 	return *m, nil
@@ -216,7 +215,7 @@ func (s *threadState) inRun() bool { return s.r != nil && s.r.thread.ID == s.thr
 // provider keys: the run's, which follows SetEnv, or one read for the thread.
 func (s *threadState) redactor(ctx context.Context) (func(string) string, error) {
 	if s.inRun() {
-		return s.r.red.String, nil
+		return s.r.redactorNow().String, nil
 	}
 	return s.e.Redactor(ctx, s.thread.ID)
 }
@@ -280,7 +279,7 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 		return m, err
 	}
 	if s.r != nil {
-		s.r.replaceRow(m)
+		s.r.postReplace(m)
 	}
 	s.emitRow(ctx, m) // a message event carries a created or an updated row
 	if s.r != nil {
@@ -301,7 +300,7 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	}
 	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
 	if err == nil && s.r != nil {
-		s.r.rows = slices.DeleteFunc(s.r.rows, func(m *weft.Message) bool { return m.ID == id })
+		s.r.postDelete(id)
 	}
 	if err == nil {
 		s.emit(ctx, "message_deleted", Fields{"message_id": id})
@@ -322,7 +321,8 @@ func (s *threadState) view(ctx context.Context) (*envView, error) {
 	}
 	var v *envView
 	if s.r != nil {
-		c := *s.r.env
+		var c envView
+		s.r.shared(func() { c = *s.r.env })
 		v = &c
 		if s.exec != nil {
 			v.prompt = s.exec.s.prompt.Env
@@ -381,11 +381,7 @@ func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.Var
 	}
 	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
 	if err == nil && s.r != nil {
-		if s.r.env.thread == nil {
-			s.r.env.thread = map[string]weft.EnvValue{}
-		}
-		s.r.env.thread[name] = weft.EnvValue{Name: name, Value: value, Type: t}
-		s.r.red = newRedactor(s.r.env.secrets(), s.r.providerKeys())
+		s.r.postEnv(weft.EnvValue{Name: name, Value: value, Type: t})
 	}
 	return err
 }
@@ -498,7 +494,7 @@ func (s *threadState) QueueTool(ctx context.Context, name string, args any) erro
 	if args == nil {
 		raw = []byte("{}")
 	}
-	s.r.tools.queuedTools = append(s.r.tools.queuedTools, queuedTool{name: name, args: raw})
+	s.r.postTool(queuedTool{name: name, args: raw})
 	return nil
 }
 

@@ -294,6 +294,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	}
 	state := r.state.encode()
 	final := weft.StopReason("")
+	r.sync()
 	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
 		final = s.final(msg.Content)
 	}
@@ -480,6 +481,7 @@ func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 	if len(in) == 0 {
 		return nil
 	}
+	r.sync()
 	out := make([]weft.ToolCall, len(in))
 	for i, c := range in {
 		if c.ID == "" || r.callIDs[c.ID] {
@@ -495,6 +497,7 @@ func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 }
 
 func (r *run) freshCallID() string {
+	r.sync()
 	id := "call_" + strings.TrimPrefix(weft.NewID(""), "")
 	r.callIDs[id] = true
 	return id
@@ -555,6 +558,7 @@ var (
 // are errors with the same text, ids and numbers masked.
 func (r *run) repeatedError() string {
 	const n = 8
+	r.sync()
 	var texts []string
 	for i := len(r.rows) - 1; i >= 0 && len(texts) < n; i-- {
 		m := r.rows[i]

@@ -97,6 +97,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 // endSession ends the session: turn counters reset, the run stops with the
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	r.sync()
 	r.state.endSession(r.lastSeq)
 	return r.stop(reason, text)
 }
@@ -145,6 +146,7 @@ func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
 // returns the rows it changed and stored, in that order (a failed message as it now is), for the
 // caller to cache and emit once the transaction commits: the store may run it more than once.
 func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
+	r.sync()
 	answered := map[string]bool{}
 	for _, m := range r.rows {
 		if m.Role == weft.RoleTool {

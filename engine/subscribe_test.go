@@ -46,27 +46,56 @@ func collect(ctx context.Context, eng *engine.Engine, threadID string, after int
 	})
 }
 
-// collectUntil reads a subscription in a goroutine until done says so, or 10 s passed.
+// collectUntil reads a subscription in a goroutine until done says so, or 10 s passed. When it
+// returns it is subscribed and has taken the recorded events there were, so that it follows the
+// next ones live, deltas (which are not replayed) in their place, however late its goroutine runs.
 func collectUntil(ctx context.Context, eng *engine.Engine, threadID string, after int64, done func(recorded int, ev engine.Event) bool) <-chan []engine.Event {
 	out := make(chan []engine.Event, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		var got []engine.Event
-		recorded := 0
-		for ev, err := range eng.Subscribe(ctx, threadID, after) {
-			if err != nil {
-				break
-			}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	f, err := eng.Follow(ctx, threadID, after)
+	if err != nil {
+		cancel()
+		out <- nil
+		return out
+	}
+	var got []engine.Event
+	recorded := 0
+	// take gives the events of one Next to got; it reports whether done said so or the feed failed.
+	take := func() bool {
+		batch, err := f.Next(ctx, nil)
+		for _, ev := range batch {
 			got = append(got, ev)
 			if ev.Seq > 0 {
 				recorded++
 			}
 			if done(recorded, ev) {
-				break
+				return true
 			}
 		}
+		return err != nil
+	}
+	<-f.Ready() // signalled by Follow: the first Next reads the recorded events (a page: enough here)
+	if take() {
+		f.Close()
+		cancel()
 		out <- got
+		return out
+	}
+	go func() {
+		defer cancel()
+		defer f.Close()
+		for {
+			select {
+			case <-f.Ready():
+			case <-ctx.Done():
+				out <- got
+				return
+			}
+			if take() {
+				out <- got
+				return
+			}
+		}
 	}()
 	return out
 }
@@ -125,7 +154,6 @@ func TestSubscribeReplay(t *testing.T) {
 			}
 			// A live subscriber from the start: thread_created is event 1.
 			live := collect(ctx, eng, th.ID, 0, -1)
-			time.Sleep(10 * time.Millisecond) // let it subscribe; replay covers a late start anyway
 			var conversed []string
 			var deltas int
 			for ev, err := range eng.Converse(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Where is order 42?"}}) {
@@ -207,7 +235,6 @@ func TestSubscribeReplay(t *testing.T) {
 			resumed := collectUntil(ctx, eng2, th.ID, cursor, func(_ int, ev engine.Event) bool {
 				return ev.Type == "run_stopped" && ev.Seq > cursor+2
 			})
-			time.Sleep(10 * time.Millisecond)
 			if _, err := eng2.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "And order 43?"}}); err != nil {
 				t.Fatal(err)
 			}

@@ -174,6 +174,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 			return res, err
 		}
 		res.result = d.invoke(s, st, tool, c, res.args, res.raw, msg)
+		d.r.sync() // what the tool's State changed, before its result is redacted and stored
 		if d.childParked != "" {
 			d.childParked = ""
 			return res, errAwaitApproval // the call stays running; its child waits for decisions
@@ -653,7 +654,7 @@ func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 		return err
 	}
 	*msg = updated
-	d.r.replaceRow(*msg)
+	d.r.replaceRow(*msg) // (after the mailbox's changes)
 	if deleted {
 		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
 		if d.r.e.observed() {
@@ -668,6 +669,7 @@ func (d *dispatch) removeCall(msg *weft.Message, c weft.ToolCall) error {
 // runQueuedTools runs tools queued with QueueTool after the current calls:
 // their messages (tool_call_id queued_<n>) have no matching call and are not shown to the model.
 func (d *dispatch) runQueuedTools(s *scope) error {
+	d.r.sync()
 	for len(d.queuedTools) > 0 {
 		q := d.queuedTools[0]
 		d.queuedTools = d.queuedTools[1:]

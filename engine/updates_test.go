@@ -287,3 +287,108 @@ func TestInjectFromToolGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// TestStateFromToolGoroutine: a tool's goroutine that outlives its call writes through its State
+// (injects, updates and deletes rows, sets a secret) while the run goes on; the run sees every
+// change in order and redacts its next reply with the new secret, with and without recorded
+// events. Run under -race: the State posts to the run's mailbox instead of touching its caches.
+func TestStateFromToolGoroutine(t *testing.T) {
+	const secret = `q"uote-\5150 café`
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+			done := make(chan struct{})
+			reg := registry([]*weft.Tool{{Name: "watch", Description: "Watches in the background.",
+				Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+					go func() {
+						defer close(done)
+						ctx := context.Background()
+						var ids []string
+						for i := range 10 {
+							m, err := st.InjectMessage(ctx, weft.NewMessage{Role: weft.RoleAssistant, Content: fmt.Sprint("note ", i)})
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							ids = append(ids, m.ID)
+						}
+						if _, err := st.UpdateMessage(ctx, ids[0], weft.MessageUpdate{Content: new("note 0, revised")}); err != nil {
+							t.Error(err)
+						}
+						if err := st.DeleteMessage(ctx, ids[1]); err != nil {
+							t.Error(err)
+						}
+						if err := st.SetEnv(ctx, "TOKEN", secret, weft.VarSecret); err != nil {
+							t.Error(err)
+						}
+					}()
+					return weft.Success("watching"), nil
+				})}, {Name: "noop", Description: "Does nothing.",
+				Execute: weft.ToolFunc(func(context.Context, weft.State, json.RawMessage) (weft.ToolResult, error) {
+					return weft.Success("nothing"), nil
+				})}}, nil)
+			var history []string
+			calls := 0
+			model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+				calls++
+				switch calls {
+				case 1:
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "w1", Name: "watch", Arguments: "{}"}}}, nil
+				case 2:
+					<-done // the goroutine's writes overlap the run's commits
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "n1", Name: "noop", Arguments: "{}"}}}, nil
+				default:
+					for _, m := range req.Messages {
+						history = append(history, m.Text())
+					}
+					return &weft.Response{Text: "the token is " + secret}, nil
+				}
+			})
+			h := newHarnessWith(t, reg, model)
+			eng, err := engine.New(engine.Options{Registry: reg, Store: h.store, Override: model, RecordEvents: record})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.eng = eng
+			th, res := h.run("assistant", "go", nil)
+			if res.Last().Reason != weft.StopOnResponse {
+				t.Fatalf("%+v", res.Stops)
+			}
+			ctx := context.Background()
+			msgs, _ := h.store.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+			var texts []string
+			for _, m := range msgs {
+				texts = append(texts, m.Content)
+			}
+			// user, reply with the call, its result, 9 notes (one deleted), the reply with the
+			// second call, its result, the answer.
+			if len(msgs) != 15 {
+				t.Fatalf("%d messages: %q", len(msgs), texts)
+			}
+			if !slices.Contains(texts, "note 0, revised") || slices.Contains(texts, "note 1") {
+				t.Errorf("the update or the delete is missing: %q", texts)
+			}
+			reply := msgs[len(msgs)-1].Content
+			if reply != "the token is "+weft.Redacted {
+				t.Errorf("reply stored as %q, want the secret redacted", reply)
+			}
+			// The run's next request holds the thread as the run's cache has it, in seq order.
+			want := []string{"go", "", "watching", "note 0, revised", "note 2", "note 3", "note 4", "note 5", "note 6",
+				"note 7", "note 8", "note 9", "", "nothing"}
+			if len(history) == 0 || !slices.Equal(history[1:], want) {
+				t.Errorf("the request after the writes holds %q, want %q after the system text", history, want)
+			}
+			for _, x := range history {
+				if bytes.Contains([]byte(x), []byte("5150")) {
+					t.Errorf("the secret reached the next request: %q", x)
+				}
+			}
+			if record {
+				recs, err := h.store.Events(ctx, th.ID, 0, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSeqs(t, recs)
+			}
+		})
+	}
+}

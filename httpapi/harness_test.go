@@ -88,6 +88,8 @@ type envOptions struct {
 	writeTimeout time.Duration
 	logger       *slog.Logger
 	pages        http.Handler
+	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
+	smallBuffers bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -119,7 +121,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.api = httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
 		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages})
 	e.api.SetReady(true)
-	e.srv = httptest.NewServer(e.api.Handler())
+	e.srv = httptest.NewUnstartedServer(e.api.Handler())
+	if o.smallBuffers {
+		e.srv.Listener = smallBufferListener{e.srv.Listener}
+	}
+	e.srv.Start()
 	t.Cleanup(func() {
 		if model.gate != nil {
 			select {

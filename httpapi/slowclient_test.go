@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,12 +48,47 @@ func (l *requestLog) count(path string) int {
 	return l.done[path]
 }
 
+// smallBufferClient is an HTTP client whose connections have a fixed 16 KiB receive buffer. A
+// socket's buffer otherwise grows with the kernel's autotuning (net.ipv4.tcp_rmem allows 32 MiB
+// here), and a client that never reads could then take in the whole replay, so that the server
+// never had to wait for it: the test would pass or fail with the kernel's mood.
+func smallBufferClient() *http.Client {
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// smallBufferListener fixes the send buffer of the connections it accepts at 16 KiB, which the
+// kernel would otherwise grow up to net.ipv4.tcp_wmem's 4 MiB: a server that waits for a client
+// that never reads then has a few kilobytes to write before it waits, not megabytes, which on a
+// loaded machine took longer than the test's patience.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if serr := tc.SetWriteBuffer(16 << 10); serr != nil {
+			c.Close()
+			return nil, serr
+		}
+	}
+	return c, err
+}
+
 // TestClientsThatNeverRead: an SSE client and a WebSocket client that never read while the
 // server replays megabytes of events are disconnected by the write timeout; their requests end
 // and nothing of theirs stays behind once they are gone.
 func TestClientsThatNeverRead(t *testing.T) {
 	logs := &requestLog{done: map[string]int{}}
-	e := newEnv(t, envOptions{writeTimeout: 300 * time.Millisecond, logger: slog.New(logs)})
+	e := newEnv(t, envOptions{writeTimeout: 300 * time.Millisecond, logger: slog.New(logs), smallBuffers: true})
 	id := e.createThread(e.alice)
 	// 4,000 recorded events of 2 KiB: far more than the sockets' buffers hold.
 	pad, _ := json.Marshal(map[string]any{"name": "pad", "data": strings.Repeat("x", 2048)})
@@ -69,12 +106,14 @@ func TestClientsThatNeverRead(t *testing.T) {
 	defer cancel()
 	sseReq, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/api/threads/"+id+"/events", nil)
 	sseReq.Header.Set("Authorization", "Bearer "+e.alice)
-	resp, err := http.DefaultClient.Do(sseReq)
+	client := smallBufferClient()
+	resp, err := client.Do(sseReq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wsURL := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/api/threads/" + id + "/stream"
-	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.alice}}})
+	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: smallBufferClient(),
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + e.alice}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +129,7 @@ func TestClientsThatNeverRead(t *testing.T) {
 	}
 	resp.Body.Close()
 	c.CloseNow()
-	http.DefaultClient.CloseIdleConnections()
+	client.CloseIdleConnections()
 	deadline = time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > base+2 {
 		if time.Now().After(deadline) {

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weft-agents/weft"
+)
+
+// mailbox carries a State's changes to its run's caches. A tool may start a goroutine that
+// injects, updates or deletes rows, sets a variable or queues a tool while the run goes on and
+// reads those caches; so a State never changes them itself. It posts the change here, and the run
+// applies what was posted, in order, on its own goroutine (run.sync) before it reads or changes a
+// cache. Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer, red and
+// the queued tools; a State on another goroutine reads red and the env through shared, under mu.
+type mailbox struct {
+	mu  sync.Mutex
+	ops []func(*run)
+	has atomic.Bool
+}
+
+// post queues op for the run's goroutine.
+func (b *mailbox) post(op func(*run)) {
+	b.mu.Lock()
+	b.ops = append(b.ops, op)
+	b.has.Store(true)
+	b.mu.Unlock()
+}
+
+// sync applies what States posted, in the order they posted it. The run calls it before it reads
+// or changes a cache the mailbox guards; it costs one atomic load when nothing was posted.
+func (r *run) sync() {
+	if !r.mail.has.Load() {
+		return
+	}
+	r.mail.mu.Lock()
+	ops := r.mail.ops
+	r.mail.ops = nil
+	r.mail.has.Store(false)
+	r.mail.mu.Unlock()
+	for _, op := range ops {
+		op(r)
+	}
+}
+
+// shared runs fn under the mailbox's lock: how a State, on any goroutine, reads what the run's
+// goroutine changes under the same lock (setRedactor, setThreadEnv).
+func (r *run) shared(fn func()) {
+	r.mail.mu.Lock()
+	defer r.mail.mu.Unlock()
+	fn()
+}
+
+// redactorNow returns the run's redactor for a caller on any goroutine.
+func (r *run) redactorNow() *redactor {
+	var red *redactor
+	r.shared(func() { red = r.red })
+	return red
+}
+
+// setRedactor replaces the run's redactor (on the run's goroutine).
+func (r *run) setRedactor(red *redactor) {
+	r.shared(func() { r.red = red })
+}
+
+// postRow, postReplace and postDelete carry a State's stored change of a row to the run's cache.
+func (r *run) postRow(m weft.Message) { r.mail.post(func(r *run) { r.cacheRow(m) }) }
+
+func (r *run) postReplace(m weft.Message) { r.mail.post(func(r *run) { r.recacheRow(m) }) }
+
+func (r *run) postDelete(id string) {
+	r.mail.post(func(r *run) {
+		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == id })
+	})
+}
+
+// postEnv carries a thread variable a State set: the run's env and its redactor follow it. The
+// thread layer is replaced, not changed in place, as a State may be reading the old one.
+func (r *run) postEnv(v weft.EnvValue) {
+	r.mail.post(func(r *run) {
+		layer := maps.Clone(r.env.thread)
+		if layer == nil {
+			layer = map[string]weft.EnvValue{}
+		}
+		layer[v.Name] = v
+		next := *r.env
+		next.thread = layer
+		red := newRedactor(next.secrets(), r.providerKeys())
+		r.shared(func() {
+			r.env.thread = layer
+			r.red = red
+		})
+	})
+}
+
+// postTool queues a tool a State asked for, to run after the step's calls.
+func (r *run) postTool(q queuedTool) {
+	r.mail.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
+}
