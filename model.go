@@ -3,6 +3,7 @@ package weft
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -210,3 +211,8 @@ func ParseDuration(v any) (Duration, error) {
 	}
 	return Duration(time.Duration(int64(ms)) * time.Millisecond), nil
 }
+
+// RoundUSD rounds an amount of US dollars to a millionth of a cent (1e-12 USD, far below any
+// price's precision), so that a cost computed in floating point prints as the decimal it is:
+// 0.00002355, not 0.000023549999999999996. Costs are rounded where computed and where summed.
+func RoundUSD(x float64) float64 { return math.Round(x*1e12) / 1e12 }

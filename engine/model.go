@@ -410,7 +410,8 @@ func cost(m *weft.Model, u weft.Usage) (in, cached, out, total *float64) {
 	i := float64(u.InputTokens-u.CachedTokens) * ip / 1e6
 	c := float64(u.CachedTokens) * cp / 1e6
 	o := float64(u.OutputTokens+u.ReasoningTokens) * op / 1e6
-	t := i + c + o
+	t := weft.RoundUSD(i + c + o)
+	i, c, o = weft.RoundUSD(i), weft.RoundUSD(c), weft.RoundUSD(o)
 	return &i, &c, &o, &t
 }
 

@@ -164,8 +164,8 @@ func addCost(c *cost, l *weft.LogEntry) {
 		c.UnknownCostCalls++
 		return
 	}
-	c.CostTotal += *l.CostTotal
-	mc.CostTotal += *l.CostTotal
+	c.CostTotal = weft.RoundUSD(c.CostTotal + *l.CostTotal)
+	mc.CostTotal = weft.RoundUSD(mc.CostTotal + *l.CostTotal)
 }
 
 // clone copies a cost so that the copy can be added to alone.
@@ -209,7 +209,7 @@ func (s *Server) costOf(r *http.Request, t *weft.Thread, recursive bool) (*cost,
 			return nil, err
 		}
 		c.Children = append(c.Children, childCost{ThreadID: k.ID, Agent: k.Agent, CostTotal: kc.CostTotal, Calls: kc.Calls})
-		c.CostTotal += kc.CostTotal
+		c.CostTotal = weft.RoundUSD(c.CostTotal + kc.CostTotal)
 		c.Calls += kc.Calls
 		c.UnknownCostCalls += kc.UnknownCostCalls
 		c.InputTokens += kc.InputTokens
@@ -224,7 +224,7 @@ func (s *Server) costOf(r *http.Request, t *weft.Thread, recursive bool) (*cost,
 				c.ByModel = append(c.ByModel, &modelCost{Model: m.Model})
 			}
 			c.ByModel[i].Calls += m.Calls
-			c.ByModel[i].CostTotal += m.CostTotal
+			c.ByModel[i].CostTotal = weft.RoundUSD(c.ByModel[i].CostTotal + m.CostTotal)
 			c.ByModel[i].InputTokens += m.InputTokens
 			c.ByModel[i].OutputTokens += m.OutputTokens
 		}

@@ -275,6 +275,7 @@ func parseDefinition(rel string, data []byte) (any, *weft.Diagnostic) {
 func (l *loader) add(_ string, f *parsed) {
 	*l.diags = append(*l.diags, f.diags...)
 	for _, d := range f.defs {
+		*l.diags = append(*l.diags, l.expandURLs(f.rel, d)...)
 		l.register(f.rel, d)
 	}
 }
@@ -415,15 +416,39 @@ func syntaxDiagnostic(src string, err error) *weft.Diagnostic {
 		if tk := se.GetToken(); tk != nil && tk.Position != nil {
 			d.Line, d.Column = tk.Position.Line, tk.Position.Column
 		}
-		d.Message = "syntax error: " + se.GetMessage()
+		d.Message = "syntax error: " + plainYAMLError(se.GetMessage())
 		return d
 	}
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	d.Message = "syntax error: " + strings.TrimSpace(msg)
+	d.Message = "syntax error: " + plainYAMLError(strings.TrimSpace(msg))
 	return d
+}
+
+// yamlErrorWords says in plain words what go-yaml's most frequent messages mean, for a reader
+// who does not know YAML's grammar; the parser's own words follow in parentheses.
+var yamlErrorWords = []struct{ parser, plain string }{
+	{"mapping value is not allowed in this context", "a `key:` where none can start: is this line indented deeper than the key above it, or does a value above hold an unquoted `: `?"},
+	{"could not find expected ':'", "a line that is not `key: value` inside a mapping: check its indentation, or quote a value that runs over several lines"},
+	{"found character that cannot start any token", "a character YAML cannot start a value with here (a tab used for indentation, or an unquoted @ or `): indent with spaces, quote the value"},
+	{"tab character cannot use as a map key directly", "a tab used for indentation: indent with spaces"},
+	{"found a tab character", "a tab used for indentation: indent with spaces"},
+	{"did not find expected key", "a line out of line with its neighbours: keys of one mapping start in the same column"},
+	{"unexpected key name", "a key where a value was expected: check the indentation of this line and the one above"},
+	{"could not find end character of double-quoted text", "a double-quoted value with no closing \""},
+	{"could not find end character of single-quoted text", "a single-quoted value with no closing '"},
+}
+
+// plainYAMLError rewrites a go-yaml message that yamlErrorWords knows; others pass unchanged.
+func plainYAMLError(msg string) string {
+	for _, w := range yamlErrorWords {
+		if strings.Contains(msg, w.parser) {
+			return w.plain + " (the parser: " + msg + ")"
+		}
+	}
+	return msg
 }
 
 func unwrapPathError(err error) error {

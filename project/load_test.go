@@ -220,6 +220,9 @@ func TestLoadErrors(t *testing.T) {
 		{"stray_folder", map[string]string{"schemas/x.json": "{}"}, "warning: schemas: not a definitions folder"},
 		{"tool_name_is_stem", map[string]string{"tools/a.yaml": "{name: b, kind: command, description: d, command: [x]}"}, `tools/a.yaml: name: a tool's name is its file name ("a")`},
 		{"prompty_elsewhere", map[string]string{"agents/a.prompty": "---\n---\n"}, "agents/a.prompty: a .prompty file belongs in prompts/"},
+		{"prompty_typo", map[string]string{"prompts/p.prompty": "---\nname: p\nmodle: fast\n---\nsystem:\nHi\n"}, `warning: prompts/p.prompty: modle: unknown front-matter key "modle" (did you mean "model"?)`},
+		{"prompty_unknown", map[string]string{"prompts/p.prompty": "---\nname: p\nmodel: {id: m, provider: openai}\nowner: ops\n---\nsystem:\nHi\n"}, `warning: prompts/p.prompty: owner: unknown front-matter key "owner"; it is kept as metadata`},
+		{"prompty_metadata_quiet", map[string]string{"prompts/p.prompty": "---\nname: p\ndescription: d\nmodel: {id: m, provider: openai}\nauthors: [a]\nmetadata: {owner: ops}\n---\nsystem:\nHi\n"}, ""},
 		{"resumable_true", map[string]string{"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: x, tools: [{name: a, resumable: true}]}"}, "tools[0].resumable: resumable is false or a mapping"},
 	}
 	for _, tc := range tests {

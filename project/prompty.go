@@ -97,6 +97,15 @@ func (l *loader) prompty(pf *parsed) {
 		p.IncludeChat = true
 	}
 	o.done()
+	// A top-level key neither Prompty nor Weft defines is kept as metadata, as Prompty says, but
+	// it is most often a typo: a warning (an error under --strict) names the key it resembles.
+	for _, k := range f.UnknownKeys {
+		if c := prompty.ClosestKey(k); c != "" {
+			d.warnf(k, "unknown front-matter key %q (did you mean %q?); it is kept as metadata and has no effect", k, c)
+		} else {
+			d.warnf(k, "unknown front-matter key %q; it is kept as metadata and has no effect (put it under metadata: to say so)", k)
+		}
+	}
 	if m, pd := l.implicitModel(d, f, p); m != nil {
 		if pd != nil {
 			pf.defs = append(pf.defs, definition{provider: pd, implicitFor: m})

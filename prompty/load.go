@@ -141,6 +141,9 @@ type File struct {
 	Fields map[string]any
 	// Metadata holds `metadata:` entries and unknown top-level keys.
 	Metadata map[string]any
+	// UnknownKeys are the top-level keys neither Prompty nor Weft defines (kept in Metadata too),
+	// sorted: usually typos (`modle:`), which the project loader warns about (ClosestKey).
+	UnknownKeys []string
 	// ParamRefs lists the front-matter `${params:}` values left for render time.
 	ParamRefs []ParamRef
 	// EnvRefs maps the key path of each front-matter value written `${env:NAME}` (e.g.
@@ -401,6 +404,7 @@ func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 		return err
 	}
 	f.strictInputs()
+	defer func() { sort.Strings(f.UnknownKeys) }()
 	for k, v := range top {
 		switch {
 		case isWeftField(k):
@@ -423,6 +427,9 @@ func (f *File) fields(fm *frontMatter, top map[string]any, opt Options) error {
 				f.Metadata[k] = v
 			}
 		case !isPromptyField(k):
+			if !isMetadataField(k) {
+				f.UnknownKeys = append(f.UnknownKeys, k)
+			}
 			if f.Metadata == nil {
 				f.Metadata = map[string]any{}
 			}

@@ -2,6 +2,8 @@ package scripted
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 // for concurrent use.
 type Provider struct {
 	scripted bool
+	digest   string // identifies the script's content: digest(s)
 	entries  []Entry
 	opts     Options
 	clock    weft.Clock
@@ -42,6 +45,7 @@ func New(s *Script) *Provider {
 	if s != nil {
 		p.scripted = true
 		p.opts = s.Options
+		p.digest = digest(s)
 		p.entries = make([]Entry, len(s.Responses))
 		copy(p.entries, s.Responses)
 		for i := range p.entries {
@@ -92,6 +96,63 @@ func (p *Provider) Failures() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.failures...)
+}
+
+// Resume continues the script of an earlier process: the entries numbered in answered count as
+// consumed, and tool call ids go on after the ones those entries made. answered holds the
+// ScriptEntry numbers of the model calls that process logged with this script (same Digest). A
+// thread continued with the script that started it (`weft threads approve … --model-script S`)
+// so gets the entries after the ones it used, not entry 1. Numbers that name no entry are
+// ignored; an entry is consumed once however often it is named. An entry that answered with an
+// error leaves no body, so it is not known here.
+func (p *Provider) Resume(answered []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range answered {
+		for i := range p.entries {
+			if p.entries[i].Index != n || p.consumed[i] {
+				continue
+			}
+			p.consumed[i] = true
+			p.used++
+			p.last = i
+			p.calls.Add(int64(len(p.entries[i].ToolCalls)))
+			break
+		}
+	}
+	for p.first < len(p.entries) && p.consumed[p.first] {
+		p.first++
+	}
+}
+
+// Digest identifies the content of the script this provider plays (its options and entries, as
+// parsed): two providers playing the same script have the same digest.
+func (p *Provider) Digest() string { return p.digest }
+
+func digest(s *Script) string {
+	b, err := json.Marshal(struct {
+		Options   Options
+		Responses []Entry
+	}{s.Options, s.Responses})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ScriptEntry returns the digest of the script and the number of its entry that answered a model
+// call, read from the response body this provider logged for it; ok is false for bodies of other
+// providers.
+func ScriptEntry(responseBody []byte) (digest string, n int, ok bool) {
+	var b struct {
+		Entry  *int   `json:"script_entry"`
+		Digest string `json:"script"`
+	}
+	if json.Unmarshal(responseBody, &b) != nil || b.Entry == nil {
+		return "", 0, false
+	}
+	return b.Digest, *b.Entry, true
 }
 
 // Call answers req with the next fitting entry. Failures are *weft.ProviderError: the entry's
@@ -289,7 +350,7 @@ func (p *Provider) reply(ctx context.Context, req *weft.Request, onChunk func(we
 	// --trace-requests writes) and the reply it made, as a real adapter's wire payloads would be.
 	resp.RequestBody = req.TraceJSON()
 	resp.ResponseBody, _ = json.Marshal(map[string]any{"text": resp.Text, "reasoning": resp.Reasoning,
-		"tool_calls": resp.ToolCalls, "finish_reason": resp.FinishReason, "usage": resp.Usage})
+		"tool_calls": resp.ToolCalls, "finish_reason": resp.FinishReason, "usage": resp.Usage, "script_entry": e.Index, "script": p.digest})
 	return resp, nil
 }
 

@@ -924,3 +924,59 @@ responses:
 		}
 	}
 }
+
+// TestResume: a provider told which entries an earlier process used answers with the next ones,
+// numbers its tool calls after theirs, and logs each answer's entry number.
+func TestResume(t *testing.T) {
+	src := "- tool_calls: [{name: a, arguments: {}}, {name: b, arguments: {}}]\n- match: {prompt: other}\n  text: other\n- text: third\n- text: fourth\n"
+	tests := []struct {
+		name     string
+		answered []int
+		prompt   string
+		text     string
+		entry    int
+	}{
+		{"nothing_used", nil, "p", "", 1},
+		{"first_used", []int{1}, "p", "third", 3},
+		{"first_used_twice_named", []int{1, 1}, "p", "third", 3},
+		{"out_of_order", []int{3, 1}, "p", "fourth", 4},
+		{"matched_entry_left", []int{1, 3}, "other", "other", 2},
+		{"unknown_numbers_ignored", []int{0, 9}, "p", "", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("resume.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := New(s)
+			p.Resume(tc.answered)
+			resp, err := p.Call(context.Background(), &weft.Request{Prompt: tc.prompt}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Text != tc.text {
+				t.Errorf("text %q, want %q", resp.Text, tc.text)
+			}
+			if d, n, ok := ScriptEntry(resp.ResponseBody); !ok || n != tc.entry || d != p.Digest() || d == "" {
+				t.Errorf("ScriptEntry(%s) = %s, %d, %v; want %s, %d", resp.ResponseBody, d, n, ok, p.Digest(), tc.entry)
+			}
+		})
+	}
+	// Tool call ids go on after the used entries' calls.
+	s, _ := Parse("ids.yaml", []byte("- tool_calls: [{name: a, arguments: {}}]\n- tool_calls: [{name: b, arguments: {}}]\n"))
+	p := New(s)
+	p.Resume([]int{1})
+	resp, err := p.Call(context.Background(), &weft.Request{}, nil)
+	if err != nil || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "call_2" {
+		t.Fatalf("after resume: %+v, %v", resp, err)
+	}
+	other, _ := Parse("other.yaml", []byte("- text: x\n"))
+	same, _ := Parse("ids.yaml", []byte("- tool_calls: [{name: a, arguments: {}}]\n- tool_calls: [{name: b, arguments: {}}]\n"))
+	if New(other).Digest() == p.Digest() || New(same).Digest() != p.Digest() {
+		t.Error("digests do not tell scripts apart")
+	}
+	if _, _, ok := ScriptEntry([]byte(`{"text":"x"}`)); ok {
+		t.Error("ScriptEntry found an entry in another provider's body")
+	}
+}

@@ -80,13 +80,13 @@ func decideFirst(ctx context.Context, eng *engine.Engine, threadID string, req *
 	return ready, nil
 }
 
-// waitingCalls prints the calls that wait for a decision and the commands that decide them.
-func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID, db string, redact func(string) string) {
+// waitingCalls prints the calls that wait for a decision and, for each, the commands that decide
+// it, with the call's id and the flags (again, from continueFlags) the continuation needs.
+func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID, again string, redact func(string) string) {
 	pending, err := eng.PendingApprovals(ctx, threadID)
 	if err != nil || len(pending) == 0 {
 		return
 	}
-	dbFlag := dbFlag(db)
 	verb := "wait"
 	if len(pending) == 1 {
 		verb = "waits"
@@ -95,8 +95,36 @@ func waitingCalls(ctx context.Context, w io.Writer, eng *engine.Engine, threadID
 	for _, p := range pending {
 		fmt.Fprintf(w, "  %s  %s(%s)\n", p.CallID, p.Name, redact(p.Arguments))
 	}
-	fmt.Fprintf(w, "decide with:\n  weft threads approve %s CALL%s [--args JSON]\n  weft threads deny %s CALL%s [--reason TEXT]\n",
-		threadID, dbFlag, threadID, dbFlag)
+	fmt.Fprintln(w, "decide with:")
+	for _, p := range pending {
+		fmt.Fprintf(w, "  weft threads approve %s %s%s [--args JSON]\n  weft threads deny %s %s%s [--reason TEXT]\n",
+			threadID, shellWord(p.CallID), again, threadID, shellWord(p.CallID), again)
+	}
+}
+
+// continueFlags are the flags a command that continues the thread needs to see what this run saw:
+// the definitions (--dir), the store (--db) and the model script, whose entries the thread's
+// earlier calls used are skipped when it continues (resumeScript).
+func continueFlags(g *globals, f *runFlags) string {
+	var b strings.Builder
+	if def := envOr("WEFT_DIR", "agents"); g.dir != "" && g.dir != def {
+		b.WriteString(" --dir " + shellWord(g.dir))
+	}
+	if f.db != "" && f.db != defaultDB() {
+		b.WriteString(" --db " + shellWord(f.db))
+	}
+	if f.script != "" && f.script != os.Getenv("WEFT_MODEL_SCRIPT") {
+		b.WriteString(" --model-script " + shellWord(f.script))
+	}
+	return b.String()
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@=+,%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // pendingRedacted lists the calls the thread waits for (its blocking subagents' included), their

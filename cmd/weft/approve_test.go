@@ -91,7 +91,7 @@ func TestRunAwaitsApproval(t *testing.T) {
 			if doc.Result.Reason != "awaiting_approval" || doc.Thread.Status != "awaiting_approval" {
 				t.Errorf("document: %+v", doc)
 			}
-			if !strings.Contains(errOut, "weft threads approve "+doc.Thread.ID+" CALL") || !strings.Contains(errOut, `refund({"order_id":42})`) {
+			if !strings.Contains(errOut, "weft threads approve "+doc.Thread.ID+" call_") || !strings.Contains(errOut, `refund({"order_id":42})`) {
 				t.Errorf("stderr does not say how to decide:\n%s", errOut)
 			}
 			if got := ledgerLines(t, ledger); len(got) != 0 {

@@ -357,7 +357,7 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 		return nil, err
 	}
 	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
-		return nil, exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
+		return nil, noAgent(reg, agent, g.dir)
 	}
 	logs := &chatLog{}
 	var level slog.Level

@@ -121,7 +121,7 @@ func buildDocument(ctx context.Context, st docSource, threadID string, res *engi
 		if l.CostTotal != nil {
 			c := *l.CostTotal
 			if doc.Usage.CostTotal != nil {
-				c += *doc.Usage.CostTotal
+				c = weft.RoundUSD(c + *doc.Usage.CostTotal)
 			}
 			doc.Usage.CostTotal = &c
 		}

@@ -23,7 +23,7 @@ func newInitCmd(g *globals) *cobra.Command {
 		Short: "Scaffold a small project with a working example agent",
 		Long: `Create DIR (default: the current directory) with agents/{models,prompts,agents,tools}
 holding an example assistant agent, a model script examples/hello.script.yaml to run it offline,
-and .env.example. A non-empty DIR is refused unless --force is given.`,
+a README.md saying what each file is, and .env.example (copied to .env, it is read at start). A non-empty DIR is refused unless --force is given.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."

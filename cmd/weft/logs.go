@@ -145,7 +145,7 @@ func writeLogs(out io.Writer, logs []weft.LogEntry, full bool) {
 			switch {
 			case l.CostTotal != nil:
 				cost = fmt.Sprintf("$%.6f", *l.CostTotal)
-				total += *l.CostTotal
+				total = weft.RoundUSD(total + *l.CostTotal)
 			case l.InputTokens+l.OutputTokens > 0:
 				unknown++ // tokens were used, and the model has no price
 			default:

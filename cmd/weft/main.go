@@ -60,9 +60,13 @@ func main() {
 
 // run executes the CLI and returns the exit code; it is main without the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdin, stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	// The project's .env is read first, so that flag defaults taken from the environment see it.
+	err := loadProjectDotenv(dirArg(args))
+	if err == nil {
+		root := newRootCmd(stdin, stdout, stderr)
+		root.SetArgs(args)
+		err = root.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -114,5 +118,6 @@ providers/, prompts/, agents/ and tools/.`,
 		return exit(exitUsage, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
 	}
 	root.AddCommand(newValidateCmd(g), newInitCmd(g), newRunCmd(g), newChatCmd(g), newRenderCmd(g), newThreadsCmd(g), newLogsCmd(g), newServeCmd(g), newInspectCmd(g), newMCPCmd(g), newA2ACmd(g), newKeysCmd(), newEnvCmd(), newDBCmd(), newEvalCmd(g))
+	refuseUnknownSubcommands(root)
 	return root
 }

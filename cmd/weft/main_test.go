@@ -124,7 +124,7 @@ func TestInitCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	for _, f := range []string{"agents/models/fast.yaml", "agents/prompts/assistant.yaml", "agents/agents/assistant.yaml", "agents/tools/current_time.yaml", "examples/hello.script.yaml", ".env.example"} {
+	for _, f := range []string{"agents/models/fast.yaml", "agents/prompts/assistant.yaml", "agents/agents/assistant.yaml", "agents/tools/current_time.yaml", "examples/hello.script.yaml", ".env.example", "README.md"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("scaffold lacks %s", f)
 		}

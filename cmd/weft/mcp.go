@@ -78,7 +78,8 @@ func serveMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return exit(exitFailure, err)
 	}
 	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Version: version(), Logger: log, TracerProvider: tracerOf(rt.opt.Observer)})
-	err = srv.Run(ctx, &sdk.StdioTransport{})
+	stdio := newDrainingStdio(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+	err = srv.Run(ctx, &sdk.IOTransport{Reader: stdio.reader(), Writer: stdio.writer()})
 	eng.Wait()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, sdk.ErrConnectionClosed) && !strings.Contains(err.Error(), "EOF") {
 		return exit(exitFailure, err)

@@ -373,7 +373,7 @@ func TestMCPValidateStartsServers(t *testing.T) {
 	}
 	for _, want := range []string{
 		"tools/broken.yaml: server: MCP server broken could not be started",
-		`warning: tools/orders.yaml: tools[1]: the server lists no tool "refund"`,
+		`warning: agents/tools/orders.yaml: tools[1]: the server lists no tool "refund"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)

@@ -41,7 +41,19 @@ func remoteOf(g *globals) *remote {
 	if key == "" {
 		key = os.Getenv("WEFT_API_KEY")
 	}
-	return &remote{base: strings.TrimSuffix(base, "/"), key: key, http: &http.Client{}}
+	return &remote{base: serverBase(base), key: key, http: &http.Client{}}
+}
+
+// serverBase turns what a user passes as --server into the URL the API's paths (/api/…) go
+// under: a bare host:port gets http://, and the /api that weft serve prints in its banner
+// ("serving http://127.0.0.1:8080/api") is dropped, so that line works when pasted.
+func serverBase(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	s = strings.TrimRight(s, "/")
+	return strings.TrimRight(strings.TrimSuffix(s, "/api"), "/")
 }
 
 // apiCodes maps the API's error codes back to the domain's, so that exit codes match local use.
@@ -101,6 +113,9 @@ func (r *remote) do(ctx context.Context, method, path string, body, out any) err
 		if msg == "" {
 			msg = resp.Status
 		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			msg = r.keyHint(msg)
+		}
 		return &weft.Error{Code: code, Message: msg}
 	}
 	if out != nil {
@@ -109,6 +124,16 @@ func (r *remote) do(ctx context.Context, method, path string, body, out any) err
 		}
 	}
 	return nil
+}
+
+// keyHint rewrites the server's 401 message in the CLI's terms: the flag and variable that give
+// the key, not the HTTP header the server asks for.
+func (r *remote) keyHint(msg string) string {
+	if r.key == "" {
+		return "--server " + r.base + " needs an API key: pass --api-key KEY or set WEFT_API_KEY " +
+			"(weft keys create --db DB, on the server's store, makes one)"
+	}
+	return msg + " (the key given by --api-key or WEFT_API_KEY)"
 }
 
 // remoteExit is the exit code of a failed server call, as for the same failure locally.

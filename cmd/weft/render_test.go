@@ -63,7 +63,7 @@ func TestRenderJSONAndThread(t *testing.T) {
 	var run struct{ Thread struct{ ID string } }
 	json.Unmarshal([]byte(out), &run)
 	out, errOut, code = runWeft(t, proj, "render", "assistant", "--thread", run.Thread.ID, "--db", db)
-	if code != 0 || !strings.Contains(out, "user:\nWhat time is it?") || !strings.Contains(out, "assistant:\nI checked the clock") {
+	if code != 0 || !strings.Contains(out, "user:\nWhat time is it?") || !strings.Contains(out, "assistant:\nI asked the current_time tool") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -106,7 +106,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	}
 	agent := args[0]
 	if _, ok := reg.Agent(agent); !ok && f.thread == "" {
-		return exit(exitUsage, fmt.Errorf("no agent named %q in %s", agent, g.dir))
+		return noAgent(reg, agent, g.dir)
 	}
 	message, err := readMessage(cmd.InOrStdin(), args)
 	if err != nil {
@@ -187,6 +187,13 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		if th, err = store.Thread(ctx, f.thread); err != nil {
 			return exit(exitUsage, err) // the store names the thread
 		}
+		if script != nil && f.decide != nil {
+			// A decision continues the run that stopped for it: the script goes on after the
+			// entries that run used. A new message (run --thread) starts the script afresh.
+			if err := resumeScript(ctx, store, script, th.ID); err != nil {
+				return exit(exitFailure, err)
+			}
+		}
 	} else {
 		nt := engine.NewThread{Agent: agent, Env: env, Arguments: threadArgs}
 		if cmd.Flags().Changed("budget-usd") || cmd.Flags().Changed("budget-tokens") {
@@ -227,7 +234,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 			if redact == nil {
 				redact = func(s string) string { return s }
 			}
-			waitingCalls(ctx, stderr, eng, th.ID, f.db, redact)
+			waitingCalls(ctx, stderr, eng, th.ID, continueFlags(g, f), redact)
 			return exit(exitApproval, nil)
 		}
 	}
@@ -304,7 +311,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return exit(exitInterrupted, nil)
 	case awaiting(doc.Result.Reason):
 		if !f.quiet {
-			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, f.db, redact)
+			waitingCalls(context.WithoutCancel(ctx), stderr, eng, th.ID, continueFlags(g, f), redact)
 		}
 		return exit(exitApproval, nil)
 	case script != nil && scriptFailed(script, res):
@@ -325,6 +332,16 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 				fmt.Fprintf(stderr, ": %s", redact(*doc.Result.Error))
 			}
 			fmt.Fprintln(stderr)
+			if doc.Result.Error != nil && script == nil && strings.Contains(*doc.Result.Error, "No API key found") {
+				// A thread this command made that holds only the message (its first model call
+				// failed) is not kept.
+				kept, bg := " --thread "+th.ID, context.WithoutCancel(ctx)
+				if n, err := store.CountMessages(bg, th.ID, weft.MessageQuery{}); f.thread == "" && err == nil && n <= 1 &&
+					store.DeleteThread(bg, th.ID) == nil {
+					kept = ""
+				}
+				fmt.Fprintf(stderr, "weft: set the key in the environment or the project's .env, or answer the model offline with --model-script FILE%s\n", kept)
+			}
 		}
 		return exit(exitFailure, nil)
 	}
@@ -393,21 +410,12 @@ func parseEnv(pairs []string, file string) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--env-file: %w", unwrapPath(err))
 		}
-		for i, line := range strings.Split(string(data), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			line = strings.TrimPrefix(line, "export ")
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: want NAME=value", file, i+1)
-			}
-			v = strings.TrimSpace(v)
-			if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-				v = v[1 : len(v)-1]
-			}
-			env[strings.TrimSpace(k)] = v
+		vars, err := parseDotenv(file, data)
+		if err != nil {
+			return nil, fmt.Errorf("--env-file %w", err)
+		}
+		for _, v := range vars {
+			env[v.name] = v.value
 		}
 	}
 	for _, p := range pairs {

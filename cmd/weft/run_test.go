@@ -83,7 +83,7 @@ func TestRunExitCodes(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"ok", []string{"run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml"}, 0, "I checked the clock", ""},
+		{"ok", []string{"run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml"}, 0, "I asked the current_time tool", ""},
 		{"expectation_failed", []string{"run", "assistant", "hi", "--model-script", mismatch}, 5, "", `expected system prompt to contain "nonsense"`},
 		{"strict_leftovers", []string{"run", "assistant", "hi", "--model-script", leftover}, 5, "one", "1 responses left over"},
 		{"step_error", []string{"run", "assistant", "hi", "--model-script", failing}, 1, "", "run stopped: step_error: Model fast failed (invalid_request is not retried) and 0 fallbacks: invalid_request (400): bad request"},

@@ -49,7 +49,7 @@ cannot be fetched or has no JSON-RPC interface is an error.`,
 			if asJSON {
 				writeDiagnosticsJSON(cmd.OutOrStdout(), diags, failed, strict)
 			} else {
-				writeDiagnostics(cmd.OutOrStdout(), cmd.ErrOrStderr(), diags, strict)
+				writeDiagnostics(cmd.OutOrStdout(), cmd.ErrOrStderr(), fromHere(g.dir, diags), strict)
 			}
 			if failed {
 				return exit(exitDefinitions, nil)

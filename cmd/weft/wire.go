@@ -24,7 +24,7 @@ func loadProject(dir string) (*weft.Registry, error) {
 	}
 	reg, diags := project.Open(dir, project.Options{})
 	if diags.HasErrors() {
-		return nil, exit(exitDefinitions, diags.Err())
+		return nil, exit(exitDefinitions, fromHere(dir, diags).Err())
 	}
 	a2a.Attach(reg)
 	return reg, nil
