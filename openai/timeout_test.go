@@ -53,17 +53,19 @@ func TestEngineTimeoutsOverAdapter(t *testing.T) {
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
 			hold(r)
-		}, 2, "no output within 200ms"},
+		}, 2, "no output within 600ms"},
 		{"stall_after_first_chunk", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			sse(w, text("Hel"))
 			hold(r)
-		}, 2, "stream stalled: no output for 100ms"},
+		}, 2, "stream stalled: no output for 300ms"},
 		{"slow_tool_arguments_are_progress", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			sse(w, `{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"echo","arguments":""}}]}}]}`)
 			for _, part := range []string{`{\"q\"`, `:\"a`, `b\"}`, ``, ``} {
-				time.Sleep(60 * time.Millisecond) // each gap < stall 100ms; all together > first chunk 200ms
+				// Each gap well under the 300 ms stall (a loaded machine delays the writer by tens of
+				// milliseconds), all together past the 600 ms first chunk.
+				time.Sleep(150 * time.Millisecond)
 				sse(w, `{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"`+part+`"}}]}}]}`)
 			}
 			sse(w, `{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
@@ -84,7 +86,7 @@ func TestEngineTimeoutsOverAdapter(t *testing.T) {
 			defer srv.Close()
 			reg := weft.NewRegistry()
 			reg.AddModel(&weft.Model{Name: "m", Provider: "openai", Model: "gpt-test",
-				Timeouts: weft.Timeouts{FirstChunk: weft.Duration(200 * time.Millisecond), Stall: weft.Duration(100 * time.Millisecond)},
+				Timeouts: weft.Timeouts{FirstChunk: weft.Duration(600 * time.Millisecond), Stall: weft.Duration(300 * time.Millisecond)},
 				Retry:    weft.RetryPolicy{Attempts: 2, BaseDelay: weft.Duration(time.Millisecond)}, Fallbacks: []string{"backup"}})
 			reg.AddModel(&weft.Model{Name: "backup", Provider: "openai", Model: "gpt-backup"})
 			reg.AddTool(&weft.Tool{Name: "echo", Description: "Echo.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, args json.RawMessage) (weft.ToolResult, error) {
