@@ -168,8 +168,65 @@ func (r *redactor) String(s string) string {
 	return r.redact(s, literalDepth)
 }
 
-// redact replaces the secrets in s; depth bounds the nested JSON string levels it decodes.
+// redact replaces the secrets in s; depth bounds the nested JSON string levels it decodes. A
+// secret's text can also be found across or inside an escape of JSON text (`\u0010` followed by
+// "000" holds "0000"), where replacing it would break the text: JSON that the text pass left
+// invalid is redacted value by value instead (redactJSON).
 func (r *redactor) redact(s string, depth int) string {
+	out := r.redactText(s, depth)
+	if out != s && strings.Contains(s, `\`) && !json.Valid([]byte(out)) && json.Valid([]byte(s)) {
+		if v, ok := r.redactJSON(s, depth); ok {
+			return v
+		}
+	}
+	return out
+}
+
+// redactJSON redacts a JSON document by its values: every string and key, and every number whose
+// text holds a secret (written as a string then), at any depth; keys come out sorted.
+func (r *redactor) redactJSON(s string, depth int) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", false
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch x := x.(type) {
+		case string:
+			return r.redact(x, max(depth-1, 0))
+		case json.Number:
+			if red := r.r.Replace(string(x)); red != string(x) {
+				return red
+			}
+			return x
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+			return x
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[r.redact(k, max(depth-1, 0))] = walk(e)
+			}
+			return out
+		}
+		return x
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(walk(v)); err != nil {
+		return "", false
+	}
+	return strings.TrimSuffix(b.String(), "\n"), true
+}
+
+// redactText replaces the secrets in s as text, then inside the JSON string literals that hold an
+// escape.
+func (r *redactor) redactText(s string, depth int) string {
 	s = r.r.Replace(s)
 	if depth == 0 || !strings.Contains(s, `\`) {
 		return s

@@ -94,11 +94,14 @@ func FuzzRedactor(f *testing.F) {
 		var v map[string]string
 		_ = json.Unmarshal([]byte(got), &v)
 		for k, x := range v {
-			if strings.Contains(k, secret) || strings.Contains(x, secret) {
+			// A value that is itself JSON is checked by its decoded strings: its text may hold the
+			// secret's characters inside an escape (\u0000 for a secret 0000), which is no leak.
+			var in map[string]string
+			nested := json.Unmarshal([]byte(x), &in) == nil
+			if strings.Contains(k, secret) || !nested && strings.Contains(x, secret) {
 				t.Fatalf("%s → %s holds %q", doc, got, secret)
 			}
-			var in map[string]string
-			if json.Unmarshal([]byte(x), &in) == nil {
+			if nested {
 				for k2, y := range in {
 					if strings.Contains(k2, secret) || strings.Contains(y, secret) {
 						t.Fatalf("%s → %s holds %q nested", doc, got, secret)
