@@ -235,6 +235,9 @@ type ToolEntry struct {
 	// without one, validation warns, previews show the declaration and a run fails saying how to
 	// provide the tool.
 	Declared *ToolSpec `json:"-"`
+	// DeclaredKind is the Prompty kind of a declared tool: function, or a custom kind
+	// (`kind: my_provider`) that binds the same way.
+	DeclaredKind string `json:"-"`
 }
 
 // Flag returns the value of a *bool option, or def when unset.

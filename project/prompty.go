@@ -113,6 +113,10 @@ func (l *loader) prompty(pf *parsed) {
 		pf.defs = append(pf.defs, definition{model: m, implicitFor: p})
 	}
 	for i, t := range f.Tools {
+		if raw, ok := t.(map[string]any); ok && (raw["kind"] == "openapi" || raw["type"] == "openapi") {
+			p.Tools = append(p.Tools, l.openapiEntries(d, index("tools", i), raw, f, pf)...)
+			continue
+		}
 		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
 	}
 	if tools, ok := p.ModelOptions["tools"].([]any); ok {
@@ -341,7 +345,7 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
 			return nil, false
 		}
-		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw)}
+		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw), DeclaredKind: kind}
 		for _, it := range m {
 			if fmt.Sprint(it.Key) != "bindings" {
 				continue
@@ -371,9 +375,27 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 		}
 		return one(e, true)
 	case "openapi":
-		d.errf(path, "tool kind openapi is not supported: Weft does not call OpenAPI specs itself; define the operation as an http tool in tools/ and list it by name")
+		d.errf(path, "a tools section cannot add an openapi tool; list it in the front matter")
 	default:
-		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, mcp, prompty, or a tool defined in tools/); remove the entry or define the tool", kind)
+		// A custom kind (`kind: my_provider`), or a provider's hosted tool (web_search,
+		// code_interpreter, …), binds like a function tool: to the project's tool of its name
+		// (tools/NAME.yaml — executionMode: provider for one the model's provider runs — an MCP
+		// server's tool or a Go tool); without one, validation warns and a run fails saying so.
+		name := ""
+		for _, it := range m {
+			if k := fmt.Sprint(it.Key); k == "name" || (k == "id" && name == "") {
+				name, _ = it.Value.(string)
+			}
+		}
+		if name == "" {
+			d.errf(path+".name", "a tool of kind %q needs a name: the project tool (tools/NAME.yaml, an MCP server's tool or a Go tool) it binds", kind)
+			return nil, false
+		}
+		spec := declaredSpec(d, path, name, raw)
+		if spec == nil {
+			spec = &weft.ToolSpec{Name: name, Description: fmt.Sprintf("A %s tool.", kind)}
+		}
+		return one(weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: spec, DeclaredKind: kind}, true)
 	}
 	return nil, false
 }
