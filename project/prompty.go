@@ -256,10 +256,9 @@ func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*we
 		}
 		own, _ := weft.ProviderKeyEnv(ref.Provider)
 		switch {
-		case c.APIKey == "":
-		case c.APIKeyEnv == "":
+		case c.APIKeyEnv == "" && c.APIKey != "":
 			d.warnf("model.connection.apiKey", "a key written in the file is not used; write it as ${env:NAME}, or set %s", keyHint(own))
-		case c.APIKeyEnv != own:
+		case c.APIKeyEnv != "" && c.APIKeyEnv != own:
 			pd = &weft.ProviderDef{Name: ref.Provider + ":" + c.APIKeyEnv, Base: ref.Provider, APIKeyEnv: c.APIKeyEnv, BaseURL: c.Endpoint}
 			m.Provider = pd.Name
 		}
