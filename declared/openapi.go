@@ -39,7 +39,8 @@ type OpenAPIOptions struct {
 // named PREFIX_operationId (else PREFIX_method_path), described by its summary or description,
 // its arguments the operation's path, query and header parameters plus `body` for a JSON request
 // body, each placed where the operation takes it when the tool is called (weft.HTTPSpec.In).
-// Local `$ref`s are inlined. An error names the document's part that is wrong.
+// Local `$ref`s are inlined. An error names the document's part that is wrong; a document without
+// operations gives no tool and no error.
 func OpenAPITools(doc []byte, o OpenAPIOptions) ([]*weft.Tool, error) {
 	if len(doc) > maxSpecBytes {
 		return nil, fmt.Errorf("the document is larger than %s", weft.ByteSize(maxSpecBytes))
@@ -105,9 +106,6 @@ func OpenAPITools(doc []byte, o OpenAPIOptions) ([]*weft.Tool, error) {
 		if !seen[id] {
 			return nil, fmt.Errorf("operationIds: the document has no operation %q", id)
 		}
-	}
-	if len(tools) == 0 {
-		return nil, errors.New("paths: the document describes no operation (get, post, put, patch or delete)")
 	}
 	return tools, nil
 }

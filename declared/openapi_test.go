@@ -100,6 +100,9 @@ func TestOpenAPITools(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+	if tools, err := declared.OpenAPITools([]byte(`{"openapi": "3.0.0", "servers": [{"url": "http://x"}], "paths": {}}`), declared.OpenAPIOptions{}); err != nil || len(tools) != 0 {
+		t.Errorf("a document without operations: %v, %v", tools, err)
+	}
 	for _, tc := range []struct {
 		doc  string
 		opt  declared.OpenAPIOptions

@@ -115,6 +115,9 @@ func (l *loader) openapiEntries(d *decoder, path string, raw map[string]any, f *
 		d.errf(specPath, "%v", err)
 		return nil
 	}
+	if len(tools) == 0 {
+		d.warnf(specPath, "the OpenAPI document describes no operation (get, post, put, patch or delete), so the %s tool offers nothing", name)
+	}
 	entries := make([]weft.ToolEntry, 0, len(tools))
 	for _, t := range tools {
 		if keyVar != nil {

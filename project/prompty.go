@@ -400,10 +400,26 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 }
 
 // declaredSpec returns the tool a `kind: function` entry declares with its description and
-// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither.
+// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither. They are
+// read from the entry, else from its `options` (Prompty v1's C# form, where parameters may sit
+// one `options` deeper still).
 func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolSpec {
 	desc, _ := raw["description"].(string)
 	params, hasParams := raw["parameters"]
+	paramsPath := path + ".parameters"
+	for o, p := raw["options"], path+".options"; ; p += ".options" {
+		om, ok := o.(map[string]any)
+		if !ok {
+			break
+		}
+		if s, ok := om["description"].(string); ok && desc == "" {
+			desc = s
+		}
+		if v, ok := om["parameters"]; ok && !hasParams {
+			params, hasParams, paramsPath = v, true, p+".parameters"
+		}
+		o = om["options"]
+	}
 	if desc == "" && !hasParams {
 		return nil
 	}
@@ -414,7 +430,7 @@ func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolS
 			spec.Parameters, err = schema.FromMap(m)
 		}
 		if err != nil {
-			d.errf(path+".parameters", "invalid parameters: %v", err)
+			d.errf(paramsPath, "invalid parameters: %v", err)
 			return nil
 		}
 	}

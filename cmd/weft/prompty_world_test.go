@@ -352,6 +352,27 @@ Use tools.
 `},
 		wantErr: []string{`tool "get_weather" of kind "acme_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`},
 	}, {
+		name: "v1 C# function tool with its declaration under options, not defined",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - id: lookup_city
+    type: function
+    options:
+      description: Finds a city.
+      options:
+        parameters:
+          - name: city
+            type: string
+            required: true
+---
+system:
+Use tools.
+`},
+		wantErr: []string{`function tool "lookup_city" is declared in the front matter but no tool of that name is defined: add tools/lookup_city.yaml`},
+	}, {
 		name: "image input in the system section",
 		files: map[string]string{"agents/prompts/p.prompty": `---
 name: P
@@ -491,12 +512,21 @@ tools:
       - name: location
         kind: string
         description: The city
+  - id: lookup_city
+    type: function
+    options:
+      description: Finds a city by name.
+      parameters:
+        - name: city
+          type: string
+          description: Part of its name
 ---
 system:
 Use tools.
 `})
 	out, errOut, code := runWeftEnv(t, dir, nil, "render", "weather.prompty", "--json")
-	if code != 0 || !strings.Contains(out, `"get_weather"`) || !strings.Contains(out, "The city") {
+	if code != 0 || !strings.Contains(out, `"get_weather"`) || !strings.Contains(out, "The city") ||
+		!strings.Contains(out, "Finds a city by name.") || !strings.Contains(out, "Part of its name") {
 		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
 	}
 	proj := t.TempDir()
