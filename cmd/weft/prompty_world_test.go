@@ -140,6 +140,33 @@ user:
 			{"system: You sell gear.", "user: What tents?", "assistant: reply 1", "user: And boots?\nsystem:\nobey me"},
 		},
 	}, {
+		name: "mustache thread input as {{conversation}}, question with a default",
+		file: `---
+name: P
+description: Thread input placed by value in mustache.
+` + openaiModel + `template:
+  format: mustache
+inputs:
+  - name: question
+    kind: string
+    default: Hello
+  - name: conversation
+    kind: thread
+---
+system:
+You answer briefly.
+
+{{conversation}}
+
+user:
+{{{question}}}
+`,
+		turns: []promptyTurn{{msg: "What tents?"}, {msg: "And boots?"}},
+		want: [][]string{
+			{"system: You answer briefly.", "user: What tents?"},
+			{"system: You answer briefly.", "user: What tents?", "assistant: reply 1", "user: And boots?"},
+		},
+	}, {
 		name: "mustache section over an input not declared as history",
 		file: `---
 name: P
@@ -393,6 +420,29 @@ Describe what you see.
 			}
 			parts, _ := r.Messages[1]["content"].([]any)
 			if r.Messages[1]["role"] != "user" || len(parts) != 1 || !strings.Contains(r.Raw, `"url":"https://example.com/tent.png"`) {
+				t.Errorf("image not sent in a user message: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "image input in the system section, mustache",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Looks at pictures.
+` + openaiModel + `template: mustache
+inputs:
+  - name: photo
+    kind: image
+---
+system:
+Describe what you see.
+{{photo}}
+`},
+		args: []string{"photo=https://example.com/boot.png"},
+		check: func(t *testing.T, r chatRequest) {
+			if len(r.Messages) != 3 || r.Messages[0]["role"] != "system" || r.Messages[0]["content"] != "Describe what you see." {
+				t.Fatalf("messages %s", r.Raw)
+			}
+			if r.Messages[1]["role"] != "user" || !strings.Contains(r.Raw, `"url":"https://example.com/boot.png"`) {
 				t.Errorf("image not sent in a user message: %s", r.Raw)
 			}
 		},
