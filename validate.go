@@ -534,6 +534,9 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 	offered := 0
 	for i, e := range p.Tools {
 		base := fmt.Sprintf("tools[%d]", i)
+		if e.Path != "" {
+			base = e.Path
+		}
 		if e.Name == "" {
 			v.errf(src, base+".name", "a tool entry needs a name")
 			continue

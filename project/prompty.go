@@ -112,12 +112,19 @@ func (l *loader) prompty(pf *parsed) {
 		}
 		pf.defs = append(pf.defs, definition{model: m, implicitFor: p})
 	}
+	// at names each entry by where the file writes it, however many entries it became.
+	at := func(path string, entries []weft.ToolEntry) []weft.ToolEntry {
+		for k := range entries {
+			entries[k].Path = path
+		}
+		return entries
+	}
 	for i, t := range f.Tools {
 		if raw, ok := t.(map[string]any); ok && (raw["kind"] == "openapi" || raw["type"] == "openapi") {
-			p.Tools = append(p.Tools, l.openapiEntries(d, index("tools", i), raw, f, pf)...)
+			p.Tools = append(p.Tools, at(index("tools", i), l.openapiEntries(d, index("tools", i), raw, f, pf))...)
 			continue
 		}
-		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
+		p.Tools = append(p.Tools, at(index("tools", i), frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) }))...)
 	}
 	if tools, ok := p.ModelOptions["tools"].([]any); ok {
 		// Prompty v1 writes OpenAI function definitions under model.parameters.tools (often
@@ -139,7 +146,7 @@ func (l *loader) prompty(pf *parsed) {
 			if entry["description"] == nil {
 				entry["description"] = ""
 			}
-			p.Tools = append(p.Tools, frontMatterTool(d, path, entry, nil)...)
+			p.Tools = append(p.Tools, at(path, frontMatterTool(d, path, entry, nil))...)
 		}
 	}
 	pf.defs = append(pf.defs, definition{prompt: p})
