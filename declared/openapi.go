@@ -17,8 +17,7 @@ import (
 // maxSpecBytes caps an OpenAPI document.
 const maxSpecBytes = 8 << 20
 
-// maxRefDepth bounds how deep `$ref`s of an OpenAPI document are inlined; a schema that refers
-// to itself deeper than that becomes an unconstrained object.
+// maxRefDepth bounds a chain of `$ref`s that name `$ref`s.
 const maxRefDepth = 12
 
 // OpenAPIOptions configures OpenAPITools.
@@ -313,7 +312,11 @@ type refs struct {
 }
 
 // maxSchemaNodes bounds the schema objects built from one document.
-const maxSchemaNodes = 50000
+const maxSchemaNodes = 5000
+
+// maxSchemaDepth bounds how deep an argument schema nests (Weft's argument schemas take 16
+// levels); a deeper part, such as a schema that refers to itself, becomes an unconstrained object.
+const maxSchemaDepth = 8
 
 // errTooLarge is returned when inlining a document's refs would build too many schema objects.
 var errTooLarge = errors.New("the document's schemas are too large once their $refs are inlined")
@@ -363,7 +366,7 @@ func (r *refs) jsonSchema(v any, depth int) any {
 	if r.budget--; r.budget < 0 {
 		return nil
 	}
-	if depth > maxRefDepth {
+	if depth > maxSchemaDepth {
 		return map[string]any{"type": "object"}
 	}
 	m, ok := r.deref(v).(map[string]any)
