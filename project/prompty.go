@@ -611,6 +611,24 @@ func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnos
 		if strings.TrimSpace(p.ToolDescription) == "" {
 			p.ToolDescription = p.Name
 		}
+		// An MCP server the file names but does not declare is declared in a project's tools/,
+		// which a file on its own has not: the preview goes on without its tools.
+		p.Tools = slices.DeleteFunc(slices.Clone(p.Tools), func(e weft.ToolEntry) bool {
+			if e.Kind != weft.EntryMCP {
+				return false
+			}
+			server, _ := weft.SplitMCPEntry(e.Name)
+			if _, ok := reg.MCPServer(server); ok {
+				return false
+			}
+			path := e.Path
+			if path == "" {
+				path = "tools"
+			}
+			diags = append(diags, weft.Diagnostic{Source: pf.rel, Path: path, Severity: weft.SeverityWarning,
+				Message: fmt.Sprintf("MCP server %q is not declared here (a project declares it in tools/%s.yaml); previewing without its tools", server, server)})
+			return true
+		})
 		if _, ok := reg.Model(p.Model); !ok {
 			stand := &weft.Model{Name: "preview", Provider: "test", Model: "preview"}
 			if p.Model != "" {

@@ -590,3 +590,62 @@ Use tools.
 		t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestPromptyPreviewOnItsOwn: `weft render FILE` previews a file that names an MCP server only a
+// project declares (without that server's tools), while validating it in a project still says
+// the server is missing; a required input without a sample is refused saying how to give it.
+func TestPromptyPreviewOnItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"files.prompty": `---
+name: files
+description: Reads files.
+model:
+  id: gpt-4o
+  provider: openai
+tools:
+  - name: docs
+    kind: mcp
+    connection:
+      kind: reference
+      name: docs-server
+---
+system:
+Answer from the docs.
+`,
+		"ask.prompty": `---
+name: ask
+model:
+  id: gpt-4o
+  provider: openai
+inputs:
+  question:
+    type: string
+    required: true
+---
+user:
+{{question}}
+`})
+	out, errOut, code := runWeftEnv(t, dir, nil, "render", "files.prompty", "--json")
+	if code != 0 || !strings.Contains(out, "Answer from the docs.") {
+		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+	}
+	proj := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(dir, "files.prompty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, proj, map[string]string{"agents/prompts/files.prompty": string(data)})
+	out, errOut, code = runWeftEnv(t, proj, nil, "validate")
+	if code == 0 || !strings.Contains(out+errOut, `tools[0]: no MCP server named "docs-server"`) {
+		t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeftEnv(t, dir, nil, "render", "ask.prompty")
+	if code != 4 || !strings.Contains(out+errOut, `missing required property "question"`) || !strings.Contains(out+errOut, "--arg NAME=VALUE") {
+		t.Errorf("render without the required argument: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeftEnv(t, dir, nil, "render", "ask.prompty", "--arg", "question=Why?")
+	if code != 0 || !strings.Contains(out, "Why?") {
+		t.Errorf("render with it: exit %d\n%s%s", code, out, errOut)
+	}
+}
