@@ -465,7 +465,10 @@ func runScenario(t *testing.T, sc scenario, after int) int {
 	mem, clock := newDeathStore()
 	led := &ledger{}
 	first := &auditStore{Store: mem, led: led, after: after}
-	eng, err := engine.New(engine.Options{Registry: reg, Store: first, Override: w.model(), RecordEvents: true, LeaseTTL: deadTTL})
+	// The model is a provider, not a script (Override): it gets each request as a provider does,
+	// after the last-line redaction pass.
+	provider := func(*weft.Model) (weft.Provider, error) { return w.model(), nil }
+	eng, err := engine.New(engine.Options{Registry: reg, Store: first, Providers: provider, RecordEvents: true, LeaseTTL: deadTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +490,7 @@ func runScenario(t *testing.T, sc scenario, after int) int {
 	// The first process is dead: a second one recovers what it left and finishes the thread.
 	clock.expire()
 	second := &auditStore{Store: mem, led: led}
-	eng2, err := engine.New(engine.Options{Registry: reg, Store: second, Override: w.model(), RecordEvents: true})
+	eng2, err := engine.New(engine.Options{Registry: reg, Store: second, Providers: provider, RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
