@@ -1,6 +1,3 @@
-// Package engine runs agents: threads whose runs alternate model steps and tool calls, with every
-// message persisted through a weft.Store and every model call made through a weft.Provider
-// (execution.md). It knows the root interfaces only — never a concrete store or provider.
 package engine
 
 import (

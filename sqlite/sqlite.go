@@ -1,5 +1,5 @@
 // Package sqlite is the default weft.Store: one SQLite file in WAL mode, through the pure-Go
-// modernc.org/sqlite driver (storage.md).
+// modernc.org/sqlite driver. It keeps the contract every store keeps (package storetest).
 //
 // All writes go through one dedicated connection with cached prepared statements, each in a
 // BEGIN IMMEDIATE transaction; reads use a separate pool of read-only connections, so they never
