@@ -328,39 +328,39 @@ type authRequest struct {
 // readAuthRequest reads an authorization request. An error before the redirect URI is known good
 // is shown to the user (never redirected: RFC 6749 §4.1.2.1); after, redirectErr is an error
 // code and description to send back to the client.
-func readAuthRequest(r *http.Request) (req *authRequest, pageErr error, redirectErr [2]string) {
+func readAuthRequest(r *http.Request) (req *authRequest, redirectErr [2]string, pageErr error) {
 	f := r.Form
 	req = &authRequest{ClientID: f.Get("client_id"), RedirectURI: f.Get("redirect_uri"), State: f.Get("state"),
 		Challenge: f.Get("code_challenge"), ChallengeMeth: f.Get("code_challenge_method"), Resource: f.Get("resource"),
 		Scope: f.Get("scope"), ResponseType: f.Get("response_type")}
 	c, err := parseClient(req.ClientID)
 	if err != nil {
-		return nil, err, redirectErr
+		return nil, redirectErr, err
 	}
 	req.client = c
 	if req.RedirectURI == "" && len(c.RedirectURIs) == 1 {
 		req.RedirectURI = c.RedirectURIs[0]
 	}
 	if !slices.Contains(c.RedirectURIs, req.RedirectURI) {
-		return nil, fmt.Errorf("redirect_uri %q is not one the client registered", req.RedirectURI), redirectErr
+		return nil, redirectErr, fmt.Errorf("redirect_uri %q is not one the client registered", req.RedirectURI)
 	}
 	switch {
 	case req.ResponseType != "code":
-		return req, nil, [2]string{"unsupported_response_type", "response_type must be code"}
+		return req, [2]string{"unsupported_response_type", "response_type must be code"}, nil
 	case req.Challenge == "":
-		return req, nil, [2]string{"invalid_request", "code_challenge is required (PKCE with S256)"}
+		return req, [2]string{"invalid_request", "code_challenge is required (PKCE with S256)"}, nil
 	case req.ChallengeMeth != "S256":
-		return req, nil, [2]string{"invalid_request", "code_challenge_method must be S256"}
+		return req, [2]string{"invalid_request", "code_challenge_method must be S256"}, nil
 	case len(req.Challenge) != 43 || strings.Trim(req.Challenge, base64url) != "":
-		return req, nil, [2]string{"invalid_request", "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)"}
+		return req, [2]string{"invalid_request", "code_challenge must be the base64url SHA-256 of the code verifier (43 characters)"}, nil
 	}
 	if req.Resource == "" {
 		req.Resource = mcpResource(r)
 	}
 	if !slices.Contains(acceptedResources(r), req.Resource) {
-		return req, nil, [2]string{"invalid_target", fmt.Sprintf("resource %q is not served here; this server issues tokens for %s", req.Resource, mcpResource(r))}
+		return req, [2]string{"invalid_target", fmt.Sprintf("resource %q is not served here; this server issues tokens for %s", req.Resource, mcpResource(r))}, nil
 	}
-	return req, nil, redirectErr
+	return req, redirectErr, nil
 }
 
 const base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -394,7 +394,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		// The form's own fields only: parameters in the query do not override them.
 		r.Form = r.PostForm
 	}
-	req, pageErr, rerr := readAuthRequest(r)
+	req, rerr, pageErr := readAuthRequest(r)
 	if pageErr != nil {
 		s.consentPage(w, r, http.StatusBadRequest, nil, pageErr.Error())
 		return

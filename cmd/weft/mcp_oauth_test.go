@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -447,5 +448,53 @@ func TestOAuthMCPRefusals(t *testing.T) {
 		t.Fatalf("exchange for %s: %d %v", s.base, status, out)
 	} else if status, _ := mcpStatus(t, s.base, "", tok); status != http.StatusOK {
 		t.Errorf("/mcp with a token for %s: %d", s.base, status)
+	}
+}
+
+// TestOAuthMCPNpmClient: the TypeScript SDK's OAuth client (an OAuthClientProvider in its
+// streamable-HTTP transport, the client side the MCP Inspector's web UI builds on) connects to
+// /mcp of `weft serve` with nothing but an API key typed into the consent page: discovery from
+// the 401, registration, PKCE, the code, the token, a session and a tool call.
+func TestOAuthMCPNpmClient(t *testing.T) {
+	npm := npmDir(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, innerProject)
+	const admin = "adm-0123456789abcdefghijklmnop"
+	s := startServer(t, dir, []string{"WEFT_ADMIN_KEY=" + admin}, "--db", filepath.Join(dir, "w.db"), "--model-script", "inner.script.yaml")
+	defer s.stop()
+	_, _, key := oauthUser(s, admin, "cy")
+	repoRoot, _ := filepath.Abs("../..")
+	cmd := exec.Command("node", filepath.Join(repoRoot, "testdata/npm-mcp/oauth.mjs"), npm, s.base+"/mcp", key, "lookup", `{"message":"Where is order 42?"}`)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("npm OAuth client: %v\n%s\n%s\n%s", err, out, stderr, s.stderr)
+	}
+	var got struct {
+		Unauthorized  bool
+		Authorization map[string]string
+		ClientID      string `json:"client_id"`
+		TokenType     string `json:"token_type"`
+		ExpiresIn     int    `json:"expires_in"`
+		TokenPrefix   string `json:"token_prefix"`
+		Session       string
+		Result        struct {
+			IsError bool
+			Content []struct{ Type, Text string }
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	a := got.Authorization
+	if !got.Unauthorized || !strings.HasPrefix(got.ClientID, "wmc_") || a["code_challenge_method"] != "S256" || a["resource"] != s.base+"/mcp" ||
+		got.TokenType != "Bearer" || got.ExpiresIn != 24*3600 || got.TokenPrefix != "wfo_" || got.Session == "" {
+		t.Errorf("flow: %s", out)
+	}
+	if got.Result.IsError || len(got.Result.Content) != 1 || got.Result.Content[0].Text != "Order 42 shipped yesterday." {
+		t.Errorf("tools/call: %s", out)
 	}
 }
