@@ -208,7 +208,7 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 		return weft.Errorf(weft.EConflict, "thread %s is not running (status %s): nothing to stop", threadID, t.Status)
 	}
 	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
-	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		s, err := loadExecState(ctx, e.store, threadID)
 		if err != nil {
 			return err
@@ -472,6 +472,7 @@ func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
+	r.journal.red = r.redactorNow
 	if r.e.opt.RecordEvents {
 		r.journal.messageEvent = func(m weft.Message) Event { return r.event("message", r.messageData(m)) }
 	}

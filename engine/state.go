@@ -172,13 +172,13 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 	insert := func(tx weft.Tx) error { return tx.InsertMessage(m) }
 	if s.inRun() && s.r.journal.messageEvent != nil {
 		// The row's event is recorded with it, after the run's waiting events.
-		if err := s.r.journal.txState(ctx, insert, m); err != nil {
+		if err := s.r.journal.txState(ctx, insert, func() Event { return s.r.journal.messageEvent(*m) }); err != nil {
 			return weft.Message{}, err
 		}
 		s.r.postRow(*m)
 		return *m, nil
 	}
-	if err := s.e.store.Tx(ctx, s.thread.ID, fence, insert); err != nil {
+	if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), insert); err != nil {
 		return weft.Message{}, err
 	}
 	if s.r != nil {
@@ -271,7 +271,19 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }); err != nil {
+	update := func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }
+	recorded := s.inRun() && s.r.journal.messageEvent != nil
+	if recorded {
+		// The changed row's event is recorded with the change.
+		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
+		if err != nil {
+			return weft.Message{}, err
+		}
+		row := changedRow(cur, c, s.r.redactorNow())
+		if err := s.r.journal.txState(ctx, update, func() Event { return s.r.journal.messageEvent(row) }); err != nil {
+			return weft.Message{}, err
+		}
+	} else if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), update); err != nil {
 		return weft.Message{}, err
 	}
 	m, err := s.e.store.Message(ctx, s.thread.ID, id)
@@ -281,7 +293,9 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	if s.r != nil {
 		s.r.postReplace(m)
 	}
-	s.emitRow(ctx, m) // a message event carries a created or an updated row
+	if !recorded {
+		s.emitRow(ctx, m) // a message event carries a created or an updated row
+	}
 	if s.r != nil {
 		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
@@ -298,7 +312,16 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
+	del := func(tx weft.Tx) error { return tx.DeleteMessage(id) }
+	if s.inRun() && s.r.journal.messageEvent != nil {
+		// The deletion's event is recorded with it.
+		err := s.r.journal.txState(ctx, del, func() Event { return s.r.event("message_deleted", Fields{"message_id": id}) })
+		if err == nil {
+			s.r.postDelete(id)
+		}
+		return err
+	}
+	err := s.e.tx(ctx, s.thread.ID, fence, keep, del)
 	if err == nil && s.r != nil {
 		s.r.postDelete(id)
 	}
@@ -472,7 +495,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
+	err := s.e.tx(ctx, s.thread.ID, fence, keep, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
 		s.emit(ctx, "kv_changed", Fields{"key": key})
 	}
@@ -685,7 +708,7 @@ func (s *threadState) SetStatus(ctx context.Context, text string) error {
 	text = red(text)
 	nr["status_text"] = text
 	props[subagentProperty] = nr
-	if err := s.e.store.Tx(ctx, t.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+	if err := s.e.tx(ctx, t.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
 		return err
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
@@ -812,7 +835,7 @@ func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAt
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error {
+	err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), func(tx weft.Tx) error {
 		for _, f := range files {
 			if err := tx.WriteFile(&f.info, f.data); err != nil {
 				return err
@@ -835,7 +858,7 @@ func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
 	if f.s.r != nil {
 		fence = &f.s.r.journal.fence
 	}
-	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
+	return f.s.e.tx(ctx, f.s.thread.ID, fence, keep, fn)
 }
 
 func (f *threadFS) changed(ctx context.Context, p, op string) {

@@ -121,7 +121,7 @@ func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.T
 		}
 	}
 	props[resultProperty] = map[string]any{"status": string(out.Status), "result": out.Result, "error": out.Error}
-	if err := e.store.Tx(ctx, child.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+	if err := e.tx(ctx, child.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
 		e.log.Warn("recording a subagent's result failed", "thread", child.ID, "error", err)
 	}
 	if err := e.Terminate(ctx, child.ID); err != nil {
@@ -636,7 +636,7 @@ func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
 		r.More = slices.DeleteFunc(r.More, func(n int) bool { return n <= r.Upto })
 	}
 	doc, _ := json.Marshal(r)
-	if err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
+	if err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
 		e.log.Warn("subagent report not recorded", "child", childID, "error", err)
 	}
 }
@@ -928,7 +928,7 @@ func (e *Engine) holdReport(ctx context.Context, childID string, h heldReport) b
 	}
 	a.held = append(a.held, h)
 	if doc, err := json.Marshal(h); err == nil && h.Seq > 0 {
-		if err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error { return tx.SetExecState(heldKey(h.Seq), doc) }); err != nil {
+		if err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(heldKey(h.Seq), doc) }); err != nil {
 			e.log.Warn("held subagent report not recorded", "child", childID, "error", err)
 		}
 	}
@@ -963,7 +963,7 @@ func (e *Engine) dropHeld(ctx context.Context, childID string, held []heldReport
 	if len(held) == 0 {
 		return
 	}
-	err := e.store.Tx(ctx, childID, nil, func(tx weft.Tx) error {
+	err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error {
 		for _, h := range held {
 			if err := tx.SetExecState(heldKey(h.Seq), nil); err != nil {
 				return err
