@@ -27,6 +27,7 @@ func (s *Server) routes() {
 		s.mux.Handle("/", s.opt.Pages)
 	}
 	s.mcpRoute()
+	s.oauthRoutes()
 	if s.opt.A2A != nil {
 		s.handle("/a2a/", func(w http.ResponseWriter, r *http.Request, p *principal) error {
 			// Replaces whatever the client sent.

@@ -69,6 +69,9 @@ type Options struct {
 	Evals EvalService
 	// PingInterval is the SSE keep-alive period (default 15s).
 	PingInterval time.Duration
+	// AccessTokenTTL is how long an OAuth access token of /mcp lasts (default
+	// DefaultAccessTokenTTL); revoking the API key that approved it ends it sooner.
+	AccessTokenTTL time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
 	TicketTTL time.Duration
 	// MaxBodyBytesInFlight bounds the request-body bytes all requests hold at once (default
@@ -85,6 +88,7 @@ type Server struct {
 	log     *slog.Logger
 	events  EventSource
 	tickets *tickets
+	codes   authCodes
 	keys    keyStreams
 	bodies  bodyBudget
 	ready   atomic.Bool
