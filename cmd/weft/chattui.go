@@ -254,6 +254,9 @@ func (m *chatModel) interrupt() (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.hint = "nothing runs · to leave: /exit or Ctrl-D"
+	if m.asking != nil {
+		m.hint = "a tool call waits for your decision · to leave: /exit or Ctrl-D"
+	}
 	return m, nil
 }
 
