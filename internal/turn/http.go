@@ -1,0 +1,137 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/httpapi"
+)
+
+// HandlerFunc serves a request of an authenticated caller; an error it returns is written as
+// the API writes errors (a protocol with an error shape of its own writes it before returning).
+type HandlerFunc func(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error
+
+// Route authenticates a request as /api does and serves it with f.
+func Route(api *httpapi.Server, f HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := api.Authenticate(r)
+		if err == nil {
+			err = f(w, r, c)
+		}
+		if err != nil {
+			api.WriteError(w, r, err)
+		}
+	})
+}
+
+// ReadJSON decodes a request body of at most weft.MaxMessageBytes (what /api takes as a posted
+// message) into v. what names the body in the error (EInvalid, or the limit's error).
+func ReadJSON(w http.ResponseWriter, r *http.Request, v any, what string) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, weft.MaxMessageBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return weft.LimitError("the request body", mbe.Limit+1, weft.MaxMessageBytes)
+	}
+	if err != nil {
+		return weft.Errorf(weft.EInvalid, "reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return weft.Errorf(weft.EInvalid, "the body is not %s: %v", what, err)
+	}
+	return nil
+}
+
+// Tagged returns the caller's thread of the agent that carries the tag (a client-chosen id), or
+// nil when there is none.
+func Tagged(ctx context.Context, api *httpapi.Server, c httpapi.Caller, agent, tag string) (*weft.Thread, error) {
+	found, _, err := api.Engine().Store().Threads(ctx, weft.ThreadQuery{UserID: c.UserID, Agent: agent, Tag: tag, Limit: 1})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	return found[0], nil
+}
+
+// LastInput returns the thread's newest user message among its latest rows, which the turn that
+// is running, if any, answers (nil when there is none).
+func LastInput(ctx context.Context, api *httpapi.Server, threadID string) (*weft.Message, error) {
+	msgs, err := api.Engine().Store().Messages(ctx, threadID, weft.MessageQuery{Limit: 20, Desc: true})
+	if err != nil {
+		return nil, err
+	}
+	for i := range msgs {
+		if msgs[i].Role == weft.RoleUser {
+			return &msgs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// WriteTimeout bounds one write of a stream: a client that stops reading is disconnected.
+const WriteTimeout = 10 * time.Second
+
+// SSE writes a response as Server-Sent Events.
+type SSE struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// NewSSE starts a 200 event stream, with the headers given (name, value, …) besides the stream's
+// own.
+func NewSSE(w http.ResponseWriter, header ...string) *SSE {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	w.WriteHeader(http.StatusOK)
+	s := &SSE{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+// Raw writes text and flushes it.
+func (s *SSE) Raw(text string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	if _, err := io.WriteString(s.w, text); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// Data writes v as a data-only event.
+func (s *SSE) Data(v any) error { return s.Raw("data: " + Encode(v) + "\n\n") }
+
+// DataAll writes each value as a data-only event, in one write (none: nothing).
+func DataAll[T any](s *SSE, vs []T) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	var b []byte
+	for _, v := range vs {
+		b = append(b, "data: "...)
+		b = append(b, Encode(v)...)
+		b = append(b, "\n\n"...)
+	}
+	return s.Raw(string(b))
+}
+
+// Event writes v as an event of the type typ.
+func (s *SSE) Event(typ string, v any) error {
+	return s.Raw("event: " + typ + "\ndata: " + Encode(v) + "\n\n")
+}
+
+// Ping writes a comment, which clients ignore, so that idle connections stay open.
+func (s *SSE) Ping() error { return s.Raw(": ping\n\n") }
+
+// Encode is v's JSON.
+func Encode(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
