@@ -365,36 +365,20 @@ func (h *Handler) conversation(ctx context.Context, threadID, upTo string) ([]ma
 // to the server. The turn goes through a wait for a client tool's result to the run that went on
 // after it.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
-	agent, id := r.PathValue("agent"), r.PathValue("thread")
-	t, err := turn.Tagged(r.Context(), h.api, c, agent, threadTag+id)
-	if err != nil {
+	id := r.PathValue("thread")
+	rs, err := turn.Resume(r, h.api, c, r.PathValue("agent"), threadTag+id, "AG-UI thread "+strconv.Quote(id))
+	if err != nil || rs == nil {
+		if err == nil {
+			w.WriteHeader(http.StatusNoContent)
+		}
 		return err
 	}
-	if t == nil {
-		return weft.Errorf(weft.ENotFound, "no AG-UI thread %q of agent %q", id, agent)
-	}
-	input, err := turn.LastInput(r.Context(), h.api, t.ID)
-	if err != nil {
+	defer rs.Close()
+	tr := h.translator(r.Context(), rs.Thread.ID, id, orDefault(r.URL.Query().Get("runId"), rs.Input.RunID), engine.ClientTools(rs.Thread))
+	if tr.messages, _, err = h.conversation(r.Context(), rs.Thread.ID, rs.Input.ID); err != nil {
 		return err
 	}
-	if t.Status != weft.ThreadRunning || input == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	now, err := h.api.LastEventSeq(r.Context(), t.ID)
-	if err != nil {
-		return err
-	}
-	f, err := turn.Open(r, h.api, t.ID, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := h.translator(r.Context(), t.ID, id, orDefault(r.URL.Query().Get("runId"), input.RunID), engine.ClientTools(t))
-	if tr.messages, _, err = h.conversation(r.Context(), t.ID, input.ID); err != nil {
-		return err
-	}
-	h.stream(w, f, &turn.Reader{Input: input.ID, AfterInput: true, ResumeAt: now, ThroughParked: true}, tr)
+	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, tr)
 	return nil
 }
 
@@ -407,18 +391,7 @@ func orDefault(s, def string) string {
 
 // stream writes the turn as AG-UI events over SSE.
 func (h *Handler) stream(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, tr *translator) {
-	s := turn.NewSSE(w)
-	if turn.DataAll(s, tr.start()) != nil {
-		return
-	}
-	_ = f.Stream(rd, func(parts []turn.Part) error {
-		for _, p := range parts {
-			if err := turn.DataAll(s, tr.read(p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, s.Ping, h.ping)
+	_ = turn.StreamData(turn.NewSSE(w), f, rd, tr.start(), tr.read, h.ping)
 }
 
 // translator turns a turn's parts into AG-UI events.

@@ -10,18 +10,11 @@ import (
 	"github.com/weft-agents/weft/memstore"
 )
 
-const script = `version: 1
-options: {chunk_size: 5, on_exhausted: repeat_last}
-responses:
-  - match: {prompt: helper}
-    text: "Hello there, friend."
-`
-
 // TestRun: requests and refusals; a threadId names one thread per user.
 func TestRun(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	keys := turntest.Users(t, st, "alice", "bob")
-	s := turntest.Start(t, st, script, keys, func(api *httpapi.Server) { aguiapi.Register(api) })
+	s := turntest.Start(t, st, turntest.Hello, keys, func(api *httpapi.Server) { aguiapi.Register(api) })
 	msg := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}`
 	cases := []struct {
 		name, method, path, user, body string

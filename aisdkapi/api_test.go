@@ -10,18 +10,11 @@ import (
 	"github.com/weft-agents/weft/memstore"
 )
 
-const script = `version: 1
-options: {chunk_size: 5, on_exhausted: repeat_last}
-responses:
-  - match: {prompt: helper}
-    text: "Hello there, friend."
-`
-
 // TestChat: requests and refusals; a chat id names one thread per user.
 func TestChat(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	keys := turntest.Users(t, st, "alice", "bob")
-	s := turntest.Start(t, st, script, keys, func(api *httpapi.Server) { aisdkapi.Register(api) })
+	s := turntest.Start(t, st, turntest.Hello, keys, func(api *httpapi.Server) { aisdkapi.Register(api) })
 	msg := `{"id":"c1","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`
 	cases := []struct {
 		name, method, path, user, body string

@@ -56,19 +56,52 @@ func Tagged(ctx context.Context, api *httpapi.Server, c httpapi.Caller, agent, t
 	return found[0], nil
 }
 
-// LastInput returns the thread's newest user message among its latest rows, which the turn that
-// is running, if any, answers (nil when there is none).
-func LastInput(ctx context.Context, api *httpapi.Server, threadID string) (*weft.Message, error) {
-	msgs, err := api.Engine().Store().Messages(ctx, threadID, weft.MessageQuery{Limit: 20, Desc: true})
+// Resumed is the running turn of a thread, followed from the start of its event log.
+type Resumed struct {
+	*Feed
+	Thread *weft.Thread
+	// Input is the posted message the turn answers.
+	Input *weft.Message
+	// Now is the thread's newest event when the stream resumed (a Reader's ResumeAt).
+	Now int64
+}
+
+// Resume finds the caller's thread of the agent that carries the tag and follows its running
+// turn: the newest user message among its latest rows is the turn's. No such thread is ENotFound
+// naming what; nil means no turn runs (a resuming client is answered 204). Close it when done.
+func Resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, what string) (*Resumed, error) {
+	ctx := r.Context()
+	t, err := Tagged(ctx, api, c, agent, tag)
 	if err != nil {
 		return nil, err
 	}
+	if t == nil {
+		return nil, weft.Errorf(weft.ENotFound, "no %s of agent %q", what, agent)
+	}
+	if t.Status != weft.ThreadRunning {
+		return nil, nil
+	}
+	msgs, err := api.Engine().Store().Messages(ctx, t.ID, weft.MessageQuery{Limit: 20, Desc: true})
+	if err != nil {
+		return nil, err
+	}
+	rs := &Resumed{Thread: t}
 	for i := range msgs {
 		if msgs[i].Role == weft.RoleUser {
-			return &msgs[i], nil
+			rs.Input = &msgs[i]
+			break
 		}
 	}
-	return nil, nil
+	if rs.Input == nil {
+		return nil, nil
+	}
+	if rs.Now, err = api.LastEventSeq(ctx, t.ID); err != nil {
+		return nil, err
+	}
+	if rs.Feed, err = Open(r, api, t.ID, 0); err != nil {
+		return nil, err
+	}
+	return rs, nil
 }
 
 // WriteTimeout bounds one write of a stream: a client that stops reading is disconnected.
@@ -134,4 +167,21 @@ func (s *SSE) Ping() error { return s.Raw(": ping\n\n") }
 func Encode(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// StreamData streams a turn as data-only events: first, then the events read makes of each part,
+// until the turn ends (nil), the request or the server's streams end, or a write fails; the
+// stream is pinged every interval.
+func StreamData[T any](s *SSE, f *Feed, rd *Reader, first []T, read func(Part) []T, interval time.Duration) error {
+	if err := DataAll(s, first); err != nil {
+		return err
+	}
+	return f.Stream(rd, func(parts []Part) error {
+		for _, p := range parts {
+			if err := DataAll(s, read(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, s.Ping, interval)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,15 @@ type Store interface {
 	weft.AuthStore
 }
 
+// Hello is a model script whose helper prompt answers every call "Hello there, friend.", in
+// deltas of 5 bytes.
+const Hello = `version: 1
+options: {chunk_size: 5, on_exhausted: repeat_last}
+responses:
+  - match: {prompt: helper}
+    text: "Hello there, friend."
+`
+
 // Server is an API server with one protocol adapter, serving the agents of
 // openaiapi/testdata/agents over a scripted model.
 type Server struct {
@@ -30,16 +41,17 @@ type Server struct {
 	// Engine serves the threads.
 	Engine *engine.Engine
 
-	t    *testing.T
+	t    testing.TB
 	keys map[string]string
 	stop func()
 }
 
 // Start serves the agents with the adapter register mounts, over the model script and the store,
 // until the test ends or Close. keys are the API keys of the users by name (Users).
-func Start(t *testing.T, st Store, script string, keys map[string]string, register func(*httpapi.Server)) *Server {
+func Start(t testing.TB, st Store, script string, keys map[string]string, register func(*httpapi.Server)) *Server {
 	t.Helper()
-	reg, diags := project.Open("../openaiapi/testdata/agents", project.Options{})
+	_, here, _, _ := runtime.Caller(0)
+	reg, diags := project.Open(filepath.Join(filepath.Dir(here), "../../../openaiapi/testdata/agents"), project.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
@@ -55,13 +67,14 @@ func Start(t *testing.T, st Store, script string, keys map[string]string, regist
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 2, DrainTimeout: time.Second})
+		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
 	}()
 	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st})
+	api.SetReady(true)
 	register(api)
 	srv := httptest.NewServer(api.Handler())
 	s := &Server{URL: srv.URL, Engine: eng, t: t, keys: keys}
-	s.stop = func() { srv.Close(); cancel(); <-served }
+	s.stop = func() { srv.CloseClientConnections(); srv.Close(); cancel(); <-served }
 	t.Cleanup(s.Close)
 	return s
 }
@@ -75,7 +88,7 @@ func (s *Server) Close() {
 }
 
 // Users creates the users and returns their API keys by name.
-func Users(t *testing.T, st Store, names ...string) map[string]string {
+func Users(t testing.TB, st Store, names ...string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	keys := map[string]string{}
