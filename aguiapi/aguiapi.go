@@ -227,17 +227,15 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c httpapi.Caller) 
 	return nil
 }
 
-// prepare readies a thread for an input: the input's tools become the thread's client tools, the
-// thread's waiting client calls get their results (a call the input does not answer, when it
-// brings a new message instead, gets an error result), and the translator of the stream is made,
+// prepare readies a thread for an input: the thread's waiting client calls get their results (a
+// call the input does not answer, when it brings a new message instead, gets an error result),
+// the input's tools become the thread's client tools, and the translator of the stream is made,
 // with a MESSAGES_SNAPSHOT when the thread holds messages the client does not. ready reports that
 // the calls answered let the run go on.
 func (h *Handler) prepare(ctx context.Context, t *weft.Thread, rq *request) (tr *translator, ready bool, err error) {
 	eng := h.api.Engine()
-	if err := eng.SetClientTools(ctx, t.ID, rq.Tools); err != nil {
-		return nil, false, err
-	}
-	tr = h.translator(ctx, t.ID, rq.ThreadID, rq.RunID, rq.Tools)
+	// The calls waiting are of the tools the thread had: an input may offer others.
+	tr = h.translator(ctx, t.ID, rq.ThreadID, rq.RunID, append(engine.ClientTools(t), rq.Tools...))
 	convo, keys, err := h.conversation(ctx, t.ID, "")
 	if err != nil {
 		return nil, false, err
@@ -272,6 +270,9 @@ func (h *Handler) prepare(ctx context.Context, t *weft.Thread, rq *request) (tr 
 			return nil, false, err
 		}
 		return nil, false, weft.Errorf(weft.EConflict, "tool call %s does not wait for a result", rq.last)
+	}
+	if err := eng.SetClientTools(ctx, t.ID, rq.Tools); err != nil {
+		return nil, false, err
 	}
 	for k := range keys {
 		if !rq.keys[k] {

@@ -130,7 +130,8 @@ func (e *Engine) SetClientTools(ctx context.Context, threadID string, tools []Cl
 
 // DeliverToolResult answers a call of one of the thread's client tools that waits for its client:
 // the result is kept on the call's record and the call approved, so that the run goes on with it
-// as the call's result (nothing runs in the server). ready is Decide's. A call that does not wait
+// as the call's result (nothing runs in the server). Of two results given for one call the first
+// stands (a retry after a crash between the two writes completes it). ready is Decide's. A call that does not wait
 // is EConflict, an unknown one ENotFound, and a call of a tool that is not a client tool EInvalid
 // (a person decides it).
 func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string, res weft.ToolResult, by string) (ready bool, err error) {
@@ -160,6 +161,9 @@ func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string,
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
+		}
+		if _, kept := m[clientResultMeta]; kept {
+			return nil // a result given before (a retry after a crash, or a race): the first stands
 		}
 		m[clientResultMeta] = res
 		rec.Meta, _ = json.Marshal(m)
