@@ -10,7 +10,8 @@ import (
 	"github.com/weft-agents/weft/memstore"
 )
 
-// TestRun: requests and refusals; a threadId names one thread per user.
+// TestRun: requests and refusals; a threadId names one thread per user; a client that lacks the
+// thread's earlier messages gets a MESSAGES_SNAPSHOT ending with its new one.
 func TestRun(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	keys := turntest.Users(t, st, "alice", "bob")
@@ -34,7 +35,7 @@ func TestRun(t *testing.T) {
 		{"alice", "POST", "/api/agents/helper/ag-ui", "alice", msg, 200, `"type":"RUN_FINISHED"`},
 		{"nothing to resume", "GET", "/api/agents/helper/ag-ui/t1/stream", "alice", "", 204, ""},
 		{"bob's own t1", "POST", "/api/agents/helper/ag-ui", "bob", msg, 200, `"delta":"Hello"`},
-		{"alice again", "POST", "/api/agents/helper/ag-ui", "alice", strings.Replace(msg, `"u1"`, `"u2"`, 1), 200, `"runId":"r1"`},
+		{"alice again", "POST", "/api/agents/helper/ag-ui", "alice", strings.Replace(msg, `"u1"`, `"u2"`, 1), 200, `{"content":"hi","id":"u2","role":"user"}],"type":"MESSAGES_SNAPSHOT"`},
 	}
 	for _, c := range cases {
 		resp, body := s.Do(c.method, c.path, c.user, c.body)
