@@ -146,6 +146,14 @@ func (h *handler) thread(ctx context.Context, id string) (*weft.Thread, error) {
 func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
 	f := newFold(threadID, h.fileURL)
 	st := h.eng.Store()
+	// The queue is read before the events: a run (on any node) that drains a message between the
+	// two reads records its event in the same commit, so the message is then in the events; read
+	// the other way round, it would be in neither and its task "not found".
+	queued, err := st.Queued(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
 	var after int64
 	for {
 		recs, err := st.Events(ctx, threadID, after, 500)
@@ -157,6 +165,9 @@ func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
 			if err != nil {
 				return nil, err
 			}
+			if d, ok := ev.Data.(engine.MessageData); ok {
+				seen[d.Message.ID] = true
+			}
 			f.add(ev)
 			after = rec.Seq
 		}
@@ -164,12 +175,8 @@ func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
 			break
 		}
 	}
-	queued, err := st.Queued(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
 	for _, q := range queued {
-		if q.Role == weft.RoleUser && !q.Silent {
+		if q.Role == weft.RoleUser && !q.Silent && !seen[q.ID] {
 			f.submitted(weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Metadata: q.Metadata, CreatedAt: q.CreatedAt})
 		}
 	}

@@ -507,7 +507,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 		}
 	}
 	status := weft.ThreadTerminated
-	if err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	if err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		for k, doc := range expired {
 			if err := tx.SetExecState(k, doc); err != nil {
 				return err
@@ -607,7 +607,7 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 	if e.opt.RecordEvents && !transient(ev.Type) {
 		evs := []Event{ev}
 		recs := records(evs)
-		err := e.store.Tx(context.WithoutCancel(ctx), ev.ThreadID, nil, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
+		err := e.tx(context.WithoutCancel(ctx), ev.ThreadID, nil, keep, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
 		if err != nil {
 			e.log.Warn("event not recorded", "thread", ev.ThreadID, "type", ev.Type, "error", err)
 		} else {
