@@ -367,11 +367,8 @@ func (h *Handler) conversation(ctx context.Context, threadID, upTo string) ([]ma
 // after it.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
 	id := r.PathValue("thread")
-	rs, err := turn.Resume(r, h.api, c, r.PathValue("agent"), threadTag+id, "AG-UI thread "+strconv.Quote(id))
+	rs, err := turn.Resume(w, r, h.api, c, r.PathValue("agent"), threadTag+id, "AG-UI thread "+strconv.Quote(id))
 	if err != nil || rs == nil {
-		if err == nil {
-			w.WriteHeader(http.StatusNoContent)
-		}
 		return err
 	}
 	defer rs.Close()

@@ -129,11 +129,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 // comes at once, a message being written comes whole once stored, and the rest live.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
 	id := r.PathValue("id")
-	rs, err := turn.Resume(r, h.api, c, r.PathValue("agent"), chatTag+id, "chat "+strconv.Quote(id))
+	rs, err := turn.Resume(w, r, h.api, c, r.PathValue("agent"), chatTag+id, "chat "+strconv.Quote(id))
 	if err != nil || rs == nil {
-		if err == nil {
-			w.WriteHeader(http.StatusNoContent)
-		}
 		return err
 	}
 	defer rs.Close()

@@ -68,8 +68,16 @@ type Resumed struct {
 
 // Resume finds the caller's thread of the agent that carries the tag and follows its running
 // turn: the newest user message among its latest rows is the turn's. No such thread is ENotFound
-// naming what; nil means no turn runs (a resuming client is answered 204). Close it when done.
-func Resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, what string) (*Resumed, error) {
+// naming what; when no turn runs, Resume answers 204 and returns nil. Close it when done.
+func Resume(w http.ResponseWriter, r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, what string) (*Resumed, error) {
+	rs, err := resume(r, api, c, agent, tag, what)
+	if err == nil && rs == nil {
+		w.WriteHeader(http.StatusNoContent)
+	}
+	return rs, err
+}
+
+func resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, what string) (*Resumed, error) {
 	ctx := r.Context()
 	t, err := Tagged(ctx, api, c, agent, tag)
 	if err != nil {

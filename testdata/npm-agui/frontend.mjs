@@ -3,12 +3,7 @@
 // client runs the tool, adds its tool message and runs the agent again, which answers with the
 // result. Prints what it saw as JSON.
 // Usage: node frontend.mjs NPM_DIR BASE_URL API_KEY AGENT THREAD_ID
-import { createRequire } from "node:module";
-import path from "node:path";
-
-const [npmDir, baseURL, apiKey, agentName, threadId] = process.argv.slice(2);
-const require = createRequire(path.join(npmDir, "package.json"));
-const { HttpAgent } = await import(require.resolve("@ag-ui/client"));
+import { agentFromArgs, summary } from "./agent.mjs";
 
 const confirm = {
   name: "confirm",
@@ -18,13 +13,7 @@ const confirm = {
 // The tool itself, run here in the client.
 const tools = { confirm: ({ question }) => `yes: ${question}` };
 
-const agent = new HttpAgent({
-  url: `${baseURL}/api/agents/${agentName}/ag-ui`,
-  headers: { Authorization: `Bearer ${apiKey}` },
-  threadId,
-  initialMessages: [{ id: "u1", role: "user", content: "Ship order 42" }],
-});
-const summary = (m) => ({ role: m.role, content: m.content, toolCalls: (m.toolCalls ?? []).map((c) => c.function.name + " " + c.function.arguments), toolCallId: m.toolCallId });
+const agent = await agentFromArgs("Ship order 42");
 const out = { runs: [] };
 for (const runId of ["r1", "r2"]) {
   const types = [];
