@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft/aguiapi"
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/internal/turn"
 	"github.com/weft-agents/weft/internal/turn/turntest"
+	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -149,5 +151,58 @@ func TestFrontendTool(t *testing.T) {
 	resp, body = s.Do("POST", "/api/agents/helper/ag-ui", "alice", `{"threadId":"t2","runId":"r3","messages":[{"id":"u9","role":"user","content":"hi"}]}`)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"delta":"Plain"`) || !strings.Contains(body, `"weftStopReason":"stop_on_response"`) {
 		t.Errorf("t2: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestResumeAfterFrontendTool: a stream dropped while the run goes on after a client tool's
+// result resumes the whole turn since the user's message: a MESSAGES_SNAPSHOT up to it, the
+// call, the result as the thread stored it, and the answer, ending once.
+func TestResumeAfterFrontendTool(t *testing.T) {
+	st, _ := memstore.New(memstore.Options{})
+	keys := turntest.Users(t, st, "alice")
+	script := strings.Replace(clientScript, "options: {chunk_size: 5}", "options: {chunk_size: 5, real_time: true}", 1) + `  - match: {prompt: helper}
+    expect: {last_role: tool, tool_result_contains: "yes"}
+    delay: 3s
+    text: "Shipping."
+`
+	s := turntest.Start(t, st, script, keys, func(api *httpapi.Server) { aguiapi.Register(api) })
+	first := `{"threadId":"t1","runId":"r1","tools":[` + confirmTool + `],"messages":[{"id":"u1","role":"user","content":"Ship order 42"}]}`
+	if resp, body := s.Do("POST", "/api/agents/helper/ag-ui", "alice", first); resp.StatusCode != 200 || !strings.Contains(body, `"pendingToolCallIds":["call_c"]`) {
+		t.Fatalf("first run: %d %s", resp.StatusCode, body)
+	}
+	second := `{"threadId":"t1","runId":"r2","tools":[` + confirmTool + `],"messages":[{"id":"tm1","role":"tool","toolCallId":"call_c","content":"yes"}]}`
+	done := make(chan string, 1)
+	go func() {
+		_, body := s.Do("POST", "/api/agents/helper/ag-ui", "alice", second)
+		done <- body
+	}()
+	// The run goes on (its model call takes 3s): the resumed stream follows it to its end.
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, b := s.Do("GET", "/api/agents/helper/ag-ui/t1/stream?runId=r2", "alice", "")
+		if resp.StatusCode == 200 {
+			body = b
+			break
+		}
+		select {
+		case live := <-done:
+			t.Fatalf("the run ended before a stream resumed (%d): %s", resp.StatusCode, live)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run to resume: %d", resp.StatusCode)
+		}
+	}
+	live := <-done
+	evs := events(t, body)
+	want := "RUN_STARTED STATE_SNAPSHOT MESSAGES_SNAPSHOT STEP_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END " +
+		"TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT STEP_FINISHED STEP_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END STEP_FINISHED RUN_FINISHED"
+	if types(evs) != want || !strings.Contains(body, `"weftStopReason":"stop_on_response"`) ||
+		!strings.Contains(body, `"messages":[{"content":"Ship order 42","id":"u1","role":"user"}]`) ||
+		!strings.Contains(body, `"content":"yes"`) || !strings.Contains(body, `"runId":"r2"`) {
+		t.Errorf("resumed:\n got %s\nwant %s\n%s", types(evs), want, body)
+	}
+	if !strings.Contains(live, `"delta":"Shipp"`) || strings.Contains(live, "TOOL_CALL_RESULT") {
+		t.Errorf("the live stream: %s", live)
 	}
 }

@@ -67,7 +67,8 @@ type Resumed struct {
 }
 
 // Resume finds the caller's thread of the agent that carries the tag and follows its running
-// turn: the newest user message among its latest rows is the turn's. No such thread is ENotFound
+// turn — a run, or a wait for approvals that are all decided — from its start (read it with a
+// Reader that goes ThroughParked): the newest user message among its latest rows is the turn's. No such thread is ENotFound
 // naming what; when no turn runs, Resume answers 204 and returns nil. Close it when done.
 func Resume(w http.ResponseWriter, r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, what string) (*Resumed, error) {
 	rs, err := resume(r, api, c, agent, tag, what)
@@ -86,7 +87,17 @@ func resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, 
 	if t == nil {
 		return nil, weft.Errorf(weft.ENotFound, "no %s of agent %q", what, agent)
 	}
-	if t.Status != weft.ThreadRunning {
+	running := t.Status == weft.ThreadRunning
+	if t.Status == weft.ThreadAwaitingApproval {
+		// Every call decided (or answered by its client): the run goes on, though it has not
+		// written its status yet.
+		waiting, err := api.Engine().PendingApprovals(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		running = len(waiting) == 0
+	}
+	if !running {
 		return nil, nil
 	}
 	msgs, err := api.Engine().Store().Messages(ctx, t.ID, weft.MessageQuery{Limit: 20, Desc: true})
