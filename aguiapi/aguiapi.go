@@ -236,14 +236,17 @@ func (h *Handler) prepare(ctx context.Context, t *weft.Thread, rq *request) (tr 
 	eng := h.api.Engine()
 	// The calls waiting are of the tools the thread had: an input may offer others.
 	tr = h.translator(ctx, t.ID, rq.ThreadID, rq.RunID, append(engine.ClientTools(t), rq.Tools...))
-	convo, keys, err := h.conversation(ctx, t.ID, "")
-	if err != nil {
+	// Read before the calls answered let the run go on, which adds to the thread.
+	if tr.messages, err = h.snapshot(ctx, t.ID, rq); err != nil {
 		return nil, false, err
 	}
-	waiting, err := eng.PendingApprovals(ctx, t.ID)
-	if err != nil {
-		return nil, false, err
+	var waiting []weft.ToolCallRecord
+	if t.Status == weft.ThreadAwaitingApproval {
+		if waiting, err = eng.PendingApprovals(ctx, t.ID); err != nil {
+			return nil, false, err
+		}
 	}
+	var convo []map[string]any
 	for _, rec := range waiting {
 		if rec.ThreadID != t.ID || !tr.clientTools[rec.Name] {
 			continue
@@ -271,20 +274,41 @@ func (h *Handler) prepare(ctx context.Context, t *weft.Thread, rq *request) (tr 
 		}
 		return nil, false, weft.Errorf(weft.EConflict, "tool call %s does not wait for a result", rq.last)
 	}
-	if err := eng.SetClientTools(ctx, t.ID, rq.Tools); err != nil {
-		return nil, false, err
+	if turn.Encode(engine.ClientTools(t)) != turn.Encode(rq.Tools) {
+		if err := eng.SetClientTools(ctx, t.ID, rq.Tools); err != nil {
+			return nil, false, err
+		}
 	}
-	for k := range keys {
-		if !rq.keys[k] {
-			// The thread holds messages the client does not (another device, a lost stream).
-			if rq.post != nil {
-				convo = append(convo, map[string]any{"id": rq.post.Metadata[messageIDKey], "role": "user", "content": rq.post.Content})
-			}
-			tr.messages = convo
-			break
+	if tr.messages != nil {
+		// The client's new messages end it: its results, then its new message.
+		tr.messages = append(tr.messages, convo...)
+		if rq.post != nil {
+			tr.messages = append(tr.messages, map[string]any{"id": rq.post.Metadata[messageIDKey], "role": "user", "content": rq.post.Content})
 		}
 	}
 	return tr, ready, nil
+}
+
+// recent is how many of a thread's newest messages are compared with the client's: a client that
+// holds those holds the older ones too.
+const recent = 20
+
+// snapshot returns the thread's conversation when the thread holds messages the client does not
+// (another device, a lost stream), else nil.
+func (h *Handler) snapshot(ctx context.Context, threadID string, rq *request) ([]map[string]any, error) {
+	newest, err := h.api.Engine().Store().Messages(ctx, threadID, weft.MessageQuery{Limit: recent, Desc: true, ExcludeSilent: true})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(newest)
+	_, keys := h.asMessages(newest, "", func(s string) string { return s })
+	for k := range keys {
+		if !rq.keys[k] {
+			convo, _, err := h.conversation(ctx, threadID, "")
+			return convo, err
+		}
+	}
+	return nil, nil
 }
 
 // translator makes the translator of a stream of the thread.
@@ -319,6 +343,13 @@ func (h *Handler) conversation(ctx context.Context, threadID, upTo string) ([]ma
 	if err != nil {
 		return nil, nil, err
 	}
+	out, keys := h.asMessages(msgs, upTo, red)
+	return out, keys, nil
+}
+
+// asMessages turns rows into AG-UI messages (up to and including upTo, "" = all), redacted, with
+// their keys.
+func (h *Handler) asMessages(msgs []weft.Message, upTo string, red func(string) string) ([]map[string]any, map[string]bool) {
 	out, keys := []map[string]any{}, map[string]bool{}
 	for _, m := range msgs {
 		id, sent := m.Metadata[messageIDKey].(string)
@@ -358,7 +389,7 @@ func (h *Handler) conversation(ctx context.Context, threadID, upTo string) ([]ma
 			break
 		}
 	}
-	return out, keys, nil
+	return out, keys
 }
 
 // resume streams the thread's running turn from its start (204 when none runs), as run does,
