@@ -83,9 +83,10 @@ type Engine struct {
 	log        *slog.Logger
 	node       string
 
-	validators sync.Map // *schema.Schema → *schema.Validator
-	toolsets   sync.Map // *weft.Prompt → *toolset (context.go)
-	declared   sync.Map // agent name → map[string]weft.VarType
+	// derived caches what the engine derives from definitions, by a key whose type says what it
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
+	// (an agent's name) → map[string]weft.VarType.
+	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
 
@@ -201,25 +202,28 @@ func (e *Engine) Store() weft.Store { return e.store }
 
 // validator returns the compiled validator of a schema, compiling it once.
 func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
-	if v, ok := e.validators.Load(s); ok {
+	if v, ok := e.derived.Load(s); ok {
 		return v.(*schema.Validator), nil
 	}
 	v, err := schema.Compile(s)
 	if err != nil {
 		return nil, err
 	}
-	e.validators.Store(s, v)
+	e.derived.Store(s, v)
 	return v, nil
 }
+
+// declaredKey is the derived cache's key of an agent's declared variable types.
+type declaredKey string
 
 // declaredOf returns the declared variable types of an agent's graph (cached: definitions are
 // immutable after start).
 func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := e.declared.Load(a.Name); ok {
+	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
 	d := declaredTypes(newGraph(e.reg, a, nil).declared())
-	e.declared.Store(a.Name, d)
+	e.derived.Store(declaredKey(a.Name), d)
 	return d
 }
 

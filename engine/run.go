@@ -414,7 +414,7 @@ type run struct {
 
 	env    *envView
 	red    *redactor
-	memory sync.Map
+	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
 	tools    dispatch

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -31,7 +30,7 @@ func (x *execution) Depth() int                  { return x.s.depth }
 func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
 func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
-func (x *execution) Memory() *sync.Map           { return &x.r.memory }
+func (x *execution) Memory() weft.Memory         { return runMemory{x.r} }
 func (x *execution) ForceTurn(s weft.Side)       { x.s.fx.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
