@@ -144,8 +144,12 @@ func (h *handler) thread(ctx context.Context, id string) (*weft.Thread, error) {
 
 // load folds the thread's recorded events (and its queued messages) into its tasks.
 func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
-	f := newFold(threadID, h.fileURL)
-	st := h.eng.Store()
+	return loadFold(ctx, h.eng.Store(), threadID, h.fileURL)
+}
+
+// loadFold folds a thread's recorded events (and its queued messages) into its tasks.
+func loadFold(ctx context.Context, st weft.Store, threadID string, fileURL func(thread, p string) string) (*fold, error) {
+	f := newFold(threadID, fileURL)
 	var after int64
 	for {
 		recs, err := st.Events(ctx, threadID, after, 500)

@@ -193,15 +193,27 @@ func startInspect(t *testing.T, dir string, args ...string) *server {
 // createThread creates a thread over the API and returns its id.
 func (s *server) createThread(body string) string {
 	s.t.Helper()
+	return s.createThreadAs("", body)
+}
+
+// createThreadAs creates a thread over the API with a key and returns its id.
+func (s *server) createThreadAs(key, body string) string {
+	s.t.Helper()
 	var created struct {
 		Thread struct{ ID string } `json:"thread"`
 	}
-	s.must("POST", "/api/threads", "", body, 201, &created)
+	s.must("POST", "/api/threads", key, body, 201, &created)
 	return created.Thread.ID
 }
 
 // waitIdle waits until the thread's run stopped with the reason.
 func (s *server) waitStopped(id, reason string) {
+	s.t.Helper()
+	s.waitStoppedAs("", id, reason)
+}
+
+// waitStoppedAs is waitStopped with a key.
+func (s *server) waitStoppedAs(key, id, reason string) {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -209,7 +221,7 @@ func (s *server) waitStopped(id, reason string) {
 			Status     string
 			StopReason string `json:"stop_reason"`
 		}
-		s.must("GET", "/api/threads/"+id, "", "", 200, &th)
+		s.must("GET", "/api/threads/"+id, key, "", 200, &th)
 		if th.Status != "running" && th.StopReason == reason {
 			return
 		}
