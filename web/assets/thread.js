@@ -109,7 +109,10 @@ class ThreadView {
     window.scrollTo(0, document.body.scrollHeight);
     performance.mark('weft-rendered');
     // The frame that shows the messages is painted after this animation frame's callbacks.
-    requestAnimationFrame(() => setTimeout(() => performance.mark('weft-painted'), 0));
+    requestAnimationFrame(() => setTimeout(() => {
+      window.weftShownAtPaint = this.timeline.querySelectorAll('.msg').length; // what that frame showed
+      performance.mark('weft-painted');
+    }, 0));
     document.body.dataset.ready = 'thread';
     // Auto-load earlier pages when the reader scrolls to the top.
     new IntersectionObserver((es) => {
