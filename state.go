@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"sync"
 	"time"
 )
 
@@ -124,7 +123,7 @@ type Execution interface {
 	// ToolOptions are the `options` of the prompt's tool entry.
 	ToolOptions() map[string]any
 	// Memory holds per-run scratch values, not persisted.
-	Memory() *sync.Map
+	Memory() Memory
 	// ForceTurn switches to a side after the current step.
 	ForceTurn(side Side)
 	// Stop stops the run after the current tool (reason aborted).
@@ -347,4 +346,15 @@ type GrepMatch struct {
 type FileStats struct {
 	Files int
 	Bytes int64
+}
+
+// Memory holds a run's scratch values by key: shared by the run's tools and hooks (safe for
+// concurrent use), never persisted, gone when the run ends.
+type Memory interface {
+	// Load returns the value stored under key, and whether there is one.
+	Load(key string) (value any, ok bool)
+	// Store sets the value under key.
+	Store(key string, value any)
+	// Delete removes the value under key.
+	Delete(key string)
 }

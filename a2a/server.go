@@ -150,6 +150,14 @@ func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
 // loadFold folds a thread's recorded events (and its queued messages) into its tasks.
 func loadFold(ctx context.Context, st weft.Store, threadID string, fileURL func(thread, p string) string) (*fold, error) {
 	f := newFold(threadID, fileURL)
+	// The queue is read before the events: a run (on any node) that drains a message between the
+	// two reads records its event in the same commit, so the message is then in the events; read
+	// the other way round, it would be in neither and its task "not found".
+	queued, err := st.Queued(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
 	var after int64
 	for {
 		recs, err := st.Events(ctx, threadID, after, 500)
@@ -161,6 +169,9 @@ func loadFold(ctx context.Context, st weft.Store, threadID string, fileURL func(
 			if err != nil {
 				return nil, err
 			}
+			if d, ok := ev.Data.(engine.MessageData); ok {
+				seen[d.Message.ID] = true
+			}
 			f.add(ev)
 			after = rec.Seq
 		}
@@ -168,12 +179,8 @@ func loadFold(ctx context.Context, st weft.Store, threadID string, fileURL func(
 			break
 		}
 	}
-	queued, err := st.Queued(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
 	for _, q := range queued {
-		if q.Role == weft.RoleUser && !q.Silent {
+		if q.Role == weft.RoleUser && !q.Silent && !seen[q.ID] {
 			f.submitted(weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Metadata: q.Metadata, CreatedAt: q.CreatedAt})
 		}
 	}

@@ -237,7 +237,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		a = ApprovalState{Status: approvalApproved, Arguments: d.Arguments, By: d.By, At: &now}
 	}
 	waiting := 0
-	err = e.store.Tx(ctx, target, nil, func(tx weft.Tx) error {
+	err = e.tx(ctx, target, nil, nil, func(tx weft.Tx) error {
 		// Read again under the thread's writer: two deciders of one call cannot both win.
 		cur, err := e.store.ToolCalls(ctx, target, weft.CallAwaitingApproval)
 		if err != nil {

@@ -110,7 +110,7 @@ func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) 
 		return weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
 	}
 	var t *weft.Thread
-	err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		cur, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return err

@@ -79,7 +79,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 	// shared: s.offered and s.specs are the engine's kept tool set of p, read by every scope of it
 	// (copied before a change).
 	shared := false
-	if ts, ok := r.e.toolsets.Load(p); ok && !templated {
+	if ts, ok := r.e.derived.Load(p); ok && !templated {
 		t := ts.(*toolset)
 		s.offered, s.specs, s.provider, s.strict = t.offered, t.specs, t.provider, t.strict
 		shared = true
@@ -204,7 +204,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 	}
 	if keep {
 		s.specs = slices.Clip(s.specs)
-		r.e.toolsets.Store(p, &toolset{offered: s.offered, specs: s.specs, provider: s.provider, strict: s.strict})
+		r.e.derived.Store(p, &toolset{offered: s.offered, specs: s.specs, provider: s.provider, strict: s.strict})
 	}
 	return keep, nil
 }

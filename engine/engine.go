@@ -83,9 +83,10 @@ type Engine struct {
 	log        *slog.Logger
 	node       string
 
-	validators sync.Map // *schema.Schema → *schema.Validator
-	toolsets   sync.Map // *weft.Prompt → *toolset (context.go)
-	declared   sync.Map // agent name → map[string]weft.VarType
+	// derived caches what the engine derives from definitions, by a key whose type says what it
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
+	// (an agent's name) → map[string]weft.VarType.
+	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
 
@@ -96,7 +97,8 @@ type Engine struct {
 	keyVars  []string          // the key variables of the providers the registry's models use
 	procKeys map[string]string // their values in the process environment
 
-	// mu guards owners and trees: this process's bookkeeping of the threads it works on (owner.go).
+	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
+	// (owner.go, unstored.go).
 	mu     sync.Mutex
 	owners map[string]*owner
 	trees  map[string]*treeActivity
@@ -201,25 +203,28 @@ func (e *Engine) Store() weft.Store { return e.store }
 
 // validator returns the compiled validator of a schema, compiling it once.
 func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
-	if v, ok := e.validators.Load(s); ok {
+	if v, ok := e.derived.Load(s); ok {
 		return v.(*schema.Validator), nil
 	}
 	v, err := schema.Compile(s)
 	if err != nil {
 		return nil, err
 	}
-	e.validators.Store(s, v)
+	e.derived.Store(s, v)
 	return v, nil
 }
+
+// declaredKey is the derived cache's key of an agent's declared variable types.
+type declaredKey string
 
 // declaredOf returns the declared variable types of an agent's graph (cached: definitions are
 // immutable after start).
 func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := e.declared.Load(a.Name); ok {
+	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
 	d := declaredTypes(newGraph(e.reg, a, nil).declared())
-	e.declared.Store(a.Name, d)
+	e.derived.Store(declaredKey(a.Name), d)
 	return d
 }
 
@@ -507,7 +512,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 		}
 	}
 	status := weft.ThreadTerminated
-	if err := e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	if err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		for k, doc := range expired {
 			if err := tx.SetExecState(k, doc); err != nil {
 				return err
@@ -607,7 +612,7 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 	if e.opt.RecordEvents && !transient(ev.Type) {
 		evs := []Event{ev}
 		recs := records(evs)
-		err := e.store.Tx(context.WithoutCancel(ctx), ev.ThreadID, nil, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
+		err := e.tx(context.WithoutCancel(ctx), ev.ThreadID, nil, keep, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
 		if err != nil {
 			e.log.Warn("event not recorded", "thread", ev.ThreadID, "type", ev.Type, "error", err)
 		} else {

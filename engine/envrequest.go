@@ -161,7 +161,7 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	}
 	req.Status, req.ChildID = "fulfilled", child.ID
 	doc, _ := json.Marshal(req)
-	if err := e.store.Tx(ctx, parentID, nil, func(tx weft.Tx) error { return tx.SetExecState(envRequestKey(requestID), doc) }); err != nil {
+	if err := e.tx(ctx, parentID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(envRequestKey(requestID), doc) }); err != nil {
 		return nil, err
 	}
 	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled

@@ -57,6 +57,8 @@ type journal struct {
 	// row: the transaction that stores a row records its event (stageMessage), so that no crash
 	// between two commits can leave a row without one.
 	messageEvent func(weft.Message) Event
+	// red returns the run's redactor as it stands (a State may add a secret meanwhile).
+	red func() *redactor
 }
 
 // tx runs fn in a fenced transaction, storing first the messages drained since the last one, and
@@ -85,7 +87,7 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	}
 	cur := &j.cur
 	*cur = txWork{fn: fn, drained: j.drained, pending: cur.pending[:0], staged: cur.staged[:0]}
-	err := j.e.store.Tx(j.ctx, j.threadID, &j.fence, j.body)
+	err := j.e.tx(j.ctx, j.threadID, &j.fence, j.red(), j.body)
 	// Taken out of cur while published: a subscriber's callback cannot reach this journal, but
 	// if it did, its transaction would not write into the events being published.
 	w := *cur
@@ -112,20 +114,21 @@ func (j *journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	return w.drained, nil
 }
 
-// txState runs fn, a State's write of row from any goroutine (a tool's), in a transaction fenced
-// by the run's lease, and records in it the events waiting in the outbox and then row's message
-// event, published once it commits: a crash cannot leave the row without its event. Only for a
-// run that records its events (messageEvent set). The run's own transactions wait meanwhile.
-func (j *journal) txState(ctx context.Context, fn func(weft.Tx) error, row *weft.Message) error {
+// txState runs fn, a State's write of a row from any goroutine (a tool's), in a transaction fenced
+// by the run's lease, and records in it the events waiting in the outbox and then the row
+// change's event (ev, built once fn ran), published once it commits: a crash cannot leave the
+// change without its event. Only for a run that records its events (messageEvent set). The run's
+// own transactions wait meanwhile.
+func (j *journal) txState(ctx context.Context, fn func(weft.Tx) error, ev func() Event) error {
 	j.recMu.Lock()
 	defer j.recMu.Unlock()
 	var pending []Event
 	var recs []weft.EventRecord
-	err := j.e.store.Tx(ctx, j.threadID, &j.fence, func(tx weft.Tx) error {
+	err := j.e.tx(ctx, j.threadID, &j.fence, j.red(), func(tx weft.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		pending = append(j.waitingEvents(pending[:0]), j.messageEvent(*row))
+		pending = append(j.waitingEvents(pending[:0]), ev())
 		recs = records(pending)
 		return tx.AppendEvents(recs)
 	})
@@ -311,7 +314,10 @@ func (j *journal) unread() []weft.QueuedMessage {
 // taken reports a queue row taken already: its insert waits for the next transaction.
 func (j *journal) taken(seq int64) bool { return seq <= j.drainedUpTo }
 
-// take stages m, made of the queue row of seq, for the next transaction.
+// take stages m, made of the queue row of seq, for the next transaction. m joins the context at
+// once, as the user wrote it: a secret a user pasted is the last-line pass's to catch in the
+// request (and count: under a model script the run then exits 5); the committer stores the row
+// redacted, and the context has it so from then on.
 func (j *journal) take(m *weft.Message, seq int64) {
 	j.drained = append(j.drained, m)
 	j.drainedUpTo = max(j.drainedUpTo, seq)

@@ -94,3 +94,22 @@ func (r *run) postEnv(v weft.EnvValue) {
 func (r *run) postTool(q queuedTool) {
 	r.mail.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
 }
+
+// runMemory is a run's Execution.Memory, kept under the mailbox's lock.
+type runMemory struct{ r *run }
+
+func (m runMemory) Load(key string) (v any, ok bool) {
+	m.r.shared(func() { v, ok = m.r.memory[key] })
+	return v, ok
+}
+
+func (m runMemory) Store(key string, v any) {
+	m.r.shared(func() {
+		if m.r.memory == nil {
+			m.r.memory = map[string]any{}
+		}
+		m.r.memory[key] = v
+	})
+}
+
+func (m runMemory) Delete(key string) { m.r.shared(func() { delete(m.r.memory, key) }) }

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -208,7 +207,7 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 		return weft.Errorf(weft.EConflict, "thread %s is not running (status %s): nothing to stop", threadID, t.Status)
 	}
 	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
-	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		s, err := loadExecState(ctx, e.store, threadID)
 		if err != nil {
 			return err
@@ -336,11 +335,10 @@ var errNothingQueued = errors.New("nothing queued")
 // the lease cancels the run. Stop the renewal with stop.
 func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
 	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel}
-	// l.t is assigned under mu: with a short TTL the timer can fire before AfterFunc returns, and
-	// renew's Reset reads it under mu.
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.t = time.AfterFunc(e.opt.LeaseTTL/3, l.renew)
+	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
+	// renew resets l.t.
+	l.t = time.AfterFunc(math.MaxInt64, l.renew)
+	l.t.Reset(e.opt.LeaseTTL / 3)
 	return l
 }
 
@@ -352,8 +350,7 @@ type leaseRenewal struct {
 	f      weft.Fence
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex
-	stopped bool
+	stopped atomic.Bool
 	t       *time.Timer
 }
 
@@ -368,19 +365,18 @@ func (l *leaseRenewal) renew() {
 		}
 		return
 	}
-	l.mu.Lock()
-	if !l.stopped {
+	if !l.stopped.Load() {
 		l.t.Reset(ttl / 3)
+		if l.stopped.Load() {
+			l.t.Stop() // stop ran meanwhile: its Stop may have come before this Reset
+		}
 	}
-	l.mu.Unlock()
 }
 
 // stop ends the renewal: the timer does not fire again (a renewal under way finishes).
 func (l *leaseRenewal) stop() {
-	l.mu.Lock()
-	l.stopped = true
+	l.stopped.Store(true)
 	l.t.Stop()
-	l.mu.Unlock()
 }
 
 // run is one run of a thread.
@@ -415,7 +411,7 @@ type run struct {
 
 	env    *envView
 	red    *redactor
-	memory sync.Map
+	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
 	tools    dispatch
@@ -472,6 +468,7 @@ func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
+	r.journal.red = r.redactorNow
 	if r.e.opt.RecordEvents {
 		r.journal.messageEvent = func(m weft.Message) Event { return r.event("message", r.messageData(m)) }
 	}
@@ -507,78 +504,6 @@ func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*
 		ThreadEnv: thread, UserEnv: user, InstanceEnv: instance})
 }
 
-// addRows appends stored top-level rows to the run's cache (by pointer into rows: no copies).
-func (r *run) addRows(rows []weft.Message) {
-	if r.rows == nil {
-		r.rows = make([]*weft.Message, 0, len(rows)+16)
-	}
-	for i := range rows {
-		m := &rows[i]
-		r.noteRow(m)
-		if m.Depth == 0 {
-			r.rows = append(r.rows, m)
-		}
-	}
-}
-
-// shareRows appends a store's read-only rows to the run's cache; the run never modifies a cached
-// row (it replaces it).
-func (r *run) shareRows(rows []*weft.Message) {
-	if r.rows == nil {
-		r.rows = make([]*weft.Message, 0, len(rows)+16)
-	}
-	for _, m := range rows {
-		r.noteRow(m)
-		if m.Depth == 0 {
-			r.rows = append(r.rows, m)
-		}
-	}
-}
-
-// noteRow records a row's seq and call ids.
-func (r *run) noteRow(m *weft.Message) {
-	if m.Seq > r.lastSeq {
-		r.lastSeq = m.Seq
-	}
-	for _, c := range m.ToolCalls {
-		r.callIDs[c.ID] = true
-	}
-}
-
-func (r *run) addRow(m weft.Message) {
-	r.sync()
-	r.cacheRow(m)
-}
-
-// cacheRow adds a stored row to the cache, in seq order: a State's row, stored from a tool's
-// goroutine, may reach the cache after a later row of the run's own.
-func (r *run) cacheRow(m weft.Message) {
-	r.noteRow(&m)
-	if m.Depth != 0 {
-		return
-	}
-	i := len(r.rows)
-	for i > 0 && r.rows[i-1].Seq > m.Seq {
-		i--
-	}
-	r.rows = slices.Insert(r.rows, i, &m)
-}
-
-// replaceRow updates a cached row after an update in the store.
-func (r *run) replaceRow(m weft.Message) {
-	r.sync()
-	r.recacheRow(m)
-}
-
-func (r *run) recacheRow(m weft.Message) {
-	for i := len(r.rows) - 1; i >= 0; i-- {
-		if r.rows[i].ID == m.ID {
-			r.rows[i] = &m
-			return
-		}
-	}
-}
-
 // tx writes in one fenced transaction of this run (journal.tx).
 func (r *run) tx(fn func(weft.Tx) error) error {
 	drained, err := r.journal.tx(fn)
@@ -586,269 +511,4 @@ func (r *run) tx(fn func(weft.Tx) error) error {
 	return err
 }
 
-// stored notes the drained rows a transaction stored (with their seq now final) and publishes
-// them.
-func (r *run) stored(drained []*weft.Message) {
-	for _, m := range drained {
-		r.noteRow(m)
-		r.emitUnrecorded(*m) // (txBody recorded it when the run records its events)
-	}
-}
-
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }
-
-// stopRequested reports a user stop or a cancelled context.
-func (r *run) stopRequested() bool {
-	return r.ar.stop.Load() || r.state.Stopped || r.ctx.Err() != nil
-}
-
-// loop runs steps until a stop reason.
-func (r *run) loop(trigger string, forceSide weft.Side) (weft.StopInfo, error) {
-	if trigger == "continue" {
-		r.state.Stopped = false
-		if forceSide != "" {
-			r.state.Side = forceSide
-		}
-	}
-	// An inbound user message clears the stop flag: it runs instead of being
-	// failed by the stop check before the queue is drained.
-	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
-		r.state.Stopped = false
-	}
-	// fx holds the tools' effects not applied yet: the resumed calls', then each step's. A stop
-	// asked for while no run held the thread (Stop, for a run that died) runs none of the calls
-	// left open: the stop answers them (stopRows).
-	var resumed bool
-	var fx toolEffects
-	if !r.state.Stopped {
-		var err error
-		resumed, fx, err = r.resume()
-		r.terminated = fx.terminate
-		if errors.Is(err, errAwaitApproval) {
-			return r.stop(weft.StopAwaitingApproval, "")
-		}
-		if err != nil {
-			return r.fail(err)
-		}
-	}
-	if resumed {
-		trigger = "resume"
-		r.trigger = trigger
-	}
-	if r.e.observed() {
-		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
-	}
-	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
-		// The run died after the stop tool's result committed: the turn ends as it would have.
-		r.state.completeTurn(side, r.lastSeq)
-		r.state.Side = side.Other()
-		if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
-			return r.stop(weft.StopTool, "")
-		}
-	}
-	for {
-		// A shutdown suspends the run at this step boundary.
-		if r.e.stopping.Load() && !r.ar.stop.Load() {
-			r.suspend.Store(true)
-		}
-		// S1: stop flag or cancellation.
-		if r.stopRequested() || r.suspending() {
-			return r.stop(r.abortReason(), "")
-		}
-		// S2: drain the queue at the step boundary.
-		if err := r.drain(); err != nil {
-			return r.fail(err)
-		}
-		side := r.state.Side
-		def := r.agent.Side(side)
-		// S4: the session's turn cap.
-		if n := r.agent.MaxSessionTurns; n > 0 && r.state.minTurns() >= n {
-			return r.endSession(weft.StopMaxSessionTurn, "")
-		}
-		// S5: a human side parks the run.
-		if def.Human || !def.IsAI() {
-			return r.stop(weft.StopAwaitingHuman, "")
-		}
-		if def.Handler != "" {
-			// S6: a handler turn.
-			idle, hfx, err := r.handlerTurn(side, def, fx)
-			fx = hfx
-			r.terminated = r.terminated || fx.terminate
-			if err != nil {
-				return r.fail(err)
-			}
-			r.state.of(side).Idle = idle
-			// An idle handler gives the other side nothing new: the run stops, unless the other side
-			// is a handler that has not been idle yet (two idle handler sides stop the run).
-			other := r.agent.Side(side.Other())
-			if idle && (other.Handler == "" || r.state.of(side.Other()).Idle) {
-				return r.stop(weft.StopHandlerIdle, "")
-			}
-			if !idle {
-				r.sync()
-				r.state.completeTurn(side, r.lastSeq)
-			}
-			if next := fx.takeForced(); next != "" {
-				r.state.Side = next
-			} else {
-				r.state.Side = side.Other()
-			}
-			if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
-				return r.stop(weft.StopAwaitingHuman, "")
-			}
-			if err := r.saveState(); err != nil {
-				return r.fail(err)
-			}
-			continue
-		}
-		// S7: step caps.
-		if def.MaxSteps > 0 && r.sideSteps[sideIndex(side)] >= def.MaxSteps {
-			return r.stop(weft.StopMaxSideSteps, fmt.Sprintf("side %s reached maxSteps (%d)", side, def.MaxSteps))
-		}
-		if r.steps >= r.ceiling {
-			return r.stop(weft.StopMaxTotalSteps, fmt.Sprintf("run reached %d steps", r.ceiling))
-		}
-		p, ok := r.e.reg.Prompt(def.Prompt)
-		if !ok {
-			return r.fail(weft.Errorf(weft.EInvalid, "prompt %q is not defined", def.Prompt))
-		}
-		out, err := r.step(p, side, def, fx)
-		fx = out.effects
-		r.terminated = r.terminated || fx.terminate
-		if errors.Is(err, errAwaitApproval) {
-			return r.stop(weft.StopAwaitingApproval, "")
-		}
-		if be := (*budgetError)(nil); errors.As(err, &be) {
-			return r.stop(weft.StopBudgetExceeded, be.why)
-		}
-		if err != nil {
-			return r.fail(err)
-		}
-		if h := fx.handoff; h != nil && out.stop == "" && out.session == "" {
-			// The thread switches agent and goes on at once, with no side switch or turn count.
-			fx.handoff = nil
-			if err := r.applyHandoff(h); err != nil {
-				return r.fail(err)
-			}
-			continue
-		}
-		if out.stop != "" {
-			return r.stop(out.stop, out.stopText)
-		}
-		if out.session != "" {
-			return r.endSession(out.session, out.stopText)
-		}
-		if r.terminated {
-			return r.stop(weft.StopAborted, "thread terminated")
-		}
-		if next := fx.takeForced(); next != "" {
-			// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
-			if out.turnDone {
-				r.sync()
-				r.state.completeTurn(side, r.lastSeq)
-			}
-			r.state.Side = next
-			if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
-				return r.stop(weft.StopAwaitingHuman, "")
-			}
-			if err := r.saveState(); err != nil {
-				return r.fail(err)
-			}
-			continue
-		}
-		// S12: turn completion.
-		if out.turnDone {
-			r.sync()
-			r.state.completeTurn(side, r.lastSeq)
-			next := side.Other()
-			if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
-				reason := weft.StopOnResponse
-				if out.byStopTool {
-					reason = weft.StopTool
-				}
-				r.state.Side = next
-				return r.stop(reason, "")
-			}
-			r.state.Side = next
-		}
-		if err := r.saveState(); err != nil {
-			return r.fail(err)
-		}
-	}
-}
-
-// saveState persists the run state when it changed since it was last written.
-func (r *run) saveState() error {
-	drained, err := r.journal.saveState(&r.state)
-	r.stored(drained)
-	return err
-}
-
-// suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
-// cancelled with errShutdown once the drain deadline passed).
-func (r *run) suspending() bool {
-	return r.suspend.Load() || errors.Is(context.Cause(r.ctx), errShutdown)
-}
-
-func (r *run) abortReason() weft.StopReason {
-	if r.ar.stop.Load() || r.state.Stopped || errors.Is(context.Cause(r.ctx), errStopped) {
-		return weft.StopAbortedByUser
-	}
-	return weft.StopAborted
-}
-
-// drain moves queued messages into the thread (S2): they join the context now and are stored by
-// the run's next transaction. The acting side of a new turn follows the first drained row:
-// user/system → A, assistant → B. An inbound human message is a completed B turn.
-func (r *run) drain() error {
-	j := &r.journal
-	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
-		if err := j.readQueue(r.ctx); err != nil {
-			return err
-		}
-	}
-	qs := j.unread()
-	if len(qs) == 0 {
-		return nil
-	}
-	r.sync()
-	first := true
-	var last *weft.Message
-	for _, q := range qs {
-		if j.taken(q.Seq) {
-			continue // its insert waits for the next transaction
-		}
-		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
-			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
-		switch q.Role {
-		case weft.RoleUser:
-			m.Side = weft.SideB
-		case weft.RoleAssistant:
-			m.Side = weft.SideA
-		}
-		// Provisional seq until the insert assigns the real one (the run holds the lease).
-		m.Seq = r.lastSeq + int64(len(j.drained)) + 1
-		if first {
-			first = false
-			if q.Role == weft.RoleAssistant {
-				r.state.Side = weft.SideB
-			} else {
-				r.state.Side = weft.SideA
-			}
-		}
-		j.take(m, q.Seq)
-		r.rows = append(r.rows, m)
-		last = m
-	}
-	if first {
-		return nil
-	}
-	if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
-		// The human's messages complete a B turn.
-		b := r.state.of(weft.SideB)
-		b.Turns++
-		b.Window = last.Seq
-	}
-	r.state.Stopped = false
-	return nil
-}

@@ -5,11 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
-	"path"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -35,7 +30,7 @@ func (x *execution) Depth() int                  { return x.s.depth }
 func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
 func (x *execution) ToolOptions() map[string]any { return x.entry.Options }
-func (x *execution) Memory() *sync.Map           { return &x.r.memory }
+func (x *execution) Memory() weft.Memory         { return runMemory{x.r} }
 func (x *execution) ForceTurn(s weft.Side)       { x.s.fx.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
@@ -172,13 +167,13 @@ func (s *threadState) InjectMessage(ctx context.Context, nm weft.NewMessage) (we
 	insert := func(tx weft.Tx) error { return tx.InsertMessage(m) }
 	if s.inRun() && s.r.journal.messageEvent != nil {
 		// The row's event is recorded with it, after the run's waiting events.
-		if err := s.r.journal.txState(ctx, insert, m); err != nil {
+		if err := s.r.journal.txState(ctx, insert, func() Event { return s.r.journal.messageEvent(*m) }); err != nil {
 			return weft.Message{}, err
 		}
 		s.r.postRow(*m)
 		return *m, nil
 	}
-	if err := s.e.store.Tx(ctx, s.thread.ID, fence, insert); err != nil {
+	if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), insert); err != nil {
 		return weft.Message{}, err
 	}
 	if s.r != nil {
@@ -271,7 +266,19 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	if err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }); err != nil {
+	update := func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }
+	recorded := s.inRun() && s.r.journal.messageEvent != nil
+	if recorded {
+		// The changed row's event is recorded with the change.
+		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
+		if err != nil {
+			return weft.Message{}, err
+		}
+		row := changedRow(cur, c, s.r.redactorNow())
+		if err := s.r.journal.txState(ctx, update, func() Event { return s.r.journal.messageEvent(row) }); err != nil {
+			return weft.Message{}, err
+		}
+	} else if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), update); err != nil {
 		return weft.Message{}, err
 	}
 	m, err := s.e.store.Message(ctx, s.thread.ID, id)
@@ -281,7 +288,9 @@ func (s *threadState) UpdateMessage(ctx context.Context, id string, u weft.Messa
 	if s.r != nil {
 		s.r.postReplace(m)
 	}
-	s.emitRow(ctx, m) // a message event carries a created or an updated row
+	if !recorded {
+		s.emitRow(ctx, m) // a message event carries a created or an updated row
+	}
 	if s.r != nil {
 		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
@@ -298,7 +307,16 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.DeleteMessage(id) })
+	del := func(tx weft.Tx) error { return tx.DeleteMessage(id) }
+	if s.inRun() && s.r.journal.messageEvent != nil {
+		// The deletion's event is recorded with it.
+		err := s.r.journal.txState(ctx, del, func() Event { return s.r.event("message_deleted", Fields{"message_id": id}) })
+		if err == nil {
+			s.r.postDelete(id)
+		}
+		return err
+	}
+	err := s.e.tx(ctx, s.thread.ID, fence, keep, del)
 	if err == nil && s.r != nil {
 		s.r.postDelete(id)
 	}
@@ -310,135 +328,6 @@ func (s *threadState) DeleteMessage(ctx context.Context, id string) error {
 
 func (s *threadState) Logs(ctx context.Context, q weft.LogQuery) ([]weft.LogEntry, error) {
 	return s.e.store.Logs(ctx, s.thread.ID, q)
-}
-
-// view returns the env view for this state: the run's (with the executing tool's entry and prompt
-// layers), or one loaded for a state outside runs.
-func (s *threadState) view(ctx context.Context) (*envView, error) {
-	thread, user, instance, err := loadEnv(ctx, s.e.store, s.thread.ID, s.thread.UserID)
-	if err != nil {
-		return nil, err
-	}
-	var v *envView
-	if s.r != nil {
-		var c envView
-		s.r.shared(func() { c = *s.r.env })
-		v = &c
-		if s.exec != nil {
-			v.prompt = s.exec.s.prompt.Env
-			v.entry = s.exec.entry.Env
-		}
-	} else {
-		a, _ := s.e.reg.Agent(s.thread.Agent)
-		v = &envView{}
-		if a != nil {
-			v.agent = a.Env
-			v.declared = declaredTypes(newGraph(s.e.reg, a, nil).declared())
-		}
-	}
-	v.thread, v.user, v.instance = toMap(thread), toMap(user), toMap(instance)
-	return v, nil
-}
-
-func (s *threadState) Env(ctx context.Context, name string) (string, error) {
-	v, ok, err := s.LookupEnv(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
-	}
-	return v, nil
-}
-
-func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool, error) {
-	v, err := s.view(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	x, ok := v.lookup(name)
-	return x.value, ok, nil
-}
-
-func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, error) {
-	v, err := s.view(ctx)
-	if err != nil {
-		return "", err
-	}
-	x, ok := v.lookup(name)
-	if !ok {
-		if t, ok := v.declared[name]; ok {
-			return t, nil
-		}
-		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
-	}
-	return x.typ, nil
-}
-
-func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
-	if t != weft.VarText && t != weft.VarSecret {
-		return weft.Errorf(weft.EInvalid, "variable type must be text or secret")
-	}
-	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
-	if err == nil && s.r != nil {
-		s.r.postEnv(weft.EnvValue{Name: name, Value: value, Type: t})
-	}
-	return err
-}
-
-// Tenvs is the seed 002 view: the executing tool's tenv properties decoded per schema type.
-func (s *threadState) Tenvs(ctx context.Context) (map[string]any, error) {
-	if s.exec == nil || s.exec.s.offered[s.exec.call.Name] == nil {
-		return nil, weft.ErrNotInRun
-	}
-	t := s.exec.s.offered[s.exec.call.Name].target.Tool
-	out := map[string]any{}
-	if t == nil || t.Tenvs == nil {
-		return out, nil
-	}
-	v, err := s.view(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req := map[string]bool{}
-	for _, n := range t.Tenvs.Required {
-		req[n] = true
-	}
-	for name, ps := range t.Tenvs.Properties {
-		x, ok := v.lookup(name)
-		if !ok {
-			if req[name] {
-				return nil, fmt.Errorf("Missing required variable %s for tool %s", name, t.Name)
-			}
-			continue
-		}
-		out[name] = decodeTenv(x.value, ps.Type)
-	}
-	return out, nil
-}
-
-// decodeTenv parses a tenv value per its schema type; unparsable values stay strings.
-func decodeTenv(v, typ string) any {
-	switch typ {
-	case "number":
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			return f
-		}
-	case "integer":
-		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return i
-		}
-	case "boolean":
-		if b, err := strconv.ParseBool(v); err == nil {
-			return b
-		}
-	case "object", "array":
-		var x any
-		if json.Unmarshal([]byte(v), &x) == nil {
-			return x
-		}
-	}
-	return v
 }
 
 func (s *threadState) GetValue(ctx context.Context, key string, dst any) (bool, error) {
@@ -472,7 +361,7 @@ func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
 	if s.r != nil {
 		fence = &s.r.journal.fence
 	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
+	err := s.e.tx(ctx, s.thread.ID, fence, keep, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
 	if err == nil {
 		s.emit(ctx, "kv_changed", Fields{"key": key})
 	}
@@ -685,7 +574,7 @@ func (s *threadState) SetStatus(ctx context.Context, text string) error {
 	text = red(text)
 	nr["status_text"] = text
 	props[subagentProperty] = nr
-	if err := s.e.store.Tx(ctx, t.ID, nil, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+	if err := s.e.tx(ctx, t.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
 		return err
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
@@ -764,140 +653,4 @@ func (s *threadState) Children(ctx context.Context) ([]weft.SubagentInfo, error)
 			Status: k.Status.SubagentStatus(), StatusText: str("status_text"), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt})
 	}
 	return out, nil
-}
-
-// storeAttachments writes new attachments (data) under /attachments/ and resolves references.
-func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
-	return s.storeAttachmentsThen(ctx, in, nil)
-}
-
-// storeAttachmentsThen is storeAttachments with then(tx, attachments) run in the transaction that
-// writes the files (a queued message and its files land together); then runs even without new
-// files.
-func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
-	var out []weft.Attachment
-	var files []newFile
-	now := s.e.clock.Now()
-	for _, a := range in {
-		if a.IsRef() {
-			p, err := weft.CleanPath(a.Path)
-			if err != nil {
-				return nil, fmt.Errorf("attachment path %q: %w", a.Path, err)
-			}
-			fi, err := s.e.store.Files().Stat(ctx, s.thread.ID, p)
-			if err != nil {
-				return nil, fmt.Errorf("Attachment not found: %s", a.Path)
-			}
-			out = append(out, weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: orDefault(a.Name, fi.Name), MimeType: fi.MimeType, Size: fi.Size,
-				Width: fi.Width, Height: fi.Height, Description: fi.Description})
-			continue
-		}
-		mt := a.MimeType
-		if mt == "" {
-			mt = mime.TypeByExtension(path.Ext(a.Name))
-		}
-		if mt == "" {
-			mt = "application/octet-stream"
-		}
-		p := attachmentPath(now, a.Name, mt)
-		f := newFile{info: weft.FileInfo{Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
-			data: a.Data, att: weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height}}
-		files = append(files, f)
-		out = append(out, f.att)
-	}
-	if len(files) == 0 && then == nil {
-		return out, nil
-	}
-	var fence *weft.Fence
-	if s.r != nil {
-		fence = &s.r.journal.fence
-	}
-	err := s.e.store.Tx(ctx, s.thread.ID, fence, func(tx weft.Tx) error {
-		for _, f := range files {
-			if err := tx.WriteFile(&f.info, f.data); err != nil {
-				return err
-			}
-		}
-		if then != nil {
-			return then(tx, out)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// threadFS is a thread's filesystem for tools: reads from the store, writes in their own
-// transaction (fenced inside a run).
-type threadFS struct{ s *threadState }
-
-func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
-	var fence *weft.Fence
-	if f.s.r != nil {
-		fence = &f.s.r.journal.fence
-	}
-	return f.s.e.store.Tx(ctx, f.s.thread.ID, fence, fn)
-}
-
-func (f *threadFS) changed(ctx context.Context, p, op string) {
-	f.s.emit(ctx, "file_changed", Fields{"path": p, "op": op})
-}
-
-func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {
-	clean, err := weft.CleanPath(p)
-	if err != nil {
-		return weft.FileInfo{}, fmt.Errorf("%q: %w", p, err)
-	}
-	mt := o.MimeType
-	if mt == "" {
-		mt = mime.TypeByExtension(path.Ext(clean))
-	}
-	info := weft.FileInfo{Path: clean, Name: path.Base(clean), MimeType: mt, Size: int64(len(data)), Width: o.Width, Height: o.Height,
-		Description: o.Description, Metadata: o.Metadata}
-	if err := f.write(ctx, func(tx weft.Tx) error { return tx.WriteFile(&info, data) }); err != nil {
-		return weft.FileInfo{}, err
-	}
-	f.changed(ctx, clean, "write")
-	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, clean)
-}
-
-func (f *threadFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	return f.s.e.store.Files().ReadFile(ctx, f.s.thread.ID, p)
-}
-func (f *threadFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
-	return f.s.e.store.Files().Open(ctx, f.s.thread.ID, p)
-}
-func (f *threadFS) Stat(ctx context.Context, p string) (weft.FileInfo, error) {
-	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, p)
-}
-func (f *threadFS) ReadDir(ctx context.Context, p string) ([]weft.FileInfo, error) {
-	return f.s.e.store.Files().ReadDir(ctx, f.s.thread.ID, p)
-}
-func (f *threadFS) Mkdir(ctx context.Context, p string) error {
-	return f.write(ctx, func(tx weft.Tx) error { return tx.Mkdir(p) })
-}
-func (f *threadFS) Remove(ctx context.Context, p string) error {
-	err := f.write(ctx, func(tx weft.Tx) error { return tx.RemoveFile(p) })
-	if err == nil {
-		f.changed(ctx, p, "delete")
-	}
-	return err
-}
-func (f *threadFS) RemoveDir(ctx context.Context, p string, recursive bool) error {
-	return f.write(ctx, func(tx weft.Tx) error { return tx.RemoveDir(p, recursive) })
-}
-func (f *threadFS) Rename(ctx context.Context, from, to string) error {
-	err := f.write(ctx, func(tx weft.Tx) error { return tx.RenameFile(from, to) })
-	if err == nil {
-		f.changed(ctx, to, "rename")
-	}
-	return err
-}
-func (f *threadFS) Grep(ctx context.Context, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	return f.s.e.store.Files().Grep(ctx, f.s.thread.ID, pattern, o)
-}
-func (f *threadFS) Find(ctx context.Context, glob string) ([]weft.FileInfo, error) {
-	return f.s.e.store.Files().Find(ctx, f.s.thread.ID, glob)
-}
-func (f *threadFS) Usage(ctx context.Context) (weft.FileStats, error) {
-	return f.s.e.store.Files().Usage(ctx, f.s.thread.ID)
 }

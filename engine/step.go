@@ -240,6 +240,29 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		}
 		return nil, nil, err
 	}
+	w := r.replyOf(s, res, msgID, parentID)
+	if err := r.commitReply(s, w); err != nil {
+		return nil, nil, err
+	}
+	return r.replied(s, req, w)
+}
+
+// reply is a model step's reply as it is stored: its row, the calls left to run, the rows of
+// provider-executed calls, the failing result of an empty reply.
+type reply struct {
+	res         *modelResult
+	msg         *weft.Message
+	calls       []weft.ToolCall
+	provided    []*weft.Message
+	emptyResult *weft.Message
+	empty       bool
+	// staged: the transaction recorded startNow's tool_started.
+	staged   bool
+	startNow *weft.ToolCall
+}
+
+// replyOf builds the rows of the model's reply (S9), redacted, through the before-insert hooks.
+func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply {
 	resp := res.resp
 	calls := r.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
@@ -292,8 +315,15 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	if emptyResult != nil {
 		r.beforeInsert(s, emptyResult)
 	}
+	return &reply{res: res, msg: msg, calls: calls, provided: provided, emptyResult: emptyResult, empty: empty}
+}
+
+// commitReply stores the reply with its call records, logs and run state in one transaction
+// (S10); a reply that ends the turn with a human next stores the stop with it.
+func (r *run) commitReply(s *scope, w *reply) error {
 	state := r.state.encode()
 	final := weft.StopReason("")
+	msg, calls, provided, emptyResult, empty, res := w.msg, w.calls, w.provided, w.emptyResult, w.empty, w.res
 	r.sync()
 	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
 		final = s.final(msg.Content)
@@ -314,7 +344,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.state.completeTurn(s.side, 0)
 		r.state.Side = s.side.Other()
 	}
-	err = r.tx(func(tx weft.Tx) error {
+	err := r.tx(func(tx weft.Tx) error {
 		staged = false
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
@@ -381,12 +411,20 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 	if err != nil {
 		r.state = prev
 		clear(r.attemptEnds)
-		return nil, nil, err
+		return err
 	}
 	r.journal.saved = state
 	if final != "" {
 		r.journal.saved, r.finished = finalState, final
 	}
+	w.staged, w.startNow = staged, startNow
+	return nil
+}
+
+// replied updates the run after the reply committed: hooks, the row cache, events, and the
+// sub-prompt's nested rows. It returns the reply and the calls left to run.
+func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []weft.ToolCall, error) {
+	msg, calls, provided, emptyResult, res := w.msg, w.calls, w.provided, w.emptyResult, w.res
 	if r.obs != nil {
 		r.observeModelCall(s, req, res.logs, msg, nil)
 	}
@@ -395,8 +433,8 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Mes
 		r.afterInsert(s, emptyResult)
 	}
 	r.addRow(*msg)
-	if staged {
-		r.tools.startedID = startNow.ID
+	if w.staged {
+		r.tools.startedID = w.startNow.ID
 	}
 	r.emitUnrecorded(*msg)
 	for _, tm := range provided {

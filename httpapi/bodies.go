@@ -53,6 +53,9 @@ func (c *bodyCharge) release() {
 	c.n = 0
 }
 
+// BodyBytesInFlight returns the request-body bytes the requests being served hold now.
+func (s *Server) BodyBytesInFlight() int64 { return s.bodies.used.Load() }
+
 type bodyChargeKey struct{}
 
 // withBodyCharge returns r with a charge against the server's budget, and its release.

@@ -36,6 +36,13 @@ func TestBodyBytesInFlightCapped(t *testing.T) {
 	if _, err := pw.Write(make([]byte, size/2)); err != nil {
 		t.Fatal(err)
 	}
+	// The write returns once the client took the bytes; the server charges the upload when its
+	// handler reads the body, which a loaded machine may schedule after the uploads below.
+	for deadline := time.Now().Add(30 * time.Second); e.api.BodyBytesInFlight() < int64(size); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first upload holds %d bytes after 30 s, want %d", e.api.BodyBytesInFlight(), size)
+		}
+	}
 	cases := []struct {
 		name     string
 		declared bool

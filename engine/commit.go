@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
+)
+
+// The committer is the one way the engine writes a thread: every transaction it opens goes
+// through Engine.tx, which hands the transaction's function a Tx that redacts every text a row,
+// a call record, a log entry or an event carries before the store sees it. A write site cannot
+// forget to redact: a secret that reached a row by a route no one thought of (a user pasting it,
+// a tool's injected message, a handoff's message) is stored as [redacted] all the same.
+//
+// Message rows are redacted in place, so that the caller's copy (the run's cache, the event it
+// builds from the row after the commit) is what the store holds. Call records and log entries are
+// redacted in the store's copy only: the run keeps the arguments a tool runs with.
+
+// keep is the redactor of a transaction that writes no text of a row, record or log entry (run
+// state, thread fields, events already redacted): it loads none.
+var keep = &redactor{}
+
+// tx runs fn in a transaction of the thread (fenced when fence is set) through the committer. red
+// is the thread's redactor; nil loads it first (never inside the transaction).
+func (e *Engine) tx(ctx context.Context, threadID string, fence *weft.Fence, red *redactor, fn func(weft.Tx) error) error {
+	if red == nil {
+		red = e.threadRedactor(ctx, threadID)
+	}
+	if red.r == nil {
+		return e.store.Tx(ctx, threadID, fence, fn) // no secret to redact
+	}
+	return e.store.Tx(ctx, threadID, fence, func(tx weft.Tx) error {
+		return fn(redactingTx{Tx: tx, red: red.String})
+	})
+}
+
+// threadRedactor returns the thread's redactor, or one that redacts nothing when it cannot be
+// built.
+func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redactor {
+	r, err := e.loadRunRows(ctx, threadID, false)
+	if err != nil {
+		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
+		return keep
+	}
+	return r.red
+}
+
+// redactingTx is the Tx the committer hands a transaction's function.
+type redactingTx struct {
+	weft.Tx
+	red func(string) string
+}
+
+func (t redactingTx) InsertMessage(m *weft.Message) error {
+	redactMessage(m, t.red)
+	return t.Tx.InsertMessage(m)
+}
+
+func (t redactingTx) UpdateMessage(id string, c weft.MessageChange) error {
+	if c.Content != nil {
+		c.Content = ptr(t.red(*c.Content))
+	}
+	if c.Reasoning != nil {
+		c.Reasoning = ptr(t.red(*c.Reasoning))
+	}
+	if c.ToolCalls != nil {
+		calls := redactCalls(*c.ToolCalls, t.red)
+		c.ToolCalls = &calls
+	}
+	if c.Metadata != nil {
+		c.Metadata = redactMeta(c.Metadata, t.red)
+	}
+	return t.Tx.UpdateMessage(id, c)
+}
+
+func (t redactingTx) PutToolCall(c *weft.ToolCallRecord) error {
+	args, meta := c.Arguments, c.Meta
+	c.Arguments, c.Meta = t.red(args), redactRaw(meta, t.red)
+	err := t.Tx.PutToolCall(c)
+	c.Arguments, c.Meta = args, meta
+	return err
+}
+
+func (t redactingTx) PutLog(l *weft.LogEntry) error {
+	req, resp, msg := l.RequestBody, l.ResponseBody, l.Error
+	l.RequestBody, l.ResponseBody, l.Error = redactRaw(req, t.red), redactRaw(resp, t.red), t.red(msg)
+	err := t.Tx.PutLog(l)
+	l.RequestBody, l.ResponseBody, l.Error = req, resp, msg
+	return err
+}
+
+func (t redactingTx) AppendEvents(evs []weft.EventRecord) error {
+	for i := range evs {
+		evs[i].Data = redactRaw(evs[i].Data, t.red)
+	}
+	return t.Tx.AppendEvents(evs)
+}
+
+func (t redactingTx) PushQueue(q *weft.QueuedMessage) error {
+	q.Content = t.red(q.Content)
+	q.Metadata = redactMeta(q.Metadata, t.red)
+	return t.Tx.PushQueue(q)
+}
+
+// redactMessage redacts a row's texts in place; its tool calls and metadata are replaced, not
+// changed, when they hold a secret (the run may share them).
+func redactMessage(m *weft.Message, red func(string) string) {
+	m.Content = red(m.Content)
+	m.Reasoning = red(m.Reasoning)
+	if len(m.ToolCalls) > 0 {
+		m.ToolCalls = redactCalls(m.ToolCalls, red)
+	}
+	m.Metadata = redactMeta(m.Metadata, red)
+}
+
+// redactCalls returns calls with their arguments redacted: calls itself when nothing changed.
+func redactCalls(calls []weft.ToolCall, red func(string) string) []weft.ToolCall {
+	out := calls
+	for i, c := range calls {
+		if a := red(c.Arguments); a != c.Arguments {
+			if &out[0] == &calls[0] {
+				out = slices.Clone(calls)
+			}
+			out[i].Arguments = a
+		}
+	}
+	return out
+}
+
+// redactRaw redacts JSON text (the redactor keeps JSON valid); b itself when nothing changed.
+func redactRaw(b []byte, red func(string) string) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	s := string(b)
+	if r := red(s); r != s {
+		return []byte(r)
+	}
+	return b
+}
+
+// redactMeta returns the metadata with every string in it redacted: m itself when nothing
+// changed.
+func redactMeta(m map[string]any, red func(string) string) map[string]any {
+	if len(m) == 0 {
+		return m
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	s := string(b)
+	r := red(s)
+	if r == s {
+		return m
+	}
+	var out map[string]any
+	if json.Unmarshal([]byte(r), &out) != nil {
+		return m
+	}
+	return out
+}
+
+// writeRedactor is the redactor for the State's writes: its run's, as it stands; nil (the
+// committer loads the thread's) outside its thread's run.
+func (s *threadState) writeRedactor() *redactor {
+	if s.inRun() {
+		return s.r.redactorNow()
+	}
+	return nil
+}
+
+// changedRow is cur with the change c applied, as the committer stores it (redacted with red).
+func changedRow(cur weft.Message, c weft.MessageChange, red *redactor) weft.Message {
+	storecontract.ApplyMessageChange(&cur, c)
+	if c.Metadata != nil {
+		cur.Metadata = c.Metadata
+	}
+	if c.ToolCalls != nil {
+		cur.ToolCalls = *c.ToolCalls
+	}
+	if red.r != nil {
+		redactMessage(&cur, red.String)
+	}
+	return cur
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/weft-agents/weft"
+)
+
+// view returns the env view for this state: the run's (with the executing tool's entry and prompt
+// layers), or one loaded for a state outside runs.
+func (s *threadState) view(ctx context.Context) (*envView, error) {
+	thread, user, instance, err := loadEnv(ctx, s.e.store, s.thread.ID, s.thread.UserID)
+	if err != nil {
+		return nil, err
+	}
+	var v *envView
+	if s.r != nil {
+		var c envView
+		s.r.shared(func() { c = *s.r.env })
+		v = &c
+		if s.exec != nil {
+			v.prompt = s.exec.s.prompt.Env
+			v.entry = s.exec.entry.Env
+		}
+	} else {
+		a, _ := s.e.reg.Agent(s.thread.Agent)
+		v = &envView{}
+		if a != nil {
+			v.agent = a.Env
+			v.declared = declaredTypes(newGraph(s.e.reg, a, nil).declared())
+		}
+	}
+	v.thread, v.user, v.instance = toMap(thread), toMap(user), toMap(instance)
+	return v, nil
+}
+
+func (s *threadState) Env(ctx context.Context, name string) (string, error) {
+	v, ok, err := s.LookupEnv(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
+	}
+	return v, nil
+}
+
+func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool, error) {
+	v, err := s.view(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	x, ok := v.lookup(name)
+	return x.value, ok, nil
+}
+
+func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, error) {
+	v, err := s.view(ctx)
+	if err != nil {
+		return "", err
+	}
+	x, ok := v.lookup(name)
+	if !ok {
+		if t, ok := v.declared[name]; ok {
+			return t, nil
+		}
+		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
+	}
+	return x.typ, nil
+}
+
+func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
+	if t != weft.VarText && t != weft.VarSecret {
+		return weft.Errorf(weft.EInvalid, "variable type must be text or secret")
+	}
+	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
+	if err == nil && s.r != nil {
+		s.r.postEnv(weft.EnvValue{Name: name, Value: value, Type: t})
+	}
+	return err
+}
+
+// Tenvs is the seed 002 view: the executing tool's tenv properties decoded per schema type.
+func (s *threadState) Tenvs(ctx context.Context) (map[string]any, error) {
+	if s.exec == nil || s.exec.s.offered[s.exec.call.Name] == nil {
+		return nil, weft.ErrNotInRun
+	}
+	t := s.exec.s.offered[s.exec.call.Name].target.Tool
+	out := map[string]any{}
+	if t == nil || t.Tenvs == nil {
+		return out, nil
+	}
+	v, err := s.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]bool{}
+	for _, n := range t.Tenvs.Required {
+		req[n] = true
+	}
+	for name, ps := range t.Tenvs.Properties {
+		x, ok := v.lookup(name)
+		if !ok {
+			if req[name] {
+				return nil, fmt.Errorf("Missing required variable %s for tool %s", name, t.Name)
+			}
+			continue
+		}
+		out[name] = decodeTenv(x.value, ps.Type)
+	}
+	return out, nil
+}
+
+// decodeTenv parses a tenv value per its schema type; unparsable values stay strings.
+func decodeTenv(v, typ string) any {
+	switch typ {
+	case "number":
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+	case "integer":
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return i
+		}
+	case "boolean":
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	case "object", "array":
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			return x
+		}
+	}
+	return v
+}

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"path"
+
+	"github.com/weft-agents/weft"
+)
+
+// storeAttachments writes new attachments (data) under /attachments/ and resolves references.
+func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
+	return s.storeAttachmentsThen(ctx, in, nil)
+}
+
+// storeAttachmentsThen is storeAttachments with then(tx, attachments) run in the transaction that
+// writes the files (a queued message and its files land together); then runs even without new
+// files.
+func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
+	var out []weft.Attachment
+	var files []newFile
+	now := s.e.clock.Now()
+	for _, a := range in {
+		if a.IsRef() {
+			p, err := weft.CleanPath(a.Path)
+			if err != nil {
+				return nil, fmt.Errorf("attachment path %q: %w", a.Path, err)
+			}
+			fi, err := s.e.store.Files().Stat(ctx, s.thread.ID, p)
+			if err != nil {
+				return nil, fmt.Errorf("Attachment not found: %s", a.Path)
+			}
+			out = append(out, weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: orDefault(a.Name, fi.Name), MimeType: fi.MimeType, Size: fi.Size,
+				Width: fi.Width, Height: fi.Height, Description: fi.Description})
+			continue
+		}
+		mt := a.MimeType
+		if mt == "" {
+			mt = mime.TypeByExtension(path.Ext(a.Name))
+		}
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		p := attachmentPath(now, a.Name, mt)
+		f := newFile{info: weft.FileInfo{Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
+			data: a.Data, att: weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height}}
+		files = append(files, f)
+		out = append(out, f.att)
+	}
+	if len(files) == 0 && then == nil {
+		return out, nil
+	}
+	var fence *weft.Fence
+	if s.r != nil {
+		fence = &s.r.journal.fence
+	}
+	err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), func(tx weft.Tx) error {
+		for _, f := range files {
+			if err := tx.WriteFile(&f.info, f.data); err != nil {
+				return err
+			}
+		}
+		if then != nil {
+			return then(tx, out)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// threadFS is a thread's filesystem for tools: reads from the store, writes in their own
+// transaction (fenced inside a run).
+type threadFS struct{ s *threadState }
+
+func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
+	var fence *weft.Fence
+	if f.s.r != nil {
+		fence = &f.s.r.journal.fence
+	}
+	return f.s.e.tx(ctx, f.s.thread.ID, fence, keep, fn)
+}
+
+func (f *threadFS) changed(ctx context.Context, p, op string) {
+	f.s.emit(ctx, "file_changed", Fields{"path": p, "op": op})
+}
+
+func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {
+	clean, err := weft.CleanPath(p)
+	if err != nil {
+		return weft.FileInfo{}, fmt.Errorf("%q: %w", p, err)
+	}
+	mt := o.MimeType
+	if mt == "" {
+		mt = mime.TypeByExtension(path.Ext(clean))
+	}
+	info := weft.FileInfo{Path: clean, Name: path.Base(clean), MimeType: mt, Size: int64(len(data)), Width: o.Width, Height: o.Height,
+		Description: o.Description, Metadata: o.Metadata}
+	if err := f.write(ctx, func(tx weft.Tx) error { return tx.WriteFile(&info, data) }); err != nil {
+		return weft.FileInfo{}, err
+	}
+	f.changed(ctx, clean, "write")
+	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, clean)
+}
+
+func (f *threadFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	return f.s.e.store.Files().ReadFile(ctx, f.s.thread.ID, p)
+}
+
+func (f *threadFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
+	return f.s.e.store.Files().Open(ctx, f.s.thread.ID, p)
+}
+
+func (f *threadFS) Stat(ctx context.Context, p string) (weft.FileInfo, error) {
+	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, p)
+}
+
+func (f *threadFS) ReadDir(ctx context.Context, p string) ([]weft.FileInfo, error) {
+	return f.s.e.store.Files().ReadDir(ctx, f.s.thread.ID, p)
+}
+
+func (f *threadFS) Mkdir(ctx context.Context, p string) error {
+	return f.write(ctx, func(tx weft.Tx) error { return tx.Mkdir(p) })
+}
+
+func (f *threadFS) Remove(ctx context.Context, p string) error {
+	err := f.write(ctx, func(tx weft.Tx) error { return tx.RemoveFile(p) })
+	if err == nil {
+		f.changed(ctx, p, "delete")
+	}
+	return err
+}
+
+func (f *threadFS) RemoveDir(ctx context.Context, p string, recursive bool) error {
+	return f.write(ctx, func(tx weft.Tx) error { return tx.RemoveDir(p, recursive) })
+}
+
+func (f *threadFS) Rename(ctx context.Context, from, to string) error {
+	err := f.write(ctx, func(tx weft.Tx) error { return tx.RenameFile(from, to) })
+	if err == nil {
+		f.changed(ctx, to, "rename")
+	}
+	return err
+}
+
+func (f *threadFS) Grep(ctx context.Context, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
+	return f.s.e.store.Files().Grep(ctx, f.s.thread.ID, pattern, o)
+}
+
+func (f *threadFS) Find(ctx context.Context, glob string) ([]weft.FileInfo, error) {
+	return f.s.e.store.Files().Find(ctx, f.s.thread.ID, glob)
+}
+
+func (f *threadFS) Usage(ctx context.Context) (weft.FileStats, error) {
+	return f.s.e.store.Files().Usage(ctx, f.s.thread.ID)
+}
