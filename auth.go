@@ -63,6 +63,34 @@ type AuthStore interface {
 	// RevokeKey revokes a key; revoking one already revoked is no error; an unknown id is
 	// ErrNotFound.
 	RevokeKey(ctx context.Context, id string) error
+	// CreateAccessToken stores an OAuth access token (its hash), filling CreatedAt when zero, and
+	// drops the tokens expired before its CreatedAt. Its key must be valid (ErrNotFound otherwise).
+	CreateAccessToken(ctx context.Context, t *AccessToken) error
+	// AccessToken returns the token with that hash while it and its key are not revoked (expired
+	// or not: the caller compares ExpiresAt), or ErrNotFound.
+	AccessToken(ctx context.Context, hash string) (*AccessToken, error)
+	// RevokeAccessToken revokes the token with that hash; an unknown or revoked one is no error.
+	RevokeAccessToken(ctx context.Context, hash string) error
+}
+
+// AccessToken is an OAuth access token the server issued for its MCP endpoint to a client the
+// user approved while signed in with one of their API keys. Only the SHA-256 of the token is kept;
+// revoking that key ends the token.
+type AccessToken struct {
+	// Hash is the hex SHA-256 of the token (HashAPIKey).
+	Hash string `json:"-"`
+	// UserID is the user the token acts as: the key's user.
+	UserID string `json:"user_id"`
+	// KeyID is the API key the user signed in with to approve the client.
+	KeyID string `json:"key_id"`
+	// Client names the client it was issued to (its registered client_name, else its client_id).
+	Client string `json:"client"`
+	// Resource is the resource (RFC 8707) the token is for: the MCP endpoint's URL.
+	Resource string `json:"resource"`
+	// CreatedAt is when the token was issued.
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when the token stops being accepted.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // APIKeyPrefix starts every API key.

@@ -7,10 +7,8 @@ package aisdkapi
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,21 +32,9 @@ type Handler struct {
 // Register mounts the routes on the API server.
 func Register(api *httpapi.Server) *Handler {
 	h := &Handler{api: api, ping: 15 * time.Second}
-	api.Mount("POST /api/agents/{agent}/chat", h.route(h.chat))
-	api.Mount("GET /api/agents/{agent}/chat/{id}/stream", h.route(h.resume))
+	api.Mount("POST /api/agents/{agent}/chat", turn.Route(api, h.chat))
+	api.Mount("GET /api/agents/{agent}/chat/{id}/stream", turn.Route(api, h.resume))
 	return h
-}
-
-func (h *Handler) route(f func(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := h.api.Authenticate(r)
-		if err == nil {
-			err = f(w, r, c)
-		}
-		if err != nil {
-			h.api.WriteError(w, r, err)
-		}
-	})
 }
 
 // chatBody is what DefaultChatTransport posts: the chat id, the whole conversation as UI
@@ -81,9 +67,6 @@ func (m uiMessage) text() string {
 	return b.String()
 }
 
-// maxBody bounds a request (a conversation), as /api bounds a posted message.
-const maxBody = weft.MaxMessageBytes
-
 func invalid(format string, args ...any) error {
 	return weft.Errorf(weft.EInvalid, format, args...)
 }
@@ -93,16 +76,8 @@ func invalid(format string, args ...any) error {
 func read(w http.ResponseWriter, r *http.Request) (*chatBody, []weft.NewMessage, weft.NewMessage, error) {
 	var b chatBody
 	var last weft.NewMessage
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, nil, last, weft.LimitError("the request body", mbe.Limit+1, maxBody)
-	}
-	if err != nil {
-		return nil, nil, last, invalid("reading the request body: %v", err)
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, nil, last, invalid("the body is not a chat request: %v", err)
+	if err := turn.ReadJSON(w, r, &b, "a chat request"); err != nil {
+		return nil, nil, last, err
 	}
 	if b.ID == "" {
 		return nil, nil, last, invalid("id: the chat id is required")
@@ -153,90 +128,22 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 // resume streams the chat's running turn from its start (204 when none runs): what was recorded
 // comes at once, a message being written comes whole once stored, and the rest live.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Caller) error {
-	agent, id := r.PathValue("agent"), r.PathValue("id")
-	eng := h.api.Engine()
-	found, _, err := eng.Store().Threads(r.Context(), weft.ThreadQuery{UserID: c.UserID, Agent: agent, Tag: chatTag + id, Limit: 1})
-	if err != nil {
+	id := r.PathValue("id")
+	rs, err := turn.Resume(w, r, h.api, c, r.PathValue("agent"), chatTag+id, "chat "+strconv.Quote(id))
+	if err != nil || rs == nil {
 		return err
 	}
-	if len(found) == 0 {
-		return weft.Errorf(weft.ENotFound, "no chat %q of agent %q", id, agent)
-	}
-	t := found[0]
-	if t.Status != weft.ThreadRunning {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	// The turn is the newest posted message's.
-	msgs, err := eng.Store().Messages(r.Context(), t.ID, weft.MessageQuery{Limit: 20, Desc: true})
-	if err != nil {
-		return err
-	}
-	input := ""
-	for _, m := range msgs {
-		if m.Role == weft.RoleUser {
-			input = m.ID
-			break
-		}
-	}
-	if input == "" {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	now, err := h.api.LastEventSeq(r.Context(), t.ID)
-	if err != nil {
-		return err
-	}
-	f, err := turn.Open(r, h.api, t.ID, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h.stream(w, f, &turn.Reader{Input: input, AfterInput: true, ResumeAt: now}, input)
+	defer rs.Close()
+	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, rs.Input.ID)
 	return nil
 }
 
 // stream writes the turn as a UI message stream.
 func (h *Handler) stream(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, inputID string) {
-	rc := http.NewResponseController(w)
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	hd.Set(StreamHeader, "v1")
-	w.WriteHeader(http.StatusOK)
-	write := func(s string) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(w, s); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	s := turn.NewSSE(w, StreamHeader, "v1")
 	tr := &translator{messageID: MessageID(inputID)}
-	send := func(chunks []map[string]any) error {
-		var b strings.Builder
-		for _, c := range chunks {
-			enc, _ := json.Marshal(c)
-			fmt.Fprintf(&b, "data: %s\n\n", enc)
-		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return write(b.String())
-	}
-	if send(tr.start()) != nil {
-		return
-	}
-	err := f.Stream(rd, func(parts []turn.Part) error {
-		for _, p := range parts {
-			if err := send(tr.read(p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func() error { return write(": ping\n\n") }, h.ping)
-	if err == nil && rd.Done() {
-		_ = write("data: [DONE]\n\n")
+	if err := turn.StreamData(s, f, rd, tr.start(), tr.read, h.ping); err == nil && rd.Done() {
+		_ = s.Raw("data: [DONE]\n\n")
 	}
 }
 

@@ -1,76 +1,20 @@
 package aisdkapi_test
 
 import (
-	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/aisdkapi"
-	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/internal/turn/turntest"
 	"github.com/weft-agents/weft/memstore"
-	"github.com/weft-agents/weft/project"
-	"github.com/weft-agents/weft/scripted"
 )
-
-const script = `version: 1
-options: {chunk_size: 5}
-responses:
-  - match: {prompt: helper}
-    text: "Hello there, friend."
-`
 
 // TestChat: requests and refusals; a chat id names one thread per user.
 func TestChat(t *testing.T) {
-	reg, diags := project.Open("../openaiapi/testdata/agents", project.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Err())
-	}
-	sc, err := scripted.Parse("s.yaml", []byte(strings.Replace(script, "{chunk_size: 5}", "{chunk_size: 5, on_exhausted: repeat_last}", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, _ := memstore.New(memstore.Options{})
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(sc), RecordEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 2, DrainTimeout: time.Second})
-	}()
-	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st})
-	aisdkapi.Register(api)
-	srv := httptest.NewServer(api.Handler())
-	defer func() { srv.Close(); cancel(); <-served }()
-	keys := map[string]string{}
-	for _, name := range []string{"alice", "bob"} {
-		u := &weft.User{Name: name}
-		st.CreateUser(ctx, u)
-		k, rec := weft.NewAPIKey(u.ID)
-		st.CreateKey(ctx, rec)
-		keys[name] = k
-	}
-	do := func(method, path, user, body string) (*http.Response, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		if user != "" {
-			req.Header.Set("Authorization", "Bearer "+keys[user])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	keys := turntest.Users(t, st, "alice", "bob")
+	s := turntest.Start(t, st, turntest.Hello, keys, func(api *httpapi.Server) { aisdkapi.Register(api) })
 	msg := `{"id":"c1","trigger":"submit-message","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`
 	cases := []struct {
 		name, method, path, user, body string
@@ -90,7 +34,7 @@ func TestChat(t *testing.T) {
 		{"alice again", "POST", "/api/agents/helper/chat", "alice", strings.Replace(msg, `"u1"`, `"u2"`, 1), 200, "data: [DONE]"},
 	}
 	for _, c := range cases {
-		resp, body := do(c.method, c.path, c.user, c.body)
+		resp, body := s.Do(c.method, c.path, c.user, c.body)
 		if resp.StatusCode != c.status || !strings.Contains(body, c.contains) {
 			t.Errorf("%s: %d %s", c.name, resp.StatusCode, body)
 		}
@@ -100,15 +44,8 @@ func TestChat(t *testing.T) {
 	}
 	// One thread per user for c1: alice's holds her two turns, bob's his one.
 	for user, want := range map[string]int{"alice": 4, "bob": 2} {
-		_, body := do("GET", "/api/threads", user, "")
-		if !strings.Contains(body, `"total":1`) {
-			t.Errorf("%s threads: %s", user, body)
-		}
-		id := body[strings.Index(body, `"id":"`)+6:]
-		id = id[:strings.Index(id, `"`)]
-		_, msgs := do("GET", "/api/threads/"+id+"/messages", user, "")
-		if n := strings.Count(msgs, `"role":`); n != want {
-			t.Errorf("%s: %d messages, want %d: %s", user, n, want, msgs)
+		if msgs := s.Messages(user); strings.Count(msgs, `"role":`) != want {
+			t.Errorf("%s: want %d messages: %s", user, want, msgs)
 		}
 	}
 }

@@ -102,6 +102,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			s.specs = append(s.specs, o.spec)
 		}
 	}
+	r.offerClientTools(s, shared)
 	return s, nil
 }
 

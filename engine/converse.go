@@ -233,7 +233,7 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = e.converse(runCtx, threadID, root, t, in)
-	stops, redactions, reply := watch.taken()
+	stops, redactions, reply := e.watches.taken(watch)
 	res.Reply = reply
 	for _, info := range stops {
 		res.Stops = append(res.Stops, info)

@@ -1,6 +1,3 @@
-// Package engine runs agents: threads whose runs alternate model steps and tool calls, with every
-// message persisted through a weft.Store and every model call made through a weft.Provider
-// (execution.md). It knows the root interfaces only — never a concrete store or provider.
 package engine
 
 import (
@@ -97,7 +94,8 @@ type Engine struct {
 	keyVars  []string          // the key variables of the providers the registry's models use
 	procKeys map[string]string // their values in the process environment
 
-	// mu guards owners and trees: this process's bookkeeping of the threads it works on (owner.go).
+	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
+	// (owner.go, unstored.go).
 	mu     sync.Mutex
 	owners map[string]*owner
 	trees  map[string]*treeActivity

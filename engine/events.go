@@ -347,10 +347,9 @@ type stopWatches struct {
 	listeners[string, stopWatch]
 }
 
-// stopWatch gathers one thread's stops.
+// stopWatch gathers one thread's stops, under the watches' lock.
 type stopWatch struct {
 	thread string
-	mu     sync.Mutex
 	stops  []weft.StopInfo
 	// redactions counts the final lines the runs held back for redaction (RunResult).
 	redactions int
@@ -371,19 +370,17 @@ func (w *stopWatches) note(thread string, info weft.StopInfo, redactions int, re
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, sw := range w.by[thread] {
-		sw.mu.Lock()
 		sw.stops = append(sw.stops, info)
 		sw.redactions += redactions
 		if reply != nil {
 			sw.reply = reply
 		}
-		sw.mu.Unlock()
 	}
 }
 
-// taken returns the stops noted so far, the redactions and the last reply.
-func (sw *stopWatch) taken() ([]weft.StopInfo, int, *weft.Message) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+// taken returns the stops noted so far on sw, the redactions and the last reply.
+func (w *stopWatches) taken(sw *stopWatch) ([]weft.StopInfo, int, *weft.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return sw.stops, sw.redactions, sw.reply
 }

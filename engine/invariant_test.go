@@ -172,7 +172,7 @@ func genScenario(seed uint64) scenario {
 		sec.WriteString(secretParts[i])
 	}
 	sec.WriteString(strconv.Itoa(100 + r.IntN(900)))
-	tools := []string{"charge", "echo", "inject", "scratch", "risky", "summarize"}
+	tools := []string{"charge", "echo", "inject", "scratch", "risky", "summarize", "review"}
 	sc := scenario{secret: sec.String()}
 	for range 1 + r.IntN(3) {
 		var step []string
@@ -254,13 +254,22 @@ func (w *world) registry() *weft.Registry {
 		tool("finish", ok("finished with "+sec)),
 	}
 	reg := registry(tools, func(p *weft.Prompt) {
-		p.Tools = append(p.Tools, weft.ToolEntry{Name: "summarize", Kind: weft.EntryPrompt}, weft.ToolEntry{Name: "billing", Kind: weft.EntryAgent})
+		p.Tools = append(p.Tools, weft.ToolEntry{Name: "summarize", Kind: weft.EntryPrompt}, weft.ToolEntry{Name: "billing", Kind: weft.EntryAgent},
+			weft.ToolEntry{Name: "review", Kind: weft.EntryAgent})
 	})
 	a, _ := reg.Agent("assistant")
 	a.SideA.StopTool = "finish"
 	reg.AddPrompt(&weft.Prompt{Name: "summarize", ToolDescription: "Summarizes.", Model: "fast", Prompt: weft.Text("You summarize.")})
 	reg.AddPrompt(&weft.Prompt{Name: "billing", ToolDescription: "Billing.", Model: "fast", Prompt: weft.Text("You handle billing.")})
 	reg.AddAgent(&weft.Agent{Name: "billing", ExposeAsTool: true, ToolDescription: "Hand over to billing.", SideA: weft.AgentSide{Prompt: "billing"}})
+	// A subagent: a child thread of two AI sides, whose reviewer ends the session at once.
+	reg.AddTool(tool("approve", ok("approved")))
+	reg.AddPrompt(&weft.Prompt{Name: "reviewer", ToolDescription: "Reviews.", Model: "fast", IncludeChat: true, Prompt: weft.Text("You review."),
+		Tools: []weft.ToolEntry{{Name: "approve"}}})
+	reg.AddPrompt(&weft.Prompt{Name: "author", ToolDescription: "Writes.", Model: "fast", IncludeChat: true, Prompt: weft.Text("You write.")})
+	reg.AddAgent(&weft.Agent{Name: "review", Type: weft.DualAI, MaxSessionTurns: 3, ExposeAsTool: true, ToolDescription: "Review a draft.",
+		SideA: weft.AgentSide{Prompt: "reviewer", SessionStop: &weft.SessionTool{Name: "approve", MessageProperty: "summary"}},
+		SideB: &weft.AgentSide{Prompt: "author"}})
 	return reg
 }
 
@@ -273,6 +282,10 @@ func (w *world) model() weft.Provider {
 		w.reqs = append(w.reqs, string(req.TraceJSON()))
 		w.mu.Unlock()
 		sec := w.sc.secret
+		if req.Prompt == "reviewer" {
+			b, _ := json.Marshal(map[string]string{"summary": "Fine; keep " + sec})
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprint("r", len(req.Messages)), Name: "approve", Arguments: string(b)}}}, nil
+		}
 		if req.Prompt != "assistant" {
 			return &weft.Response{Text: req.Prompt + " says: keep " + sec + " safe."}, nil
 		}
@@ -338,8 +351,8 @@ func drive(ctx context.Context, eng *engine.Engine, st weft.Store, threadID stri
 }
 
 // check verifies the invariants over what the ledger and the store hold for the thread (and its
-// child threads).
-func check(t *testing.T, w *world, led *ledger, st weft.Store, root string) {
+// child threads); after a clean run, also that every call of the scenario succeeded.
+func check(t *testing.T, w *world, led *ledger, st weft.Store, root string, clean bool) {
 	t.Helper()
 	ctx := context.Background()
 	led.mu.Lock()
@@ -419,6 +432,26 @@ func check(t *testing.T, w *world, led *ledger, st weft.Store, root string) {
 	if th, err := st.Thread(ctx, root); err != nil || th.Status == weft.ThreadRunning {
 		t.Errorf("root thread after the run: %+v %v", th, err)
 	}
+	if !clean {
+		return // a call a crash interrupted may have ended in error (a non-idempotent tool is not run again)
+	}
+	// Every call of the scenario ran and succeeded: the subagent's and the sub-prompt's results
+	// came back (redacted) from their child runs.
+	rows, _ := st.Messages(ctx, root, weft.MessageQuery{Limit: -1})
+	results := map[string]string{}
+	for _, m := range rows {
+		if m.Role == weft.RoleTool && m.ToolStatus == weft.ToolSuccess {
+			results[m.Name] = m.Content
+		}
+	}
+	want := map[string]string{"review": "Fine; keep [redacted]", "summarize": "summarize says: keep [redacted] safe.", "echo": "your token is [redacted]"}
+	for _, step := range w.sc.steps {
+		for _, name := range step {
+			if got, ok := results[name]; !ok || want[name] != "" && !strings.Contains(got, want[name]) {
+				t.Errorf("the %s call's result: %q (ran: %v)", name, got, ok)
+			}
+		}
+	}
 }
 
 // runScenario runs the scenario in a process that dies after `after` fenced commits (never when
@@ -432,7 +465,10 @@ func runScenario(t *testing.T, sc scenario, after int) int {
 	mem, clock := newDeathStore()
 	led := &ledger{}
 	first := &auditStore{Store: mem, led: led, after: after}
-	eng, err := engine.New(engine.Options{Registry: reg, Store: first, Override: w.model(), RecordEvents: true, LeaseTTL: deadTTL})
+	// The model is a provider, not a script (Override): it gets each request as a provider does,
+	// after the last-line redaction pass.
+	provider := func(*weft.Model) (weft.Provider, error) { return w.model(), nil }
+	eng, err := engine.New(engine.Options{Registry: reg, Store: first, Providers: provider, RecordEvents: true, LeaseTTL: deadTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,13 +484,13 @@ func runScenario(t *testing.T, sc scenario, after int) int {
 		if derr != nil {
 			t.Fatal(derr)
 		}
-		check(t, w, led, mem, th.ID)
+		check(t, w, led, mem, th.ID, true)
 		return first.n
 	}
 	// The first process is dead: a second one recovers what it left and finishes the thread.
 	clock.expire()
 	second := &auditStore{Store: mem, led: led}
-	eng2, err := engine.New(engine.Options{Registry: reg, Store: second, Override: w.model(), RecordEvents: true})
+	eng2, err := engine.New(engine.Options{Registry: reg, Store: second, Providers: provider, RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +501,7 @@ func runScenario(t *testing.T, sc scenario, after int) int {
 	if err := drive(ctx, eng2, second, th.ID); err != nil {
 		t.Fatal(err)
 	}
-	check(t, w, led, mem, th.ID)
+	check(t, w, led, mem, th.ID, false)
 	return first.n
 }
 

@@ -48,24 +48,17 @@ const maxLeaseRetries = 3
 func (e *Engine) ownerOf(threadID string) *owner {
 	o := e.owners[threadID]
 	if o == nil {
-		if o, _ = owners.Get().(*owner); o == nil {
-			o = &owner{turn: make(chan struct{}, 1)}
-		}
+		o = &owner{turn: make(chan struct{}, 1)}
 		e.owners[threadID] = o
 	}
 	return o
 }
 
-// owners recycles owner entries: a thread's entry lives only while something works on it.
-var owners sync.Pool
-
 // dropIfUnused forgets an owner nothing refers to any more; the caller holds e.mu. An idle thread
 // is only its rows in the store.
 func (e *Engine) dropIfUnused(threadID string, o *owner) {
 	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 {
-		delete(e.owners, threadID)
-		*o = owner{turn: o.turn} // nothing holds the turn: the channel is empty
-		owners.Put(o)
+		delete(e.owners, threadID) // not recycled: a late holder of o never sees another thread's
 	}
 }
 

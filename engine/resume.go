@@ -136,12 +136,12 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
-	if res, ok := r.e.unstored.take(c.ID); ok {
+	if res, ok := r.e.takeUnstored(c.ID); ok {
 		// The tool finished in this process; storing its result failed (a lost connection, not a
 		// lost process): it is stored now rather than run again or answered as interrupted.
 		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
-			r.e.unstored.keep(c.ID, res)
+			r.e.keepUnstored(c.ID, res)
 		}
 		return true, err
 	}

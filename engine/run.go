@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -335,11 +335,10 @@ var errNothingQueued = errors.New("nothing queued")
 // the lease cancels the run. Stop the renewal with stop.
 func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
 	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel}
-	// l.t is assigned under mu: with a short TTL the timer can fire before AfterFunc returns, and
-	// renew's Reset reads it under mu.
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.t = time.AfterFunc(e.opt.LeaseTTL/3, l.renew)
+	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
+	// renew resets l.t.
+	l.t = time.AfterFunc(math.MaxInt64, l.renew)
+	l.t.Reset(e.opt.LeaseTTL / 3)
 	return l
 }
 
@@ -351,8 +350,7 @@ type leaseRenewal struct {
 	f      weft.Fence
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex
-	stopped bool
+	stopped atomic.Bool
 	t       *time.Timer
 }
 
@@ -367,19 +365,18 @@ func (l *leaseRenewal) renew() {
 		}
 		return
 	}
-	l.mu.Lock()
-	if !l.stopped {
+	if !l.stopped.Load() {
 		l.t.Reset(ttl / 3)
+		if l.stopped.Load() {
+			l.t.Stop() // stop ran meanwhile: its Stop may have come before this Reset
+		}
 	}
-	l.mu.Unlock()
 }
 
 // stop ends the renewal: the timer does not fire again (a renewal under way finishes).
 func (l *leaseRenewal) stop() {
-	l.mu.Lock()
-	l.stopped = true
+	l.stopped.Store(true)
 	l.t.Stop()
-	l.mu.Unlock()
 }
 
 // run is one run of a thread.

@@ -48,7 +48,7 @@ func TestRunEndPublishedAfterStopNoted(t *testing.T) {
 	if len(late) != 1 {
 		t.Fatalf("run_stopped published %d times: %v", len(late), types)
 	}
-	if stops, _, reply := late[0].taken(); len(stops) != 0 || reply != nil {
+	if stops, _, reply := eng.watches.taken(late[0]); len(stops) != 0 || reply != nil {
 		t.Errorf("a watch added on run_stopped was told %+v (reply %v)", stops, reply)
 	}
 	if n := len(types); n < 2 || types[n-2] != "message" || types[n-1] != "run_stopped" {

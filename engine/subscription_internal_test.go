@@ -20,7 +20,7 @@ func TestStopWatches(t *testing.T) {
 	w.note("root", weft.StopInfo{Seq: 1}, 2, answer)
 	w.note("root", weft.StopInfo{Seq: 2}, 0, nil) // a run that stored no reply keeps the last
 	for _, sw := range []*stopWatch{a, b} {
-		stops, redactions, reply := sw.taken()
+		stops, redactions, reply := w.taken(sw)
 		var seqs []int
 		for _, s := range stops {
 			seqs = append(seqs, s.Seq)

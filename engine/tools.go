@@ -207,7 +207,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	if err != nil {
 		if exec != nil {
 			// The tool ran: its result outlives a lost connection (resume stores it).
-			d.r.e.unstored.keep(c.ID, res.result)
+			d.r.e.keepUnstored(c.ID, res.result)
 		}
 		return res, err
 	}

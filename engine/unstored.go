@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sync"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -18,9 +17,9 @@ const (
 // running, and a resume in this process stores the kept result instead of answering the call as
 // interrupted — a lost connection is not a lost process, and the tool must not look unfinished
 // to the model, which would call it again.
+// Kept by the Engine under its lock (e.mu): calls are rare, a store failure's.
 type unstoredResults struct {
-	mu sync.Mutex
-	m  map[string]unstored
+	m map[string]unstored
 }
 
 type unstored struct {
@@ -28,10 +27,11 @@ type unstored struct {
 	at  time.Time
 }
 
-// keep remembers the result of a call whose store failed.
-func (u *unstoredResults) keep(callID string, res weft.ToolResult) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+// keepUnstored remembers the result of a call whose store failed.
+func (e *Engine) keepUnstored(callID string, res weft.ToolResult) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := &e.unstored
 	if u.m == nil {
 		u.m = map[string]unstored{}
 	}
@@ -46,13 +46,13 @@ func (u *unstoredResults) keep(callID string, res weft.ToolResult) {
 	u.m[callID] = unstored{res: res, at: now}
 }
 
-// take returns and forgets the kept result of a call.
-func (u *unstoredResults) take(callID string) (weft.ToolResult, bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	x, ok := u.m[callID]
+// takeUnstored returns and forgets the kept result of a call.
+func (e *Engine) takeUnstored(callID string) (weft.ToolResult, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x, ok := e.unstored.m[callID]
 	if ok {
-		delete(u.m, callID)
+		delete(e.unstored.m, callID)
 	}
 	return x.res, ok && time.Since(x.at) <= unstoredTTL
 }

@@ -119,12 +119,23 @@ func ParseKey(s string) ([]byte, error) {
 	return nil, fmt.Errorf("envcrypt: encryption key is neither %d hex digits nor base64 of %d bytes", 2*KeySize, KeySize)
 }
 
-// LoadOrCreateKey reads the key file <dataDir>/weft.key, or creates it (mode 0600, directory 0700)
+// KeyFileFor is the key file of a database file when no key is configured: the database's path
+// with ".key" appended (weft.db → weft.db.key), so that every database has a key of its own and a
+// database copied or deleted with its key file takes nothing from another.
+func KeyFileFor(database string) string { return database + ".key" }
+
+// LoadOrCreateKey reads the key file <dir>/weft.key, or creates it; see LoadOrCreateKeyFile.
+// Databases in one directory once shared this file; SQLite databases now have a key file each
+// (KeyFileFor) and read this one only when it is the key an existing database was sealed with.
+func LoadOrCreateKey(dir string) (key []byte, created bool, err error) {
+	return LoadOrCreateKeyFile(filepath.Join(dir, KeyFile))
+}
+
+// LoadOrCreateKeyFile reads the key file at path, or creates it (mode 0600, its directory 0700)
 // with a new random key when it does not exist; created reports the latter, so the caller can warn
 // that the key must be kept with the data.
-func LoadOrCreateKey(dataDir string) (key []byte, created bool, err error) {
-	path := filepath.Join(dataDir, KeyFile)
-	key, err = readKeyFile(path)
+func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
+	key, err = ReadKeyFile(path)
 	switch {
 	case err == nil:
 		return key, false, nil
@@ -137,21 +148,37 @@ func LoadOrCreateKey(dataDir string) (key []byte, created bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, false, err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("envcrypt: create key directory: %w", err)
-	}
-	// Write the key to a temporary file, sync it, then hard-link it into place: the key file either
-	// does not exist or holds a whole key, even if the process is killed half-way; a link also
-	// fails when another process won the race, and then its key is used.
 	key = NewKey()
-	tmp, err := os.CreateTemp(dataDir, ".weft.key-*")
+	if err := WriteKeyFile(path, key); err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process created it first: use theirs
+			key, err = ReadKeyFile(path)
+			return key, false, err
+		}
+		return nil, false, err
+	}
+	return key, true, nil
+}
+
+// WriteKeyFile creates the key file at path holding key (mode 0600, its directory 0700). It never
+// replaces a file: when path exists the error wraps fs.ErrExist. The key is written to a temporary
+// file, synced, then hard-linked into place, so the key file either does not exist or holds a
+// whole key, even if the process is killed half-way.
+func WriteKeyFile(path string, key []byte) error {
+	if len(key) != KeySize {
+		return fmt.Errorf("envcrypt: key must be %d bytes, got %d", KeySize, len(key))
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("envcrypt: create key directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
-		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
+		return fmt.Errorf("envcrypt: create key file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
+		return fmt.Errorf("envcrypt: create key file: %w", err)
 	}
 	_, err = tmp.WriteString(EncodeKey(key) + "\n")
 	if err == nil {
@@ -161,22 +188,20 @@ func LoadOrCreateKey(dataDir string) (key []byte, created bool, err error) {
 		err = cerr
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("envcrypt: write key file %s: %w", path, err)
+		return fmt.Errorf("envcrypt: write key file %s: %w", path, err)
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) { // another process created it first: use theirs
-			key, err = readKeyFile(path)
-			return key, false, err
-		}
-		return nil, false, fmt.Errorf("envcrypt: create key file: %w", err)
+		return fmt.Errorf("envcrypt: create key file %s: %w", path, err)
 	}
-	return key, true, nil
+	return nil
 }
 
 // errEmptyKeyFile marks a key file with no content.
 var errEmptyKeyFile = errors.New("key file is empty")
 
-func readKeyFile(path string) ([]byte, error) {
+// ReadKeyFile reads the key in the key file at path; a missing file is an error wrapping
+// fs.ErrNotExist.
+func ReadKeyFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("envcrypt: read key file: %w", err)

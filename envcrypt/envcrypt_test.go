@@ -125,3 +125,45 @@ func TestLoadOrCreateKeyEmptyFile(t *testing.T) {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
 }
+
+// TestKeyFilePerDatabase: a database's key file is named after it; WriteKeyFile creates a key
+// file whole (0600) and never replaces one, so a key that sealed data cannot be overwritten.
+func TestKeyFilePerDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if got := KeyFileFor(filepath.Join(dir, "chat.db")); got != filepath.Join(dir, "chat.db.key") {
+		t.Fatalf("KeyFileFor = %s", got)
+	}
+	a, b := KeyFileFor(filepath.Join(dir, "a.db")), KeyFileFor(filepath.Join(dir, "b.db"))
+	ka, created, err := LoadOrCreateKeyFile(a)
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	kb, _, err := LoadOrCreateKeyFile(b)
+	if err != nil || bytes.Equal(ka, kb) {
+		t.Fatalf("two databases, one key: %v", err)
+	}
+	if err := WriteKeyFile(a, NewKey()); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("WriteKeyFile over an existing key: %v", err)
+	}
+	if k, err := ReadKeyFile(a); err != nil || !bytes.Equal(k, ka) {
+		t.Fatalf("the key changed: %v", err)
+	}
+	c := filepath.Join(dir, "sub", "c.db.key")
+	kc := NewKey()
+	if err := WriteKeyFile(c, kc); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(c); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode: %v %v", fi, err)
+	}
+	if k, err := ReadKeyFile(c); err != nil || !bytes.Equal(k, kc) {
+		t.Fatalf("read back: %v", err)
+	}
+	if _, err := ReadKeyFile(filepath.Join(dir, "none.key")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing key file: %v", err)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, "*", ".*-*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}

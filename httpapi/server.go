@@ -57,6 +57,11 @@ type Options struct {
 	// server of package a2a); the authenticated user's id reaches it in the Weft-A2a-User header,
 	// and whether that user is an admin in Weft-A2a-Admin ("true" or "false").
 	A2A http.Handler
+	// A2ATasks, when set, answers GET /api/threads/{id}/a2a/tasks for a thread the caller may
+	// see: its A2A tasks (values that encode as the A2A JSON of tasks) and whether A2A clients
+	// talk to it (package a2a's ThreadTasks). fileURL is the API's route for a thread's file.
+	// Without it the route answers 404.
+	A2ATasks func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (tasks any, viaA2A bool, err error)
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /api/health.
@@ -69,6 +74,9 @@ type Options struct {
 	Evals EvalService
 	// PingInterval is the SSE keep-alive period (default 15s).
 	PingInterval time.Duration
+	// AccessTokenTTL is how long an OAuth access token of /mcp lasts (default
+	// DefaultAccessTokenTTL); revoking the API key that approved it ends it sooner.
+	AccessTokenTTL time.Duration
 	// TicketTTL is how long a WebSocket ticket lasts (default 60s).
 	TicketTTL time.Duration
 	// MaxBodyBytesInFlight bounds the request-body bytes all requests hold at once (default
@@ -85,6 +93,7 @@ type Server struct {
 	log     *slog.Logger
 	events  EventSource
 	tickets *tickets
+	codes   authCodes
 	keys    keyStreams
 	bodies  bodyBudget
 	ready   atomic.Bool

@@ -12,9 +12,16 @@ var _ weft.AuthStore = (*Store)(nil)
 
 // authData holds the users and API keys (weft.AuthStore).
 type authData struct {
-	mu    sync.RWMutex
-	users []weft.User
-	keys  []weft.APIKey
+	mu     sync.RWMutex
+	users  []weft.User
+	keys   []weft.APIKey
+	tokens []accessToken
+}
+
+// accessToken is a stored weft.AccessToken with its revocation.
+type accessToken struct {
+	weft.AccessToken
+	revoked bool
 }
 
 // CreateUser stores a new user; a taken name is a conflict.
@@ -137,4 +144,58 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		}
 	}
 	return weft.ErrNotFound
+}
+
+// CreateAccessToken stores an access token of a valid key and drops the expired ones.
+func (s *Store) CreateAccessToken(ctx context.Context, t *weft.AccessToken) error {
+	if t.Hash == "" {
+		return weft.Errorf(weft.EInvalid, "an access token needs its hash")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.nowUTC()
+	}
+	a := &s.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i := slices.IndexFunc(a.keys, func(k weft.APIKey) bool { return k.ID == t.KeyID && k.RevokedAt == nil })
+	if i < 0 {
+		return weft.ErrNotFound
+	}
+	if a.keys[i].UserID != t.UserID {
+		return weft.Errorf(weft.EInvalid, "key %s is not a key of user %s", t.KeyID, t.UserID)
+	}
+	a.tokens = slices.DeleteFunc(a.tokens, func(x accessToken) bool { return x.ExpiresAt.Before(t.CreatedAt) })
+	a.tokens = append(a.tokens, accessToken{AccessToken: *t})
+	return nil
+}
+
+// AccessToken returns the token with that hash while it and its key are not revoked.
+func (s *Store) AccessToken(ctx context.Context, hash string) (*weft.AccessToken, error) {
+	a := &s.auth
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, t := range a.tokens {
+		if t.revoked || !weft.SameSecret(t.Hash, hash) {
+			continue
+		}
+		if !slices.ContainsFunc(a.keys, func(k weft.APIKey) bool { return k.ID == t.KeyID && k.RevokedAt == nil }) {
+			return nil, weft.ErrNotFound
+		}
+		out := t.AccessToken
+		return &out, nil
+	}
+	return nil, weft.ErrNotFound
+}
+
+// RevokeAccessToken revokes the token with that hash.
+func (s *Store) RevokeAccessToken(ctx context.Context, hash string) error {
+	a := &s.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.tokens {
+		if weft.SameSecret(a.tokens[i].Hash, hash) {
+			a.tokens[i].revoked = true
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 // Package memstore is a weft.Store kept in process memory as plain Go data: the fastest back end,
-// for ephemeral threads, tests and library users who need no persistence (storage.md). Nothing
-// survives the process; leases are process-local.
+// for ephemeral threads, tests and library users who need no persistence. It keeps the same
+// contract as the SQL stores (package storetest runs it against all of them), but nothing survives
+// the process and leases are process-local.
 //
 // Each thread has its own locks, so concurrent threads never contend: a writer mutex serializes the
 // thread's transactions (a Tx stages its writes and applies them at commit) and a read-write mutex

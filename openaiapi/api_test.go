@@ -6,19 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/internal/turn/turntest"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/openaiapi"
-	"github.com/weft-agents/weft/project"
-	"github.com/weft-agents/weft/scripted"
 )
 
 const secret = "s3cr3t-value-123"
@@ -41,51 +37,25 @@ func script(n int) string {
 
 type env struct {
 	t          *testing.T
-	srv        *httptest.Server
+	url        string
 	store      *memstore.Store
 	alice, bob string
 }
 
 func newEnv(t *testing.T, turns int) *env {
 	t.Helper()
-	reg, diags := project.Open("testdata/agents", project.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Err())
-	}
-	sc, err := scripted.Parse("test.script.yaml", []byte(script(turns)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, err := memstore.New(memstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(sc), RecordEvents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
-	}()
-	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st})
-	api.SetReady(true)
-	openaiapi.Register(api)
-	e := &env{t: t, srv: httptest.NewServer(api.Handler()), store: st}
-	t.Cleanup(func() {
-		e.srv.CloseClientConnections()
-		e.srv.Close()
-		cancel()
-		<-served
-		st.Close()
-	})
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, store: st}
+	e.url = turntest.Start(t, st, script(turns), nil, func(api *httpapi.Server) { openaiapi.Register(api) }).URL
 	var aliceID string
 	e.alice, aliceID = e.user("alice")
 	e.bob, _ = e.user("bob")
 	// Alice's secret, which every thread of hers redacts.
-	if err := st.SetEnv(ctx, weft.EnvUser, aliceID, []weft.EnvValue{{Name: "TOKEN", Value: secret, Type: weft.VarSecret}}); err != nil {
+	if err := st.SetEnv(context.Background(), weft.EnvUser, aliceID, []weft.EnvValue{{Name: "TOKEN", Value: secret, Type: weft.VarSecret}}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -106,7 +76,7 @@ func (e *env) user(name string) (key, id string) {
 // do sends a request and returns the response with its body read.
 func (e *env) do(method, path, key, body string, header ...string) (*http.Response, string) {
 	e.t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -387,7 +357,7 @@ func sseEvents(t *testing.T, resp *http.Response, until string) []map[string]any
 func TestResponseStreamResumed(t *testing.T) {
 	e := newEnv(t, 1)
 	stream := func(method, path, body string) *http.Response {
-		req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+e.alice)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -163,37 +163,23 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request, c http
 		return nil
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	sse := newSSE(w)
-	if err := sse.start(); err != nil {
-		return nil
-	}
-	if err := sse.data(cc.chunk(map[string]any{"role": "assistant", "content": ""}, nil)); err != nil {
-		return nil
-	}
-	err = t.Stream(rd, func(parts []turn.Part) error {
-		for _, p := range parts {
-			for _, frame := range cc.read(p) {
-				if err := sse.data(frame); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}, sse.ping, h.ping)
+	sse := turn.NewSSE(w)
+	first := []map[string]any{cc.chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	err = turn.StreamData(sse, t.Feed, rd, first, cc.read, h.ping)
 	if err != nil || !rd.Done() {
 		return nil // the client went, or the server ends its streams: the turn runs on
 	}
 	if cc.err != nil {
-		_ = sse.data(cc.err.body())
+		_ = sse.Data(cc.err.body())
 		return nil
 	}
 	if includeUsage {
 		frame := cc.chunk(nil, nil)
 		frame["choices"] = []any{}
 		frame["usage"] = usageOf(rd.Usage)
-		_ = sse.data(frame)
+		_ = sse.Data(frame)
 	}
-	_ = sse.raw("data: [DONE]\n\n")
+	_ = sse.Raw("data: [DONE]\n\n")
 	return nil
 }
 

@@ -53,10 +53,10 @@ func TestGoldenChat(t *testing.T) {
 	ps, u := parts(turntest.Events())
 	cc := &chatTranslator{id: "chatcmpl-" + turntest.Input, model: "chat", created: 1765108800}
 	var stream bytes.Buffer
-	stream.WriteString(encode(cc.chunk(map[string]any{"role": "assistant", "content": ""}, nil)) + "\n")
+	stream.WriteString(turn.Encode(cc.chunk(map[string]any{"role": "assistant", "content": ""}, nil)) + "\n")
 	for _, p := range ps {
 		for _, f := range cc.read(p) {
-			stream.WriteString(encode(f) + "\n")
+			stream.WriteString(turn.Encode(f) + "\n")
 		}
 	}
 	golden(t, "chat.stream.golden", stream.Bytes())
@@ -70,7 +70,7 @@ func TestGoldenResponses(t *testing.T) {
 	var stream bytes.Buffer
 	rb := &responseBuilder{resp: newResponse(responseID(turntest.Thread, turntest.Input), "chat", turntest.Thread, 1765108800)}
 	rb.emit = func(typ string, v any) error {
-		stream.WriteString(typ + " " + encode(v) + "\n")
+		stream.WriteString(typ + " " + turn.Encode(v) + "\n")
 		return nil
 	}
 	for _, p := range ps {

@@ -149,24 +149,27 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request, c httpa
 		writeJSON(w, http.StatusOK, rb.resp)
 		return nil
 	}
-	s := newSSE(w)
-	if err := s.start(); err != nil {
-		return nil
-	}
-	rb.emit = s.event
+	h.streamResponse(w, t.Feed, rd, rb)
+	return nil
+}
+
+// streamResponse streams a response's events: created and in_progress, then the turn's as the
+// feed gives them, until its run stops.
+func (h *Handler) streamResponse(w http.ResponseWriter, f *turn.Feed, rd *turn.Reader, rb *responseBuilder) {
+	s := turn.NewSSE(w)
+	rb.emit = s.Event
 	if rb.send("response.created", map[string]any{"response": rb.resp}) != nil ||
 		rb.send("response.in_progress", map[string]any{"response": rb.resp}) != nil {
-		return nil
+		return
 	}
-	_ = t.Stream(rd, func(parts []turn.Part) error {
+	_ = f.Stream(rd, func(parts []turn.Part) error {
 		for _, p := range parts {
 			if err := rb.read(p, rd.Usage); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, s.ping, h.ping)
-	return nil
+	}, s.Ping, h.ping)
 }
 
 func nilIfEmpty(s string) *string {
@@ -226,23 +229,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, t *weft.Thread,
 	defer f.Close()
 	rd := &turn.Reader{Input: inputID, AfterInput: true, ResumeAt: now}
 	rb := &responseBuilder{resp: newResponse(id, t.Agent, t.ID, created)}
-	s := newSSE(w)
-	if err := s.start(); err != nil {
-		return nil
-	}
-	rb.emit = s.event
-	if rb.send("response.created", map[string]any{"response": rb.resp}) != nil ||
-		rb.send("response.in_progress", map[string]any{"response": rb.resp}) != nil {
-		return nil
-	}
-	_ = f.Stream(rd, func(parts []turn.Part) error {
-		for _, p := range parts {
-			if err := rb.read(p, rd.Usage); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, s.ping, h.ping)
+	h.streamResponse(w, f, rd, rb)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -144,4 +145,58 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		return weft.ErrNotFound
 	}
 	return nil
+}
+
+// CreateAccessToken stores an access token of a valid key and drops the expired ones.
+func (s *Store) CreateAccessToken(ctx context.Context, t *weft.AccessToken) error {
+	if t.Hash == "" {
+		return weft.Errorf(weft.EInvalid, "an access token needs its hash")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.nowUTC()
+	}
+	var user string
+	err := s.pool.QueryRow(ctx, `SELECT user_id FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, text(t.KeyID)).Scan(&user)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return weft.ErrNotFound
+	}
+	if err != nil {
+		return pgErr("create access token", err)
+	}
+	if user != t.UserID {
+		return weft.Errorf(weft.EInvalid, "key %s is not a key of user %s", t.KeyID, t.UserID)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM access_tokens WHERE expires_at < $1`, nanos(t.CreatedAt)); err != nil {
+		return pgErr("create access token", err)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO access_tokens (hash, user_id, key_id, client, resource, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		text(t.Hash), t.UserID, t.KeyID, text(t.Client), text(t.Resource), nanos(t.CreatedAt), nanos(t.ExpiresAt))
+	if isCode(err, foreignKeyViolation) {
+		return weft.ErrNotFound // the key went between the two statements
+	}
+	return pgErr("create access token", err)
+}
+
+// AccessToken returns the token with that hash while it and its key are not revoked.
+func (s *Store) AccessToken(ctx context.Context, hash string) (*weft.AccessToken, error) {
+	var t weft.AccessToken
+	var created, expires int64
+	err := s.pool.QueryRow(ctx, `SELECT t.hash, t.user_id, t.key_id, t.client, t.resource, t.created_at, t.expires_at
+		FROM access_tokens t JOIN api_keys k ON k.id = t.key_id
+		WHERE t.hash = $1 AND t.revoked_at IS NULL AND k.revoked_at IS NULL`, text(hash)).
+		Scan(&t.Hash, &t.UserID, &t.KeyID, &t.Client, &t.Resource, &created, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, weft.ErrNotFound
+	}
+	if err != nil {
+		return nil, pgErr("access token", err)
+	}
+	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	return &t, nil
+}
+
+// RevokeAccessToken revokes the token with that hash.
+func (s *Store) RevokeAccessToken(ctx context.Context, hash string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE access_tokens SET revoked_at = coalesce(revoked_at, $1) WHERE hash = $2`, s.now().UnixNano(), text(hash))
+	return pgErr("revoke access token", err)
 }

@@ -1,5 +1,7 @@
 // Package postgres is the weft.Store for many nodes: one PostgreSQL database that any number of
-// Weft processes share (storage.md), through a pgx connection pool.
+// Weft processes share, through a pgx connection pool. It keeps the contract every store keeps
+// (package storetest) and is a weft.Notifier: LISTEN/NOTIFY tells each node of the others' commits
+// (events, queued messages, effects), so that a serving engine follows them.
 //
 // Every write transaction of a thread first locks the thread's row (SELECT … FOR UPDATE): that
 // orders the thread's writers across nodes, keeps its sequence counters gap-free, and makes the

@@ -292,8 +292,17 @@ func (p *parser) options(n *yaml.Node) Options {
 					o.ChunkSize = int(v)
 				}
 			}
+		case "chunk_delay":
+			if v, ok := p.scalarValue(kv.val, path); ok {
+				d, err := weft.ParseDuration(v)
+				if err != nil {
+					p.fail(kv.val, path, "%s", err.Error())
+				} else {
+					o.ChunkDelay = d.D()
+				}
+			}
 		default:
-			p.fail(kv.keyNode, "options", "unknown key %q (want strict, on_exhausted, real_time or chunk_size)", kv.key)
+			p.fail(kv.keyNode, "options", "unknown key %q (want strict, on_exhausted, real_time, chunk_size or chunk_delay)", kv.key)
 		}
 	}
 	return o

@@ -56,9 +56,9 @@ func TestParseEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Script{Name: "testdata/full.script.yaml",
-		Options: Options{Strict: true, OnExhausted: ExhaustRepeatLast, ChunkSize: 3},
+		Options: Options{Strict: true, OnExhausted: ExhaustRepeatLast, ChunkSize: 3, ChunkDelay: 5 * time.Millisecond},
 		Responses: []Entry{
-			{Index: 1, Line: 8,
+			{Index: 1, Line: 9,
 				Match: &Match{Model: []string{"fast", "backup"}, Prompt: []string{"helper"}, Agent: []string{"helper"},
 					Side: []weft.Side{weft.SideA}, Depth: []int{0, 1}},
 				Expect: &Expect{
@@ -79,9 +79,9 @@ func TestParseEveryKey(t *testing.T) {
 				Usage: &UsageSpec{InputTokens: ptr(10), OutputTokens: ptr(5), CachedTokens: ptr(2), ReasoningTokens: ptr(1),
 					Cost: ptr(0.25)},
 				FinishReason: "length", Delay: 1500 * time.Millisecond, StallAfter: ptr(2)},
-			{Index: 2, Line: 39, Error: &ErrorSpec{Status: 500, Message: "boom", Type: weft.ErrRateLimit,
+			{Index: 2, Line: 40, Error: &ErrorSpec{Status: 500, Message: "boom", Type: weft.ErrRateLimit,
 				RetryAfter: 1500 * time.Millisecond}, Delay: 250 * time.Millisecond},
-			{Index: 3, Line: 41},
+			{Index: 3, Line: 42},
 		}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("full script:\n got %#v\nwant %#v", s, want)
@@ -198,7 +198,7 @@ func TestParseErrors(t *testing.T) {
 		{"responses not a list", "responses: {text: a}", "e.yaml:1: responses: want a list of responses"},
 		{"bad version", "version: 2\nresponses: []", "e.yaml:1: version: unsupported version 2 (want 1)"},
 		{"unknown option", "options: {fast: true}\nresponses: []",
-			`e.yaml:1: options: unknown key "fast" (want strict, on_exhausted, real_time or chunk_size)`},
+			`e.yaml:1: options: unknown key "fast" (want strict, on_exhausted, real_time, chunk_size or chunk_delay)`},
 		{"bad on_exhausted", "options: {on_exhausted: loop}\nresponses: []",
 			`e.yaml:1: options.on_exhausted: invalid value "loop" (want error or repeat_last)`},
 		{"bad strict", "options: {strict: maybe}\nresponses: []", `e.yaml:1: options.strict: want true or false (got "maybe")`},

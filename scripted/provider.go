@@ -285,7 +285,7 @@ func (p *Provider) reply(ctx context.Context, req *weft.Request, onChunk func(we
 		return nil, &weft.ProviderError{Type: t, Status: x.Status, Message: x.Message, RetryAfter: x.RetryAfter}
 	}
 
-	st := streamer{ctx: ctx, onChunk: onChunk, size: p.opts.ChunkSize, limit: -1}
+	st := streamer{ctx: ctx, onChunk: onChunk, size: p.opts.ChunkSize, limit: -1, clock: clock, delay: p.opts.ChunkDelay}
 	if e.StallAfter != nil {
 		st.limit = *e.StallAfter
 	}
@@ -361,6 +361,8 @@ type streamer struct {
 	size    int // runes per chunk, 0 = whole text
 	limit   int // chunks before the stall, -1 = no stall
 	sent    int
+	clock   weft.Clock    // waits the delay
+	delay   time.Duration // between two chunks
 }
 
 // send streams s as text or reasoning chunks; it stops quietly at the stall limit.
@@ -371,6 +373,11 @@ func (st *streamer) send(s string, reasoning bool) error {
 		}
 		if err := st.ctx.Err(); err != nil {
 			return cancelled(err)
+		}
+		if st.sent > 0 && st.delay > 0 {
+			if err := st.clock.Sleep(st.ctx, st.delay); err != nil {
+				return cancelled(err)
+			}
 		}
 		piece := s
 		if st.size > 0 {

@@ -980,3 +980,48 @@ func TestResume(t *testing.T) {
 		t.Error("ScriptEntry found an entry in another provider's body")
 	}
 }
+
+// TestChunkDelay: chunk_delay spaces the chunks on the script's clock: virtual time passes
+// between them (no real wait) without real_time, and real time with it, so that a reply streams in
+// as a model's would.
+func TestChunkDelay(t *testing.T) {
+	t.Run("virtual", func(t *testing.T) {
+		p := provider(t, "options: {chunk_size: 2, chunk_delay: 1m}\nresponses: [{text: abcdef}]")
+		var at []time.Time
+		start := time.Now()
+		before := p.Clock().Now()
+		if _, err := p.Call(context.Background(), req(), func(weft.Chunk) { at = append(at, p.Clock().Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		// The virtual clock runs on from the real one: a gap is the delay plus a moment.
+		gap := func(a, b time.Time, d time.Duration) bool { return b.Sub(a) >= d && b.Sub(a) < d+20*time.Second }
+		if len(at) != 3 || !gap(before, at[0], 0) || !gap(at[0], at[1], time.Minute) || !gap(at[1], at[2], time.Minute) {
+			t.Fatalf("chunks at %v (from %v)", at, before)
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Errorf("a virtual delay waited for real: %v", time.Since(start))
+		}
+	})
+	t.Run("real time", func(t *testing.T) {
+		p := provider(t, "options: {real_time: true, chunk_size: 2, chunk_delay: 30ms}\nresponses: [{text: abcdef}]")
+		var at []time.Time
+		if _, err := p.Call(context.Background(), req(), func(weft.Chunk) { at = append(at, time.Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(at) != 3 || at[1].Sub(at[0]) < 30*time.Millisecond || at[2].Sub(at[1]) < 30*time.Millisecond {
+			t.Fatalf("chunks at %v", at)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		p := provider(t, "options: {real_time: true, chunk_size: 1, chunk_delay: 1h}\nresponses: [{text: abc}]")
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		_, err := p.Call(ctx, req(), func(weft.Chunk) { n++; cancel() })
+		if err == nil || n != 1 {
+			t.Fatalf("%d chunks, err %v", n, err)
+		}
+	})
+	if _, err := Parse("t.yaml", []byte("options: {chunk_delay: -1s}\nresponses: []")); err == nil || !strings.Contains(err.Error(), "options.chunk_delay") {
+		t.Errorf("a negative chunk_delay: %v", err)
+	}
+}

@@ -45,6 +45,9 @@ type Options struct {
 	RealTime bool
 	// ChunkSize > 0 streams text and reasoning in chunks of that many runes; 0 sends one chunk each.
 	ChunkSize int
+	// ChunkDelay is the wait between two chunks (on the script's clock: real with RealTime), so
+	// that a reply streams in as a model's would; 0 sends the chunks back to back.
+	ChunkDelay time.Duration
 }
 
 // Entry is one scripted response.

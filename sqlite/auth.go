@@ -166,3 +166,62 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		return nil
 	})
 }
+
+// CreateAccessToken stores an access token of a valid key and drops the expired ones.
+func (s *Store) CreateAccessToken(ctx context.Context, t *weft.AccessToken) error {
+	if t.Hash == "" {
+		return weft.Errorf(weft.EInvalid, "an access token needs its hash")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.now().UTC()
+	}
+	return s.write(ctx, func(w *writer) error {
+		var user string
+		err := w.row(ctx, `SELECT user_id FROM api_keys WHERE id = ? AND revoked_at IS NULL`, []any{&user}, t.KeyID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return weft.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create access token: %w", err)
+		}
+		if user != t.UserID {
+			return weft.Errorf(weft.EInvalid, "key %s is not a key of user %s", t.KeyID, t.UserID)
+		}
+		if _, err := w.exec(ctx, `DELETE FROM access_tokens WHERE expires_at < ?`, nanos(t.CreatedAt)); err != nil {
+			return fmt.Errorf("sqlite: create access token: %w", err)
+		}
+		if _, err := w.exec(ctx, `INSERT INTO access_tokens (hash, user_id, key_id, client, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			t.Hash, t.UserID, t.KeyID, t.Client, t.Resource, nanos(t.CreatedAt), nanos(t.ExpiresAt)); err != nil {
+			return fmt.Errorf("sqlite: create access token: %w", err)
+		}
+		return nil
+	})
+}
+
+// AccessToken returns the token with that hash while it and its key are not revoked.
+func (s *Store) AccessToken(ctx context.Context, hash string) (*weft.AccessToken, error) {
+	var t weft.AccessToken
+	var created, expires int64
+	err := s.row(ctx, `SELECT t.hash, t.user_id, t.key_id, t.client, t.resource, t.created_at, t.expires_at
+		FROM access_tokens t JOIN api_keys k ON k.id = t.key_id
+		WHERE t.hash = ? AND t.revoked_at IS NULL AND k.revoked_at IS NULL`,
+		[]any{&t.Hash, &t.UserID, &t.KeyID, &t.Client, &t.Resource, &created, &expires}, hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, weft.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: access token: %w", err)
+	}
+	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
+	return &t, nil
+}
+
+// RevokeAccessToken revokes the token with that hash.
+func (s *Store) RevokeAccessToken(ctx context.Context, hash string) error {
+	return s.write(ctx, func(w *writer) error {
+		if _, err := w.exec(ctx, `UPDATE access_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?`, s.now().UnixNano(), hash); err != nil {
+			return fmt.Errorf("sqlite: revoke access token: %w", err)
+		}
+		return nil
+	})
+}

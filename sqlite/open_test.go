@@ -23,7 +23,7 @@ func TestOpenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	for _, f := range []string{path, filepath.Join(dir, "new", "weft.key")} {
+	for _, f := range []string{path, filepath.Join(dir, "new", "weft.db.key")} {
 		fi, err := os.Stat(f)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", filepath.Base(f), fi.Mode().Perm(), err)

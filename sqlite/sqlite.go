@@ -1,5 +1,5 @@
 // Package sqlite is the default weft.Store: one SQLite file in WAL mode, through the pure-Go
-// modernc.org/sqlite driver (storage.md).
+// modernc.org/sqlite driver. It keeps the contract every store keeps (package storetest).
 //
 // All writes go through one dedicated connection with cached prepared statements, each in a
 // BEGIN IMMEDIATE transaction; reads use a separate pool of read-only connections, so they never
@@ -43,9 +43,13 @@ const MemoryDSN = ":memory:"
 // Options configure Open.
 type Options struct {
 	// Key encrypts env values (32 bytes, e.g. from envcrypt.ParseKey). When nil, a file database uses
-	// envcrypt.LoadOrCreateKey in the database file's folder (warning when it creates the key), and
+	// its own key file, envcrypt.KeyFileFor(file) (created, with a warning, when missing; an existing
+	// database sealed with its folder's shared weft.key keeps that key, copied to its own file), and
 	// MemoryDSN a throwaway random key (no file, no warning).
 	Key []byte
+	// QuietKeyCreated leaves the warning about a created key file to the caller (Store.KeyCreated),
+	// e.g. to show it where a terminal UI will not overwrite it.
+	QuietKeyCreated bool
 	// Now is the clock for timestamps and lease expiry; nil means time.Now.
 	Now func() time.Time
 	// Logger receives warnings; nil means slog.Default().
@@ -63,9 +67,11 @@ type Store struct {
 	file    string // absolute path of the database file
 	memory  bool   // throwaway database (MemoryDSN)
 	tempDir string // the throwaway database's directory, removed by Close
-	// createdFiles are the files Open created (removed if it fails); keyCreated: the key was new.
+	// createdFiles are the files Open created (removed if it fails); keyCreated: the key was new;
+	// sharedKey: the key came from the directory's shared key file (weft.key).
 	createdFiles []string
 	keyCreated   bool
+	sharedKey    bool
 	now          func() time.Time
 	log          *slog.Logger
 	cipher       *envcrypt.Cipher
@@ -149,14 +155,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 			}
 		}
 		if key == nil {
-			k, created, err := envcrypt.LoadOrCreateKey(dir)
+			k, err := s.keyFile(len(s.createdFiles) == 0)
 			if err != nil {
 				s.removeCreated()
 				return nil, fmt.Errorf("sqlite: encryption key for %s: %w", abs, err)
-			}
-			if created {
-				s.createdFiles = append(s.createdFiles, filepath.Join(dir, envcrypt.KeyFile))
-				s.keyCreated = true
 			}
 			key = k
 		}
@@ -169,13 +171,64 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		return nil, err
 	}
-	if s.keyCreated {
+	if s.sharedKey {
+		// The database was sealed with the key file its directory's databases once shared: it
+		// gets a copy of its own, and the shared file stays for the others.
+		if err := envcrypt.WriteKeyFile(s.KeyFile(), key); err != nil && !errors.Is(err, fs.ErrExist) {
+			s.log.Info("could not give the database a key file of its own; it goes on using the shared one",
+				"key_file", filepath.Join(filepath.Dir(s.file), envcrypt.KeyFile), "database", s.file, "error", err)
+		}
+	}
+	if s.keyCreated && !opts.QuietKeyCreated {
 		s.log.Warn("no encryption key configured: created a key file; keep it with the database, env values cannot be read without it",
-			"key_file", filepath.Join(filepath.Dir(s.file), envcrypt.KeyFile), "database", s.file)
+			"key_file", s.KeyFile(), "database", s.file)
 	}
 	s.createdFiles = nil
 	return st, nil
 }
+
+// keyFile reads the database's key file (envcrypt.KeyFileFor), creating it with a new key when
+// missing. An existing database without one (existed) that has the key file its directory's
+// databases once shared (weft.key) was sealed with that key: it is used, and Open copies it to
+// the database's own key file once the key is verified.
+func (s *Store) keyFile(existed bool) ([]byte, error) {
+	own := envcrypt.KeyFileFor(s.file)
+	shared := filepath.Join(filepath.Dir(s.file), envcrypt.KeyFile)
+	if existed && own != shared {
+		if _, err := os.Stat(own); errors.Is(err, fs.ErrNotExist) {
+			k, err := envcrypt.ReadKeyFile(shared)
+			if err == nil {
+				s.sharedKey = true
+				return k, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+	}
+	k, created, err := envcrypt.LoadOrCreateKeyFile(own)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.createdFiles = append(s.createdFiles, own)
+		s.keyCreated = true
+	}
+	return k, nil
+}
+
+// KeyFile is the path of the database's own key file (envcrypt.KeyFileFor), "" for MemoryDSN.
+// It is read when Options.Key is nil.
+func (s *Store) KeyFile() string {
+	if s.memory {
+		return ""
+	}
+	return envcrypt.KeyFileFor(s.file)
+}
+
+// KeyCreated reports whether Open created the database's key file (Open warns about it unless
+// Options.QuietKeyCreated).
+func (s *Store) KeyCreated() bool { return s.keyCreated }
 
 // readOnlyFile reports whether path cannot be written because its file system is read-only.
 func readOnlyFile(path string) bool {

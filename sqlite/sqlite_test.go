@@ -440,10 +440,10 @@ func TestKeyFileCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), envcrypt.KeyFile) {
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "weft.db.key") {
 		t.Errorf("no warning about the created key file: %s", logs.String())
 	}
-	if fi, err := os.Stat(filepath.Join(dir, envcrypt.KeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(dir, "weft.db.key")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
 	logs.Reset()
@@ -573,8 +573,8 @@ func TestMemoryRemovedOnClose(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "weft.db")); err != nil {
 		t.Fatalf("throwaway database file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, envcrypt.KeyFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("throwaway database wrote a key file: %v", err)
+	if keys, _ := filepath.Glob(filepath.Join(dir, "*key*")); len(keys) > 0 {
+		t.Errorf("throwaway database wrote a key file: %v", keys)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -885,4 +885,129 @@ func BenchmarkPushQueue(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestKeyFilePerDatabase: two databases in one directory get a key file each, named after them;
+// neither writes the shared weft.key of earlier versions.
+func TestKeyFilePerDatabase(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	var keys [][]byte
+	for _, name := range []string{"a.db", "b.db"} {
+		s, err := Open(ctx, filepath.Join(dir, name), Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.KeyCreated() || s.KeyFile() != filepath.Join(dir, name+".key") {
+			t.Errorf("%s: created %v, key file %s", name, s.KeyCreated(), s.KeyFile())
+		}
+		if err := s.SetEnv(ctx, weft.EnvInstance, "", []weft.EnvValue{{Name: "A", Value: "secret " + name}}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		k, err := envcrypt.ReadKeyFile(filepath.Join(dir, name+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if bytes.Equal(keys[0], keys[1]) {
+		t.Error("two databases share one key")
+	}
+	if _, err := os.Stat(filepath.Join(dir, envcrypt.KeyFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a shared %s was written: %v", envcrypt.KeyFile, err)
+	}
+	// Removing one database's key file leaves the other readable.
+	os.Remove(filepath.Join(dir, "a.db.key"))
+	s, err := Open(ctx, filepath.Join(dir, "b.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if env, err := s.Env(ctx, weft.EnvInstance, ""); err != nil || len(env) != 1 || env[0].Value != "secret b.db" {
+		t.Errorf("b.db env: %v %v", env, err)
+	}
+}
+
+// TestKeySharedFileKept: a database made by an earlier version, sealed with its directory's shared
+// weft.key, still opens and decrypts; it gets a copy of the key as its own key file (so it stays
+// readable when weft.key goes), weft.key stays for the other databases, and nothing warns. A new
+// database beside it gets a new key.
+func TestKeySharedFileKept(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	shared := envcrypt.NewKey()
+	path := filepath.Join(dir, "old.db")
+	s, err := Open(ctx, path, Options{Key: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetEnv(ctx, weft.EnvInstance, "", []weft.EnvValue{{Name: "A", Value: "old secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := envcrypt.WriteKeyFile(filepath.Join(dir, envcrypt.KeyFile), shared); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	read := func() {
+		t.Helper()
+		s, err := Open(ctx, path, Options{Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if env, err := s.Env(ctx, weft.EnvInstance, ""); err != nil || len(env) != 1 || env[0].Value != "old secret" {
+			t.Fatalf("env sealed with the shared key: %v %v", env, err)
+		}
+		if s.KeyCreated() {
+			t.Error("a key was created for an existing database")
+		}
+	}
+	read()
+	if logs.Len() != 0 {
+		t.Errorf("opening an existing database logged: %s", logs.String())
+	}
+	own, err := envcrypt.ReadKeyFile(path + ".key")
+	if err != nil || !bytes.Equal(own, shared) {
+		t.Fatalf("own key file: %v, same key %v", err, bytes.Equal(own, shared))
+	}
+	if fi, err := os.Stat(path + ".key"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("own key file mode: %v %v", fi, err)
+	}
+	if k, err := envcrypt.ReadKeyFile(filepath.Join(dir, envcrypt.KeyFile)); err != nil || !bytes.Equal(k, shared) {
+		t.Fatalf("the shared key file changed: %v", err)
+	}
+	// Later opens read the database's own file, with or without the shared one.
+	os.Remove(filepath.Join(dir, envcrypt.KeyFile))
+	read()
+
+	// A shared key file that is not the database's key fails loudly and writes nothing.
+	other := filepath.Join(dir, "other.db")
+	s, err = Open(ctx, other, Options{Key: envcrypt.NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := envcrypt.WriteKeyFile(filepath.Join(dir, envcrypt.KeyFile), shared); err != nil {
+		t.Fatal(err)
+	}
+	var wk *envcrypt.WrongKeyError
+	if _, err := Open(ctx, other, Options{}); !errors.As(err, &wk) {
+		t.Fatalf("open with a shared key of another database: %v", err)
+	}
+	if _, err := os.Stat(other + ".key"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a wrong shared key was copied: %v", err)
+	}
+
+	// A new database in the same directory gets a key of its own.
+	s, err = Open(ctx, filepath.Join(dir, "new.db"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if k, err := envcrypt.ReadKeyFile(filepath.Join(dir, "new.db.key")); err != nil || bytes.Equal(k, shared) {
+		t.Errorf("new database's key: %v, shared %v", err, bytes.Equal(k, shared))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,20 +38,25 @@ tool calls it makes and their results shown on one line each. The thread is crea
 message (or continue one with --thread) and is kept in --db, or on the server with --server.
 
 Commands:
-  /stop            stop the run (Ctrl-C does the same; it never leaves the chat)
+  /stop            stop the run (Ctrl-C does the same)
   /continue [a|b]  run again without a new message (side a or b; default the side due next)
   /env NAME=VALUE  set a thread variable (secret unless the agent declares it text)
-  /thread          show the thread's id and how to come back to it
+  /thread          show the thread: id, agent, messages, status, and the command that resumes it
   /json            print the thread as the weft run --json document
   /help            list the commands
-  /exit            leave (also Ctrl-D on an empty line)
+  /exit            leave (also /quit, or Ctrl-D on an empty line)
+
+Ctrl-C never leaves the chat: while a reply streams it stops the run (the text so far stays,
+marked [cut off]); otherwise it clears the line you are typing. Leaving mid-run stops the run.
+Long lines wrap at word boundaries to the terminal's width.
 
 A tool call that waits for approval is asked about inline, as weft run asks on a terminal:
 "Approve NAME(ARGS)? [y/N/e]" - y approves, e edits the arguments (JSON), anything else denies
 and asks for a reason the model reads; the last decision continues the thread.
 
 When standard output is not a terminal, weft chat reads one message, command or answer per line
-from standard input and prints the transcript as plain lines.
+from standard input and prints the transcript as plain lines; there an interrupt stops the run,
+or ends the chat (exit 130) when nothing runs.
 
 Example:
   weft chat support --model-script examples/support/demo.script.yaml`,
@@ -79,6 +85,19 @@ type chatBackend interface {
 	Thread() string
 	// Document is the thread as the weft run --json document, redacted.
 	Document(ctx context.Context) (string, error)
+	// Info describes the thread (it exists) for /thread.
+	Info(ctx context.Context) (chatThreadInfo, error)
+}
+
+// chatThreadInfo is what /thread tells about the thread besides its id.
+type chatThreadInfo struct {
+	// Agent is the thread's current agent (it changes with a handoff).
+	Agent string `json:"agent"`
+	// Status and StopReason are where the last run left it.
+	Status     weft.ThreadStatus `json:"status"`
+	StopReason weft.StopReason   `json:"stop_reason"`
+	// Messages counts its messages (a sub-prompt's excluded).
+	Messages int `json:"message_count"`
 }
 
 // chatApprover is a chat backend that takes approval decisions, so that the chat asks about calls
@@ -115,7 +134,7 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 		}
 		b = rb
 	} else {
-		lb, err := openLocalChat(ctx, g, f, agent, env)
+		lb, err := openLocalChat(ctx, g, f, agent, env, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
@@ -123,11 +142,40 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 		b = lb
 	}
 	tr := newTranscript(agent, b.Thread())
+	s := &chatSession{b: b, tr: tr, resume: chatResumeCommand(cmd, agent)}
 	stdout := cmd.OutOrStdout()
 	if isTerminal(stdout) && isTerminal(cmd.InOrStdin()) {
-		return chatTUI(ctx, cancel, b, tr, g.noColor, cmd.InOrStdin(), stdout)
+		return chatTUI(ctx, cancel, s, g.noColor, cmd.InOrStdin(), stdout)
 	}
-	return chatLines(ctx, b, tr, cmd.InOrStdin(), stdout)
+	return chatLines(ctx, s, cmd.InOrStdin(), stdout)
+}
+
+// chatSession is a chat's backend, its transcript and the command that resumes its thread.
+type chatSession struct {
+	b  chatBackend
+	tr *transcript
+	// resume is the weft chat command line that comes back to a thread.
+	resume func(thread string) string
+}
+
+// chatResumeCommand returns the command that resumes a thread of this chat: weft chat AGENT
+// --thread ID with the flags given that choose the project, the store or server and the model
+// script (as typed; an API key is never printed, WEFT_API_KEY gives it).
+func chatResumeCommand(cmd *cobra.Command, agent string) func(thread string) string {
+	parts := []string{"weft", "chat", agent}
+	var flags []string
+	for _, name := range []string{"dir", "db", "server", "model-script"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			flags = append(flags, "--"+name, f.Value.String())
+		}
+	}
+	return func(thread string) string {
+		words := append(append(append([]string(nil), parts...), "--thread", thread), flags...)
+		for i, w := range words {
+			words[i] = shellWord(w)
+		}
+		return strings.Join(words, " ")
+	}
 }
 
 // chatCommand is a parsed line: a slash command and its argument, or a message (name "").
@@ -157,10 +205,11 @@ func sideArg(arg string) (weft.Side, error) {
 
 // chatHelp lists the commands.
 var chatHelp = []chatLine{{lineNote, "-- /stop (or Ctrl-C) stops the run · /continue [a|b] runs again · /env NAME=VALUE sets a variable · " +
-	"/thread shows the thread · /json prints it · /exit leaves"}}
+	"/thread shows the thread · /json prints it · /exit (or Ctrl-D) leaves"}}
 
 // answer runs the commands that need no run state: /env, /thread, /json, /help and unknown ones.
-func answer(ctx context.Context, b chatBackend, c chatCommand) []chatLine {
+func (s *chatSession) answer(ctx context.Context, c chatCommand) []chatLine {
+	b := s.b
 	switch c.name {
 	case "/env":
 		name, value, ok := strings.Cut(c.arg, "=")
@@ -178,10 +227,25 @@ func answer(ctx context.Context, b chatBackend, c chatCommand) []chatLine {
 		}
 		return []chatLine{{lineNote, fmt.Sprintf("-- %s (%s) set for thread %s", inert(name), typ, b.Thread())}}
 	case "/thread":
-		if b.Thread() == "" {
+		id := b.Thread()
+		if id == "" {
 			return []chatLine{{lineNote, "-- no thread yet: it is created with your first message"}}
 		}
-		return []chatLine{{lineNote, "-- thread " + b.Thread()}}
+		lines := []chatLine{{lineNote, "-- thread " + id}}
+		info, err := b.Info(ctx)
+		if err != nil {
+			lines = append(lines, chatLine{lineError, "!! /thread: " + inert(err.Error())})
+		} else {
+			status := string(info.Status)
+			if info.StopReason != "" {
+				status += " (" + string(info.StopReason) + ")"
+			}
+			lines[0].text += fmt.Sprintf(" · agent %s · %s · %s", inert(info.Agent), plural(info.Messages, "message"), inert(status))
+		}
+		if s.resume != nil {
+			lines = append(lines, chatLine{lineNote, "-- resume it with: " + inert(s.resume(id))})
+		}
+		return lines
 	case "/json":
 		if b.Thread() == "" {
 			return []chatLine{{lineNote, "-- no thread yet: it is created with your first message"}}
@@ -199,7 +263,8 @@ func answer(ctx context.Context, b chatBackend, c chatCommand) []chatLine {
 
 // chatLines is the chat without a terminal: a message or command per input line, the transcript
 // as plain lines. An interrupt stops the run, or ends the chat when nothing runs.
-func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader, out io.Writer) error {
+func chatLines(ctx context.Context, s *chatSession, in io.Reader, out io.Writer) error {
+	b, tr := s.b, s.tr
 	show := func(lines []chatLine) {
 		for _, l := range lines {
 			fmt.Fprintln(out, l.text)
@@ -326,7 +391,7 @@ func chatLines(ctx context.Context, b chatBackend, tr *transcript, in io.Reader,
 			}
 			err = converse("", side)
 		default:
-			show(answer(ctx, b, c))
+			show(s.answer(ctx, c))
 		}
 		if err != nil {
 			var ee *exitError
@@ -351,7 +416,22 @@ type localChat struct {
 	logs   *chatLog
 }
 
-func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, env map[string]string) (*localChat, error) {
+// keyCreatedNotice tells that a key file was created for a database, paths relative to the
+// working directory when they are inside it.
+func keyCreatedNotice(keyFile, database string) string {
+	rel := func(p string) string {
+		if wd, err := os.Getwd(); err == nil && filepath.IsAbs(p) {
+			if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+				return r
+			}
+		}
+		return p
+	}
+	return fmt.Sprintf("weft: created %s, the encryption key of %s: keep it with the database (its secrets cannot be read without it), or set WEFT_ENCRYPTION_KEY",
+		rel(keyFile), rel(database))
+}
+
+func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, env map[string]string, stderr io.Writer) (*localChat, error) {
 	reg, err := loadProject(g.dir)
 	if err != nil {
 		return nil, err
@@ -365,7 +445,11 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	rt, err := openLocal(ctx, reg, f.db, f.script, log)
+	// A key file the store creates is said on standard error now, before the terminal UI starts,
+	// in words rather than as a log record.
+	rt, err := openLocal(ctx, reg, f.db, f.script, log, func(keyFile, database string) {
+		fmt.Fprintln(stderr, keyCreatedNotice(keyFile, database))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -509,6 +593,19 @@ func (l *localChat) SetEnv(ctx context.Context, name, value string) (weft.VarTyp
 		return typ, nil
 	}
 	return typ, l.store.SetEnv(ctx, weft.EnvThread, id, []weft.EnvValue{{Name: name, Value: value, Type: typ}})
+}
+
+func (l *localChat) Info(ctx context.Context) (chatThreadInfo, error) {
+	id := l.Thread()
+	t, err := l.store.Thread(ctx, id)
+	if err != nil {
+		return chatThreadInfo{}, err
+	}
+	n, err := l.store.CountMessages(ctx, id, weft.MessageQuery{})
+	if err != nil {
+		return chatThreadInfo{}, err
+	}
+	return chatThreadInfo{Agent: t.Agent, Status: t.Status, StopReason: t.StopReason, Messages: n}, nil
 }
 
 func (l *localChat) Document(ctx context.Context) (string, error) {
@@ -682,6 +779,12 @@ func (c *remoteChat) SetEnv(ctx context.Context, name, value string) (weft.VarTy
 	}
 	body := map[string]any{"env": map[string]any{"set": map[string]any{name: map[string]any{"value": value}}}}
 	return weft.VarSecret, c.r.do(ctx, "PATCH", threadPath(id), body, nil)
+}
+
+func (c *remoteChat) Info(ctx context.Context) (chatThreadInfo, error) {
+	var info chatThreadInfo
+	err := c.r.do(ctx, "GET", threadPath(c.Thread()), nil, &info)
+	return info, err
 }
 
 func (c *remoteChat) Document(ctx context.Context) (string, error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/weft-agents/weft/envcrypt"
 )
 
 // The end-to-end tests of weft chat and of weft run's progress line run the binary in a real
@@ -70,7 +75,7 @@ func startTerm(t *testing.T, dir, command string) *term {
 	// No test may reach a real provider: blank every provider key a developer may have exported.
 	// The shell outlives a Ctrl-C that interrupts its command (a trap, unlike an ignored signal,
 	// is not inherited).
-	script := "trap : INT\nexport WEFT_DIR= OPENAI_API_KEY= ANTHROPIC_API_KEY= OPENROUTER_API_KEY= GOOGLE_API_KEY= GEMINI_API_KEY= LANG=C.UTF-8\n" +
+	script := "trap : INT\nexport WEFT_DIR= WEFT_ENCRYPTION_KEY= OPENAI_API_KEY= ANTHROPIC_API_KEY= OPENROUTER_API_KEY= GOOGLE_API_KEY= GEMINI_API_KEY= LANG=C.UTF-8\n" +
 		"cd " + shellQuote(dir) + "\n" + command + "\necho \"[exited $?]\"\nexec cat\n"
 	sh := filepath.Join(tmp, "term.sh")
 	if err := os.WriteFile(sh, []byte(script), 0o755); err != nil {
@@ -357,4 +362,214 @@ func TestRunProgress(t *testing.T) {
 			t.Fatalf("exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
 		}
 	})
+}
+
+// resize sets the terminal's size, as a user dragging the window does.
+func (tm *term) resize(cols, rows int) {
+	tm.tmux("resize-window", "-t", "weft", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows))
+}
+
+// replyLines returns the screen lines of the reply that starts with first and ends with a line
+// holding last (the last such reply).
+func replyLines(t *testing.T, screen, first, last string) []string {
+	t.Helper()
+	lines := strings.Split(screen, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ") // capture-pane -J keeps the cells' trailing spaces
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.HasPrefix(lines[i], first) {
+			continue
+		}
+		for j := i; j < len(lines); j++ {
+			if strings.Contains(lines[j], last) {
+				return lines[i : j+1]
+			}
+		}
+	}
+	t.Fatalf("no reply %q…%q on the screen:\n%s", first, last, screen)
+	return nil
+}
+
+// checkWrapped asserts that reply lines fit in width-1 columns, broke only between words (they
+// join with single spaces into text), and, when wide is set, that some line is wider than wide
+// (the new width is used).
+func checkWrapped(t *testing.T, lines []string, text string, width, wide int) {
+	t.Helper()
+	longest := 0
+	for _, l := range lines {
+		longest = max(longest, utf8.RuneCountInString(l))
+	}
+	if longest > width-1 || longest <= wide || strings.Join(lines, " ") != text {
+		t.Errorf("at %d columns the reply is (longest line %d, want > %d):\n%s\nwant the words of:\n%s",
+			width, longest, wide, strings.Join(lines, "\n"), text)
+	}
+}
+
+// TestChatTerminalStreams: a reply streams into the terminal chunk by chunk (its text grows on the
+// screen before it is complete); printed lines wrap at word boundaries to the terminal's width and
+// follow a resize; Ctrl-C at idle never leaves; /thread tells the thread's agent, messages and
+// status and the command that resumes it, which works as printed. The key file the new database
+// gets is announced in words before the chat starts, not as a log record inside it.
+func TestChatTerminalStreams(t *testing.T) {
+	dir := t.TempDir()
+	chatProject(t, dir)
+	const first = "Streaming arrives in small pieces while you watch, and every long line wraps between words rather than inside them, until THE-END."
+	const second = "A second reply, printed after the terminal grew wider: its lines are as long as the new width allows, and still break between words, never inside a word like supercalifragilistic, up to SECOND-END."
+	writeFiles(t, dir, map[string]string{"s.yaml": "version: 1\noptions: {real_time: true, chunk_size: 2, chunk_delay: 60ms}\nresponses:\n" +
+		"  - text: \"" + first + "\"\n  - text: \"" + second + "\"\n"})
+	tm := startTerm(t, dir, shellQuote(binary, "chat", "helper", "--db", "chat.db", "--model-script", "s.yaml"))
+	tm.resize(60, 40)
+	s := tm.waitFor(1, "idle · /help for commands")
+	notice := "weft: created chat.db.key, the encryption key of chat.db: keep it with the database"
+	if i := strings.Index(s, notice); i < 0 || i > strings.Index(s, "idle · /help") || strings.Contains(s, "level=WARN") {
+		t.Errorf("the key file notice is not a line of its own above the chat:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chat.db.key")); err != nil {
+		t.Errorf("the database's key file: %v", err)
+	}
+
+	tm.typeLine("hello")
+	partial := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s = tm.screen()
+		if strings.Contains(s, "THE-END.") {
+			break
+		}
+		if i := strings.LastIndex(s, "helper> "); i >= 0 {
+			live, _, _ := strings.Cut(s[i:], "\nthr_")
+			partial[live] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reply never ended:\n%s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(partial) < 3 {
+		var seen []string
+		for p := range partial {
+			seen = append(seen, p)
+		}
+		t.Errorf("the reply did not stream in: %d partial states seen: %q", len(partial), seen)
+	}
+	s = tm.waitFor(1, "THE-END.", "idle · /help")
+	checkWrapped(t, replyLines(t, s, "helper> Streaming", "THE-END."), "helper> "+first, 60, 0)
+
+	tm.resize(90, 40)
+	tm.typeLine("again")
+	s = tm.waitFor(1, "SECOND-END.", "idle · /help")
+	checkWrapped(t, replyLines(t, s, "helper> A second", "SECOND-END."), "helper> "+second, 90, 59)
+
+	// Ctrl-C with nothing running, however often, keeps the chat and says how to leave.
+	for range 3 {
+		tm.keys("C-c")
+	}
+	tm.waitFor(1, "nothing runs · to leave: /exit or Ctrl-D")
+	tm.tmux("send-keys", "-t", "weft", "-l", "draft")
+	tm.waitFor(1, "> draft")
+	tm.keys("C-c")
+	if s := tm.waitFor(1, "line cleared · to leave: /exit or Ctrl-D"); strings.Contains(s, "> draft") {
+		t.Errorf("Ctrl-C left the typed line:\n%s", s)
+	}
+
+	tm.resize(200, 40)
+	tm.typeLine("/thread")
+	s = tm.waitFor(1, "-- resume it with: weft chat helper --thread thr_")
+	if strings.Contains(s, "[exited") {
+		t.Fatalf("Ctrl-C left the chat:\n%s", s)
+	}
+	info := s[strings.LastIndex(s, "-- thread thr_"):]
+	id := strings.Fields(info[len("-- thread "):])[0]
+	if want := "-- thread " + id + " · agent helper · 4 messages · awaiting_human (stop_on_response)\n"; !strings.HasPrefix(info, want) {
+		t.Errorf("/thread says:\n%s\nwant it to start with %q", info, want)
+	}
+	resume := s[strings.LastIndex(s, "-- resume it with: ")+len("-- resume it with: "):]
+	resume, _, _ = strings.Cut(resume, "\n")
+	resume = strings.TrimRight(resume, " ")
+	if want := "weft chat helper --thread " + id + " --db chat.db --model-script s.yaml"; resume != want {
+		t.Errorf("resume command %q, want %q", resume, want)
+	}
+	tm.keys("C-d")
+	tm.waitFor(1, "[exited 0]")
+
+	// The printed command resumes the thread.
+	tm2 := startTerm(t, dir, shellQuote(binary)+strings.TrimPrefix(resume, "weft"))
+	tm2.waitFor(1, id+" · idle · /help for commands")
+	tm2.typeLine("/thread")
+	tm2.waitFor(1, "-- thread "+id+" · agent helper · 4 messages")
+	if s := tm2.screen(); strings.Contains(s, "weft: created") {
+		t.Errorf("a second chat on the database created a key again:\n%s", s)
+	}
+	tm2.typeLine("/exit")
+	tm2.waitFor(1, "[exited 0]")
+}
+
+// TestChatKeyNoticeLineMode: piped, the key file notice goes to standard error in words, and the
+// transcript on standard output stays clean.
+func TestChatKeyNoticeLineMode(t *testing.T) {
+	dir := t.TempDir()
+	agents, script := chatProject(t, dir)
+	cmd := exec.Command(binary, "chat", "helper", "--dir", agents, "--db", filepath.Join(dir, "c.db"), "--model-script", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WEFT_DIR=", "OPENAI_API_KEY=", "WEFT_ENCRYPTION_KEY=")
+	cmd.Stdin = strings.NewReader("/exit\n")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
+	}
+	want := "weft: created c.db.key, the encryption key of c.db: keep it with the database (its secrets cannot be read without it), or set WEFT_ENCRYPTION_KEY\n"
+	if errOut.String() != want || out.Len() != 0 {
+		t.Errorf("stderr %q\nwant %q\nstdout %q", errOut.String(), want, out.String())
+	}
+}
+
+// TestKeyFileOfOldDatabase: a database made before databases had key files of their own, sealed
+// with the weft.key its directory's databases shared, still decrypts its secrets; it gets its own
+// key file with that key, weft.key stays, and a new database beside it gets a new key.
+func TestKeyFileOfOldDatabase(t *testing.T) {
+	dir := t.TempDir()
+	key := envcrypt.NewKey()
+	weft := func(env string, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "WEFT_ENCRYPTION_KEY="+env)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("weft %v: %v\n%s%s", args, err, out.String(), errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	// The old layout: old.db sealed with the key in the directory's weft.key.
+	weft(hex.EncodeToString(key), "env", "set", "MODE", "fast-and-loud", "--type", "text", "--instance", "--db", "old.db")
+	if err := os.WriteFile(filepath.Join(dir, "weft.key"), []byte(envcrypt.EncodeKey(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := weft("", "env", "list", "--instance", "--db", "old.db")
+	if !strings.Contains(out, "fast-and-loud") || errOut != "" {
+		t.Fatalf("the old database's value: stdout %q stderr %q", out, errOut)
+	}
+	own, err := envcrypt.ReadKeyFile(filepath.Join(dir, "old.db.key"))
+	if err != nil || !bytes.Equal(own, key) {
+		t.Fatalf("old.db.key: %v (same key: %v)", err, bytes.Equal(own, key))
+	}
+	if shared, err := envcrypt.ReadKeyFile(filepath.Join(dir, "weft.key")); err != nil || !bytes.Equal(shared, key) {
+		t.Fatalf("weft.key changed: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "weft.key")); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := weft("", "env", "list", "--instance", "--db", "old.db"); !strings.Contains(out, "fast-and-loud") {
+		t.Fatalf("without weft.key: %q", out)
+	}
+	_, errOut = weft("", "env", "set", "MODE", "x", "--type", "text", "--instance", "--db", "new.db")
+	if fresh, err := envcrypt.ReadKeyFile(filepath.Join(dir, "new.db.key")); err != nil || bytes.Equal(fresh, key) {
+		t.Errorf("new.db.key: %v (the old key: %v)", err, bytes.Equal(fresh, key))
+	}
+	if !strings.Contains(errOut, "new.db.key") {
+		t.Errorf("no warning naming the created key file: %q", errOut)
+	}
 }

@@ -219,6 +219,11 @@ func TestChatModelApprovals(t *testing.T) {
 	if m.input.Prompt != `Approve refund({"to":"a"})? [y/N/e] ` || !strings.Contains(m.View(), "a tool call waits for your decision") {
 		t.Fatalf("prompt %q, view:\n%s", m.input.Prompt, m.View())
 	}
+	// Ctrl-C while the question waits keeps it, and the chat.
+	m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
+	if m.quitting || m.asking == nil || !strings.Contains(m.View(), "a tool call waits for your decision · to leave: /exit or Ctrl-D") {
+		t.Fatalf("after Ctrl-C: quitting=%v asking=%v view:\n%s", m.quitting, m.asking != nil, m.View())
+	}
 	for _, line := range []string{"e", "{oops", `{"to":"b"}`, "", "no wipes"} {
 		enter(line)
 	}

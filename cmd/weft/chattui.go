@@ -13,14 +13,19 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 )
 
 // The terminal UI of weft chat: finished transcript lines are printed above the program (they
-// scroll into the terminal's history); the program itself draws the reply streaming now, a
-// status line and the input line.
+// scroll into the terminal's history), wrapped at word boundaries to the terminal's width; the
+// program itself draws the reply streaming now (re-wrapped as the terminal is resized), a status
+// line and the input line.
+//
+// Ctrl-C never leaves: it stops a run, or clears the line typed, or says how to leave (/exit,
+// Ctrl-D on an empty line).
 
 // Messages of the chat model besides the keyboard's.
 type (
@@ -57,16 +62,30 @@ func newChatStyles(color bool) chatStyles {
 }
 
 func (s chatStyles) render(l chatLine) string {
-	if st, ok := s[l.kind]; ok {
-		return st.Render(l.text)
+	st, ok := s[l.kind]
+	if !ok {
+		return l.text
 	}
-	return l.text
+	// Line by line: a block rendered whole would be padded to its widest line.
+	lines := strings.Split(l.text, "\n")
+	for i, line := range lines {
+		lines[i] = st.Render(line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrapText breaks text into lines of at most width terminal cells, at spaces and hyphens; a word
+// longer than a line is broken. Tabs become four spaces (a terminal's tab stops would move the
+// text past the width).
+func wrapText(text string, width int) string {
+	return ansi.Wrap(strings.ReplaceAll(text, "\t", "    "), max(width, 10), "")
 }
 
 // chatModel is the bubbletea model of weft chat. It holds no terminal: Update reads messages and
 // returns commands, so that tests drive it with synthetic events.
 type chatModel struct {
 	ctx    context.Context
+	s      *chatSession
 	b      chatBackend
 	tr     *transcript
 	input  textinput.Model
@@ -80,8 +99,9 @@ type chatModel struct {
 	finished chan struct{}
 	// stopping: a stop was asked for the running conversation.
 	stopping bool
-	// armed: Ctrl-C was pressed on an empty idle line; a second one leaves.
-	armed bool
+	// hint replaces the status line's idle text until the next key: what Ctrl-C did, or how to
+	// leave.
+	hint string
 	// printed holds every line committed above the program, in order.
 	printed []chatLine
 	// quitting: the program is ending.
@@ -96,8 +116,12 @@ func newChatModel(ctx context.Context, b chatBackend, tr *transcript, color bool
 	in.Placeholder = "message, or /help"
 	in.CharLimit = 0
 	in.Focus()
-	return &chatModel{ctx: ctx, b: b, tr: tr, input: in, styles: newChatStyles(color), width: 80, height: 24}
+	return &chatModel{ctx: ctx, s: &chatSession{b: b, tr: tr}, b: b, tr: tr, input: in, styles: newChatStyles(color), width: 80, height: 24}
 }
+
+// lineWidth is the width transcript lines wrap at: the terminal's, less a column (a line that
+// fills the last column makes some terminals wrap early).
+func (m *chatModel) lineWidth() int { return max(m.width-1, 10) }
 
 func (m *chatModel) Init() tea.Cmd { return textinput.Blink }
 
@@ -107,11 +131,16 @@ func (m *chatModel) commit(lines []chatLine) tea.Cmd {
 		return nil
 	}
 	m.printed = append(m.printed, lines...)
+	return tea.Println(m.render(lines))
+}
+
+// render is lines as printed: wrapped to the terminal's width, styled.
+func (m *chatModel) render(lines []chatLine) string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = m.styles.render(l)
+		out[i] = m.styles.render(chatLine{l.kind, wrapText(l.text, m.lineWidth())})
 	}
-	return tea.Println(strings.Join(out, "\n"))
+	return strings.Join(out, "\n")
 }
 
 func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -127,7 +156,7 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		lines, _ := m.tr.add(msg.ev)
 		return m, tea.Batch(m.commit(lines), m.next())
 	case chatDoneMsg:
-		m.running, m.stopping, m.events = false, false, nil
+		m.running, m.stopping, m.events, m.hint = false, false, nil, ""
 		lines := m.tr.flushLive(" [cut off]")
 		if msg.err != nil && m.ctx.Err() == nil {
 			lines = append(lines, chatLine{lineError, "!! " + inert(msg.err.Error())})
@@ -158,12 +187,12 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				return m.quit()
 			}
 		case tea.KeyEnter:
-			m.armed = false
+			m.hint = ""
 			line := m.input.Value()
 			m.input.Reset()
 			return m.submit(line)
 		}
-		m.armed = false
+		m.hint = ""
 	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
@@ -210,19 +239,25 @@ func (m *chatModel) decide(line string) (tea.Model, tea.Cmd) {
 	}))
 }
 
-// interrupt is Ctrl-C: it stops the run; idle, it clears the line, and a second one leaves.
+// interrupt is Ctrl-C: it stops the run; otherwise it clears the line typed, or, on an empty
+// line, says how to leave. It never leaves: a Ctrl-C pressed once too often must not end the chat.
 func (m *chatModel) interrupt() (tea.Model, tea.Cmd) {
 	switch {
+	case m.running && m.stopping:
+		m.hint = "stopping the run…"
+		return m, nil
 	case m.running:
 		return m, m.stop()
 	case m.input.Value() != "":
 		m.input.Reset()
+		m.hint = "line cleared · to leave: /exit or Ctrl-D"
 		return m, nil
-	case m.armed:
-		return m.quit()
 	}
-	m.armed = true
-	return m, m.commit([]chatLine{{lineNote, "-- nothing is running; press Ctrl-C again or type /exit to leave"}})
+	m.hint = "nothing runs · to leave: /exit or Ctrl-D"
+	if m.asking != nil {
+		m.hint = "a tool call waits for your decision · to leave: /exit or Ctrl-D"
+	}
+	return m, nil
 }
 
 func (m *chatModel) quit() (tea.Model, tea.Cmd) {
@@ -278,8 +313,8 @@ func (m *chatModel) submit(line string) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(m.commit([]chatLine{{lineNote, "-- continue " + string(side)}}), m.start("", side))
 	}
-	ctx, b := m.ctx, m.b
-	return m, func() tea.Msg { return chatNoteMsg{answer(ctx, b, c)} }
+	ctx, s := m.ctx, m.s
+	return m, func() tea.Msg { return chatNoteMsg{s.answer(ctx, c)} }
 }
 
 // start runs a conversation in the background; its events come back one by one through next.
@@ -326,7 +361,7 @@ func (m *chatModel) View() string {
 	}
 	var b strings.Builder
 	if live := m.tr.live.String(); live != "" {
-		text := lipgloss.NewStyle().Width(max(m.width-1, 10)).Render(inert(m.tr.agent) + "> " + live)
+		text := wrapText(inert(m.tr.agent)+"> "+live, m.lineWidth())
 		lines := strings.Split(text, "\n")
 		if keep := max(m.height-4, 1); len(lines) > keep {
 			lines = lines[len(lines)-keep:]
@@ -344,6 +379,9 @@ func (m *chatModel) View() string {
 	if id := m.b.Thread(); id != "" {
 		status = id + " · " + status
 	}
+	if m.hint != "" {
+		status = m.hint // first, whatever the width
+	}
 	b.WriteString(m.styles.render(chatLine{lineNote, clip(status, max(m.width-1, 10))}))
 	b.WriteString("\n")
 	b.WriteString(m.input.View())
@@ -351,8 +389,10 @@ func (m *chatModel) View() string {
 }
 
 // chatTUI runs the terminal UI until /exit (or SIGTERM); a run still going is stopped first.
-func chatTUI(ctx context.Context, cancel context.CancelFunc, b chatBackend, tr *transcript, noColor bool, in io.Reader, out io.Writer) error {
-	m := newChatModel(ctx, b, tr, !noColor && os.Getenv("NO_COLOR") == "")
+func chatTUI(ctx context.Context, cancel context.CancelFunc, s *chatSession, noColor bool, in io.Reader, out io.Writer) error {
+	b := s.b
+	m := newChatModel(ctx, b, s.tr, !noColor && os.Getenv("NO_COLOR") == "")
+	m.s = s
 	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler(), tea.WithContext(ctx))
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

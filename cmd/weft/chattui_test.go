@@ -97,20 +97,34 @@ func TestChatModel(t *testing.T) {
 			sent:    []string{"hello"},
 		},
 		{
-			name:    "Ctrl-C when idle warns, a second one leaves",
-			steps:   []any{key(tea.KeyCtrlC)},
-			printed: []string{"-- nothing is running; press Ctrl-C again or type /exit to leave"},
+			name:  "Ctrl-C when idle says how to leave, and stays",
+			steps: []any{key(tea.KeyCtrlC)},
+			view:  []string{"nothing runs · to leave: /exit or Ctrl-D"},
 		},
 		{
-			name:     "two Ctrl-C when idle leave",
-			steps:    []any{key(tea.KeyCtrlC), key(tea.KeyCtrlC)},
-			printed:  []string{"-- nothing is running; press Ctrl-C again or type /exit to leave"},
-			quitting: true,
+			name:  "Ctrl-C never leaves, however often",
+			steps: []any{key(tea.KeyCtrlC), key(tea.KeyCtrlC), chatInterruptMsg{}, key(tea.KeyCtrlC)},
+			view:  []string{"to leave: /exit or Ctrl-D"},
 		},
 		{
-			name:  "Ctrl-C clears a typed line",
-			steps: []any{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("draft")}, key(tea.KeyCtrlC)},
-			view:  []string{"message, or /help"},
+			name:    "the hint goes at the next key",
+			steps:   []any{key(tea.KeyCtrlC), tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")}},
+			view:    []string{"thr_1 · idle · /help for commands"},
+			notView: []string{"to leave"},
+		},
+		{
+			name:    "Ctrl-C clears a typed line",
+			steps:   []any{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("draft")}, key(tea.KeyCtrlC)},
+			view:    []string{"message, or /help", "line cleared"},
+			notView: []string{"draft"},
+		},
+		{
+			name:     "Ctrl-C stops a run, and once more while it stops only says so",
+			steps:    []any{typed("hello"), chunk("Str"), key(tea.KeyCtrlC), key(tea.KeyCtrlC), key(tea.KeyCtrlC)},
+			printed:  []string{"you> hello", "-- stopping the run"},
+			view:     []string{"helper> Str", "stopping the run…"},
+			running:  true,
+			stopping: true,
 		},
 		{
 			name:     "/exit leaves",
@@ -144,6 +158,13 @@ func TestChatModel(t *testing.T) {
 			printed: []string{"you> hi]0;t"}, // the input line drops control characters
 			view:    []string{"helper> a␛]0;pwned␇b"},
 			notView: []string{"\x1b]0;", "\x07"},
+			running: true,
+		},
+		{
+			name:    "the live reply wraps at word boundaries to the width",
+			steps:   []any{typed("hello"), tea.WindowSizeMsg{Width: 31, Height: 30}, chunk("the quick brown fox jumps over the lazy dog again")},
+			printed: []string{"you> hello"},
+			view:    []string{"helper> the quick brown fox\njumps over the lazy dog again\n"},
 			running: true,
 		},
 		{
@@ -231,5 +252,39 @@ func TestChatModelConverses(t *testing.T) {
 	}
 	if strings.Join(printed, "\n") != "you> hello\nhelper> Hi there" {
 		t.Errorf("printed:\n%s", strings.Join(printed, "\n"))
+	}
+}
+
+// TestChatWrap: printed transcript lines wrap at word boundaries to the terminal's width (less a
+// column), follow a resize, and break only a word longer than a line.
+func TestChatWrap(t *testing.T) {
+	m := newChatModel(context.Background(), &stubBackend{thread: "thr_1"}, newTranscript("helper", "thr_1"), false)
+	long := "helper> Supercalifragilisticexpialidocious words wrap\tat spaces: https://example.com/a/very/long/url/that/cannot/fit end."
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{31, "helper>\nSupercalifragilisticexpialidoc\nious words wrap    at spaces:\nhttps://example.com/a/very/lon\ng/url/that/cannot/fit end."},
+		{61, "helper> Supercalifragilisticexpialidocious words wrap    at\nspaces: https://example.com/a/very/long/url/that/cannot/fit\nend."},
+		{200, strings.ReplaceAll(long, "\t", "    ")},
+	} {
+		m.Update(tea.WindowSizeMsg{Width: tc.width, Height: 30})
+		got := m.render([]chatLine{{lineReply, long}, {lineNote, "-- short"}})
+		if got != tc.want+"\n-- short" {
+			t.Errorf("width %d:\n%s\nwant:\n%s", tc.width, got, tc.want)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			if n := len([]rune(l)); n > tc.width-1 {
+				t.Errorf("width %d: a line of %d: %q", tc.width, n, l)
+			}
+		}
+	}
+	// Styled, every wrapped line keeps its colour and gets no padding.
+	m = newChatModel(context.Background(), &stubBackend{thread: "thr_1"}, newTranscript("helper", "thr_1"), true)
+	m.Update(tea.WindowSizeMsg{Width: 21, Height: 30})
+	for _, l := range strings.Split(m.render([]chatLine{{lineReply, "one two three four five six seven"}}), "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("padded line %q", l)
+		}
 	}
 }

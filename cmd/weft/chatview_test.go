@@ -225,6 +225,12 @@ func (f *stubBackend) Document(context.Context) (string, error) {
 	return "{\"thread\": {\"id\": \"" + f.Thread() + "\"}}", nil
 }
 
+func (f *stubBackend) Info(context.Context) (chatThreadInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return chatThreadInfo{Agent: "helper", Status: weft.ThreadIdle, StopReason: weft.StopOnResponse, Messages: 2 * len(f.sent)}, nil
+}
+
 func TestChatAnswer(t *testing.T) {
 	tests := []struct {
 		name, line, thread string
@@ -234,7 +240,8 @@ func TestChatAnswer(t *testing.T) {
 		{"env before the thread", "/env TOKEN=sk-1=2", "", "-- TOKEN (secret) will be set when the thread is created", map[string]string{"TOKEN": "sk-1=2"}},
 		{"env on the thread", "/env MODE=fast", "thr_1", "-- MODE (secret) set for thread thr_1", map[string]string{"MODE": "fast"}},
 		{"env without a value", "/env TOKEN", "thr_1", "!! /env: want NAME=VALUE", nil},
-		{"thread", "/thread", "thr_1", "-- thread thr_1", nil},
+		{"thread", "/thread", "thr_1", "-- thread thr_1 · agent helper · 0 messages · idle (stop_on_response)\n" +
+			"-- resume it with: weft chat helper --thread thr_1 --db 'my chats/a.db'", nil},
 		{"no thread yet", "/thread", "", "-- no thread yet: it is created with your first message", nil},
 		{"json", "/json", "thr_1", `{"thread": {"id": "thr_1"}}`, nil},
 		{"help", "/help", "", chatHelp[0].text, nil},
@@ -243,9 +250,16 @@ func TestChatAnswer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &stubBackend{thread: tc.thread}
-			lines := answer(context.Background(), b, parseChatLine(tc.line))
-			if len(lines) != 1 || lines[0].text != tc.want {
-				t.Fatalf("%q answered %+v, want %q", tc.line, lines, tc.want)
+			s := &chatSession{b: b, resume: func(id string) string {
+				return shellWord("weft") + " chat helper --thread " + shellWord(id) + " --db " + shellWord("my chats/a.db")
+			}}
+			lines := s.answer(context.Background(), parseChatLine(tc.line))
+			var texts []string
+			for _, l := range lines {
+				texts = append(texts, l.text)
+			}
+			if got := strings.Join(texts, "\n"); got != tc.want {
+				t.Fatalf("%q answered %q, want %q", tc.line, got, tc.want)
 			}
 			if len(b.env) != len(tc.env) {
 				t.Errorf("env %v, want %v", b.env, tc.env)

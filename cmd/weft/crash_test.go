@@ -174,7 +174,7 @@ func crashSnapshot(t *testing.T, dir, db, threadID string) (crashState, error) {
 		return s, fmt.Errorf("threads export: %v in %s", err, out)
 	}
 	ctx := context.Background()
-	st, err := openSQLite(ctx, db, slog.New(slog.DiscardHandler), nil)
+	st, err := openSQLite(ctx, db, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		return s, err
 	}
@@ -397,9 +397,9 @@ func crashRound(t *testing.T, root, serverURL string, round int, delay time.Dura
 			fig.leaseRetries++
 			time.Sleep(crashLeaseRetry)
 		case strings.Contains(rerr, "empty encryption key"):
-			// envcrypt.LoadOrCreateKey creates weft.key with O_EXCL and writes the key afterwards: a
+			// envcrypt.LoadOrCreateKeyFile once created the key file with O_EXCL and writes the key afterwards: a
 			// kill in between leaves an empty key file that no later process can open.
-			errorf("%s: BUG: the kill left an empty key file beside the database (envcrypt.LoadOrCreateKey "+
+			errorf("%s: BUG: the kill left an empty key file beside the database (envcrypt.LoadOrCreateKeyFile "+
 				"creates it, then writes it: not atomic); the store can never be opened again:\n%s", where, strings.Join(log, "\n"))
 			return false
 		default:

@@ -169,7 +169,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags, args []string) error 
 		rn.Record = weval.NewRecording()
 	}
 	log := newLogger(g.logLevel, os.Stderr)
-	rt, err := openLocal(ctx, reg, f.db, f.script, log)
+	rt, err := openLocal(ctx, reg, f.db, f.script, log, nil)
 	if err != nil {
 		return err
 	}

@@ -27,8 +27,8 @@ type local struct {
 
 // openLocal opens a command's local runtime; Close releases it. ctx bounds the telemetry setup
 // only: the store outlives a cancelled command context, so a stopping run can still record its
-// stop.
-func openLocal(ctx context.Context, reg *weft.Registry, db, scriptPath string, log *slog.Logger) (*local, error) {
+// stop. An encryption key file the store creates is told to noteKey (nil: logged as a warning).
+func openLocal(ctx context.Context, reg *weft.Registry, db, scriptPath string, log *slog.Logger, noteKey keyNotice) (*local, error) {
 	script, err := loadScript(scriptPath)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func openLocal(ctx context.Context, reg *weft.Registry, db, scriptPath string, l
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(context.WithoutCancel(ctx), db, log, clock.Now)
+	store, err := openStoreNotingKey(context.WithoutCancel(ctx), db, log, clock.Now, noteKey)
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {

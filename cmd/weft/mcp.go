@@ -66,7 +66,7 @@ func serveMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 			return err
 		}
 	}
-	rt, err := openLocal(ctx, reg, f.db, f.script, log)
+	rt, err := openLocal(ctx, reg, f.db, f.script, log, nil)
 	if err != nil {
 		return err
 	}

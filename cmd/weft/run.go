@@ -125,7 +125,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 		return exit(exitUsage, err)
 	}
 	log := newLogger(g.logLevel, os.Stderr)
-	rt, err := openLocal(ctx, reg, f.db, f.script, log)
+	rt, err := openLocal(ctx, reg, f.db, f.script, log, nil)
 	if err != nil {
 		return err
 	}

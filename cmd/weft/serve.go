@@ -54,7 +54,9 @@ create) or WEFT_ADMIN_KEY; --no-auth lets every request act as the admin user "l
 refused unless --addr is a loopback address (override with --insecure).
 
 The same address serves MCP over streamable HTTP at /mcp, behind the same keys: each agent and
-each prompt usable as a tool is an MCP tool (see weft mcp --help). Unless --a2a=false, each agent
+each prompt usable as a tool is an MCP tool (see weft mcp --help). Weft is also the OAuth
+authorization server of /mcp, so MCP clients that only do OAuth connect: the user approves them on
+a consent page with an API key (docs/mcp.md). Unless --a2a=false, each agent
 is also an A2A agent: its card at /a2a/AGENT/.well-known/agent-card.json, JSON-RPC at /a2a/AGENT
 (docs/a2a.md).
 
@@ -194,6 +196,10 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log, TracerProvider: tracerOf(obs)})}
 	if f.a2a {
 		apiOpt.A2A = a2a.NewServer(a2a.ServerOptions{Engine: sched.engine, Version: version(), Logger: log})
+	}
+	// The inspector shows a thread's A2A tasks with or without --a2a (weft inspect serves no A2A).
+	apiOpt.A2ATasks = func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (any, bool, error) {
+		return a2a.ThreadTasks(ctx, store, t, fileURL)
 	}
 	api := httpapi.New(apiOpt)
 	openaiapi.Register(api)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -15,14 +16,23 @@ import (
 )
 
 // openSQLite opens a SQLite file store (the embedded default). Env values are encrypted with
-// WEFT_ENCRYPTION_KEY (32 bytes, base64 or hex) when set, else with a key file beside the database
-// (weft.key, mode 0600, created with a warning when missing); a wrong key fails at open.
-func openSQLite(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
+// WEFT_ENCRYPTION_KEY (32 bytes, base64 or hex) when set, else with the database's own key file
+// beside it (weft.db.key for weft.db, mode 0600, created with a warning — or told to noteKey —
+// when missing; a database sealed with its folder's shared weft.key of earlier versions keeps that
+// key); a wrong key fails at open.
+func openSQLite(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time, noteKey keyNotice) (weft.Store, error) {
 	key, err := envKey()
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, dsn, sqlite.Options{Key: key, Logger: log, Now: now})
+	st, err := sqlite.Open(ctx, dsn, sqlite.Options{Key: key, Logger: log, Now: now, QuietKeyCreated: noteKey != nil})
+	if err != nil {
+		return nil, err
+	}
+	if noteKey != nil && st.KeyCreated() {
+		noteKey(st.KeyFile(), strings.TrimPrefix(dsn, "file:"))
+	}
+	return st, nil
 }
 
 // envKey reads WEFT_ENCRYPTION_KEY; nil when it is unset.
@@ -40,8 +50,8 @@ func envKey() ([]byte, error) {
 
 // openPostgres opens a PostgreSQL store (postgres://…, for many nodes). Env values are encrypted
 // with WEFT_ENCRYPTION_KEY when set — every node of a database needs the same key — else with the
-// key file .weft/weft.key, created (with a warning) when missing.
-func openPostgres(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
+// key file .weft/weft.key, created (with a warning, or told to noteKey) when missing.
+func openPostgres(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time, noteKey keyNotice) (weft.Store, error) {
 	key, err := envKey()
 	if err != nil {
 		return nil, err
@@ -51,7 +61,10 @@ func openPostgres(ctx context.Context, dsn string, log *slog.Logger, now func() 
 		if err != nil {
 			return nil, fmt.Errorf("encryption key for %s: %w", redactDSN(dsn), err)
 		}
-		if created {
+		switch {
+		case created && noteKey != nil:
+			noteKey(filepath.Join(".weft", envcrypt.KeyFile), redactDSN(dsn))
+		case created:
 			log.Warn("no encryption key configured: created a key file; every node of the database needs this key (or WEFT_ENCRYPTION_KEY)",
 				"key_file", filepath.Join(".weft", envcrypt.KeyFile))
 		}

@@ -31,15 +31,25 @@ func loadProject(dir string) (*weft.Registry, error) {
 }
 
 // openStore opens the store a DSN names: ":memory:" (the default for run) keeps everything in
-// process memory.
+// process memory. An encryption key file it creates is logged as a warning.
 func openStore(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time) (weft.Store, error) {
+	return openStoreNotingKey(ctx, dsn, log, now, nil)
+}
+
+// keyNotice is told about an encryption key file a store created: the key file and the database
+// it encrypts.
+type keyNotice func(keyFile, database string)
+
+// openStoreNotingKey is openStore that tells noteKey, instead of the log, about a key file it
+// created (nil: the log), so that a command can say it where its screen keeps it.
+func openStoreNotingKey(ctx context.Context, dsn string, log *slog.Logger, now func() time.Time, noteKey keyNotice) (weft.Store, error) {
 	switch {
 	case dsn == "" || dsn == ":memory:":
 		return memstore.New(memstore.Options{Now: now})
 	case postgres.IsURL(dsn):
-		return openPostgres(ctx, dsn, log, now)
+		return openPostgres(ctx, dsn, log, now, noteKey)
 	}
-	return openSQLite(ctx, dsn, log, now)
+	return openSQLite(ctx, dsn, log, now, noteKey)
 }
 
 // redactDSN is a database URL fit to print: its password (in the user info or a password

@@ -5,22 +5,18 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/aguiapi"
 	"github.com/weft-agents/weft/aisdkapi"
-	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/internal/turn/turntest"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/openaiapi"
-	"github.com/weft-agents/weft/project"
-	"github.com/weft-agents/weft/scripted"
 )
 
 // BenchmarkFirstDelta measures, side by side on one in-process server, the time from a request
@@ -32,9 +28,9 @@ import (
 //
 //	go test -run '^$' -bench FirstDelta -benchtime 300x ./internal/turn/
 func BenchmarkFirstDelta(b *testing.B) {
-	srv, key := latencyServer(b)
+	url, key := latencyServer(b)
 	post := func(path, body string, header ...string) *http.Response {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(header); i += 2 {
@@ -77,7 +73,7 @@ func BenchmarkFirstDelta(b *testing.B) {
 	apiThread, chatThread, respThread := newThread(), newThread(), newThread()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/threads/"+apiThread+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/api/threads/"+apiThread+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -158,42 +154,16 @@ func readerUntil(r *bufio.Reader, end string) io.Reader {
 }
 
 // latencyServer is an API server with every adapter, over a memstore, whose model answers every
-// call with a streamed text.
-func latencyServer(b *testing.B) (*httptest.Server, string) {
+// call with a streamed text; it returns its URL and a user's key.
+func latencyServer(b *testing.B) (string, string) {
 	b.Helper()
-	reg, diags := project.Open("../../openaiapi/testdata/agents", project.Options{})
-	if diags.HasErrors() {
-		b.Fatal(diags.Err())
-	}
-	sc, err := scripted.Parse("bench.yaml", []byte("version: 1\noptions: {chunk_size: 4, on_exhausted: repeat_last}\nresponses:\n  - text: Hello there, this is the answer.\n"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	st, _ := memstore.New(memstore.Options{})
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(sc), RecordEvents: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
-	}()
-	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st})
-	api.SetReady(true)
-	openaiapi.Register(api)
-	aisdkapi.Register(api)
-	aguiapi.Register(api)
-	srv := httptest.NewServer(api.Handler())
-	b.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); <-served })
-	u := &weft.User{Name: "bench"}
-	if err := st.CreateUser(ctx, u); err != nil {
-		b.Fatal(err)
-	}
-	key, rec := weft.NewAPIKey(u.ID)
-	if err := st.CreateKey(ctx, rec); err != nil {
-		b.Fatal(err)
-	}
-	return srv, key
+	keys := turntest.Users(b, st, "bench")
+	s := turntest.Start(b, st, "version: 1\noptions: {chunk_size: 4, on_exhausted: repeat_last}\nresponses:\n  - text: Hello there, this is the answer.\n",
+		keys, func(api *httpapi.Server) {
+			openaiapi.Register(api)
+			aisdkapi.Register(api)
+			aguiapi.Register(api)
+		})
+	return s.URL, keys["bench"]
 }

@@ -27,6 +27,9 @@ type Input struct {
 	Message weft.NewMessage
 	// Label labels a new thread.
 	Label string
+	// Before, when set, runs once the thread is found or created, before the message is posted
+	// (the thread's client tools are set, the calls its client answered delivered).
+	Before func(t *weft.Thread) error
 }
 
 // Turn is a posted message, its thread and the feed of its events, opened before the message
@@ -96,6 +99,12 @@ func Start(r *http.Request, api *httpapi.Server, c httpapi.Caller, in Input) (*T
 	}
 	if t.Cursor, err = api.LastEventSeq(ctx, t.Thread.ID); err != nil {
 		return nil, err
+	}
+	if in.Before != nil {
+		// After the cursor: a run that what it does starts is followed too.
+		if err := in.Before(t.Thread); err != nil {
+			return nil, err
+		}
 	}
 	if t.Feed, err = Open(r, api, t.Thread.ID, t.Cursor); err != nil {
 		return nil, err

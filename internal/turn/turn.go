@@ -81,6 +81,10 @@ type Reader struct {
 	// model call that started before it are dropped (their beginning is gone), and the message
 	// they belong to comes whole when it is stored. So a resumed turn repeats and loses nothing.
 	ResumeAt int64
+	// ThroughParked reads on through a run that stops awaiting approval (or a client tool's
+	// result) to the run that goes on once the calls are answered: a stream resumed while that
+	// run goes on shows the whole turn since the posted message.
+	ThroughParked bool
 
 	live    bool  // ResumeAt passed: a model call began after it
 	pending *Part // a step start before the input was stored (AfterInput)
@@ -168,6 +172,9 @@ func (r *Reader) Read(ev engine.Event, out []Part) []Part {
 	case engine.RunStopped:
 		if r.Input != "" && !r.seen {
 			break // a run that did not take the message: the next one does
+		}
+		if r.ThroughParked && d.Reason == weft.StopAwaitingApproval {
+			break
 		}
 		r.done = true
 		out = append(out, Part{Kind: End, Reason: d.Reason, Error: d.Error, Seq: ev.Seq})
