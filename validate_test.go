@@ -198,7 +198,7 @@ func TestToolValidation(t *testing.T) {
 		{"S004_provider_execution/needs_provider", &weft.Tool{Name: "t", Description: "d", ExecutionMode: weft.ExecProvider}, weft.SeverityError, "executionProvider", "required when executionMode is provider"},
 		{"command/undeclared_env", &weft.Tool{Name: "t", Description: "d", Command: &weft.CommandSpec{Argv: []string{"x", "${env:TOKEN}"}}}, weft.SeverityError, "command[1]", "${env:TOKEN} is not declared"},
 		{"command/cwd_escapes", &weft.Tool{Name: "t", Description: "d", Command: &weft.CommandSpec{Argv: []string{"x"}, Dir: "../x"}}, weft.SeverityError, "cwd", "inside the project root"},
-		{"http/method", &weft.Tool{Name: "t", Description: "d", HTTP: &weft.HTTPSpec{URL: "https://x", Method: "PATCH"}}, weft.SeverityError, "method", "GET or POST"},
+		{"http/method", &weft.Tool{Name: "t", Description: "d", HTTP: &weft.HTTPSpec{URL: "https://x", Method: "TRACE"}}, weft.SeverityError, "method", "GET, POST, PUT, PATCH or DELETE"},
 		{"approval/value", &weft.Tool{Name: "t", Description: "d", Execute: noop, Approval: "sometimes"}, weft.SeverityError, "approval", `approval is required or never, not "sometimes"`},
 		{"approval/provider_executed", &weft.Tool{Name: "t", Description: "d", ExecutionMode: weft.ExecProvider, ExecutionProvider: "openai", Approval: weft.ApprovalRequired},
 			weft.SeverityError, "approval", "cannot wait for approval"},

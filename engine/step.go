@@ -411,6 +411,11 @@ func (r *run) commitReply(s *scope, w *reply) error {
 	if err != nil {
 		r.state = prev
 		clear(r.attemptEnds)
+		if len(calls) > 0 {
+			// The transaction may have committed with the first call marked running (its answer
+			// lost with the connection): its tool has not run, and runs when the run resumes here.
+			r.e.keepNotRun(r.thread.ID, calls[0].ID)
+		}
 		return err
 	}
 	r.journal.saved = state
