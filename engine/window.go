@@ -42,6 +42,16 @@ func reserveOutput(p *weft.Prompt, m *weft.Model) int {
 	return min(4096, m.Capabilities.MaxContextTokens/4)
 }
 
+// windowBudget is the tokens a request of prompt p to model m may take: the window less the
+// reserved output and the estimate's margin; 0 when m's window is unknown.
+func windowBudget(p *weft.Prompt, m *weft.Model) int {
+	window := m.Capabilities.MaxContextTokens
+	if window <= 0 {
+		return 0
+	}
+	return max(1, int(float64(window-reserveOutput(p, m))*(1-tokens.Margin)))
+}
+
 // fitWindow leaves out of req's messages what does not fit model m's window under the prompt's
 // strategy, or under limit tokens when limit > 0 (a provider refused the request as too long). It
 // replaces req.Messages with a new slice; the old one is left as it was.
@@ -50,11 +60,8 @@ func fitWindow(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Mo
 		return fitted{}
 	}
 	budget := limit
-	if window := m.Capabilities.MaxContextTokens; window > 0 {
-		b := int(float64(window-reserveOutput(p, m)) * (1 - tokens.Margin))
-		if budget == 0 || b < budget {
-			budget = b
-		}
+	if b := windowBudget(p, m); b > 0 && (budget == 0 || b < budget) {
+		budget = b
 	}
 	if budget == 0 {
 		return fitted{} // no window known, no refusal yet

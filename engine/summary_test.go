@@ -1,0 +1,236 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/sqlite"
+	"github.com/weft-agents/weft/tokens"
+)
+
+// summaryServer is windowServer with a summarizer: a summarizer request is answered with a
+// summary that keeps the locker code and counts the turns folded, read from the previous summary
+// and the messages it is given; a chat request asking for the code is answered from what the
+// request holds. Every request, the summarizer's too, is refused past the window.
+type summaryServer struct {
+	windowServer
+	// summaries are the summarizer's inputs (its user message), in order.
+	summaries []string
+	// chats are the chat requests' messages joined, in order.
+	chats []string
+}
+
+var (
+	lockerCode  = regexp.MustCompile(`locker code is (\d+)`)
+	turnsFolded = regexp.MustCompile(`- turns folded: (\d+)`)
+)
+
+func (w *summaryServer) call(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+	if req.Prompt != weft.SummarizerPrompt {
+		var all strings.Builder
+		for _, m := range req.Messages {
+			all.WriteString(m.Text())
+			all.WriteByte('\n')
+		}
+		text := all.String()
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == weft.RoleUser && strings.Contains(last.Text(), "What is my locker code?") {
+			resp, err := w.windowServer.call(ctx, req, chunk)
+			if err != nil {
+				return nil, err
+			}
+			w.chats = append(w.chats, text)
+			if m := lockerCode.FindStringSubmatch(text); m != nil {
+				resp.Text = "Your locker code is " + m[1] + "."
+			} else {
+				resp.Text = "I do not know your locker code."
+			}
+			return resp, nil
+		}
+		resp, err := w.windowServer.call(ctx, req, chunk)
+		if err == nil {
+			w.chats = append(w.chats, text)
+		}
+		return resp, err
+	}
+	// The summarizer: refused past the window like any request.
+	n := 0
+	for _, m := range req.Messages {
+		n += tokens.Message(m)
+	}
+	if n > w.window {
+		w.refused++
+		return nil, &weft.ProviderError{Type: weft.ErrContextLength, Status: 400, Message: "too long"}
+	}
+	w.sizes = append(w.sizes, n)
+	in := req.Messages[len(req.Messages)-1].Text()
+	w.summaries = append(w.summaries, in)
+	folded := strings.Count(in, "\n[user] ")
+	if m := turnsFolded.FindStringSubmatch(in); m != nil {
+		k, _ := strconv.Atoi(m[1])
+		folded += k
+	}
+	out := fmt.Sprintf("- turns folded: %d\n", folded)
+	if m := lockerCode.FindStringSubmatch(in); m != nil {
+		out += "- the user's locker code is " + m[1] + "\n"
+	}
+	return &weft.Response{Text: out, Usage: weft.Usage{InputTokens: n, OutputTokens: 20}}, nil
+}
+
+// TestSummarizeKeepsThreadUsable: under context.strategy summarize a thread of 50 long turns
+// against a model whose window is 2,000 tokens keeps working: every request fits, holds the
+// turn's own message and the newest tool call with its result; what fell out is folded into a
+// summary row incrementally (no summarizer input holds a message twice), so that the locker code
+// given at turn 1 is answered at turn 50. The summary is a stored row: the store and the engine
+// are reopened at turn 25 and the thread goes on from the stored summary, not a recomputed one.
+// The summarizer's calls are log rows, counted in the thread's spend.
+func TestSummarizeKeepsThreadUsable(t *testing.T) {
+	const window = 2000
+	srv := &summaryServer{windowServer: windowServer{t: t, window: window}}
+	reg := windowRegistry(window, weft.ContextSummarize)
+	m, _ := reg.Model("small")
+	price := 1.0
+	m.InputPrice, m.OutputPrice = &price, &price
+	path := filepath.Join(t.TempDir(), "weft.db")
+	ctx := context.Background()
+	open := func() (weft.Store, *engine.Engine) {
+		st, err := sqlite.Open(ctx, path, sqlite.Options{Key: make([]byte, 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weft.ProviderFunc(srv.call)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, eng
+	}
+	st, eng := open()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	var before weft.Message // the newest summary row before the restart
+	for i := 1; i <= 50; i++ {
+		text := turnText(i)
+		switch i {
+		case 1:
+			text = "fact1: my locker code is 4711. " + text
+		case 50:
+			text = "fact50: What is my locker code? " + strings.Repeat("I need it for the gym. ", 40)
+		case 26:
+			// A restart: the store is closed and opened again, the engine is a new one.
+			sums := summaryRows(t, st, th.ID)
+			if len(sums) == 0 {
+				t.Fatal("no summary row after 25 turns")
+			}
+			before = sums[len(sums)-1]
+			st.Close()
+			st, eng = open()
+		}
+		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+		users, summaries, chats := len(srv.lastUser), len(srv.summaries), len(srv.chats)
+		res, err := eng.Run(ctx, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop := res.Last(); stop.Reason != weft.StopOnResponse {
+			t.Fatalf("turn %d stopped %s: %s", i, stop.Reason, stop.Error)
+		}
+		for _, got := range srv.lastUser[users:] {
+			if got != text {
+				t.Fatalf("turn %d: the request's newest user message is %.40q, want the turn's own", i, got)
+			}
+		}
+		if i == 26 {
+			// The first requests after the restart carry the stored summary, and the summarizer
+			// goes on from it.
+			if !strings.Contains(srv.chats[chats], before.Content) {
+				t.Errorf("the first request after the restart does not carry the stored summary %q", before.Content)
+			}
+			for _, in := range srv.summaries[summaries:] {
+				if !strings.Contains(in, "Summary so far:\n"+before.Content) {
+					t.Errorf("the summarizer started over after the restart: %.200q", in)
+				}
+				break
+			}
+		}
+		if i == 50 {
+			rows, err := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: 1, Desc: true, Roles: []weft.Role{weft.RoleAssistant}})
+			if err != nil || len(rows) == 0 {
+				t.Fatal(rows, err)
+			}
+			answer = rows[0].Content
+		}
+	}
+	if answer != "Your locker code is 4711." {
+		t.Errorf("turn 50 answered %q, want the code given at turn 1", answer)
+	}
+	for i, n := range srv.sizes {
+		if n > window {
+			t.Errorf("accepted request %d has %d tokens, past the window", i, n)
+		}
+	}
+	if srv.refused != 0 {
+		t.Errorf("%d requests refused although the window was declared", srv.refused)
+	}
+	sums := summaryRows(t, st, th.ID)
+	if len(sums) < 2 || len(srv.summaries) != len(sums) {
+		t.Fatalf("%d summary rows for %d summarizer calls", len(sums), len(srv.summaries))
+	}
+	// Incremental: each summarizer input held only rows not folded before.
+	seen := map[string]bool{}
+	for _, in := range srv.summaries {
+		for _, f := range regexp.MustCompile(`\[user\] (fact\d+):`).FindAllStringSubmatch(in, -1) {
+			if seen[f[1]] {
+				t.Errorf("%s was folded twice", f[1])
+			}
+			seen[f[1]] = true
+		}
+	}
+	t.Logf("%d summaries, %d chat requests, sizes max %d; last summary %q", len(sums), len(srv.chats), slices.Max(srv.sizes), sums[len(sums)-1].Content)
+	last := sums[len(sums)-1]
+	if last.Side != weft.SideA || !last.Silent || last.LogID == "" || last.Metadata["summary_prompt"] != "assistant" {
+		t.Errorf("summary row: %+v", last)
+	}
+	logs, err := st.Logs(ctx, th.ID, weft.LogQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summarizerLogs := 0
+	for _, l := range logs {
+		if l.Prompt == weft.SummarizerPrompt && l.CostTotal != nil {
+			summarizerLogs++
+		}
+	}
+	if summarizerLogs != len(srv.summaries) {
+		t.Errorf("%d priced summarizer log rows for %d calls", summarizerLogs, len(srv.summaries))
+	}
+	st.Close()
+}
+
+// summaryRows returns the thread's summary rows, oldest first.
+func summaryRows(t *testing.T, st weft.Store, threadID string) []weft.Message {
+	t.Helper()
+	rows, err := st.Messages(context.Background(), threadID, weft.MessageQuery{Limit: -1, Roles: []weft.Role{weft.RoleSystem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []weft.Message
+	for _, m := range rows {
+		if m.Metadata["context_summary"] == true {
+			out = append(out, m)
+		}
+	}
+	return out
+}
