@@ -173,18 +173,25 @@ func foldPoint(cost []int, rows []*weft.Message, side weft.Side, budget int) int
 // summaryTarget is the tokens a summary may take in a request whose budget is budget.
 func summaryTarget(budget int) int { return min(budget/4, 4000) }
 
-// foldHistory folds, under context.strategy summarize, the oldest of a top-level step's rows
-// into the summary when req (built from rows) would not fit the prompt's model: it reports
-// whether it wrote a summary, after which the request is built again. A summarizer that fails
-// (other than by the budget or the run's end) folds nothing: the request is cut as under window.
-func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bool, error) {
+// foldPlan is what foldHistory would fold before a step under context.strategy summarize.
+type foldPlan struct {
+	// n is the number of the oldest rows to fold; 0 when the request fits as it is.
+	n int
+	// cost are the rows' tokens; target the tokens the summary may take.
+	cost   []int
+	target int
+}
+
+// planFold decides how many of the oldest of rows (from which req was built) to fold into the
+// summary so that req fits its prompt's model, whose window must be known.
+func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPlan {
 	m, ok := r.e.reg.Model(s.prompt.Model)
 	if !ok || s.depth != 0 || len(rows) == 0 {
-		return false, nil
+		return foldPlan{}
 	}
 	budget := windowBudget(s.prompt, m)
 	if budget == 0 {
-		return false, nil // no window known: cut as under window once the provider refuses
+		return foldPlan{} // no window known: cut as under window once the provider refuses
 	}
 	tc := &r.e.tokens
 	budget -= tc.Tools(req.Tools)
@@ -193,7 +200,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 		bound += tokens.Bound(msg)
 	}
 	if bound <= budget {
-		return false, nil
+		return foldPlan{}
 	}
 	// Fixed: the request's messages that are not rows (system text, template messages).
 	cost := make([]int, len(rows))
@@ -206,7 +213,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 		total += tc.Message(msg)
 	}
 	if total <= budget {
-		return false, nil
+		return foldPlan{}
 	}
 	fixed := max(0, total-rowsTotal)
 	target := summaryTarget(budget)
@@ -217,10 +224,20 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 		fixed -= cur
 		reserve = max(reserve, cur)
 	}
-	n := foldPoint(cost, rows, s.side, budget-fixed-reserve)
+	return foldPlan{n: foldPoint(cost, rows, s.side, budget-fixed-reserve), cost: cost, target: target}
+}
+
+// foldHistory folds, under context.strategy summarize, the oldest of a top-level step's rows
+// into the summary when req (built from rows) would not fit the prompt's model: it reports
+// whether it wrote a summary, after which the request is built again. A summarizer that fails
+// (other than by the budget or the run's end) folds nothing: the request is cut as under window.
+func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bool, error) {
+	plan := r.planFold(s, req, rows)
+	n, cost, target := plan.n, plan.cost, plan.target
 	if n == 0 {
 		return false, nil
 	}
+	tc := &r.e.tokens
 	sp, sys, err := r.summarizerOf(s)
 	if err != nil {
 		return false, err

@@ -234,3 +234,82 @@ func summaryRows(t *testing.T, st weft.Store, threadID string) []weft.Message {
 	}
 	return out
 }
+
+// TestRenderTellsWhatWasLeftOut: Render keeps a thread's next request inside the window as a run
+// would, and says what it left out: the messages the window cut, and under summarize the summary
+// that stands for the older ones.
+func TestRenderTellsWhatWasLeftOut(t *testing.T) {
+	const window = 2000
+	for _, strategy := range []weft.ContextStrategy{weft.ContextWindow, weft.ContextSummarize, weft.ContextNone} {
+		t.Run(string(strategy), func(t *testing.T) {
+			srv := &summaryServer{windowServer: windowServer{t: t, window: 1 << 20}}
+			st := newMemStore(t)
+			eng, err := engine.New(engine.Options{Registry: windowRegistry(window, strategy), Store: st, Override: weft.ProviderFunc(srv.call)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 12; i++ {
+				if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: strings.TrimSuffix(turnText(i), " (look it up)")}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := eng.Run(ctx, th.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := eng.Render(ctx, engine.PreviewInput{Prompt: "assistant", ThreadID: th.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, msgs := out.Context, out.Request.Messages
+			if last := msgs[len(msgs)-2]; last.Text() != strings.TrimSuffix(turnText(12), " (look it up)") {
+				t.Errorf("the rendered request's newest user message is %.40q, want turn 12's", last.Text())
+			}
+			n := 0
+			for _, m := range msgs {
+				n += tokens.Message(m)
+			}
+			switch strategy {
+			case weft.ContextNone:
+				if rep.Omitted != 0 || len(msgs) != 1+2*12 || !strings.Contains(rep.Reason, "whole history") {
+					t.Errorf("none: %d messages, %+v", len(msgs), rep)
+				}
+			case weft.ContextWindow:
+				if rep.Omitted == 0 || n > window || !strings.Contains(rep.Reason, fmt.Sprintf("%d older messages are left out", rep.Omitted)) {
+					t.Errorf("window: %d tokens, %+v", n, rep)
+				}
+			case weft.ContextSummarize:
+				if rep.SummaryID == "" || rep.Summarized == 0 || !strings.Contains(rep.Reason, "the summary "+rep.SummaryID) {
+					t.Errorf("summarize: %+v", rep)
+				}
+				if msgs[1].Role != weft.RoleSystem || !strings.Contains(msgs[1].Content, "turns folded") {
+					t.Errorf("the summary does not follow the system text: %+v", msgs[1])
+				}
+				if n > window {
+					t.Errorf("summarize: %d tokens past the window", n)
+				}
+			}
+			t.Log(rep.Reason)
+			if strategy != weft.ContextSummarize {
+				return
+			}
+			// The same thread against a smaller window: messages after the summary fall out of it,
+			// and the render says the step folds them first.
+			small, err := engine.New(engine.Options{Registry: windowRegistry(1400, strategy), Store: st, Override: weft.ProviderFunc(srv.call)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err = small.Render(ctx, engine.PreviewInput{Prompt: "assistant", ThreadID: th.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep := out.Context; rep.Pending == 0 || !strings.Contains(rep.Reason, "folds them into the summary") {
+				t.Errorf("a smaller window leaves rows to fold, none pending: %+v", rep)
+			}
+		})
+	}
+}
