@@ -200,7 +200,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	}
 	*fit = fitWindow(&r.e.tokens, s.prompt, &req, m, limit)
 	if fit.Omitted > 0 && r.e.observed() {
-		r.emit("context_trimmed", Fields{"model": m.Name, "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
+		r.emit("context_trimmed", Fields{"model": m.Name, "strategy": string(s.prompt.StrategyOf()), "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
 			"tokens_after": fit.After, "budget": fit.Budget})
 	}
 	start := r.now()

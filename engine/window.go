@@ -192,7 +192,7 @@ func exchangeUnits(msgs []weft.LLMMessage, from int) [][2]int {
 // contextTooLong is the stop text of a request that did not fit even after the strategy.
 func contextTooLong(p *weft.Prompt, m *weft.Model, err error) string {
 	fix := "set context.strategy: window on prompt " + p.Name
-	if p.StrategyOf() == weft.ContextWindow {
+	if st := p.StrategyOf(); st == weft.ContextWindow || st == weft.ContextSummarize {
 		fix = "the newest messages alone do not fit: shorten them, or choose a model with a larger window"
 		if m.Capabilities.MaxContextTokens == 0 {
 			fix = "declare capabilities.maxContextTokens on model " + m.Name + " so requests are kept inside it, or shorten the newest messages"
