@@ -245,7 +245,9 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	chunk := 1 << 30
 	if sm, ok := r.e.reg.Model(sp.Model); ok {
 		if b := windowBudget(sp, sm); b > 0 {
-			chunk = b - tc.Text(sys) - 2*target - 200
+			// Its window holds its system text, the summary so far (up to target) and the
+			// instructions besides the rows; its reply is reserved by windowBudget.
+			chunk = b - tc.Text(sys) - target - 100
 		}
 	}
 	chunk = max(chunk, 256)
