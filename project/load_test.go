@@ -223,6 +223,15 @@ func TestLoadErrors(t *testing.T) {
 		{"prompty_typo", map[string]string{"prompts/p.prompty": "---\nname: p\nmodle: fast\n---\nsystem:\nHi\n"}, `warning: prompts/p.prompty: modle: unknown front-matter key "modle" (did you mean "model"?)`},
 		{"prompty_unknown", map[string]string{"prompts/p.prompty": "---\nname: p\nmodel: {id: m, provider: openai}\nowner: ops\n---\nsystem:\nHi\n"}, `warning: prompts/p.prompty: owner: unknown front-matter key "owner"; it is kept as metadata`},
 		{"prompty_metadata_quiet", map[string]string{"prompts/p.prompty": "---\nname: p\ndescription: d\nmodel: {id: m, provider: openai}\nauthors: [a]\nmetadata: {owner: ops}\n---\nsystem:\nHi\n"}, ""},
+		{"context_summarizer_unknown", map[string]string{"models/m.yaml": "{name: m, provider: openai, model: m, capabilities: {maxContextTokens: 8000}}",
+			"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: x, context: {strategy: summarize, summarizer: digest}}"},
+			`prompts/p.yaml: context.summarizer: no prompt named "digest"`},
+		{"context_strategy_enum", map[string]string{"models/m.yaml": "{name: m, provider: openai, model: m}",
+			"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: x, context: {strategy: compact}}"},
+			`prompts/p.yaml: context.strategy: context.strategy must be window, summarize or none, got "compact"`},
+		{"context_summarize_valid", map[string]string{"models/m.yaml": "{name: m, provider: openai, model: m, capabilities: {maxContextTokens: 8000}}",
+			"prompts/p.yaml":      "{name: p, toolDescription: d, model: m, prompt: x, context: {strategy: summarize, summarizer: digest, reserveOutput: 500}}",
+			"prompts/digest.yaml": "{name: digest, toolDescription: d, model: m, prompt: Keep the facts.}"}, ""},
 		{"resumable_true", map[string]string{"prompts/p.yaml": "{name: p, toolDescription: d, model: m, prompt: x, tools: [{name: a, resumable: true}]}"}, "tools[0].resumable: resumable is false or a mapping"},
 	}
 	for _, tc := range tests {
