@@ -32,8 +32,10 @@ type windowModel struct {
 	sizes     []int
 	refused   int
 	summaries []string
-	block     bool
-	blocked   chan struct{}
+	// lastUser is the newest user message of each chat request.
+	lastUser []string
+	block    bool
+	blocked  chan struct{}
 }
 
 var (
@@ -86,6 +88,12 @@ func (w *windowModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			reply += "\n- the user's locker code is " + m[1]
 		}
 	} else {
+		for i := len(body.Messages) - 1; i >= 0; i-- {
+			if body.Messages[i].Role == "user" {
+				w.lastUser = append(w.lastUser, contentText(body.Messages[i].Content))
+				break
+			}
+		}
 		if w.block {
 			w.block = false
 			w.mu.Unlock()
@@ -110,15 +118,23 @@ func (w *windowModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// TestSummarySurvivesSIGKILL: the real binary, one process per turn, against a model that refuses
-// past a 1,500-token window, under context.strategy summarize: every turn succeeds and every
-// request fits; a process killed with SIGKILL after it folded older turns into the summary, while
-// it waits for the model's reply, leaves the summary in the store, and the next process goes on
-// from it without summarizing again; the locker code given at turn 1 is answered at the last turn.
-func TestSummarySurvivesSIGKILL(t *testing.T) {
+// TestLongThreadEndToEnd: the real binary, one process per turn, against an OpenAI-wire model
+// that refuses past a 1,500-token window: 50 turns of long messages all succeed under window and
+// under summarize, every request fits and ends with the turn's own message. Under summarize a
+// process killed with SIGKILL at turn 25, after it folded older turns into the summary and while
+// the model holds its reply, leaves the summary in the store; the next process goes on from it
+// without summarizing again, and the locker code given at turn 1 is answered at turn 50 — which
+// under window, that forgets, it is not.
+func TestLongThreadEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: runs the weft binary a dozen times (skipped with -short)")
+		t.Skip("end-to-end: runs the weft binary a hundred times (skipped with -short)")
 	}
+	for _, strategy := range []string{"window", "summarize"} {
+		t.Run(strategy, func(t *testing.T) { longThread(t, strategy) })
+	}
+}
+
+func longThread(t *testing.T, strategy string) {
 	model := &windowModel{window: 1500, blocked: make(chan struct{})}
 	srv := httptest.NewServer(model)
 	defer srv.Close()
@@ -126,14 +142,18 @@ func TestSummarySurvivesSIGKILL(t *testing.T) {
 	writeFiles(t, filepath.Join(dir, "agents"), map[string]string{
 		"models/m.yaml": fmt.Sprintf("name: m\nprovider: openai-compatible\nmodel: window-llm\nproviderOptions: {baseUrl: %q}\n"+
 			"capabilities: {supportsStreaming: false, maxContextTokens: 1500, maxOutputTokens: 100}\n", srv.URL+"/v1"),
-		"prompts/p.yaml": "{name: p, toolDescription: Talks, model: m, includeChat: true, context: {strategy: summarize}, prompt: You are a concise helper.}\n",
+		"prompts/p.yaml": "{name: p, toolDescription: Talks, model: m, includeChat: true, context: {strategy: " + strategy + "}, prompt: You are a concise helper.}\n",
 		"agents/a.yaml":  "{name: a, sideA: {prompt: p}}\n",
 	})
 	db := filepath.Join(dir, "weft.db")
+	const killed, last = 25, 50
 	turn := func(i int) string {
 		s := fmt.Sprintf("Turn %d. ", i) + strings.Repeat(fmt.Sprintf("The weather on day %d was mild and dry. ", i), 25)
-		if i == 1 {
+		switch i {
+		case 1:
 			s = "My locker code is 4711. " + s
+		case last:
+			s = "What is my locker code? " + s
 		}
 		return s
 	}
@@ -144,6 +164,21 @@ func TestSummarySurvivesSIGKILL(t *testing.T) {
 		}
 		return strings.Count(out, "[summary of ")
 	}
+	// checkLast checks that the chat requests since the n-th ended with the turn's message.
+	checkLast := func(i, n int) {
+		model.mu.Lock()
+		defer model.mu.Unlock()
+		for _, got := range model.lastUser[n:] {
+			if got != turn(i) {
+				t.Errorf("turn %d: a request ends with %.40q, want the turn's own message", i, got)
+			}
+		}
+	}
+	requests := func() int {
+		model.mu.Lock()
+		defer model.mu.Unlock()
+		return len(model.lastUser)
+	}
 	out, errOut, code := weftCmd(t, dir, "run", "a", turn(1), "--db", db, "--json")
 	if code != 0 {
 		t.Fatalf("turn 1: exit %d %s", code, errOut)
@@ -153,11 +188,22 @@ func TestSummarySurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("turn 1: %v %s", err, out)
 	}
 	thread := first.Thread.ID
-	const killed, last = 7, 10
-	for i := 2; i < last; i++ {
-		if i != killed {
-			if _, errOut, code := weftCmd(t, dir, "run", "a", turn(i), "--thread", thread, "--db", db); code != 0 {
+	for i := 2; i <= last; i++ {
+		n := requests()
+		if i != killed || strategy != "summarize" {
+			out, errOut, code := weftCmd(t, dir, "run", "a", turn(i), "--thread", thread, "--db", db)
+			if code != 0 {
 				t.Fatalf("turn %d: exit %d %s", i, code, errOut)
+			}
+			checkLast(i, n)
+			if i == last {
+				want := "Your locker code is 4711."
+				if strategy == "window" {
+					want = "I do not know your locker code." // turn 1 left the window long ago
+				}
+				if !strings.Contains(out, want) {
+					t.Errorf("turn %d answered %q, want %q", i, out, want)
+				}
 			}
 			continue
 		}
@@ -201,16 +247,13 @@ func TestSummarySurvivesSIGKILL(t *testing.T) {
 			}
 			time.Sleep(crashLeaseRetry)
 		}
+		checkLast(i, n)
 		model.mu.Lock()
 		again := len(model.summaries) - summaries
 		model.mu.Unlock()
 		if n := summaryRows(thread); n != after || again != 0 {
 			t.Errorf("the run after the kill summarized again: %d summarizer calls, %d summary rows (%d before it)", again, n, after)
 		}
-	}
-	out, errOut, code = weftCmd(t, dir, "run", "a", "What is my locker code? "+turn(last), "--thread", thread, "--db", db)
-	if code != 0 || !strings.Contains(out, "Your locker code is 4711.") {
-		t.Errorf("the last turn: exit %d, %q %s", code, out, errOut)
 	}
 	model.mu.Lock()
 	defer model.mu.Unlock()
@@ -222,9 +265,12 @@ func TestSummarySurvivesSIGKILL(t *testing.T) {
 			t.Errorf("request %d has %d tokens, past the window", i, n)
 		}
 	}
-	for i, in := range model.summaries[1:] {
-		if strings.Contains(in, "My locker code is 4711") {
-			t.Errorf("summarizer call %d folded turn 1 again", i+2)
+	if strategy == "summarize" && len(model.summaries) < 10 {
+		t.Errorf("%d summarizer calls in 50 turns: the thread did not outgrow the window", len(model.summaries))
+	}
+	for i, in := range model.summaries {
+		if i > 0 && strings.Contains(in, "My locker code is 4711") {
+			t.Errorf("summarizer call %d folded turn 1 again", i+1)
 		}
 	}
 }
