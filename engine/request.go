@@ -59,6 +59,10 @@ func (q *requests) history(s *scope) []*weft.Message {
 	if p.StrategyOf() == weft.ContextSummarize {
 		if s.summary = summaryOf(*q.rows, p.Name, s.side); s.summary != nil {
 			through = metaInt(s.summary, metaSummaryThrough)
+			if !p.IncludeChat && through <= window {
+				// It stands for earlier turns, which the prompt does not see.
+				s.summary, through = nil, -1<<62
+			}
 		}
 	}
 	out := make([]*weft.Message, 0, len(*q.rows))
