@@ -313,3 +313,103 @@ func TestRenderTellsWhatWasLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarizerEdges: the summary row is redacted like every row, even when the summarizer
+// writes a secret; the summarizer's calls count in the thread's spend; a summarizer that fails
+// leaves the turn working, cut as under window, and is tried again at the next step.
+func TestSummarizerEdges(t *testing.T) {
+	const window, secret = 2000, "tok-5up3r-s3cr3t"
+	run := func(t *testing.T, summarizer weft.ProviderFunc, turns int) (*engine.Engine, weft.Store, string, *summaryServer) {
+		srv := &summaryServer{windowServer: windowServer{t: t, window: window}}
+		reg := windowRegistry(window, weft.ContextSummarize)
+		m, _ := reg.Model("small")
+		price := 1.0
+		m.InputPrice, m.OutputPrice = &price, &price
+		call := func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+			if req.Prompt == weft.SummarizerPrompt && summarizer != nil {
+				return summarizer(ctx, req, chunk)
+			}
+			return srv.call(ctx, req, chunk)
+		}
+		st := newMemStore(t)
+		eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weft.ProviderFunc(call)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", Env: map[string]string{"TOKEN": secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= turns; i++ {
+			if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: strings.TrimSuffix(turnText(i), " (look it up)")}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := eng.Run(ctx, th.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stop := res.Last(); stop.Reason != weft.StopOnResponse {
+				t.Fatalf("turn %d stopped %s: %s", i, stop.Reason, stop.Error)
+			}
+		}
+		return eng, st, th.ID, srv
+	}
+	ctx := context.Background()
+
+	t.Run("redacted_and_paid_for", func(t *testing.T) {
+		summaries := 0
+		eng, st, id, srv := run(t, func(context.Context, *weft.Request, func(weft.Chunk)) (*weft.Response, error) {
+			summaries++
+			return &weft.Response{Text: "- the token is " + secret, Usage: weft.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+		}, 8)
+		sums := summaryRows(t, st, id)
+		if len(sums) == 0 || summaries != len(sums) {
+			t.Fatalf("%d summary rows for %d summarizer calls", len(sums), summaries)
+		}
+		for _, s := range sums {
+			if strings.Contains(s.Content, secret) || !strings.Contains(s.Content, weft.Redacted) {
+				t.Errorf("summary row not redacted: %q", s.Content)
+			}
+		}
+		sp, err := eng.Spend(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chats := len(srv.sizes); sp.Calls != chats+summaries || sp.UnknownCostCalls != 0 {
+			t.Errorf("spend counts %d calls (%d unpriced), want %d chat and %d summarizer calls", sp.Calls, sp.UnknownCostCalls, chats, summaries)
+		}
+	})
+
+	t.Run("summarizer_fails", func(t *testing.T) {
+		calls := 0
+		_, st, id, srv := run(t, func(context.Context, *weft.Request, func(weft.Chunk)) (*weft.Response, error) {
+			calls++
+			return nil, &weft.ProviderError{Type: weft.ErrInvalidRequest, Status: 400, Message: "summaries are off today"}
+		}, 8)
+		if n := len(summaryRows(t, st, id)); n != 0 {
+			t.Errorf("%d summary rows from a failing summarizer", n)
+		}
+		if calls < 2 {
+			t.Errorf("the summarizer was called %d times: a failed fold is tried again at the next step", calls)
+		}
+		for i, n := range srv.sizes {
+			if n > window {
+				t.Errorf("request %d has %d tokens: a failed fold must still cut the request", i, n)
+			}
+		}
+		logs, err := st.Logs(ctx, id, weft.LogQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		for _, l := range logs {
+			if l.Prompt == weft.SummarizerPrompt && strings.Contains(l.Error, "summaries are off today") {
+				failed++
+			}
+		}
+		if failed != calls {
+			t.Errorf("%d failed summarizer log rows for %d calls", failed, calls)
+		}
+	})
+}
