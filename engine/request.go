@@ -54,11 +54,12 @@ func (q *requests) history(s *scope) []*weft.Message {
 	window := q.state.of(s.side).Window
 	q.r.sync()
 	// Under summarize the rows the newest summary covers are sent as that summary (build).
-	through := int64(-1 << 62)
+	through, kept := int64(-1<<62), ""
 	s.summary = nil
 	if p.StrategyOf() == weft.ContextSummarize {
 		if s.summary = summaryOf(*q.rows, p.Name, s.side); s.summary != nil {
 			through = metaInt(s.summary, metaSummaryThrough)
+			kept, _ = s.summary.Metadata[metaSummaryKept].(string)
 			if !p.IncludeChat && through <= window {
 				// It stands for earlier turns, which the prompt does not see.
 				s.summary, through = nil, -1<<62
@@ -67,7 +68,7 @@ func (q *requests) history(s *scope) []*weft.Message {
 	}
 	out := make([]*weft.Message, 0, len(*q.rows))
 	for _, m := range *q.rows {
-		if m.Status != weft.MessageCompleted || m.Depth != 0 || m.Seq <= through {
+		if m.Status != weft.MessageCompleted || m.Depth != 0 || (m.Seq <= through && m.ID != kept) {
 			continue
 		}
 		if len(m.Metadata) > 0 {

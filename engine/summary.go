@@ -34,6 +34,9 @@ const (
 	metaSummaryThroughID = "summary_through_id"
 	// metaSummaryMessages counts the rows the summary covers, all its predecessors' included.
 	metaSummaryMessages = "summary_messages"
+	// metaSummaryKept is the id of a row the summary covers that requests still carry: the
+	// question of the turn whose tool calls were folded.
+	metaSummaryKept = "summary_kept_id"
 )
 
 // builtinSummarizer is the system text of the built-in summarizer prompt (weft.SummarizerPrompt).
@@ -136,19 +139,28 @@ func heard(m *weft.Message, side weft.Side) bool {
 	return (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && rowSide(m) != side
 }
 
-// foldPoint returns how many of the oldest rows to fold so that the rest fits budget tokens: whole
-// units only, never the newest row the side hears as a user message nor anything after it, and
-// the rows left start with one it hears as a user message (some providers refuse another first).
-func foldPoint(cost []int, rows []*weft.Message, side weft.Side, budget int) int {
+// foldPoint returns how many of the oldest rows to fold so that the rest fits budget tokens, and
+// the index of the row kept although folded (-1 when none is). It folds whole units, from the
+// oldest, up to the newest row the side hears as a user message (the turn's question), leaving
+// rows that start with one it hears; when that is not enough, it folds on past the question,
+// which is then kept in the request as well as folded, and never folds the newest unit.
+func foldPoint(cost []int, rows []*weft.Message, side weft.Side, budget int) (int, int) {
 	total := 0
 	for _, c := range cost {
 		total += c
 	}
 	if total <= budget {
-		return 0
+		return 0, -1
 	}
 	units := rowUnits(rows)
-	pin := len(units) - 1
+	unitCost := func(u [2]int) int {
+		n := 0
+		for k := u[0]; k < u[1]; k++ {
+			n += cost[k]
+		}
+		return n
+	}
+	pin := -1
 	for i := len(units) - 1; i >= 0; i-- {
 		if heard(rows[units[i][0]], side) {
 			pin = i
@@ -157,17 +169,29 @@ func foldPoint(cost []int, rows []*weft.Message, side weft.Side, budget int) int
 	}
 	i := 0
 	for ; i < pin && total > budget; i++ {
-		for k := units[i][0]; k < units[i][1]; k++ {
-			total -= cost[k]
-		}
+		total -= unitCost(units[i])
 	}
 	for i > 0 && i < pin && !heard(rows[units[i][0]], side) {
 		i++
 	}
-	if i == 0 {
-		return 0
+	if total <= budget || pin < 0 || i < pin {
+		if i == 0 {
+			return 0, -1
+		}
+		return units[i-1][1], -1
 	}
-	return units[i-1][1]
+	// Within the turn: the question stays, what follows it is folded but for the newest unit.
+	i = pin + 1
+	for ; i < len(units)-1 && total > budget; i++ {
+		total -= unitCost(units[i])
+	}
+	if i == pin+1 {
+		if pin == 0 {
+			return 0, -1
+		}
+		return units[pin-1][1], -1
+	}
+	return units[i-1][1], units[pin][0]
 }
 
 // summaryTarget is the tokens a summary may take in a request whose budget is budget.
@@ -177,6 +201,9 @@ func summaryTarget(budget int) int { return min(budget/4, 4000) }
 type foldPlan struct {
 	// n is the number of the oldest rows to fold; 0 when the request fits as it is.
 	n int
+	// keep is the index of the row folded but kept in the request (the turn's question), -1
+	// when none is.
+	keep int
 	// cost are the rows' tokens; target the tokens the summary may take.
 	cost   []int
 	target int
@@ -224,7 +251,8 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 		fixed -= cur
 		reserve = max(reserve, cur)
 	}
-	return foldPlan{n: foldPoint(cost, rows, s.side, budget-fixed-reserve), cost: cost, target: target}
+	n, keep := foldPoint(cost, rows, s.side, budget-fixed-reserve)
+	return foldPlan{n: n, keep: keep, cost: cost, target: target}
 }
 
 // foldHistory folds, under context.strategy summarize, the oldest of a top-level step's rows
@@ -236,6 +264,10 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	n, cost, target := plan.n, plan.cost, plan.target
 	if n == 0 {
 		return false, nil
+	}
+	var keep *weft.Message
+	if plan.keep >= 0 {
+		keep = rows[plan.keep]
 	}
 	tc := &r.e.tokens
 	sp, sys, err := r.summarizerOf(s)
@@ -265,7 +297,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 			}
 			end, used = start+u[1], used+c
 		}
-		ok, err := r.summarize(s, sp, sys, rows[start:end], target, chunk)
+		ok, err := r.summarize(s, sp, sys, rows[start:end], keep, target, chunk)
 		if err != nil {
 			return wrote, err
 		}
@@ -279,10 +311,25 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 }
 
 // summarize folds rows into the newest summary of s's prompt and side with one call of the
-// summarizer sp, and stores the new summary row with the call's log rows. false: the summarizer
-// failed and nothing was stored but its log rows.
-func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Message, target, chunk int) (bool, error) {
+// summarizer sp, and stores the new summary row with the call's log rows; keep, once folded, is
+// the row the requests still carry (the turn's question). false: the summarizer failed and
+// nothing was stored but its log rows.
+func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Message, keep *weft.Message, target, chunk int) (bool, error) {
 	prev := s.summary
+	if prev != nil {
+		// A kept row the summary holds already is not folded again.
+		through := metaInt(prev, metaSummaryThrough)
+		fresh := rows[:0:0]
+		for _, m := range rows {
+			if m.Seq > through {
+				fresh = append(fresh, m)
+			}
+		}
+		if len(fresh) == 0 {
+			return true, nil
+		}
+		rows = fresh
+	}
 	var in strings.Builder
 	in.WriteString("Summary so far:\n")
 	if prev != nil {
@@ -338,6 +385,9 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	row := &weft.Message{ID: id, Role: weft.RoleSystem, Side: s.side, Content: text, Status: weft.MessageCompleted, Silent: true,
 		Prompt: sp.Name, LogID: res.log.ID, RunID: r.id, Metadata: map[string]any{metaSummary: true, metaSummaryPrompt: s.prompt.Name,
 			metaSummaryThrough: last.Seq, metaSummaryThroughID: last.ID, metaSummaryMessages: covered}}
+	if keep != nil && keep.Seq <= last.Seq {
+		row.Metadata[metaSummaryKept] = keep.ID
+	}
 	if err := r.tx(func(tx weft.Tx) error {
 		if err := r.insertRecorded(tx, row); err != nil {
 			return err

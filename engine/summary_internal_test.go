@@ -33,15 +33,19 @@ func TestFoldPoint(t *testing.T) {
 		rows   string
 		budget int
 		want   int
+		keep   int
 	}{
-		{"fits", "uaua", 40, 0},
-		{"oldest exchange", "uauaua", 40, 2},
-		{"only what does not fit", "uauaua", 50, 2},
-		{"a call with its results whole", "uctttua", 25, 5},
-		{"the rows kept start with a user's", "uaaua", 30, 3},
-		{"never the newest user message", "uactt", 5, 0},
-		{"up to the newest user message at most", "uauctt", 5, 2},
-		{"none to fold before the only user message", "u", 1, 0},
+		{"fits", "uaua", 40, 0, -1},
+		{"oldest exchange", "uauaua", 40, 2, -1},
+		{"only what does not fit", "uauaua", 50, 2, -1},
+		{"a call with its results whole", "uctttua", 25, 5, -1},
+		{"the rows kept start with a user's", "uaaua", 30, 3, -1},
+		{"within the turn, the question kept", "uactt", 30, 2, 0},
+		{"within the turn, never the newest unit", "uctctct", 5, 5, 0},
+		{"the earlier turns first", "uauctct", 50, 2, -1},
+		{"then the turn's calls", "uauctct", 20, 5, 2},
+		{"nothing but the question and the newest unit", "uct", 1, 0, -1},
+		{"none to fold before the only user message", "u", 1, 0, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,8 +54,8 @@ func TestFoldPoint(t *testing.T) {
 			for i := range cost {
 				cost[i] = 10
 			}
-			if got := foldPoint(cost, rows, weft.SideA, tc.budget); got != tc.want {
-				t.Errorf("foldPoint(%s, budget %d) = %d, want %d", tc.rows, tc.budget, got, tc.want)
+			if got, keep := foldPoint(cost, rows, weft.SideA, tc.budget); got != tc.want || keep != tc.keep {
+				t.Errorf("foldPoint(%s, budget %d) = %d, %d; want %d, %d", tc.rows, tc.budget, got, keep, tc.want, tc.keep)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -412,4 +413,118 @@ func TestSummarizerEdges(t *testing.T) {
 			t.Errorf("%d failed summarizer log rows for %d calls", failed, calls)
 		}
 	})
+}
+
+// TestSummarizeWithinTurn: a turn that runs ten tool calls with long results outgrows the window
+// by itself: what follows the question is folded as it falls out, the question stays in every
+// request, every request fits and holds the newest call with its result, no result is folded
+// twice, and the next turn goes on from the summary.
+func TestSummarizeWithinTurn(t *testing.T) {
+	const window, pages = 2000, 10
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "small", Provider: "test", Model: "scripted",
+		Capabilities: weft.Capabilities{MaxContextTokens: window, MaxOutputTokens: 200}})
+	reg.AddTool(&weft.Tool{Name: "fetch", Description: "Fetches a page.",
+		Execute: weft.ToolFunc(func(_ context.Context, _ weft.State, args json.RawMessage) (weft.ToolResult, error) {
+			var a struct{ Page int }
+			_ = json.Unmarshal(args, &a)
+			return weft.Success(fmt.Sprintf("page%d-result: ", a.Page) + strings.Repeat("lorem ipsum dolor sit amet ", 45)), nil
+		})})
+	reg.AddPrompt(&weft.Prompt{Name: "assistant", ToolDescription: "Reads.", Model: "small", Prompt: weft.Text("You read pages."),
+		IncludeChat: true, IncludePastTools: true, Tools: []weft.ToolEntry{{Name: "fetch"}},
+		Context: &weft.ContextPolicy{Strategy: weft.ContextSummarize}})
+	reg.AddAgent(&weft.Agent{Name: "assistant", SideA: weft.AgentSide{Prompt: "assistant", MaxSteps: 50}})
+	var summaries []string
+	fetched, page := 0, 0 // this turn's calls, all turns' calls
+	question := ""
+	provider := func(_ context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		n := tokens.Tools(req.Tools)
+		for _, m := range req.Messages {
+			n += tokens.Message(m)
+		}
+		if n > window {
+			t.Errorf("a %s request of %d tokens, past the window", req.Prompt, n)
+		}
+		if req.Prompt == weft.SummarizerPrompt {
+			in := req.Messages[len(req.Messages)-1].Text()
+			summaries = append(summaries, in)
+			return &weft.Response{Text: strings.Join(regexp.MustCompile(`page\d+-result`).FindAllString(in, -1), ", ")}, nil
+		}
+		holds := false
+		for _, m := range req.Messages {
+			holds = holds || (m.Role == weft.RoleUser && m.Text() == question)
+		}
+		if !holds {
+			t.Errorf("a request without the turn's question %q", question)
+		}
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == weft.RoleTool {
+			if prev := req.Messages[len(req.Messages)-2]; len(prev.ToolCalls) != 1 || prev.ToolCalls[0].ID != last.ToolCallID {
+				t.Errorf("a tool result without its call")
+			}
+		}
+		if fetched < pages {
+			fetched++
+			page++
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: fmt.Sprintf("call_%d", page), Name: "fetch", Arguments: fmt.Sprintf(`{"page":%d}`, page)}}}, nil
+		}
+		return &weft.Response{Text: "I read them all."}, nil
+	}
+	st := newMemStore(t)
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: weft.ProviderFunc(provider)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for turn, q := range []string{"Read all ten pages, please.", "Now read ten more."} {
+		question = q
+		fetched = 0
+		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: q}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.Run(ctx, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop := res.Last(); stop.Reason != weft.StopOnResponse {
+			t.Fatalf("turn %d stopped %s: %s", turn+1, stop.Reason, stop.Error)
+		}
+		if turn == 0 && len(summaries) == 0 {
+			t.Fatal("ten long results in one turn were never folded")
+		}
+	}
+	seen := map[string]int{}
+	asked := 0
+	for _, in := range summaries {
+		_, folded, _ := strings.Cut(in, "Messages that left the window")
+		for _, r := range regexp.MustCompile(`\[tool fetch result\] (page\d+)-result`).FindAllStringSubmatch(folded, -1) {
+			seen[r[1]]++
+		}
+		asked += strings.Count(folded, "[user] Read all ten pages, please.")
+	}
+	for page, n := range seen {
+		if n > 1 {
+			t.Errorf("%s folded %d times", page, n)
+		}
+	}
+	if asked > 1 {
+		t.Errorf("the first question was folded %d times", asked)
+	}
+	if len(seen) < 2*pages-5 {
+		t.Errorf("%d of %d results folded: what fell out of the window was dropped instead", len(seen), 2*pages)
+	}
+	kept := 0
+	for _, r := range summaryRows(t, st, th.ID) {
+		if r.Metadata["summary_kept_id"] != nil {
+			kept++
+		}
+	}
+	if kept == 0 {
+		t.Error("no summary row keeps its turn's question")
+	}
+	t.Logf("%d summarizer calls, %d of the summaries keep their turn's question; pages folded: %v", len(summaries), kept, seen)
 }
