@@ -62,7 +62,7 @@ func (q *requests) history(s *scope) []*weft.Message {
 			kept, _ = s.summary.Metadata[metaSummaryKept].(string)
 			if !p.IncludeChat && through <= window {
 				// It stands for earlier turns, which the prompt does not see.
-				s.summary, through = nil, -1<<62
+				s.summary, through, kept = nil, -1<<62, ""
 			}
 		}
 	}

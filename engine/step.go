@@ -118,7 +118,8 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 }
 
 // stepRequest builds a top-level step's request; under context.strategy summarize, once what
-// fell out of the window is folded into the summary, it is built again around the new summary.
+// fell out of the window is folded into the summary, it is built again around the new summary
+// (the request hooks see the rebuilt request too).
 func (r *run) stepRequest(s *scope) (*weft.Request, error) {
 	rows := r.requests.history(s)
 	req, err := r.requests.build(s, rows)
