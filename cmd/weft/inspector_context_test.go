@@ -60,4 +60,8 @@ func TestInspectorShowsContext(t *testing.T) {
 	waitJS(t, ctx, "what the run folded", `(() => { const c = document.getElementById('context-note');
 		return c && /Summarized: \d+ messages folded into the summary of long by context_summarizer/.test(c.textContent) })()`)
 	shot(t, ctx, "context")
+	// Opened again, the page shows the last run's report from the thread's details.
+	act(t, ctx, "open the thread again", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#timeline .msg`))
+	waitJS(t, ctx, "what the run folded, after a reload", `(() => { const c = document.getElementById('context-note');
+		return c && /Summarized: \d+ messages folded into the summary of long by context_summarizer/.test(c.textContent) })()`)
 }

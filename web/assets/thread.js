@@ -120,6 +120,8 @@ class ThreadView {
     }).observe(this.earlier);
     try {
       this.thread = await details;
+      // What the last run left out of its requests, until the stream reports a newer one.
+      if (this.thread.last_context && !this.context) this.context = this.thread.last_context;
     } catch (e) {
       if (e instanceof APIError && e.status === 404) notFound('Thread', 'No thread ' + this.id + ' exists, or it is not yours to see.');
       return;
