@@ -403,7 +403,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	r.emitUnrecorded(*row)
 	if r.e.observed() {
 		r.emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
-			"folded_messages": len(rows), "through_seq": last.Seq, "summary_messages": covered})
+			"folded_messages": len(rows), "through_seq": last.Seq, "summary_messages": int(covered)})
 	}
 	s.summary = row
 	return true, nil
