@@ -255,6 +255,13 @@ func longThread(t *testing.T, strategy string) {
 			t.Errorf("the run after the kill summarized again: %d summarizer calls, %d summary rows (%d before it)", again, n, after)
 		}
 	}
+	// weft render shows the next request as the run would send it, and says what it left out.
+	out, errOut, code = weftCmd(t, dir, "render", "p", "--thread", thread, "--db", db)
+	want := map[string]string{"window": "older messages are left out so that the request fits model m's window",
+		"summarize": "stands for"}[strategy]
+	if code != 0 || !strings.Contains(out, "\ncontext ("+strategy+"): ") || !strings.Contains(out, want) {
+		t.Errorf("render: exit %d %s\n%s", code, errOut, out)
+	}
 	model.mu.Lock()
 	defer model.mu.Unlock()
 	if model.refused != 0 {
