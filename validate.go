@@ -491,7 +491,7 @@ func (v *validator) prompt(p *Prompt) {
 				v.errf(src, "context.strategy", "prompt %q writes the summaries and cannot use context.strategy summarize itself", p.Name)
 			}
 			if model != nil && model.Capabilities.MaxContextTokens == 0 {
-				v.warnf(src, "context.strategy", "model %q declares no capabilities.maxContextTokens: summarize folds messages only once the window is known, until then requests are cut as under window", model.Name)
+				v.warnf(src, "context.strategy", "model %q declares no capabilities.maxContextTokens: summarize folds nothing until the provider first refuses a request as too long, and what that request loses is not summarized", model.Name)
 			}
 		}
 		if c.ReserveOutput < 0 {

@@ -134,6 +134,9 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 				}
 				// Once more, with the older messages that made it too long left out.
 				limit = max(1, fit.After*6/10)
+				if m.Capabilities.MaxContextTokens == 0 {
+					r.e.learnLimit(m.Name, limit)
+				}
 				n--
 				retried = true
 				continue

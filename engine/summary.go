@@ -218,7 +218,11 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 	}
 	budget := windowBudget(s.prompt, m)
 	if budget == 0 {
-		return foldPlan{} // no window known: cut as under window once the provider refuses
+		// No window declared: what a refusal taught, else nothing is folded ahead of time (the
+		// request is cut as under window once the provider refuses it).
+		if budget = r.e.learnedLimit(m.Name); budget == 0 {
+			return foldPlan{}
+		}
 	}
 	tc := &r.e.tokens
 	budget -= tc.Tools(req.Tools)
@@ -276,7 +280,11 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	}
 	chunk := 1 << 30
 	if sm, ok := r.e.reg.Model(sp.Model); ok {
-		if b := windowBudget(sp, sm); b > 0 {
+		b := windowBudget(sp, sm)
+		if b == 0 {
+			b = r.e.learnedLimit(sm.Name)
+		}
+		if b > 0 {
 			// Its window holds its system text, the summary so far (up to target) and the
 			// instructions besides the rows; its reply is reserved by windowBudget.
 			chunk = b - tc.Text(sys) - target - 100

@@ -528,3 +528,51 @@ func TestSummarizeWithinTurn(t *testing.T) {
 	}
 	t.Logf("%d summarizer calls, %d of the summaries keep their turn's question; pages folded: %v", len(summaries), kept, seen)
 }
+
+// TestSummarizeLearnsWindow: under summarize with a model that declares no window, the first
+// refusal teaches the run how long a request may be; from then on what falls out is folded ahead
+// of time, few requests are refused, and the code given at turn 1 is answered at turn 30.
+func TestSummarizeLearnsWindow(t *testing.T) {
+	const window = 2000
+	srv := &summaryServer{windowServer: windowServer{t: t, window: window}}
+	reg := windowRegistry(window, weft.ContextSummarize)
+	m, _ := reg.Model("small")
+	m.Capabilities.MaxContextTokens = 0
+	eng, err := engine.New(engine.Options{Registry: reg, Store: newMemStore(t), Override: weft.ProviderFunc(srv.call)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 30; i++ {
+		text := strings.TrimSuffix(turnText(i), " (look it up)")
+		switch i {
+		case 1:
+			text = "fact1: my locker code is 4711. " + text
+		case 30:
+			text = "fact30: What is my locker code? " + strings.Repeat("I need it for the gym. ", 40)
+		}
+		if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.Run(ctx, th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop := res.Last(); stop.Reason != weft.StopOnResponse {
+			t.Fatalf("turn %d stopped %s: %s", i, stop.Reason, stop.Error)
+		}
+	}
+	if len(srv.summaries) == 0 {
+		t.Fatal("nothing was folded")
+	}
+	if srv.refused == 0 || srv.refused > 3 {
+		t.Errorf("%d refusals: want the first to teach the window, and few after it", srv.refused)
+	}
+	if !strings.Contains(srv.chats[len(srv.chats)-1], "locker code is 4711") {
+		t.Error("the last request does not carry the code given at turn 1")
+	}
+}

@@ -52,6 +52,25 @@ func windowBudget(p *weft.Prompt, m *weft.Model) int {
 	return max(1, int(float64(window-reserveOutput(p, m))*(1-tokens.Margin)))
 }
 
+// learnLimit notes that a request to model, whose window is not declared, may take at most limit
+// tokens (a refusal taught it); the smallest limit learned stays.
+func (e *Engine) learnLimit(model string, limit int) {
+	for {
+		old, loaded := e.learned.LoadOrStore(model, limit)
+		if !loaded || old.(int) <= limit || e.learned.CompareAndSwap(model, old, limit) {
+			return
+		}
+	}
+}
+
+// learnedLimit is the limit learnLimit noted for model, 0 when none.
+func (e *Engine) learnedLimit(model string) int {
+	if v, ok := e.learned.Load(model); ok {
+		return v.(int)
+	}
+	return 0
+}
+
 // fitWindow leaves out of req's messages what does not fit model m's window under the prompt's
 // strategy, or under limit tokens when limit > 0 (a provider refused the request as too long). It
 // replaces req.Messages with a new slice; the old one is left as it was.
