@@ -437,6 +437,36 @@ type QueuedMessage struct {
 	// (ErrThreadFull) when the thread's newest message has seq MaxMessages or more, checked
 	// atomically with the push. Tx.PushQueue does not check it. It is not stored.
 	MaxMessages int64 `json:"-"`
+	// IfBusy is what the message asks for when a run of the thread is in progress (empty: queue).
+	// IfBusyReject makes Store.PushQueue refuse it (a *BusyError) when the thread's status is
+	// running or its lease is live, checked atomically with the push; it is not stored then.
+	// IfBusyInterrupt is stored with the message: the run in progress, told of it (the engine in
+	// the same process, a Notifier's NoticeQueued in another), stops at once for a new run.
+	IfBusy IfBusy `json:"if_busy,omitempty"`
+}
+
+// IfBusy is a message's double-texting policy: what happens to it when it is sent while a run of
+// the thread is in progress.
+type IfBusy string
+
+// The double-texting policies.
+const (
+	// IfBusyQueue queues the message for the run's next step boundary (the default).
+	IfBusyQueue IfBusy = "queue"
+	// IfBusyReject refuses the message (ErrBusy) while a run is in progress.
+	IfBusyReject IfBusy = "reject"
+	// IfBusyInterrupt stops the run in progress now (its model call cancelled, a started tool
+	// call completed and recorded), and a new run takes the message.
+	IfBusyInterrupt IfBusy = "interrupt"
+)
+
+// Valid reports whether p is a known policy or empty.
+func (p IfBusy) Valid() bool {
+	switch p {
+	case "", IfBusyQueue, IfBusyReject, IfBusyInterrupt:
+		return true
+	}
+	return false
 }
 
 // EnvScope is the layer an env value is stored in.

@@ -78,13 +78,15 @@ const (
 	StopAwaitingApproval StopReason = "awaiting_approval"
 	// StopBudgetExceeded: the thread's spend reached its budget before a model call.
 	StopBudgetExceeded StopReason = "budget_exceeded"
+	// StopInterrupted: a message sent with IfBusyInterrupt stopped the run; a new run takes it.
+	StopInterrupted StopReason = "interrupted"
 )
 
 // OK reports whether the reason counts as success (`weft run` exit 0).
 func (r StopReason) OK() bool {
 	switch r {
 	case StopOnResponse, StopTool, StopAwaitingHuman, StopSession, StopStateSession, StopMaxSessionTurn, StopHandlerIdle,
-		StopAwaitingApproval:
+		StopAwaitingApproval, StopInterrupted:
 		return true
 	}
 	return false
