@@ -16,7 +16,7 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 		// Another node owns the thread now: write nothing more.
 		return weft.StopInfo{RunID: r.id, Reason: weft.StopAborted, Side: r.state.Side, Error: r.red.Error(err), Steps: r.steps}, nil
 	}
-	if r.stopRequested() {
+	if r.stopRequested() || r.interrupting() {
 		return r.stop(r.abortReason(), "")
 	}
 	if weft.Unavailable(r.e.store, err) {
@@ -41,6 +41,10 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return weft.StopInfo{RunID: r.id, Steps: r.steps}, nil
 	}
 	info := weft.StopInfo{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps}
+	if reason == weft.StopInterrupted && r.e.observed() {
+		// Recorded by the stop's transaction, before run_stopped.
+		r.emit("run_interrupted", Fields{"run_id": r.id, "message_id": r.ar.interrupter()})
+	}
 	status := weft.ThreadIdle
 	switch {
 	case reason == weft.StopAbortedByUser:

@@ -1,0 +1,363 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/pgtest"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/sqlite"
+)
+
+// busyWorld is a thread whose first run is held in a slow tool or a slow model stream while a
+// second message is sent with a double-texting policy.
+type busyWorld struct {
+	// charges counts the runs of the non-idempotent tool charge, notes those of note.
+	charges, notes atomic.Int32
+	// toolStarted is told when charge starts; toolGo lets it finish.
+	toolStarted, toolGo chan struct{}
+	// modelStarted is told when the slow stream has sent its first chunk; modelGo lets it finish.
+	// modelCause is the cause of its context's end, when it ended.
+	modelStarted, modelGo chan struct{}
+	modelCause            atomic.Value
+
+	mu     sync.Mutex
+	events []engine.Event
+}
+
+func newBusyWorld() *busyWorld {
+	return &busyWorld{toolStarted: make(chan struct{}, 1), toolGo: make(chan struct{}),
+		modelStarted: make(chan struct{}, 1), modelGo: make(chan struct{})}
+}
+
+// registry: charge (non-idempotent, held until toolGo) and note, offered to the assistant.
+func (w *busyWorld) registry() *weft.Registry {
+	charge := &weft.Tool{Name: "charge", Description: "Charge the card.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		w.charges.Add(1)
+		w.toolStarted <- struct{}{}
+		<-w.toolGo
+		if ctx.Err() != nil {
+			return weft.ToolResult{}, context.Cause(ctx) // would be recorded as a failure: the test sees it
+		}
+		return weft.Success("charged"), nil
+	})}
+	note := &weft.Tool{Name: "note", Description: "Note it.", Idempotent: true, Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		w.notes.Add(1)
+		return weft.Success("noted"), nil
+	})}
+	return registry([]*weft.Tool{charge, note}, nil)
+}
+
+// model answers "charge" with the calls charge and note, then "done"; "stream" with a chunk, then
+// waits for modelGo (a full answer) or its context's end; any other last user message with
+// "answered: TEXT".
+func (w *busyWorld) model() weft.Provider {
+	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == weft.RoleTool:
+			return &weft.Response{Text: "done"}, nil
+		case last.Text() == "charge":
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "charge", Arguments: `{}`},
+				{ID: weft.NewID("call_"), Name: "note", Arguments: `{}`}}}, nil
+		case last.Text() == "stream":
+			chunk(weft.Chunk{Text: "partial "})
+			w.modelStarted <- struct{}{}
+			select {
+			case <-w.modelGo:
+				return &weft.Response{Text: "partial and whole"}, nil
+			case <-ctx.Done():
+				w.modelCause.Store(context.Cause(ctx))
+				return nil, ctx.Err()
+			}
+		}
+		return &weft.Response{Text: "answered: " + last.Text()}, nil
+	})
+}
+
+func (w *busyWorld) onEvent(ev engine.Event) {
+	if ev.Type == "run_interrupted" || ev.Type == "run_stopped" || ev.Type == "run_started" {
+		w.mu.Lock()
+		w.events = append(w.events, ev)
+		w.mu.Unlock()
+	}
+}
+
+// runs lists the run events seen: "run_started", "run_stopped:REASON", "run_interrupted".
+func (w *busyWorld) runs() []engine.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.events)
+}
+
+// busyNodes are the engines of one test: run serves and runs the thread; send sends the second
+// message (the same engine, or another node on the same store).
+type busyNodes struct {
+	run, send *engine.Engine
+	store     weft.Store
+	// remote: send is another process, which cannot tell the running run's id.
+	remote bool
+}
+
+// serve runs e.Serve until the test ends.
+func serve(t *testing.T, e *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	started := make(chan struct{})
+	go func() { served <- e.Serve(ctx, engine.ServeOptions{Started: func() { close(started) }}) }()
+	<-started
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// busyStores opens, for each store the policies are tested on, the nodes of one test.
+var busyStores = []struct {
+	name string
+	open func(t *testing.T, w *busyWorld) busyNodes
+}{
+	{"memstore", func(t *testing.T, w *busyWorld) busyNodes {
+		st, err := memstore.New(memstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		e := busyEngine(t, w, st, "only")
+		return busyNodes{run: e, send: e, store: st}
+	}},
+	{"sqlite", func(t *testing.T, w *busyWorld) busyNodes {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		e := busyEngine(t, w, st, "only")
+		return busyNodes{run: e, send: e, store: st}
+	}},
+	{"postgres_two_nodes", func(t *testing.T, w *busyWorld) busyNodes {
+		_, dsn := pgtest.Schema(t)
+		a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+		return busyNodes{run: busyEngine(t, w, a, "node-a"), send: busyEngine(t, w, b, "node-b"), store: a, remote: true}
+	}},
+}
+
+func busyEngine(t *testing.T, w *busyWorld, st weft.Store, node string) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Options{Registry: w.registry(), Store: st, Override: w.model(), NodeID: node, RecordEvents: true,
+		LeaseTTL: time.Hour, OnEvent: w.onEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, e)
+	return e
+}
+
+// TestIfBusy: each double-texting policy, sent while the thread's run is in a slow tool (charge,
+// the first of two calls of a reply) and while it is in a slow model stream, on each store — on
+// PostgreSQL from another node than the one running the thread.
+//   - queue: the run goes on and takes the message at its next step boundary;
+//   - reject: the message is refused (weft.BusyError, with the run's id when the sender runs it)
+//     and nothing of it is stored;
+//   - interrupt: the started tool completes and is recorded once, the reply's other call is
+//     answered without running; a model stream is cancelled and nothing of it stored; the run
+//     stops interrupted (run_interrupted names it and the message) and a new run answers the
+//     message with everything the stopped run stored.
+func TestIfBusy(t *testing.T) {
+	cases := []struct {
+		policy weft.IfBusy
+		slow   string // "tool" or "model"
+		want   []string
+	}{
+		{weft.IfBusyQueue, "tool", []string{"user: charge", "assistant:  [charge {}] [note {}]", "tool:charge: charged", "tool:note: noted",
+			"user: second", "assistant: answered: second"}},
+		{weft.IfBusyReject, "tool", []string{"user: charge", "assistant:  [charge {}] [note {}]", "tool:charge: charged", "tool:note: noted",
+			"assistant: done"}},
+		{weft.IfBusyInterrupt, "tool", []string{"user: charge", "assistant:  [charge {}] [note {}]", "tool:charge: charged",
+			"tool:note: Failed to execute tool: Not run: a new message from the user interrupted the run", "user: second", "assistant: answered: second"}},
+		{weft.IfBusyQueue, "model", []string{"user: stream", "assistant: partial and whole", "user: second", "assistant: answered: second"}},
+		{weft.IfBusyReject, "model", []string{"user: stream", "assistant: partial and whole"}},
+		{weft.IfBusyInterrupt, "model", []string{"user: stream", "user: second", "assistant: answered: second"}},
+	}
+	for _, sc := range busyStores {
+		t.Run(sc.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(string(c.policy)+"_during_slow_"+c.slow, func(t *testing.T) {
+					w := newBusyWorld()
+					nodes := sc.open(t, w)
+					ctx := t.Context()
+					th, err := nodes.run.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					first, started := "charge", w.toolStarted
+					if c.slow == "model" {
+						first, started = "stream", w.modelStarted
+					}
+					if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: first}); err != nil {
+						t.Fatal(err)
+					}
+					waitSignal(t, started, "the slow "+c.slow+" to start")
+					firstRun := runStartedID(t, w)
+
+					_, sendErr := nodes.send.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: c.policy})
+					if c.policy == weft.IfBusyInterrupt && c.slow == "tool" {
+						// The tool is not cancelled: it completes when it completes.
+						time.Sleep(50 * time.Millisecond)
+					}
+					if c.slow == "tool" {
+						close(w.toolGo)
+					} else if c.policy != weft.IfBusyInterrupt {
+						close(w.modelGo)
+					}
+					var be *weft.BusyError
+					switch {
+					case c.policy == weft.IfBusyReject && !errors.As(sendErr, &be):
+						t.Fatalf("a rejected message: %v, want a BusyError", sendErr)
+					case c.policy == weft.IfBusyReject && !nodes.remote && be.RunID != firstRun:
+						t.Errorf("the refusal names run %q, want the running %q", be.RunID, firstRun)
+					case c.policy != weft.IfBusyReject && sendErr != nil:
+						t.Fatalf("send: %v", sendErr)
+					}
+					got := waitTranscript(t, nodes.store, th.ID, c.want[len(c.want)-1])
+					if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+						t.Errorf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+					}
+					if c.slow == "tool" {
+						if n := w.charges.Load(); n != 1 {
+							t.Errorf("charge ran %d times, want once", n)
+						}
+						calls, err := nodes.store.ToolCalls(ctx, th.ID)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, rec := range calls {
+							if rec.Status != weft.CallDone {
+								t.Errorf("call %s (%s) is %s, want done", rec.CallID, rec.Name, rec.Status)
+							}
+						}
+					}
+					if c.slow == "model" && c.policy == weft.IfBusyInterrupt {
+						if cause, _ := w.modelCause.Load().(error); cause == nil || !strings.Contains(cause.Error(), "interrupted") {
+							t.Errorf("the model stream's context ended with %v, want the interrupt's cause", cause)
+						}
+					}
+					checkRunEvents(t, w, c.policy, firstRun, th.ID, nodes.store)
+				})
+			}
+		})
+	}
+}
+
+// checkRunEvents: an interrupt stops the first run with run_interrupted (its run id and the
+// message's id) then run_stopped "interrupted", and a second run follows; the other policies
+// stop no run that way.
+func checkRunEvents(t *testing.T, w *busyWorld, policy weft.IfBusy, firstRun, threadID string, st weft.Store) {
+	t.Helper()
+	var types []string
+	var interrupted engine.Fields
+	for _, ev := range w.runs() {
+		typ := ev.Type
+		switch d := ev.Data.(type) {
+		case engine.RunStopped:
+			typ += ":" + string(d.Reason)
+		case engine.Fields:
+			if ev.Type == "run_interrupted" {
+				interrupted = d
+			}
+		}
+		types = append(types, typ)
+	}
+	if policy != weft.IfBusyInterrupt {
+		if slices.Contains(types, "run_interrupted") || slices.Contains(types, "run_stopped:interrupted") {
+			t.Errorf("policy %s interrupted a run: %q", policy, types)
+		}
+		return
+	}
+	want := []string{"run_started", "run_interrupted", "run_stopped:interrupted", "run_started", "run_stopped:" + string(weft.StopOnResponse)}
+	if !slices.Equal(types, want) {
+		t.Errorf("run events %q, want %q", types, want)
+	}
+	queued, err := st.Messages(t.Context(), threadID, weft.MessageQuery{Roles: []weft.Role{weft.RoleUser}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if interrupted["run_id"] != firstRun || len(queued) == 0 || interrupted["message_id"] != queued[len(queued)-1].ID {
+		t.Errorf("run_interrupted %v, want run %s and the message %v", interrupted, firstRun, queued)
+	}
+}
+
+// runStartedID returns the id of the first run_started seen.
+func runStartedID(t *testing.T, w *busyWorld) string {
+	t.Helper()
+	for _, ev := range w.runs() {
+		if d, ok := ev.Data.(engine.RunStarted); ok {
+			return d.RunID
+		}
+	}
+	t.Fatal("no run_started")
+	return ""
+}
+
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("waited 20 s for %s", what)
+	}
+}
+
+// waitTranscript waits until the thread is idle with last as its newest row, and returns its
+// transcript.
+func waitTranscript(t *testing.T, st weft.Store, threadID, last string) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		msgs, err := st.Messages(t.Context(), threadID, weft.MessageQuery{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			line := string(m.Role)
+			if m.Name != "" {
+				line += ":" + m.Name
+			}
+			line += ": " + m.Content
+			for _, c := range m.ToolCalls {
+				line += " [" + c.Name + " " + c.Arguments + "]"
+			}
+			out = append(out, line)
+		}
+		th, err := st.Thread(t.Context(), threadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued, err := st.Queued(t.Context(), threadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) > 0 && out[len(out)-1] == last && th.Status != weft.ThreadRunning && len(queued) == 0 {
+			time.Sleep(20 * time.Millisecond) // the run's last events
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread did not end with %q in 20 s (status %s, queued %d):\n%s", last, th.Status, len(queued), strings.Join(out, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
