@@ -460,6 +460,23 @@ const (
 	IfBusyInterrupt IfBusy = "interrupt"
 )
 
+// PropertyIfBusy is the thread property holding the thread's default double-texting policy: the
+// IfBusy of a message sent without one (IfBusyQueue when the property is absent).
+const PropertyIfBusy = "weft.if_busy"
+
+// IfBusyOf returns the thread's default double-texting policy (its PropertyIfBusy), "" when it
+// has none or an unknown one.
+func IfBusyOf(t *Thread) IfBusy {
+	if t == nil {
+		return ""
+	}
+	s, _ := t.Properties[PropertyIfBusy].(string)
+	if p := IfBusy(s); p.Valid() {
+		return p
+	}
+	return ""
+}
+
 // Valid reports whether p is a known policy or empty.
 func (p IfBusy) Valid() bool {
 	switch p {
