@@ -361,3 +361,57 @@ func waitTranscript(t *testing.T, st weft.Store, threadID, last string) []string
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestIfBusyIdleOrAsk: a thread with no run in progress takes a message whatever its policy, and
+// none interrupts anything; Ask with reject while a run is in progress is refused the same way as
+// Send (its message reaches the store's push, not the run's start); an unknown policy is refused.
+func TestIfBusyIdleOrAsk(t *testing.T) {
+	w := newBusyWorld()
+	nodes := busyStores[0].open(t, w)
+	ctx := t.Context()
+	th, err := nodes.run.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: "x", IfBusy: "rollback"}); weft.ErrorCode(err) != weft.EInvalid {
+		t.Errorf("an unknown policy: %v, want EInvalid", err)
+	}
+	for i, p := range []weft.IfBusy{weft.IfBusyReject, weft.IfBusyInterrupt, weft.IfBusyQueue} {
+		text := "idle " + string(p)
+		if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: text, IfBusy: p}); err != nil {
+			t.Fatalf("%s to an idle thread: %v", p, err)
+		}
+		got := waitTranscript(t, nodes.store, th.ID, "assistant: answered: "+text)
+		if len(got) != 2*(i+1) {
+			t.Errorf("after %s: %q", p, got)
+		}
+	}
+	if types := checkNoInterrupt(w); len(types) > 0 {
+		t.Errorf("a message to an idle thread interrupted a run: %q", types)
+	}
+	if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: "charge"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, w.toolStarted, "the slow tool to start")
+	_, err = nodes.run.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "asked", IfBusy: weft.IfBusyReject}})
+	var be *weft.BusyError
+	if !errors.As(err, &be) || be.RunID == "" {
+		t.Errorf("Ask with reject during a run: %v, want a BusyError naming the run", err)
+	}
+	close(w.toolGo)
+	got := waitTranscript(t, nodes.store, th.ID, "assistant: done")
+	if slices.Contains(got, "user: asked") {
+		t.Errorf("the refused message was stored: %q", got)
+	}
+}
+
+// checkNoInterrupt returns the run events that say a run was interrupted.
+func checkNoInterrupt(w *busyWorld) []string {
+	var out []string
+	for _, ev := range w.runs() {
+		if d, ok := ev.Data.(engine.RunStopped); ev.Type == "run_interrupted" || ok && d.Reason == weft.StopInterrupted {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
