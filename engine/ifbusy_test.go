@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -414,4 +415,114 @@ func checkNoInterrupt(w *busyWorld) []string {
 		}
 	}
 	return out
+}
+
+// TestIfBusyInterruptCrash: the process dies at each commit of a run that a message with
+// if_busy interrupt stops while its non-idempotent tool runs. Once dead, the thread is in one of
+// the two documented states — running (the interrupted run's stop not committed) or idle (it
+// was) — with the interrupting message queued (or stored by the run that took it), never lost or
+// doubled; after a restart the message is answered, and the tool has run at most once.
+func TestIfBusyInterruptCrash(t *testing.T) {
+	for after := 0; after <= 6; after++ {
+		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+			w := newBusyWorld()
+			mem, clock := newDeathStore()
+			cs := &crashStore{Store: mem, after: after}
+			ctx := context.Background()
+			first, err := engine.New(engine.Options{Registry: w.registry(), Store: cs, Override: w.model(), LeaseTTL: deadTTL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			th, err := first.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "charge"}); err != nil {
+				t.Fatal(err)
+			}
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				_, _ = first.Run(ctx, th.ID) // dies after `after` commits
+			}()
+			select {
+			case <-w.toolStarted:
+			case <-ran: // died before the tool started
+			}
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: weft.IfBusyInterrupt}); err != nil {
+				t.Fatal(err)
+			}
+			close(w.toolGo)
+			<-ran
+
+			tt, err := mem.Thread(ctx, th.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, queued := secondRows(t, mem, th.ID)
+			switch {
+			case rows+queued != 1:
+				t.Fatalf("after the crash \"second\" is stored %d times and queued %d times, want once in all", rows, queued)
+			case queued == 1 && tt.Status != weft.ThreadRunning && tt.Status != weft.ThreadIdle:
+				t.Fatalf("after the crash the thread is %s with the message queued, want running or idle", tt.Status)
+			}
+
+			t.Logf("after the crash: %s, \"second\" stored %d, queued %d; charge ran %d times", tt.Status, rows, queued, w.charges.Load())
+			clock.expire()
+			second, err := engine.New(engine.Options{Registry: w.registry(), Store: mem, Override: w.model()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.Status == weft.ThreadRunning {
+				if _, err := second.Continue(ctx, th.ID, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if q, _ := mem.Queued(ctx, th.ID); len(q) > 0 {
+				if _, err := second.Run(ctx, th.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := waitTranscript(t, mem, th.ID, "assistant: answered: second")
+			if rows, queued := secondRows(t, mem, th.ID); rows != 1 || queued != 0 {
+				t.Errorf("\"second\" stored %d times, queued %d: %q", rows, queued, got)
+			}
+			if n := w.charges.Load(); n > 1 {
+				t.Errorf("the non-idempotent tool ran %d times", n)
+			}
+			calls, err := mem.ToolCalls(ctx, th.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range calls {
+				if c.Status != weft.CallDone {
+					t.Errorf("call %s is %s after the restart: %q", c.Name, c.Status, got)
+				}
+			}
+		})
+	}
+}
+
+// secondRows counts the rows and queued messages whose text is "second".
+func secondRows(t *testing.T, st weft.Store, threadID string) (rows, queued int) {
+	t.Helper()
+	msgs, err := st.Messages(t.Context(), threadID, weft.MessageQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Role == weft.RoleUser && m.Content == "second" {
+			rows++
+		}
+	}
+	q, err := st.Queued(t.Context(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range q {
+		if m.Content == "second" {
+			queued++
+		}
+	}
+	return rows, queued
 }
