@@ -2,11 +2,19 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/httpapi"
+	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/project"
 )
 
 // TestIfBusy: if_busy on POST …/messages and as the thread's default (creation, PATCH). While a
@@ -84,5 +92,80 @@ func TestIfBusy(t *testing.T) {
 		"assistant: Done. The token was " + secretValue + ", all good."}
 	if !slices.Equal(lines, want) {
 		t.Fatalf("messages %q, want %q", lines, want)
+	}
+}
+
+// TestIfBusyRejectNamesRunElsewhere: a node whose API refuses a message with if_busy reject for a
+// thread another node runs names that node's run, read from the thread's recorded events.
+func TestIfBusyRejectNamesRunElsewhere(t *testing.T) {
+	reg, diags := project.Open("testdata/agents", project.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	model := &fakeModel{gate: make(chan struct{})}
+	runs := make(chan string, 4)
+	running, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true, NodeID: "node-a",
+		OnEvent: func(ev engine.Event) {
+			if d, ok := ev.Data.(engine.ModelRequest); ok && d.Attempt == 1 {
+				runs <- ev.ThreadID
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true, NodeID: "node-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Engine: other, NoAuth: true, Hub: httpapi.NewHub(), Version: "test"}).Handler())
+	defer srv.Close()
+	ctx := t.Context()
+	th, err := running.CreateThread(ctx, engine.NewThread{Agent: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := running.Send(ctx, th.ID, weft.NewMessage{Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = running.Run(ctx, th.ID)
+	}()
+	defer func() { close(model.gate); <-done }()
+	<-runs // node-a's run waits at the model's gate
+	evs, err := st.Events(ctx, th.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	for _, ev := range evs {
+		if ev.Type == "run_started" {
+			_ = json.Unmarshal(ev.Data, &started)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/api/threads/"+th.ID+"/messages", "application/json", strings.NewReader(`{"content":"no","if_busy":"reject"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var refused struct {
+		Error struct {
+			Code  string
+			RunID string `json:"run_id"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&refused); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusConflict || refused.Error.Code != "thread_busy" || started.RunID == "" || refused.Error.RunID != started.RunID {
+		t.Fatalf("%d %+v, want 409 thread_busy naming node-a's run %q", resp.StatusCode, refused.Error, started.RunID)
 	}
 }
