@@ -701,6 +701,8 @@ const (
 	tCreatedAt
 	tUpdatedAt
 	tLastActivityAt
+	tForkedThread  // ForkedFrom.Thread
+	tForkedMessage // ForkedFrom.Message
 )
 
 // threadDoc packs a thread; props and args are its maps as JSON, nil when empty.
@@ -722,6 +724,10 @@ func threadDoc(t *weft.Thread, props, args []byte) []byte {
 	w.time(tCreatedAt, t.CreatedAt)
 	w.time(tUpdatedAt, t.UpdatedAt)
 	w.time(tLastActivityAt, t.LastActivityAt)
+	if f := t.ForkedFrom; f != nil {
+		w.str(tForkedThread, f.Thread)
+		w.str(tForkedMessage, f.Message)
+	}
 	return w.b
 }
 
@@ -772,6 +778,15 @@ func decodeThreadDoc(doc string, t *weft.Thread) (props, args string, err error)
 			t.UpdatedAt = r.time(v)
 		case tLastActivityAt:
 			t.LastActivityAt = r.time(v)
+		case tForkedThread, tForkedMessage:
+			if t.ForkedFrom == nil {
+				t.ForkedFrom = &weft.ForkPoint{}
+			}
+			if tag == tForkedThread {
+				t.ForkedFrom.Thread = v
+			} else {
+				t.ForkedFrom.Message = v
+			}
 		}
 	}
 	return props, args, r.err
