@@ -53,13 +53,15 @@ type Thread struct {
 	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
 }
 
-// ForkPoint is the place a fork was made at: a thread and one of its messages, the last the fork
-// copied (or the one before which it was cut).
+// ForkPoint is the place a fork was made at: a thread and one of its messages.
 type ForkPoint struct {
 	// Thread is the original thread's id.
 	Thread string `json:"thread"`
 	// Message is the id of the original's message the fork was made at.
 	Message string `json:"message"`
+	// Before tells a fork cut just before Message (an edit or a retry of it) from one that holds
+	// Message (a fork at it).
+	Before bool `json:"before,omitempty"`
 }
 
 // StopReason says why a run ended; OK tells success from failure.

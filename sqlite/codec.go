@@ -703,6 +703,7 @@ const (
 	tLastActivityAt
 	tForkedThread  // ForkedFrom.Thread
 	tForkedMessage // ForkedFrom.Message
+	tForkedBefore  // ForkedFrom.Before: "1" when true
 )
 
 // threadDoc packs a thread; props and args are its maps as JSON, nil when empty.
@@ -727,6 +728,9 @@ func threadDoc(t *weft.Thread, props, args []byte) []byte {
 	if f := t.ForkedFrom; f != nil {
 		w.str(tForkedThread, f.Thread)
 		w.str(tForkedMessage, f.Message)
+		if f.Before {
+			w.str(tForkedBefore, "1")
+		}
 	}
 	return w.b
 }
@@ -778,14 +782,17 @@ func decodeThreadDoc(doc string, t *weft.Thread) (props, args string, err error)
 			t.UpdatedAt = r.time(v)
 		case tLastActivityAt:
 			t.LastActivityAt = r.time(v)
-		case tForkedThread, tForkedMessage:
+		case tForkedThread, tForkedMessage, tForkedBefore:
 			if t.ForkedFrom == nil {
 				t.ForkedFrom = &weft.ForkPoint{}
 			}
-			if tag == tForkedThread {
+			switch tag {
+			case tForkedThread:
 				t.ForkedFrom.Thread = v
-			} else {
+			case tForkedMessage:
 				t.ForkedFrom.Message = v
+			default:
+				t.ForkedFrom.Before = v == "1"
 			}
 		}
 	}

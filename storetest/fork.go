@@ -16,7 +16,7 @@ func testCreateThreadTx(t *testing.T, s weft.Store) {
 	orig := newThread(t, s, nil)
 	at := baseTime()
 	fork := &weft.Thread{Agent: "agent", UserID: "u2", Tags: []string{"f"},
-		ForkedFrom: &weft.ForkPoint{Thread: orig.ID, Message: "msg_a"}}
+		ForkedFrom: &weft.ForkPoint{Thread: orig.ID, Message: "msg_d", Before: true}}
 	msgs := []*weft.Message{
 		{ID: "msg_a", Role: weft.RoleUser, Content: "hi", Status: weft.MessageCompleted, CreatedAt: at},
 		{ID: "msg_b", Role: weft.RoleAssistant, ToolCalls: []weft.ToolCall{{ID: "c1", Name: "t", Arguments: "{}"}},
