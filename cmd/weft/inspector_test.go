@@ -648,3 +648,32 @@ func TestInspectLoopbackOnly(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestInspectorFork: "Fork from here" on a message opens the new thread, which holds the
+// messages up to it and links back to the original; the original links to its fork.
+func TestInspectorFork(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, `version: 1
+responses:
+  - match: {prompt: chat}
+    text: First answer.
+  - match: {prompt: chat}
+    text: Second answer.
+`, nil)
+	id := s.createThread(`{"agent":"chat","label":"To fork"}`)
+	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"One"}`, 202, nil)
+	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"Two"}`, 202, nil)
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "both answers", `document.body.innerText.includes('Second answer.')`)
+	act(t, ctx, "fork at the first answer", js(`[...document.querySelectorAll('#timeline .msg.role-assistant')]
+		.find(m => m.querySelector('.content').textContent === 'First answer.').querySelector('a.fork').click()`))
+	waitJS(t, ctx, "the fork, open, linking back", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		document.getElementById('forked-from') && document.getElementById('forked-from').textContent.startsWith('`+id+`')`)
+	texts := eval[[]any](t, ctx, `[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent)`)
+	if fmt.Sprint(texts) != "[One First answer.]" {
+		t.Errorf("the fork shows %v", texts)
+	}
+	shot(t, ctx, "fork")
+	act(t, ctx, "back to the original", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "the original lists its fork", `document.querySelectorAll('a.fork-link').length === 1`)
+}

@@ -372,6 +372,8 @@ class ThreadView {
         meta.subagent_id ? h('a', { class: 'flag', href: threadHref(meta.subagent_id) }, 'from subagent ' + meta.subagent_id) : null,
         h('span', { class: 'grow' }),
         m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
+        m.depth === 0 && m.status !== 'pending' ? h('a', { class: 'chip fork', href: '#', role: 'button', title: 'A new thread with the messages up to this one',
+          onclick: (ev) => { ev.preventDefault(); this.fork(m.id); } }, 'Fork from here') : null,
         Number.isFinite(m.seq) ? h('span', { class: 'seq muted' }, '#' + m.seq) : null,
         m.created_at ? h('time', { class: 'muted', datetime: m.created_at, title: m.created_at }, ago(m.created_at)) : null));
     if (m._stream) el.dataset.chunks = m._stream;
@@ -480,7 +482,10 @@ class ThreadView {
         fact('Cost', money(t.cost_total)),
         fact('Created', ago(t.created_at)),
         fact('Activity', ago(t.last_activity_at)),
-        (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null),
+        (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null,
+        t.forked_from ? fact('Forked from', h('a', { id: 'forked-from', class: 'mono', href: threadHref(t.forked_from.thread) + '#m-' + t.forked_from.message },
+          t.forked_from.thread + (t.forked_from.before ? ' (before ' : ' (at ') + t.forked_from.message + ')')) : null,
+        (t.forks || []).length ? fact('Forks', t.forks.map((f) => h('a', { class: 'mono fork-link', href: threadHref(f.id) }, f.id))) : null),
       stop, live, this.evalBox(),
       h('div', { id: 'action-error', class: 'error', hidden: true }));
   }
@@ -517,6 +522,12 @@ class ThreadView {
       id: 'continue', disabled: running || this.thread.status === 'terminated',
       onclick: () => this.act('POST', '/continue', sel.value ? { side: sel.value } : {}),
     }, 'Continue'), sel);
+  }
+
+  // fork makes a thread of the messages up to id (POST /fork) and opens it.
+  async fork(id) {
+    const r = await this.act('POST', '/fork', { at: id });
+    location.href = threadHref(r.thread.id);
   }
 
   async act(method, path, body) {
