@@ -116,6 +116,16 @@ func testCreateThreadTx(t *testing.T, s weft.Store) {
 	if forks, _, _ := s.Threads(ctx, weft.ThreadQuery{ForkedFrom: orig.ID}); len(forks) != 1 {
 		t.Errorf("forks after a failed one: %v", threadIDs(forks))
 	}
+	// A fork outlives its original, and keeps naming it.
+	if err := s.DeleteThread(ctx, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Thread(ctx, fork.ID); err != nil || got.ForkedFrom == nil || got.ForkedFrom.Thread != orig.ID {
+		t.Errorf("the fork after its original was deleted: %+v, %v", got, err)
+	}
+	if rows, _ := s.Messages(ctx, fork.ID, weft.MessageQuery{}); len(rows) != 4 {
+		t.Errorf("the fork's rows after its original was deleted: %d", len(rows))
+	}
 	// A fork point without its message is refused.
 	err = s.CreateThreadTx(ctx, &weft.Thread{Agent: "agent", ForkedFrom: &weft.ForkPoint{Thread: orig.ID}}, nil,
 		func(weft.Tx) error { return nil })
