@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/internal/pgtest"
 	"github.com/weft-agents/weft/memstore"
 	"github.com/weft-agents/weft/schema"
+	"github.com/weft-agents/weft/sqlite"
 )
 
 // forkModel answers from the history it is sent, and records every request of the coordinating
@@ -84,7 +87,7 @@ func (m *forkModel) last() []string {
 
 // forkWorld is an agent with a tool (look) and a non-blocking subagent (review), on a recording
 // engine over memstore.
-func forkWorld(t *testing.T) (*engine.Engine, weft.Store, *forkModel) {
+func forkWorld(t *testing.T, open func(t *testing.T) weft.Store) (*engine.Engine, weft.Store, *forkModel) {
 	t.Helper()
 	blocking := false
 	reg := subagentRegistry(weft.ToolEntry{Blocking: &blocking}, nil)
@@ -106,10 +109,7 @@ func forkWorld(t *testing.T) (*engine.Engine, weft.Store, *forkModel) {
 	if diags := reg.Validate(); diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	st, err := memstore.New(memstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(t)
 	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: m.provider(), RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
@@ -139,11 +139,45 @@ func snapshot(t *testing.T, st weft.Store, id string) string {
 	return string(b)
 }
 
+// forkStores are the stores the fork tests run on: memstore, SQLite, and PostgreSQL when
+// WEFT_TEST_POSTGRES_URL is set.
+var forkStores = []struct {
+	name string
+	open func(t *testing.T) weft.Store
+}{
+	{"memstore", func(t *testing.T) weft.Store {
+		st, err := memstore.New(memstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}},
+	{"sqlite", func(t *testing.T) weft.Store {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}},
+	{"postgres", func(t *testing.T) weft.Store {
+		_, dsn := pgtest.Schema(t)
+		return openPostgres(t, dsn)
+	}},
+}
+
 // TestForkRunsOnFromItsHistory forks a thread at each kind of message and runs each fork: the
 // model is sent exactly what the original sent it at that point, and the original does not change.
 func TestForkRunsOnFromItsHistory(t *testing.T) {
+	for _, s := range forkStores {
+		t.Run(s.name, func(t *testing.T) { testForkRunsOn(t, s.open) })
+	}
+}
+
+func testForkRunsOn(t *testing.T, open func(t *testing.T) weft.Store) {
 	ctx := context.Background()
-	eng, st, m := forkWorld(t)
+	eng, st, m := forkWorld(t, open)
 	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", UserID: "alice", Env: map[string]string{"TOKEN": "s3cret"}})
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +405,7 @@ func TestForkAnswersOpenCalls(t *testing.T) {
 // TestForkRefuses: unknown threads and messages, sub-prompt rows.
 func TestForkRefuses(t *testing.T) {
 	ctx := context.Background()
-	eng, st, _ := forkWorld(t)
+	eng, st, _ := forkWorld(t, forkStores[0].open)
 	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
 	if _, err := eng.Fork(ctx, "thr_missing", "msg_x", ""); weft.ErrorCode(err) != weft.ENotFound {
 		t.Errorf("unknown thread: %v", err)
