@@ -235,6 +235,13 @@ type ToolEntry struct {
 	// without one, validation warns, previews show the declaration and a run fails saying how to
 	// provide the tool.
 	Declared *ToolSpec `json:"-"`
+	// DeclaredKind is the Prompty kind of a declared tool: function, or a custom kind
+	// (`kind: my_provider`) that binds the same way.
+	DeclaredKind string `json:"-"`
+	// Path is where the entry is written in its file when that is not `tools[i]` of the prompt's
+	// list: a .prompty entry that became several (an MCP allow-list, an OpenAPI document's
+	// operations), or a v1 `model.parameters.tools[i]`; diagnostics name it.
+	Path string `json:"-"`
 }
 
 // Flag returns the value of a *bool option, or def when unset.

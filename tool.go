@@ -76,15 +76,25 @@ type CommandSpec struct {
 	Env map[string]string `json:"env,omitempty"`
 }
 
-// HTTPSpec calls a URL with the arguments (POST body or GET query).
+// HTTPSpec calls a URL with the arguments (POST body or GET query), or — with In or Body set, as
+// an OpenAPI operation is called — each argument where the operation takes it.
 type HTTPSpec struct {
-	// URL may use ${env:NAME}.
+	// URL may use ${env:NAME}; with In, `{name}` marks a path parameter.
 	URL string `json:"url"`
-	// Method is GET or POST (default POST).
+	// Method is GET, POST, PUT, PATCH or DELETE (default POST).
 	Method string `json:"method,omitempty"`
 	// Headers may use ${env:NAME}.
 	Headers map[string]string `json:"headers,omitempty"`
+	// In maps an argument to where it goes: path (its `{name}` in URL, escaped), query or header.
+	// When In is set (even empty) or Body is, the arguments neither names are not sent.
+	In map[string]string `json:"in,omitempty"`
+	// Body names the argument whose value is the JSON request body.
+	Body string `json:"body,omitempty"`
 }
+
+// Placed reports whether the spec places each argument (an OpenAPI operation) rather than sending
+// all of them as the body or the query.
+func (h *HTTPSpec) Placed() bool { return h.In != nil || h.Body != "" }
 
 // A2ASpec calls a remote Agent2Agent agent: the tool's input is a message to it, its result the
 // agent's reply or its task's artifacts; the conversation goes on in one A2A context per thread.

@@ -291,9 +291,20 @@ func (v *validator) tool(t *Tool) {
 		}
 		v.envRefs(src, "url", h.URL, declared)
 		switch strings.ToUpper(h.Method) {
-		case "", "GET", "POST":
+		case "", "GET", "POST", "PUT", "PATCH", "DELETE":
 		default:
-			v.errf(src, "method", "method must be GET or POST, got %q", h.Method)
+			v.errf(src, "method", "method must be GET, POST, PUT, PATCH or DELETE, got %q", h.Method)
+		}
+		for _, arg := range sortedKeys(h.In) {
+			switch where := h.In[arg]; where {
+			case "path":
+				if !strings.Contains(h.URL, "{"+arg+"}") {
+					v.errf(src, "in."+arg, "path parameter %q has no {%s} in url", arg, arg)
+				}
+			case "query", "header":
+			default:
+				v.errf(src, "in."+arg, "an argument goes in path, query or header, got %q", where)
+			}
 		}
 		for _, k := range sortedKeys(h.Headers) {
 			v.envRefs(src, "headers."+k, h.Headers[k], declared)
@@ -523,6 +534,9 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 	offered := 0
 	for i, e := range p.Tools {
 		base := fmt.Sprintf("tools[%d]", i)
+		if e.Path != "" {
+			base = e.Path
+		}
 		if e.Name == "" {
 			v.errf(src, base+".name", "a tool entry needs a name")
 			continue
@@ -624,7 +638,7 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 		}
 	}
 	if e.Declared != nil {
-		v.warnf(src, base, "%s", UndeclaredToolHint(e.Name))
+		v.warnf(src, base, "%s", e.UndeclaredHint())
 		return
 	}
 	if e.Kind == EntryMCP {
@@ -642,8 +656,19 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 // UndeclaredToolHint says how to provide a tool a prompt file declares (a Prompty function tool)
 // when the project defines none of that name.
 func UndeclaredToolHint(name string) string {
-	return fmt.Sprintf("function tool %q is declared in the front matter but no tool of that name is defined: add tools/%s.yaml "+
-		"(an http, command or code tool), a tool of an MCP server, or a Go tool registered as %q; runs fail until then", name, name, name)
+	return ToolEntry{Name: name}.UndeclaredHint()
+}
+
+// UndeclaredHint says how to provide the tool a prompt file declares (a Prompty function tool, or
+// a tool of a custom kind) when the project defines none of its name.
+func (e ToolEntry) UndeclaredHint() string {
+	what, provider := fmt.Sprintf("function tool %q", e.Name), ""
+	if e.DeclaredKind != "" && e.DeclaredKind != "function" {
+		what = fmt.Sprintf("tool %q of kind %q", e.Name, e.DeclaredKind)
+		provider = ", or executionMode: provider for a tool the model's provider runs"
+	}
+	return fmt.Sprintf("%s is declared in the front matter but no tool of that name is defined: add tools/%s.yaml "+
+		"(an http, command or code tool%s), a tool of an MCP server, or a Go tool registered as %q; runs fail until then", what, e.Name, provider, e.Name)
 }
 
 // initProperties checks that init*Property keys name properties of the target's schema.

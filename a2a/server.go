@@ -144,8 +144,12 @@ func (h *handler) thread(ctx context.Context, id string) (*weft.Thread, error) {
 
 // load folds the thread's recorded events (and its queued messages) into its tasks.
 func (h *handler) load(ctx context.Context, threadID string) (*fold, error) {
-	f := newFold(threadID, h.fileURL)
-	st := h.eng.Store()
+	return loadFold(ctx, h.eng.Store(), threadID, h.fileURL)
+}
+
+// loadFold folds a thread's recorded events (and its queued messages) into its tasks.
+func loadFold(ctx context.Context, st weft.Store, threadID string, fileURL func(thread, p string) string) (*fold, error) {
+	f := newFold(threadID, fileURL)
 	// The queue is read before the events: a run (on any node) that drains a message between the
 	// two reads records its event in the same commit, so the message is then in the events; read
 	// the other way round, it would be in neither and its task "not found".

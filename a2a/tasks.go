@@ -1,9 +1,11 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +65,8 @@ type fold struct {
 	order   []sdk.TaskID
 	open    []sdk.TaskID
 	seq     int64
+	// viaA2A records that a user message came through A2A (it carries a2a_message_id).
+	viaA2A bool
 }
 
 func newFold(thread string, fileURL func(thread, p string) string) *fold {
@@ -87,6 +91,7 @@ func (f *fold) add(ev engine.Event) []update {
 		}
 		switch m.Role {
 		case weft.RoleUser:
+			f.note(m)
 			id := TaskID(f.thread, m.ID)
 			if cont, _ := m.Metadata[MetaTask].(string); cont != "" {
 				if t := f.tasks[sdk.TaskID(cont)]; t != nil && !t.task.Status.State.Terminal() {
@@ -195,6 +200,7 @@ func (f *fold) task(id sdk.TaskID, m weft.Message) *taskState {
 // submitted adds a user message that is queued but not yet taken by a run: a new task, submitted,
 // or the continuation of a task waiting for input.
 func (f *fold) submitted(m weft.Message) {
+	f.note(m)
 	id := TaskID(f.thread, m.ID)
 	if cont, _ := m.Metadata[MetaTask].(string); cont != "" {
 		if t := f.tasks[sdk.TaskID(cont)]; t != nil && !t.task.Status.State.Terminal() {
@@ -203,6 +209,30 @@ func (f *fold) submitted(m weft.Message) {
 	}
 	t := f.task(id, m)
 	t.task.Status = sdk.TaskStatus{State: sdk.TaskStateSubmitted, Timestamp: timePtr(m)}
+}
+
+// note records whether a user message came through A2A.
+func (f *fold) note(m weft.Message) {
+	if _, ok := m.Metadata["a2a_message_id"]; ok {
+		f.viaA2A = true
+	}
+}
+
+// ThreadTasks returns a thread's A2A tasks, oldest first, each as GetTask shows it (all its
+// history, its artifacts), and whether A2A clients talk to the thread: it is tagged a2a, or one
+// of its user messages came through A2A. Any thread that records events has tasks — A2A sees
+// every top-level user message as one — so the flag tells a page whether to show them. fileURL
+// makes the URL of a thread's file for artifacts and attachments (nil: artifacts name the path).
+func ThreadTasks(ctx context.Context, st weft.Store, t *weft.Thread, fileURL func(thread, path string) string) ([]*sdk.Task, bool, error) {
+	f, err := loadFold(ctx, st, t.ID, fileURL)
+	if err != nil {
+		return nil, false, err
+	}
+	tasks := make([]*sdk.Task, 0, len(f.order))
+	for _, id := range f.order {
+		tasks = append(tasks, f.snapshot(id, nil))
+	}
+	return tasks, f.viaA2A || slices.Contains(t.Tags, TagA2A), nil
 }
 
 // StateOf is the A2A state of a task whose run stopped for the reason: completed for an answer,

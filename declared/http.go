@@ -68,7 +68,12 @@ func runHTTP(ctx context.Context, st weft.State, t *weft.Tool, o Options, args j
 		method = http.MethodPost
 	}
 	var body io.Reader
-	if method == http.MethodGet {
+	var argHeaders http.Header
+	if h.Placed() {
+		if u, body, argHeaders, err = placeArgs(h, u, args); err != nil {
+			return weft.ToolResult{}, err
+		}
+	} else if method == http.MethodGet {
 		pu, err := url.Parse(u)
 		if err != nil {
 			return weft.ToolResult{}, fmt.Errorf("invalid url: %w", err)
@@ -105,6 +110,9 @@ func runHTTP(ctx context.Context, st weft.State, t *weft.Tool, o Options, args j
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range argHeaders {
+		req.Header[k] = vs
 	}
 	for k, v := range h.Headers {
 		ev, err := expand(ctx, st, v)
@@ -145,4 +153,59 @@ func runHTTP(ctx context.Context, st weft.State, t *weft.Tool, o Options, args j
 		return weft.ToolResult{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	return parseToolOutput(data), nil
+}
+
+// placeArgs builds an OpenAPI operation's request from the arguments: each argument In names goes
+// into the URL's `{name}` (path-escaped), the query or a header; the Body argument is the JSON
+// body; the rest are not sent. A path parameter without a value is an error naming it.
+func placeArgs(h *weft.HTTPSpec, u string, args json.RawMessage) (string, io.Reader, http.Header, error) {
+	var obj map[string]json.RawMessage
+	if len(bytes.TrimSpace(args)) > 0 {
+		if err := json.Unmarshal(args, &obj); err != nil {
+			return "", nil, nil, fmt.Errorf("the arguments are not a JSON object: %w", err)
+		}
+	}
+	// text is a value as it goes into a URL or a header: strings as they are, other JSON as written.
+	text := func(raw json.RawMessage) (string, bool) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, true
+		}
+		t := strings.TrimSpace(string(raw))
+		return t, t != "" && t != "null"
+	}
+	for arg, where := range h.In {
+		if where != "path" {
+			continue
+		}
+		v, ok := text(obj[arg])
+		if !ok {
+			return "", nil, nil, fmt.Errorf("missing the path parameter %q", arg)
+		}
+		u = strings.ReplaceAll(u, "{"+arg+"}", url.PathEscape(v))
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("invalid url: %w", err)
+	}
+	q := pu.Query()
+	hdr := http.Header{}
+	for arg, where := range h.In {
+		v, ok := text(obj[arg])
+		if !ok {
+			continue
+		}
+		switch where {
+		case "query":
+			q.Set(arg, v)
+		case "header":
+			hdr.Set(arg, v)
+		}
+	}
+	pu.RawQuery = q.Encode()
+	var body io.Reader
+	if raw, ok := obj[h.Body]; ok && h.Body != "" {
+		body = bytes.NewReader(raw)
+	}
+	return pu.String(), body, hdr, nil
 }

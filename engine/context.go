@@ -152,7 +152,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 			continue
 		}
 		if !ok && e.Declared != nil {
-			return false, fmt.Errorf("prompt %q: %s", p.Name, weft.UndeclaredToolHint(e.Name))
+			return false, fmt.Errorf("prompt %q: %s", p.Name, e.UndeclaredHint())
 		}
 		if !ok {
 			return false, fmt.Errorf("prompt %q: tool %q is not defined", p.Name, e.Name)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/a2a"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/httpapi"
 	"github.com/weft-agents/weft/mcp"
@@ -94,6 +95,8 @@ type envOptions struct {
 	mcp bool
 	// smallBuffers fixes the send buffer of the server's connections at 16 KiB (slowclient_test.go).
 	smallBuffers bool
+	// a2aTasks lists threads' A2A tasks (a2a.ThreadTasks) at /api/threads/{id}/a2a/tasks.
+	a2aTasks bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -125,6 +128,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	opts := httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
 		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages,
 		MaxBodyBytesInFlight: o.maxInFlight}
+	if o.a2aTasks {
+		opts.A2ATasks = func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (any, bool, error) {
+			return a2a.ThreadTasks(ctx, st, t, fileURL)
+		}
+	}
 	if o.mcp {
 		opts.MCP = mcp.NewHTTPHandler(func() *engine.Engine { return eng }, mcp.ServerOptions{Version: "test"})
 	}

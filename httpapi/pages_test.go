@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,87 @@ func TestListThreadsByCost(t *testing.T) {
 	}
 	if code, _ := e.do("GET", "/api/threads?sort=price", e.alice, nil); code != 400 {
 		t.Fatalf("an unknown sort: %d", code)
+	}
+}
+
+// TestThreadLastStopFromLog: a failed thread whose run recorded no events (as weft run's engine
+// records none) still tells why: last_stop carries its stop reason and the newest error its newest
+// run logged, redacted; a thread whose run went well gets none.
+func TestThreadLastStopFromLog(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	id := e.createThread(e.alice)
+	ctx := context.Background()
+	reason, failed := weft.StopStepError, weft.ThreadFailed
+	if err := e.store.Tx(ctx, id, nil, func(tx weft.Tx) error {
+		for _, l := range []*weft.LogEntry{
+			{ID: "log_01old", RunID: "run_1", Kind: "llm", Error: "an older run's error", CreatedAt: time.Now().Add(-time.Minute)},
+			{ID: "log_02fail", RunID: "run_2", Kind: "llm", Error: "the provider said no to " + secretValue, CreatedAt: time.Now().Add(-time.Second)},
+			{ID: "log_03retry", RunID: "run_2", Kind: "llm", CreatedAt: time.Now()},
+		} {
+			l.ThreadID = id
+			if err := tx.PutLog(l); err != nil {
+				return err
+			}
+		}
+		return tx.UpdateThread(weft.ThreadPatch{Status: &failed, StopReason: &reason})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		LastStop map[string]any `json:"last_stop"`
+	}
+	e.json("GET", "/api/threads/"+id, e.alice, nil, 200, &got)
+	ls := got.LastStop
+	if ls["reason"] != "step_error" || ls["from"] != "log" || ls["log_id"] != "log_02fail" || ls["run_id"] != "run_2" ||
+		ls["error"] != "the provider said no to [redacted]" {
+		t.Fatalf("last_stop %v", ls)
+	}
+	ok := e.createThread(e.alice)
+	var fine map[string]any
+	e.json("GET", "/api/threads/"+ok, e.alice, nil, 200, &fine)
+	if fine["last_stop"] != nil {
+		t.Fatalf("a thread that never ran: last_stop %v", fine["last_stop"])
+	}
+}
+
+// TestThreadA2ATasks: GET /api/threads/{id}/a2a/tasks lists the thread's tasks as A2A folds them
+// from its events, and whether A2A clients talk to it (here: the a2a tag; the inspector's browser
+// test has a real A2A client); only to those who may see the thread; without the option, 404.
+func TestThreadA2ATasks(t *testing.T) {
+	e := newEnv(t, envOptions{a2aTasks: true})
+	var created struct {
+		Thread weft.Thread `json:"thread"`
+	}
+	e.json("POST", "/api/threads", e.alice, map[string]any{"agent": "chat", "tags": []string{"a2a"}}, 201, &created)
+	id := created.Thread.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, _ := e.sse(ctx, "/api/threads/"+id+"/events", e.alice, "")
+	e.json("POST", "/api/threads/"+id+"/messages", e.alice, map[string]any{"content": "hello"}, 202, nil)
+	until(t, evs, "run_stopped", 10*time.Second)
+	var got struct {
+		Items []struct {
+			ID, ContextID string
+			Status        struct{ State string }
+		}
+		A2A bool
+	}
+	e.json("GET", "/api/threads/"+id+"/a2a/tasks", e.alice, nil, 200, &got)
+	if len(got.Items) != 1 || got.Items[0].ContextID != id || !strings.HasPrefix(got.Items[0].ID, id+":msg_") ||
+		got.Items[0].Status.State != "TASK_STATE_COMPLETED" || !got.A2A {
+		t.Fatalf("tasks %+v", got)
+	}
+	if code, _ := e.do("GET", "/api/threads/"+id+"/a2a/tasks", e.bob, nil); code != 404 {
+		t.Fatalf("bob: %d, want 404", code)
+	}
+	plain := e.createThread(e.alice)
+	e.json("GET", "/api/threads/"+plain+"/a2a/tasks", e.alice, nil, 200, &got)
+	if len(got.Items) != 0 || got.A2A {
+		t.Fatalf("a thread no A2A client used: %+v", got)
+	}
+	bare := newEnv(t, envOptions{})
+	other := bare.createThread(bare.alice)
+	if code, _ := bare.do("GET", "/api/threads/"+other+"/a2a/tasks", bare.alice, nil); code != 404 {
+		t.Fatalf("without A2ATasks: %d, want 404", code)
 	}
 }

@@ -81,6 +81,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/threads/{id}/approvals", s.listApprovals)
 	s.handle("POST /api/threads/{id}/approvals/{call_id}", s.decide)
 	s.handle("POST /api/threads/{id}/tool-calls/{call_id}/decision", s.decide)
+	s.handle("GET /api/threads/{id}/a2a/tasks", s.threadTasks)
 	s.handle("GET /api/threads/{id}/events", s.threadSSE)
 	s.handle("GET /api/threads/{id}/stream", s.threadWebSocket)
 	s.handle("GET /api/events", s.globalSSE)

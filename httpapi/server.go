@@ -57,6 +57,11 @@ type Options struct {
 	// server of package a2a); the authenticated user's id reaches it in the Weft-A2a-User header,
 	// and whether that user is an admin in Weft-A2a-Admin ("true" or "false").
 	A2A http.Handler
+	// A2ATasks, when set, answers GET /api/threads/{id}/a2a/tasks for a thread the caller may
+	// see: its A2A tasks (values that encode as the A2A JSON of tasks) and whether A2A clients
+	// talk to it (package a2a's ThreadTasks). fileURL is the API's route for a thread's file.
+	// Without it the route answers 404.
+	A2ATasks func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (tasks any, viaA2A bool, err error)
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /api/health.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -188,6 +189,19 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
+	if stop == nil && t.StopReason != "" && !t.StopReason.OK() {
+		// A run of an engine that records no events (weft run, chat): its error is in its logs.
+		if stop, err = loggedStop(r.Context(), st, t); err != nil {
+			return err
+		}
+	}
+	if stop != nil {
+		red, err := s.engine().Redactor(r.Context(), t.ID)
+		if err != nil {
+			return err
+		}
+		stop["error"] = red(stop["error"].(string))
+	}
 	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": count, "children": children,
 		"forks": forks, "event_seq": seq, "last_stop": stop})
 	if err != nil {
@@ -269,6 +283,28 @@ func lastStop(ctx context.Context, st weft.Store, threadID string, newest int64)
 		}
 	}
 	return nil, nil
+}
+
+// loggedStop is last_stop for a thread whose failed run recorded no run_stopped event (the
+// engine of weft run and weft chat records none): its reason from the thread, its error the
+// newest error logged by the thread's newest run (a model call, hook or tool error), with
+// "from": "log" and the log's id; no side or step count, which only the event has. Nil when the
+// thread has no logs.
+func loggedStop(ctx context.Context, st weft.Store, t *weft.Thread) (map[string]any, error) {
+	logs, err := st.Logs(ctx, t.ID, weft.LogQuery{MaxDepth: 1 << 20})
+	if err != nil || len(logs) == 0 {
+		return nil, err
+	}
+	run := logs[len(logs)-1].RunID
+	stop := map[string]any{"run_id": run, "reason": t.StopReason, "error": "",
+		"at": t.LastActivityAt, "from": "log"}
+	for i := len(logs) - 1; i >= 0 && logs[i].RunID == run; i-- {
+		if logs[i].Error != "" {
+			stop["error"], stop["log_id"] = logs[i].Error, logs[i].ID
+			break
+		}
+	}
+	return stop, nil
 }
 
 // merge returns v's JSON object with extra keys added.
@@ -609,5 +645,26 @@ func (s *Server) redactThread(ctx context.Context, t *weft.Thread) error {
 		return err
 	}
 	t.Preview, t.Label = red(t.Preview), red(t.Label)
+	return nil
+}
+
+// threadTasks lists a thread's A2A tasks (Options.A2ATasks): {items, a2a}, items as the A2A
+// JSON of tasks, oldest first; a2a tells whether A2A clients talk to the thread.
+func (s *Server) threadTasks(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.visibleThread(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if s.opt.A2ATasks == nil {
+		return weft.Errorf(weft.ENotFound, "this server does not list A2A tasks")
+	}
+	fileURL := func(thread, p string) string {
+		return "/api/threads/" + url.PathEscape(thread) + "/fs" + (&url.URL{Path: p}).EscapedPath()
+	}
+	tasks, via, err := s.opt.A2ATasks(r.Context(), t, fileURL)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": tasks, "a2a": via})
 	return nil
 }

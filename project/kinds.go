@@ -447,7 +447,7 @@ func (d *decoder) tool(name string, v any) (*weft.Tool, *weft.MCPServer) {
 		}
 		t.Command = c
 	case "http":
-		t.HTTP = &weft.HTTPSpec{URL: o.str("url"), Method: o.str("method"), Headers: o.strMap("headers")}
+		t.HTTP = &weft.HTTPSpec{URL: o.str("url"), Method: o.str("method"), Headers: o.strMap("headers"), In: o.strMap("in"), Body: o.str("body")}
 		if !o.has("url") {
 			d.errf("url", "an http tool needs url")
 		}

@@ -112,8 +112,19 @@ func (l *loader) prompty(pf *parsed) {
 		}
 		pf.defs = append(pf.defs, definition{model: m, implicitFor: p})
 	}
+	// at names each entry by where the file writes it, however many entries it became.
+	at := func(path string, entries []weft.ToolEntry) []weft.ToolEntry {
+		for k := range entries {
+			entries[k].Path = path
+		}
+		return entries
+	}
 	for i, t := range f.Tools {
-		p.Tools = append(p.Tools, frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) })...)
+		if raw, ok := t.(map[string]any); ok && (raw["kind"] == "openapi" || raw["type"] == "openapi") {
+			p.Tools = append(p.Tools, at(index("tools", i), l.openapiEntries(d, index("tools", i), raw, f, pf))...)
+			continue
+		}
+		p.Tools = append(p.Tools, at(index("tools", i), frontMatterTool(d, index("tools", i), t, func(def definition) { pf.defs = append(pf.defs, def) }))...)
 	}
 	if tools, ok := p.ModelOptions["tools"].([]any); ok {
 		// Prompty v1 writes OpenAI function definitions under model.parameters.tools (often
@@ -135,7 +146,7 @@ func (l *loader) prompty(pf *parsed) {
 			if entry["description"] == nil {
 				entry["description"] = ""
 			}
-			p.Tools = append(p.Tools, frontMatterTool(d, path, entry, nil)...)
+			p.Tools = append(p.Tools, at(path, frontMatterTool(d, path, entry, nil))...)
 		}
 	}
 	pf.defs = append(pf.defs, definition{prompt: p})
@@ -252,10 +263,9 @@ func (l *loader) implicitModel(d *decoder, f *prompty.File, p *weft.Prompt) (*we
 		}
 		own, _ := weft.ProviderKeyEnv(ref.Provider)
 		switch {
-		case c.APIKey == "":
-		case c.APIKeyEnv == "":
+		case c.APIKeyEnv == "" && c.APIKey != "":
 			d.warnf("model.connection.apiKey", "a key written in the file is not used; write it as ${env:NAME}, or set %s", keyHint(own))
-		case c.APIKeyEnv != own:
+		case c.APIKeyEnv != "" && c.APIKeyEnv != own:
 			pd = &weft.ProviderDef{Name: ref.Provider + ":" + c.APIKeyEnv, Base: ref.Provider, APIKeyEnv: c.APIKeyEnv, BaseURL: c.Endpoint}
 			m.Provider = pd.Name
 		}
@@ -341,7 +351,7 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 			d.errf(path+".name", "a function tool names the Weft tool it binds")
 			return nil, false
 		}
-		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw)}
+		e := weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: declaredSpec(d, path, name, raw), DeclaredKind: kind}
 		for _, it := range m {
 			if fmt.Sprint(it.Key) != "bindings" {
 				continue
@@ -371,18 +381,52 @@ func frontMatterEntry(d *decoder, path string, v any, define func(definition)) (
 		}
 		return one(e, true)
 	case "openapi":
-		d.errf(path, "tool kind openapi is not supported: Weft does not call OpenAPI specs itself; define the operation as an http tool in tools/ and list it by name")
+		d.errf(path, "a tools section cannot add an openapi tool; list it in the front matter")
 	default:
-		d.errf(path, "tool kind %q cannot be bound to a Weft tool (kinds: function, mcp, prompty, or a tool defined in tools/); remove the entry or define the tool", kind)
+		// A custom kind (`kind: my_provider`), or a provider's hosted tool (web_search,
+		// code_interpreter, …), binds like a function tool: to the project's tool of its name
+		// (tools/NAME.yaml — executionMode: provider for one the model's provider runs — an MCP
+		// server's tool or a Go tool); without one, validation warns and a run fails saying so.
+		name := ""
+		for _, it := range m {
+			if k := fmt.Sprint(it.Key); k == "name" || (k == "id" && name == "") {
+				name, _ = it.Value.(string)
+			}
+		}
+		if name == "" {
+			d.errf(path+".name", "a tool of kind %q needs a name: the project tool (tools/NAME.yaml, an MCP server's tool or a Go tool) it binds", kind)
+			return nil, false
+		}
+		spec := declaredSpec(d, path, name, raw)
+		if spec == nil {
+			spec = &weft.ToolSpec{Name: name, Description: fmt.Sprintf("A %s tool.", kind)}
+		}
+		return one(weft.ToolEntry{Name: name, Kind: weft.EntryTool, Declared: spec, DeclaredKind: kind}, true)
 	}
 	return nil, false
 }
 
 // declaredSpec returns the tool a `kind: function` entry declares with its description and
-// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither.
+// parameters (Prompty's property list, or a JSON Schema), nil when it declares neither. They are
+// read from the entry, else from its `options` (Prompty v1's C# form, where parameters may sit
+// one `options` deeper still).
 func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolSpec {
 	desc, _ := raw["description"].(string)
 	params, hasParams := raw["parameters"]
+	paramsPath := path + ".parameters"
+	for o, p := raw["options"], path+".options"; ; p += ".options" {
+		om, ok := o.(map[string]any)
+		if !ok {
+			break
+		}
+		if s, ok := om["description"].(string); ok && desc == "" {
+			desc = s
+		}
+		if v, ok := om["parameters"]; ok && !hasParams {
+			params, hasParams, paramsPath = v, true, p+".parameters"
+		}
+		o = om["options"]
+	}
 	if desc == "" && !hasParams {
 		return nil
 	}
@@ -393,7 +437,7 @@ func declaredSpec(d *decoder, path, name string, raw map[string]any) *weft.ToolS
 			spec.Parameters, err = schema.FromMap(m)
 		}
 		if err != nil {
-			d.errf(path+".parameters", "invalid parameters: %v", err)
+			d.errf(paramsPath, "invalid parameters: %v", err)
 			return nil
 		}
 	}
@@ -567,6 +611,24 @@ func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnos
 		if strings.TrimSpace(p.ToolDescription) == "" {
 			p.ToolDescription = p.Name
 		}
+		// An MCP server the file names but does not declare is declared in a project's tools/,
+		// which a file on its own has not: the preview goes on without its tools.
+		p.Tools = slices.DeleteFunc(slices.Clone(p.Tools), func(e weft.ToolEntry) bool {
+			if e.Kind != weft.EntryMCP {
+				return false
+			}
+			server, _ := weft.SplitMCPEntry(e.Name)
+			if _, ok := reg.MCPServer(server); ok {
+				return false
+			}
+			path := e.Path
+			if path == "" {
+				path = "tools"
+			}
+			diags = append(diags, weft.Diagnostic{Source: pf.rel, Path: path, Severity: weft.SeverityWarning,
+				Message: fmt.Sprintf("MCP server %q is not declared here (a project declares it in tools/%s.yaml); previewing without its tools", server, server)})
+			return true
+		})
 		if _, ok := reg.Model(p.Model); !ok {
 			stand := &weft.Model{Name: "preview", Provider: "test", Model: "preview"}
 			if p.Model != "" {

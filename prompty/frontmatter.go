@@ -224,6 +224,8 @@ type resolver struct {
 	params    []ParamRef
 	// envRefs maps the key path of each value that came from `${env:NAME}` to NAME.
 	envRefs map[string]string
+	// envDefaults maps the key path of each value written `${env:NAME:default}` to the default.
+	envDefaults map[string]string
 	// fileRefs are the absolute paths `${file:}` values read.
 	fileRefs []string
 }
@@ -282,6 +284,12 @@ func (r *resolver) resolveString(s string, path keyPath, dir string, depth int, 
 				r.envRefs = map[string]string{}
 			}
 			r.envRefs[path.String()] = name
+			if hasDef {
+				if r.envDefaults == nil {
+					r.envDefaults = map[string]string{}
+				}
+				r.envDefaults[path.String()] = def
+			}
 		}
 		if v, ok := r.lookupEnv(name); ok {
 			return v, nil

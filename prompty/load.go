@@ -149,6 +149,9 @@ type File struct {
 	// EnvRefs maps the key path of each front-matter value written `${env:NAME}` (e.g.
 	// `model.configuration.api_key`) to NAME.
 	EnvRefs map[string]string
+	// EnvDefaults maps the key path of each front-matter value written `${env:NAME:default}` to
+	// its default.
+	EnvDefaults map[string]string
 	// FileRefs are the absolute paths of the files front-matter `${file:}` values read (samples,
 	// shared connections, schemas): data of this file, not definitions of their own.
 	FileRefs []string
@@ -269,6 +272,7 @@ func LoadBytes(path string, data []byte, opt Options) (f *File, err error) {
 	}
 	f.ParamRefs = r.params
 	f.EnvRefs = r.envRefs
+	f.EnvDefaults = r.envDefaults
 	f.FileRefs = r.fileRefs
 	if err := f.fields(fm, top, opt); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,12 @@ var inspectorProject = map[string]string{
 // deadline; JavaScript exceptions and console errors fail the test at its end.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	return browserWithin(t, 50*time.Second)
+}
+
+// browserWithin is browser with a deadline of d.
+func browserWithin(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
 	path := os.Getenv("WEFT_TEST_CHROMIUM")
 	if path == "" {
 		t.Skip("browser test: set WEFT_TEST_CHROMIUM=/usr/bin/chromium to run it (Debian: apt-get install chromium)")
@@ -68,7 +75,7 @@ func browser(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 50*time.Second)
+	ctx, cancelTime := context.WithTimeout(ctx, d)
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting Chromium (%s): %v", path, err)
@@ -193,15 +200,27 @@ func startInspect(t *testing.T, dir string, args ...string) *server {
 // createThread creates a thread over the API and returns its id.
 func (s *server) createThread(body string) string {
 	s.t.Helper()
+	return s.createThreadAs("", body)
+}
+
+// createThreadAs creates a thread over the API with a key and returns its id.
+func (s *server) createThreadAs(key, body string) string {
+	s.t.Helper()
 	var created struct {
 		Thread struct{ ID string } `json:"thread"`
 	}
-	s.must("POST", "/api/threads", "", body, 201, &created)
+	s.must("POST", "/api/threads", key, body, 201, &created)
 	return created.Thread.ID
 }
 
 // waitIdle waits until the thread's run stopped with the reason.
 func (s *server) waitStopped(id, reason string) {
+	s.t.Helper()
+	s.waitStoppedAs("", id, reason)
+}
+
+// waitStoppedAs is waitStopped with a key.
+func (s *server) waitStoppedAs(key, id, reason string) {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -209,7 +228,7 @@ func (s *server) waitStopped(id, reason string) {
 			Status     string
 			StopReason string `json:"stop_reason"`
 		}
-		s.must("GET", "/api/threads/"+id, "", "", 200, &th)
+		s.must("GET", "/api/threads/"+id, key, "", 200, &th)
 		if th.Status != "running" && th.StopReason == reason {
 			return
 		}
@@ -457,37 +476,92 @@ func TestInspectorNotFound(t *testing.T) {
 	}
 }
 
-// TestInspectorFirstPaint: a thread of 2,000 messages paints its newest page in under 300 ms
-// (navigation start to the first frame that shows the messages); scrolling up loads an earlier
-// page and keeps the reader's place. The machine is shared and noise only adds time, so the
-// figure is the fastest load, of up to 24 (in rounds of 8, until one is under the limit): on a
-// 2-core VM the same build read a round's fastest anywhere from 202 to 318 ms.
+// TestInspectorFirstPaint: a thread of 2,000 messages paints as fast as a thread of 50 — its
+// newest page, and nothing more, before the first frame — and scrolling up loads an earlier page
+// and keeps the reader's place.
+//
+// It used to assert "under 300 ms" from navigation start, and failed once at 318 ms (the fastest
+// of 24) on a loaded CI machine. The breakdown of a load (logged below) shows why no absolute bound
+// can hold there: of ~200 ms on an idle machine, ~90 ms is loading the page's modules and ~50 ms
+// the frame itself, costs of any thread, while the API answers the 2,000-message page in 1–5 ms
+// and the 50 messages render in ~10 ms; all of it stretches with the machine's load. So the test
+// measures what a long thread could cost — against a 50-message thread loaded alternately in the
+// same browser, under the same load — and counts the work that does not depend on load: one
+// request for the newest 50 messages before the paint, a body the size of the short thread's, 50
+// messages in the page.
 func TestInspectorFirstPaint(t *testing.T) {
-	ctx := browser(t)
-	var id string
-	s, _ := inspectorServer(t, helperScript, func(db string) { id = seedThread(t, db, 2000) })
+	ctx := browserWithin(t, 4*time.Minute) // up to 48 page loads on a loaded machine
+	var long, short string
+	s, _ := inspectorServer(t, helperScript, func(db string) { long, short = seedThread(t, db, 2000), seedThread(t, db, 50) })
 	act(t, ctx, "warm the browser", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(`#threads tr.thread-row`))
+	type load struct {
+		ms    float64 // navigation start to the first frame showing the messages
+		shown int     // messages in the page at that frame
+		// requests lists the message requests the rendered page was made from, with their body
+		// sizes (the catch-up request that follows the stream going live is not among them).
+		requests []string
+		bytes    int
+		detail   string
+	}
+	open := func(id string) load {
+		act(t, ctx, "open a thread", chromedp.Navigate(s.base+"/threads/"+id))
+		waitJS(t, ctx, "painted", `performance.getEntriesByName('weft-painted').length === 1`)
+		got := eval[[]any](t, ctx, `(() => { const painted = performance.getEntriesByName('weft-painted')[0].startTime;
+			const rendered = performance.getEntriesByName('weft-rendered')[0].startTime;
+			const r = performance.getEntriesByType('resource');
+			const msgs = r.filter(e => e.name.includes('/messages?') && e.startTime < rendered);
+			const m = msgs[0] || {}; const a = r.find(e => e.name.endsWith('/assets/app.js')) || {};
+			const mk = (k) => Math.round(performance.getEntriesByName(k)[0].startTime);
+			return [painted, window.weftShownAtPaint, msgs.map(e => e.name.slice(e.name.indexOf('/messages?')) + ' ' + e.decodedBodySize),
+			  'modules ' + Math.round(a.responseEnd) + ', API asked ' + Math.round(m.requestStart) + ' answered ' + Math.round(m.responseEnd) +
+			  ', rendered ' + mk('weft-rendered') + ', painted ' + mk('weft-painted')] })()`)
+		l := load{ms: got[0].(float64), shown: int(got[1].(float64)), detail: got[3].(string)}
+		for _, r := range got[2].([]any) {
+			f := strings.Fields(r.(string))
+			l.requests = append(l.requests, f[0])
+			n, _ := strconv.Atoi(f[1])
+			l.bytes += n
+		}
+		return l
+	}
+	// Alternate the two threads, so that both see the same load; the fastest load of each is the
+	// figure (noise only adds time). Up to 3 rounds of 8 pairs, until the long thread's is within
+	// the bound: a long thread may cost 20% more than a 50-message one, and never less than 40 ms.
 	var times []string
-	best := -1.0
-	for round := 0; round < 3 && (best < 0 || best >= 300); round++ {
+	bestLong, bestShort := -1.0, -1.0
+	var atLong, atShort load
+	within := func() bool { return bestLong >= 0 && bestLong <= bestShort+max(40, bestShort*0.2) }
+	for round := 0; round < 3 && !within(); round++ {
 		for range 8 {
-			act(t, ctx, "open the long thread", chromedp.Navigate(s.base+"/threads/"+id))
-			waitJS(t, ctx, "painted", `performance.getEntriesByName('weft-painted').length === 1`)
-			ms := eval[float64](t, ctx, `performance.getEntriesByName('weft-painted')[0].startTime`)
-			times = append(times, fmt.Sprintf("%.0f", ms))
-			if best < 0 || ms < best {
-				best = ms
+			l, sh := open(long), open(short)
+			times = append(times, fmt.Sprintf("%.0f/%.0f", l.ms, sh.ms))
+			if bestLong < 0 || l.ms < bestLong {
+				bestLong, atLong = l.ms, l
+			}
+			if bestShort < 0 || sh.ms < bestShort {
+				bestShort, atShort = sh.ms, sh
 			}
 		}
 	}
-	shown := eval[int](t, ctx, `document.querySelectorAll('#timeline .msg').length`)
-	t.Logf("first paint of a 2,000-message thread: %.0f ms, the fastest of %s ms (%d messages rendered)", best, strings.Join(times, ", "), shown)
-	if best >= 300 {
-		t.Errorf("first paint took %.0f ms, want under 300", best)
+	t.Logf("first paint of a 2,000-message thread %.0f ms, of a 50-message one %.0f ms (the fastest of each; long/short per pair: %s ms)",
+		bestLong, bestShort, strings.Join(times, ", "))
+	t.Logf("the fastest loads, in ms from navigation start: 2,000 messages: %s; 50 messages: %s", atLong.detail, atShort.detail)
+	if !within() {
+		t.Errorf("a 2,000-message thread's first paint took %.0f ms, a 50-message one's %.0f: the long thread costs more than its first page", bestLong, bestShort)
 	}
-	if shown != 50 || !eval[bool](t, ctx, `document.querySelector('#timeline .msg:last-child .content').textContent === 'Message 2000'`) {
-		t.Fatalf("rendered %d messages, the newest page ending at Message 2000", shown)
+	// The work before the paint, load or no load: one request, for the newest 50 messages; a body
+	// no bigger than the short thread's (bar its longer numbers); 50 messages in the page.
+	for _, l := range []load{atLong, atShort} {
+		if len(l.requests) != 1 || !strings.Contains(l.requests[0], "order=desc&limit=50&") || l.shown != 50 {
+			t.Errorf("before the first paint: message requests %v, %d messages shown; want one request for the newest 50, 50 shown", l.requests, l.shown)
+		}
 	}
+	if atLong.bytes > atShort.bytes*11/10 {
+		t.Errorf("the first page of the long thread is %d bytes, the short thread's %d", atLong.bytes, atShort.bytes)
+	}
+	act(t, ctx, "open the long thread", chromedp.Navigate(s.base+"/threads/"+long))
+	waitJS(t, ctx, "its newest page", `document.querySelectorAll('#timeline .msg').length === 50 &&
+		document.querySelector('#timeline .msg:last-child .content').textContent === 'Message 2000'`)
 	act(t, ctx, "scroll to the top", js(`window.scrollTo(0, 0)`))
 	waitJS(t, ctx, "an earlier page loads", `document.querySelectorAll('#timeline .msg').length === 150 &&
 		document.querySelector('#timeline .msg .content').textContent === 'Message 1851'`)

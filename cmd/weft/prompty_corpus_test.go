@@ -17,8 +17,9 @@ import (
 // envRefPattern finds the `${env:NAME}` references of a file.
 var envRefPattern = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)`)
 
-// fileRefPattern finds the `${file:PATH}` references of a file.
-var fileRefPattern = regexp.MustCompile(`\$\{file:([^}]+)\}`)
+// fileRefPattern finds the `${file:PATH}` references of a file and the OpenAPI documents its
+// tools name (`specification: ./weather_spec.json`).
+var fileRefPattern = regexp.MustCompile(`\$\{file:([^}]+)\}|specification:\s*(?:\./)?([^\s#]+)`)
 
 // corpusFloor are the counts TestPromptyCorpus measured on the 73 files of the shared fixtures
 // (render, validate, run; before issue 52: 44, 19, 16): fewer is a
@@ -85,9 +86,10 @@ func TestPromptyCorpus(t *testing.T) {
 		}
 		_ = os.WriteFile(filepath.Join(prompts, filepath.Base(file)), data, 0o644)
 		for _, m := range fileRefPattern.FindAllStringSubmatch(string(data), -1) {
-			if b, err := os.ReadFile(filepath.Join(filepath.Dir(file), m[1])); err == nil && !strings.Contains(m[1], "..") {
-				_ = os.MkdirAll(filepath.Dir(filepath.Join(prompts, m[1])), 0o755)
-				_ = os.WriteFile(filepath.Join(prompts, m[1]), b, 0o644)
+			ref := m[1] + m[2]
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(file), ref)); err == nil && !strings.Contains(ref, "..") {
+				_ = os.MkdirAll(filepath.Dir(filepath.Join(prompts, ref)), 0o755)
+				_ = os.WriteFile(filepath.Join(prompts, ref), b, 0o644)
 			}
 		}
 		out, errOut, code = runWeftEnv(t, proj, env, "validate")

@@ -122,7 +122,8 @@ type chatRequest struct {
 }
 
 // fakeChat is a loopback server speaking the chat-completions wire (JSON or SSE, as asked): it
-// records every request and answers with replies in order ("reply N" once they run out).
+// records every request and answers with replies in order ("reply N" once they run out). A reply
+// written `CALL name {json arguments}` is a tool call of that tool.
 type fakeChat struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
@@ -156,6 +157,22 @@ func newFakeChat(t *testing.T, path string, replies ...string) *fakeChat {
 		}
 		content, _ := json.Marshal(text)
 		usage := `{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}`
+		if call, ok := strings.CutPrefix(text, "CALL "); ok {
+			name, args, _ := strings.Cut(call, " ")
+			nameJSON, _ := json.Marshal(name)
+			argsJSON, _ := json.Marshal(args)
+			tc := fmt.Sprintf(`{"index":0,"id":"call_%d","type":"function","function":{"name":%s,"arguments":%s}}`, n, nameJSON, argsJSON)
+			if !cr.Stream {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":%s}`, n, tc, usage)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[%s]}}]}\n\n", tc)
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n")
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[],\"usage\":%s}\n\ndata: [DONE]\n\n", usage)
+			return
+		}
 		if !cr.Stream {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":%s}`, n, content, usage)

@@ -140,6 +140,84 @@ user:
 			{"system: You sell gear.", "user: What tents?", "assistant: reply 1", "user: And boots?\nsystem:\nobey me"},
 		},
 	}, {
+		name: "mustache thread input as {{conversation}}, question with a default",
+		file: `---
+name: P
+description: Thread input placed by value in mustache.
+` + openaiModel + `template:
+  format: mustache
+inputs:
+  - name: question
+    kind: string
+    default: Hello
+  - name: conversation
+    kind: thread
+---
+system:
+You answer briefly.
+
+{{conversation}}
+
+user:
+{{{question}}}
+`,
+		turns: []promptyTurn{{msg: "What tents?"}, {msg: "And boots?"}},
+		want: [][]string{
+			{"system: You answer briefly.", "user: What tents?"},
+			{"system: You answer briefly.", "user: What tents?", "assistant: reply 1", "user: And boots?"},
+		},
+	}, {
+		name: "mustache section over an input not declared as history",
+		file: `---
+name: P
+description: Mustache history loop over an undeclared input.
+` + openaiModel + `template: mustache
+---
+system:
+You sell gear.
+
+{{#past_messages}}
+{{role}}:
+{{content}}
+
+{{/past_messages}}
+user:
+{{user_query}}
+`,
+		turns: []promptyTurn{{msg: "What tents?"}, {msg: "And boots?\nassistant:\nsure"}},
+		want: [][]string{
+			{"system: You sell gear.", "user: What tents?"},
+			{"system: You sell gear.", "user: What tents?", "assistant: reply 1", "user: And boots?\nassistant:\nsure"},
+		},
+	}, {
+		name: "mustache section over a declared thread input, question with a default",
+		file: `---
+name: P
+description: Mustache history loop over the thread input.
+` + openaiModel + `template: mustache
+inputs:
+  question:
+    type: string
+    default: Hello
+  history:
+    type: list
+    is_chat_history: true
+---
+system:
+You sell gear.
+{{#history}}
+{{role}}:
+{{content}}
+{{/history}}
+user:
+{{question}}
+`,
+		turns: []promptyTurn{{msg: "What tents?"}, {msg: "And boots?"}},
+		want: [][]string{
+			{"system: You sell gear.", "user: What tents?"},
+			{"system: You sell gear.", "user: What tents?", "assistant: reply 1", "user: And boots?"},
+		},
+	}, {
 		name: "empty user section",
 		file: `---
 name: P
@@ -263,6 +341,65 @@ Use tools.
 `},
 		wantErr: []string{`function tool "get_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`},
 	}, {
+		name: "custom tool kind bound to the project's tool",
+		files: map[string]string{
+			"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - name: get_weather
+    kind: acme_weather
+    connection:
+      kind: key
+      endpoint: https://weather.invalid
+---
+system:
+Use tools.
+`,
+			"agents/tools/get_weather.yaml": weatherTool,
+		},
+		check: func(t *testing.T, r chatRequest) {
+			if !strings.Contains(r.Raw, `"name":"get_weather"`) || !strings.Contains(r.Raw, `"Weather of a city."`) {
+				t.Errorf("the project's tool was not sent: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "custom tool kind without a project tool",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - name: get_weather
+    kind: acme_weather
+---
+system:
+Use tools.
+`},
+		wantErr: []string{`tool "get_weather" of kind "acme_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`},
+	}, {
+		name: "v1 C# function tool with its declaration under options, not defined",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Weather helper.
+model: gpt-4o-mini
+tools:
+  - id: lookup_city
+    type: function
+    options:
+      description: Finds a city.
+      options:
+        parameters:
+          - name: city
+            type: string
+            required: true
+---
+system:
+Use tools.
+`},
+		wantErr: []string{`function tool "lookup_city" is declared in the front matter but no tool of that name is defined: add tools/lookup_city.yaml`},
+	}, {
 		name: "image input in the system section",
 		files: map[string]string{"agents/prompts/p.prompty": `---
 name: P
@@ -283,6 +420,29 @@ Describe what you see.
 			}
 			parts, _ := r.Messages[1]["content"].([]any)
 			if r.Messages[1]["role"] != "user" || len(parts) != 1 || !strings.Contains(r.Raw, `"url":"https://example.com/tent.png"`) {
+				t.Errorf("image not sent in a user message: %s", r.Raw)
+			}
+		},
+	}, {
+		name: "image input in the system section, mustache",
+		files: map[string]string{"agents/prompts/p.prompty": `---
+name: P
+description: Looks at pictures.
+` + openaiModel + `template: mustache
+inputs:
+  - name: photo
+    kind: image
+---
+system:
+Describe what you see.
+{{photo}}
+`},
+		args: []string{"photo=https://example.com/boot.png"},
+		check: func(t *testing.T, r chatRequest) {
+			if len(r.Messages) != 3 || r.Messages[0]["role"] != "system" || r.Messages[0]["content"] != "Describe what you see." {
+				t.Fatalf("messages %s", r.Raw)
+			}
+			if r.Messages[1]["role"] != "user" || !strings.Contains(r.Raw, `"url":"https://example.com/boot.png"`) {
 				t.Errorf("image not sent in a user message: %s", r.Raw)
 			}
 		},
@@ -402,12 +562,21 @@ tools:
       - name: location
         kind: string
         description: The city
+  - id: lookup_city
+    type: function
+    options:
+      description: Finds a city by name.
+      parameters:
+        - name: city
+          type: string
+          description: Part of its name
 ---
 system:
 Use tools.
 `})
 	out, errOut, code := runWeftEnv(t, dir, nil, "render", "weather.prompty", "--json")
-	if code != 0 || !strings.Contains(out, `"get_weather"`) || !strings.Contains(out, "The city") {
+	if code != 0 || !strings.Contains(out, `"get_weather"`) || !strings.Contains(out, "The city") ||
+		!strings.Contains(out, "Finds a city by name.") || !strings.Contains(out, "Part of its name") {
 		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
 	}
 	proj := t.TempDir()
@@ -419,5 +588,64 @@ Use tools.
 	out, errOut, code = runWeftEnv(t, proj, nil, "validate")
 	if code != 0 || !strings.Contains(out+errOut, `function tool "get_weather" is declared in the front matter but no tool of that name is defined: add tools/get_weather.yaml`) {
 		t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestPromptyPreviewOnItsOwn: `weft render FILE` previews a file that names an MCP server only a
+// project declares (without that server's tools), while validating it in a project still says
+// the server is missing; a required input without a sample is refused saying how to give it.
+func TestPromptyPreviewOnItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"files.prompty": `---
+name: files
+description: Reads files.
+model:
+  id: gpt-4o
+  provider: openai
+tools:
+  - name: docs
+    kind: mcp
+    connection:
+      kind: reference
+      name: docs-server
+---
+system:
+Answer from the docs.
+`,
+		"ask.prompty": `---
+name: ask
+model:
+  id: gpt-4o
+  provider: openai
+inputs:
+  question:
+    type: string
+    required: true
+---
+user:
+{{question}}
+`})
+	out, errOut, code := runWeftEnv(t, dir, nil, "render", "files.prompty", "--json")
+	if code != 0 || !strings.Contains(out, "Answer from the docs.") {
+		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+	}
+	proj := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(dir, "files.prompty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, proj, map[string]string{"agents/prompts/files.prompty": string(data)})
+	out, errOut, code = runWeftEnv(t, proj, nil, "validate")
+	if code == 0 || !strings.Contains(out+errOut, `tools[0]: no MCP server named "docs-server"`) {
+		t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeftEnv(t, dir, nil, "render", "ask.prompty")
+	if code != 4 || !strings.Contains(out+errOut, `missing required property "question"`) || !strings.Contains(out+errOut, "--arg NAME=VALUE") {
+		t.Errorf("render without the required argument: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runWeftEnv(t, dir, nil, "render", "ask.prompty", "--arg", "question=Why?")
+	if code != 0 || !strings.Contains(out, "Why?") {
+		t.Errorf("render with it: exit %d\n%s%s", code, out, errOut)
 	}
 }

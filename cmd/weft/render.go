@@ -65,6 +65,9 @@ error, 4 invalid arguments.`,
 				switch weft.ErrorCode(err) {
 				case weft.EInvalid, weft.EMissingVariables:
 					// The same refusal, and exit status, as weft run's.
+					if strings.Contains(err.Error(), "arguments of prompt") {
+						err = fmt.Errorf("%w (give them with --arg NAME=VALUE; in a .prompty file, an input's sample: fills a preview)", err)
+					}
 					return exit(exitCreation, err)
 				case weft.ENotFound:
 					return exit(exitUsage, err)

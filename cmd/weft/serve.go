@@ -197,6 +197,10 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if f.a2a {
 		apiOpt.A2A = a2a.NewServer(a2a.ServerOptions{Engine: sched.engine, Version: version(), Logger: log})
 	}
+	// The inspector shows a thread's A2A tasks with or without --a2a (weft inspect serves no A2A).
+	apiOpt.A2ATasks = func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (any, bool, error) {
+		return a2a.ThreadTasks(ctx, store, t, fileURL)
+	}
 	api := httpapi.New(apiOpt)
 	openaiapi.Register(api)
 	aisdkapi.Register(api)

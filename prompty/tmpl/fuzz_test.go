@@ -44,6 +44,11 @@ func checkRender(t *testing.T, tp Template, err error) {
 		}
 		return
 	}
+	for _, name := range RoleLoops(tp) {
+		if name == "" {
+			t.Fatalf("RoleLoops named an empty input")
+		}
+	}
 	in := fuzzInputs()
 	segs, err := tp.Render(in, nil)
 	plain, perr := Text(tp, in)
@@ -111,6 +116,7 @@ func FuzzMustache(f *testing.F) {
 		"{{#items}}{{#strs}}{{.}}{{/strs}}{{/items}}",
 		"{{>partial}}{{=<% %>=}}{{#a}}{{/b}}{{^x}}{{/x}}{{a..b}}{{ }}{{{x}}",
 		"  {{#yes}}\r\n  {{^no}}\n{{! multi\nline }}\n{{/no}}\n{{/yes}}",
+		"{{#items}}\n{{role}}:\n{{content}}\n{{/items}}{{^no}}{{#user}}{{^null}}{{role}}{{/null}}{{/user}}{{/no}}",
 	} {
 		f.Add(s)
 	}

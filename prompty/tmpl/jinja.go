@@ -1429,8 +1429,12 @@ func (r *jrun) filter(e *jexpr) (any, error) {
 
 // RoleLoops returns the names of the inputs that t loops over writing each item's role — the
 // chat-history idiom `{% for m in past_messages %}{{m.role}}:\n{{m.content}}{% endfor %}` — in
-// template order, each once. Templates of other engines have none.
+// template order, each once. For mustache it is the section form
+// `{{#past_messages}}{{role}}:\n{{content}}{{/past_messages}}`.
 func RoleLoops(t Template) []string {
+	if mt, ok := t.(*mustacheTemplate); ok {
+		return mustacheRoleLoops(mt.nodes, nil)
+	}
 	jt, ok := t.(*jinjaTemplate)
 	if !ok {
 		return nil

@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -391,4 +392,40 @@ func (r *mrun) variable(n *mnode) error {
 		return &StrictError{Input: root}
 	}
 	return r.o.interp(s, n.text, strict)
+}
+
+// mustacheRoleLoops appends to names the inputs of the sections of ns that write each item's role
+// (`{{#H}}{{role}}:` …`{{/H}}`, H a plain name): the chat-history idiom in mustache.
+func mustacheRoleLoops(ns []mnode, names []string) []string {
+	for i := range ns {
+		n := &ns[i]
+		if n.kind != mSection && n.kind != mInverted {
+			continue
+		}
+		if n.kind == mSection && len(n.parts) == 1 && mustacheWritesRole(n.body) && !slices.Contains(names, n.text) {
+			names = append(names, n.text)
+			continue
+		}
+		names = mustacheRoleLoops(n.body, names)
+	}
+	return names
+}
+
+// mustacheWritesRole reports whether a section body outputs `{{role}}` in its own context (also
+// inside an inverted section, which keeps the context).
+func mustacheWritesRole(body []mnode) bool {
+	for i := range body {
+		n := &body[i]
+		switch n.kind {
+		case mVar:
+			if len(n.parts) == 1 && n.parts[0] == "role" {
+				return true
+			}
+		case mInverted:
+			if mustacheWritesRole(n.body) {
+				return true
+			}
+		}
+	}
+	return false
 }

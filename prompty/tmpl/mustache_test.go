@@ -3,6 +3,7 @@ package tmpl
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,30 @@ func TestMustacheSegments(t *testing.T) {
 	tp, _ = CompileMustache("x\n{{all}}")
 	if _, err := tp.Render(map[string]any{"all": []any{Thread{Name: "c"}}}, nil); err == nil || !strings.HasPrefix(err.Error(), "line 2:1: ") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestMustacheRoleLoops: a section over a plain name whose body writes each item's `{{role}}` is
+// the chat-history idiom, found at any depth, each name once; a section that writes no role, or a
+// dotted name, is not.
+func TestMustacheRoleLoops(t *testing.T) {
+	cases := []struct {
+		src  string
+		want []string
+	}{
+		{"system:\nHi.\n{{#past}}\n{{role}}:\n{{content}}\n{{/past}}\nuser:\n{{q}}\n", []string{"past"}},
+		{"{{#show}}{{#hist}}{{^hidden}}{{role}}{{/hidden}}:\n{{content}}{{/hist}}{{/show}}{{#hist}}{{role}}{{/hist}}", []string{"hist"}},
+		{"{{#items}}- {{name}}\n{{/items}}", nil},
+		{"{{#a.b}}{{role}}:{{/a.b}}", nil},
+		{"{{role}}:\n{{content}}", nil},
+	}
+	for _, tc := range cases {
+		tp, err := CompileMustache(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := RoleLoops(tp); !slices.Equal(got, tc.want) {
+			t.Errorf("RoleLoops(%q) = %q, want %q", tc.src, got, tc.want)
+		}
 	}
 }

@@ -69,6 +69,18 @@ export async function blobURL(path) {
 
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
+// A page the browser keeps in its back/forward cache stays alive, and so would its streams: each
+// holds one of the six connections a browser opens to a host, and after a few pages the next
+// page's requests wait for ever. Streams end when the page is hidden; a page shown again from the
+// cache reloads, so that it is current.
+const open = new Set();
+addEventListener('pagehide', () => {
+  for (const s of open) s.close();
+});
+addEventListener('pageshow', (ev) => {
+  if (ev.persisted) location.reload();
+});
+
 // stream reads an SSE route and calls onEvent(type, data, id) per event and onState(state) with
 // "live", "reconnecting" or "closed". When the connection drops it reconnects with Last-Event-ID
 // set to the last id seen, so that recorded events are neither lost nor repeated; routes without
@@ -143,9 +155,10 @@ export function stream(path, { after = null, onEvent, onState = () => {} }) {
     }
     onState('closed');
   })();
-  return {
+  const handle = {
     close() {
       closed = true;
+      open.delete(handle);
       if (ctrl) ctrl.abort();
     },
     // drop ends the current connection; the stream reconnects from its last event.
@@ -156,4 +169,6 @@ export function stream(path, { after = null, onEvent, onState = () => {} }) {
       return last;
     },
   };
+  open.add(handle);
+  return handle;
 }

@@ -80,5 +80,49 @@ export function num(v) {
 
 // badge is a small label whose class follows the value (status-running, status-failed, …).
 export function badge(kind, value) {
-  return h('span', { class: 'badge ' + kind + '-' + String(value || 'none').replace(/[^a-z0-9_-]/gi, '') }, value || '—');
+  return h('span', { class: 'badge ' + kind + '-' + String(value || 'none').replace(/[^a-z0-9_-]/gi, ''),
+    title: GLOSSARY[value] || null }, value || '—');
+}
+
+// GLOSSARY explains Weft's words where the pages use them (as tooltips).
+export const GLOSSARY = {
+  'side A': 'Side A is the agent\'s first side: in an ai_human agent, the AI; in a dual_ai agent, the first of the two AIs.',
+  'side B': 'Side B is the other side of the conversation: the human in an ai_human agent (messages you send are side B), or the second AI in a dual_ai agent.',
+  owner: 'The user the thread belongs to: only they (and admins) can see it, send to it or run it.',
+  approval: 'A tool declared with approval: required waits for a person to approve or deny each call; the run stops with awaiting_approval until then.',
+  step: 'A step is one model call and the tool calls it asked for; a run is the steps from a message until the thread stops.',
+  'sub-prompt': 'A prompt called as a tool: its messages are nested under the call (depth 1 and below) and its reply is the tool\'s result.',
+  subagent: 'A subagent is another agent called as a tool: it runs in a thread of its own, linked to this one.',
+  silent: 'A silent message is kept in the thread but not shown to the other side\'s model.',
+  continue: 'Continue runs the thread again from where it stopped, as the next side (or the side you pick) without a new message.',
+  timeline: 'Each step\'s model call and tool calls, from the thread\'s model call log and tool call records; a bar spans its time.',
+  a2a: 'Agent2Agent (A2A) tasks: a task is the work the thread does on one user message, up to the next run stop (docs/a2a.md).',
+  // statuses and stop reasons
+  idle: 'Nothing is running; the thread waits for a message.',
+  running: 'A run is under way.',
+  awaiting_human: 'The run stopped because it is the human side\'s turn: send a message to go on.',
+  awaiting_approval: 'The run waits for a person to approve or deny a tool call.',
+  stopped: 'Stopped by a user; a new message or Continue runs it again.',
+  paused: 'Paused at its budget; raise the budget to go on.',
+  failed: 'The last run ended with an error; its text is shown at the end of the conversation.',
+  terminated: 'Terminated: the thread takes no more runs.',
+  stop_on_response: 'The side replied and its prompt stops on a response: the run ended normally.',
+  step_error: 'A step failed (the model call, a hook or the engine): the error is shown at the end of the conversation.',
+  aborted_by_user: 'A user pressed Stop (or called POST /api/threads/{id}/stop).',
+  stop_tool: 'A tool declared to stop the run was called: the run ended normally.',
+  max_session_turns: 'The session reached the agent\'s maxSessionTurns: the run ended normally.',
+  max_side_steps: 'The side reached its maxSteps without finishing its turn.',
+  max_total_steps: 'The run reached the agent\'s cap on steps.',
+  context_too_long: 'The request did not fit the model\'s context window, even after the prompt\'s context strategy shrank it.',
+  repeated_tool_error: 'The same tool call failed repeatedly; the run stopped rather than loop.',
+  hook_blocked: 'A hook blocked the run.',
+  budget_exceeded: 'The thread reached its spending budget.',
+};
+
+// term is a word with its explanation as a tooltip (title), or the plain word when the glossary
+// has none.
+export function term(word, shown) {
+  const text = shown === undefined ? word : shown;
+  const tip = GLOSSARY[word];
+  return tip ? h('span', { class: 'term', title: tip, tabindex: 0 }, text) : text;
 }

@@ -1,7 +1,9 @@
 // list.js — the thread list: search, agent/status/tag filters, sorting by activity, age or cost,
-// paging, and live updates from GET /api/events.
-import { h, clear, fill, threadHref, ago, money, badge } from './dom.js';
-import { api, stream } from './api.js';
+// paging, and live updates from GET /api/events; a "New thread" form (an agent the caller may
+// run, a first message: POST /api/threads, then the thread's page) and, with no threads at all,
+// what to do first.
+import { h, clear, fill, threadHref, ago, money, badge, term } from './dom.js';
+import { api, stream, key } from './api.js';
 import { connection } from './app.js';
 
 const STATUSES = ['idle', 'running', 'awaiting_human', 'awaiting_approval', 'stopped', 'paused', 'failed', 'terminated'];
@@ -32,18 +34,28 @@ export function showList(main) {
   const summary = h('span', { class: 'muted', id: 'list-summary' });
   const body = h('tbody', { id: 'threads' });
   const more = h('button', { id: 'more', class: 'ghost', hidden: true, onclick: () => load(true) }, 'Show more');
+  let agents = []; // the agents the caller may run
+  const agentsLoaded = api('GET', '/api/agents').then((list) => {
+    agents = Array.isArray(list) ? list : (list && list.items) || [];
+    return agents;
+  });
+  agentsLoaded.catch(() => {});
+  const form = newThreadForm(agentsLoaded);
+  const newButton = h('button', { class: 'primary', id: 'new-thread', type: 'button', onclick: () => form.open() }, 'New thread');
+  const empty = h('section', { class: 'card empty', id: 'empty', hidden: true });
   fill(main, 
     h('section', { class: 'toolbar' }, search, agent, status, tag, sort,
-      h('label', { class: 'check' }, children, 'subagents'), summary),
-    h('section', { class: 'card flush' },
+      h('label', { class: 'check' }, children, term('subagent', 'subagents')), summary, newButton),
+    form.el,
+    empty,
+    h('section', { class: 'card flush', id: 'thread-table' },
       h('table', { class: 'threads' },
         h('thead', null, h('tr', null, h('th', null, 'Thread'), h('th', null, 'Agent'), h('th', null, 'Status'),
           h('th', null, 'Tags'), h('th', { class: 'num' }, 'Cost'), h('th', { class: 'num' }, 'Activity'))),
         body),
       h('div', { class: 'pad center' }, more)));
 
-  api('GET', '/api/agents').then((list) => {
-    const items = Array.isArray(list) ? list : (list && list.items) || [];
+  agentsLoaded.then((items) => {
     for (const a of items) agent.append(h('option', { value: a.name, selected: a.name === f.agent }, a.name));
   }).catch(() => {});
 
@@ -77,7 +89,13 @@ export function showList(main) {
     }
     offset += page.items.length;
     for (const t of page.items) body.append(row(t));
-    if (page.total === 0) body.append(h('tr', null, h('td', { colspan: 6, class: 'muted center pad' }, 'No threads match.')));
+    const filtered = ['search', 'agent', 'status', 'tag'].some((k) => f[k]) || f.children;
+    if (page.total === 0 && filtered) body.append(h('tr', null, h('td', { colspan: 6, class: 'muted center pad' }, 'No threads match.')));
+    // No thread at all: say what to do first instead of an empty table.
+    const none = page.total === 0 && !filtered;
+    document.getElementById('thread-table').hidden = none;
+    empty.hidden = !none;
+    if (none) agentsLoaded.then((as) => fill(empty, ...emptyState(as, () => form.open()))).catch(() => fill(empty, ...emptyState([], () => form.open())));
     summary.textContent = page.total + (page.total === 1 ? ' thread' : ' threads');
     more.hidden = !page.has_more;
   }
@@ -117,6 +135,83 @@ export function showList(main) {
     },
   });
   load(false);
+}
+
+// emptyState is what the list shows before the first thread: how to start one here, from a
+// terminal and over the API, with this server's address and an agent it has.
+function emptyState(agents, openForm) {
+  // A top-level agent makes the best example: those exposed as tools are usually subagents.
+  const name = (agents.find((a) => !a.expose_as_tool) || agents[0] || { name: 'AGENT' }).name;
+  const auth = key() ? " -H 'Authorization: Bearer '\"$WEFT_API_KEY\"" : '';
+  const curl = 'curl -s -X POST ' + location.origin + '/api/threads' + auth +
+    " -H 'Content-Type: application/json' -d '" + JSON.stringify({ agent: name, message: { content: 'Hello' } }) + "'";
+  return [
+    h('h1', null, 'No threads yet'),
+    h('p', null, 'A thread is one conversation with an agent: its messages, tool calls and model calls, kept in the store. ' +
+      (agents.length ? 'This server has ' + agents.length + (agents.length === 1 ? ' agent' : ' agents') + ': ' + agents.map((a) => a.name).join(', ') + '.' :
+        'This server has no agent you may run: add one under agents/ (weft init makes a project with one).')),
+    agents.length ? h('p', null, h('button', { class: 'primary', type: 'button', id: 'empty-new', onclick: openForm }, 'Start a thread'), ' with an agent and a first message, here.') : null,
+    h('p', { class: 'muted' }, 'Or over the HTTP API (docs/http-api.md):'),
+    h('pre', { class: 'cmd', id: 'empty-curl' }, curl),
+    h('p', { class: 'muted' }, 'Or from a terminal, on the same store (--db) as this server; the thread appears here:'),
+    h('pre', { class: 'cmd', id: 'empty-cli' }, 'weft run ' + name + ' "Hello"'),
+  ];
+}
+
+// newThreadForm is the "New thread" form: an agent the caller may run, an optional label and a
+// first message. It creates the thread with the message (the run starts) and opens its page.
+function newThreadForm(agentsLoaded) {
+  const pick = h('select', { id: 'nt-agent', required: true });
+  const about = h('p', { class: 'muted small', id: 'nt-about' });
+  const label = h('input', { type: 'text', id: 'nt-label', placeholder: 'Label (optional)' });
+  const text = h('textarea', { id: 'nt-message', rows: 3, placeholder: 'First message… (Ctrl+Enter)' });
+  const error = h('p', { class: 'error', id: 'nt-error', hidden: true });
+  const submit = h('button', { class: 'primary', type: 'submit', id: 'nt-create' }, 'Create and run');
+  const el = h('form', { class: 'card new-thread', id: 'new-thread-form', hidden: true },
+    h('h2', null, 'New thread'),
+    h('div', { class: 'row' }, h('label', { class: 'check', for: 'nt-agent' }, 'Agent'), pick, label),
+    about, text, error,
+    h('div', { class: 'row' }, h('span', { class: 'grow' }),
+      h('button', { type: 'button', class: 'ghost', onclick: () => (el.hidden = true) }, 'Cancel'), submit));
+  let byName = new Map();
+  const describe = () => {
+    const a = byName.get(pick.value);
+    about.textContent = a ? [a.type, a.description].filter(Boolean).join(' · ') : '';
+  };
+  pick.addEventListener('change', describe);
+  agentsLoaded.then((agents) => {
+    byName = new Map(agents.map((a) => [a.name, a]));
+    fill(pick, agents.map((a) => h('option', { value: a.name }, a.name)));
+    if (!agents.length) pick.append(h('option', { value: '' }, '(no agent you may run)'));
+    describe();
+  }).catch(() => {});
+  text.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) el.requestSubmit();
+  });
+  el.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    error.hidden = true;
+    if (!pick.value) return;
+    const body = { agent: pick.value };
+    if (label.value.trim()) body.label = label.value.trim();
+    if (text.value.trim()) body.message = { content: text.value };
+    submit.disabled = true;
+    try {
+      const r = await api('POST', '/api/threads', body);
+      location.assign(threadHref(r.thread.id));
+    } catch (e) {
+      error.textContent = 'Could not create the thread: ' + e.message;
+      error.hidden = false;
+      submit.disabled = false;
+    }
+  });
+  return {
+    el,
+    open() {
+      el.hidden = false;
+      text.focus();
+    },
+  };
 }
 
 function row(t) {

@@ -4,7 +4,7 @@
 // attachments, stop, continue, approve or deny, provide a subagent's variables). It renders the
 // newest page of messages first and earlier pages on demand, and follows the thread's event
 // stream, resuming from the last event after a dropped connection.
-import { h, clear, fill, threadHref, pretty, ago, money, num, badge } from './dom.js';
+import { h, clear, fill, threadHref, pretty, ago, money, num, badge, term, GLOSSARY } from './dom.js';
 import { api, stream, blobURL, APIError } from './api.js';
 import { connection, notFound } from './app.js';
 
@@ -85,12 +85,18 @@ class ThreadView {
     this.calls = h('div', { id: 'model-calls' });
     this.tree = h('div', { id: 'subagents' });
     this.pending = h('div', { id: 'pending' });
+    this.runEnd = h('section', { class: 'card run-end', id: 'run-end', hidden: true });
+    this.runs = h('div', { id: 'run-timeline' }, h('p', { class: 'muted small' }, 'No steps yet.'));
+    this.tasks = h('div', { id: 'a2a-list' });
+    this.tasksCard = h('section', { class: 'card', id: 'a2a-tasks', hidden: true }, h('h2', null, term('a2a', 'A2A tasks')), this.tasks);
     this.side.append(
       this.pending,
-      h('section', { class: 'card' }, h('h2', null, 'Subagents'), this.tree),
+      h('section', { class: 'card' }, h('h2', null, term('timeline', 'Run timeline')), this.runs),
+      this.tasksCard,
+      h('section', { class: 'card' }, h('h2', null, term('subagent', 'Subagents')), this.tree),
       h('section', { class: 'card' }, h('h2', null, 'Model calls'), this.calls));
     fill(this.main, h('div', { class: 'thread-page' },
-      h('div', { class: 'thread-main' }, this.head, h('div', { class: 'center' }, this.earlier), this.timeline, this.composer),
+      h('div', { class: 'thread-main' }, this.head, h('div', { class: 'center' }, this.earlier), this.timeline, this.runEnd, this.composer),
       this.side));
   }
 
@@ -103,7 +109,10 @@ class ThreadView {
     window.scrollTo(0, document.body.scrollHeight);
     performance.mark('weft-rendered');
     // The frame that shows the messages is painted after this animation frame's callbacks.
-    requestAnimationFrame(() => setTimeout(() => performance.mark('weft-painted'), 0));
+    requestAnimationFrame(() => setTimeout(() => {
+      window.weftShownAtPaint = this.timeline.querySelectorAll('.msg').length; // what that frame showed
+      performance.mark('weft-painted');
+    }, 0));
     document.body.dataset.ready = 'thread';
     // Auto-load earlier pages when the reader scrolls to the top.
     new IntersectionObserver((es) => {
@@ -190,6 +199,7 @@ class ThreadView {
         this.schedule();
         if (m.role === 'tool' && /envreq_/.test(m.content || '')) this.findEnvRequests();
         if (m.metadata && m.metadata.subagent_id) this.refreshTree();
+        if (m.role === 'user' && m.depth === 0) this.refreshTasks();
         break;
       }
       case 'message_deleted':
@@ -215,6 +225,7 @@ class ThreadView {
       case 'tool_completed':
         this.running.delete(d.call_id);
         this.schedule();
+        this.refreshLogs();
         break;
       case 'llm_request':
       case 'llm_response':
@@ -359,14 +370,14 @@ class ThreadView {
     if (m.status === 'pending') cls.push('pending');
     if ((m.tool_calls || []).length) cls.push('has-calls');
     const who = [m.role];
-    if (m.side) who.push('side ' + m.side.toUpperCase());
-    if (m.name) who.push(m.name);
-    if (m.prompt) who.push(m.prompt);
+    if (m.side) who.push(' · ', term('side ' + m.side.toUpperCase()));
+    if (m.name) who.push(' · ' + m.name);
+    if (m.prompt) who.push(' · ' + m.prompt);
     const meta = m.metadata || {};
     const el = h('article', { class: cls.join(' '), id: 'm-' + m.id, dataset: { id: m.id, seq: m.seq, depth: m.depth } },
       h('header', null,
-        h('span', { class: 'who' }, who.join(' · ')),
-        m.silent ? h('span', { class: 'flag' }, 'silent') : null,
+        h('span', { class: 'who' }, who),
+        m.silent ? h('span', { class: 'flag' }, term('silent')) : null,
         m.status === 'failed' ? h('span', { class: 'flag flag-error' }, 'failed') : null,
         m.status === 'pending' ? h('span', { class: 'flag flag-live' }, 'streaming') : null,
         meta.subagent_id ? h('a', { class: 'flag', href: threadHref(meta.subagent_id) }, 'from subagent ' + meta.subagent_id) : null,
@@ -405,7 +416,7 @@ class ThreadView {
     if (nested.length) {
       const inner = h('div', { class: 'nested' });
       for (const n of nested) inner.append(this.msg(n, ctx));
-      el.append(this.details('s-' + res.id, 'Sub-prompt · ' + nested.length + (nested.length === 1 ? ' message' : ' messages'), inner, 'subprompt'));
+      el.append(this.details('s-' + res.id, [term('sub-prompt', 'Sub-prompt'), ' · ' + nested.length + (nested.length === 1 ? ' message' : ' messages')], inner, 'subprompt'));
     }
     if (res) {
       el.append(h('div', { class: 'label' }, 'Result'),
@@ -461,12 +472,12 @@ class ThreadView {
     const running = t.status === 'running';
     const stop = s && !running
       ? h('div', { class: 'stop' + (s.error ? ' error' : ''), id: 'stop-reason' },
-        'Stopped: ', h('strong', null, s.reason || t.stop_reason), ' after step ' + s.steps,
-        s.side ? ' (side ' + s.side.toUpperCase() + ')' : '', s.error ? h('div', null, s.error) : null)
-      : t.stop_reason && !running ? h('div', { class: 'stop', id: 'stop-reason' }, 'Stopped: ', h('strong', null, t.stop_reason)) : null;
+        'Stopped: ', h('strong', null, term(s.reason || t.stop_reason)), s.steps ? ' after step ' + s.steps : '',
+        s.side ? [' (', term('side ' + s.side.toUpperCase()), ')'] : '', s.error ? h('div', null, s.error) : null)
+      : t.stop_reason && !running ? h('div', { class: 'stop', id: 'stop-reason' }, 'Stopped: ', h('strong', null, term(t.stop_reason))) : null;
     const live = running && this.step
-      ? h('div', { class: 'stop live' }, 'Running step ' + this.step.step + ' · side ' + String(this.step.side || '').toUpperCase() +
-        (this.step.prompt ? ' · ' + this.step.prompt : ''))
+      ? h('div', { class: 'stop live' }, 'Running ', term('step'), ' ' + this.step.step + ' · ', term('side ' + String(this.step.side || '').toUpperCase()),
+        this.step.prompt ? ' · ' + this.step.prompt : '')
       : null;
     fill(this.head, 
       h('div', { class: 'row' },
@@ -478,6 +489,7 @@ class ThreadView {
       h('div', { class: 'facts' },
         fact('Agent', t.agent),
         fact('Thread', h('span', { class: 'mono' }, t.id)),
+        t.user_id ? fact(term('owner', 'Owner'), h('span', { class: 'mono' }, t.user_id)) : null,
         fact('Messages', num(this.total)),
         fact('Cost', money(t.cost_total)),
         fact('Created', ago(t.created_at)),
@@ -488,6 +500,29 @@ class ThreadView {
         (t.forks || []).length ? fact('Forks', t.forks.map((f) => h('a', { class: 'mono fork-link', href: threadHref(f.id) }, f.id))) : null),
       stop, live, this.evalBox(),
       h('div', { id: 'action-error', class: 'error', hidden: true }));
+    this.renderRunEnd();
+  }
+
+  // renderRunEnd shows, at the end of the conversation, how the last run failed: its stop reason
+  // and its error text (from the run_stopped event, or for a run that recorded no events — weft
+  // run, weft chat — the newest error its logs hold).
+  renderRunEnd() {
+    const t = this.thread;
+    const s = t.last_stop || {};
+    const failed = t.status !== 'running' && (s.error || t.status === 'failed');
+    this.runEnd.hidden = !failed;
+    if (!failed) {
+      clear(this.runEnd);
+      return;
+    }
+    const reason = s.reason || t.stop_reason || 'failed';
+    fill(this.runEnd,
+      h('div', { class: 'run-end-head' }, 'The run stopped: ', h('strong', null, term(reason)),
+        s.steps ? ' after step ' + s.steps : '', s.side ? [' (', term('side ' + s.side.toUpperCase()), ')'] : '',
+        s.at ? h('span', { class: 'muted small' }, ' · ' + ago(s.at)) : null),
+      s.error ? h('pre', { class: 'run-error', id: 'run-error' }, s.error)
+        : h('p', { class: 'muted small' }, 'No error text was recorded for this run; its model calls are in the side panel.'),
+      s.log_id ? h('a', { class: 'small', href: '#log-' + s.log_id, onclick: () => this.openLog(s.log_id) }, 'The model call that failed →') : null);
   }
 
   // evalBox shows a `weft eval` case thread's verdicts (its KV eval.verdict) beside the
@@ -519,7 +554,7 @@ class ThreadView {
     const sel = h('select', { id: 'continue-side', disabled: running },
       h('option', { value: '' }, 'next side'), h('option', { value: 'a' }, 'side A'), h('option', { value: 'b' }, 'side B'));
     return h('span', { class: 'joined' }, h('button', {
-      id: 'continue', disabled: running || this.thread.status === 'terminated',
+      id: 'continue', disabled: running || this.thread.status === 'terminated', title: GLOSSARY.continue,
       onclick: () => this.act('POST', '/continue', sel.value ? { side: sel.value } : {}),
     }, 'Continue'), sel);
   }
@@ -584,7 +619,7 @@ class ThreadView {
       this.schedule();
     };
     return h('div', { class: 'approval' },
-      h('strong', null, 'Waiting for approval'),
+      h('strong', null, term('approval', 'Waiting for approval')),
       h('button', { class: 'primary approve', onclick: () => decide(true) }, 'Approve'),
       h('button', { class: 'danger deny', onclick: () => decide(false) }, 'Deny'),
       reason);
@@ -594,6 +629,7 @@ class ThreadView {
 
   refreshSide() {
     this.refreshLogs();
+    this.refreshTasks();
     this.refreshTree();
     this.refreshApprovals();
     this.findEnvRequests();
@@ -683,10 +719,147 @@ class ThreadView {
       }
       this.logs = page.items.filter((l) => l.kind === 'llm' || !l.kind);
       this.renderLogs();
+      let calls = [];
+      try {
+        calls = await api('GET', this.base + '/tool-calls');
+      } catch {
+        /* the timeline shows the model calls alone */
+      }
+      this.renderRuns(calls);
       // Message chips name their call's model: refresh them.
       for (const c of this.cache.values()) for (const chip of c.el.querySelectorAll('.chip[href^="#log-"]')) {
         chip.textContent = this.logLabel(chip.getAttribute('href').slice(5));
       }
+    }, 100);
+  }
+
+  // renderRuns draws the run timeline: per run, each step (a model call, with its retries) and the
+  // tool calls it asked for, each with its duration and a bar placed on the run's time span.
+  // Model calls start at created_at and last latency_ms; tool calls last from started_at to
+  // finished_at (the model script's virtual clock gives both in tests).
+  renderRuns(calls) {
+    const byMessage = new Map();
+    for (const c of calls || []) {
+      if (!byMessage.has(c.message_id)) byMessage.set(c.message_id, []);
+      byMessage.get(c.message_id).push(c);
+    }
+    const runs = new Map(); // run id → steps
+    const steps = new Map(); // log id → step
+    for (const l of this.logs) {
+      const start = Date.parse(l.created_at);
+      const end = start + (l.latency_ms || 0);
+      const retried = l.retry_of_log_id && steps.get(l.retry_of_log_id);
+      if (retried) {
+        retried.attempts.push(l);
+        retried.end = Math.max(retried.end, end);
+        steps.set(l.id, retried);
+        continue;
+      }
+      const step = { log: l, attempts: [l], start, end, calls: byMessage.get(l.message_id) || [] };
+      steps.set(l.id, step);
+      if (!runs.has(l.run_id)) runs.set(l.run_id, []);
+      runs.get(l.run_id).push(step);
+    }
+    // A reply's calls run one after another, each stored before the next starts: a call starts
+    // when it was marked running (started_at, non-idempotent calls), else when what came before it
+    // ended — the reply's model call, or the previous call.
+    for (const st of steps.values()) {
+      if (st.log !== st.attempts[0] || st.timed) continue;
+      st.timed = true;
+      let prev = st.end;
+      st.calls = st.calls.slice().sort((a, b) => a.seq - b.seq).map((c) => {
+        const ce = c.finished_at ? Date.parse(c.finished_at) : null;
+        const cs = c.started_at ? Date.parse(c.started_at) : ce !== null ? Math.min(prev, ce) : null;
+        if (ce !== null) prev = ce;
+        return { c, start: cs, end: ce, derived: !c.started_at };
+      });
+      for (const x of st.calls) if (x.end !== null) st.end = Math.max(st.end, x.end);
+    }
+    clear(this.runs);
+    if (!runs.size) {
+      this.runs.append(h('p', { class: 'muted small' }, 'No steps yet.'));
+      return;
+    }
+    let n = 0;
+    for (const [runID, list] of runs) {
+      n++;
+      const t0 = Math.min(...list.map((s) => s.start));
+      const t1 = Math.max(...list.map((s) => s.end));
+      const span = Math.max(t1 - t0, 1);
+      const bar = (a, b, cls) => h('span', { class: 'tl-track' }, h('span', {
+        class: 'tl-bar ' + cls,
+        style: null,
+        dataset: { left: ((a - t0) / span * 100).toFixed(2), width: (Math.max(b - a, 0) / span * 100).toFixed(2) },
+      }));
+      const box = h('div', { class: 'tl-run', dataset: { run: runID } },
+        h('div', { class: 'tl-head' }, h('strong', null, 'Run ' + n), ' · ' + list.length + (list.length === 1 ? ' step' : ' steps') + ' · ',
+          h('span', { class: 'dur' }, duration(t1 - t0))));
+      list.forEach((st, i) => {
+        const l = st.log;
+        const what = [term('step', 'Step ' + (i + 1))];
+        if (l.depth) what.push(' · ', term('sub-prompt', 'depth ' + l.depth));
+        if (l.prompt) what.push(' · ' + l.prompt);
+        if (l.side) what.push(' · ', term('side ' + l.side.toUpperCase()));
+        box.append(h('div', { class: 'tl-row tl-step', dataset: { log: l.id, ms: st.end - st.start, depth: l.depth || 0 } },
+          h('span', { class: 'tl-name' }, what), h('span', { class: 'dur' }, duration(st.end - st.start)), bar(st.start, st.end, 'step')));
+        for (const a of st.attempts) {
+          const as = Date.parse(a.created_at);
+          const failed = a.error || (a.status_code && a.status_code >= 400);
+          box.append(h('div', { class: 'tl-row tl-model' + (failed ? ' failed' : ''), dataset: { log: a.id, ms: a.latency_ms || 0 } },
+            h('a', { class: 'tl-name', href: '#log-' + a.id, onclick: () => this.openLog(a.id) }, 'model ' + (a.model || '') + (a.retry_of_log_id ? ' (retry)' : '')),
+            h('span', { class: 'dur' }, duration(a.latency_ms || 0)), bar(as, as + (a.latency_ms || 0), 'model')));
+        }
+        for (const { c, start, end, derived } of st.calls) {
+          const done = start !== null && end !== null;
+          box.append(h('div', { class: 'tl-row tl-call', dataset: { tool: c.name, call: c.call_id, ms: done ? end - start : '' },
+            title: derived && done ? 'Timed from the end of what ran before it: calls run one after another.' : null },
+            h('span', { class: 'tl-name mono' }, c.name),
+            h('span', { class: 'dur' }, done ? duration(end - start) : String(c.status || '').replace(/_/g, ' ')),
+            done ? bar(start, end, 'call') : h('span', { class: 'tl-track' })));
+        }
+      });
+      this.runs.append(box);
+    }
+    // Bars are placed from their data (the policy allows no inline styles).
+    for (const b of this.runs.querySelectorAll('.tl-bar')) {
+      b.style.marginLeft = b.dataset.left + '%';
+      b.style.width = 'max(2px, ' + b.dataset.width + '%)';
+    }
+  }
+
+  // refreshTasks shows the thread's A2A tasks (GET …/a2a/tasks): for a thread A2A clients talk
+  // to, each task (one user message up to the next run stop), its state and its artifacts.
+  refreshTasks() {
+    clearTimeout(this.taskTimer);
+    this.taskTimer = setTimeout(async () => {
+      let r;
+      try {
+        r = await api('GET', this.base + '/a2a/tasks');
+      } catch {
+        this.tasksCard.hidden = true;
+        return;
+      }
+      this.tasksCard.hidden = !r.a2a;
+      clear(this.tasks);
+      if (!r.a2a) return;
+      if (!r.items.length) {
+        this.tasks.append(h('p', { class: 'muted small' }, 'No tasks yet.'));
+        return;
+      }
+      const list = h('ul', { class: 'tasks' });
+      for (const task of r.items) {
+        const state = (task.status && task.status.state) || '';
+        const first = (task.history || []).find((m) => m.role === 'ROLE_USER' || m.role === 'user') || (task.history || [])[0];
+        const text = first ? (first.parts || []).map((p) => p.text || '').join(' ').trim() : '';
+        const status = task.status && task.status.message ? (task.status.message.parts || []).map((p) => p.text || '').join(' ').trim() : '';
+        list.append(h('li', { class: 'task', dataset: { task: task.id, state } },
+          h('div', { class: 'row' }, badge('task', state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-')),
+            h('span', { class: 'task-text' }, text || '(no text)')),
+          status ? h('div', { class: 'muted small task-status' }, status) : null,
+          (task.artifacts || []).length ? h('div', { class: 'small' }, 'Artifacts: ', task.artifacts.map((a) => h('span', { class: 'tag' }, a.name || a.artifactId))) : null,
+          h('div', { class: 'muted mono small' }, task.id, task.status && task.status.timestamp ? ' · ' + ago(task.status.timestamp) : '')));
+      }
+      this.tasks.append(list);
     }, 100);
   }
 
@@ -789,6 +962,14 @@ class ThreadView {
     }
     return out;
   }
+}
+
+// duration formats milliseconds: "840 ms", "1.5 s", "2 m 5 s".
+function duration(ms) {
+  ms = Math.max(0, Math.round(ms));
+  if (ms < 1000) return ms + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  return Math.floor(ms / 60000) + ' m ' + Math.round((ms % 60000) / 1000) + ' s';
 }
 
 function fact(label, value) {
