@@ -71,12 +71,25 @@ const (
 	// ContextNone sends the whole history, as the prompt's other keys select it; a request past the
 	// window gets the provider's error.
 	ContextNone ContextStrategy = "none"
+	// ContextSummarize is window, with what falls out of the window folded into a summary row of
+	// the thread (written by the summarizer prompt) that every later request carries after the
+	// system text.
+	ContextSummarize ContextStrategy = "summarize"
 )
+
+// SummarizerPrompt is the name of the prompt that writes the summaries of context.strategy
+// summarize: declaring a prompt of this name replaces the built-in one for every prompt without
+// its own context.summarizer.
+const SummarizerPrompt = "context_summarizer"
 
 // ContextPolicy is a prompt's `context` key.
 type ContextPolicy struct {
-	// Strategy is window (default) or none.
+	// Strategy is window (default), summarize or none.
 	Strategy ContextStrategy `json:"strategy,omitempty"`
+	// Summarizer names the prompt that writes the summary under strategy summarize; "" = the
+	// prompt named SummarizerPrompt when one is declared, else the built-in summarizer on the
+	// prompt's own model.
+	Summarizer string `json:"summarizer,omitempty"`
 	// ReserveOutput is the tokens kept free for the reply; 0 = the prompt's maxOutputTokens model
 	// option, else the model's capabilities.maxOutputTokens, else a quarter of the window (at most
 	// 4,096).

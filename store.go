@@ -159,6 +159,16 @@ type RunStore interface {
 	ReleaseLease(ctx context.Context, f Fence) error
 }
 
+// RunReclaimer is implemented by a Store that several processes share (postgres). ReclaimRun is
+// BeginRun for the node still holding the thread's lease with f's token — live, or expired but
+// not taken since — which takes it again with a new token (ErrLeaseHeld if another node took it).
+// A process whose run failed on a lost connection after a tool completed keeps the lease and the
+// tool's result, and resumes the run itself when the store answers again: another process would
+// answer the call as interrupted, and the model would call the tool again.
+type RunReclaimer interface {
+	ReclaimRun(ctx context.Context, f Fence, ttl time.Duration) (Fence, *RunStart, error)
+}
+
 // Notifier is implemented by a Store that several processes share (postgres): it tells one process
 // of what the others commit, so that an engine wakes for them instead of polling the store.
 type Notifier interface {

@@ -469,9 +469,30 @@ func (v *validator) prompt(p *Prompt) {
 	}
 	if c := p.Context; c != nil {
 		switch c.Strategy {
-		case "", ContextWindow, ContextNone:
+		case "", ContextWindow, ContextNone, ContextSummarize:
 		default:
-			v.errf(src, "context.strategy", "context.strategy must be window or none, got %q", c.Strategy)
+			v.errf(src, "context.strategy", "context.strategy must be window, summarize or none, got %q", c.Strategy)
+		}
+		if c.Summarizer != "" {
+			sp, ok := v.r.prompts.get(c.Summarizer)
+			switch {
+			case c.Strategy != ContextSummarize:
+				v.errf(src, "context.summarizer", "context.summarizer applies to context.strategy summarize only, got strategy %q", p.StrategyOf())
+			case !ok:
+				v.errf(src, "context.summarizer", "no prompt named %q", c.Summarizer)
+			case sp.Name == p.Name:
+				v.errf(src, "context.summarizer", "prompt %q cannot summarize for itself", p.Name)
+			case sp.StrategyOf() == ContextSummarize:
+				v.errf(src, "context.summarizer", "prompt %q uses context.strategy summarize itself and cannot be a summarizer", sp.Name)
+			}
+		}
+		if c.Strategy == ContextSummarize {
+			if p.Name == SummarizerPrompt {
+				v.errf(src, "context.strategy", "prompt %q writes the summaries and cannot use context.strategy summarize itself", p.Name)
+			}
+			if model != nil && model.Capabilities.MaxContextTokens == 0 {
+				v.warnf(src, "context.strategy", "model %q declares no capabilities.maxContextTokens: summarize folds nothing until the provider first refuses a request as too long, and what that request loses is not summarized", model.Name)
+			}
 		}
 		if c.ReserveOutput < 0 {
 			v.errf(src, "context.reserveOutput", "context.reserveOutput must be a positive integer")

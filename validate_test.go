@@ -198,7 +198,7 @@ func TestToolValidation(t *testing.T) {
 		{"S004_provider_execution/needs_provider", &weft.Tool{Name: "t", Description: "d", ExecutionMode: weft.ExecProvider}, weft.SeverityError, "executionProvider", "required when executionMode is provider"},
 		{"command/undeclared_env", &weft.Tool{Name: "t", Description: "d", Command: &weft.CommandSpec{Argv: []string{"x", "${env:TOKEN}"}}}, weft.SeverityError, "command[1]", "${env:TOKEN} is not declared"},
 		{"command/cwd_escapes", &weft.Tool{Name: "t", Description: "d", Command: &weft.CommandSpec{Argv: []string{"x"}, Dir: "../x"}}, weft.SeverityError, "cwd", "inside the project root"},
-		{"http/method", &weft.Tool{Name: "t", Description: "d", HTTP: &weft.HTTPSpec{URL: "https://x", Method: "PATCH"}}, weft.SeverityError, "method", "GET or POST"},
+		{"http/method", &weft.Tool{Name: "t", Description: "d", HTTP: &weft.HTTPSpec{URL: "https://x", Method: "TRACE"}}, weft.SeverityError, "method", "GET, POST, PUT, PATCH or DELETE"},
 		{"approval/value", &weft.Tool{Name: "t", Description: "d", Execute: noop, Approval: "sometimes"}, weft.SeverityError, "approval", `approval is required or never, not "sometimes"`},
 		{"approval/provider_executed", &weft.Tool{Name: "t", Description: "d", ExecutionMode: weft.ExecProvider, ExecutionProvider: "openai", Approval: weft.ApprovalRequired},
 			weft.SeverityError, "approval", "cannot wait for approval"},
@@ -407,4 +407,57 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestContextValidation: the context keys take their allowed values; a summarizer names a prompt
+// that is neither the prompt itself nor one that summarizes in turn.
+func TestContextValidation(t *testing.T) {
+	summarize := func(summarizer string) *weft.ContextPolicy {
+		return &weft.ContextPolicy{Strategy: weft.ContextSummarize, Summarizer: summarizer}
+	}
+	tests := []struct {
+		name    string
+		ctx     *weft.ContextPolicy
+		extra   *weft.Prompt
+		sev     weft.Severity
+		path    string
+		msg     string
+		cleanly bool
+	}{
+		{name: "strategy_enum", ctx: &weft.ContextPolicy{Strategy: "compact"}, sev: weft.SeverityError, path: "context.strategy", msg: "window, summarize or none"},
+		{name: "reserve_positive", ctx: &weft.ContextPolicy{ReserveOutput: -1}, sev: weft.SeverityError, path: "context.reserveOutput", msg: "positive integer"},
+		{name: "summarizer_defined", ctx: summarize("nope"), sev: weft.SeverityError, path: "context.summarizer", msg: `no prompt named "nope"`},
+		{name: "summarizer_needs_summarize", ctx: &weft.ContextPolicy{Strategy: weft.ContextWindow, Summarizer: "s"},
+			extra: prompt(func(p *weft.Prompt) { p.Name = "s" }), sev: weft.SeverityError, path: "context.summarizer", msg: "strategy summarize only"},
+		{name: "summarizer_not_itself", ctx: summarize("p"), sev: weft.SeverityError, path: "context.summarizer", msg: "cannot summarize for itself"},
+		{name: "summarizer_not_summarizing", ctx: summarize("s"),
+			extra: prompt(func(p *weft.Prompt) { p.Name = "s"; p.Context = &weft.ContextPolicy{Strategy: weft.ContextSummarize} }),
+			sev:   weft.SeverityError, path: "context.summarizer", msg: "cannot be a summarizer"},
+		{name: "window_unknown", ctx: summarize(""), sev: weft.SeverityWarning, path: "context.strategy", msg: "declares no capabilities.maxContextTokens"},
+		{name: "valid", ctx: summarize("s"), extra: prompt(func(p *weft.Prompt) { p.Name = "s" }), cleanly: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := weft.NewRegistry()
+			window := 8000
+			if tc.name == "window_unknown" {
+				window = 0
+			}
+			r.AddModel(&weft.Model{Name: "fast", Provider: "openai", Model: "gpt-4o-mini", Capabilities: weft.Capabilities{MaxContextTokens: window}})
+			r.AddPrompt(prompt(func(p *weft.Prompt) { p.Context = tc.ctx }))
+			if tc.extra != nil {
+				r.AddPrompt(tc.extra)
+			}
+			if tc.cleanly {
+				clean(t, r.Validate())
+				return
+			}
+			want(t, r.Validate(), tc.sev, tc.path, tc.msg)
+		})
+	}
+	t.Run("summarizer_prompt_itself", func(t *testing.T) {
+		r := base()
+		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = weft.SummarizerPrompt; p.Context = summarize("") }))
+		want(t, r.Validate(), weft.SeverityError, "context.strategy", "writes the summaries")
+	})
 }

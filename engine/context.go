@@ -44,6 +44,9 @@ type scope struct {
 	// sub-prompt's scope shares with its caller.
 	fx      *toolEffects
 	effects toolEffects
+	// summary is the summary row the scope's requests carry (context.strategy summarize), set by
+	// requests.history.
+	summary *weft.Message
 }
 
 // offered is a tool offered in a scope.

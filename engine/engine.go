@@ -86,6 +86,9 @@ type Engine struct {
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
+	// learned holds, by model name, the tokens a request to a model that declares no window may
+	// take, as a context-length refusal taught it (int): summarize folds ahead of time with it.
+	learned sync.Map
 
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT

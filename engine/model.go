@@ -134,6 +134,9 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 				}
 				// Once more, with the older messages that made it too long left out.
 				limit = max(1, fit.After*6/10)
+				if m.Capabilities.MaxContextTokens == 0 {
+					r.e.learnLimit(m.Name, limit)
+				}
 				n--
 				retried = true
 				continue
@@ -200,7 +203,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	}
 	*fit = fitWindow(&r.e.tokens, s.prompt, &req, m, limit)
 	if fit.Omitted > 0 && r.e.observed() {
-		r.emit("context_trimmed", Fields{"model": m.Name, "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
+		r.emit("context_trimmed", Fields{"model": m.Name, "strategy": string(s.prompt.StrategyOf()), "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
 			"tokens_after": fit.After, "budget": fit.Budget})
 	}
 	start := r.now()

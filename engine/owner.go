@@ -353,6 +353,12 @@ func (e *Engine) retryWhenAvailable(threadID, root string, req *wakeKind) {
 		*retry = *req
 	}
 	retry.outages++
+	if retry.trigger == "" {
+		// A run that failed midway left its thread running: the retry resumes it here, where the
+		// results of tools whose store failed are kept (unstored.go), rather than waiting for a
+		// node's sweep to resume it without them.
+		retry.trigger = "resume"
+	}
 	if !e.serving.Load() {
 		return
 	}
@@ -379,7 +385,7 @@ func (e *Engine) giveBackLease(ctx context.Context, f weft.Fence) {
 			time.Sleep(delay)
 			err := e.store.ReleaseLease(ctx, f)
 			if err == nil && e.serving.Load() && !e.stopping.Load() {
-				e.wake(context.Background(), f.ThreadID, "", &wakeKind{})
+				e.wake(context.Background(), f.ThreadID, "", &wakeKind{trigger: "resume"})
 			}
 			if err == nil || !weft.Unavailable(e.store, err) {
 				return

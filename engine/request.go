@@ -53,13 +53,26 @@ func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
 	window := q.state.of(s.side).Window
 	q.r.sync()
+	// Under summarize the rows the newest summary covers are sent as that summary (build).
+	through, kept := int64(-1<<62), ""
+	s.summary = nil
+	if p.StrategyOf() == weft.ContextSummarize {
+		if s.summary = summaryOf(*q.rows, p.Name, s.side); s.summary != nil {
+			through = metaInt(s.summary, metaSummaryThrough)
+			kept, _ = s.summary.Metadata[metaSummaryKept].(string)
+			if !p.IncludeChat && through <= window {
+				// It stands for earlier turns, which the prompt does not see.
+				s.summary, through, kept = nil, -1<<62, ""
+			}
+		}
+	}
 	out := make([]*weft.Message, 0, len(*q.rows))
 	for _, m := range *q.rows {
-		if m.Status != weft.MessageCompleted || m.Depth != 0 {
+		if m.Status != weft.MessageCompleted || m.Depth != 0 || (m.Seq <= through && m.ID != kept) {
 			continue
 		}
 		if len(m.Metadata) > 0 {
-			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex {
+			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex || isSummary(m) {
 				continue
 			}
 		}
@@ -94,7 +107,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 		return nil, err
 	}
 	rows = q.filterMessagesHooks(s, rows)
-	extra := 1
+	extra := 2
 	if s.rendered != nil {
 		extra += len(s.rendered.Prefix) + len(s.rendered.Suffix)
 	}
@@ -105,6 +118,9 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 		msgs = getReqBuf(need)
 	}
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
+	if s.summary != nil && s.depth == 0 {
+		msgs = append(msgs, summaryMessage(s.summary))
+	}
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Prefix...)
 	}

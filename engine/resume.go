@@ -136,12 +136,18 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
-	if res, ok := r.e.takeUnstored(c.ID); ok {
+	res, notRun, ok := r.e.takeUnstored(r.thread.ID, c.ID)
+	if ok && notRun {
+		// Its tool never ran: the transaction that marked it running lost its connection, and
+		// this process, which would have run it, resumes under the same lease.
+		return false, nil
+	}
+	if ok {
 		// The tool finished in this process; storing its result failed (a lost connection, not a
 		// lost process): it is stored now rather than run again or answered as interrupted.
 		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
-			r.e.keepUnstored(c.ID, res)
+			r.e.keepUnstored(r.thread.ID, c.ID, res)
 		}
 		return true, err
 	}

@@ -229,7 +229,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if push != nil {
 		pq = push.q
 	}
-	fence, start, err := e.store.BeginRun(ctx, threadID, e.node, e.opt.LeaseTTL, pq)
+	fence, start, err := e.beginRun(ctx, threadID, pq)
 	err = e.refusal(err)
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
@@ -270,7 +270,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		e.mu.Unlock()
 		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
-		if !released {
+		if !released && !e.keepLease(fence) {
 			e.giveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
@@ -334,7 +334,7 @@ var errNothingQueued = errors.New("nothing queued")
 // renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
 // the lease cancels the run. Stop the renewal with stop.
 func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
-	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel}
+	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel, expires: time.Now().Add(e.opt.LeaseTTL)}
 	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
 	// renew resets l.t.
 	l.t = time.AfterFunc(math.MaxInt64, l.renew)
@@ -352,6 +352,9 @@ type leaseRenewal struct {
 
 	stopped atomic.Bool
 	t       *time.Timer
+	// expires is when the lease ends unless renewed, by this process's clock: only the timer's
+	// callback reads and writes it.
+	expires time.Time
 }
 
 func (l *leaseRenewal) renew() {
@@ -359,14 +362,24 @@ func (l *leaseRenewal) renew() {
 		return
 	}
 	ttl := l.e.opt.LeaseTTL
+	start := time.Now()
+	next := ttl / 3
 	if err := l.e.store.RenewLease(l.ctx, l.f, ttl); err != nil {
-		if l.ctx.Err() == nil {
+		// An unavailable store (a lost connection, a database restarting) is not a lost lease:
+		// while the lease lasts, the renewal is tried again soon, and the run — a tool perhaps
+		// in the middle of its work — goes on. Past the lease's end, another process may take
+		// the thread: the run stops.
+		left := time.Until(l.expires)
+		if l.ctx.Err() == nil && (!weft.Unavailable(l.e.store, err) || left < ttl/10) {
 			l.cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
+			return
 		}
-		return
+		next = min(100*time.Millisecond, left/4)
+	} else {
+		l.expires = start.Add(ttl)
 	}
 	if !l.stopped.Load() {
-		l.t.Reset(ttl / 3)
+		l.t.Reset(next)
 		if l.stopped.Load() {
 			l.t.Stop() // stop ran meanwhile: its Stop may have come before this Reset
 		}

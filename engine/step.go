@@ -79,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if r.e.observed() {
 		r.emit("step_started", StepStarted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name})
 	}
-	req, err := r.requests.build(s, r.requests.history(s))
+	req, err := r.stepRequest(s)
 	if err != nil {
 		var be *weft.BlockedError
 		if asBlocked(err, &be) {
@@ -115,6 +115,22 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		return stepOutcome{stop: weft.StopRepeatedError, stopText: reason}, nil
 	}
 	return r.turnCompletion(def, msg, calls, results)
+}
+
+// stepRequest builds a top-level step's request; under context.strategy summarize, once what
+// fell out of the window is folded into the summary, it is built again around the new summary
+// (the request hooks see the rebuilt request too).
+func (r *run) stepRequest(s *scope) (*weft.Request, error) {
+	rows := r.requests.history(s)
+	req, err := r.requests.build(s, rows)
+	if err != nil || s.prompt.StrategyOf() != weft.ContextSummarize || s.depth != 0 {
+		return req, err
+	}
+	folded, err := r.foldHistory(s, req, rows)
+	if err != nil || !folded {
+		return req, err
+	}
+	return r.requests.build(s, r.requests.history(s))
 }
 
 // sessionEnd checks the session tools of the side: a successful sessionFail
@@ -411,6 +427,11 @@ func (r *run) commitReply(s *scope, w *reply) error {
 	if err != nil {
 		r.state = prev
 		clear(r.attemptEnds)
+		if len(calls) > 0 {
+			// The transaction may have committed with the first call marked running (its answer
+			// lost with the connection): its tool has not run, and runs when the run resumes here.
+			r.e.keepNotRun(r.thread.ID, calls[0].ID)
+		}
 		return err
 	}
 	r.journal.saved = state

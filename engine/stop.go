@@ -19,6 +19,12 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 	if r.stopRequested() {
 		return r.stop(r.abortReason(), "")
 	}
+	if weft.Unavailable(r.e.store, err) {
+		// Not the step's failure but the store's, for now (a lost connection, a database
+		// restarting, a full disk): the thread stays running and the run resumes when the store
+		// answers again (Engine.retryWhenAvailable), as after a crash — not stopped as failed.
+		return weft.StopInfo{RunID: r.id, Side: r.state.Side, Steps: r.steps}, err
+	}
 	var ce *contextError
 	if errors.As(err, &ce) {
 		return r.stop(weft.StopContextTooLong, r.red.String(ce.text))

@@ -42,6 +42,35 @@ func reserveOutput(p *weft.Prompt, m *weft.Model) int {
 	return min(4096, m.Capabilities.MaxContextTokens/4)
 }
 
+// windowBudget is the tokens a request of prompt p to model m may take: the window less the
+// reserved output and the estimate's margin; 0 when m's window is unknown.
+func windowBudget(p *weft.Prompt, m *weft.Model) int {
+	window := m.Capabilities.MaxContextTokens
+	if window <= 0 {
+		return 0
+	}
+	return max(1, int(float64(window-reserveOutput(p, m))*(1-tokens.Margin)))
+}
+
+// learnLimit notes that a request to model, whose window is not declared, may take at most limit
+// tokens (a refusal taught it); the smallest limit learned stays.
+func (e *Engine) learnLimit(model string, limit int) {
+	for {
+		old, loaded := e.learned.LoadOrStore(model, limit)
+		if !loaded || old.(int) <= limit || e.learned.CompareAndSwap(model, old, limit) {
+			return
+		}
+	}
+}
+
+// learnedLimit is the limit learnLimit noted for model, 0 when none.
+func (e *Engine) learnedLimit(model string) int {
+	if v, ok := e.learned.Load(model); ok {
+		return v.(int)
+	}
+	return 0
+}
+
 // fitWindow leaves out of req's messages what does not fit model m's window under the prompt's
 // strategy, or under limit tokens when limit > 0 (a provider refused the request as too long). It
 // replaces req.Messages with a new slice; the old one is left as it was.
@@ -50,11 +79,8 @@ func fitWindow(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Mo
 		return fitted{}
 	}
 	budget := limit
-	if window := m.Capabilities.MaxContextTokens; window > 0 {
-		b := int(float64(window-reserveOutput(p, m)) * (1 - tokens.Margin))
-		if budget == 0 || b < budget {
-			budget = b
-		}
+	if b := windowBudget(p, m); b > 0 && (budget == 0 || b < budget) {
+		budget = b
 	}
 	if budget == 0 {
 		return fitted{} // no window known, no refusal yet
@@ -185,7 +211,7 @@ func exchangeUnits(msgs []weft.LLMMessage, from int) [][2]int {
 // contextTooLong is the stop text of a request that did not fit even after the strategy.
 func contextTooLong(p *weft.Prompt, m *weft.Model, err error) string {
 	fix := "set context.strategy: window on prompt " + p.Name
-	if p.StrategyOf() == weft.ContextWindow {
+	if st := p.StrategyOf(); st == weft.ContextWindow || st == weft.ContextSummarize {
 		fix = "the newest messages alone do not fit: shorten them, or choose a model with a larger window"
 		if m.Capabilities.MaxContextTokens == 0 {
 			fix = "declare capabilities.maxContextTokens on model " + m.Name + " so requests are kept inside it, or shorten the newest messages"

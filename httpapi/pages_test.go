@@ -199,3 +199,44 @@ func TestThreadA2ATasks(t *testing.T) {
 		t.Fatalf("without A2ATasks: %d, want 404", code)
 	}
 }
+
+// TestThreadLastContext: GET /api/threads/{id} carries the last run's newest report of how it kept
+// its requests inside the model's window, and none when only an earlier run made one.
+func TestThreadLastContext(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	trimmed := `{"model":"small","strategy":"window","omitted_messages":12,"tokens_before":5200,"tokens_after":1380,"budget":1593}`
+	summarized := `{"prompt":"p","summarizer":"context_summarizer","summary_id":"msg_1","folded_messages":2,"through_seq":4,"summary_messages":6}`
+	tests := []struct {
+		name   string
+		events [][2]string // type, data
+		want   string      // the type of last_context, "" for null
+	}{
+		{"none", [][2]string{{"run_started", `{}`}, {"run_stopped", `{}`}}, ""},
+		{"the last run's newest", [][2]string{{"run_started", `{}`}, {"context_trimmed", trimmed}, {"context_summarized", summarized}, {"run_stopped", `{}`}}, "context_summarized"},
+		{"not an earlier run's", [][2]string{{"run_started", `{}`}, {"context_trimmed", trimmed}, {"run_stopped", `{}`}, {"run_started", `{}`}, {"run_stopped", `{}`}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.createThread(e.alice)
+			var recs []weft.EventRecord
+			for _, ev := range tc.events {
+				recs = append(recs, weft.EventRecord{ThreadID: id, Type: ev[0], Data: []byte(ev[1]), CreatedAt: time.Now()})
+			}
+			if err := e.store.Tx(context.Background(), id, nil, func(tx weft.Tx) error { return tx.AppendEvents(recs) }); err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				LastContext map[string]any `json:"last_context"`
+			}
+			e.json("GET", "/api/threads/"+id, e.alice, nil, 200, &got)
+			switch {
+			case tc.want == "" && got.LastContext != nil:
+				t.Errorf("last_context %v, want null", got.LastContext)
+			case tc.want != "" && (got.LastContext["type"] != tc.want || got.LastContext["at"] == nil):
+				t.Errorf("last_context %v, want the %s event with its time", got.LastContext, tc.want)
+			case tc.want == "context_summarized" && got.LastContext["folded_messages"] != 2.0:
+				t.Errorf("last_context %v lost the event's data", got.LastContext)
+			}
+		})
+	}
+}

@@ -185,7 +185,17 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	stop, err := lastStop(r.Context(), st, t.ID, seq)
+	// One pass over the newest events finds the last stop and the last run's context report.
+	newest, err := newestEvents(r.Context(), st, t.ID, seq, eventWant{accept: isStop},
+		eventWant{accept: isContextReport, since: "run_started"})
+	if err != nil {
+		return err
+	}
+	stop, err := stopOf(t.ID, newest[0])
+	if err != nil {
+		return err
+	}
+	lastContext, err := contextOf(t.ID, newest[1])
 	if err != nil {
 		return err
 	}
@@ -203,7 +213,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 		stop["error"] = red(stop["error"].(string))
 	}
 	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": count, "children": children,
-		"forks": forks, "event_seq": seq, "last_stop": stop})
+		"forks": forks, "event_seq": seq, "last_stop": stop, "last_context": lastContext})
 	if err != nil {
 		return err
 	}
@@ -253,36 +263,84 @@ func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, e
 // among its last events, so a longer look only costs reads.
 const stopLookback = 256
 
-// lastStop returns what the thread's newest recorded run_stopped event says — {run_id, reason,
-// side, steps, error, at} — so that a page can show why and at which step the last run ended; nil
-// when none is among the newest events.
-func lastStop(ctx context.Context, st weft.Store, threadID string, newest int64) (map[string]any, error) {
+// eventWant is an event newestEvents looks for: the newest whose type accept accepts, not older
+// than the newest event of type since (any age when since is "").
+type eventWant struct {
+	accept func(typ string) bool
+	since  string
+}
+
+// newestEvents returns, for each of wants, the thread's newest recorded event it asks for among
+// the thread's stopLookback newest events (nil when none is), in one pass.
+func newestEvents(ctx context.Context, st weft.Store, threadID string, newest int64, wants ...eventWant) ([]*weft.EventRecord, error) {
 	const window = 64
-	for end := newest; end > 0 && newest-end < stopLookback; end -= window {
+	out := make([]*weft.EventRecord, len(wants))
+	done := make([]bool, len(wants))
+	left := len(wants)
+	for end := newest; end > 0 && newest-end < stopLookback && left > 0; end -= window {
 		from := max(end-window, 0)
 		evs, err := st.Events(ctx, threadID, from, int(end-from))
 		if err != nil {
 			return nil, err
 		}
-		for i := len(evs) - 1; i >= 0; i-- {
-			if evs[i].Type != "run_stopped" {
-				continue
+		for i := len(evs) - 1; i >= 0 && left > 0; i-- {
+			for k, w := range wants {
+				if done[k] {
+					continue
+				}
+				if w.accept(evs[i].Type) {
+					out[k] = &evs[i]
+				}
+				if out[k] != nil || (w.since != "" && evs[i].Type == w.since) {
+					done[k] = true
+					left--
+				}
 			}
-			var d struct {
-				RunID  string `json:"run_id"`
-				Reason string `json:"reason"`
-				Side   string `json:"side"`
-				Steps  int    `json:"steps"`
-				Error  string `json:"error"`
-			}
-			if err := json.Unmarshal(evs[i].Data, &d); err != nil {
-				return nil, fmt.Errorf("thread %s: event %d: %w", threadID, evs[i].Seq, err)
-			}
-			return map[string]any{"run_id": d.RunID, "reason": d.Reason, "side": d.Side, "steps": d.Steps,
-				"error": d.Error, "at": evs[i].CreatedAt}, nil
 		}
 	}
-	return nil, nil
+	return out, nil
+}
+
+func isStop(typ string) bool { return typ == "run_stopped" }
+
+// isContextReport accepts the events that say how a request was kept inside the model's window.
+func isContextReport(typ string) bool {
+	return typ == "context_trimmed" || typ == "context_summarized" || typ == "context_summary_failed"
+}
+
+// contextOf is last_context: the last run's newest context report, its data with its "type" and
+// "at", so that a page shows how the run kept its requests inside the model's window without
+// replaying the event log; nil without one.
+func contextOf(threadID string, ev *weft.EventRecord) (map[string]any, error) {
+	if ev == nil {
+		return nil, nil
+	}
+	var d map[string]any
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return nil, fmt.Errorf("thread %s: event %d: %w", threadID, ev.Seq, err)
+	}
+	d["type"], d["at"] = ev.Type, ev.CreatedAt
+	return d, nil
+}
+
+// stopOf is last_stop: what a run_stopped event says — {run_id, reason, side, steps, error, at}
+// — so that a page can show why and at which step the last run ended; nil without one.
+func stopOf(threadID string, ev *weft.EventRecord) (map[string]any, error) {
+	if ev == nil {
+		return nil, nil
+	}
+	var d struct {
+		RunID  string `json:"run_id"`
+		Reason string `json:"reason"`
+		Side   string `json:"side"`
+		Steps  int    `json:"steps"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return nil, fmt.Errorf("thread %s: event %d: %w", threadID, ev.Seq, err)
+	}
+	return map[string]any{"run_id": d.RunID, "reason": d.Reason, "side": d.Side, "steps": d.Steps,
+		"error": d.Error, "at": ev.CreatedAt}, nil
 }
 
 // loggedStop is last_stop for a thread whose failed run recorded no run_stopped event (the

@@ -15,16 +15,17 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
-// qAcquire takes a free or expired lease, incrementing the token.
+// qAcquire takes a free or expired lease, incrementing the token; or, for ReclaimRun, the lease
+// node $2 still holds with token $5 (0: none, as no held lease has token 0).
 const qAcquire = `UPDATE threads SET lease_owner = $2, lease_token = lease_token + 1, lease_expires_at = $3
-	WHERE id = $1 AND (lease_owner = '' OR lease_expires_at <= $4) RETURNING lease_token`
+	WHERE id = $1 AND (lease_owner = '' OR lease_expires_at <= $4 OR (lease_owner = $2 AND lease_token = $5)) RETURNING lease_token`
 
 // AcquireLease takes the thread's lease for node if it is free or expired, with a token higher than
 // any before; ErrLeaseHeld while another acquisition is live (whichever node holds it).
 func (s *Store) AcquireLease(ctx context.Context, threadID, node string, ttl time.Duration) (weft.Fence, error) {
 	now := s.now()
 	var token int64
-	err := s.pool.QueryRow(ctx, qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano()).Scan(&token)
+	err := s.pool.QueryRow(ctx, qAcquire, threadID, node, now.Add(ttl).UnixNano(), now.UnixNano(), 0).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return weft.Fence{}, s.leaseRefused(ctx, threadID)
 	}
@@ -124,6 +125,17 @@ func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
 // the thread, its user (when UserID is set) and the instance. An unknown thread is ErrNotFound;
 // nothing is taken when it fails. push is queued first, in the same round trip (see weft.Store).
 func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	return s.beginRun(ctx, threadID, node, ttl, push, 0)
+}
+
+// ReclaimRun is BeginRun for the node that holds the thread's lease with f's token, live or
+// expired but not taken since (weft.RunReclaimer): the lease is taken again with a new token.
+func (s *Store) ReclaimRun(ctx context.Context, f weft.Fence, ttl time.Duration) (weft.Fence, *weft.RunStart, error) {
+	return s.beginRun(ctx, f.ThreadID, f.Node, ttl, nil, f.Token)
+}
+
+// beginRun is BeginRun, and with reclaim > 0 ReclaimRun.
+func (s *Store) beginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage, reclaim int64) (weft.Fence, *weft.RunStart, error) {
 	var pushDoc []byte
 	if push != nil {
 		storecontract.PrepareQueued(push, s.nowUTC)
@@ -236,7 +248,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 	var token int64
 	expires := now.Add(ttl).UnixNano()
 	k := &known{node: node, row: threadRow{leaseOwner: node, leaseExpires: expires}}
-	b.Queue(qAcquire+`, xmin::text, status, msg_seq, queue_seq, event_seq`, threadID, node, expires, now.UnixNano()).Query(func(rows pgx.Rows) error {
+	b.Queue(qAcquire+`, xmin::text, status, msg_seq, queue_seq, event_seq`, threadID, node, expires, now.UnixNano(), reclaim).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := rows.Scan(&token, &k.xmin, &k.row.status, &k.row.msgSeq, &k.row.queueSeq, &k.row.eventSeq); err != nil {
 				return err

@@ -170,7 +170,8 @@ func (d *decoder) promptOptions(o *obj, p *weft.Prompt) {
 		}
 	}
 	if c := o.sub("context"); c != nil {
-		p.Context = &weft.ContextPolicy{Strategy: weft.ContextStrategy(c.str("strategy")), ReserveOutput: c.positive("reserveOutput")}
+		p.Context = &weft.ContextPolicy{Strategy: weft.ContextStrategy(c.str("strategy")), ReserveOutput: c.positive("reserveOutput"),
+			Summarizer: c.str("summarizer")}
 		c.done()
 	}
 	if o.has("hooks") {

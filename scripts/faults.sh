@@ -4,7 +4,8 @@
 #   scripts/faults.sh                 SQLite: SIGKILLs of weft serve and of runs, write faults,
 #                                     a full disk (tmpfs, needs root), lost connections, stop tools
 #   WEFT_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test scripts/faults.sh
-#                                     also: SIGKILLs of PostgreSQL nodes, connections killed mid-run
+#                                     also: SIGKILLs of PostgreSQL nodes, connections killed mid-run,
+#                                     the database restarted (fast and immediate) under two nodes
 #
 # WEFT_SERVE_KILLS sets how many times weft serve is killed (default here 20; CI's go test runs
 # the same tests with 100). Each test prints its figures (kills, threads, tool runs, lost,
@@ -30,7 +31,7 @@ run ./engine 'TestWriteFaults|TestFilesystemFaults|TestLostConnectionKeepsToolRe
 run ./cmd/weft 'TestServeCrashSIGKILL|TestCrashResumeSIGKILL'
 if [ -n "${WEFT_TEST_POSTGRES_URL:-}" ]; then
 	run ./postgres 'TestConnectionsKilledMidRun'
-	run ./cmd/weft 'TestClusterSIGKILL'
+	run ./cmd/weft 'TestClusterSIGKILL|TestClusterPostgresRestart'
 else
 	echo "== PostgreSQL faults skipped: set WEFT_TEST_POSTGRES_URL to run them"
 fi

@@ -101,6 +101,11 @@ func (t *transcript) add(e engine.Event) (lines []chatLine, delta string) {
 	case "fallback_triggered":
 		return []chatLine{{lineNote, fmt.Sprintf("-- model %s failed (%s); trying %s", inert(strIn(d, "from_model")),
 			inert(strIn(d, "error_type")), inert(strIn(d, "to_model")))}}, ""
+	case "context_summarized":
+		return []chatLine{{lineNote, fmt.Sprintf("-- %d older messages folded into the summary (%d in all)",
+			intIn(d, "folded_messages"), intIn(d, "summary_messages"))}}, ""
+	case "context_summary_failed":
+		return []chatLine{{lineNote, "-- the summarizer failed; older messages were left out instead: " + clip(inert(strIn(d, "error")), 300)}}, ""
 	case "handoff":
 		t.agent = strIn(d, "to_agent")
 		return []chatLine{{lineNote, fmt.Sprintf("-- handed over from %s to %s", inert(strIn(d, "from_agent")), inert(t.agent))}}, ""

@@ -145,6 +145,16 @@ func TestTranscript(t *testing.T) {
 				"-- refund waits for approval: weft threads approve thr_1 c9 (or deny)", "billing> Hi"},
 		},
 		{
+			name: "a fold of the history is a notice; the silent summary row is not shown",
+			events: []engine.Event{
+				ev("context_summarized", map[string]any{"folded_messages": 4.0, "summary_messages": 12.0}),
+				msgEv(map[string]any{"id": "s1", "role": "system", "silent": true, "content": "- the code is 4711", "depth": 0.0}),
+				ev("context_summary_failed", map[string]any{"error": "invalid_request (400)"}),
+			},
+			lines: []string{"-- 4 older messages folded into the summary (12 in all)",
+				"-- the summarizer failed; older messages were left out instead: invalid_request (400)"},
+		},
+		{
 			name:   "the other side's messages (dual_ai) are shown; our own are not repeated",
 			sent:   []string{"mine"},
 			events: []engine.Event{msgEv(map[string]any{"id": "u1", "role": "user", "content": "mine"}), msgEv(map[string]any{"id": "u2", "role": "user", "content": "theirs"})},

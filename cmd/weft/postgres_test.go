@@ -84,7 +84,7 @@ func TestDBCommands(t *testing.T) {
 		code int
 		want string
 	}{
-		{"pg_status_empty", []string{"db", "status", "--db", dsn}, 0, "schema version 0 (this weft: 3)\n  pending  0001_init.sql\n  pending  0002_log_bodies.sql\n  pending  0003_message_rev.sql"},
+		{"pg_status_empty", []string{"db", "status", "--db", dsn}, 0, "schema version 0 (this weft: 4)\n  pending  0001_init.sql\n  pending  0002_log_bodies.sql\n  pending  0003_message_rev.sql\n  pending  0004_access_tokens.sql"},
 		{"pg_migrate", []string{"db", "migrate", "--db", dsn}, 0, "applied  0003_message_rev.sql"},
 		{"pg_status_current", []string{"db", "status", "--db", dsn}, 0, "up to date"},
 		{"sqlite_status_missing", []string{"db", "status", "--db", file}, 2, ""},

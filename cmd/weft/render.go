@@ -25,7 +25,10 @@ func newRenderCmd(g *globals) *cobra.Command {
 		Short: "Print the messages and tools a prompt sends to the model",
 		Long: `Render PROMPT as the model would receive it: the system prompt, the template's messages and the
 offered tools (MCP servers are started to list theirs). Missing arguments of a .prompty prompt take their samples. With --thread the next
-step of that thread is rendered with its history. Secrets print as [redacted].
+step of that thread is rendered with its history, kept inside the model's window as a run keeps
+it, followed by what was left out of it and why (the context strategy: messages cut by the window,
+the summary that stands for older ones, messages the step will fold into the summary). Secrets
+print as [redacted].
 
 A path to a .prompty file renders that file on its own, inside a project or not: its model comes
 from its own front matter (model.configuration or model.provider; none needed to preview) and
@@ -60,7 +63,7 @@ error, 4 invalid arguments.`,
 			if err != nil {
 				return exit(exitFailure, err)
 			}
-			req, err := eng.Preview(cmd.Context(), engine.PreviewInput{Prompt: name, Args: args, Env: envMap, ThreadID: thread})
+			rendered, err := eng.Render(cmd.Context(), engine.PreviewInput{Prompt: name, Args: args, Env: envMap, ThreadID: thread})
 			if err != nil {
 				switch weft.ErrorCode(err) {
 				case weft.EInvalid, weft.EMissingVariables:
@@ -74,9 +77,15 @@ error, 4 invalid arguments.`,
 				}
 				return exit(exitDefinitions, err)
 			}
+			req := rendered.Request
+			// What the window left out is told for a thread's history, which is what it cuts.
+			var report *engine.ContextReport
+			if thread != "" {
+				report = &rendered.Context
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeRenderJSON(out, req)
+				return writeRenderJSON(out, req, report)
 			}
 			if tools {
 				b, _ := json.MarshalIndent(toolList(req), "", "  ")
@@ -84,6 +93,9 @@ error, 4 invalid arguments.`,
 				return nil
 			}
 			writeRenderText(out, req)
+			if report != nil {
+				fmt.Fprintf(out, "\ncontext (%s): %s\n", report.Strategy, report.Reason)
+			}
 			return nil
 		},
 	}
@@ -142,13 +154,15 @@ func toolList(req *weft.Request) []renderedTool {
 	return out
 }
 
-func writeRenderJSON(w io.Writer, req *weft.Request) error {
+func writeRenderJSON(w io.Writer, req *weft.Request, report *engine.ContextReport) error {
 	doc := struct {
 		Messages []weft.LLMMessage `json:"messages"`
 		Tools    []renderedTool    `json:"tools"`
 		// Output is the structured answer's shape, for a prompt with an output schema.
 		Output *weft.OutputSpec `json:"output,omitempty"`
-	}{Messages: req.Messages, Tools: toolList(req), Output: req.Output}
+		// Context says what the request left out of the thread's history, and why (--thread).
+		Context *engine.ContextReport `json:"context,omitempty"`
+	}{Messages: req.Messages, Tools: toolList(req), Output: req.Output, Context: report}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)

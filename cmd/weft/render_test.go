@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -65,6 +66,10 @@ func TestRenderJSONAndThread(t *testing.T) {
 	out, errOut, code = runWeft(t, proj, "render", "assistant", "--thread", run.Thread.ID, "--db", db)
 	if code != 0 || !strings.Contains(out, "user:\nWhat time is it?") || !strings.Contains(out, "assistant:\nI asked the current_time tool") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+	// It ends with what the context strategy left out of the history, and why.
+	if !regexp.MustCompile(`\ncontext \(window\): (nothing is left out|model \S+ declares no capabilities.maxContextTokens)`).MatchString(out) {
+		t.Errorf("no context line:\n%s", out)
 	}
 }
 

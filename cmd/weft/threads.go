@@ -262,6 +262,9 @@ func printMessages(w io.Writer, msgs []weft.Message, notes map[string]string) {
 		if m.Silent {
 			head += " [silent]"
 		}
+		if m.Metadata["context_summary"] == true {
+			head += fmt.Sprintf(" [summary of %v messages through seq %v]", m.Metadata["summary_messages"], m.Metadata["summary_through_seq"])
+		}
 		if m.Status != weft.MessageCompleted {
 			head += " [" + string(m.Status) + "]"
 		}

@@ -120,6 +120,8 @@ class ThreadView {
     }).observe(this.earlier);
     try {
       this.thread = await details;
+      // What the last run left out of its requests, until the stream reports a newer one.
+      if (this.thread.last_context && !this.context) this.context = this.thread.last_context;
     } catch (e) {
       if (e instanceof APIError && e.status === 404) notFound('Thread', 'No thread ' + this.id + ' exists, or it is not yours to see.');
       return;
@@ -231,6 +233,12 @@ class ThreadView {
       case 'llm_response':
       case 'fallback_triggered':
         this.refreshLogs();
+        break;
+      case 'context_trimmed':
+      case 'context_summarized':
+      case 'context_summary_failed':
+        this.context = { type, ...d };
+        this.renderHead();
         break;
       case 'subagent':
         this.refreshTree();
@@ -366,6 +374,7 @@ class ThreadView {
     const side = m.side || 'none';
     const cls = ['msg', 'role-' + m.role, 'side-' + side];
     if (m.silent) cls.push('silent');
+    if ((m.metadata || {}).context_summary) cls.push('summary');
     if (m.status === 'failed' || m.tool_status === 'error') cls.push('failed');
     if (m.status === 'pending') cls.push('pending');
     if ((m.tool_calls || []).length) cls.push('has-calls');
@@ -381,6 +390,8 @@ class ThreadView {
         m.status === 'failed' ? h('span', { class: 'flag flag-error' }, 'failed') : null,
         m.status === 'pending' ? h('span', { class: 'flag flag-live' }, 'streaming') : null,
         meta.subagent_id ? h('a', { class: 'flag', href: threadHref(meta.subagent_id) }, 'from subagent ' + meta.subagent_id) : null,
+        meta.context_summary ? h('span', { class: 'flag flag-summary', title: 'Sent to ' + (meta.summary_prompt || 'its prompt') +
+          ' instead of the messages it covers' }, 'summary of ' + meta.summary_messages + (meta.summary_messages === 1 ? ' message' : ' messages') + ' through #' + meta.summary_through_seq) : null,
         h('span', { class: 'grow' }),
         m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
         m.depth === 0 && m.status !== 'pending' ? h('a', { class: 'chip fork', href: '#', role: 'button', title: 'A new thread with the messages up to this one',
@@ -498,7 +509,7 @@ class ThreadView {
         t.forked_from ? fact('Forked from', h('a', { id: 'forked-from', class: 'mono', href: threadHref(t.forked_from.thread) + '#m-' + t.forked_from.message },
           t.forked_from.thread + (t.forked_from.before ? ' (before ' : ' (at ') + t.forked_from.message + ')')) : null,
         (t.forks || []).length ? fact('Forks', t.forks.map((f) => h('a', { class: 'mono fork-link', href: threadHref(f.id) }, f.id))) : null),
-      stop, live, this.evalBox(),
+      stop, live, this.contextBox(), this.evalBox(),
       h('div', { id: 'action-error', class: 'error', hidden: true }));
     this.renderRunEnd();
   }
@@ -523,6 +534,27 @@ class ThreadView {
       s.error ? h('pre', { class: 'run-error', id: 'run-error' }, s.error)
         : h('p', { class: 'muted small' }, 'No error text was recorded for this run; its model calls are in the side panel.'),
       s.log_id ? h('a', { class: 'small', href: '#log-' + s.log_id, onclick: () => this.openLog(s.log_id) }, 'The model call that failed →') : null);
+  }
+
+  // contextBox tells what the newest request left out of the history to fit its model's window
+  // (context_trimmed), or what the summarizer folded (context_summarized), as the run reports it.
+  contextBox() {
+    const c = this.context;
+    if (!c) return null;
+    let text;
+    switch (c.type) {
+      case 'context_trimmed':
+        text = 'Last request: ' + c.omitted_messages + ' older messages left out to fit model ' + c.model + "'s window (" +
+          num(c.tokens_before) + ' → ' + num(c.tokens_after) + ' tokens of ' + num(c.budget) + ', strategy ' + (c.strategy || 'window') + ')';
+        break;
+      case 'context_summarized':
+        text = 'Summarized: ' + c.folded_messages + ' messages folded into the summary of ' + c.prompt + ' by ' + c.summarizer +
+          ' (' + c.summary_messages + ' in all, through #' + c.through_seq + ')';
+        break;
+      default:
+        text = 'The summarizer ' + c.summarizer + ' failed; older messages were left out instead: ' + c.error;
+    }
+    return h('div', { class: 'stop context', id: 'context-note' }, text);
   }
 
   // evalBox shows a `weft eval` case thread's verdicts (its KV eval.verdict) beside the
