@@ -325,12 +325,27 @@ func writeFork(tx weft.Tx, rows []weft.Message, unanswered map[string][]unanswer
 	kv map[string]json.RawMessage, files []forkFile, events []weft.EventRecord, now time.Time) error {
 	copied := make(map[string]bool, len(rows))
 	answers := map[string]string{} // call id → the fork's result row for a call the original left open
+	var seqs [][2]int64            // (the original's seq, the fork's) of each copied row, in order
 	for i := range rows {
 		m := rows[i]
+		if isSummary(&m) {
+			// A summary names the newest row it covers by seq: the fork's may differ.
+			m.Metadata = maps.Clone(m.Metadata)
+			through := metaInt(&m, metaSummaryThrough)
+			var n int64
+			for _, p := range seqs {
+				if p[0] <= through {
+					n = p[1]
+				}
+			}
+			m.Metadata[metaSummaryThrough] = n
+		}
+		orig := m.Seq
 		m.ThreadID, m.Seq = "", 0
 		if err := tx.InsertMessage(&m); err != nil {
 			return err
 		}
+		seqs = append(seqs, [2]int64{orig, m.Seq})
 		copied[m.ID] = true
 		for _, u := range unanswered[m.ID] {
 			tm := &weft.Message{Role: weft.RoleTool, Side: u.side, Name: u.call.Name, ToolCallID: u.call.ID,
