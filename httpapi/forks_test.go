@@ -140,3 +140,30 @@ func TestForkEditRetry(t *testing.T) {
 		t.Errorf("the original changed")
 	}
 }
+
+// TestEditKeepsAttachments: an edited message carries the original's attachments, which the
+// fork holds as files of its own.
+func TestEditKeepsAttachments(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	id := e.createThread(e.alice)
+	e.json("POST", "/api/threads/"+id+"/messages", e.alice, map[string]any{"content": "read this",
+		"attachments": []map[string]any{{"name": "note.txt", "mime_type": "text/plain", "data": []byte("the note")}}}, 202, nil)
+	e.settled(id, e.alice, 4)
+	user := e.messages(id, e.alice)[0]
+	if len(user.Attachments) != 1 {
+		t.Fatalf("posted message: %+v", user)
+	}
+	var ed struct {
+		Thread weft.Thread `json:"thread"`
+	}
+	e.json("POST", fmt.Sprintf("/api/threads/%s/messages/%s/edit", id, user.ID), e.alice, map[string]any{"content": "read this, please"}, 201, &ed)
+	e.settled(ed.Thread.ID, e.alice, 4)
+	edited := e.messages(ed.Thread.ID, e.alice)[0]
+	if edited.Content != "read this, please" || len(edited.Attachments) != 1 || edited.Attachments[0].Path != user.Attachments[0].Path {
+		t.Fatalf("edited message: %+v", edited)
+	}
+	code, body := e.do("GET", "/api/threads/"+ed.Thread.ID+"/fs"+edited.Attachments[0].Path, e.alice, nil)
+	if code != 200 || string(body) != "the note" {
+		t.Errorf("the fork's copy of the attachment: %d %q", code, body)
+	}
+}
