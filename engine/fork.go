@@ -22,8 +22,8 @@ const forkedCallResult = "Failed to execute tool: the thread was forked before t
 //     cut: a fork at an assistant message with tool calls, or at one of its results, holds every
 //     result of that message, and a call the original had not answered gets an error result;
 //   - their tool-call records, the thread's env, KV values and files as they are now (the store
-//     keeps no history of those), its agent, arguments, tags, label and properties;
-//   - not its log rows, event log, queue, effects, run state or children: subagent threads stay
+//     keeps no history of those), its agent, arguments, label and properties;
+//   - not its tags, log rows, event log, queue, effects or children: subagent threads stay
 //     the original's, referenced by the copied rows, and are not run again.
 //
 // The fork is stored in one transaction, with ForkedFrom set and a thread_forked event; it is
@@ -92,12 +92,15 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 
 	now := e.clock.Now().UTC()
 	props := maps.Clone(orig.Properties)
-	// A subagent's registry row and result belong to the subagent: a fork is a root thread.
+	// Tags are not copied: protocols and evals find a thread by its tags (ai-sdk-chat:ID,
+	// ag-ui-thread:ID, an eval run's), and a fork answering for the original's chat or run would
+	// change what the original is to them. A subagent's registry row and result belong to the
+	// subagent: a fork is a root thread.
 	delete(props, subagentProperty)
 	delete(props, resultProperty)
 	point := &weft.ForkPoint{Thread: threadID, Message: atID, Before: before}
 	t := &weft.Thread{ID: weft.NewID("thr_"), Agent: orig.Agent, OriginAgent: orig.OriginAgent, UserID: owner,
-		Label: orig.Label, Tags: slices.Clone(orig.Tags), Properties: props, Arguments: orig.Arguments,
+		Label: orig.Label, Tags: []string{}, Properties: props, Arguments: orig.Arguments,
 		Status: weft.ThreadIdle, CreatedAt: now, UpdatedAt: now, LastActivityAt: now, ForkedFrom: point}
 	t.RootID = t.ID
 	for i := len(rows) - 1; i >= 0; i-- {

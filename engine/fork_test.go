@@ -178,7 +178,8 @@ func TestForkRunsOnFromItsHistory(t *testing.T) {
 func testForkRunsOn(t *testing.T, open func(t *testing.T) weft.Store) {
 	ctx := context.Background()
 	eng, st, m := forkWorld(t, open)
-	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", UserID: "alice", Env: map[string]string{"TOKEN": "s3cret"}})
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", UserID: "alice", Env: map[string]string{"TOKEN": "s3cret"},
+		Label: "orders", Tags: []string{"ai-sdk-chat:c1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func testForkRunsOn(t *testing.T, open func(t *testing.T) weft.Store) {
 				t.Fatal(err)
 			}
 			if f.UserID != "bob" || f.ForkedFrom == nil || f.ForkedFrom.Thread != th.ID || f.ForkedFrom.Message != tc.at.ID ||
-				f.ForkedFrom.Before != tc.before || f.ParentID != "" || f.RootID != f.ID {
+				f.ForkedFrom.Before != tc.before || f.ParentID != "" || f.RootID != f.ID || f.Label != "orders" || len(f.Tags) != 0 {
 				t.Fatalf("fork: %+v (forked_from %+v)", f, f.ForkedFrom)
 			}
 			if kids, _, _ := st.Threads(ctx, weft.ThreadQuery{ParentID: f.ID}); len(kids) != 0 {
