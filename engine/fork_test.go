@@ -425,3 +425,52 @@ func TestForkRefuses(t *testing.T) {
 		t.Errorf("sub-prompt row: %v", err)
 	}
 }
+
+// TestForkDuringRun: a fork made while the original's tool runs answers that call with an error
+// and runs on its own; the original's run is not disturbed and stores the tool's real result.
+func TestForkDuringRun(t *testing.T) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := &weft.Tool{Name: "slow", Description: "Slow.", Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+		close(started)
+		<-release
+		return weft.Success("slow done"), nil
+	})}
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == weft.RoleUser {
+			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: weft.NewID("call_"), Name: "slow", Arguments: "{}"}}}, nil
+		}
+		return &weft.Response{Text: "saw: " + last.Text()}, nil
+	})
+	reg := registry([]*weft.Tool{slow}, nil)
+	st, _ := memstore.New(memstore.Options{})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Role: weft.RoleUser, Content: "go slow"}})
+		done <- err
+	}()
+	<-started
+	rows, _ := st.Messages(ctx, th.ID, weft.MessageQuery{})
+	f, err := eng.Fork(ctx, th.ID, rows[1].ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: st}
+	wantTranscript(t, h.transcript(th.ID), "user: go slow", "assistant:  [slow {}]", "tool:slow: slow done", "assistant: saw: slow done")
+	if _, err := eng.Continue(ctx, f.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantTranscript(t, h.transcript(f.ID), "user: go slow", "assistant:  [slow {}]", "tool:slow: "+
+		"Failed to execute tool: the thread was forked before this call finished", "assistant: saw: "+
+		"Failed to execute tool: the thread was forked before this call finished")
+}
