@@ -733,6 +733,8 @@ responses:
     text: First answer.
   - match: {prompt: chat}
     text: Second answer.
+  - match: {prompt: chat}
+    text: Second answer, again.
 `, nil)
 	id := s.createThread(`{"agent":"chat","label":"To fork"}`)
 	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"One"}`, 202, nil)
@@ -750,4 +752,9 @@ responses:
 	shot(t, ctx, "fork")
 	act(t, ctx, "back to the original", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
 	waitJS(t, ctx, "the original lists its fork", `document.querySelectorAll('a.fork-link').length === 1`)
+
+	act(t, ctx, "retry the second answer", js(`[...document.querySelectorAll('#timeline .msg.role-assistant')]
+		.find(m => m.querySelector('.content').textContent === 'Second answer.').querySelector('a.retry').click()`))
+	waitJS(t, ctx, "the retry's fork, answered again", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent).join('|') === 'One|First answer.|Two|Second answer, again.'`)
 }

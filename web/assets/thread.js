@@ -396,6 +396,8 @@ class ThreadView {
         m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
         m.depth === 0 && m.status !== 'pending' ? h('a', { class: 'chip fork', href: '#', role: 'button', title: 'A new thread with the messages up to this one',
           onclick: (ev) => { ev.preventDefault(); this.fork(m.id); } }, 'Fork from here') : null,
+        m.depth === 0 && m.role === 'assistant' && m.status !== 'pending' ? h('a', { class: 'chip retry', href: '#', role: 'button',
+          title: 'A new thread with the messages before this one, answered again', onclick: (ev) => { ev.preventDefault(); this.retry(m.id); } }, 'Retry') : null,
         Number.isFinite(m.seq) ? h('span', { class: 'seq muted' }, '#' + m.seq) : null,
         m.created_at ? h('time', { class: 'muted', datetime: m.created_at, title: m.created_at }, ago(m.created_at)) : null));
     if (m._stream) el.dataset.chunks = m._stream;
@@ -594,6 +596,12 @@ class ThreadView {
   // fork makes a thread of the messages up to id (POST /fork) and opens it.
   async fork(id) {
     const r = await this.act('POST', '/fork', { at: id });
+    location.href = threadHref(r.thread.id);
+  }
+
+  // retry answers again on a fork of the messages before the assistant message id, and opens it.
+  async retry(id) {
+    const r = await this.act('POST', '/messages/' + encodeURIComponent(id) + '/retry');
     location.href = threadHref(r.thread.id);
   }
 
