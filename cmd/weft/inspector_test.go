@@ -735,6 +735,8 @@ responses:
     text: Second answer.
   - match: {prompt: chat}
     text: Second answer, again.
+  - match: {prompt: chat}
+    text: Answer to the edit.
 `, nil)
 	id := s.createThread(`{"agent":"chat","label":"To fork"}`)
 	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"One"}`, 202, nil)
@@ -757,4 +759,13 @@ responses:
 		.find(m => m.querySelector('.content').textContent === 'Second answer.').querySelector('a.retry').click()`))
 	waitJS(t, ctx, "the retry's fork, answered again", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
 		[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent).join('|') === 'One|First answer.|Two|Second answer, again.'`)
+
+	act(t, ctx, "back to the original", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "its messages", `document.body.innerText.includes('Second answer.')`)
+	act(t, ctx, "edit the second message", js(`[...document.querySelectorAll('#timeline .msg.role-user')]
+		.find(m => m.querySelector('.content').textContent === 'Two').querySelector('a.edit').click()`))
+	act(t, ctx, "write the new text and send it", js(`document.querySelector('form.edit textarea').value = 'Two, edited'`),
+		chromedp.Click(`form.edit button[type=submit]`))
+	waitJS(t, ctx, "the edit's fork, answered", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent).join('|') === 'One|First answer.|Two, edited|Answer to the edit.'`)
 }

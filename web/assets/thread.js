@@ -396,6 +396,8 @@ class ThreadView {
         m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
         m.depth === 0 && m.status !== 'pending' ? h('a', { class: 'chip fork', href: '#', role: 'button', title: 'A new thread with the messages up to this one',
           onclick: (ev) => { ev.preventDefault(); this.fork(m.id); } }, 'Fork from here') : null,
+        m.depth === 0 && m.role === 'user' && !m.silent ? h('a', { class: 'chip edit', href: '#', role: 'button',
+          title: 'Send an edited text on a fork of the messages before this one', onclick: (ev) => { ev.preventDefault(); this.edit(m, el); } }, 'Edit') : null,
         m.depth === 0 && m.role === 'assistant' && m.status !== 'pending' ? h('a', { class: 'chip retry', href: '#', role: 'button',
           title: 'A new thread with the messages before this one, answered again', onclick: (ev) => { ev.preventDefault(); this.retry(m.id); } }, 'Retry') : null,
         Number.isFinite(m.seq) ? h('span', { class: 'seq muted' }, '#' + m.seq) : null,
@@ -597,6 +599,25 @@ class ThreadView {
   async fork(id) {
     const r = await this.act('POST', '/fork', { at: id });
     location.href = threadHref(r.thread.id);
+  }
+
+  // edit opens an editor of the user message m in its element el; saving sends the new text on a
+  // fork of the messages before m (POST …/edit) and opens the fork.
+  edit(m, el) {
+    if (el.querySelector('form.edit')) return;
+    const text = h('textarea', { rows: 3, class: 'edit-text' });
+    text.value = m.content || '';
+    const form = h('form', { class: 'edit' }, text,
+      h('div', { class: 'row' }, h('span', { class: 'grow' }),
+        h('button', { type: 'button', class: 'ghost', onclick: () => form.remove() }, 'Cancel'),
+        h('button', { type: 'submit', class: 'primary' }, 'Send on a fork')));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await this.act('POST', '/messages/' + encodeURIComponent(m.id) + '/edit', { content: text.value });
+      location.href = threadHref(r.thread.id);
+    });
+    el.append(form);
+    text.focus();
   }
 
   // retry answers again on a fork of the messages before the assistant message id, and opens it.
