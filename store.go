@@ -41,6 +41,11 @@ type ThreadStore interface {
 	Threads(ctx context.Context, q ThreadQuery) ([]*Thread, int, error)
 	// DeleteThread deletes a thread, its descendants and all their rows.
 	DeleteThread(ctx context.Context, id string) error
+	// CreateThreadTx creates t with its env exactly as CreateThread does and runs fn on the new
+	// thread in the same transaction (as Tx runs it, without a fence): the thread appears with
+	// everything fn wrote, or not at all (a fork is made this way). When fn fails, nothing is
+	// stored and its error is returned.
+	CreateThreadTx(ctx context.Context, t *Thread, env []EnvValue, fn func(Tx) error) error
 }
 
 // MessageStore reads a thread's messages and tool calls and keeps its queue of messages waiting
@@ -360,6 +365,8 @@ type ThreadQuery struct {
 	RootsOnly bool
 	// Queued lists only threads with queued messages (work left after a restart).
 	Queued bool
+	// ForkedFrom lists only the forks of this thread (threads whose ForkedFrom.Thread it is).
+	ForkedFrom string
 	// Sort is activity (default), created or oldest.
 	Sort          string
 	Limit, Offset int

@@ -48,6 +48,20 @@ type Thread struct {
 	LastActivityAt time.Time `json:"last_activity_at"`
 	// Preview is a short text of the latest message.
 	Preview string `json:"preview,omitempty"`
+	// ForkedFrom is where the thread was forked from (Engine.Fork); nil for a thread that was not.
+	// The original names none of its forks: they are listed by ThreadQuery.ForkedFrom.
+	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
+}
+
+// ForkPoint is the place a fork was made at: a thread and one of its messages.
+type ForkPoint struct {
+	// Thread is the original thread's id.
+	Thread string `json:"thread"`
+	// Message is the id of the original's message the fork was made at.
+	Message string `json:"message"`
+	// Before tells a fork cut just before Message (an edit or a retry of it) from one that holds
+	// Message (a fork at it).
+	Before bool `json:"before,omitempty"`
 }
 
 // StopReason says why a run ended; OK tells success from failure.

@@ -83,7 +83,8 @@ func read(w http.ResponseWriter, r *http.Request) (*chatBody, []weft.NewMessage,
 		return nil, nil, last, invalid("id: the chat id is required")
 	}
 	if b.Trigger != "" && b.Trigger != "submit-message" {
-		return nil, nil, last, invalid("trigger: %q is not supported: a Weft thread keeps every answer (send a new message)", b.Trigger)
+		return nil, nil, last, invalid("trigger: %q is not supported: a Weft thread keeps every answer (send a new message, or retry "+
+			"an answer on a fork of the thread: POST /api/threads/{id}/messages/{mid}/retry)", b.Trigger)
 	}
 	if len(b.Messages) == 0 {
 		return nil, nil, last, invalid("messages: at least one message is required")

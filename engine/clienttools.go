@@ -105,7 +105,7 @@ func (e *Engine) SetClientTools(ctx context.Context, threadID string, tools []Cl
 		tools = nil
 	}
 	want, _ := json.Marshal(tools)
-	return e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
 		cur, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return err
@@ -142,7 +142,9 @@ func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string,
 	if res.Status == "" {
 		res.Status = weft.ToolSuccess
 	}
-	err = e.store.Tx(ctx, threadID, nil, func(tx weft.Tx) error {
+	// Through the committer: the client's result is redacted like any row (a secret the client
+	// echoes back never reaches the store).
+	err = e.tx(ctx, threadID, nil, nil, func(tx weft.Tx) error {
 		recs, err := e.store.ToolCalls(ctx, threadID)
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/scripted"
 )
 
 // TestClientTools: a thread's client tool is offered to the model in that thread only; its call
@@ -111,5 +112,58 @@ func TestClientTools(t *testing.T) {
 	}
 	if got := lastText(t, st, th.ID); !strings.Contains(got, "gave no result") {
 		t.Errorf("approved without a result: %q", got)
+	}
+}
+
+// TestClientToolResultRedacted: a client's result that echoes a secret of the thread is redacted
+// before it is stored — on the call's record and in the result the model reads — as every row
+// the committer writes.
+func TestClientToolResultRedacted(t *testing.T) {
+	const secret = `q"uote-5150`
+	reg := registry(nil, nil)
+	sc, err := scripted.Parse("script.yaml", []byte("- tool_calls: [{name: confirm, id: call_1, arguments: '{}'}]\n- text: Done.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := memstore.New(memstore.Options{})
+	defer st.Close()
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(sc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant", Env: map[string]string{"SECRET_TOKEN": secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.SetClientTools(ctx, th.ID, []engine.ClientTool{{Name: "confirm", Description: "Ask the user."}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}}); err != nil || res.Last().Reason != weft.StopAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := eng.DeliverToolResult(ctx, th.ID, "call_1", weft.Success("the token is "+secret), "u"); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.ToolCalls(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if b, _ := json.Marshal(r); holdsSecret(string(b), secret) {
+			t.Errorf("the call's record holds the secret: %s", b)
+		}
+	}
+	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := st.Messages(ctx, th.ID, weft.MessageQuery{Limit: -1})
+	for _, m := range msgs {
+		if holdsSecret(m.Content, secret) {
+			t.Errorf("a %s message holds the secret: %q", m.Role, m.Content)
+		}
+		if m.Role == weft.RoleTool && !strings.Contains(m.Content, "the token is") {
+			t.Errorf("the result the model reads: %q", m.Content)
+		}
 	}
 }

@@ -82,13 +82,12 @@ type Engine struct {
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
-	// (an agent's name) → map[string]weft.VarType.
+	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
+	// request to a model that declares no window may take, as a context-length refusal taught it
+	// (int; window.go): summarize folds ahead of time with it.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
-	// learned holds, by model name, the tokens a request to a model that declares no window may
-	// take, as a context-length refusal taught it (int): summarize folds ahead of time with it.
-	learned sync.Map
 
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT

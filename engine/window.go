@@ -52,12 +52,16 @@ func windowBudget(p *weft.Prompt, m *weft.Model) int {
 	return max(1, int(float64(window-reserveOutput(p, m))*(1-tokens.Margin)))
 }
 
+// learnedKey keys, in Engine.derived, the limit learnLimit noted for a model.
+type learnedKey string
+
 // learnLimit notes that a request to model, whose window is not declared, may take at most limit
 // tokens (a refusal taught it); the smallest limit learned stays.
 func (e *Engine) learnLimit(model string, limit int) {
+	k := learnedKey(model)
 	for {
-		old, loaded := e.learned.LoadOrStore(model, limit)
-		if !loaded || old.(int) <= limit || e.learned.CompareAndSwap(model, old, limit) {
+		old, loaded := e.derived.LoadOrStore(k, limit)
+		if !loaded || old.(int) <= limit || e.derived.CompareAndSwap(k, old, limit) {
 			return
 		}
 	}
@@ -65,7 +69,7 @@ func (e *Engine) learnLimit(model string, limit int) {
 
 // learnedLimit is the limit learnLimit noted for model, 0 when none.
 func (e *Engine) learnedLimit(model string) int {
-	if v, ok := e.learned.Load(model); ok {
+	if v, ok := e.derived.Load(learnedKey(model)); ok {
 		return v.(int)
 	}
 	return 0

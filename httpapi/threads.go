@@ -108,7 +108,8 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, p *principa
 	order := q.oneOf("sort", "activity", "activity", "created", "oldest", "cost")
 	withCost := q.bool("with_cost") || order == "cost"
 	tq := weft.ThreadQuery{Agent: q.str("agent"), Tag: q.str("tag"), ParentID: q.str("parent"), Search: q.str("search"),
-		Status: weft.ThreadStatus(q.str("status")), Sort: order, Limit: limit, Offset: offset}
+		ForkedFrom: q.str("forked_from"),
+		Status:     weft.ThreadStatus(q.str("status")), Sort: order, Limit: limit, Offset: offset}
 	if order == "cost" {
 		tq.Sort, tq.Limit, tq.Offset = "activity", costSortWindow, 0
 	}
@@ -173,6 +174,20 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	for i, k := range kids {
 		children[i] = map[string]any{"id": k.ID, "agent": k.Agent, "label": k.Label, "status": k.Status}
 	}
+	// The thread's forks the caller may see: its own (all for an admin).
+	fq := weft.ThreadQuery{ForkedFrom: t.ID, Sort: "oldest", Limit: maxListLimit}
+	if !p.admin {
+		fq.UserID = p.userID
+	}
+	fks, _, err := st.Threads(r.Context(), fq)
+	if err != nil {
+		return err
+	}
+	forks := make([]map[string]any, len(fks))
+	for i, f := range fks {
+		forks[i] = map[string]any{"id": f.ID, "message": f.ForkedFrom.Message, "before": f.ForkedFrom.Before,
+			"user_id": f.UserID, "created_at": f.CreatedAt}
+	}
 	c, err := s.costOf(r, t, true)
 	if err != nil {
 		return err
@@ -212,7 +227,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 		stop["error"] = red(stop["error"].(string))
 	}
 	out, err := merge(t, map[string]any{"cost_total": c.CostTotal, "message_count": count, "children": children,
-		"event_seq": seq, "last_stop": stop, "last_context": lastContext})
+		"forks": forks, "event_seq": seq, "last_stop": stop, "last_context": lastContext})
 	if err != nil {
 		return err
 	}

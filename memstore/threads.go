@@ -17,6 +17,12 @@ import (
 // t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's root), Status (idle), times
 // (now). A parent that does not exist is ErrNotFound; an existing id is a conflict.
 func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
+	return s.CreateThreadTx(ctx, t, env, nil)
+}
+
+// CreateThreadTx creates t as CreateThread does, with fn's writes on it: fn runs on the new thread
+// before anyone can see it, and the thread is published with them only when fn succeeds.
+func (s *Store) CreateThreadTx(ctx context.Context, t *weft.Thread, env []weft.EnvValue, fn func(weft.Tx) error) error {
 	if s.closed.Load() {
 		return errClosed
 	}
@@ -42,6 +48,23 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	}
 	th := &thread{meta: meta, byID: map[string]*weft.Message{}, callIdx: map[string]int{}, logIdx: map[string]int{},
 		exec: map[string]json.RawMessage{}, kv: map[string]json.RawMessage{}, files: map[string]*file{}}
+	if fn != nil {
+		// The thread is nobody's but this call's until it is stored below: the Tx's writes are
+		// applied to it before it can be seen.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tx := s.txPool.Get().(*tx)
+		tx.th, tx.id = th, t.ID
+		err := fn(tx)
+		if err == nil {
+			err = tx.commit(nil, th)
+		}
+		tx.release()
+		if err != nil {
+			return err
+		}
+	}
 	// Hold the env lock across the insert so the thread and its env appear together.
 	s.envMu.Lock()
 	defer s.envMu.Unlock()
@@ -61,6 +84,10 @@ func normThread(t *weft.Thread) (weft.Thread, error) {
 	c := *t
 	c.CreatedAt, c.UpdatedAt, c.LastActivityAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC(), t.LastActivityAt.UTC()
 	c.Tags = cloneTags(t.Tags)
+	if t.ForkedFrom != nil {
+		f := *t.ForkedFrom
+		c.ForkedFrom = &f
+	}
 	var err error
 	if c.Properties, err = normMapOrEmpty(t.Properties); err != nil {
 		return c, fmt.Errorf("properties: %w", err)
@@ -98,6 +125,10 @@ func cloneMap(m map[string]any) map[string]any {
 func (th *thread) threadCopy() *weft.Thread {
 	c := th.meta
 	c.Tags = slices.Clone(c.Tags)
+	if c.ForkedFrom != nil {
+		f := *c.ForkedFrom
+		c.ForkedFrom = &f
+	}
 	c.Properties = cloneMap(c.Properties)
 	c.Arguments = cloneMap(c.Arguments)
 	return &c
@@ -180,6 +211,7 @@ func threadMatches(t *weft.Thread, q *weft.ThreadQuery, search string) bool {
 		q.ParentID != "" && t.ParentID != q.ParentID,
 		q.ParentID == "" && q.RootsOnly && t.ParentID != "",
 		q.Status != "" && t.Status != q.Status,
+		q.ForkedFrom != "" && (t.ForkedFrom == nil || t.ForkedFrom.Thread != q.ForkedFrom),
 		q.Tag != "" && !slices.Contains(t.Tags, q.Tag):
 		return false
 	}

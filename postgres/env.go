@@ -77,7 +77,7 @@ func (s *Store) SetEnv(ctx context.Context, scope weft.EnvScope, owner string, v
 }
 
 // setEnvTx writes checked env values inside tx.
-func (s *Store) setEnvTx(ctx context.Context, tx pgx.Tx, scope weft.EnvScope, owner string, values []weft.EnvValue, now time.Time) error {
+func (s *Store) setEnvTx(ctx context.Context, tx pgConn, scope weft.EnvScope, owner string, values []weft.EnvValue, now time.Time) error {
 	if len(values) == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/storecontract"
@@ -64,7 +65,7 @@ func threadCols(t *weft.Thread) []any {
 }
 
 const qInsertThread = `INSERT INTO threads (id, parent_id, root_id, user_id, agent, label, preview, tags, status,
-	created_at, last_activity_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+	created_at, last_activity_at, doc, forked_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // CreateThread stores t and its thread-layer env values in one transaction. Empty fields get
 // defaults, written back to t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's
@@ -74,38 +75,85 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if err := storecontract.PrepareThread(t, env); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var parent *string
-		if t.ParentID != "" {
-			var root string
-			err := tx.QueryRow(ctx, "SELECT root_id FROM threads WHERE id = $1 FOR SHARE", t.ParentID).Scan(&root)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("thread %s: parent thread %s: %w", t.ID, t.ParentID, weft.ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
-			if t.RootID == "" {
-				t.RootID = root
-			}
-			parent = &t.ParentID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertThread(ctx, tx, t, env) })
+	return pgErr("create thread", err)
+}
+
+// CreateThreadTx creates t as CreateThread does and runs fn on it as an unfenced Tx, in the same
+// transaction: the thread is stored with fn's writes, or neither is.
+func (s *Store) CreateThreadTx(ctx context.Context, t *weft.Thread, env []weft.EnvValue, fn func(weft.Tx) error) error {
+	if err := storecontract.PrepareThread(t, env); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	unlock := s.locks.lock(t.ID)
+	defer unlock()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return pgErr("create thread", err)
+	}
+	defer conn.Release()
+	x := &tx{s: s, ctx: ctx, c: conn, id: t.ID}
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		return pgErr("create thread "+t.ID+": begin", err)
+	}
+	x.began = true
+	err = s.insertThread(ctx, conn, t, env)
+	if err == nil {
+		// Locked as Tx locks its thread's row; the new thread has no queue yet.
+		err = x.row.scan(conn.QueryRow(ctx, qLockThread, t.ID))
+	}
+	if err != nil {
+		x.rollback()
+		return pgErr("create thread", err)
+	}
+	return x.run(fn)
+}
+
+// pgConn is what insertThread writes through: a pgx.Tx, or a connection in a transaction.
+type pgConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// insertThread stores a prepared thread and its env values within the transaction of c.
+func (s *Store) insertThread(ctx context.Context, c pgConn, t *weft.Thread, env []weft.EnvValue) error {
+	var parent *string
+	if t.ParentID != "" {
+		var root string
+		err := c.QueryRow(ctx, "SELECT root_id FROM threads WHERE id = $1 FOR SHARE", t.ParentID).Scan(&root)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("thread %s: parent thread %s: %w", t.ID, t.ParentID, weft.ErrNotFound)
 		}
-		now := s.nowUTC()
-		storecontract.DefaultThread(t, now)
-		doc, err := encodeThread(t)
 		if err != nil {
 			return err
 		}
-		args := append([]any{t.ID, parent, t.RootID}, threadCols(t)...)
-		if _, err := tx.Exec(ctx, qInsertThread, append(args, doc)...); err != nil {
-			if isCode(err, uniqueViolation) {
-				return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
-			}
-			return err
+		if t.RootID == "" {
+			t.RootID = root
 		}
-		return s.setEnvTx(ctx, tx, weft.EnvThread, t.ID, env, now)
-	})
-	return pgErr("create thread", err)
+		parent = &t.ParentID
+	}
+	var forkedFrom *string
+	if t.ForkedFrom != nil {
+		forkedFrom = &t.ForkedFrom.Thread
+	}
+	now := s.nowUTC()
+	storecontract.DefaultThread(t, now)
+	doc, err := encodeThread(t)
+	if err != nil {
+		return err
+	}
+	args := append([]any{t.ID, parent, t.RootID}, threadCols(t)...)
+	if _, err := c.Exec(ctx, qInsertThread, append(args, doc, forkedFrom)...); err != nil {
+		if isCode(err, uniqueViolation) {
+			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
+		}
+		return err
+	}
+	return s.setEnvTx(ctx, c, weft.EnvThread, t.ID, env, now)
 }
 
 // Thread returns a thread or ErrNotFound.
@@ -159,6 +207,9 @@ func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread
 	}
 	if q.Status != "" {
 		where = append(where, "status = "+arg(string(q.Status)))
+	}
+	if q.ForkedFrom != "" {
+		where = append(where, "forked_from = "+arg(q.ForkedFrom))
 	}
 	if q.Tag != "" {
 		where = append(where, arg(text(q.Tag))+" = ANY (tags)")

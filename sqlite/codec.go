@@ -707,6 +707,9 @@ const (
 	tCreatedAt
 	tUpdatedAt
 	tLastActivityAt
+	tForkedThread  // ForkedFrom.Thread
+	tForkedMessage // ForkedFrom.Message
+	tForkedBefore  // ForkedFrom.Before: "1" when true
 )
 
 // threadDoc packs a thread; props and args are its maps as JSON, nil when empty.
@@ -728,6 +731,13 @@ func threadDoc(t *weft.Thread, props, args []byte) []byte {
 	w.time(tCreatedAt, t.CreatedAt)
 	w.time(tUpdatedAt, t.UpdatedAt)
 	w.time(tLastActivityAt, t.LastActivityAt)
+	if f := t.ForkedFrom; f != nil {
+		w.str(tForkedThread, f.Thread)
+		w.str(tForkedMessage, f.Message)
+		if f.Before {
+			w.str(tForkedBefore, "1")
+		}
+	}
 	return w.b
 }
 
@@ -778,6 +788,18 @@ func decodeThreadDoc(doc string, t *weft.Thread) (props, args string, err error)
 			t.UpdatedAt = r.time(v)
 		case tLastActivityAt:
 			t.LastActivityAt = r.time(v)
+		case tForkedThread, tForkedMessage, tForkedBefore:
+			if t.ForkedFrom == nil {
+				t.ForkedFrom = &weft.ForkPoint{}
+			}
+			switch tag {
+			case tForkedThread:
+				t.ForkedFrom.Thread = v
+			case tForkedMessage:
+				t.ForkedFrom.Message = v
+			default:
+				t.ForkedFrom.Before = v == "1"
+			}
 		}
 	}
 	return props, args, r.err

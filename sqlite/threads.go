@@ -31,6 +31,12 @@ func scanThread(sc scanner, extra ...any) (*weft.Thread, error) {
 // defaults, written back to t: ID (thr_…), OriginAgent (Agent), RootID (own id, or the parent's
 // root), Status (idle), times (now). A missing parent is ErrNotFound; an existing id a conflict.
 func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.EnvValue) error {
+	return s.CreateThreadTx(ctx, t, env, nil)
+}
+
+// CreateThreadTx creates t as CreateThread does and runs fn on it as Tx runs it, unfenced, in the
+// same write transaction: the thread is stored with fn's writes, or neither is.
+func (s *Store) CreateThreadTx(ctx context.Context, t *weft.Thread, env []weft.EnvValue, fn func(weft.Tx) error) error {
 	if err := storecontract.PrepareThread(t, env); err != nil {
 		return err
 	}
@@ -50,8 +56,21 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 	if err != nil {
 		return weft.Errorf(weft.EInvalid, "thread %s: arguments: %v", t.ID, err)
 	}
-	return s.writeOwn(ctx, func(w *writer) error {
+	var forkedFrom any
+	if t.ForkedFrom != nil {
+		forkedFrom = t.ForkedFrom.Thread
+	}
+	return s.writeOwn(ctx, func(w *writer) (err error) {
 		w.rows.drop(t.ID) // a new row: only its own thread's entry (none) could be touched
+		if fn != nil {
+			defer func() {
+				if err != nil {
+					// Rolled back: nothing kept of the thread that was not stored.
+					w.rows.drop(t.ID)
+					w.rows.hist.drop(t.ID)
+				}
+			}()
+		}
 		var parent any
 		if t.ParentID != "" {
 			parent = t.ParentID
@@ -72,9 +91,9 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		stored.Tags = tags
 		doc := threadDoc(&stored, props, args)
 		res, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
-			created_at, last_activity_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, last_activity_at, doc, forked_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
-			nanos(t.CreatedAt), nanos(t.LastActivityAt), doc)
+			nanos(t.CreatedAt), nanos(t.LastActivityAt), doc, forkedFrom)
 		if isConstraint(err, "UNIQUE") {
 			return weft.Errorf(weft.EConflict, "thread %s already exists", t.ID)
 		}
@@ -92,7 +111,10 @@ func (s *Store) CreateThread(ctx context.Context, t *weft.Thread, env []weft.Env
 		if t.ParentID != "" {
 			w.rows.childAdded(t.ParentID)
 		}
-		return s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now)
+		if err := s.setEnv(ctx, w, weft.EnvThread, t.ID, env, now); err != nil || fn == nil {
+			return err
+		}
+		return s.txIn(ctx, w, t.ID, nil, fn)
 	})
 }
 
@@ -181,6 +203,9 @@ func threadsWhere(q weft.ThreadQuery) (string, []any) {
 	}
 	if q.Status != "" {
 		add("status = ?", string(q.Status))
+	}
+	if q.ForkedFrom != "" {
+		add("forked_from = ?", q.ForkedFrom)
 	}
 	if q.Queued {
 		add("(threads.inbox IS NOT NULL OR EXISTS (SELECT 1 FROM queue WHERE queue.thread_id = threads.id))")

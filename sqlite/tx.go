@@ -86,95 +86,98 @@ var qUpdateThread = func() (q [128]string) {
 // checked inside the transaction, else ErrLeaseLost and nothing is written. An unknown thread is
 // ErrNotFound.
 func (s *Store) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
-	return s.writeOwn(ctx, func(w *writer) (txErr error) {
-		t := tx{s: s, w: w, ctx: ctx, id: threadID, idArg: threadID, fence: fence, eventSeq: -1}
-		// A fenced Tx of the lease's own thread starts from the row its run's last Tx left
-		// (rowcache.go) and leaves the row for the next; an unfenced Tx of a thread whose idle
-		// row is kept does the same with that row; any other Tx changes the row unseen.
-		own := fence != nil && (fence.ThreadID == "" || fence.ThreadID == threadID)
-		idle, kept := cachedRow{}, false
-		if fence == nil {
-			idle, kept = w.rows.takeIdle(threadID)
+	return s.writeOwn(ctx, func(w *writer) error { return s.txIn(ctx, w, threadID, fence, fn) })
+}
+
+// txIn runs fn as Tx does, within the write w (CreateThreadTx runs it after its thread's insert).
+func (s *Store) txIn(ctx context.Context, w *writer, threadID string, fence *weft.Fence, fn func(weft.Tx) error) (txErr error) {
+	t := tx{s: s, w: w, ctx: ctx, id: threadID, idArg: threadID, fence: fence, eventSeq: -1}
+	// A fenced Tx of the lease's own thread starts from the row its run's last Tx left
+	// (rowcache.go) and leaves the row for the next; an unfenced Tx of a thread whose idle
+	// row is kept does the same with that row; any other Tx changes the row unseen.
+	own := fence != nil && (fence.ThreadID == "" || fence.ThreadID == threadID)
+	idle, kept := cachedRow{}, false
+	if fence == nil {
+		idle, kept = w.rows.takeIdle(threadID)
+	}
+	if !own {
+		w.rows.drop(threadID)
+	}
+	if kept {
+		t.load(idle)
+		defer func() {
+			if txErr != nil {
+				w.rows.drop(threadID)
+				return
+			}
+			w.rows.putIdle(threadID, t.row(idle.owner, idle.token, idle.expires))
+		}()
+	} else if fence == nil {
+		if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
+			return s.noThread(threadID, err)
 		}
-		if !own {
+	} else {
+		leaseThread := fence.ThreadID
+		if leaseThread == "" {
+			leaseThread = threadID
+		}
+		// The lease as read lives in t, which is on the heap anyway: locals whose addresses
+		// are scanned into, or that the deferred function captures, would each be one more
+		// allocation a Tx.
+		l := &t.held
+		var err error
+		if c, ok := w.rows.get(threadID); ok && own {
+			l.owner, l.token, l.expires = c.owner, c.token, c.expires
+			t.load(c)
+		} else if own {
+			err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
+			t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
+		} else {
+			err = w.row(ctx, qTxFence, []any{&t.rowid, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
+		}
+		if err != nil {
+			return s.noThread(threadID, err)
+		}
+		if l.owner != fence.Node || l.token != fence.Token || s.now().UnixNano() >= l.expires {
 			w.rows.drop(threadID)
+			return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
 		}
-		if kept {
-			t.load(idle)
+		if own {
 			defer func() {
+				// Kept for the run's next Tx: the row as this one leaves it; when the lease
+				// goes with it, for the thread's next run (unless the Tx fails: its writes,
+				// whatever it did, roll back).
 				if txErr != nil {
 					w.rows.drop(threadID)
 					return
 				}
-				w.rows.putIdle(threadID, t.row(idle.owner, idle.token, idle.expires))
+				c := t.row(l.owner, l.token, l.expires)
+				if t.release {
+					c.owner, c.expires = "", 0 // as setRelease writes them
+					w.rows.putIdle(threadID, c)
+				} else {
+					w.rows.put(threadID, c)
+				}
 			}()
-		} else if fence == nil {
-			if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
-				return s.noThread(threadID, err)
-			}
-		} else {
-			leaseThread := fence.ThreadID
-			if leaseThread == "" {
-				leaseThread = threadID
-			}
-			// The lease as read lives in t, which is on the heap anyway: locals whose addresses
-			// are scanned into, or that the deferred function captures, would each be one more
-			// allocation a Tx.
-			l := &t.held
-			var err error
-			if c, ok := w.rows.get(threadID); ok && own {
-				l.owner, l.token, l.expires = c.owner, c.token, c.expires
-				t.load(c)
-			} else if own {
-				err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
-				t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
-			} else {
-				err = w.row(ctx, qTxFence, []any{&t.rowid, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
-			}
-			if err != nil {
-				return s.noThread(threadID, err)
-			}
-			if l.owner != fence.Node || l.token != fence.Token || s.now().UnixNano() >= l.expires {
-				w.rows.drop(threadID)
-				return fmt.Errorf("thread %s: lease token %d of %s: %w", leaseThread, fence.Token, fence.Node, weft.ErrLeaseLost)
-			}
-			if own {
-				defer func() {
-					// Kept for the run's next Tx: the row as this one leaves it; when the lease
-					// goes with it, for the thread's next run (unless the Tx fails: its writes,
-					// whatever it did, roll back).
-					if txErr != nil {
-						w.rows.drop(threadID)
-						return
-					}
-					c := t.row(l.owner, l.token, l.expires)
-					if t.release {
-						c.owner, c.expires = "", 0 // as setRelease writes them
-						w.rows.putIdle(threadID, c)
-					} else {
-						w.rows.put(threadID, c)
-					}
-				}()
-			}
 		}
-		if t.rowid == 0 {
-			// Not kept (a row whose number the writer did not learn): read, as the thread's
-			// messages, calls and logs are written by it.
-			if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
-				return s.noThread(threadID, err)
-			}
+	}
+	if t.rowid == 0 {
+		// Not kept (a row whose number the writer did not learn): read, as the thread's
+		// messages, calls and logs are written by it.
+		if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
+			return s.noThread(threadID, err)
 		}
-		t.numArg = t.rowid
-		if err := fn(&t); err != nil {
-			return err
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-		// Should the batch roll back after all, every kept history goes (commitBatch).
-		w.rows.hist.appendRows(threadID, t.inserted, t.insertedDocs)
-		return nil
-	})
+	}
+	t.numArg = t.rowid
+	if err := fn(&t); err != nil {
+		return err
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	// Should the batch roll back after all, every kept history goes (commitBatch).
+	w.rows.hist.appendRows(threadID, t.inserted, t.insertedDocs)
+	return nil
 }
 
 // load starts the Tx from a kept row.

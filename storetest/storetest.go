@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"ThreadUpdate", testThreadUpdate},
 		{"ThreadList", testThreadList},
 		{"ThreadDeleteRecursive", testThreadDeleteRecursive},
+		{"CreateThreadTx", testCreateThreadTx},
 		{"MessageCRUD", testMessageCRUD},
 		{"MessageChange", testMessageChange},
 		{"MessageQuery", testMessageQuery},

@@ -102,6 +102,27 @@ env: {LINES_FILE: %q}
 	})
 }
 
+// startCluster starts nodes weft serve processes of the record project (writeRecordProject, its
+// model clusterModel) on the database dsn, and returns them with their encryption key and the
+// file the tool writes its lines to.
+func startCluster(t *testing.T, dsn string, nodes int) (c *cluster, keyText, lines string) {
+	dir := t.TempDir()
+	keyText = envcrypt.EncodeKey(envcrypt.NewKey())
+	lines = filepath.Join(dir, "records.txt")
+	model := clusterModel(t)
+	writeRecordProject(t, filepath.Join(dir, "agents"), model.URL, lines)
+	c = &cluster{t: t, dir: dir,
+		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=" + clusterLeaseTTL},
+		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", dsn, "--workers", "64", "--log-level", "warn"}}
+	for i := range nodes {
+		c.nodes = append(c.nodes, &clusterNode{id: "node-" + strconv.Itoa(i)})
+	}
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	return c, keyText, lines
+}
+
 // clusterNode is one weft serve process of the cluster and the address it serves on now.
 type clusterNode struct {
 	id   string
@@ -161,20 +182,7 @@ func (c *cluster) up(i int) string {
 func TestClusterSIGKILL(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	threads := clusterThreads(t)
-	dir := t.TempDir()
-	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
-	lines := filepath.Join(dir, "records.txt")
-	model := clusterModel(t)
-	writeRecordProject(t, filepath.Join(dir, "agents"), model.URL, lines)
-	c := &cluster{t: t, dir: dir,
-		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=" + clusterLeaseTTL},
-		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", dsn, "--workers", "64", "--log-level", "warn"}}
-	for i := range clusterNodes {
-		c.nodes = append(c.nodes, &clusterNode{id: "node-" + strconv.Itoa(i)})
-	}
-	for _, n := range c.nodes {
-		c.start(n)
-	}
+	c, keyText, lines := startCluster(t, dsn, clusterNodes)
 
 	// Create the threads and open each one's stream on a node other than the one it is posted to.
 	ids := make([]string, threads)
@@ -591,20 +599,7 @@ func TestServeCrashSIGKILL(t *testing.T) {
 func TestClusterPostgresRestart(t *testing.T) {
 	pg := pgtest.StartServer(t)
 	threads := min(clusterThreads(t), 120)
-	dir := t.TempDir()
-	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
-	lines := filepath.Join(dir, "records.txt")
-	model := clusterModel(t)
-	writeRecordProject(t, filepath.Join(dir, "agents"), model.URL, lines)
-	c := &cluster{t: t, dir: dir,
-		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=" + clusterLeaseTTL},
-		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", pg.DSN, "--workers", "64", "--log-level", "warn"}}
-	for i := range 2 {
-		c.nodes = append(c.nodes, &clusterNode{id: "node-" + strconv.Itoa(i)})
-	}
-	for _, n := range c.nodes {
-		c.start(n)
-	}
+	c, keyText, lines := startCluster(t, pg.DSN, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ids := make([]string, threads)

@@ -722,3 +722,50 @@ func TestInspectLoopbackOnly(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestInspectorFork: "Fork from here" on a message opens the new thread, which holds the
+// messages up to it and links back to the original; the original links to its fork.
+func TestInspectorFork(t *testing.T) {
+	ctx := browser(t)
+	s, _ := inspectorServer(t, `version: 1
+responses:
+  - match: {prompt: chat}
+    text: First answer.
+  - match: {prompt: chat}
+    text: Second answer.
+  - match: {prompt: chat}
+    text: Second answer, again.
+  - match: {prompt: chat}
+    text: Answer to the edit.
+`, nil)
+	id := s.createThread(`{"agent":"chat","label":"To fork"}`)
+	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"One"}`, 202, nil)
+	s.must("POST", "/api/threads/"+id+"/messages", "", `{"content":"Two"}`, 202, nil)
+	act(t, ctx, "open the thread", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "both answers", `document.body.innerText.includes('Second answer.')`)
+	act(t, ctx, "fork at the first answer", js(`[...document.querySelectorAll('#timeline .msg.role-assistant')]
+		.find(m => m.querySelector('.content').textContent === 'First answer.').querySelector('a.fork').click()`))
+	waitJS(t, ctx, "the fork, open, linking back", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		document.getElementById('forked-from') && document.getElementById('forked-from').textContent.startsWith('`+id+`')`)
+	texts := eval[[]any](t, ctx, `[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent)`)
+	if fmt.Sprint(texts) != "[One First answer.]" {
+		t.Errorf("the fork shows %v", texts)
+	}
+	shot(t, ctx, "fork")
+	act(t, ctx, "back to the original", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "the original lists its fork", `document.querySelectorAll('a.fork-link').length === 1`)
+
+	act(t, ctx, "retry the second answer", js(`[...document.querySelectorAll('#timeline .msg.role-assistant')]
+		.find(m => m.querySelector('.content').textContent === 'Second answer.').querySelector('a.retry').click()`))
+	waitJS(t, ctx, "the retry's fork, answered again", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent).join('|') === 'One|First answer.|Two|Second answer, again.'`)
+
+	act(t, ctx, "back to the original", chromedp.Navigate(s.base+"/threads/"+id), chromedp.WaitVisible(`#composer`))
+	waitJS(t, ctx, "its messages", `document.body.innerText.includes('Second answer.')`)
+	act(t, ctx, "edit the second message", js(`[...document.querySelectorAll('#timeline .msg.role-user')]
+		.find(m => m.querySelector('.content').textContent === 'Two').querySelector('a.edit').click()`))
+	act(t, ctx, "write the new text and send it", js(`document.querySelector('form.edit textarea').value = 'Two, edited'`),
+		chromedp.Click(`form.edit button[type=submit]`))
+	waitJS(t, ctx, "the edit's fork, answered", `location.pathname !== '/threads/`+id+`' && document.body && document.body.dataset.ready === 'thread' &&
+		[...document.querySelectorAll('#timeline .msg .content')].map(c => c.textContent).join('|') === 'One|First answer.|Two, edited|Answer to the edit.'`)
+}

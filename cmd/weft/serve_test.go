@@ -594,6 +594,17 @@ func TestCLIAgainstServer(t *testing.T) {
 			t.Fatalf("%v: exit %d/%d\nserver:\n%s\nlocal:\n%s", args, code1, code2, viaServer, local)
 		}
 	}
+	// A fork through the server holds the messages up to the one named.
+	var msgs struct{ Items []struct{ ID string } }
+	s.must("GET", "/api/threads/"+id+"/messages", key, "", 200, &msgs)
+	out, errOut, code = runWeft(t, dir, append([]string{"threads", "fork", id, "--at", msgs.Items[0].ID}, remote...)...)
+	if code != 0 || !strings.HasPrefix(out, "forked "+id+" at "+msgs.Items[0].ID+": thr_") {
+		t.Fatalf("threads fork: exit %d %s %s", code, out, errOut)
+	}
+	fork := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	if shown, _, _ := runWeft(t, dir, append([]string{"threads", "show", fork}, remote...)...); shown != "[1] user: hello\n" {
+		t.Fatalf("the fork through the server: %q", shown)
+	}
 	_, errOut, code = runWeft(t, dir, append([]string{"threads", "show", "thr_missing"}, remote...)...)
 	if code != exitUsage || !strings.Contains(errOut, "not found") {
 		t.Fatalf("unknown thread: exit %d %s", code, errOut)

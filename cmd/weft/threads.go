@@ -35,6 +35,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
   weft threads export ID      the thread as the weft run --json document
   weft threads stop ID        stop its run and set the stop flag
   weft threads delete ID      delete it and its descendants
+  weft threads fork ID --at MSG [--before]      a new thread from its messages up to MSG
   weft threads approve ID CALL [--args JSON]   approve a tool call waiting for approval
   weft threads deny ID CALL [--reason TEXT]    deny it
   weft threads budget ID [--usd X] [--tokens N] set its budget and show its spend
@@ -174,6 +175,7 @@ func newThreadsCmd(g *globals) *cobra.Command {
 	c.AddCommand(list, show, export, stop, del, newDecideCmd(g, &db, true), newDecideCmd(g, &db, false), newBudgetCmd(g, &db))
 	c.AddCommand(newFilesCmds(g, &db)...)
 	c.AddCommand(newProvideEnvCmd(g, &db))
+	c.AddCommand(newForkCmd(g, &db))
 	return c
 }
 

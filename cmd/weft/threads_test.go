@@ -58,3 +58,58 @@ func TestThreadsAndLogs(t *testing.T) {
 		t.Errorf("missing db: %d %s", code, errOut)
 	}
 }
+
+// TestThreadsFork: `weft threads fork` makes a thread of the messages up to one (or before it),
+// linked to the original, which keeps its messages.
+func TestThreadsFork(t *testing.T) {
+	dir := t.TempDir()
+	runWeft(t, dir, "init", "p")
+	proj := filepath.Join(dir, "p")
+	db := filepath.Join(dir, "w.db")
+	out, errOut, code := runWeft(t, proj, "run", "assistant", "What time is it?", "--model-script", "examples/hello.script.yaml", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	var doc struct {
+		Thread   struct{ ID string }
+		Messages []struct{ ID, Role string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Messages) < 3 {
+		t.Fatalf("run --json: %v %s", err, out)
+	}
+	id, user := doc.Thread.ID, doc.Messages[0]
+	showBefore, _, _ := runWeft(t, proj, "threads", "show", id, "--db", db)
+
+	out, errOut, code = runWeft(t, proj, "threads", "fork", id, "--at", user.ID, "--db", db)
+	if code != 0 || !strings.HasPrefix(out, "forked "+id+" at "+user.ID+": thr_") {
+		t.Fatalf("fork: %d %s %s", code, out, errOut)
+	}
+	fork := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	shown, _, code := runWeft(t, proj, "threads", "show", fork, "--db", db)
+	if code != 0 || shown != "[1] user: What time is it?\n" {
+		t.Errorf("the fork: %d %q", code, shown)
+	}
+	var exported struct {
+		Thread struct {
+			ForkedFrom struct{ Thread, Message string } `json:"forked_from"`
+		}
+	}
+	out, _, _ = runWeft(t, proj, "threads", "export", fork, "--db", db)
+	if err := json.Unmarshal([]byte(out), &exported); err != nil || exported.Thread.ForkedFrom.Thread != id || exported.Thread.ForkedFrom.Message != user.ID {
+		t.Errorf("the fork's link: %v %s", err, out)
+	}
+	out, _, code = runWeft(t, proj, "threads", "fork", id, "--at", user.ID, "--before", "--db", db)
+	empty := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	if shown, _, _ := runWeft(t, proj, "threads", "show", empty, "--db", db); code != 0 || shown != "" {
+		t.Errorf("a fork before the first message: %d %q", code, shown)
+	}
+	if _, errOut, code = runWeft(t, proj, "threads", "fork", id, "--at", "msg_nope", "--db", db); code != 2 || !strings.Contains(errOut, "not found") {
+		t.Errorf("unknown message: %d %s", code, errOut)
+	}
+	if _, _, code = runWeft(t, proj, "threads", "fork", id, "--db", db); code != 2 {
+		t.Errorf("no --at: %d", code)
+	}
+	if showAfter, _, _ := runWeft(t, proj, "threads", "show", id, "--db", db); showAfter != showBefore {
+		t.Errorf("the original changed:\n%s\nwas\n%s", showAfter, showBefore)
+	}
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // PrepareThread checks a thread handed to CreateThread before anything is stored: Agent is
-// required, an empty ID gets a new thr_ id (written back to t), and every thread-layer env value
+// required, an empty ID gets a new thr_ id (written back to t), a ForkedFrom names both a thread
+// and a message, and every thread-layer env value
 // must pass CheckEnvValue.
 func PrepareThread(t *weft.Thread, env []weft.EnvValue) error {
 	if t.Agent == "" {
@@ -16,6 +17,9 @@ func PrepareThread(t *weft.Thread, env []weft.EnvValue) error {
 	}
 	if t.ID == "" {
 		t.ID = weft.NewID("thr_")
+	}
+	if f := t.ForkedFrom; f != nil && (f.Thread == "" || f.Message == "") {
+		return weft.Errorf(weft.EInvalid, "thread %s: forked_from needs a thread and a message", t.ID)
 	}
 	for _, v := range env {
 		if _, err := CheckEnvValue(weft.EnvThread, t.ID, v); err != nil {

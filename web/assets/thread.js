@@ -394,6 +394,12 @@ class ThreadView {
           ' instead of the messages it covers' }, 'summary of ' + meta.summary_messages + (meta.summary_messages === 1 ? ' message' : ' messages') + ' through #' + meta.summary_through_seq) : null,
         h('span', { class: 'grow' }),
         m.log_id ? h('a', { class: 'chip mono', href: '#log-' + m.log_id, onclick: () => this.openLog(m.log_id) }, this.logLabel(m.log_id)) : null,
+        m.depth === 0 && m.status !== 'pending' ? h('a', { class: 'chip fork', href: '#', role: 'button', title: 'A new thread with the messages up to this one',
+          onclick: (ev) => { ev.preventDefault(); this.fork(m.id); } }, 'Fork from here') : null,
+        m.depth === 0 && m.role === 'user' && !m.silent ? h('a', { class: 'chip edit', href: '#', role: 'button',
+          title: 'Send an edited text on a fork of the messages before this one', onclick: (ev) => { ev.preventDefault(); this.edit(m, el); } }, 'Edit') : null,
+        m.depth === 0 && m.role === 'assistant' && m.status !== 'pending' ? h('a', { class: 'chip retry', href: '#', role: 'button',
+          title: 'A new thread with the messages before this one, answered again', onclick: (ev) => { ev.preventDefault(); this.retry(m.id); } }, 'Retry') : null,
         Number.isFinite(m.seq) ? h('span', { class: 'seq muted' }, '#' + m.seq) : null,
         m.created_at ? h('time', { class: 'muted', datetime: m.created_at, title: m.created_at }, ago(m.created_at)) : null));
     if (m._stream) el.dataset.chunks = m._stream;
@@ -503,7 +509,10 @@ class ThreadView {
         fact('Cost', money(t.cost_total)),
         fact('Created', ago(t.created_at)),
         fact('Activity', ago(t.last_activity_at)),
-        (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null),
+        (t.tags || []).length ? fact('Tags', (t.tags || []).map((g) => h('span', { class: 'tag' }, g))) : null,
+        t.forked_from ? fact('Forked from', h('a', { id: 'forked-from', class: 'mono', href: threadHref(t.forked_from.thread) + '#m-' + t.forked_from.message },
+          t.forked_from.thread + (t.forked_from.before ? ' (before ' : ' (at ') + t.forked_from.message + ')')) : null,
+        (t.forks || []).length ? fact('Forks', t.forks.map((f) => h('a', { class: 'mono fork-link', href: threadHref(f.id) }, f.id))) : null),
       stop, live, this.contextBox(), this.evalBox(),
       h('div', { id: 'action-error', class: 'error', hidden: true }));
     this.renderRunEnd();
@@ -584,6 +593,37 @@ class ThreadView {
       id: 'continue', disabled: running || this.thread.status === 'terminated', title: GLOSSARY.continue,
       onclick: () => this.act('POST', '/continue', sel.value ? { side: sel.value } : {}),
     }, 'Continue'), sel);
+  }
+
+  // fork makes a thread of the messages up to id (POST /fork) and opens it.
+  async fork(id) {
+    const r = await this.act('POST', '/fork', { at: id });
+    location.href = threadHref(r.thread.id);
+  }
+
+  // edit opens an editor of the user message m in its element el; saving sends the new text on a
+  // fork of the messages before m (POST …/edit) and opens the fork.
+  edit(m, el) {
+    if (el.querySelector('form.edit')) return;
+    const text = h('textarea', { rows: 3, class: 'edit-text' });
+    text.value = m.content || '';
+    const form = h('form', { class: 'edit' }, text,
+      h('div', { class: 'row' }, h('span', { class: 'grow' }),
+        h('button', { type: 'button', class: 'ghost', onclick: () => form.remove() }, 'Cancel'),
+        h('button', { type: 'submit', class: 'primary' }, 'Send on a fork')));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await this.act('POST', '/messages/' + encodeURIComponent(m.id) + '/edit', { content: text.value });
+      location.href = threadHref(r.thread.id);
+    });
+    el.append(form);
+    text.focus();
+  }
+
+  // retry answers again on a fork of the messages before the assistant message id, and opens it.
+  async retry(id) {
+    const r = await this.act('POST', '/messages/' + encodeURIComponent(id) + '/retry');
+    location.href = threadHref(r.thread.id);
   }
 
   async act(method, path, body) {
