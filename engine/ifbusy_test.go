@@ -241,6 +241,13 @@ func TestIfBusy(t *testing.T) {
 						if n := w.charges.Load(); n != 1 {
 							t.Errorf("charge ran %d times, want once", n)
 						}
+						wantNotes := int32(1)
+						if c.policy == weft.IfBusyInterrupt {
+							wantNotes = 0 // not started when the interrupt came
+						}
+						if n := w.notes.Load(); n != wantNotes {
+							t.Errorf("note ran %d times, want %d", n, wantNotes)
+						}
 						calls, err := nodes.store.ToolCalls(ctx, th.ID)
 						if err != nil {
 							t.Fatal(err)
@@ -525,4 +532,52 @@ func secondRows(t *testing.T, st weft.Store, threadID string) (rows, queued int)
 		}
 	}
 	return rows, queued
+}
+
+// TestIfBusyInterruptsBackoff: a run waiting to retry a failed model call (a 30 s backoff) is
+// interrupted at once, and the new run answers the message.
+func TestIfBusyInterruptsBackoff(t *testing.T) {
+	failed := make(chan struct{}, 4)
+	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+		last := req.Messages[len(req.Messages)-1].Text()
+		if last == "flaky" {
+			failed <- struct{}{}
+			return nil, &weft.ProviderError{Type: weft.ErrRateLimit, Status: 429, Message: "slow down"}
+		}
+		return &weft.Response{Text: "answered: " + last}, nil
+	})
+	reg := registry(nil, nil)
+	m, _ := reg.Model("fast")
+	m.Retry = weft.RetryPolicy{Attempts: 2, BaseDelay: weft.Duration(30 * time.Second)}
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, eng)
+	ctx := t.Context()
+	th, err := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "flaky"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, failed, "the first attempt")
+	time.Sleep(50 * time.Millisecond) // into the backoff
+	start := time.Now()
+	if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: weft.IfBusyInterrupt}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitTranscript(t, st, th.ID, "assistant: answered: second")
+	if want := []string{"user: flaky", "user: second", "assistant: answered: second"}; !slices.Equal(got, want) {
+		t.Errorf("transcript %q, want %q", got, want)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the interrupt waited %s for the backoff", d)
+	}
 }

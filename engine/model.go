@@ -150,11 +150,8 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			retried = true
 			delay := min(time.Duration(float64(policy.BaseDelay.D())*math.Pow(2, float64(n-1))), policy.MaxDelay.D())
 			delay = max(delay, pe.RetryAfter)
-			if err := r.e.clock.Sleep(r.ctx, delay); err != nil {
+			if err := r.backoff(s, delay); err != nil {
 				return nil, m, logs, err
-			}
-			if r.interrupting() {
-				return nil, m, logs, errInterrupted
 			}
 		}
 	}
@@ -166,6 +163,25 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 		return nil, nil, logs, fmt.Errorf("Model %s failed (%s is not retried) and %d fallbacks: %s", primary.Name, errorType(lastErr), len(models)-1, r.red.Error(lastErr))
 	}
 	return nil, nil, logs, fmt.Errorf("All retry attempts exhausted for model %s and %d fallbacks: %s", primary.Name, len(models)-1, r.red.Error(lastErr))
+}
+
+// backoff waits before a retry. At the top level a message with weft.IfBusyInterrupt ends the
+// wait as it cancels a model call (errInterrupted).
+func (r *run) backoff(s *scope, delay time.Duration) error {
+	if s.depth > 0 {
+		return r.e.clock.Sleep(r.ctx, delay)
+	}
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	if !r.ar.modelCall(cancel) {
+		return errInterrupted
+	}
+	err := r.e.clock.Sleep(ctx, delay)
+	r.ar.modelCall(nil)
+	if r.interrupting() {
+		return errInterrupted
+	}
+	return err
 }
 
 // contextError ends a run whose request did not fit the model's window (context_too_long).
