@@ -447,8 +447,9 @@ type QueuedMessage struct {
 	// IfBusy is what the message asks for when a run of the thread is in progress (empty: queue).
 	// IfBusyReject makes Store.PushQueue refuse it (a *BusyError) when the thread's status is
 	// running or its lease is live, checked atomically with the push; it is not stored then.
-	// IfBusyInterrupt is stored with the message: the run in progress, told of it (the engine in
-	// the same process, a Notifier's NoticeQueued in another), stops at once for a new run.
+	// IfBusyInterrupt and IfBusyRollback are stored with the message: the run in progress, told
+	// of it (the engine in the same process, a Notifier's NoticeQueued in another), stops at once
+	// for a new run.
 	IfBusy IfBusy `json:"if_busy,omitempty"`
 }
 

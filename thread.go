@@ -149,7 +149,13 @@ const (
 	// IfBusyInterrupt stops the run in progress now (its model call cancelled, a started tool
 	// call completed and recorded), and a new run takes the message.
 	IfBusyInterrupt IfBusy = "interrupt"
+	// IfBusyRollback stops the run as IfBusyInterrupt does, and removes the replies and tool
+	// results it stored with its stop, before a new run takes the message.
+	IfBusyRollback IfBusy = "rollback"
 )
+
+// Interrupts reports whether the policy stops a run in progress (interrupt or rollback).
+func (p IfBusy) Interrupts() bool { return p == IfBusyInterrupt || p == IfBusyRollback }
 
 // PropertyIfBusy is the thread property holding the thread's default double-texting policy: the
 // IfBusy of a message sent without one (IfBusyQueue when the property is absent).
@@ -171,7 +177,7 @@ func IfBusyOf(t *Thread) IfBusy {
 // Valid reports whether p is a known policy or empty.
 func (p IfBusy) Valid() bool {
 	switch p {
-	case "", IfBusyQueue, IfBusyReject, IfBusyInterrupt:
+	case "", IfBusyQueue, IfBusyReject, IfBusyInterrupt, IfBusyRollback:
 		return true
 	}
 	return false

@@ -416,7 +416,7 @@ func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage)
 		return nil, err
 	}
 	if !m.IfBusy.Valid() {
-		return nil, weft.Errorf(weft.EInvalid, "if_busy is queue, reject or interrupt, not %q", m.IfBusy)
+		return nil, weft.Errorf(weft.EInvalid, "if_busy is queue, reject, interrupt or rollback, not %q", m.IfBusy)
 	}
 	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
 		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
@@ -485,8 +485,8 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 		ar.pushed.Store(true)
 	}
 	e.mu.Unlock()
-	if ar != nil && q.IfBusy == weft.IfBusyInterrupt {
-		ar.interrupt(q.ID)
+	if ar != nil && q.IfBusy.Interrupts() {
+		ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
 	}
 	return nil
 }

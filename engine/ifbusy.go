@@ -21,17 +21,18 @@ import (
 // weft.IfBusyInterrupt cut short.
 var errInterrupted = errors.New("interrupted by a new message")
 
-// interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt): its model call,
+// interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt, or
+// weft.IfBusyRollback when rollback is set): its model call,
 // if one is in flight, is cancelled now, and the run stops at its next check. A message the run
 // has already taken into its context (take) interrupts nothing: the run answers it. It reports
 // whether the run was asked.
-func (ar *activeRun) interrupt(id string) bool {
+func (ar *activeRun) interrupt(id string, rollback bool) bool {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	if ar.interruptBy != "" || slices.Contains(ar.taken, id) {
 		return false
 	}
-	ar.interruptBy = id
+	ar.interruptBy, ar.rollback = id, rollback
 	ar.interrupted.Store(true)
 	ar.pushed.Store(true) // the next run is due even if the run saw nothing queued
 	if ar.modelCancel != nil {
@@ -43,23 +44,24 @@ func (ar *activeRun) interrupt(id string) bool {
 // take notes that the run took the queued message q into its context (at its start or a step
 // boundary): an interrupt for it that has not stopped anything yet is withdrawn.
 func (ar *activeRun) take(q *weft.QueuedMessage) {
-	if q.IfBusy != weft.IfBusyInterrupt {
+	if !q.IfBusy.Interrupts() {
 		return
 	}
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.taken = append(ar.taken, q.ID)
 	if ar.interruptBy == q.ID {
-		ar.interruptBy = ""
+		ar.interruptBy, ar.rollback = "", false
 		ar.interrupted.Store(false)
 	}
 }
 
-// interrupter returns the id of the message that interrupts the run ("" when none).
-func (ar *activeRun) interrupter() string {
+// interrupter returns the id of the message that interrupts the run ("" when none), and whether
+// it rolls the run back (weft.IfBusyRollback).
+func (ar *activeRun) interrupter() (string, bool) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	return ar.interruptBy
+	return ar.interruptBy, ar.rollback
 }
 
 // modelCall registers the cancel of a top-level model call in flight (nil once it returned). It
@@ -104,10 +106,43 @@ func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
 		return
 	}
 	for _, q := range queued {
-		if q.IfBusy == weft.IfBusyInterrupt && ar.interrupt(q.ID) {
+		if q.IfBusy.Interrupts() && ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback) {
 			return
 		}
 	}
+}
+
+// rollbackRows deletes, in the interrupted run's stop transaction, the replies and tool results
+// the run stored at every depth (weft.IfBusyRollback), and returns their ids: the messages it
+// took from the queue and its context summaries stay. It reads them from
+// the store: a sub-prompt's rows are not all in the run's cache.
+func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
+	r.sync()
+	after := int64(-1)
+	for _, m := range r.rows {
+		if m.RunID == r.id {
+			after = m.Seq - 1
+			break
+		}
+	}
+	if after < 0 {
+		return nil, nil // the run stored nothing
+	}
+	rows, err := r.e.store.Messages(r.wctx, r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range rows {
+		if m.RunID != r.id || (m.Role != weft.RoleAssistant && m.Role != weft.RoleTool) {
+			continue
+		}
+		if err := tx.DeleteMessage(m.ID); err != nil {
+			return nil, err
+		}
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
 }
 
 // busyRun completes the store's refusal of a message with weft.IfBusyReject with the id of the

@@ -87,14 +87,14 @@ func (w *busyWorld) model() weft.Provider {
 }
 
 func (w *busyWorld) onEvent(ev engine.Event) {
-	if ev.Type == "run_interrupted" || ev.Type == "run_stopped" || ev.Type == "run_started" {
+	if ev.Type == "run_interrupted" || ev.Type == "run_stopped" || ev.Type == "run_started" || ev.Type == "message_deleted" {
 		w.mu.Lock()
 		w.events = append(w.events, ev)
 		w.mu.Unlock()
 	}
 }
 
-// runs lists the run events seen: "run_started", "run_stopped:REASON", "run_interrupted".
+// runs lists the run events seen (run_started, run_stopped, run_interrupted) and message_deleted.
 func (w *busyWorld) runs() []engine.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -189,9 +189,11 @@ func TestIfBusy(t *testing.T) {
 			"assistant: done"}},
 		{weft.IfBusyInterrupt, "tool", []string{"user: charge", "assistant:  [charge {}] [note {}]", "tool:charge: charged",
 			"tool:note: Failed to execute tool: Not run: a new message from the user interrupted the run", "user: second", "assistant: answered: second"}},
+		{weft.IfBusyRollback, "tool", []string{"user: charge", "user: second", "assistant: answered: second"}},
 		{weft.IfBusyQueue, "model", []string{"user: stream", "assistant: partial and whole", "user: second", "assistant: answered: second"}},
 		{weft.IfBusyReject, "model", []string{"user: stream", "assistant: partial and whole"}},
 		{weft.IfBusyInterrupt, "model", []string{"user: stream", "user: second", "assistant: answered: second"}},
+		{weft.IfBusyRollback, "model", []string{"user: stream", "user: second", "assistant: answered: second"}},
 	}
 	for _, sc := range busyStores {
 		t.Run(sc.name, func(t *testing.T) {
@@ -215,13 +217,13 @@ func TestIfBusy(t *testing.T) {
 					firstRun := runStartedID(t, w)
 
 					_, sendErr := nodes.send.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: c.policy})
-					if c.policy == weft.IfBusyInterrupt && c.slow == "tool" {
+					if c.policy.Interrupts() && c.slow == "tool" {
 						// The tool is not cancelled: it completes when it completes.
 						time.Sleep(50 * time.Millisecond)
 					}
 					if c.slow == "tool" {
 						close(w.toolGo)
-					} else if c.policy != weft.IfBusyInterrupt {
+					} else if !c.policy.Interrupts() {
 						close(w.modelGo)
 					}
 					var be *weft.BusyError
@@ -242,7 +244,7 @@ func TestIfBusy(t *testing.T) {
 							t.Errorf("charge ran %d times, want once", n)
 						}
 						wantNotes := int32(1)
-						if c.policy == weft.IfBusyInterrupt {
+						if c.policy.Interrupts() {
 							wantNotes = 0 // not started when the interrupt came
 						}
 						if n := w.notes.Load(); n != wantNotes {
@@ -258,12 +260,18 @@ func TestIfBusy(t *testing.T) {
 							}
 						}
 					}
-					if c.slow == "model" && c.policy == weft.IfBusyInterrupt {
+					if c.slow == "model" && c.policy.Interrupts() {
 						if cause, _ := w.modelCause.Load().(error); cause == nil || !strings.Contains(cause.Error(), "interrupted") {
 							t.Errorf("the model stream's context ended with %v, want the interrupt's cause", cause)
 						}
 					}
 					checkRunEvents(t, w, c.policy, firstRun, th.ID, nodes.store)
+					if c.policy == weft.IfBusyRollback && c.slow == "tool" {
+						// The reply and its two results, each removed with its message_deleted.
+						if n := countEvents(w, "message_deleted"); n != 3 {
+							t.Errorf("%d message_deleted events, want 3", n)
+						}
+					}
 				})
 			}
 		})
@@ -277,8 +285,13 @@ func checkRunEvents(t *testing.T, w *busyWorld, policy weft.IfBusy, firstRun, th
 	t.Helper()
 	var types []string
 	var interrupted engine.Fields
+	deleted := 0
 	for _, ev := range w.runs() {
 		typ := ev.Type
+		if typ == "message_deleted" {
+			deleted++
+			continue
+		}
 		switch d := ev.Data.(type) {
 		case engine.RunStopped:
 			typ += ":" + string(d.Reason)
@@ -289,7 +302,10 @@ func checkRunEvents(t *testing.T, w *busyWorld, policy weft.IfBusy, firstRun, th
 		}
 		types = append(types, typ)
 	}
-	if policy != weft.IfBusyInterrupt {
+	if policy != weft.IfBusyRollback && deleted > 0 {
+		t.Errorf("policy %s deleted %d rows", policy, deleted)
+	}
+	if !policy.Interrupts() {
 		if slices.Contains(types, "run_interrupted") || slices.Contains(types, "run_stopped:interrupted") {
 			t.Errorf("policy %s interrupted a run: %q", policy, types)
 		}
@@ -303,9 +319,21 @@ func checkRunEvents(t *testing.T, w *busyWorld, policy weft.IfBusy, firstRun, th
 	if err != nil {
 		t.Fatal(err)
 	}
-	if interrupted["run_id"] != firstRun || len(queued) == 0 || interrupted["message_id"] != queued[len(queued)-1].ID {
+	if interrupted["run_id"] != firstRun || len(queued) == 0 || interrupted["message_id"] != queued[len(queued)-1].ID ||
+		interrupted["rollback"] != (policy == weft.IfBusyRollback) {
 		t.Errorf("run_interrupted %v, want run %s and the message %v", interrupted, firstRun, queued)
 	}
+}
+
+// countEvents counts the events of a type seen.
+func countEvents(w *busyWorld, typ string) int {
+	n := 0
+	for _, ev := range w.runs() {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
 }
 
 // runStartedID returns the id of the first run_started seen.
@@ -381,7 +409,7 @@ func TestIfBusyIdleOrAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: "x", IfBusy: "rollback"}); weft.ErrorCode(err) != weft.EInvalid {
+	if _, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: "x", IfBusy: "later"}); weft.ErrorCode(err) != weft.EInvalid {
 		t.Errorf("an unknown policy: %v, want EInvalid", err)
 	}
 	for i, p := range []weft.IfBusy{weft.IfBusyReject, weft.IfBusyInterrupt, weft.IfBusyQueue} {
@@ -425,13 +453,21 @@ func checkNoInterrupt(w *busyWorld) []string {
 }
 
 // TestIfBusyInterruptCrash: the process dies at each commit of a run that a message with
-// if_busy interrupt stops while its non-idempotent tool runs. Once dead, the thread is in one of
+// if_busy interrupt or rollback stops while its non-idempotent tool runs. Once dead, the thread is in one of
 // the two documented states — running (the interrupted run's stop not committed) or idle (it
 // was) — with the interrupting message queued (or stored by the run that took it), never lost or
 // doubled; after a restart the message is answered, and the tool has run at most once.
 func TestIfBusyInterruptCrash(t *testing.T) {
-	for after := 0; after <= 6; after++ {
-		t.Run(fmt.Sprint("crash_after_commit_", after), func(t *testing.T) {
+	for _, policy := range []weft.IfBusy{weft.IfBusyInterrupt, weft.IfBusyRollback} {
+		for after := 0; after <= 6; after++ {
+			t.Run(fmt.Sprint(policy, "_crash_after_commit_", after), func(t *testing.T) { interruptCrash(t, policy, after) })
+		}
+	}
+}
+
+func interruptCrash(t *testing.T, policy weft.IfBusy, after int) {
+	{
+		{
 			w := newBusyWorld()
 			mem, clock := newDeathStore()
 			cs := &crashStore{Store: mem, after: after}
@@ -456,7 +492,7 @@ func TestIfBusyInterruptCrash(t *testing.T) {
 			case <-w.toolStarted:
 			case <-ran: // died before the tool started
 			}
-			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: weft.IfBusyInterrupt}); err != nil {
+			if _, err := first.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: policy}); err != nil {
 				t.Fatal(err)
 			}
 			close(w.toolGo)
@@ -474,6 +510,18 @@ func TestIfBusyInterruptCrash(t *testing.T) {
 				t.Fatalf("after the crash the thread is %s with the message queued, want running or idle", tt.Status)
 			}
 
+			if policy == weft.IfBusyRollback && tt.Status == weft.ThreadIdle && queued == 1 && w.charges.Load() == 1 {
+				// The rollback's stop committed: the reply and its results went with it.
+				msgs, err := mem.Messages(ctx, th.ID, weft.MessageQuery{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range msgs {
+					if m.Role != weft.RoleUser {
+						t.Errorf("after the rollback's stop a %s row is left: %q", m.Role, m.Content)
+					}
+				}
+			}
 			t.Logf("after the crash: %s, \"second\" stored %d, queued %d; charge ran %d times", tt.Status, rows, queued, w.charges.Load())
 			clock.expire()
 			second, err := engine.New(engine.Options{Registry: w.registry(), Store: mem, Override: w.model()})
@@ -506,7 +554,7 @@ func TestIfBusyInterruptCrash(t *testing.T) {
 					t.Errorf("call %s is %s after the restart: %q", c.Name, c.Status, got)
 				}
 			}
-		})
+		}
 	}
 }
 

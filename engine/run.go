@@ -28,9 +28,11 @@ type activeRun struct {
 	mu sync.Mutex // guards the fields below
 	// id is the run's id, once it started.
 	id string
-	// interruptBy is the queued message that interrupts the run ("" when none); taken lists the
+	// interruptBy is the queued message that interrupts the run ("" when none), rollback whether
+	// it rolls the run back (weft.IfBusyRollback); taken lists the
 	// interrupting messages the run took into its context, which interrupt nothing.
 	interruptBy string
+	rollback    bool
 	taken       []string
 	// modelCancel cancels the top-level model call in flight (nil when none is).
 	modelCancel context.CancelCauseFunc

@@ -46,7 +46,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, p *princip
 		}
 	}
 	if !b.IfBusy.Valid() {
-		return validation("if_busy", "if_busy is queue, reject or interrupt")
+		return validation("if_busy", "if_busy is queue, reject, interrupt or rollback")
 	}
 	if b.IfBusy != "" {
 		b.Properties = maps.Clone(b.Properties)
@@ -422,7 +422,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principa
 		return err
 	}
 	if !b.IfBusy.Valid() {
-		return validation("if_busy", "if_busy is queue, reject or interrupt")
+		return validation("if_busy", "if_busy is queue, reject, interrupt or rollback")
 	}
 	if b.IfBusy != "" {
 		// Kept among the properties, which a patch replaces whole: those given, else the thread's.
@@ -535,7 +535,7 @@ func (b *messageBody) toNew() (weft.NewMessage, error) {
 		return weft.NewMessage{}, validation("role", fmt.Sprintf("role must be user, assistant or system, not %q", b.Role))
 	}
 	if !b.IfBusy.Valid() {
-		return weft.NewMessage{}, validation("if_busy", fmt.Sprintf("if_busy is queue, reject or interrupt, not %q", b.IfBusy))
+		return weft.NewMessage{}, validation("if_busy", fmt.Sprintf("if_busy is queue, reject, interrupt or rollback, not %q", b.IfBusy))
 	}
 	m := weft.NewMessage{Role: b.Role, Content: b.Content, Silent: b.Silent, IfBusy: b.IfBusy}
 	for i, a := range b.Attachments {

@@ -44,7 +44,8 @@ type Turn struct {
 	// Cursor is the thread's newest event before the message was posted: the turn's events
 	// follow it.
 	Cursor int64
-	// interrupts: the message was posted with weft.IfBusyInterrupt, so a run in progress stops
+	// interrupts: the message was posted with weft.IfBusyInterrupt or weft.IfBusyRollback, so a
+	// run in progress stops
 	// without taking it (Reader).
 	interrupts bool
 }
@@ -122,7 +123,7 @@ func Start(r *http.Request, api *httpapi.Server, c httpapi.Caller, in Input) (*T
 	if in.Message.IfBusy == "" {
 		in.Message.IfBusy = weft.IfBusyOf(t.Thread) // the thread's default, as for POST …/messages
 	}
-	t.interrupts = in.Message.IfBusy == weft.IfBusyInterrupt
+	t.interrupts = in.Message.IfBusy.Interrupts()
 	if t.InputID, err = eng.Send(ctx, t.Thread.ID, in.Message); err != nil {
 		t.Close()
 		return nil, err
