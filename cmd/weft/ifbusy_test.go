@@ -78,7 +78,7 @@ func busyModel(t *testing.T, started, cancelled chan<- string) *httptest.Server 
 // thread_busy naming node 0's run; interrupt cancels node 0's model call (the model sees the
 // request end) and a new run answers the message. While a non-idempotent command tool runs on
 // node 0: interrupt lets it complete (its line written once, its result stored) and a new run
-// answers the message.
+// answers the message; rollback too, its reply and result deleted.
 func TestClusterIfBusy(t *testing.T) {
 	_, dsn := pgtest.Schema(t)
 	dir := t.TempDir()
@@ -188,42 +188,48 @@ env: {LINES_FILE: %q}
 		interrupted(id, runID)
 	})
 
-	t.Run("slow_tool", func(t *testing.T) {
-		id := newThread()
-		if code, out := call(0, "POST", "/api/threads/"+id+"/messages", `{"content":"charge"}`); code != 202 {
-			t.Fatalf("post: %d %v", code, out)
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			calls, err := st.ToolCalls(ctx, id, weft.CallRunning)
+	for _, c := range []struct{ policy, want string }{
+		{"interrupt", "user: charge|assistant: |tool: recorded|user: second|assistant: answered: second"},
+		{"rollback", "user: charge|user: second|assistant: answered: second"},
+	} {
+		t.Run("slow_tool_"+c.policy, func(t *testing.T) {
+			before, _ := os.ReadFile(lines)
+			id := newThread()
+			if code, out := call(0, "POST", "/api/threads/"+id+"/messages", `{"content":"charge"}`); code != 202 {
+				t.Fatalf("post: %d %v", code, out)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				calls, err := st.ToolCalls(ctx, id, weft.CallRunning)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(calls) == 1 {
+					break // marked running before it runs (not idempotent): it has started or is starting
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the tool did not start")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			runID := runStarted(id)
+			if code, out := call(1, "POST", "/api/threads/"+id+"/messages", `{"content":"second","if_busy":"`+c.policy+`"}`); code != 202 {
+				t.Fatalf("%s on the other node: %d %v", c.policy, code, out)
+			}
+			got := waitRows(t, st, id, "assistant: answered: second")
+			if strings.Join(got, "|") != c.want {
+				t.Errorf("messages %q, want %s", got, c.want)
+			}
+			written, err := os.ReadFile(lines)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(calls) == 1 {
-				break // marked running before it runs (not idempotent): it has started or is starting
+			if n := strings.Count(string(written), "\n") - strings.Count(string(before), "\n"); n != 1 {
+				t.Errorf("the non-idempotent tool wrote %d lines, want 1:\n%s", n, written)
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the tool did not start")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		runID := runStarted(id)
-		if code, out := call(1, "POST", "/api/threads/"+id+"/messages", `{"content":"second","if_busy":"interrupt"}`); code != 202 {
-			t.Fatalf("interrupt on the other node: %d %v", code, out)
-		}
-		got := waitRows(t, st, id, "assistant: answered: second")
-		if want := "user: charge|assistant: |tool: recorded|user: second|assistant: answered: second"; strings.Join(got, "|") != want {
-			t.Errorf("messages %q, want %s", got, want)
-		}
-		written, err := os.ReadFile(lines)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := strings.Count(string(written), "\n"); n != 1 {
-			t.Errorf("the non-idempotent tool wrote %d lines, want 1:\n%s", n, written)
-		}
-		interrupted(id, runID)
-	})
+			interrupted(id, runID)
+		})
+	}
 }
 
 func waitChan(t *testing.T, ch <-chan string, what string) {
