@@ -100,6 +100,8 @@ func ErrorCode(err error) Code {
 		return EConflict
 	case errors.Is(err, ErrThreadFull):
 		return EInvalid
+	case errors.Is(err, ErrBusy):
+		return EConflict
 	case errors.Is(err, ErrUnavailable):
 		return EUnavailable
 	}
@@ -119,7 +121,28 @@ var (
 	ErrLeaseLost     = errors.New("lease lost")
 	// ErrThreadFull: a queue push with QueuedMessage.MaxMessages found the thread that long.
 	ErrThreadFull = errors.New("thread holds its maximum of messages")
+	// ErrBusy: a queue push with IfBusyReject found a run of the thread in progress.
+	ErrBusy = errors.New("thread has a run in progress")
 )
+
+// BusyError is how a store refuses a queue push with IfBusyReject to a thread whose run is in
+// progress (its status running, or its lease live); errors.Is(err, ErrBusy) holds. The engine
+// fills RunID when it can tell the run.
+type BusyError struct {
+	ThreadID string
+	// RunID is the running run's id ("" when unknown).
+	RunID string
+}
+
+func (e *BusyError) Error() string {
+	if e.RunID != "" {
+		return fmt.Sprintf("thread %s has a run in progress (%s)", e.ThreadID, e.RunID)
+	}
+	return fmt.Sprintf("thread %s has a run in progress", e.ThreadID)
+}
+
+// Is makes the error ErrBusy.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // ThreadFullError is how a store refuses a queue push with QueuedMessage.MaxMessages to a thread
 // that long; errors.Is(err, ErrThreadFull) holds.

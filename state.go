@@ -160,6 +160,10 @@ type NewMessage struct {
 	Silent bool `json:"silent,omitempty"`
 	// Metadata annotates the row.
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// IfBusy is what happens to the message when a run of the thread is in progress: queued for
+	// its next step boundary (empty or IfBusyQueue), refused (IfBusyReject: a *BusyError), or the
+	// run stopped at once for a new run that takes it (IfBusyInterrupt).
+	IfBusy IfBusy `json:"if_busy,omitempty"`
 }
 
 // MessageUpdate changes a stored message; nil fields are left alone.

@@ -444,6 +444,13 @@ type QueuedMessage struct {
 	// (ErrThreadFull) when the thread's newest message has seq MaxMessages or more, checked
 	// atomically with the push. Tx.PushQueue does not check it. It is not stored.
 	MaxMessages int64 `json:"-"`
+	// IfBusy is what the message asks for when a run of the thread is in progress (empty: queue).
+	// IfBusyReject makes Store.PushQueue refuse it (a *BusyError) when the thread's status is
+	// running or its lease is live, checked atomically with the push; it is not stored then.
+	// IfBusyInterrupt and IfBusyRollback are stored with the message: the run in progress, told
+	// of it (the engine in the same process, a Notifier's NoticeQueued in another), stops at once
+	// for a new run.
+	IfBusy IfBusy `json:"if_busy,omitempty"`
 }
 
 // EnvScope is the layer an env value is stored in.

@@ -92,13 +92,15 @@ const (
 	StopAwaitingApproval StopReason = "awaiting_approval"
 	// StopBudgetExceeded: the thread's spend reached its budget before a model call.
 	StopBudgetExceeded StopReason = "budget_exceeded"
+	// StopInterrupted: a message sent with IfBusyInterrupt stopped the run; a new run takes it.
+	StopInterrupted StopReason = "interrupted"
 )
 
 // OK reports whether the reason counts as success (`weft run` exit 0).
 func (r StopReason) OK() bool {
 	switch r {
 	case StopOnResponse, StopTool, StopAwaitingHuman, StopSession, StopStateSession, StopMaxSessionTurn, StopHandlerIdle,
-		StopAwaitingApproval:
+		StopAwaitingApproval, StopInterrupted:
 		return true
 	}
 	return false
@@ -132,4 +134,51 @@ func (s ThreadStatus) SubagentStatus() string {
 		return "terminated"
 	}
 	return "idle"
+}
+
+// IfBusy is a message's double-texting policy: what happens to it when it is sent while a run of
+// the thread is in progress.
+type IfBusy string
+
+// The double-texting policies.
+const (
+	// IfBusyQueue queues the message for the run's next step boundary (the default).
+	IfBusyQueue IfBusy = "queue"
+	// IfBusyReject refuses the message (ErrBusy) while a run is in progress.
+	IfBusyReject IfBusy = "reject"
+	// IfBusyInterrupt stops the run in progress now (its model call cancelled, a started tool
+	// call completed and recorded), and a new run takes the message.
+	IfBusyInterrupt IfBusy = "interrupt"
+	// IfBusyRollback stops the run as IfBusyInterrupt does, and removes the replies and tool
+	// results it stored with its stop, before a new run takes the message.
+	IfBusyRollback IfBusy = "rollback"
+)
+
+// Interrupts reports whether the policy stops a run in progress (interrupt or rollback).
+func (p IfBusy) Interrupts() bool { return p == IfBusyInterrupt || p == IfBusyRollback }
+
+// PropertyIfBusy is the thread property holding the thread's default double-texting policy: the
+// IfBusy of a message sent without one (IfBusyQueue when the property is absent).
+const PropertyIfBusy = "weft.if_busy"
+
+// IfBusyOf returns the thread's default double-texting policy (its PropertyIfBusy), "" when it
+// has none or an unknown one.
+func IfBusyOf(t *Thread) IfBusy {
+	if t == nil {
+		return ""
+	}
+	s, _ := t.Properties[PropertyIfBusy].(string)
+	if p := IfBusy(s); p.Valid() {
+		return p
+	}
+	return ""
+}
+
+// Valid reports whether p is a known policy or empty.
+func (p IfBusy) Valid() bool {
+	switch p {
+	case "", IfBusyQueue, IfBusyReject, IfBusyInterrupt, IfBusyRollback:
+		return true
+	}
+	return false
 }

@@ -190,7 +190,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c httpapi.Caller) 
 			return err
 		}
 		defer t.Close()
-		h.stream(w, t.Feed, &turn.Reader{Input: t.InputID}, tr)
+		h.stream(w, t.Feed, t.Reader(), tr)
 		return nil
 	}
 	// Tool results: the thread's waiting calls go on with them.

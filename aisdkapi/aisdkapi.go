@@ -122,7 +122,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 		return err
 	}
 	defer t.Close()
-	h.stream(w, t.Feed, &turn.Reader{Input: t.InputID}, t.InputID)
+	h.stream(w, t.Feed, t.Reader(), t.InputID)
 	return nil
 }
 

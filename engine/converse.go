@@ -133,10 +133,11 @@ func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Th
 		if err != nil {
 			return err
 		}
-		if len(in.Message.Attachments) > 0 {
-			// Queued with its files, in a transaction of their own.
+		if len(in.Message.Attachments) > 0 || q.IfBusy == weft.IfBusyReject {
+			// Queued with its files, in a transaction of their own; a message that a run in
+			// progress refuses by its own push, which decides it (BeginRun's does not).
 			if err := e.push(ctx, q, in.Message.Attachments); err != nil {
-				return err
+				return e.busyRun(threadID, err)
 			}
 		} else {
 			push = &startPush{q: q}

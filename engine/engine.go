@@ -353,7 +353,8 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	if err != nil {
 		return "", err
 	}
-	if e.serving.Load() && len(m.Attachments) == 0 {
+	if e.serving.Load() && len(m.Attachments) == 0 && m.IfBusy != weft.IfBusyReject {
+		// (A rejected message must not be queued for a run elsewhere: the store's push decides.)
 		// An idle thread's new worker queues the message with the transaction that starts its
 		// run; Send returns once it is queued.
 		if h := e.handOff(ctx, q); h != nil {
@@ -364,7 +365,7 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 		}
 	}
 	if err := e.push(ctx, q, m.Attachments); err != nil {
-		return "", err
+		return "", e.busyRun(threadID, err)
 	}
 	if e.serving.Load() {
 		e.wake(ctx, threadID, "", nil)
@@ -414,8 +415,14 @@ func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage)
 	if err := weft.CheckNewMessage(m); err != nil {
 		return nil, err
 	}
+	if !m.IfBusy.Valid() {
+		return nil, weft.Errorf(weft.EInvalid, "if_busy is queue, reject, interrupt or rollback, not %q", m.IfBusy)
+	}
 	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
 		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
+	if m.IfBusy != weft.IfBusyQueue {
+		q.IfBusy = m.IfBusy
+	}
 	if limit := e.opt.MaxThreadMessages; limit > 0 {
 		if len(m.Attachments) > 0 {
 			// Queued by a Tx with its files, which does not check the limit: read it first.
@@ -472,10 +479,15 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 	// A run of the thread in this engine takes the message at its next boundary, or is followed
 	// by another run (runOnce checks the mark once it is no longer registered).
 	e.mu.Lock()
+	var ar *activeRun
 	if o := e.owners[q.ThreadID]; o != nil && o.run != nil {
-		o.run.pushed.Store(true)
+		ar = o.run
+		ar.pushed.Store(true)
 	}
 	e.mu.Unlock()
+	if ar != nil && q.IfBusy.Interrupts() {
+		ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
+	}
 	return nil
 }
 

@@ -87,8 +87,8 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	if r.e.stopping.Load() && !r.ar.stop.Load() {
 		r.suspend.Store(true)
 	}
-	// S1: stop flag or cancellation.
-	if r.stopRequested() || r.suspending() {
+	// S1: stop flag, cancellation, or a message that interrupts the run.
+	if r.stopRequested() || r.interrupting() || r.suspending() {
 		return ended(r.stop(r.abortReason(), ""))
 	}
 	// S2: drain the queue at the step boundary.
@@ -240,6 +240,9 @@ func (r *run) abortReason() weft.StopReason {
 	if r.ar.stop.Load() || r.state.Stopped || errors.Is(context.Cause(r.ctx), errStopped) {
 		return weft.StopAbortedByUser
 	}
+	if r.ctx.Err() == nil && r.interrupting() {
+		return weft.StopInterrupted
+	}
 	return weft.StopAborted
 }
 
@@ -264,6 +267,7 @@ func (r *run) drain() error {
 		if j.taken(q.Seq) {
 			continue // its insert waits for the next transaction
 		}
+		r.ar.take(&q)
 		m := &weft.Message{ID: q.ID, Role: q.Role, Content: q.Content, Attachments: q.Attachments, Silent: q.Silent,
 			Metadata: q.Metadata, Status: weft.MessageCompleted, RunID: r.id, CreatedAt: q.CreatedAt}
 		switch q.Role {

@@ -118,7 +118,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			if errors.As(err, &se) {
 				return nil, m, logs, se.err
 			}
-			if r.ctx.Err() != nil {
+			if r.ctx.Err() != nil || errors.Is(err, errInterrupted) {
 				return nil, m, logs, err
 			}
 			var pe *weft.ProviderError
@@ -150,7 +150,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 			retried = true
 			delay := min(time.Duration(float64(policy.BaseDelay.D())*math.Pow(2, float64(n-1))), policy.MaxDelay.D())
 			delay = max(delay, pe.RetryAfter)
-			if err := r.e.clock.Sleep(r.ctx, delay); err != nil {
+			if err := r.backoff(s, delay); err != nil {
 				return nil, m, logs, err
 			}
 		}
@@ -163,6 +163,25 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 		return nil, nil, logs, fmt.Errorf("Model %s failed (%s is not retried) and %d fallbacks: %s", primary.Name, errorType(lastErr), len(models)-1, r.red.Error(lastErr))
 	}
 	return nil, nil, logs, fmt.Errorf("All retry attempts exhausted for model %s and %d fallbacks: %s", primary.Name, len(models)-1, r.red.Error(lastErr))
+}
+
+// backoff waits before a retry. At the top level a message with weft.IfBusyInterrupt ends the
+// wait as it cancels a model call (errInterrupted).
+func (r *run) backoff(s *scope, delay time.Duration) error {
+	if s.depth > 0 {
+		return r.e.clock.Sleep(r.ctx, delay)
+	}
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	if !r.ar.modelCall(cancel) {
+		return errInterrupted
+	}
+	err := r.e.clock.Sleep(ctx, delay)
+	r.ar.modelCall(nil)
+	if r.interrupting() {
+		return errInterrupted
+	}
+	return err
 }
 
 // contextError ends a run whose request did not fit the model's window (context_too_long).
@@ -251,6 +270,8 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	var pe *weft.ProviderError
 	if errors.As(err, &pe) {
 		log.StatusCode = pe.Status
+	} else if errors.Is(err, errInterrupted) {
+		log.ErrorOrigin = "runtime"
 	} else if r.ctx.Err() == nil {
 		log.ErrorOrigin = "runtime"
 		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
@@ -274,6 +295,14 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
 	c.cancel = cancel
+	if req.Depth == 0 {
+		// A message with weft.IfBusyInterrupt cancels the run's top-level model call (a
+		// sub-prompt's belongs to a tool call that started, which completes).
+		if !r.ar.modelCall(cancel) {
+			return nil, errInterrupted
+		}
+		defer r.ar.modelCall(nil)
+	}
 	if c.to.FirstChunk > 0 {
 		c.timer = time.AfterFunc(c.to.FirstChunk.D(), c.expire)
 		defer c.timer.Stop()
@@ -286,6 +315,9 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 	defer c.flush()
 	resp, err := p.Call(ctx, req, c.onChunk)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) && r.ctx.Err() == nil {
+			return nil, errInterrupted // its output is discarded: nothing of it is stored
+		}
 		if cause := context.Cause(ctx); cause != nil && r.ctx.Err() == nil {
 			var pe *weft.ProviderError
 			if errors.As(cause, &pe) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,21 @@ type activeRun struct {
 	// pushed is set by Send when it queues a message on the thread while the run is registered:
 	// the run then reads the queue even if its last transaction saw nothing waiting.
 	pushed atomic.Bool
+	// interrupted is set while interruptBy names a queued message with weft.IfBusyInterrupt that
+	// stops the run (ifbusy.go).
+	interrupted atomic.Bool
+
+	mu sync.Mutex // guards the fields below
+	// id is the run's id, once it started.
+	id string
+	// interruptBy is the queued message that interrupts the run ("" when none), rollback whether
+	// it rolls the run back (weft.IfBusyRollback); taken lists the
+	// interrupting messages the run took into its context, which interrupt nothing.
+	interruptBy string
+	rollback    bool
+	taken       []string
+	// modelCancel cancels the top-level model call in flight (nil when none is).
+	modelCancel context.CancelCauseFunc
 }
 
 // errStopped is the cancellation cause of a user stop.
@@ -280,6 +296,12 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	r, err = e.newRun(runCtx, ar, fence, start)
 	if err != nil {
 		return weft.StopInfo{}, 0, false, err
+	}
+	ar.mu.Lock()
+	ar.id = r.id
+	ar.mu.Unlock()
+	for i := range start.Queued {
+		ar.take(&start.Queued[i]) // the run answers them: they interrupt nothing
 	}
 	if trigger == "message" && len(start.Queued) == 0 {
 		return weft.StopInfo{}, 0, false, errNothingQueued

@@ -98,8 +98,14 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier, listening chan stru
 			// thread unless it runs here already; one that another process runs refuses the
 			// lease at once, and that process drains its queue itself.
 			e.mu.Lock()
-			_, here := e.owners[nt.ThreadID]
+			o, here := e.owners[nt.ThreadID]
+			running := here && o.run != nil
 			e.mu.Unlock()
+			if running {
+				// A run here: the message may interrupt it (weft.IfBusyInterrupt), which only
+				// its queued row tells; read off the watch's goroutine.
+				e.bg.Go(func() { e.interruptFromStore(ctx, nt.ThreadID) })
+			}
 			if !here && !e.stopping.Load() {
 				e.wake(ctx, nt.ThreadID, "", &wakeKind{retries: maxLeaseRetries})
 			}

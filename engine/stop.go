@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/weft-agents/weft"
 )
@@ -16,7 +17,7 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 		// Another node owns the thread now: write nothing more.
 		return weft.StopInfo{RunID: r.id, Reason: weft.StopAborted, Side: r.state.Side, Error: r.red.Error(err), Steps: r.steps}, nil
 	}
-	if r.stopRequested() {
+	if r.stopRequested() || r.interrupting() {
 		return r.stop(r.abortReason(), "")
 	}
 	if weft.Unavailable(r.e.store, err) {
@@ -41,6 +42,16 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		return weft.StopInfo{RunID: r.id, Steps: r.steps}, nil
 	}
 	info := weft.StopInfo{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps}
+	var rollback bool // the stop removes the run's rows (weft.IfBusyRollback)
+	if reason == weft.StopInterrupted {
+		var by string
+		by, rollback = r.ar.interrupter()
+		if r.e.observed() {
+			// Recorded by the stop's transaction, before run_stopped.
+			r.emit("run_interrupted", Fields{"run_id": r.id, "message_id": by, "rollback": rollback})
+		}
+	}
+	var removed []string
 	status := weft.ThreadIdle
 	switch {
 	case reason == weft.StopAbortedByUser:
@@ -63,7 +74,18 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		// (The final step of a turn persists its stop together with its reply.)
 		last := r.stopIsLast(nil)
 		err = r.tx(func(tx weft.Tx) error {
-			rows = rows[:0]
+			rows, removed = rows[:0], nil
+			if rollback {
+				var err error
+				if removed, err = r.rollbackRows(tx); err != nil {
+					return err
+				}
+				if r.e.opt.RecordEvents && r.e.observed() {
+					for _, id := range removed {
+						r.journal.stage(r.event("message_deleted", Fields{"message_id": id}))
+					}
+				}
+			}
 			if reason == weft.StopAbortedByUser {
 				var err error
 				if rows, err = r.stopRows(tx); err != nil {
@@ -75,6 +97,14 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		})
 	}
 	info.Seq = r.state.Stops
+	if err == nil && len(removed) > 0 {
+		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return slices.Contains(removed, m.ID) })
+		if !r.e.opt.RecordEvents && r.e.observed() {
+			for _, id := range removed {
+				r.emit("message_deleted", Fields{"message_id": id})
+			}
+		}
+	}
 	if err == nil {
 		for _, m := range rows {
 			if m.Status == weft.MessageFailed {

@@ -50,7 +50,7 @@ type dispatch struct {
 func (d *dispatch) startsAtOnce(s *scope, msg *weft.Message, c weft.ToolCall) bool {
 	r := d.r
 	if !r.e.opt.RecordEvents || !r.e.observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
-		s.needsApproval(c.Name) || r.stopRequested() || r.suspending() {
+		s.needsApproval(c.Name) || r.stopRequested() || r.interrupting() || r.suspending() {
 		return false
 	}
 	if i := slices.IndexFunc(msg.ToolCalls, func(mc weft.ToolCall) bool { return mc.ID == c.ID }); i < 0 || i >= weft.MaxToolCallsPerReply {
@@ -158,6 +158,10 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 	switch {
 	case d.r.ar.stop.Load() || d.r.ctx.Err() != nil:
 		res.result = weft.Failure("Execution stopped by user")
+	case d.r.interrupting() && s.depth == 0:
+		// A new message interrupts the run: the calls of the reply not started yet are
+		// answered without running (the one that started completed).
+		res.result = weft.Failure("Not run: a new message from the user interrupted the run")
 	case overLimit:
 		res.result = weft.Failure(fmt.Sprintf("Not run: a reply may make %d tool calls at most; call the rest in your next reply.",
 			weft.MaxToolCallsPerReply))

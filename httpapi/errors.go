@@ -18,6 +18,7 @@ const (
 	codeValidation       = "validation_failed"
 	codeTerminated       = "thread_terminated"
 	codeRunning          = "thread_running"
+	codeThreadBusy       = "thread_busy"
 	codePayloadTooLarge  = "payload_too_large"
 	codeMissingVariables = "missing_required_variables"
 	codeTooManyTickets   = "too_many_tickets"
@@ -75,7 +76,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var mv *engine.MissingVariablesError
 	var ve *schema.ValidationError
+	var be *weft.BusyError
 	switch {
+	case errors.As(err, &be):
+		// A message with if_busy reject while a run is in progress: which run.
+		status = http.StatusConflict
+		body["code"], body["message"], body["run_id"] = codeThreadBusy, be.Error(), be.RunID
 	case errors.As(err, &ve) && weft.ErrorCode(err) == weft.EInvalid:
 		// Arguments that break a schema: every failure with its JSON pointer.
 		status = http.StatusBadRequest

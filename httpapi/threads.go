@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -24,6 +26,8 @@ type createThreadBody struct {
 	Properties map[string]any          `json:"properties"`
 	Label      string                  `json:"label"`
 	Message    *messageBody            `json:"message"`
+	// IfBusy is the thread's default double-texting policy (weft.PropertyIfBusy).
+	IfBusy weft.IfBusy `json:"if_busy"`
 	// Budget caps the thread's spend (its subagents' included), replacing its agent's.
 	Budget *weft.Budget `json:"budget"`
 }
@@ -40,6 +44,16 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, p *princip
 		if t != weft.VarText && t != weft.VarSecret {
 			return validation("env_types."+name, "type must be text or secret")
 		}
+	}
+	if !b.IfBusy.Valid() {
+		return validation("if_busy", "if_busy is queue, reject, interrupt or rollback")
+	}
+	if b.IfBusy != "" {
+		b.Properties = maps.Clone(b.Properties)
+		if b.Properties == nil {
+			b.Properties = map[string]any{}
+		}
+		b.Properties[weft.PropertyIfBusy] = string(b.IfBusy)
 	}
 	var nm *weft.NewMessage
 	if b.Message != nil {
@@ -387,6 +401,8 @@ type patchThreadBody struct {
 	Properties map[string]any `json:"properties"`
 	// Budget replaces the thread's budget; a thread paused at its old one goes on.
 	Budget *weft.Budget `json:"budget"`
+	// IfBusy replaces the thread's default double-texting policy (weft.PropertyIfBusy).
+	IfBusy weft.IfBusy `json:"if_busy"`
 	Env    *struct {
 		Set map[string]struct {
 			Value string       `json:"value"`
@@ -404,6 +420,21 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principa
 	var b patchThreadBody
 	if err := decodeJSON(w, r, maxJSONBody, &b, false); err != nil {
 		return err
+	}
+	if !b.IfBusy.Valid() {
+		return validation("if_busy", "if_busy is queue, reject, interrupt or rollback")
+	}
+	if b.IfBusy != "" {
+		// Kept among the properties, which a patch replaces whole: those given, else the thread's.
+		props := b.Properties
+		if props == nil {
+			props = t.Properties
+		}
+		b.Properties = maps.Clone(props)
+		if b.Properties == nil {
+			b.Properties = map[string]any{}
+		}
+		b.Properties[weft.PropertyIfBusy] = string(b.IfBusy)
 	}
 	st := s.engine().Store()
 	if b.Env != nil {
@@ -482,6 +513,9 @@ type messageBody struct {
 	Role        weft.Role        `json:"role"`
 	Attachments []attachmentBody `json:"attachments"`
 	Silent      bool             `json:"silent"`
+	// IfBusy is what happens to the message while a run of the thread is in progress; the
+	// thread's default when empty.
+	IfBusy weft.IfBusy `json:"if_busy"`
 }
 
 // attachmentBody is a posted attachment; data is base64.
@@ -500,7 +534,10 @@ func (b *messageBody) toNew() (weft.NewMessage, error) {
 	default:
 		return weft.NewMessage{}, validation("role", fmt.Sprintf("role must be user, assistant or system, not %q", b.Role))
 	}
-	m := weft.NewMessage{Role: b.Role, Content: b.Content, Silent: b.Silent}
+	if !b.IfBusy.Valid() {
+		return weft.NewMessage{}, validation("if_busy", fmt.Sprintf("if_busy is queue, reject, interrupt or rollback, not %q", b.IfBusy))
+	}
+	m := weft.NewMessage{Role: b.Role, Content: b.Content, Silent: b.Silent, IfBusy: b.IfBusy}
 	for i, a := range b.Attachments {
 		if a.Name == "" || len(a.Data) == 0 {
 			return weft.NewMessage{}, validation(fmt.Sprintf("attachments[%d]", i), "an attachment needs a name and data (base64)")
@@ -541,9 +578,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, p *principa
 	if t.Status == weft.ThreadTerminated {
 		return &apiError{status: http.StatusConflict, code: codeTerminated, message: "thread " + t.ID + " is terminated"}
 	}
+	if m.IfBusy == "" {
+		m.IfBusy = weft.IfBusyOf(t)
+	}
 	id, err := s.engine().Send(r.Context(), t.ID, m)
 	if err != nil {
-		return err
+		return s.busyRun(r.Context(), t.ID, err)
 	}
 	status := "started"
 	if t.Status == weft.ThreadRunning {
@@ -551,6 +591,31 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"status": status, "queue_id": id, "message_id": id})
 	return nil
+}
+
+// busyRun completes the refusal of a message with if_busy reject, when the run in progress runs
+// on another node, with that run's id: the newest run_started's among the thread's recent events.
+func (s *Server) busyRun(ctx context.Context, threadID string, err error) error {
+	var be *weft.BusyError
+	if !errors.As(err, &be) || be.RunID != "" {
+		return err
+	}
+	st := s.engine().Store()
+	newest, serr := lastEventSeq(ctx, st, threadID)
+	if serr != nil {
+		return err
+	}
+	evs, serr := newestEvents(ctx, st, threadID, newest, eventWant{accept: func(typ string) bool { return typ == "run_started" }})
+	if serr != nil || evs[0] == nil {
+		return err
+	}
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal(evs[0].Data, &started) == nil {
+		be.RunID = started.RunID
+	}
+	return err
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, p *principal) error {

@@ -202,6 +202,14 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 			return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
 		}
 	}
+	if q.IfBusy == weft.IfBusyReject {
+		th.leaseMu.Lock()
+		busy := storecontract.Busy(th.meta.Status, th.leaseOwner, th.leaseExpires, s.now())
+		th.leaseMu.Unlock()
+		if busy {
+			return storecontract.BusyError(q.ThreadID)
+		}
+	}
 	th.queueSeq++
 	q.Seq, c.Seq = th.queueSeq, th.queueSeq
 	th.queue = append(th.queue, c)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // Tx runs fn as one transaction on the thread: fn's writes are staged and applied together when it
@@ -127,6 +128,14 @@ func (t *tx) commit(fence *weft.Fence, lease *thread) error {
 		}
 		if status == weft.ThreadTerminated {
 			return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
+		}
+		if slices.ContainsFunc(t.pushed, func(q *weft.QueuedMessage) bool { return q.IfBusy == weft.IfBusyReject }) {
+			th.leaseMu.Lock()
+			busy := storecontract.Busy(th.meta.Status, th.leaseOwner, th.leaseExpires, t.s.now())
+			th.leaseMu.Unlock()
+			if busy {
+				return storecontract.BusyError(t.id)
+			}
 		}
 	}
 	if t.meta != nil {

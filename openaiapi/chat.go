@@ -147,7 +147,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request, c http
 	defer t.Close()
 	w.Header().Set(ThreadHeader, t.Thread.ID)
 	cc := &chatTranslator{id: "chatcmpl-" + t.InputID, model: req.Model, created: h.now().Unix()}
-	rd := &turn.Reader{Input: t.InputID}
+	rd := t.Reader()
 	if !req.Stream {
 		parts, err := t.Collect(rd)
 		if err != nil {

@@ -139,7 +139,7 @@ func (h *Handler) createResponse(w http.ResponseWriter, r *http.Request, c httpa
 	defer t.Close()
 	rb := &responseBuilder{resp: newResponse(responseID(t.Thread.ID, t.InputID), req.Model, t.Thread.ID, h.now().Unix())}
 	rb.resp.PreviousResponseID = nilIfEmpty(req.PreviousResponseID)
-	rd := &turn.Reader{Input: t.InputID}
+	rd := t.Reader()
 	if !req.Stream {
 		parts, err := t.Collect(rd)
 		if err != nil {

@@ -186,8 +186,19 @@ const qPushQueue = `WITH t AS (
 	i AS (INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq)
 	SELECT seq FROM i, LATERAL (SELECT pg_notify('` + channelQueue + `', $1)) n`
 
+// qPushQueueIdle is qPushQueue for a message with weft.IfBusyReject: a thread with a run in
+// progress (status running, or a lease live at $4) inserts nothing either, decided under the
+// row lock that the run's own transactions take.
+const qPushQueueIdle = `WITH t AS (
+	UPDATE threads SET queue_seq = queue_seq + 1 WHERE id = $1 AND status NOT IN ('terminated', 'running')
+		AND NOT (lease_owner <> '' AND lease_expires_at > $4)
+		AND ($3 <= 0 OR ` + qLastSeq + ` < $3) RETURNING queue_seq),
+	i AS (INSERT INTO queue (thread_id, seq, doc) SELECT $1, queue_seq, $2 FROM t RETURNING seq)
+	SELECT seq FROM i, LATERAL (SELECT pg_notify('` + channelQueue + `', $1)) n`
+
 // PushQueue queues a message, assigning ID (when empty), ThreadID, Seq and CreatedAt (when zero);
-// Role defaults to user. A terminated thread refuses it (ErrTerminated).
+// Role defaults to user. A terminated thread refuses it (ErrTerminated), and a message with
+// weft.IfBusyReject a thread with a run in progress (a *weft.BusyError).
 func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 	storecontract.PrepareQueued(q, s.nowUTC)
 	doc, err := encodeQueued(q)
@@ -195,7 +206,11 @@ func (s *Store) PushQueue(ctx context.Context, q *weft.QueuedMessage) error {
 		return err
 	}
 	s.known.drop(q.ThreadID)
-	err = s.pool.QueryRow(ctx, qPushQueue, q.ThreadID, doc, q.MaxMessages).Scan(&q.Seq)
+	if q.IfBusy == weft.IfBusyReject {
+		err = s.pool.QueryRow(ctx, qPushQueueIdle, q.ThreadID, doc, q.MaxMessages, s.now().UnixNano()).Scan(&q.Seq)
+	} else {
+		err = s.pool.QueryRow(ctx, qPushQueue, q.ThreadID, doc, q.MaxMessages).Scan(&q.Seq)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.pushRefused(ctx, q)
 	}
@@ -208,9 +223,10 @@ const qLastSeq = `COALESCE((SELECT MAX(seq) FROM messages WHERE thread_id = $1),
 // pushRefused says why a queue push inserted nothing: the thread is terminated, full or missing.
 func (s *Store) pushRefused(ctx context.Context, q *weft.QueuedMessage) error {
 	q.Seq = 0
-	var status string
-	var last int64
-	err := s.pool.QueryRow(ctx, "SELECT status, "+qLastSeq+" FROM threads WHERE id = $1", q.ThreadID).Scan(&status, &last)
+	var status, owner string
+	var last, expires int64
+	err := s.pool.QueryRow(ctx, "SELECT status, "+qLastSeq+", lease_owner, lease_expires_at FROM threads WHERE id = $1",
+		q.ThreadID).Scan(&status, &last, &owner, &expires)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return threadNotFound(q.ThreadID)
@@ -220,6 +236,9 @@ func (s *Store) pushRefused(ctx context.Context, q *weft.QueuedMessage) error {
 		return fmt.Errorf("thread %s: %w", q.ThreadID, weft.ErrTerminated)
 	case q.MaxMessages > 0 && last >= q.MaxMessages:
 		return &weft.ThreadFullError{ThreadID: q.ThreadID, Messages: last}
+	case q.IfBusy == weft.IfBusyReject:
+		// Refused as busy: the status or lease the push read may have changed since.
+		return storecontract.BusyError(q.ThreadID)
 	}
 	return fmt.Errorf("postgres: thread %s: the message was not queued", q.ThreadID)
 }
@@ -415,5 +434,6 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 	t.queue(op{sql: "INSERT INTO queue (thread_id, seq, doc) VALUES ($1, $2, $3)", args: []any{t.id, q.Seq, doc}})
 	t.row.queueSeq = q.Seq
 	t.pushed, t.rowDirty = true, true
+	t.rejectBusy = t.rejectBusy || q.IfBusy == weft.IfBusyReject
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/sqlstore"
+	"github.com/weft-agents/weft/internal/storecontract"
 )
 
 // threadRow is what a write transaction reads of its thread when it locks the row.
@@ -118,12 +119,15 @@ type tx struct {
 
 	queued []weft.QueuedMessage // the queue as of the lock, less what DrainQueue took
 
-	meta     *weft.Thread // the thread record once UpdateThread changed it
-	pushed   bool
-	events   int64 // events appended
-	release  bool
-	rowDirty bool // counters changed
-	began    bool // BEGIN was sent: COMMIT or ROLLBACK ends the transaction
+	meta   *weft.Thread // the thread record once UpdateThread changed it
+	pushed bool
+	// rejectBusy: a pushed message has weft.IfBusyReject, refused at commit while a run is in
+	// progress.
+	rejectBusy bool
+	events     int64 // events appended
+	release    bool
+	rowDirty   bool // counters changed
+	began      bool // BEGIN was sent: COMMIT or ROLLBACK ends the transaction
 
 	// known: the transaction started from the known row (known.go); stale: its guard failed.
 	known, stale bool
@@ -307,6 +311,10 @@ func (t *tx) commit() error {
 	if t.pushed && status == string(weft.ThreadTerminated) {
 		t.rollback()
 		return fmt.Errorf("thread %s: %w", t.id, weft.ErrTerminated)
+	}
+	if t.rejectBusy && storecontract.Busy(weft.ThreadStatus(t.row.status), t.row.leaseOwner, time.Unix(0, t.row.leaseExpires), now) {
+		t.rollback()
+		return storecontract.BusyError(t.id)
 	}
 	var tail []op
 	var doc []byte

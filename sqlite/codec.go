@@ -427,6 +427,7 @@ const (
 	qSilent
 	qMetadata // JSON
 	qCreatedAt
+	qIfBusy
 )
 
 // queueDoc packs a queued message but its thread. metadata is JSON or nil.
@@ -440,6 +441,9 @@ func queueDoc(q *weft.QueuedMessage, metadata []byte) []byte {
 	w.bool(qSilent, q.Silent)
 	w.bytes(qMetadata, metadata)
 	w.time(qCreatedAt, q.CreatedAt)
+	if q.IfBusy != "" {
+		w.str(qIfBusy, string(q.IfBusy))
+	}
 	return w.b
 }
 
@@ -464,6 +468,8 @@ func decodeQueued(doc string, q *weft.QueuedMessage) error {
 			r.json(v, &q.Metadata)
 		case qCreatedAt:
 			q.CreatedAt = r.time(v)
+		case qIfBusy:
+			q.IfBusy = weft.IfBusy(v)
 		}
 	}
 	return r.err

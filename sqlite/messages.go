@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/storecontract"
@@ -246,6 +247,11 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 		if err != nil {
 			return s.noThread(q.ThreadID, err)
 		}
+		if q.IfBusy == weft.IfBusyReject {
+			if err := s.refuseBusy(ctx, w, q.ThreadID, weft.ThreadStatus(status)); err != nil {
+				return err
+			}
+		}
 		// A refusal rolls the write back.
 		if _, err := queueRow(ctx, w, q, md, q.ThreadID, weft.ThreadStatus(status), seq, last); err != nil {
 			return err
@@ -257,6 +263,23 @@ func (s *Store) pusher(q *weft.QueuedMessage) (func(w *writer) error, error) {
 		return nil
 	}, nil
 }
+
+// refuseBusy is the refusal of a push with weft.IfBusyReject (a *weft.BusyError) when the thread,
+// read in the push's write, has a run in progress: status running, or a live lease.
+func (s *Store) refuseBusy(ctx context.Context, w *writer, threadID string, status weft.ThreadStatus) error {
+	var owner string
+	var expires int64
+	if err := w.row(ctx, qLeaseOf, []any{&owner, &expires}, threadID); err != nil {
+		return s.noThread(threadID, err)
+	}
+	if storecontract.Busy(status, owner, time.Unix(0, expires), s.now()) {
+		return storecontract.BusyError(threadID)
+	}
+	return nil
+}
+
+// qLeaseOf reads a thread's lease, for refuseBusy.
+const qLeaseOf = `SELECT lease_owner, lease_expires_at FROM threads WHERE id = ?`
 
 // queueRow queues q on the thread as read in the write (its status; for QueuedMessage.MaxMessages
 // the seq of its newest message, last): a refusal is the error, else q is numbered after
@@ -610,6 +633,11 @@ func (t *tx) PushQueue(q *weft.QueuedMessage) error {
 	}
 	if t.thread != nil {
 		status = string(t.thread.th.Status)
+	}
+	if q.IfBusy == weft.IfBusyReject {
+		if err := t.s.refuseBusy(t.ctx, t.w, t.id, weft.ThreadStatus(status)); err != nil {
+			return err
+		}
 	}
 	doc, err := queueRow(t.ctx, t.w, q, md, t.id, weft.ThreadStatus(status), seq-1, 0)
 	if err != nil {

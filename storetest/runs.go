@@ -621,6 +621,72 @@ func testPushLimit(t *testing.T, s weft.Store) {
 	}
 }
 
+// testPushIfBusy: a push with IfBusyReject is refused (a BusyError, nothing queued) while the
+// thread's lease is live or its status running, by PushQueue and by Tx.PushQueue, and queued
+// otherwise; a message's IfBusy is kept with it (Queued, DrainQueue, BeginRun).
+func testPushIfBusy(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	reject := func(content string) *weft.QueuedMessage {
+		return &weft.QueuedMessage{ThreadID: th.ID, Content: content, IfBusy: weft.IfBusyReject}
+	}
+	busy := func(what string, err error) {
+		t.Helper()
+		var be *weft.BusyError
+		if !errors.As(err, &be) || !errors.Is(err, weft.ErrBusy) || be.ThreadID != th.ID || weft.ErrorCode(err) != weft.EConflict {
+			t.Errorf("%s: %v, want a BusyError", what, err)
+		}
+	}
+	if err := s.PushQueue(ctx, reject("idle")); err != nil {
+		t.Fatalf("a reject push to an idle thread: %v", err)
+	}
+	f, err := s.AcquireLease(ctx, th.ID, "node-a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy("PushQueue while the lease is held", s.PushQueue(ctx, reject("leased")))
+	busy("Tx.PushQueue while the lease is held", s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+		if err := tx.SetKV("k", json.RawMessage(`1`)); err != nil {
+			return err
+		}
+		return tx.PushQueue(reject("leased, in a tx"))
+	}))
+	if _, found, err := s.GetKV(ctx, th.ID, "k"); err != nil || found {
+		t.Errorf("the refused Tx wrote its other writes: found %v, %v", found, err)
+	}
+	if err := s.PushQueue(ctx, &weft.QueuedMessage{ThreadID: th.ID, Content: "interrupt", IfBusy: weft.IfBusyInterrupt}); err != nil {
+		t.Fatalf("an interrupt push while the lease is held: %v", err)
+	}
+	if err := s.ReleaseLease(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	running := weft.ThreadRunning
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &running}) })
+	busy("PushQueue to a running thread without a lease", s.PushQueue(ctx, reject("running")))
+	idle := weft.ThreadIdle
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Status: &idle}) })
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.PushQueue(reject("idle again, in a tx")) })
+	q, err := s.Queued(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range q {
+		got = append(got, m.Content+":"+string(m.IfBusy))
+	}
+	if want := []string{"idle:reject", "interrupt:interrupt", "idle again, in a tx:reject"}; !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
+	}
+	f, rs, err := s.BeginRun(ctx, th.ID, "node-a", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.ReleaseLease(ctx, f)
+	if len(rs.Queued) != 3 || rs.Queued[1].IfBusy != weft.IfBusyInterrupt {
+		t.Errorf("BeginRun's queue %+v, want the interrupt message's IfBusy kept", rs.Queued)
+	}
+}
+
 // testBeginRunTree: RunStart tells whether the thread has children and when an effect of any
 // thread is next claimable, a pending one at its RunAt, a claimed one when its claim expires.
 func testBeginRunTree(t *testing.T, s weft.Store) {

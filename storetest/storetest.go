@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"BeginRunPushAlone", testBeginRunPushAlone},
 		{"BeginRunTree", testBeginRunTree},
 		{"PushLimit", testPushLimit},
+		{"PushIfBusy", testPushIfBusy},
 		{"Effects", testEffects},
 		{"EffectClaimConcurrent", testEffectClaimConcurrent},
 		{"EffectClaimExpiry", testEffectClaimExpiry},

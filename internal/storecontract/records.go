@@ -151,6 +151,16 @@ func PrepareQueued(q *weft.QueuedMessage, now func() time.Time) {
 	q.CreatedAt = q.CreatedAt.UTC()
 }
 
+// Busy reports whether a thread has a run in progress, as a queue push with weft.IfBusyReject
+// tests it in the push's own write: its status is running (a run is under way, or one that died
+// is yet to be resumed), or a node holds its lease (leaseOwner set, expiring after now).
+func Busy(status weft.ThreadStatus, leaseOwner string, leaseExpires, now time.Time) bool {
+	return status == weft.ThreadRunning || (leaseOwner != "" && now.Before(leaseExpires))
+}
+
+// BusyError is the refusal of a push with weft.IfBusyReject to a busy thread.
+func BusyError(threadID string) error { return &weft.BusyError{ThreadID: threadID} }
+
 // PrepareLog fills what PutLog assigns, written back to l: an empty ID gets a new log_ id, ThreadID
 // is the Tx's thread, and a zero CreatedAt is now() (called only then); CreatedAt is made UTC.
 func PrepareLog(l *weft.LogEntry, threadID string, now func() time.Time) {

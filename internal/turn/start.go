@@ -44,6 +44,17 @@ type Turn struct {
 	// Cursor is the thread's newest event before the message was posted: the turn's events
 	// follow it.
 	Cursor int64
+	// interrupts: the message was posted with weft.IfBusyInterrupt or weft.IfBusyRollback, so a
+	// run in progress stops
+	// without taking it (Reader).
+	interrupts bool
+}
+
+// Reader returns the reader of the turn's parts: the run that takes the posted message. The
+// parts of a run in progress that the message interrupts are not the turn's: the reader gives
+// nothing before the message is stored.
+func (t *Turn) Reader() *Reader {
+	return &Reader{Input: t.InputID, AfterInput: t.interrupts}
 }
 
 // Start finds or creates the thread, follows its events, posts the message and returns the turn.
@@ -109,6 +120,10 @@ func Start(r *http.Request, api *httpapi.Server, c httpapi.Caller, in Input) (*T
 	if t.Feed, err = Open(r, api, t.Thread.ID, t.Cursor); err != nil {
 		return nil, err
 	}
+	if in.Message.IfBusy == "" {
+		in.Message.IfBusy = weft.IfBusyOf(t.Thread) // the thread's default, as for POST …/messages
+	}
+	t.interrupts = in.Message.IfBusy.Interrupts()
 	if t.InputID, err = eng.Send(ctx, t.Thread.ID, in.Message); err != nil {
 		t.Close()
 		return nil, err

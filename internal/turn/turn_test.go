@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/internal/turn"
 	"github.com/weft-agents/weft/internal/turn/turntest"
@@ -110,5 +111,41 @@ func TestReaderAfterInputSkipsEarlierTurns(t *testing.T) {
 	parts := read(&rd, append(prev, turntest.Recorded()...))
 	if n := strings.Count(describe(parts), "text_end"); n != 2 || !rd.Done() {
 		t.Errorf("parts of %d messages (want the 2 of the second turn):\n%s", n, describe(parts))
+	}
+}
+
+// TestReaderInterrupted: a run that a message with if_busy interrupt stopped ends the turn of the
+// message it was answering (its End says interrupted; the deltas of its cancelled model call are
+// never completed by a stored message), and run_interrupted gives no part; the turn of the
+// interrupting message is the next run's.
+func TestReaderInterrupted(t *testing.T) {
+	user := func(id, text string) engine.Payload {
+		return engine.MessageData{Message: weft.Message{ID: id, Role: weft.RoleUser, Content: text, Status: weft.MessageCompleted}}
+	}
+	evs := []engine.Event{
+		{Type: "run_started", Data: engine.RunStarted{RunID: "run_1", Trigger: "message"}},
+		{Type: "step_started", Data: engine.StepStarted{RunID: "run_1", Step: 1}},
+		{Type: "message", Data: user("msg_first", "Write a long essay.")},
+		{Type: "llm_request", Data: engine.ModelRequest{Attempt: 1, LogID: "log_1"}},
+		{Type: "message_chunk", Data: engine.Chunk{MessageID: "msg_cut", Delta: "Once upon "}},
+		{Type: "llm_response", Data: engine.ModelResponse{LogID: "log_1", Status: "error", Error: "interrupted by a new message"}},
+		{Type: "run_interrupted", Data: engine.Fields{"run_id": "run_1", "message_id": "msg_second"}},
+		{Type: "run_stopped", Data: engine.RunStopped{RunID: "run_1", Reason: weft.StopInterrupted}},
+		{Type: "run_started", Data: engine.RunStarted{RunID: "run_2", Trigger: "message"}},
+		{Type: "step_started", Data: engine.StepStarted{RunID: "run_2", Step: 1}},
+		{Type: "message", Data: user("msg_second", "Just a haiku.")},
+		{Type: "llm_request", Data: engine.ModelRequest{Attempt: 1, LogID: "log_2"}},
+		{Type: "message", Data: engine.MessageData{Message: weft.Message{ID: "msg_haiku", Role: weft.RoleAssistant, Content: "Short.", Status: weft.MessageCompleted}}},
+		{Type: "step_completed", Data: engine.StepCompleted{RunID: "run_2", Step: 1}},
+		{Type: "run_stopped", Data: engine.RunStopped{RunID: "run_2", Reason: weft.StopOnResponse}},
+	}
+	first := turn.Reader{Input: "msg_first"}
+	if got, want := describe(read(&first, evs)), "step_start  \"\"\ntext msg_cut \"Once upon \"\nend interrupted \"\"\n"; got != want || !first.Done() {
+		t.Errorf("the interrupted turn:\n%s\nwant\n%s", got, want)
+	}
+	// (Posted with if_busy interrupt: turn.Turn.Reader reads after the message is stored.)
+	second := turn.Reader{Input: "msg_second", AfterInput: true}
+	if got, want := describe(read(&second, evs)), "step_start  \"\"\ntext msg_haiku \"Short.\"\ntext_end msg_haiku \"Short.\"\nstep_end  \"\"\nend stop_on_response \"\"\n"; got != want || !second.Done() {
+		t.Errorf("the interrupting message's turn:\n%s\nwant\n%s", got, want)
 	}
 }

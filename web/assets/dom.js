@@ -117,6 +117,7 @@ export const GLOSSARY = {
   repeated_tool_error: 'The same tool call failed repeatedly; the run stopped rather than loop.',
   hook_blocked: 'A hook blocked the run.',
   budget_exceeded: 'The thread reached its spending budget.',
+  interrupted: 'A message sent with if_busy: interrupt stopped the run; a new run answers it.',
 };
 
 // term is a word with its explanation as a tooltip (title), or the plain word when the glossary

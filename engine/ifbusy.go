@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/weft-agents/weft"
+)
+
+// Double-texting: what a message sent while a run of its thread is in progress does
+// (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
+// that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
+// tells the run: in this process through its activeRun (Engine.push), in another through the
+// store's notice of the push (Engine.watch → Engine.interruptFromStore). The run stops at once
+// with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
+// that started completes and its result is stored, the reply's calls not started yet are
+// answered without running; and the next run takes the message.
+
+// errInterrupted is the cancellation cause of a model call that a message with
+// weft.IfBusyInterrupt cut short.
+var errInterrupted = errors.New("interrupted by a new message")
+
+// interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt, or
+// weft.IfBusyRollback when rollback is set): its model call,
+// if one is in flight, is cancelled now, and the run stops at its next check. A message the run
+// has already taken into its context (take) interrupts nothing: the run answers it. It reports
+// whether the run was asked.
+func (ar *activeRun) interrupt(id string, rollback bool) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.interruptBy != "" || slices.Contains(ar.taken, id) {
+		return false
+	}
+	ar.interruptBy, ar.rollback = id, rollback
+	ar.interrupted.Store(true)
+	ar.pushed.Store(true) // the next run is due even if the run saw nothing queued
+	if ar.modelCancel != nil {
+		ar.modelCancel(errInterrupted)
+	}
+	return true
+}
+
+// take notes that the run took the queued message q into its context (at its start or a step
+// boundary): an interrupt for it that has not stopped anything yet is withdrawn.
+func (ar *activeRun) take(q *weft.QueuedMessage) {
+	if !q.IfBusy.Interrupts() {
+		return
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.taken = append(ar.taken, q.ID)
+	if ar.interruptBy == q.ID {
+		ar.interruptBy, ar.rollback = "", false
+		ar.interrupted.Store(false)
+	}
+}
+
+// interrupter returns the id of the message that interrupts the run ("" when none), and whether
+// it rolls the run back (weft.IfBusyRollback).
+func (ar *activeRun) interrupter() (string, bool) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.interruptBy, ar.rollback
+}
+
+// modelCall registers the cancel of a top-level model call in flight (nil once it returned). It
+// reports false, and registers nothing, when the run is interrupted already: the call is not made.
+func (ar *activeRun) modelCall(cancel context.CancelCauseFunc) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if cancel != nil && ar.interruptBy != "" {
+		return false
+	}
+	ar.modelCancel = cancel
+	return true
+}
+
+// runID is the id of the run ("" before it started).
+func (ar *activeRun) runID() string {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.id
+}
+
+// interrupting reports that a message with weft.IfBusyInterrupt stops the run.
+func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
+
+// interruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
+// runs in this process, after another process queued a message on it (weft.NoticeQueued), and
+// interrupts the run for the first it has not taken.
+func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
+	e.mu.Lock()
+	var ar *activeRun
+	if o := e.owners[threadID]; o != nil {
+		ar = o.run
+	}
+	e.mu.Unlock()
+	if ar == nil {
+		return
+	}
+	ar.pushed.Store(true) // another process queued a message: the run reads the queue at its next boundary
+	queued, err := e.store.Queued(ctx, threadID)
+	if err != nil {
+		e.log.Warn("reading a queue for an interrupting message failed", "thread", threadID, "error", err)
+		return
+	}
+	for _, q := range queued {
+		if q.IfBusy.Interrupts() && ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback) {
+			return
+		}
+	}
+}
+
+// rollbackRows deletes, in the interrupted run's stop transaction, the replies and tool results
+// the run stored at every depth (weft.IfBusyRollback), and returns their ids: the messages it
+// took from the queue and its context summaries stay. It reads them from
+// the store: a sub-prompt's rows are not all in the run's cache.
+func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
+	r.sync()
+	after := int64(-1)
+	for _, m := range r.rows {
+		if m.RunID == r.id {
+			after = m.Seq - 1
+			break
+		}
+	}
+	if after < 0 {
+		return nil, nil // the run stored nothing
+	}
+	rows, err := r.e.store.Messages(r.wctx, r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range rows {
+		if m.RunID != r.id || (m.Role != weft.RoleAssistant && m.Role != weft.RoleTool) {
+			continue
+		}
+		if err := tx.DeleteMessage(m.ID); err != nil {
+			return nil, err
+		}
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
+}
+
+// busyRun completes the store's refusal of a message with weft.IfBusyReject with the id of the
+// run in progress when it runs in this process.
+func (e *Engine) busyRun(threadID string, err error) error {
+	var be *weft.BusyError
+	if !errors.As(err, &be) || be.RunID != "" {
+		return err
+	}
+	e.mu.Lock()
+	if o := e.owners[threadID]; o != nil && o.run != nil {
+		be.RunID = o.run.runID()
+	}
+	e.mu.Unlock()
+	return err
+}
