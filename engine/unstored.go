@@ -105,9 +105,11 @@ func (e *Engine) holdsUnstored(threadID string) bool {
 // keepLease keeps the lease of a run that ended on an unavailable store with results of its calls
 // kept, instead of giving it back, when the store lets this process take it again
 // (weft.RunReclaimer): the lease is renewed as soon as the store answers, and the thread woken to
-// resume here. It reports whether it kept the lease.
+// resume here. It reports whether it kept the lease. Only a serving engine keeps it: one that
+// does not (weft run) resumes nothing by itself, and its kept results end with its process, so
+// its lease goes back for the next process at once.
 func (e *Engine) keepLease(f weft.Fence) bool {
-	if _, ok := e.store.(weft.RunReclaimer); !ok || f.Token == 0 {
+	if _, ok := e.store.(weft.RunReclaimer); !ok || f.Token == 0 || !e.serving.Load() {
 		return false
 	}
 	e.mu.Lock()
