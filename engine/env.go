@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // layerValue is a value found in an env layer.
@@ -388,5 +389,5 @@ func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(st
 			}
 		}
 	}
-	return newRedactor(secrets).String, nil
+	return redact.New(secrets).String, nil
 }

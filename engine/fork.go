@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // forkedCallResult answers, in a fork, a copied call whose result the original had not stored
@@ -331,17 +332,17 @@ func writeFork(tx weft.Tx, rows []weft.Message, unanswered map[string][]unanswer
 	var seqs [][2]int64            // (the original's seq, the fork's) of each copied row, in order
 	for i := range rows {
 		m := rows[i]
-		if isSummary(&m) {
+		if window.IsSummary(&m) {
 			// A summary names the newest row it covers by seq: the fork's may differ.
 			m.Metadata = maps.Clone(m.Metadata)
-			through := metaInt(&m, metaSummaryThrough)
+			through := window.MetaInt(&m, window.MetaSummaryThrough)
 			var n int64
 			for _, p := range seqs {
 				if p[0] <= through {
 					n = p[1]
 				}
 			}
-			m.Metadata[metaSummaryThrough] = n
+			m.Metadata[window.MetaSummaryThrough] = n
 		}
 		orig := m.Seq
 		m.ThreadID, m.Seq = "", 0

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // journal writes one run's changes to the store, in fenced transactions of the run's lease. The
@@ -58,7 +59,7 @@ type journal struct {
 	// between two commits can leave a row without one.
 	messageEvent func(weft.Message) Event
 	// red returns the run's redactor as it stands (a State may add a secret meanwhile).
-	red func() *redactor
+	red func() *redact.Redactor
 }
 
 // tx runs fn in a fenced transaction, storing first the messages drained since the last one, and

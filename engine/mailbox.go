@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // mailbox carries a State's changes to its run's caches. A tool may start a goroutine that
@@ -54,8 +55,8 @@ func (r *run) shared(fn func()) {
 }
 
 // redactorNow returns the run's redactor for a caller on any goroutine.
-func (r *run) redactorNow() *redactor {
-	var red *redactor
+func (r *run) redactorNow() *redact.Redactor {
+	var red *redact.Redactor
 	r.shared(func() { red = r.red })
 	return red
 }
@@ -82,7 +83,7 @@ func (r *run) postEnv(v weft.EnvValue) {
 		layer[v.Name] = v
 		next := *r.env
 		next.thread = layer
-		red := newRedactor(next.secrets(), r.providerKeys())
+		red := redact.New(next.secrets(), r.providerKeys())
 		r.shared(func() {
 			r.env.thread = layer
 			r.red = red

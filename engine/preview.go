@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // PreviewInput names what to render.
@@ -135,7 +137,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = newRedactor(r.env.secrets(), r.providerKeys())
+		r.red = redact.New(r.env.secrets(), r.providerKeys())
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {
@@ -176,12 +178,12 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		req.Model = m
 		rep.Window = m.Capabilities.MaxContextTokens
 		if s.summary != nil {
-			rep.SummaryID, rep.Summarized = s.summary.ID, int(metaInt(s.summary, metaSummaryMessages))
+			rep.SummaryID, rep.Summarized = s.summary.ID, int(window.MetaInt(s.summary, window.MetaSummaryMessages))
 		}
 		if rep.Strategy == weft.ContextSummarize {
 			rep.Pending = r.planFold(s, req, rows).n
 		}
-		fit := fitWindow(&e.tokens, p, req, m, 0)
+		fit := window.Fit(&e.tokens, p, req, m, 0)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
 	rep.Reason = rep.reason()

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // requests builds a run's provider requests: the stored rows a scope sees, turned to its side's
@@ -51,16 +52,16 @@ func (q *requests) systemText(s *scope) (string, error) {
 // are copies.
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
-	window := q.state.of(s.side).Window
+	chatFrom := q.state.of(s.side).Window
 	q.r.sync()
 	// Under summarize the rows the newest summary covers are sent as that summary (build).
 	through, kept := int64(-1<<62), ""
 	s.summary = nil
 	if p.StrategyOf() == weft.ContextSummarize {
-		if s.summary = summaryOf(*q.rows, p.Name, s.side); s.summary != nil {
-			through = metaInt(s.summary, metaSummaryThrough)
-			kept, _ = s.summary.Metadata[metaSummaryKept].(string)
-			if !p.IncludeChat && through <= window {
+		if s.summary = window.SummaryOf(*q.rows, p.Name, s.side); s.summary != nil {
+			through = window.MetaInt(s.summary, window.MetaSummaryThrough)
+			kept, _ = s.summary.Metadata[window.MetaSummaryKept].(string)
+			if !p.IncludeChat && through <= chatFrom {
 				// It stands for earlier turns, which the prompt does not see.
 				s.summary, through, kept = nil, -1<<62, ""
 			}
@@ -72,11 +73,11 @@ func (q *requests) history(s *scope) []*weft.Message {
 			continue
 		}
 		if len(m.Metadata) > 0 {
-			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex || isSummary(m) {
+			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex || window.IsSummary(m) {
 				continue
 			}
 		}
-		if m.Seq <= window {
+		if m.Seq <= chatFrom {
 			if !p.IncludeChat {
 				continue
 			}
@@ -119,7 +120,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 	}
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
 	if s.summary != nil && s.depth == 0 {
-		msgs = append(msgs, summaryMessage(s.summary))
+		msgs = append(msgs, window.SummaryMessage(s.summary))
 	}
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Prefix...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // activeRun is a run in progress in this process.
@@ -70,7 +71,7 @@ type treeNote struct {
 	// reply is the last reply a run stored, as the run holds it (shared, not redacted), and red
 	// the run's redactor: finish copies and redacts it only for a caller that gets it.
 	reply *weft.Message
-	red   *redactor
+	red   *redact.Redactor
 }
 
 // finish completes a result for its caller: its reply (redacted) when the runs left one, and
@@ -344,7 +345,7 @@ func (r *run) lastReply() *weft.Message {
 }
 
 // redactedCopy copies a message for a caller, its content redacted.
-func redactedCopy(m *weft.Message, red *redactor) *weft.Message {
+func redactedCopy(m *weft.Message, red *redact.Redactor) *weft.Message {
 	c := *m
 	c.Content = red.String(c.Content)
 	return &c
@@ -445,7 +446,7 @@ type run struct {
 	ceiling   int
 
 	env    *envView
-	red    *redactor
+	red    *redact.Redactor
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
@@ -494,7 +495,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 			return nil, err
 		}
 	}
-	r.red = newRedactor(r.env.secrets(), r.providerKeys())
+	r.red = redact.New(r.env.secrets(), r.providerKeys())
 	return r, nil
 }
 
