@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/tokens"
@@ -599,15 +600,16 @@ func records(evs []Event) []weft.EventRecord {
 	out := make([]weft.EventRecord, len(evs))
 	size := 0
 	for i := range evs {
-		size += payloadSizeHint(evs[i].Data)
+		size += payload.SizeHint(evs[i].Data)
 	}
 	buf := make([]byte, 0, size)
 	for i, ev := range evs {
 		start := len(buf)
 		var err error
-		if buf, err = AppendPayloadJSON(buf, ev.Data); err != nil {
+		if buf, err = payload.AppendJSON(buf, ev.Data); err != nil {
 			buf = buf[:start]
-			buf, _ = appendMarshalled(buf, map[string]any{"error": "unencodable payload: " + err.Error()})
+			enc, _ := json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
+			buf = append(buf, enc...)
 		}
 		data := buf[start:len(buf):len(buf)]
 		out[i] = weft.EventRecord{Type: ev.Type, Data: data}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
 // execState is a thread's persisted run state (storage.md exec_state, key "run"): the session's
@@ -138,7 +139,7 @@ func (s *execState) encode() json.RawMessage {
 		b = append(b, `"stopped":true,`...)
 	}
 	b = append(b, `"side":`...)
-	b = appendJSONString(b, string(s.Side))
+	b = jsonstr.AppendHTMLSafe(b, string(s.Side))
 	b = append(b, `,"turns_a":`...)
 	b = strconv.AppendInt(b, int64(a.Turns), 10)
 	b = append(b, `,"turns_b":`...)
@@ -165,7 +166,7 @@ func (s *execState) encode() json.RawMessage {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, v)
+			b = jsonstr.AppendHTMLSafe(b, v)
 		}
 		b = append(b, ']')
 	}
