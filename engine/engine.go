@@ -15,6 +15,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/tokens"
@@ -223,7 +224,7 @@ func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
 	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
-	d := declaredTypes(newGraph(e.reg, a, nil).declared())
+	d := vars.DeclaredTypes(vars.NewGraph(e.reg, a, nil).Declared())
 	e.derived.Store(declaredKey(a.Name), d)
 	return d
 }
@@ -269,13 +270,13 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		}
 		nt.Properties[budgetProperty] = *nt.Budget
 	}
-	_, user, instance, err := loadEnv(ctx, e.store, "", nt.UserID)
+	_, user, instance, err := vars.Load(ctx, e.store, "", nt.UserID)
 	if err != nil {
 		return nil, err
 	}
-	g := newGraph(e.reg, a, nil)
-	decls := g.declared()
-	declared := declaredTypes(decls)
+	g := vars.NewGraph(e.reg, a, nil)
+	decls := g.Declared()
+	declared := vars.DeclaredTypes(decls)
 	thread := map[string]weft.EnvValue{}
 	for k, v := range nt.Env {
 		t, ok := declared[k]
@@ -287,14 +288,14 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		}
 		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &envView{thread: thread, agent: a.Env, user: toMap(user), instance: toMap(instance), declared: declared}
+	view := &vars.View{Thread: thread, Agent: a.Env, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 	// Optional entries count only when their flag resolves true.
-	g = newGraph(e.reg, a, func(flag string) bool {
-		v, ok := view.lookup(flag)
-		return ok && flagOn(v.value)
+	g = vars.NewGraph(e.reg, a, func(flag string) bool {
+		v, ok := view.Lookup(flag)
+		return ok && vars.FlagOn(v.Value)
 	})
-	decls = g.declared()
-	if missing := missingVariables(decls, view); len(missing) > 0 {
+	decls = g.Declared()
+	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		return nil, &MissingVariablesError{Missing: missing}
 	}
 	now := e.clock.Now().UTC()

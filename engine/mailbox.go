@@ -76,16 +76,16 @@ func (r *run) postDelete(id string) {
 // thread layer is replaced, not changed in place, as a State may be reading the old one.
 func (r *run) postEnv(v weft.EnvValue) {
 	r.mail.post(func(r *run) {
-		layer := maps.Clone(r.env.thread)
+		layer := maps.Clone(r.env.Thread)
 		if layer == nil {
 			layer = map[string]weft.EnvValue{}
 		}
 		layer[v.Name] = v
 		next := *r.env
-		next.thread = layer
-		red := redact.New(next.secrets(), r.providerKeys())
+		next.Thread = layer
+		red := redact.New(next.Secrets(), r.providerKeys())
 		r.shared(func() {
-			r.env.thread = layer
+			r.env.Thread = layer
 			r.red = red
 		})
 	})

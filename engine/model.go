@@ -540,13 +540,13 @@ func (r *run) keyVar(provider string) (string, weft.ProviderInfo) {
 // lookupKey resolves a provider key: thread env → user env → instance env → process env. An
 // empty value counts as unset.
 func (r *run) lookupKey(name string) (string, bool) {
-	if v, ok := r.env.thread[name]; ok && v.Value != "" {
+	if v, ok := r.env.Thread[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.user[name]; ok && v.Value != "" {
+	if v, ok := r.env.User[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.instance[name]; ok && v.Value != "" {
+	if v, ok := r.env.Instance[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
 	if v, ok := r.e.procKeys[name]; ok && v != "" {

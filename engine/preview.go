@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/engine/window"
 )
 
@@ -111,12 +112,12 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
 			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
 		r.wire()
-		_, user, instance, err := loadEnv(ctx, e.store, "", "")
+		_, user, instance, err := vars.Load(ctx, e.store, "", "")
 		if err != nil {
 			return nil, err
 		}
-		decls := newGraph(e.reg, a, nil).declared()
-		declared := declaredTypes(decls)
+		decls := vars.NewGraph(e.reg, a, nil).Declared()
+		declared := vars.DeclaredTypes(decls)
 		thread := map[string]weft.EnvValue{}
 		for k, v := range in.Env {
 			t, ok := declared[k]
@@ -125,11 +126,11 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 			}
 			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 		}
-		r.env = &envView{thread: thread, user: toMap(user), instance: toMap(instance), declared: declared}
+		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
-		var own []missingVar
-		for _, m := range missingVariables(decls, r.env) {
+		var own []vars.MissingVar
+		for _, m := range vars.Missing(decls, r.env) {
 			if slices.Contains(m.DeclaredBy, "prompt "+p.Name) {
 				own = append(own, m)
 			}
@@ -137,7 +138,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = redact.New(r.env.secrets(), r.providerKeys())
+		r.red = redact.New(r.env.Secrets(), r.providerKeys())
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // activeRun is a run in progress in this process.
@@ -445,7 +446,7 @@ type run struct {
 	sideSteps [2]int
 	ceiling   int
 
-	env    *envView
+	env    *vars.View
 	red    *redact.Redactor
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
@@ -488,14 +489,14 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	} else {
 		r.addRows(start.Messages)
 	}
-	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
-		declared: e.declaredOf(a)}
+	r.env = &vars.View{Thread: vars.Layer(start.ThreadEnv), Agent: a.Env, User: vars.Layer(start.UserEnv), Instance: vars.Layer(start.InstanceEnv),
+		Declared: e.declaredOf(a)}
 	if t.ParentID != "" {
-		if r.env.inherited, err = ancestorEnv(ctx, e.store, t.ParentID, newGraph(e.reg, a, nil).declared()); err != nil {
+		if r.env.Inherited, err = vars.Inherited(ctx, e.store, t.ParentID, vars.NewGraph(e.reg, a, nil).Declared()); err != nil {
 			return nil, err
 		}
 	}
-	r.red = redact.New(r.env.secrets(), r.providerKeys())
+	r.red = redact.New(r.env.Secrets(), r.providerKeys())
 	return r, nil
 }
 
@@ -532,7 +533,7 @@ func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*
 			return nil, err
 		}
 	}
-	thread, user, instance, err := loadEnv(ctx, e.store, threadID, t.UserID)
+	thread, user, instance, err := vars.Load(ctx, e.store, threadID, t.UserID)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // callSubagent answers a call of a dual_ai agent listed as a tool: the agent runs
@@ -180,11 +181,11 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
 	flag := func(name string) bool {
-		v, ok := r.env.lookup(name)
-		return ok && flagOn(v.value)
+		v, ok := r.env.Lookup(name)
+		return ok && vars.FlagOn(v.Value)
 	}
-	decls := newGraph(r.e.reg, target, flag).declared()
-	inherited, err := ancestorEnv(ctx, r.e.store, r.thread.ID, decls)
+	decls := vars.NewGraph(r.e.reg, target, flag).Declared()
+	inherited, err := vars.Inherited(ctx, r.e.store, r.thread.ID, decls)
 	if err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
@@ -196,8 +197,8 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		}
 		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &envView{thread: own, inherited: inherited, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
-	if missing := missingVariables(decls, view); len(missing) > 0 {
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.declaredOf(target)}
+	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		if env != nil {
 			// Values were provided for a request and some are still missing.
 			names := make([]string, len(missing))

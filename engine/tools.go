@@ -323,10 +323,10 @@ func (d *dispatch) missingVariable(s *scope, o *offered) string {
 	if t == nil {
 		return ""
 	}
-	env := s.env.with(s.prompt.Env, o.entry.Env)
+	env := s.env.With(s.prompt.Env, o.entry.Env)
 	for _, vd := range weft.ToolVariables(t) {
 		if vd.Required {
-			if _, ok := env.lookup(vd.Name); !ok {
+			if _, ok := env.Lookup(vd.Name); !ok {
 				return fmt.Sprintf("Missing required variable %s for tool %s", vd.Name, t.Name)
 			}
 		}
