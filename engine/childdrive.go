@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // runChild runs a child until it stops and returns the stop: its queued messages, else (resume:
@@ -45,7 +46,7 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 	if t, err = e.store.Thread(held, child.ID); err != nil {
 		return weft.StopInfo{}, err
 	}
-	st, err := loadExecState(held, e.store, child.ID)
+	st, err := runstate.Load(held, e.store, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}

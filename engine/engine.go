@@ -86,7 +86,7 @@ type Engine struct {
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
 	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
 	// request to a model that declares no window may take, as a context-length refusal taught it
-	// (int; window.go): summarize folds ahead of time with it.
+	// (int; summary.go): summarize folds ahead of time with it.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter

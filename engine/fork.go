@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
 )
 
@@ -81,7 +82,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	if err != nil {
 		return nil, err
 	}
-	cur, err := loadExecState(ctx, e.store, threadID)
+	cur, err := runstate.Load(ctx, e.store, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 		recs = records(evs)
 	}
 	err = e.store.CreateThreadTx(ctx, t, env, func(tx weft.Tx) error {
-		if err := tx.SetExecState(execKey, state.encode()); err != nil {
+		if err := tx.SetExecState(runstate.Key, state.Encode()); err != nil {
 			return err
 		}
 		return writeFork(tx, rows, unanswered, calls, kv, files, recs, now)
@@ -225,7 +226,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 //     stops, the immediate subagents already started) is kept as it is now.
 //
 // Windows are seqs: they are translated to the fork's, whose rows are renumbered from 1.
-func forkState(cur execState, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) execState {
+func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
 	// The fork's seq of the original's: each copied row's place, answers to open calls included.
 	var origSeqs []int64 // by fork seq - 1: the original seq of the row, or that of the row it follows
 	for _, m := range rows {
@@ -246,7 +247,7 @@ func forkState(cur execState, all, rows []weft.Message, unanswered map[string][]
 	final := func(m *weft.Message, side weft.Side) bool {
 		return m.Depth == 0 && m.Role == weft.RoleAssistant && m.Side == side && len(m.ToolCalls) == 0 && m.Status == weft.MessageCompleted
 	}
-	st := execState{Side: weft.SideA, QueuedTools: cur.QueuedTools, Immediate: cur.Immediate, Stops: cur.Stops}
+	st := runstate.State{Side: weft.SideA, QueuedTools: cur.QueuedTools, Immediate: cur.Immediate, Stops: cur.Stops}
 	for i, side := range []weft.Side{weft.SideA, weft.SideB} {
 		c := cur.Sides[i]
 		o := &st.Sides[i]

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -98,10 +99,10 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 		args[k] = v
 	}
 	from := r.agent.Name
-	r.state = execState{}
+	r.state = runstate.State{}
 	r.sync()
-	r.state.endSession(r.lastSeq)
-	state := r.state.encode()
+	r.state.EndSession(r.lastSeq)
+	state := r.state.Encode()
 	name := h.target.Name
 	err := r.tx(func(tx weft.Tx) error {
 		if err := tx.UpdateThread(weft.ThreadPatch{Agent: &name, Arguments: args}); err != nil {
@@ -112,7 +113,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 				return err
 			}
 		}
-		return tx.SetExecState(execKey, state)
+		return tx.SetExecState(runstate.Key, state)
 	})
 	if err != nil {
 		return err

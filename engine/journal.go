@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // journal writes one run's changes to the store, in fenced transactions of the run's lease. The
@@ -214,12 +215,12 @@ func (j *journal) txBody(tx weft.Tx) error {
 }
 
 // saveState writes the run state when it changed since it was last written.
-func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
-	enc := s.encode()
+func (j *journal) saveState(s *runstate.State) ([]*weft.Message, error) {
+	enc := s.Encode()
 	if bytes.Equal(enc, j.saved) {
 		return nil, nil
 	}
-	drained, err := j.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) })
+	drained, err := j.tx(func(tx weft.Tx) error { return tx.SetExecState(runstate.Key, enc) })
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -110,7 +111,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
+			state: runstate.State{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
 		r.wire()
 		_, user, instance, err := vars.Load(ctx, e.store, "", "")
 		if err != nil {

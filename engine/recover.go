@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // Recovered says what RecoverAll found and started.
@@ -109,7 +110,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if k.Status == weft.ThreadAwaitingApproval {
 			continue // waits for a person: Decide drives it on, and its driver reports
 		}
-		st, err := loadExecState(ctx, e.store, k.ID)
+		st, err := runstate.Load(ctx, e.store, k.ID)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
 )
 
@@ -23,7 +24,7 @@ type requests struct {
 	thread *weft.Thread
 	// rows and state are the run's: its cached rows and its run state.
 	rows  *[]*weft.Message
-	state *execState
+	state *runstate.State
 	// r is the run whose hooks see the request.
 	r *run
 	// buf is the message buffer of the run's requests, reused step after step.
@@ -52,7 +53,7 @@ func (q *requests) systemText(s *scope) (string, error) {
 // are copies.
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
-	chatFrom := q.state.of(s.side).Window
+	chatFrom := q.state.Of(s.side).Window
 	q.r.sync()
 	// Under summarize the rows the newest summary covers are sent as that summary (build).
 	through, kept := int64(-1<<62), ""
@@ -188,7 +189,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 				// the current turn (providers require them to continue after tool use), for earlier
 				// turns only with reasoning.include.
 				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
-					inTurn := m.Seq > q.state.of(s.side).Window || s.depth > 0
+					inTurn := m.Seq > q.state.Of(s.side).Window || s.depth > 0
 					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
 						if raw, err := json.Marshal(blocks); err == nil {
 							if lm.Metadata == nil {

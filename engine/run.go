@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -226,12 +227,12 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 	}
 	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
 	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
-		s, err := loadExecState(ctx, e.store, threadID)
+		s, err := runstate.Load(ctx, e.store, threadID)
 		if err != nil {
 			return err
 		}
 		s.Stopped = true
-		return tx.SetExecState(execKey, s.encode())
+		return tx.SetExecState(runstate.Key, s.Encode())
 	})
 }
 
@@ -424,7 +425,7 @@ type run struct {
 	id     string
 	thread *weft.Thread
 	agent  *weft.Agent
-	state  execState
+	state  runstate.State
 
 	// wctx is ctx without cancellation, for writes that must finish.
 	wctx context.Context
@@ -475,7 +476,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if !ok {
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", t.ID, t.Agent)
 	}
-	s, err := decodeExecState(start.ExecState[execKey])
+	s, err := runstate.Decode(start.ExecState[runstate.Key])
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}

@@ -331,7 +331,7 @@ func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) ma
 	return row
 }
 
-// isImmediateKey reports whether k, an entry of execState.Immediate, is side:prompt. (Compared in
+// isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in
 // place: the key is built only when it is recorded, not at every step.)
 func isImmediateKey(k string, side weft.Side, prompt string) bool {
 	s, name, ok := strings.Cut(k, ":")

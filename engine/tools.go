@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -729,7 +730,7 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 			if err := d.r.insertRecorded(tx, tm); err != nil {
 				return err
 			}
-			return tx.SetExecState(execKey, d.r.state.encode())
+			return tx.SetExecState(runstate.Key, d.r.state.Encode())
 		})
 		if d.r.obs != nil {
 			d.r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
