@@ -189,8 +189,8 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		} else {
 			e.finishChild(ctx, child, out)
 		}
-		if !mode.explicit && !e.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
-			e.report(ctx, child, owner, out, info.Seq, false)
+		if !mode.explicit && !e.reports.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
+			e.reports.report(ctx, child, owner, out, info.Seq, false)
 		}
 		if !mode.resumable || err != nil {
 			return

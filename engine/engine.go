@@ -120,13 +120,8 @@ type Engine struct {
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
-	// reportMu serializes updates of children's reported-stops records.
-	reportMu sync.Mutex
-	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports
-	// their background runs held back meanwhile (held while such a report is recorded, so that
-	// ending the wait cannot interleave with it).
-	awaitMu sync.Mutex
-	awaited map[string]*awaiting
+	// reports carries children's reports to their parents (childreport.go).
+	reports reports
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -172,6 +167,7 @@ func New(opt Options) (*Engine, error) {
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool()}
 	e.bg.pool = &e.pool
 	e.spent.Add = addSpend
+	e.reports.e = e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}

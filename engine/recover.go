@@ -96,7 +96,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if !ok {
 			continue
 		}
-		if err := e.sendHeld(ctx, k); err != nil {
+		if err := e.reports.sendHeld(ctx, k); err != nil {
 			return err
 		}
 		q, err := e.store.Queued(ctx, k.ID)
@@ -124,7 +124,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		if !mode.resumable && k.Status != weft.ThreadTerminated {
 			e.finishChild(ctx, k, out)
 		}
-		e.report(ctx, k, owner, out, st.Stops, true)
+		e.reports.report(ctx, k, owner, out, st.Stops, true)
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
-	r.e.beginAwait(child.ID)
+	r.e.reports.beginAwait(child.ID)
 	return r.awaitResumable(child, re.agent)
 }
 
@@ -178,7 +178,7 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 // caller registered the wait with beginAwait before queueing its message.
 func (r *run) awaitResumable(child *weft.Thread, a *weft.Agent) weft.ToolResult {
 	info, err := r.e.runChild(r.ctx, child, false)
-	defer r.e.endAwait(context.WithoutCancel(r.ctx), child, info.Seq)
+	defer r.e.reports.endAwait(context.WithoutCancel(r.ctx), child, info.Seq)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
@@ -227,11 +227,11 @@ func (r *run) subagentMessage(s *scope, args map[string]any) weft.ToolResult {
 	}
 	blocking := row["blocking"] != false
 	if blocking {
-		r.e.beginAwait(child.ID)
+		r.e.reports.beginAwait(child.ID)
 	}
 	if _, err := r.e.enqueue(ctx, child.ID, nm); err != nil {
 		if blocking {
-			r.e.endAwait(ctx, child, 0)
+			r.e.reports.endAwait(ctx, child, 0)
 		}
 		return weft.Failure(fmt.Sprintf("Subagent reference %q is not active.", ref))
 	}

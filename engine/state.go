@@ -545,7 +545,7 @@ func (s *threadState) NotifyParent(ctx context.Context, text string, attachments
 		owner = weft.SideB
 	}
 	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
-	return s.e.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
+	return s.e.reports.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
 }
 
 // SetStatus sets the status text of the thread's registry row, which the parent's listing shows.
