@@ -122,6 +122,8 @@ type Engine struct {
 	bg activity
 	// reports carries children's reports to their parents (childreport.go).
 	reports reports
+	// children drives child threads (childdrive.go).
+	children children
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -167,7 +169,7 @@ func New(opt Options) (*Engine, error) {
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool()}
 	e.bg.pool = &e.pool
 	e.spent.Add = addSpend
-	e.reports.e = e
+	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}

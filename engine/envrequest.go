@@ -167,6 +167,6 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	}
 	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled
 	explicit := resumable && req.Entry.Resumable.ParentCommunication == "explicit"
-	e.startChild(child, a, req.OwnerSide, childMode{resumable: resumable, explicit: explicit})
+	e.children.startChild(child, a, req.OwnerSide, childMode{resumable: resumable, explicit: explicit})
 	return &EnvFulfilled{RequestID: requestID, ChildThreadID: child.ID, Reference: child.ID, Status: "success"}, nil
 }

@@ -89,10 +89,10 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		row, ok := registryRow(k)
-		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.drivenHere(k.ID) {
+		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.children.drivenHere(k.ID) {
 			continue
 		}
-		a, owner, mode, ok := e.driveArgs(k)
+		a, owner, mode, ok := e.children.driveArgs(k)
 		if !ok {
 			continue
 		}
@@ -104,7 +104,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
-			e.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
+			e.children.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
 			continue
 		}
 		if k.Status == weft.ThreadAwaitingApproval {
@@ -119,7 +119,7 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		}
 		out, ok := recordedResult(k)
 		if !ok {
-			out = e.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
+			out = e.children.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
 		}
 		if !mode.resumable && k.Status != weft.ThreadTerminated {
 			e.finishChild(ctx, k, out)

@@ -45,7 +45,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops.
-		r.e.startChild(child, target, s.side, childMode{})
+		r.e.children.startChild(child, target, s.side, childMode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return r.awaitChild(child, target, false)
@@ -62,7 +62,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if r.tools.toolCtx != nil {
 		ctx = r.tools.toolCtx // the child's run nests under the call in traces
 	}
-	info, err := r.e.runChild(ctx, child, resume)
+	info, err := r.e.children.runChild(ctx, child, resume)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
@@ -72,7 +72,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 		r.tools.childParked = child.ID
 		return weft.ToolResult{}
 	}
-	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
+	out := r.e.children.childResult(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
 	r.e.finishChild(context.WithoutCancel(ctx), child, out)
 	return out
@@ -419,7 +419,7 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 		if fail != nil {
 			return *fail
 		}
-		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
+		r.e.children.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
