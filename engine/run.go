@@ -431,10 +431,8 @@ type run struct {
 	wctx context.Context
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
 	journal journal
-	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows    []*weft.Message
-	lastSeq int64
-	callIDs map[string]bool
+	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
+	rowCache
 	// mail carries a State's changes to the caches from any goroutine (mailbox.go): sync applies
 	// them before the run reads or changes rows, lastSeq, callIDs, env, red or the queued tools.
 	mail mailbox
@@ -481,7 +479,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
 	wctx := context.WithoutCancel(ctx)
-	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
+	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}},
 		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
