@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"os"
@@ -133,29 +134,55 @@ type Engine struct {
 }
 
 // rootCache maps thread ids to their roots' ids. A thread's root never changes, so a conversation
-// that knows it need not read the thread before its run (which reads it anyway). It holds at most
-// rootCacheSize entries: when full it starts again empty.
+// that knows it need not read the thread before its run (which reads it anyway). It is a
+// direct-mapped table of rootCacheSize slots allocated once: a slot holds a 64-bit hash of the
+// thread id (with a seed of this engine's) and, for a child, its root's id — a thread that is its
+// own root keeps no string alive — so the threads it remembers cost no memory past the table's,
+// however many go idle. A newer thread takes an older one's slot; the older one's next
+// conversation reads its thread. Two ids share a slot and a hash with probability 2⁻⁶⁴.
 type rootCache struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu    sync.Mutex
+	seed  maphash.Seed
+	slots []rootSlot
 }
 
-const rootCacheSize = 1 << 16
+type rootSlot struct {
+	h    uint64 // 0: empty
+	root string // "" when the thread is its own root
+}
+
+const rootCacheSize = 1 << 13
+
+func (c *rootCache) slot(id string) (uint64, *rootSlot) {
+	if c.slots == nil {
+		c.seed = maphash.MakeSeed()
+		c.slots = make([]rootSlot, rootCacheSize)
+	}
+	h := maphash.String(c.seed, id) | 1
+	return h, &c.slots[h%rootCacheSize]
+}
 
 func (c *rootCache) get(id string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.m[id]
-	return r, ok
+	h, s := c.slot(id)
+	switch {
+	case s.h != h:
+		return "", false
+	case s.root == "":
+		return id, true
+	}
+	return s.root, true
 }
 
 func (c *rootCache) put(t *weft.Thread) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= rootCacheSize {
-		c.m = make(map[string]string)
+	h, s := c.slot(t.ID)
+	s.h, s.root = h, ""
+	if root := rootOf(t); root != t.ID {
+		s.root = root
 	}
-	c.m[t.ID] = rootOf(t)
 }
 
 // New returns an engine over a registry and a store.
