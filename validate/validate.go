@@ -1,4 +1,6 @@
-package weft
+// Package validate checks a registry's definitions before anything runs: each problem is a
+// diagnostic naming the file (or Go source), the field and the rule broken.
+package validate
 
 import (
 	"fmt"
@@ -7,41 +9,42 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/schema"
 )
 
-// Validate checks every definition in one pass — required fields, allowed values, references between
-// definitions, argument schemas, tool names — and returns every problem found, errors and warnings.
-// It never stops at the first error.
-func (r *Registry) Validate() Diagnostics {
+// Registry checks every definition of r in one pass — required fields, allowed values, references
+// between definitions, argument schemas, tool names — and returns every problem found, errors and
+// warnings, each naming the definition's source and field. It never stops at the first error.
+func Registry(r *weft.Registry) weft.Diagnostics {
 	v := &validator{r: r}
-	v.out = append(v.out, r.dups...)
-	for _, m := range r.models.list() {
+	v.out = append(v.out, r.Duplicates()...)
+	for _, m := range r.Models() {
 		v.model(m)
 	}
-	for _, p := range r.providers.list() {
+	for _, p := range r.Providers() {
 		v.provider(p)
 	}
-	for _, t := range r.tools.list() {
+	for _, t := range r.Tools() {
 		v.tool(t)
 	}
-	for _, s := range r.mcp.list() {
+	for _, s := range r.MCPServers() {
 		v.mcpServer(s)
 	}
-	for _, p := range r.prompts.list() {
+	for _, p := range r.Prompts() {
 		v.prompt(p)
 	}
 	v.includeCycles()
-	for _, a := range r.agents.list() {
+	for _, a := range r.Agents() {
 		v.agent(a)
 	}
-	for _, h := range r.hooks.list() {
+	for _, h := range r.Hooks() {
 		v.hook(h)
 	}
-	for _, e := range r.effects.list() {
+	for _, e := range r.Effects() {
 		v.effect(e)
 	}
-	for _, h := range r.handlers.list() {
+	for _, h := range r.Handlers() {
 		v.handler(h)
 	}
 	v.ambiguousNames()
@@ -49,16 +52,16 @@ func (r *Registry) Validate() Diagnostics {
 }
 
 type validator struct {
-	r   *Registry
-	out Diagnostics
+	r   *weft.Registry
+	out weft.Diagnostics
 }
 
 func (v *validator) errf(src, path, format string, args ...any) {
-	v.out = append(v.out, Diagnostic{Source: src, Path: path, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+	v.out = append(v.out, weft.Diagnostic{Source: src, Path: path, Severity: weft.SeverityError, Message: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) warnf(src, path, format string, args ...any) {
-	v.out = append(v.out, Diagnostic{Source: src, Path: path, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
+	v.out = append(v.out, weft.Diagnostic{Source: src, Path: path, Severity: weft.SeverityWarning, Message: fmt.Sprintf(format, args...)})
 }
 
 var (
@@ -68,8 +71,8 @@ var (
 
 // ---- models and providers ----
 
-func (v *validator) model(m *Model) {
-	src := v.r.models.src[m.Name]
+func (v *validator) model(m *weft.Model) {
+	src := v.r.Source("model", m.Name)
 	if strings.TrimSpace(m.Name) == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	}
@@ -77,8 +80,8 @@ func (v *validator) model(m *Model) {
 	case m.Provider == "":
 		v.errf(src, "provider", "provider is required")
 	default:
-		if _, ok := ProviderKeyEnv(m.Provider); !ok {
-			if _, ok := v.r.providers.get(m.Provider); !ok {
+		if _, ok := weft.ProviderKeyEnv(m.Provider); !ok {
+			if _, ok := v.r.Provider(m.Provider); !ok {
 				v.errf(src, "provider", "unknown provider %q (built in: %s; or define it in providers/)", m.Provider, strings.Join(builtinProviderNames(), ", "))
 			}
 		}
@@ -99,7 +102,7 @@ func (v *validator) model(m *Model) {
 		case f == "":
 			v.errf(src, p, "fallback name is empty")
 		default:
-			if _, ok := v.r.models.get(f); !ok {
+			if _, ok := v.r.Model(f); !ok {
 				v.errf(src, p, "no model named %q", f)
 			}
 		}
@@ -121,21 +124,22 @@ func (v *validator) model(m *Model) {
 }
 
 func builtinProviderNames() []string {
-	names := make([]string, len(builtinProviders))
-	for i, p := range builtinProviders {
+	providers := weft.Providers()
+	names := make([]string, len(providers))
+	for i, p := range providers {
 		names[i] = p.Name
 	}
 	return names
 }
 
-func (v *validator) provider(p *ProviderDef) {
-	src := v.r.providers.src[p.Name]
+func (v *validator) provider(p *weft.ProviderDef) {
+	src := v.r.Source("provider", p.Name)
 	if p.Name == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
-	} else if _, builtin := ProviderKeyEnv(p.Name); builtin {
+	} else if _, builtin := weft.ProviderKeyEnv(p.Name); builtin {
 		v.errf(src, "name", "%q is a built-in provider; choose another name", p.Name)
 	}
-	if _, ok := ProviderKeyEnv(p.Base); !ok || p.Base == "test" {
+	if _, ok := weft.ProviderKeyEnv(p.Base); !ok || p.Base == "test" {
 		v.errf(src, "base", "base must name a built-in provider, got %q", p.Base)
 	}
 	if p.Base == "openai-compatible" && p.BaseURL == "" {
@@ -148,7 +152,7 @@ func (v *validator) provider(p *ProviderDef) {
 
 // ---- variables and env ----
 
-func (v *validator) variables(src, base string, vars []VariableDefinition) {
+func (v *validator) variables(src, base string, vars []weft.VariableDefinition) {
 	seen := map[string]bool{}
 	for i, d := range vars {
 		p := fmt.Sprintf("%s[%d]", base, i)
@@ -161,7 +165,7 @@ func (v *validator) variables(src, base string, vars []VariableDefinition) {
 			v.warnf(src, p+".name", "variable %q is declared twice", d.Name)
 		}
 		seen[d.Name] = true
-		if d.Type != VarText && d.Type != VarSecret {
+		if d.Type != weft.VarText && d.Type != weft.VarSecret {
 			v.errf(src, p+".type", "type must be text or secret, got %q", d.Type)
 		}
 		if strings.TrimSpace(d.Description) == "" {
@@ -170,13 +174,13 @@ func (v *validator) variables(src, base string, vars []VariableDefinition) {
 	}
 }
 
-func (v *validator) env(src, base string, env map[string]string, declared map[string]VarType) {
+func (v *validator) env(src, base string, env map[string]string, declared map[string]weft.VarType) {
 	for _, k := range sortedKeys(env) {
 		if !varName.MatchString(k) {
 			v.errf(src, base+"."+k, "invalid variable name %q", k)
 			continue
 		}
-		if declared[k] == VarSecret {
+		if declared[k] == weft.VarSecret {
 			if len(env[k]) < 4 {
 				v.warnf(src, base+"."+k, "secret %q is shorter than 4 characters and cannot be redacted reliably", k)
 			}
@@ -185,10 +189,10 @@ func (v *validator) env(src, base string, env map[string]string, declared map[st
 	}
 }
 
-func declaredTypes(vars []VariableDefinition) map[string]VarType {
-	m := map[string]VarType{}
+func declaredTypes(vars []weft.VariableDefinition) map[string]weft.VarType {
+	m := map[string]weft.VarType{}
 	for _, d := range vars {
-		if m[d.Name] != VarSecret {
+		if m[d.Name] != weft.VarSecret {
 			m[d.Name] = d.Type
 		}
 	}
@@ -196,8 +200,8 @@ func declaredTypes(vars []VariableDefinition) map[string]VarType {
 }
 
 // envRefs checks that every ${env:NAME} in s names a declared variable.
-func (v *validator) envRefs(src, p, s string, declared map[string]VarType) {
-	for _, name := range EnvRefs(s) {
+func (v *validator) envRefs(src, p, s string, declared map[string]weft.VarType) {
+	for _, name := range weft.EnvRefs(s) {
 		if _, ok := declared[name]; !ok {
 			v.errf(src, p, "${env:%s} is not declared in variables", name)
 		}
@@ -218,8 +222,8 @@ func (v *validator) schema(src, base string, s *schema.Schema) {
 
 // ---- tools ----
 
-func (v *validator) tool(t *Tool) {
-	src := v.r.tools.src[t.Name]
+func (v *validator) tool(t *weft.Tool) {
+	src := v.r.Source("tool", t.Name)
 	if t.Name == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	} else if !snakeCase.MatchString(t.Name) || len(t.Name) > 64 {
@@ -236,12 +240,12 @@ func (v *validator) tool(t *Tool) {
 	}
 	v.variables(src, "variables", t.Variables)
 	v.approval(src, "approval", t.Approval)
-	if t.Approval == ApprovalRequired && t.ExecutionMode == ExecProvider {
+	if t.Approval == weft.ApprovalRequired && t.ExecutionMode == weft.ExecProvider {
 		v.errf(src, "approval", "a provider-executed tool runs at the provider and cannot wait for approval")
 	}
-	declared := declaredTypes(ToolVariables(t))
+	declared := declaredTypes(weft.ToolVariables(t))
 	switch t.ExecutionMode {
-	case "", ExecLocal:
+	case "", weft.ExecLocal:
 		n := 0
 		// A kind: a2a tool's Execute is its A2A handler (package a2a attaches it).
 		for _, set := range []bool{t.Execute != nil && t.A2A == nil, t.Command != nil, t.HTTP != nil, t.A2A != nil} {
@@ -259,7 +263,7 @@ func (v *validator) tool(t *Tool) {
 		case n > 1:
 			v.errf(src, "kind", "a tool has exactly one implementation (Go function, command, http or a2a)")
 		}
-	case ExecProvider:
+	case weft.ExecProvider:
 		if t.ExecutionProvider == "" {
 			v.errf(src, "executionProvider", "executionProvider is required when executionMode is provider")
 		}
@@ -311,7 +315,7 @@ func (v *validator) tool(t *Tool) {
 		}
 	}
 	for i, u := range t.Uses {
-		if _, ok := v.r.tools.get(u); !ok && v.r.mcpServerOf(u) == nil {
+		if _, ok := v.r.Tool(u); !ok && v.r.MCPServerOf(u) == nil {
 			v.errf(src, fmt.Sprintf("uses[%d]", i), "no tool named %q", u)
 		}
 	}
@@ -319,8 +323,8 @@ func (v *validator) tool(t *Tool) {
 
 func filepathToSlash(p string) string { return strings.ReplaceAll(p, `\`, "/") }
 
-func (v *validator) mcpServer(s *MCPServer) {
-	src := v.r.mcp.src[s.Name]
+func (v *validator) mcpServer(s *weft.MCPServer) {
+	src := v.r.Source("mcp", s.Name)
 	v.variables(src, "variables", s.Variables)
 	declared := declaredTypes(s.Variables)
 	switch {
@@ -334,7 +338,7 @@ func (v *validator) mcpServer(s *MCPServer) {
 	}
 	if len(s.Command) > 0 && !strings.Contains(s.Command[0], "${") {
 		// A server that cannot start would fail every call: say so now, naming the file.
-		if _, err := LookProgram(v.r.Root, s.Command[0]); err != nil {
+		if _, err := weft.LookProgram(v.r.Root, s.Command[0]); err != nil {
 			v.errf(src, "server.command[0]", "%v", err)
 		}
 	}
@@ -351,48 +355,18 @@ func (v *validator) mcpServer(s *MCPServer) {
 	for i, t := range s.Tools {
 		if t == "" {
 			v.errf(src, fmt.Sprintf("tools[%d]", i), "tool name is empty")
-		} else if other, ok := v.r.tools.get(s.Prefix + t); ok {
-			v.errf(src, fmt.Sprintf("tools[%d]", i), "duplicate tool %q (%s, %s)", other.Name, v.r.tools.src[other.Name], src)
+		} else if other, ok := v.r.Tool(s.Prefix + t); ok {
+			v.errf(src, fmt.Sprintf("tools[%d]", i), "duplicate tool %q (%s, %s)", other.Name, v.r.Source("tool", other.Name), src)
 		}
 	}
-}
-
-// ToolVariables returns a tool's variable declarations with its legacy tenvs read as text variables,
-// required unless optional in the tenvs schema.
-func ToolVariables(t *Tool) []VariableDefinition {
-	vars := slices.Clone(t.Variables)
-	if t.Tenvs != nil {
-		req := map[string]bool{}
-		for _, n := range t.Tenvs.Required {
-			req[n] = true
-		}
-		for _, n := range schemaPropertyNames(t.Tenvs) {
-			p := t.Tenvs.Properties[n]
-			vars = append(vars, VariableDefinition{Name: n, Type: VarText, Required: req[n], Description: p.Description})
-		}
-	}
-	return vars
-}
-
-func schemaPropertyNames(s *schema.Schema) []string {
-	names := slices.Clone(s.PropertyOrder)
-	for n := range s.Properties {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	if len(names) > len(s.PropertyOrder) {
-		slices.Sort(names[len(s.PropertyOrder):])
-	}
-	return names
 }
 
 // ---- prompts ----
 
 var reasoningEfforts = []string{"low", "medium", "high"}
 
-func (v *validator) prompt(p *Prompt) {
-	src := v.r.prompts.src[p.Name]
+func (v *validator) prompt(p *weft.Prompt) {
+	src := v.r.Source("prompt", p.Name)
 	// Required fields: name and toolDescription non-empty, model defined, prompt a string or parts.
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
@@ -407,14 +381,14 @@ func (v *validator) prompt(p *Prompt) {
 			v.errf(src, "toolDescription", "toolDescription is required (a non-empty string)")
 		}
 	}
-	var model *Model
+	var model *weft.Model
 	if p.Model == "" {
 		if prompty {
 			v.errf(src, "model", "model is required: name a defined model (`model: NAME`) or give `model.configuration` (type openai, azure_openai or serverless) in the front matter")
 		} else {
 			v.errf(src, "model", "model is required (the name of a defined model)")
 		}
-	} else if m, ok := v.r.models.get(p.Model); ok {
+	} else if m, ok := v.r.Model(p.Model); ok {
 		model = m
 	} else {
 		v.errf(src, "model", "no model named %q", p.Model)
@@ -426,20 +400,20 @@ func (v *validator) prompt(p *Prompt) {
 	for i, part := range p.Prompt {
 		base := fmt.Sprintf("prompt[%d]", i)
 		switch part.Type {
-		case PartKindText:
-		case PartKindInclude:
+		case weft.PartKindText:
+		case weft.PartKindInclude:
 			switch {
 			case part.Prompt == "":
 				v.errf(src, base+".prompt", "an include part names a prompt")
 			default:
-				inc, ok := v.r.prompts.get(part.Prompt)
+				inc, ok := v.r.Prompt(part.Prompt)
 				if !ok {
 					v.errf(src, base+".prompt", "no prompt named %q to include", part.Prompt)
 				} else if so, ok := inc.Template.(interface{ SystemOnly() bool }); ok && !so.SystemOnly() {
 					v.errf(src, base+".prompt", "prompt %q has messages besides its system text and cannot be included", part.Prompt)
 				}
 			}
-		case PartKindEnv:
+		case weft.PartKindEnv:
 			if part.Property == "" {
 				v.errf(src, base+".property", "an env part names a variable in property")
 			} else if !varName.MatchString(part.Property) {
@@ -469,25 +443,25 @@ func (v *validator) prompt(p *Prompt) {
 	}
 	if c := p.Context; c != nil {
 		switch c.Strategy {
-		case "", ContextWindow, ContextNone, ContextSummarize:
+		case "", weft.ContextWindow, weft.ContextNone, weft.ContextSummarize:
 		default:
 			v.errf(src, "context.strategy", "context.strategy must be window, summarize or none, got %q", c.Strategy)
 		}
 		if c.Summarizer != "" {
-			sp, ok := v.r.prompts.get(c.Summarizer)
+			sp, ok := v.r.Prompt(c.Summarizer)
 			switch {
-			case c.Strategy != ContextSummarize:
+			case c.Strategy != weft.ContextSummarize:
 				v.errf(src, "context.summarizer", "context.summarizer applies to context.strategy summarize only, got strategy %q", p.StrategyOf())
 			case !ok:
 				v.errf(src, "context.summarizer", "no prompt named %q", c.Summarizer)
 			case sp.Name == p.Name:
 				v.errf(src, "context.summarizer", "prompt %q cannot summarize for itself", p.Name)
-			case sp.StrategyOf() == ContextSummarize:
+			case sp.StrategyOf() == weft.ContextSummarize:
 				v.errf(src, "context.summarizer", "prompt %q uses context.strategy summarize itself and cannot be a summarizer", sp.Name)
 			}
 		}
-		if c.Strategy == ContextSummarize {
-			if p.Name == SummarizerPrompt {
+		if c.Strategy == weft.ContextSummarize {
+			if p.Name == weft.SummarizerPrompt {
 				v.errf(src, "context.strategy", "prompt %q writes the summaries and cannot use context.strategy summarize itself", p.Name)
 			}
 			if model != nil && model.Capabilities.MaxContextTokens == 0 {
@@ -507,12 +481,12 @@ func (v *validator) prompt(p *Prompt) {
 	v.variables(src, "variables", p.Variables)
 	v.env(src, "env", p.Env, declared)
 	for i, h := range p.Hooks {
-		if _, ok := v.r.hooks.get(h); !ok {
+		if _, ok := v.r.Hook(h); !ok {
 			v.errf(src, fmt.Sprintf("hooks[%d]", i), "no hook with id %q", h)
 		}
 	}
 	offered := v.toolEntries(src, p)
-	if p.ToolChoice == ToolChoiceRequired && offered == 0 && p.Template == nil {
+	if p.ToolChoice == weft.ToolChoiceRequired && offered == 0 && p.Template == nil {
 		v.errf(src, "toolChoice", "toolChoice is required but the prompt offers no tools")
 	}
 	if model != nil && offered > 0 && !model.Capabilities.ToolCalls() {
@@ -521,9 +495,9 @@ func (v *validator) prompt(p *Prompt) {
 }
 
 // approval checks an approval setting.
-func (v *validator) approval(src, field string, a Approval) {
+func (v *validator) approval(src, field string, a weft.Approval) {
 	switch a {
-	case "", ApprovalRequired, ApprovalNever:
+	case "", weft.ApprovalRequired, weft.ApprovalNever:
 	default:
 		v.errf(src, field, "approval is required or never, not %q", a)
 	}
@@ -533,24 +507,24 @@ func (v *validator) approval(src, field string, a Approval) {
 var entryKeys = []struct {
 	key   string
 	roles []string
-	set   func(e ToolEntry) bool
+	set   func(e weft.ToolEntry) bool
 }{
-	{"env", []string{"tool"}, func(e ToolEntry) bool { return e.Env != nil }},
-	{"bindings", []string{"tool"}, func(e ToolEntry) bool { return e.Bindings != nil }},
-	{"options", []string{"tool"}, func(e ToolEntry) bool { return e.Options != nil }},
-	{"includeTextResponse", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeTextResponse != nil }},
-	{"includeToolCalls", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeToolCalls != nil }},
-	{"includeErrors", []string{"prompt"}, func(e ToolEntry) bool { return e.IncludeErrors != nil }},
-	{"initUserMessageProperty", []string{"prompt", "handoff", "subagent"}, func(e ToolEntry) bool { return e.InitUserMessageProperty != "" }},
-	{"initAttachmentsProperty", []string{"prompt", "handoff", "subagent"}, func(e ToolEntry) bool { return e.InitAttachmentsProperty != "" }},
-	{"initAgentNameProperty", []string{"subagent"}, func(e ToolEntry) bool { return e.InitAgentNameProperty != "" }},
-	{"blocking", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Blocking != nil }},
-	{"immediate", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Immediate != nil }},
-	{"resumable", []string{"subagent", "resumable subagent"}, func(e ToolEntry) bool { return e.Resumable != nil }},
+	{"env", []string{"tool"}, func(e weft.ToolEntry) bool { return e.Env != nil }},
+	{"bindings", []string{"tool"}, func(e weft.ToolEntry) bool { return e.Bindings != nil }},
+	{"options", []string{"tool"}, func(e weft.ToolEntry) bool { return e.Options != nil }},
+	{"includeTextResponse", []string{"prompt"}, func(e weft.ToolEntry) bool { return e.IncludeTextResponse != nil }},
+	{"includeToolCalls", []string{"prompt"}, func(e weft.ToolEntry) bool { return e.IncludeToolCalls != nil }},
+	{"includeErrors", []string{"prompt"}, func(e weft.ToolEntry) bool { return e.IncludeErrors != nil }},
+	{"initUserMessageProperty", []string{"prompt", "handoff", "subagent"}, func(e weft.ToolEntry) bool { return e.InitUserMessageProperty != "" }},
+	{"initAttachmentsProperty", []string{"prompt", "handoff", "subagent"}, func(e weft.ToolEntry) bool { return e.InitAttachmentsProperty != "" }},
+	{"initAgentNameProperty", []string{"subagent"}, func(e weft.ToolEntry) bool { return e.InitAgentNameProperty != "" }},
+	{"blocking", []string{"subagent", "resumable subagent"}, func(e weft.ToolEntry) bool { return e.Blocking != nil }},
+	{"immediate", []string{"subagent", "resumable subagent"}, func(e weft.ToolEntry) bool { return e.Immediate != nil }},
+	{"resumable", []string{"subagent", "resumable subagent"}, func(e weft.ToolEntry) bool { return e.Resumable != nil }},
 }
 
 // toolEntries validates a prompt's tools list and returns how many entries it offers.
-func (v *validator) toolEntries(src string, p *Prompt) int {
+func (v *validator) toolEntries(src string, p *weft.Prompt) int {
 	seen := map[string]int{}
 	offered := 0
 	for i, e := range p.Tools {
@@ -577,7 +551,7 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 		offered++
 		role := t.Role(e)
 		hint := ""
-		if _, isAgent := v.r.agents.get(e.Name); isAgent && t.Kind != EntryAgent && e.Kind == EntryAny {
+		if _, isAgent := v.r.Agent(e.Name); isAgent && t.Kind != weft.EntryAgent && e.Kind == weft.EntryAny {
 			hint = fmt.Sprintf(" (an agent %q exists too: write agent:%s)", e.Name, e.Name)
 		}
 		for _, k := range entryKeys {
@@ -586,15 +560,15 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 			}
 		}
 		v.approval(src, base+".approval", e.Approval)
-		if e.Approval == ApprovalRequired && t.Kind == EntryProvider {
+		if e.Approval == weft.ApprovalRequired && t.Kind == weft.EntryProvider {
 			v.errf(src, base+".approval", "a provider-executed tool runs at the provider and cannot wait for approval")
 		}
 		switch t.Kind {
-		case EntryProvider:
-			if t.Tool.ExecutionMode != ExecProvider {
+		case weft.EntryProvider:
+			if t.Tool.ExecutionMode != weft.ExecProvider {
 				v.errf(src, base, "provider:%s names a tool that is not provider-executed (executionMode: provider)", e.Name)
 			}
-		case EntryPrompt:
+		case weft.EntryPrompt:
 			if strings.TrimSpace(t.Prompt.ToolDescription) == "" {
 				v.errf(src, base, "prompt %q is listed as a tool but has no description: add `description: <what this prompt does>` to its front matter", e.Name)
 			}
@@ -605,16 +579,16 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 				v.errf(src, base, "a prompt cannot list itself as a tool")
 			}
 			v.initProperties(src, base, e, t.Prompt.RequiredSchema, t.Prompt.Name)
-		case EntryAgent:
+		case weft.EntryAgent:
 			a := t.Agent
 			if !a.ExposeAsTool {
 				v.errf(src, base, "agent %q is not exposed as a tool (set exposeAsTool: true on it)", e.Name)
 			}
-			if sp, ok := v.r.prompts.get(a.SideA.Prompt); ok && role != "resumable subagent" {
+			if sp, ok := v.r.Prompt(a.SideA.Prompt); ok && role != "resumable subagent" {
 				v.initProperties(src, base, e, sp.RequiredSchema, sp.Name)
 			}
 			if rs := e.Resumable; rs != nil && rs.Enabled {
-				if a.Kind() != DualAI {
+				if a.Kind() != weft.DualAI {
 					v.errf(src, base+".resumable", "resumable does not apply to handoff %q", e.Name)
 				}
 				if rs.ReceivesMessages != "side_a" && rs.ReceivesMessages != "side_b" {
@@ -627,9 +601,9 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 					v.errf(src, base+".resumable.parentCommunication", "parentCommunication must be implicit or explicit, got %q", rs.ParentCommunication)
 				}
 			}
-		case EntryTool:
-			if t.MCP != nil && e.Kind == EntryMCP {
-				if _, tool := SplitMCPEntry(e.Name); tool == "" && strings.Contains(e.Name, "/") {
+		case weft.EntryTool:
+			if t.MCP != nil && e.Kind == weft.EntryMCP {
+				if _, tool := weft.SplitMCPEntry(e.Name); tool == "" && strings.Contains(e.Name, "/") {
 					v.errf(src, base, "mcp:%s names no tool: write mcp:SERVER or mcp:SERVER/TOOL", e.Name)
 				} else if tool != "" && t.MCP.Tools != nil && !slices.Contains(t.MCP.Tools, tool) {
 					v.errf(src, base, "MCP server %q's tools allow-list does not include %q", t.MCP.Name, tool)
@@ -642,7 +616,7 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 					v.errf(src, base+".bindings."+param, "%q is not an input of prompt %q", arg, p.Name)
 				}
 			}
-			if t.Tool != nil && t.Tool.ExecutionMode == ExecProvider {
+			if t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider {
 				v.warnf(src, base, "%q is provider-executed; it is sent only to models of provider %q", e.Name, t.Tool.ExecutionProvider)
 			}
 		}
@@ -650,11 +624,11 @@ func (v *validator) toolEntries(src string, p *Prompt) int {
 	return offered
 }
 
-func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
+func (v *validator) unresolvedEntry(src, base string, e weft.ToolEntry) {
 	what := "tool, prompt or agent"
-	if e.Kind != EntryAny {
+	if e.Kind != weft.EntryAny {
 		what = string(e.Kind)
-		if e.Kind == EntryProvider {
+		if e.Kind == weft.EntryProvider {
 			what = "provider-executed tool"
 		}
 	}
@@ -662,38 +636,20 @@ func (v *validator) unresolvedEntry(src, base string, e ToolEntry) {
 		v.warnf(src, base, "%s", e.UndeclaredHint())
 		return
 	}
-	if e.Kind == EntryMCP {
-		server, _ := SplitMCPEntry(e.Name)
+	if e.Kind == weft.EntryMCP {
+		server, _ := weft.SplitMCPEntry(e.Name)
 		v.errf(src, base, "no MCP server named %q (declare it in tools/%s.yaml with kind: mcp)", server, server)
 		return
 	}
-	if open := v.r.openMCPServers(); len(open) > 0 && (e.Kind == EntryAny || e.Kind == EntryTool) {
+	if open := v.r.OpenMCPServers(); len(open) > 0 && (e.Kind == weft.EntryAny || e.Kind == weft.EntryTool) {
 		v.warnf(src, base, "no %s named %q is defined; it may come from MCP server %s, which lists no tools (add a tools allow-list to check it)", what, e.Name, strings.Join(open, ", "))
 		return
 	}
 	v.errf(src, base, "no %s named %q", what, e.Name)
 }
 
-// UndeclaredToolHint says how to provide a tool a prompt file declares (a Prompty function tool)
-// when the project defines none of that name.
-func UndeclaredToolHint(name string) string {
-	return ToolEntry{Name: name}.UndeclaredHint()
-}
-
-// UndeclaredHint says how to provide the tool a prompt file declares (a Prompty function tool, or
-// a tool of a custom kind) when the project defines none of its name.
-func (e ToolEntry) UndeclaredHint() string {
-	what, provider := fmt.Sprintf("function tool %q", e.Name), ""
-	if e.DeclaredKind != "" && e.DeclaredKind != "function" {
-		what = fmt.Sprintf("tool %q of kind %q", e.Name, e.DeclaredKind)
-		provider = ", or executionMode: provider for a tool the model's provider runs"
-	}
-	return fmt.Sprintf("%s is declared in the front matter but no tool of that name is defined: add tools/%s.yaml "+
-		"(an http, command or code tool%s), a tool of an MCP server, or a Go tool registered as %q; runs fail until then", what, e.Name, provider, e.Name)
-}
-
 // initProperties checks that init*Property keys name properties of the target's schema.
-func (v *validator) initProperties(src, base string, e ToolEntry, s *schema.Schema, target string) {
+func (v *validator) initProperties(src, base string, e weft.ToolEntry, s *schema.Schema, target string) {
 	if s == nil {
 		return
 	}
@@ -728,14 +684,14 @@ func (v *validator) includeCycles() {
 	reported := map[string]bool{}
 	var visit func(name string)
 	visit = func(name string) {
-		p, ok := v.r.prompts.get(name)
+		p, ok := v.r.Prompt(name)
 		if !ok {
 			return
 		}
 		state[name] = active
 		stack = append(stack, frame{name: name})
 		for i, part := range p.Prompt {
-			if part.Type != PartKindInclude {
+			if part.Type != weft.PartKindInclude {
 				continue
 			}
 			stack[len(stack)-1].part = i
@@ -753,16 +709,16 @@ func (v *validator) includeCycles() {
 				if !reported[key] {
 					reported[key] = true
 					first := stack[start]
-					v.errf(v.r.prompts.src[first.name], fmt.Sprintf("prompt[%d].prompt", first.part), "circular include %s", strings.Join(names, " → "))
+					v.errf(v.r.Source("prompt", first.name), fmt.Sprintf("prompt[%d].prompt", first.part), "circular include %s", strings.Join(names, " → "))
 				}
 			}
 		}
 		stack = stack[:len(stack)-1]
 		state[name] = done
 	}
-	for _, n := range v.r.prompts.names {
-		if state[n] == unvisited {
-			visit(n)
+	for _, p := range v.r.Prompts() {
+		if state[p.Name] == unvisited {
+			visit(p.Name)
 		}
 	}
 }
@@ -783,13 +739,13 @@ func canonicalCycle(c []string) string {
 
 // ---- agents ----
 
-func (v *validator) agent(a *Agent) {
-	src := v.r.agents.src[a.Name]
+func (v *validator) agent(a *weft.Agent) {
+	src := v.r.Source("agent", a.Name)
 	if strings.TrimSpace(a.Name) == "" {
 		v.errf(src, "name", "name is required (a non-empty string)")
 	}
 	switch a.Type {
-	case "", AIHuman, DualAI:
+	case "", weft.AIHuman, weft.DualAI:
 	default:
 		v.errf(src, "type", "type must be ai_human or dual_ai, got %q", a.Type)
 	}
@@ -805,14 +761,14 @@ func (v *validator) agent(a *Agent) {
 		v.side(src, "sideA", a.SideA)
 	}
 	switch kind {
-	case AIHuman:
+	case weft.AIHuman:
 		if a.SideB != nil && !a.SideB.Human {
 			v.errf(src, "sideB", "sideB of an ai_human agent is the human side ({human: true}) or absent")
 		}
 		if a.SideB != nil && a.SideB.Human {
 			v.humanSide(src, "sideB", *a.SideB)
 		}
-	case DualAI:
+	case weft.DualAI:
 		switch {
 		case a.SideB == nil:
 			v.errf(src, "sideB", "a dual_ai agent needs an AI sideB (a prompt or handler)")
@@ -822,7 +778,7 @@ func (v *validator) agent(a *Agent) {
 			v.side(src, "sideB", *a.SideB)
 		}
 		ends := a.MaxSessionTurns > 0
-		for _, s := range []*AgentSide{&a.SideA, a.SideB} {
+		for _, s := range []*weft.AgentSide{&a.SideA, a.SideB} {
 			if s != nil && (s.SessionStop != nil || s.SessionFail != nil) {
 				ends = true
 			}
@@ -838,17 +794,17 @@ func (v *validator) agent(a *Agent) {
 		v.errf(src, "toolDescription", "toolDescription is required when exposeAsTool is true")
 	}
 	for i, h := range a.Hooks {
-		if _, ok := v.r.hooks.get(h); !ok {
+		if _, ok := v.r.Hook(h); !ok {
 			v.errf(src, fmt.Sprintf("hooks[%d]", i), "no hook with id %q", h)
 		}
 	}
 	v.env(src, "env", a.Env, v.agentDeclared(a))
 }
 
-func (v *validator) agentDeclared(a *Agent) map[string]VarType {
-	m := map[string]VarType{}
-	for _, s := range []AgentSide{a.SideA, a.Side(SideB)} {
-		if p, ok := v.r.prompts.get(s.Prompt); ok {
+func (v *validator) agentDeclared(a *weft.Agent) map[string]weft.VarType {
+	m := map[string]weft.VarType{}
+	for _, s := range []weft.AgentSide{a.SideA, a.Side(weft.SideB)} {
+		if p, ok := v.r.Prompt(s.Prompt); ok {
 			for k, t := range declaredTypes(p.Variables) {
 				m[k] = t
 			}
@@ -857,14 +813,14 @@ func (v *validator) agentDeclared(a *Agent) map[string]VarType {
 	return m
 }
 
-func (v *validator) humanSide(src, base string, s AgentSide) {
+func (v *validator) humanSide(src, base string, s weft.AgentSide) {
 	if s.Prompt != "" || s.Handler != "" || s.StopTool != "" || s.SessionStop != nil || s.SessionFail != nil || s.SessionStatus != nil || s.MaxSteps != 0 {
 		v.errf(src, base, "a human side takes only label")
 	}
 }
 
-func (v *validator) side(src, base string, s AgentSide) {
-	if s == (AgentSide{}) {
+func (v *validator) side(src, base string, s weft.AgentSide) {
+	if s == (weft.AgentSide{}) {
 		v.errf(src, base, "%s is required ({prompt: NAME} or {handler: NAME})", base)
 		return
 	}
@@ -874,16 +830,16 @@ func (v *validator) side(src, base string, s AgentSide) {
 	case s.Prompt == "" && s.Handler == "":
 		v.errf(src, base+".prompt", "an AI side needs a prompt (or a Go handler)")
 	}
-	var p *Prompt
+	var p *weft.Prompt
 	if s.Prompt != "" {
-		if pp, ok := v.r.prompts.get(s.Prompt); ok {
+		if pp, ok := v.r.Prompt(s.Prompt); ok {
 			p = pp
 		} else {
 			v.errf(src, base+".prompt", "no prompt named %q", s.Prompt)
 		}
 	}
 	if s.Handler != "" {
-		if _, ok := v.r.handlers.get(s.Handler); !ok {
+		if _, ok := v.r.Handler(s.Handler); !ok {
 			v.errf(src, base+".handler", "no handler named %q (handlers are registered in Go)", s.Handler)
 		}
 	}
@@ -900,7 +856,7 @@ func (v *validator) side(src, base string, s AgentSide) {
 	}
 	for _, st := range []struct {
 		key string
-		t   *SessionTool
+		t   *weft.SessionTool
 	}{{"sessionStop", s.SessionStop}, {"sessionFail", s.SessionFail}, {"sessionStatus", s.SessionStatus}} {
 		if st.t == nil {
 			continue
@@ -920,7 +876,7 @@ func (v *validator) side(src, base string, s AgentSide) {
 }
 
 // sideTool checks that name is a tool offered by the side's prompt and returns it.
-func (v *validator) sideTool(src, p string, pr *Prompt, name string) *Tool {
+func (v *validator) sideTool(src, p string, pr *weft.Prompt, name string) *weft.Tool {
 	if pr != nil && pr.Template == nil {
 		listed := false
 		for _, e := range pr.Tools {
@@ -932,9 +888,9 @@ func (v *validator) sideTool(src, p string, pr *Prompt, name string) *Tool {
 			v.errf(src, p, "%q is not among the tools of prompt %q", name, pr.Name)
 		}
 	}
-	t, ok := v.r.tools.get(name)
+	t, ok := v.r.Tool(name)
 	if !ok {
-		if v.r.mcpServerOf(name) == nil {
+		if v.r.MCPServerOf(name) == nil {
 			v.errf(src, p, "no tool named %q", name)
 		}
 		return nil
@@ -942,7 +898,7 @@ func (v *validator) sideTool(src, p string, pr *Prompt, name string) *Tool {
 	return t
 }
 
-func (v *validator) stringArg(src, p string, t *Tool, prop string) {
+func (v *validator) stringArg(src, p string, t *weft.Tool, prop string) {
 	if t.Args == nil || t.Args.Properties[prop] == nil {
 		v.errf(src, p, "%q is not an argument of tool %q", prop, t.Name)
 		return
@@ -955,8 +911,8 @@ func (v *validator) stringArg(src, p string, t *Tool, prop string) {
 
 // ---- Go-only definitions ----
 
-func (v *validator) hook(h *Hook) {
-	src := v.r.hooks.src[h.ID]
+func (v *validator) hook(h *weft.Hook) {
+	src := v.r.Source("hook", h.ID)
 	if h.ID == "" {
 		v.errf(src, "ID", "hook id is required")
 	}
@@ -965,8 +921,8 @@ func (v *validator) hook(h *Hook) {
 	}
 }
 
-func (v *validator) effect(e *Effect) {
-	src := v.r.effects.src[e.Name]
+func (v *validator) effect(e *weft.Effect) {
+	src := v.r.Source("effect", e.Name)
 	if e.Name == "" {
 		v.errf(src, "Name", "effect name is required")
 	}
@@ -981,8 +937,8 @@ func (v *validator) effect(e *Effect) {
 	}
 }
 
-func (v *validator) handler(h *Handler) {
-	src := v.r.handlers.src[h.Name]
+func (v *validator) handler(h *weft.Handler) {
+	src := v.r.Source("handler", h.Name)
 	if h.Name == "" {
 		v.errf(src, "Name", "handler name is required")
 	}
@@ -994,23 +950,23 @@ func (v *validator) handler(h *Handler) {
 // ambiguousNames warns where a bare tool entry resolves to a tool although a prompt or agent has the
 // same name (a prefix such as `prompt:` forces the kind).
 func (v *validator) ambiguousNames() {
-	for _, p := range v.r.prompts.list() {
+	for _, p := range v.r.Prompts() {
 		for i, e := range p.Tools {
-			if e.Kind != EntryAny {
+			if e.Kind != weft.EntryAny {
 				continue
 			}
 			var kinds []string
-			if _, ok := v.r.tools.get(e.Name); ok {
+			if _, ok := v.r.Tool(e.Name); ok {
 				kinds = append(kinds, "tool")
 			}
-			if _, ok := v.r.prompts.get(e.Name); ok {
+			if _, ok := v.r.Prompt(e.Name); ok {
 				kinds = append(kinds, "prompt")
 			}
-			if _, ok := v.r.agents.get(e.Name); ok {
+			if _, ok := v.r.Agent(e.Name); ok {
 				kinds = append(kinds, "agent")
 			}
 			if len(kinds) > 1 {
-				v.warnf(v.r.prompts.src[p.Name], fmt.Sprintf("tools[%d]", i), "%q names both %s; the bare name resolves to the %s (write %s:%s for the other)", e.Name, strings.Join(kinds, " and "), kinds[0], kinds[1], e.Name)
+				v.warnf(v.r.Source("prompt", p.Name), fmt.Sprintf("tools[%d]", i), "%q names both %s; the bare name resolves to the %s (write %s:%s for the other)", e.Name, strings.Join(kinds, " and "), kinds[0], kinds[1], e.Name)
 			}
 		}
 	}
