@@ -17,8 +17,12 @@ import (
 
 // Value is a value found in an env layer.
 type Value struct {
+	// Value is the variable's value.
 	Value string
-	Type  weft.VarType
+	// Type is its declared type, else the stored value's own (a value without one is secret).
+	Type weft.VarType
+	// Layer names the layer it was found in: thread, inherited, agent, tool entry, prompt, user
+	// or instance.
 	Layer string
 }
 
@@ -26,14 +30,15 @@ type Value struct {
 // its layers, the first that holds a name winning: thread > inherited > agent > tool entry > prompt
 // > user > instance.
 type View struct {
+	// Thread holds the thread's own values.
 	Thread map[string]weft.EnvValue
 	// Inherited holds ancestor threads' thread-layer values, nearest first.
 	Inherited map[string]weft.EnvValue
-	Agent     map[string]string
-	Entry     map[string]string
-	Prompt    map[string]string
-	User      map[string]weft.EnvValue
-	Instance  map[string]weft.EnvValue
+	// Agent, Entry and Prompt hold the env the agent, the active tool entry and the active
+	// prompt define.
+	Agent, Entry, Prompt map[string]string
+	// User and Instance hold the thread's owner's values and the instance's.
+	User, Instance map[string]weft.EnvValue
 	// Declared holds the declared type of every variable of the thread's graph (secret wins).
 	Declared map[string]weft.VarType
 }
