@@ -87,19 +87,28 @@ func (ar *activeRun) runID() string {
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 
 // interruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
-// runs in this process, after another process queued a message on it (weft.NoticeQueued), and
-// interrupts the run for the first it has not taken.
+// this process works on, after another process queued a message on it (weft.NoticeQueued), and
+// interrupts the run for the first it has not taken. With no run registered (one may have started
+// and not be registered yet), the next run to register checks the queue.
 func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
 	e.mu.Lock()
 	var ar *activeRun
 	if o := e.owners[threadID]; o != nil {
-		ar = o.run
+		if ar = o.run; ar == nil {
+			o.checkInterrupts = true
+		}
 	}
 	e.mu.Unlock()
 	if ar == nil {
 		return
 	}
 	ar.pushed.Store(true) // another process queued a message: the run reads the queue at its next boundary
+	e.interruptQueued(ctx, threadID, ar)
+}
+
+// interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
+// in the queue that the run has not taken.
+func (e *Engine) interruptQueued(ctx context.Context, threadID string, ar *activeRun) {
 	queued, err := e.store.Queued(ctx, threadID)
 	if err != nil {
 		e.log.Warn("reading a queue for an interrupting message failed", "thread", threadID, "error", err)

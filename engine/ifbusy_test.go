@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft/engine"
 	"github.com/weft-agents/weft/internal/pgtest"
 	"github.com/weft-agents/weft/memstore"
+	"github.com/weft-agents/weft/postgres"
 	"github.com/weft-agents/weft/sqlite"
 )
 
@@ -627,5 +628,124 @@ func TestIfBusyInterruptsBackoff(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the interrupt waited %s for the backoff", d)
+	}
+}
+
+// beginGate holds the first run that starts after hold is set just after its BeginRun committed
+// (the thread running, its queue taken), before the engine has registered the run: begun is told,
+// release lets it go on.
+type beginGate struct {
+	hold            atomic.Bool
+	begun, released chan struct{}
+}
+
+func newBeginGate() *beginGate {
+	return &beginGate{begun: make(chan struct{}, 1), released: make(chan struct{})}
+}
+
+func (g *beginGate) after(err error) {
+	if err == nil && g.hold.CompareAndSwap(true, false) {
+		g.begun <- struct{}{}
+		<-g.released
+	}
+}
+
+// gatedStore is a store whose BeginRun passes through a beginGate.
+type gatedStore struct {
+	weft.Store
+	gate *beginGate
+}
+
+func (s gatedStore) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	f, start, err := s.Store.BeginRun(ctx, threadID, node, ttl, push)
+	s.gate.after(err)
+	return f, start, err
+}
+
+// gatedPostgres is gatedStore for PostgreSQL, keeping the store's notifier and reclaimer.
+type gatedPostgres struct {
+	*postgres.Store
+	gate *beginGate
+}
+
+func (s gatedPostgres) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
+	f, start, err := s.Store.BeginRun(ctx, threadID, node, ttl, push)
+	s.gate.after(err)
+	return f, start, err
+}
+
+// TestIfBusyBeforeRegistration: a message with if_busy interrupt that arrives after the
+// transaction starting a run committed (the thread is running: it is queued as the run's) but
+// before the run is registered in its engine stops that run before it answers anything, on the
+// node running the thread and from another node; a new run answers the two messages.
+func TestIfBusyBeforeRegistration(t *testing.T) {
+	stores := []struct {
+		name string
+		open func(t *testing.T, w *busyWorld, g *beginGate) busyNodes
+	}{
+		{"memstore", func(t *testing.T, w *busyWorld, g *beginGate) busyNodes {
+			st, err := memstore.New(memstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			e := busyEngine(t, w, gatedStore{st, g}, "only")
+			return busyNodes{run: e, send: e, store: st}
+		}},
+		{"sqlite", func(t *testing.T, w *busyWorld, g *beginGate) busyNodes {
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			e := busyEngine(t, w, gatedStore{st, g}, "only")
+			return busyNodes{run: e, send: e, store: st}
+		}},
+		{"postgres_two_nodes", func(t *testing.T, w *busyWorld, g *beginGate) busyNodes {
+			_, dsn := pgtest.Schema(t)
+			a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+			return busyNodes{run: busyEngine(t, w, gatedPostgres{a, g}, "node-a"), send: busyEngine(t, w, b, "node-b"), store: a, remote: true}
+		}},
+	}
+	for _, s := range stores {
+		for _, policy := range []weft.IfBusy{weft.IfBusyInterrupt, weft.IfBusyRollback} {
+			t.Run(s.name+"_"+string(policy), func(t *testing.T) {
+				w, g := newBusyWorld(), newBeginGate()
+				nodes := s.open(t, w, g)
+				ctx := t.Context()
+				th, err := nodes.run.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.hold.Store(true)
+				sent := make(chan error, 1)
+				go func() {
+					_, err := nodes.run.Send(ctx, th.ID, weft.NewMessage{Content: "first"})
+					sent <- err
+				}()
+				waitSignal(t, g.begun, "the run's start")
+				if _, err := nodes.send.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: policy}); err != nil {
+					t.Fatal(err)
+				}
+				if nodes.remote {
+					time.Sleep(200 * time.Millisecond) // the push's notice reaches node a while its run is held
+				}
+				close(g.released)
+				if err := <-sent; err != nil {
+					t.Fatal(err)
+				}
+				got := waitTranscript(t, nodes.store, th.ID, "assistant: answered: second")
+				if want := []string{"user: first", "user: second", "assistant: answered: second"}; !slices.Equal(got, want) {
+					t.Errorf("transcript %q, want %q: the run went on answering \"first\"", got, want)
+				}
+				var types []string
+				for _, ev := range w.runs() {
+					types = append(types, ev.Type)
+				}
+				if !slices.Contains(types, "run_interrupted") {
+					t.Errorf("no run_interrupted; run events %q", types)
+				}
+			})
+		}
 	}
 }
