@@ -12,7 +12,9 @@ import (
 // (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
 // that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
 // tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (Engine.watch → Engine.interruptFromStore). The run stops at once
+// store's notice of the push (Engine.watch → Engine.interruptFromStore); a run registered after
+// either reads its queue (owner.checkInterrupts); and a run that nothing told finds the message
+// at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
 // that started completes and its result is stored, the reply's calls not started yet are
 // answered without running; and the next run takes the message.
@@ -81,6 +83,21 @@ func (ar *activeRun) runID() string {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	return ar.id
+}
+
+// interruptedBy reports, at a step boundary, that the run stops instead of taking the queued
+// messages qs: one of them has weft.IfBusyInterrupt and was queued while the run was in progress
+// (any not taken at its start), or another message interrupted it meanwhile. This is how an
+// interrupt reaches the run when nothing told it: a process without the store's notices (SQLite
+// has none) queued the message, or the notice was lost; the run sees the message at its first
+// boundary after it was queued and a transaction of the run saw the queue grow.
+func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
+	for i := range qs {
+		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.taken(q.Seq) {
+			r.ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
+		}
+	}
+	return r.interrupting()
 }
 
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.

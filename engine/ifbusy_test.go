@@ -749,3 +749,65 @@ func TestIfBusyBeforeRegistration(t *testing.T) {
 		}
 	}
 }
+
+// TestIfBusyOtherProcessSQLite: SQLite has no notifier, so an interrupting message that another
+// process queues on the same database file is not told to the running engine. The run finds it in
+// the queue at its next step boundary (its transaction saw the queue grow) and stops there instead
+// of taking it: interrupted (its tool's result kept) or rolled back (its reply and results gone),
+// and a new run answers the message.
+func TestIfBusyOtherProcessSQLite(t *testing.T) {
+	for _, c := range []struct {
+		policy weft.IfBusy
+		want   []string
+	}{
+		{weft.IfBusyInterrupt, []string{"user: charge", "assistant:  [charge {}] [note {}]", "tool:charge: charged", "tool:note: noted", "user: second", "assistant: answered: second"}},
+		{weft.IfBusyRollback, []string{"user: charge", "user: second", "assistant: answered: second"}},
+	} {
+		t.Run(string(c.policy), func(t *testing.T) {
+			w := newBusyWorld()
+			db := filepath.Join(t.TempDir(), "weft.db")
+			key := make([]byte, 32)
+			open := func() weft.Store {
+				st, err := sqlite.Open(context.Background(), db, sqlite.Options{Key: key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				return st
+			}
+			st, other := open(), open()
+			runner := busyEngine(t, w, st, "server")
+			cli, err := engine.New(engine.Options{Registry: w.registry(), Store: other, Override: w.model(), NodeID: "cli"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			th, err := runner.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := runner.Send(ctx, th.ID, weft.NewMessage{Content: "charge"}); err != nil {
+				t.Fatal(err)
+			}
+			waitSignal(t, w.toolStarted, "the slow tool")
+			if _, err := cli.Send(ctx, th.ID, weft.NewMessage{Content: "second", IfBusy: c.policy}); err != nil {
+				t.Fatal(err)
+			}
+			close(w.toolGo)
+			got := waitTranscript(t, st, th.ID, "assistant: answered: second")
+			if !slices.Equal(got, c.want) {
+				t.Errorf("transcript %q, want %q", got, c.want)
+			}
+			var types []string
+			for _, ev := range w.runs() {
+				types = append(types, ev.Type)
+			}
+			if !slices.Contains(types, "run_interrupted") {
+				t.Errorf("no run_interrupted; run events %q", types)
+			}
+			if n := w.charges.Load(); n != 1 {
+				t.Errorf("the non-idempotent tool ran %d times", n)
+			}
+		})
+	}
+}
