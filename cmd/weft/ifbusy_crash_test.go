@@ -38,15 +38,13 @@ func ifBusyKills(t *testing.T) int {
 }
 
 // Kill offsets. While the tool runs (it sleeps ifBusyToolSleep after noting its start): a spread
-// over its rest, after the interrupting posts were answered. As the tool ends: a few milliseconds
-// after its line is written, while its result, the stop and the new run's start commit. While the
-// model call is cut short: the fraction of a millisecond to a few the stop and the new run take
-// after the posts were answered.
+// over its rest, after the interrupting posts were answered.
 var (
-	ifBusyToolDelays    = []time.Duration{0, 150 * time.Millisecond, 30 * time.Millisecond, 300 * time.Millisecond, 80 * time.Millisecond, 230 * time.Millisecond}
-	ifBusyToolEndDelays = []time.Duration{0, 1 * time.Millisecond, 2 * time.Millisecond, 300 * time.Microsecond, 4 * time.Millisecond, 600 * time.Microsecond, 7 * time.Millisecond, 12 * time.Millisecond, 20 * time.Millisecond}
-	ifBusyModelDelays   = []time.Duration{0, 200 * time.Microsecond, 1 * time.Millisecond, 500 * time.Microsecond, 2 * time.Millisecond, 1500 * time.Microsecond, 3 * time.Millisecond, 100 * time.Microsecond, 6 * time.Millisecond, 10 * time.Millisecond}
-	ifBusyPhases        = []string{"tool", "tool end", "model"}
+	ifBusyToolDelays = []time.Duration{0, 150 * time.Millisecond, 30 * time.Millisecond, 300 * time.Millisecond, 80 * time.Millisecond, 230 * time.Millisecond}
+	// ifBusyWindowFractions place the kills as the tool ends and while the model call is cut short
+	// over the window the calibration measured (from the line or the posts to both answers).
+	ifBusyWindowFractions = []float64{0, 0.35, 0.1, 0.6, 0.2, 0.85, 0.05, 0.45, 0.3, 1}
+	ifBusyPhases          = []string{"tool", "tool end", "model"}
 )
 
 const ifBusyToolSleep = "0.4"
@@ -172,89 +170,80 @@ type ifBusyFigures struct {
 	lines  int            // lines the tool wrote, over all threads
 }
 
+// ifBusyRig is one store's weft serve, its model and the files its tool writes.
+type ifBusyRig struct {
+	t             *testing.T
+	c             *cluster
+	n             *clusterNode
+	st            weft.Store
+	model         *ifBusyModel
+	lines, starts string
+}
+
 func ifBusyKillRounds(t *testing.T, dir, db, storeName string, open func(context.Context, []byte) (weft.Store, error)) {
 	kills := ifBusyKills(t)
-	lines := filepath.Join(dir, "records.txt")
-	starts := filepath.Join(dir, "starts.txt")
-	model := newIfBusyModel(t)
+	r := &ifBusyRig{t: t, lines: filepath.Join(dir, "records.txt"), starts: filepath.Join(dir, "starts.txt"), model: newIfBusyModel(t)}
 	writeFiles(t, filepath.Join(dir, "agents"), map[string]string{
 		"models/m.yaml": fmt.Sprintf("name: m\nprovider: openai-compatible\nmodel: busy-llm\n"+
-			"providerOptions: {baseUrl: %q}\ncapabilities: {supportsStreaming: false}\n", model.srv.URL+"/v1"),
+			"providerOptions: {baseUrl: %q}\ncapabilities: {supportsStreaming: false}\n", r.model.srv.URL+"/v1"),
 		"prompts/p.yaml": "{name: p, toolDescription: Records, model: m, prompt: 'Answer.', tools: [record]}\n",
 		"agents/a.yaml":  "{name: a, sideA: {prompt: p}}\n",
 		"tools/record.yaml": fmt.Sprintf(`kind: command
 description: Record one line (not idempotent), slowly.
 command: [sh, -c, 'echo "$WEFT_THREAD_ID" >> "$STARTS_FILE"; sleep %s; echo "$WEFT_THREAD_ID" >> "$LINES_FILE"; echo recorded']
 env: {LINES_FILE: %q, STARTS_FILE: %q}
-`, ifBusyToolSleep, lines, starts),
+`, ifBusyToolSleep, r.lines, r.starts),
 	})
 	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
 	key, err := envcrypt.ParseKey(keyText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, dir: dir,
+	r.c = &cluster{t: t, dir: dir,
 		env:  []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey, "WEFT_LEASE_TTL=300ms"},
 		args: []string{"--dir", filepath.Join(dir, "agents"), "--db", db, "--log-level", "warn"}}
-	n := &clusterNode{id: "solo"}
-	c.nodes = []*clusterNode{n}
-	c.start(n)
-	ctx := t.Context()
-	st, err := open(ctx, key)
-	if err != nil {
+	r.n = &clusterNode{id: "solo"}
+	r.c.nodes = []*clusterNode{r.n}
+	r.c.start(r.n)
+	if r.st, err = open(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer r.st.Close()
+	// The windows of the kills as the tool ends and while the model call is cut short: how long,
+	// unkilled, this store and machine take from the line or the posts to both answers.
+	delays := map[string][]time.Duration{"tool": ifBusyToolDelays}
+	for _, phase := range []string{"tool end", "model"} {
+		ids := r.begin(-1, phase)
+		began := time.Now()
+		for _, id := range ids {
+			waitFor(t, 30*time.Second, time.Millisecond, "the calibration round's answers", func() bool {
+				th, rows, queued := ifBusyRows(t, r.st, id)
+				return queued == 0 && th.Status != weft.ThreadRunning && countRows(rows, "assistant: answered: second") > 0
+			})
+		}
+		window := time.Since(began)
+		for _, f := range ifBusyWindowFractions {
+			delays[phase] = append(delays[phase], time.Duration(f*float64(window)))
+		}
+		t.Logf("%s: the interrupts and rollbacks take %v %s", storeName, window.Round(10*time.Microsecond),
+			map[string]string{"tool end": "after the tool's line", "model": "after the posts while the model call waits"}[phase])
+	}
 	fig := &ifBusyFigures{states: map[string]int{}}
 	began := time.Now()
 	for round := range kills {
 		phase, k := ifBusyPhases[round%len(ifBusyPhases)], round/len(ifBusyPhases)
-		delays := map[string][]time.Duration{"tool": ifBusyToolDelays, "tool end": ifBusyToolEndDelays, "model": ifBusyModelDelays}[phase]
-		delay := delays[k%len(delays)]
-		policies := []weft.IfBusy{weft.IfBusyInterrupt, weft.IfBusyRollback}
-		ids := make([]string, len(policies))
-		for i := range policies {
-			var created struct {
-				Thread struct{ ID string } `json:"thread"`
-			}
-			n.srv.must("POST", "/api/threads", clusterAdminKey, `{"agent":"a"}`, 201, &created)
-			ids[i] = created.Thread.ID
-			n.srv.must("POST", "/api/threads/"+ids[i]+"/messages", clusterAdminKey, `{"content":"go `+ids[i]+`"}`, 202, nil)
-		}
-		for _, id := range ids {
-			waitFor(t, 30*time.Second, 10*time.Millisecond, fmt.Sprintf("round %d: thread %s in its slow %s", round, id, phase), func() bool {
-				if phase == "model" {
-					return model.slow(id)
-				}
-				b, _ := os.ReadFile(starts)
-				return strings.Contains(string(b), id)
-			})
-		}
-		var wg sync.WaitGroup
-		for i, p := range policies {
-			wg.Go(func() {
-				n.srv.must("POST", "/api/threads/"+ids[i]+"/messages", clusterAdminKey,
-					fmt.Sprintf(`{"content":"second %d","if_busy":%q}`, round, p), 202, nil)
-			})
-		}
-		wg.Wait()
-		if phase == "tool end" {
-			// The first line written: that tool has ended.
-			waitFor(t, 10*time.Second, time.Millisecond, "a tool's line", func() bool {
-				b, _ := os.ReadFile(lines)
-				return strings.Contains(string(b), ids[0]) || strings.Contains(string(b), ids[1])
-			})
-		}
+		delay := delays[phase][k%len(delays[phase])]
+		ids := r.begin(round, phase)
 		time.Sleep(delay)
-		c.kill(n)
-		for i, p := range policies {
-			state := ifBusyCrashState(t, st, ids[i], p, round)
+		r.c.kill(r.n)
+		for i, p := range ifBusyPolicies {
+			state := ifBusyCrashState(t, r.st, ids[i], p, round)
 			t.Logf("round %d: %s/%s killed %v after the posts: %s", round, p, phase, delay, state)
 			fig.states[fmt.Sprintf("%s/%s: %s", p, phase, state)]++
 		}
-		c.start(n)
-		for i, p := range policies {
-			fig.lines += ifBusyFinal(t, st, ids[i], p, round, lines)
+		r.c.start(r.n)
+		for i, p := range ifBusyPolicies {
+			fig.lines += ifBusyFinal(t, r.st, ids[i], p, round, r.lines)
 		}
 	}
 	t.Logf("%d SIGKILLs of weft serve (%s) during interrupts and rollbacks, restarted each time, in %v: %d threads, "+
@@ -263,7 +252,51 @@ env: {LINES_FILE: %q, STARTS_FILE: %q}
 	for _, k := range slices.Sorted(maps.Keys(fig.states)) {
 		t.Logf("  %-50s %d", k, fig.states[k])
 	}
-	n.srv.stop()
+	r.n.srv.stop()
+}
+
+// ifBusyPolicies are the policies of a round's two threads.
+var ifBusyPolicies = []weft.IfBusy{weft.IfBusyInterrupt, weft.IfBusyRollback}
+
+// begin starts a round: two threads, one per policy of ifBusyPolicies, each with a run in its
+// slow tool ("tool", "tool end") or its slow model call ("model"), and "second" posted to each
+// with its policy; it returns once both posts were answered ("tool end": and once a tool wrote
+// its line, that is, ended).
+func (r *ifBusyRig) begin(round int, phase string) []string {
+	t := r.t
+	ids := make([]string, len(ifBusyPolicies))
+	for i := range ifBusyPolicies {
+		var created struct {
+			Thread struct{ ID string } `json:"thread"`
+		}
+		r.n.srv.must("POST", "/api/threads", clusterAdminKey, `{"agent":"a"}`, 201, &created)
+		ids[i] = created.Thread.ID
+		r.n.srv.must("POST", "/api/threads/"+ids[i]+"/messages", clusterAdminKey, `{"content":"go `+ids[i]+`"}`, 202, nil)
+	}
+	for _, id := range ids {
+		waitFor(t, 30*time.Second, 10*time.Millisecond, fmt.Sprintf("round %d: thread %s in its slow %s", round, id, phase), func() bool {
+			if phase == "model" {
+				return r.model.slow(id)
+			}
+			b, _ := os.ReadFile(r.starts)
+			return strings.Contains(string(b), id)
+		})
+	}
+	var wg sync.WaitGroup
+	for i, p := range ifBusyPolicies {
+		wg.Go(func() {
+			r.n.srv.must("POST", "/api/threads/"+ids[i]+"/messages", clusterAdminKey,
+				fmt.Sprintf(`{"content":"second %d","if_busy":%q}`, round, p), 202, nil)
+		})
+	}
+	wg.Wait()
+	if phase == "tool end" {
+		waitFor(t, 10*time.Second, time.Millisecond, "a tool's line", func() bool {
+			b, _ := os.ReadFile(r.lines)
+			return strings.Contains(string(b), ids[0]) || strings.Contains(string(b), ids[1])
+		})
+	}
+	return ids
 }
 
 // ifBusyRows is what the store holds for a round's thread: its rows as "role: content" (a reply's
