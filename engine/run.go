@@ -305,13 +305,13 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	for i := range start.Queued {
 		ar.take(&start.Queued[i]) // the run answers them: they interrupt nothing
 	}
+	if trigger == "message" && len(start.Queued) == 0 {
+		return weft.StopInfo{}, 0, false, errNothingQueued
+	}
 	if checkInterrupts {
 		// A message queued since BeginRun's transaction, before the registration, was queued for
 		// this run: one with weft.IfBusyInterrupt stops it now.
 		e.interruptQueued(runCtx, threadID, ar)
-	}
-	if trigger == "message" && len(start.Queued) == 0 {
-		return weft.StopInfo{}, 0, false, errNothingQueued
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
