@@ -140,10 +140,12 @@ func (m *ifBusyModel) slow(tag string) bool {
 // TestServeIfBusySIGKILL SIGKILLs weft serve during interrupts and rollbacks (on SQLite, and on
 // PostgreSQL when WEFT_TEST_POSTGRES_URL is set), restarting it each time. Each round starts two
 // conversations whose first reply calls a non-idempotent command tool (it notes its start, sleeps
-// 0.4 s, writes a line), then waits for a slow model call; while the tool runs (even rounds) or
-// while the model call waits (odd rounds), it posts "second" to one with if_busy interrupt and to
-// the other with rollback, and kills the server a varied delay after both posts were answered.
-// Dead, each thread is in one of the two documented states — running with the message queued and
+// 0.4 s, writes a line), then waits for a slow model call. In turn, while the tool runs, as it
+// ends (its line written) or while the model call waits, it posts "second" to one with if_busy
+// interrupt and to the other with rollback, and kills the server a varied delay after both posts
+// were answered (as the tool ends: after its line): 0–300 ms while the tool runs; otherwise a
+// fraction of the window an unkilled round measured at the start, from the line or the posts to
+// both answers (a few milliseconds on SQLite, ~100 ms on PostgreSQL here). Dead, each thread is in one of the two documented states — running with the message queued and
 // the run's rows intact, or idle with the message queued (rows removed for rollback) — or past
 // them (the new run took the message); never between, and a rollback never half removed. After
 // the restart each message is answered exactly once, the tool ran at most once, its call is
