@@ -235,8 +235,17 @@ func (tr *translator) read(p turn.Part) []map[string]any {
 		case p.Reason != weft.StopOnResponse && p.Reason != weft.StopTool && p.Reason != weft.StopHandlerIdle:
 			finish = "other"
 		}
-		out = append(out, map[string]any{"type": "finish", "finishReason": finish,
-			"messageMetadata": map[string]any{"weftStopReason": string(p.Reason)}})
+		meta := map[string]any{"weftStopReason": string(p.Reason)}
+		if in := p.Interrupt; in != nil {
+			// A new message stopped the run (if_busy interrupt or rollback): the answer ends here,
+			// and with a rollback none of it stays in the thread.
+			removed := in.Removed
+			if removed == nil {
+				removed = []string{}
+			}
+			meta["weftInterruptedBy"], meta["weftRolledBack"], meta["weftRemovedMessageIds"] = in.By, in.Rollback, removed
+		}
+		out = append(out, map[string]any{"type": "finish", "finishReason": finish, "messageMetadata": meta})
 	}
 	return out
 }

@@ -197,6 +197,7 @@ type chatTranslator struct {
 	callAt  map[string]int
 	finish  string
 	stopped weft.StopReason
+	intr    weftInterrupt // who interrupted the run, when a new message did
 	err     *apiError
 }
 
@@ -236,6 +237,7 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 		return []map[string]any{cc.chunk(map[string]any{"weft_tool_calls": []any{update}}, nil)}
 	case turn.End:
 		cc.stopped = p.Reason
+		cc.intr = interruptOf(p)
 		cc.finish, cc.err = outcome(p)
 		if cc.err != nil {
 			return nil
@@ -272,6 +274,7 @@ func (cc *chatTranslator) chunk(delta map[string]any, finish any) map[string]any
 	choice := map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}
 	if finish != nil && cc.stopped != "" {
 		choice["weft_stop_reason"] = cc.stopped
+		cc.interruptInto(choice)
 	}
 	out := map[string]any{"id": cc.id, "object": "chat.completion.chunk", "created": cc.created, "model": cc.model,
 		"choices": []any{choice}}
@@ -289,8 +292,23 @@ func (cc *chatTranslator) completion(u turn.Usage) map[string]any {
 	}
 	choice := map[string]any{"index": 0, "message": msg, "finish_reason": cc.finish, "logprobs": nil,
 		"weft_stop_reason": cc.stopped}
+	cc.interruptInto(choice)
 	return map[string]any{"id": cc.id, "object": "chat.completion", "created": cc.created, "model": cc.model,
 		"choices": []any{choice}, "usage": usageOf(u)}
+}
+
+// interruptInto adds to a finishing choice the weft_interrupted_by, weft_rolled_back and
+// weft_removed_message_ids of a run a new message stopped: chat completions have no finish_reason
+// for it (it finishes "stop", with weft_stop_reason "interrupted").
+func (cc *chatTranslator) interruptInto(choice map[string]any) {
+	if cc.intr.InterruptedBy == "" {
+		return
+	}
+	removed := cc.intr.RemovedMessageIDs
+	if removed == nil {
+		removed = []string{}
+	}
+	choice["weft_interrupted_by"], choice["weft_rolled_back"], choice["weft_removed_message_ids"] = cc.intr.InterruptedBy, cc.intr.RolledBack, removed
 }
 
 // usageOf is a turn's usage as chat completions report it.

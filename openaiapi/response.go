@@ -24,6 +24,26 @@ type response struct {
 	Tools              []any          `json:"tools"`
 	// WeftStopReason is why the run stopped (Weft's stop reason), once it did.
 	WeftStopReason string `json:"weft_stop_reason,omitempty"`
+	weftInterrupt
+}
+
+// weftInterrupt says, on a response or a chat completion's choice whose run a new message
+// stopped (if_busy interrupt or rollback), which message did and what a rollback removed.
+type weftInterrupt struct {
+	// InterruptedBy is the id of the message that stopped the run.
+	InterruptedBy string `json:"weft_interrupted_by,omitempty"`
+	// RolledBack is set when the stop also removed what the run had added to the thread.
+	RolledBack bool `json:"weft_rolled_back,omitempty"`
+	// RemovedMessageIDs are the thread's rows the rollback deleted.
+	RemovedMessageIDs []string `json:"weft_removed_message_ids,omitempty"`
+}
+
+// interruptOf is the weftInterrupt of a turn's End (zero when no message interrupted it).
+func interruptOf(p turn.Part) weftInterrupt {
+	if p.Interrupt == nil {
+		return weftInterrupt{}
+	}
+	return weftInterrupt{InterruptedBy: p.Interrupt.By, RolledBack: p.Interrupt.Rollback, RemovedMessageIDs: p.Interrupt.Removed}
 }
 
 func newResponse(id, model, threadID string, created int64) *response {
@@ -161,6 +181,13 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 			rb.resp.Status = "failed"
 			rb.resp.Error = &responseError{Code: failure.code, Message: failure.message}
 			return rb.send("response.failed", map[string]any{"response": rb.resp})
+		case p.Interrupt != nil:
+			// Stopped by a new message before it finished: cancelled, the status the Responses
+			// API gives a response stopped before its end. The stream has no event of that name:
+			// response.incomplete is the one that ends a response that did not complete.
+			rb.resp.Status = "cancelled"
+			rb.resp.weftInterrupt = interruptOf(p)
+			return rb.send("response.incomplete", map[string]any{"response": rb.resp})
 		case finish == "length":
 			rb.resp.Status = "incomplete"
 			rb.resp.IncompleteDetails = map[string]any{"reason": "max_output_tokens"}
