@@ -239,6 +239,14 @@ func TestNewMessage(t *testing.T) {
 			}
 		})
 	}
+	// The message's weft_if_busy metadata is its double-texting policy.
+	hi := []*sdk.Part{sdk.NewTextPart("hi")}
+	for v, want := range map[any]string{"rollback": "rollback", "interrupt": "interrupt", "later": "error", "": "error", 3: "error"} {
+		nm, err := NewMessage(&sdk.Message{ID: "m1", Role: sdk.MessageRoleUser, Parts: hi, Metadata: map[string]any{MetaIfBusy: v}})
+		if got := string(nm.IfBusy); (err != nil) != (want == "error") || (err == nil && got != want) {
+			t.Errorf("weft_if_busy %v: %q, %v", v, got, err)
+		}
+	}
 }
 
 // FuzzNewMessage: any JSON message is converted or refused with invalid params, never a panic.

@@ -236,3 +236,40 @@ func TestOpenAINpmInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestA2ANpmInterrupt: the A2A reference SDK's client sees the task of a run a new message
+// interrupted end canceled, its status message and metadata naming the message (and, for a
+// rollback, the rows removed, which leave the task's history); the new message's task completes.
+// The policy is the thread's default (interrupt) or the message's metadata weft_if_busy
+// (rollback).
+func TestA2ANpmInterrupt(t *testing.T) {
+	sdk := a2aSDK(t)
+	for _, mode := range []string{"interrupt", "rollback"} {
+		t.Run(mode, func(t *testing.T) {
+			dir, _, key, args := storyProject(t)
+			s := startServer(t, dir, nil, args...)
+			// interrupt as the thread's default; rollback as the message's own metadata.
+			via := map[string]string{"interrupt": "thread", "rollback": "metadata"}[mode]
+			got := collectA2A(t, runA2AClient(t, sdk, s.base, key, "interrupt", "AGENT=slow", "IF_BUSY="+mode, "IF_BUSY_VIA="+via))
+			in := got["interrupted"]
+			if len(in.Events) != 1 {
+				t.Fatalf("no interrupted task: %+v", got)
+			}
+			e := in.Events[0]
+			wantText, history, removed := "interrupted by a new message ("+e.By+")", 2, 0
+			if mode == "rollback" {
+				wantText, history, removed = wantText+"; what this task had added was rolled back", 1, 2
+			}
+			if in.State != "TASK_STATE_CANCELED" || in.Text != wantText || !strings.HasPrefix(e.By, "msg_") || e.Stop != "interrupted" ||
+				e.RolledBack != (mode == "rollback") || len(e.Removed) != removed || in.History != history {
+				t.Errorf("the interrupted task: %+v %+v", in, e)
+			}
+			if th := got["third"]; th.State != "TASK_STATE_COMPLETED" || th.Text != "A haiku instead." {
+				t.Errorf("the third message's task: %+v", th)
+			}
+			if rows := rowsOf(t, s, key, got["third"].Context); !slices.Equal(rows, wantRows(mode)) {
+				t.Errorf("the thread:\n%q\nwant\n%q", rows, wantRows(mode))
+			}
+		})
+	}
+}
