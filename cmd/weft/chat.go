@@ -25,6 +25,7 @@ import (
 
 type chatFlags struct {
 	thread, db, script string
+	ifBusy             string // --if-busy: what each message does when the thread is running
 	env                []string
 }
 
@@ -68,6 +69,7 @@ Example:
 	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, postgres:// URL or :memory: (env WEFT_DB)")
 	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
 	fl.StringArrayVar(&f.env, "env", nil, "thread env value K=V for a new thread (repeatable)")
+	ifBusyFlag(fl, &f.ifBusy)
 	return c
 }
 
@@ -116,6 +118,10 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 	if err != nil {
 		return exit(exitUsage, err)
 	}
+	ifBusy, err := parseIfBusy(f.ifBusy)
+	if err != nil {
+		return err
+	}
 	// The session outlives an interrupt: Ctrl-C stops a run, not the chat.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(cmd.Context()))
 	defer cancel()
@@ -124,7 +130,7 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 		if f.script != "" {
 			return exit(exitUsage, fmt.Errorf("--model-script applies to local chats only (give it to weft serve)"))
 		}
-		rb := &remoteChat{r: rc, agent: agent, env: env, thread: f.thread}
+		rb := &remoteChat{r: rc, agent: agent, env: env, thread: f.thread, ifBusy: ifBusy}
 		if f.thread != "" {
 			if err := rc.do(ctx, "GET", threadPath(f.thread), nil, nil); err != nil {
 				return remoteExit(err)
@@ -413,6 +419,7 @@ type localChat struct {
 	mu     sync.Mutex
 	thread string
 	env    map[string]string // for the thread's creation
+	ifBusy weft.IfBusy       // each message's policy when the thread is running (--if-busy)
 	logs   *chatLog
 }
 
@@ -464,7 +471,8 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 			return nil, exit(exitUsage, err)
 		}
 	}
-	return &localChat{eng: eng, store: rt.store, rt: rt, script: rt.script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+	return &localChat{eng: eng, store: rt.store, rt: rt, script: rt.script, agent: agent, thread: f.thread, env: env, logs: logs,
+		ifBusy: weft.IfBusy(f.ifBusy)}, nil
 }
 
 // chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
@@ -529,7 +537,7 @@ func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, e
 	}
 	in := engine.Input{Side: side}
 	if text != "" {
-		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: text}
+		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: text, IfBusy: l.ifBusy}
 	}
 	for ev, err := range l.eng.Converse(ctx, id, in) {
 		if err != nil {

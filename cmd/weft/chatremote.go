@@ -21,6 +21,7 @@ type remoteChat struct {
 	mu     sync.Mutex
 	thread string
 	env    map[string]string // for the thread's creation
+	ifBusy weft.IfBusy       // each message's policy when the thread is running (--if-busy)
 }
 
 func (c *remoteChat) Thread() string {
@@ -64,8 +65,17 @@ func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, 
 		return err
 	}
 	defer resp.Body.Close()
+	var input string // the posted message's id
 	if text != "" {
-		err = c.r.do(ctx, "POST", threadPath(id)+"/messages", map[string]any{"content": text}, nil)
+		msg := map[string]any{"content": text}
+		if c.ifBusy != "" {
+			msg["if_busy"] = c.ifBusy
+		}
+		var posted struct {
+			MessageID string `json:"message_id"`
+		}
+		err = c.r.do(ctx, "POST", threadPath(id)+"/messages", msg, &posted)
+		input = posted.MessageID
 	} else {
 		body := map[string]any{}
 		if side != "" {
@@ -76,11 +86,14 @@ func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, 
 	if err != nil {
 		return err
 	}
-	return c.follow(ctx, id, resp.Body, emit)
+	return c.follow(ctx, id, input, resp.Body, emit)
 }
 
-// follow passes the events of a thread's stream to emit until the thread's run stops.
-func (c *remoteChat) follow(ctx context.Context, id string, stream io.Reader, emit func(engine.Event)) error {
+// follow passes the events of a thread's stream to emit until the thread's run stops. With input
+// set (a posted message's id), the events before that message is stored are of a run that did
+// not take it (one it interrupts, or one running when it was queued): they are skipped.
+func (c *remoteChat) follow(ctx context.Context, id, input string, stream io.Reader, emit func(engine.Event)) error {
+	taken := input == ""
 	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 64<<10), 32<<20)
 	var typ string
@@ -97,6 +110,13 @@ func (c *remoteChat) follow(ctx context.Context, id string, stream io.Reader, em
 		var data map[string]any
 		if json.Unmarshal([]byte(raw), &data) != nil {
 			continue
+		}
+		if !taken {
+			m, ok := data["message"].(map[string]any)
+			if !ok || typ != "message" || m["id"] != input {
+				continue
+			}
+			taken = true
 		}
 		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: engine.Fields(data)}
 		delete(data, "type")
@@ -145,7 +165,7 @@ func (c *remoteChat) Decide(ctx context.Context, callID string, d engine.Decisio
 	if err := c.r.do(ctx, "POST", threadPath(id)+"/approvals/"+url.PathEscape(callID), body, &out); err != nil || !out.Ready {
 		return false, err
 	}
-	return true, c.follow(ctx, id, resp.Body, emit)
+	return true, c.follow(ctx, id, "", resp.Body, emit)
 }
 
 func (c *remoteChat) Stop(ctx context.Context) error {
