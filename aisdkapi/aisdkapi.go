@@ -82,9 +82,8 @@ func read(w http.ResponseWriter, r *http.Request) (*chatBody, []weft.NewMessage,
 	if b.ID == "" {
 		return nil, nil, last, invalid("id: the chat id is required")
 	}
-	if b.Trigger != "" && b.Trigger != "submit-message" {
-		return nil, nil, last, invalid("trigger: %q is not supported: a Weft thread keeps every answer (send a new message, or retry "+
-			"an answer on a fork of the thread: POST /api/threads/{id}/messages/{mid}/retry)", b.Trigger)
+	if b.Trigger != "" && b.Trigger != "submit-message" && b.Trigger != triggerRegenerate {
+		return nil, nil, last, invalid("trigger: %q is not submit-message or regenerate-message", b.Trigger)
 	}
 	if len(b.Messages) == 0 {
 		return nil, nil, last, invalid("messages: at least one message is required")
@@ -115,6 +114,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 	b, history, last, err := read(w, r)
 	if err != nil {
 		return err
+	}
+	if b.Trigger == triggerRegenerate {
+		return h.regenerate(w, r, c, b)
 	}
 	t, err := turn.Start(r, h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: chatTag + b.ID,
 		History: history, Message: last, Label: "chat " + b.ID})

@@ -273,3 +273,53 @@ func TestA2ANpmInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestAISDKNpmRegenerate: the AI SDK's regenerate-message, sent by DefaultChatTransport, answers
+// again from a fork cut before the answer (the same UI message id, a new text); the next
+// message goes on on the fork, which the chat id names now, and the original keeps its answers.
+func TestAISDKNpmRegenerate(t *testing.T) {
+	npm := npmPackages(t, "ai", "ai")
+	dir := t.TempDir()
+	files := slowProject(0)
+	files["slow.script.yaml"] = "version: 1\nresponses:\n" +
+		"  - {match: {prompt: slow}, text: First answer.}\n  - {match: {prompt: slow}, text: Second answer.}\n" +
+		"  - {match: {prompt: slow}, text: \"Second answer, again.\"}\n  - {match: {prompt: slow}, text: Third answer.}\n"
+	writeFiles(t, dir, files)
+	db := filepath.Join(dir, "weft.db")
+	key := createKey(t, dir, db, "alice")
+	s := startServer(t, dir, nil, "--dir", filepath.Join(dir, "agents"), "--db", db, "--model-script", filepath.Join(dir, "slow.script.yaml"))
+	out := runNode(t, "ai", "regenerate.mjs", npm, s.base, key, "slow", "chat-r")
+	type answer struct {
+		ID    string
+		Texts []string
+		Stop  string
+	}
+	var got struct{ Second, Again, Third answer }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Again.ID != got.Second.ID || strings.Join(got.Again.Texts, "") != "Second answer, again." || got.Again.Stop != "stop_on_response" ||
+		strings.Join(got.Second.Texts, "") != "Second answer." || strings.Join(got.Third.Texts, "") != "Third answer." {
+		t.Errorf("answers: %s", out)
+	}
+	var threads struct {
+		Items []struct {
+			ID         string
+			Tags       []string
+			ForkedFrom *struct{ Thread string } `json:"forked_from"`
+		}
+	}
+	s.must("GET", "/api/threads", key, "", 200, &threads)
+	if len(threads.Items) != 2 {
+		t.Fatalf("threads: %+v", threads.Items)
+	}
+	for _, th := range threads.Items {
+		want := []string{"user: one", "assistant: First answer.", "user: two", "assistant: Second answer."}
+		if th.ForkedFrom != nil {
+			want = []string{"user: one", "assistant: First answer.", "user: two", "assistant: Second answer, again.", "user: three", "assistant: Third answer."}
+		}
+		if rows := rowsOf(t, s, key, th.ID); !slices.Equal(rows, want) {
+			t.Errorf("thread %s (forked: %v): %q", th.ID, th.ForkedFrom != nil, rows)
+		}
+	}
+}
