@@ -53,6 +53,9 @@ func TestInterruptedTurn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The run is running; its model call starts a moment later (an interrupt before it would
+	// stop the run before it asked for the story). The story streams for two seconds.
+	time.Sleep(300 * time.Millisecond)
 	if resp, body := s.Do("PATCH", "/api/threads/"+threadID, "alice", `{"if_busy":"interrupt"}`); resp.StatusCode != 200 {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, body)
 	}

@@ -29,6 +29,8 @@ func TestRunIfBusyAgainstServer(t *testing.T) {
 	}
 	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
 	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
+	// (for 2.6 seconds; its model call starts a moment after the tool's result is stored)
+	time.Sleep(300 * time.Millisecond)
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "slow", "not now", "--thread", id, "--if-busy", "reject"}, remote...)...)
 	if code != 2 || !strings.Contains(errOut, "has a run in progress (run_") {
 		t.Errorf("--if-busy reject: exit %d, %s", code, errOut)
@@ -62,6 +64,8 @@ func TestChatIfBusyAgainstServer(t *testing.T) {
 	waitMessages(t, s, key, id, 2)
 	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
 	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
+	// (for 2.6 seconds; its model call starts a moment after the tool's result is stored)
+	time.Sleep(300 * time.Millisecond)
 
 	cmd := exec.Command(binary, "chat", "slow", "--server", s.base, "--api-key", key, "--thread", id, "--if-busy", "rollback")
 	cmd.Dir, cmd.Stdin = dir, strings.NewReader("a haiku please\n")
