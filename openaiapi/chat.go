@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,6 +193,8 @@ type chatTranslator struct {
 	created   int64
 
 	content strings.Builder
+	texts   []msgText        // the content by message, in order
+	ended   []string         // the messages whose text is complete (stored)
 	lastMsg string           // the message whose text came last
 	calls   []map[string]any // weft_tool_calls, in call order
 	callAt  map[string]int
@@ -213,6 +216,10 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 			cc.lastMsg = p.MessageID
 		}
 		cc.content.WriteString(delta)
+		if n := len(cc.texts); n == 0 || cc.texts[n-1].id != p.MessageID {
+			cc.texts = append(cc.texts, msgText{id: p.MessageID})
+		}
+		cc.texts[len(cc.texts)-1].text += delta
 		return []map[string]any{cc.chunk(map[string]any{"content": delta}, nil)}
 	case turn.ToolCall:
 		if cc.callAt == nil {
@@ -235,9 +242,14 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 		cc.calls[i]["output"], cc.calls[i]["status"] = p.Text, status
 		update := map[string]any{"index": i, "id": p.CallID, "output": p.Text, "status": status}
 		return []map[string]any{cc.chunk(map[string]any{"weft_tool_calls": []any{update}}, nil)}
+	case turn.TextEnd:
+		cc.ended = append(cc.ended, p.MessageID)
 	case turn.End:
 		cc.stopped = p.Reason
 		cc.intr = interruptOf(p)
+		if p.Interrupt != nil {
+			cc.keepStored(p.Interrupt.Removed)
+		}
 		cc.finish, cc.err = outcome(p)
 		if cc.err != nil {
 			return nil
@@ -245,6 +257,25 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 		return []map[string]any{cc.chunk(map[string]any{}, cc.finish)}
 	}
 	return nil
+}
+
+// msgText is the content one assistant message gave (its separator included).
+type msgText struct{ id, text string }
+
+// keepStored leaves in the completion's content only the text the thread holds once a new message
+// stopped the run: not that of the model call the interrupt cut short (never stored), nor that of
+// the replies a rollback removed. (A stream has sent it already; its finishing chunk says why.)
+func (cc *chatTranslator) keepStored(removed []string) {
+	cc.content.Reset()
+	for _, m := range cc.texts {
+		if slices.Contains(cc.ended, m.id) && !slices.Contains(removed, m.id) {
+			text := m.text
+			if cc.content.Len() == 0 {
+				text = strings.TrimPrefix(text, "\n\n")
+			}
+			cc.content.WriteString(text)
+		}
+	}
 }
 
 // outcome maps a run's stop to a finish_reason, or to an error: a failed run is a server error,

@@ -128,7 +128,7 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 	switch p.Kind {
 	case turn.TextDelta:
 		if rb.open == nil || rb.open.ID != p.MessageID {
-			if err := rb.closeMessage(); err != nil {
+			if err := rb.closeMessage("completed"); err != nil {
 				return err
 			}
 			item := &outputItem{ID: p.MessageID, Type: "message", Role: "assistant", Status: "in_progress", Content: []*outputText{}}
@@ -148,10 +148,10 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 			"content_index": 0, "delta": p.Text, "logprobs": []any{}})
 	case turn.TextEnd:
 		if rb.open != nil && rb.open.ID == p.MessageID {
-			return rb.closeMessage()
+			return rb.closeMessage("completed")
 		}
 	case turn.ToolCall:
-		if err := rb.closeMessage(); err != nil {
+		if err := rb.closeMessage("completed"); err != nil {
 			return err
 		}
 		args := p.Text
@@ -169,7 +169,13 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 		}
 		return rb.send("response.output_item.done", map[string]any{"output_index": i, "item": item})
 	case turn.End:
-		if err := rb.closeMessage(); err != nil {
+		// A message still open when a new message stopped the run is the text of the model call
+		// the interrupt cut short: never stored, so incomplete.
+		status := "completed"
+		if p.Interrupt != nil {
+			status = "incomplete"
+		}
+		if err := rb.closeMessage(status); err != nil {
 			return err
 		}
 		rb.resp.WeftStopReason = string(p.Reason)
@@ -206,14 +212,14 @@ func (rb *responseBuilder) add(item *outputItem) error {
 	return rb.send("response.output_item.added", map[string]any{"output_index": rb.at[item.ID], "item": item})
 }
 
-// closeMessage completes the streaming message item.
-func (rb *responseBuilder) closeMessage() error {
+// closeMessage ends the streaming message item with the status (completed, or incomplete).
+func (rb *responseBuilder) closeMessage(status string) error {
 	item := rb.open
 	if item == nil {
 		return nil
 	}
 	rb.open = nil
-	item.Status = "completed"
+	item.Status = status
 	i := rb.at[item.ID]
 	part := item.Content[0]
 	if err := rb.send("response.output_text.done", map[string]any{"item_id": item.ID, "output_index": i, "content_index": 0,
