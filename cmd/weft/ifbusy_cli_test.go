@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weft-agents/weft/envcrypt"
+	"github.com/weft-agents/weft/internal/pgtest"
 )
 
 // TestRunIfBusyAgainstServer: weft run --server --thread posts with --if-busy. While the
@@ -87,5 +90,35 @@ func waitMessages(t *testing.T, s *server, key, id string, n int) {
 			t.Fatalf("the thread holds %q, not %d messages", rowsOf(t, s, key, id), n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunIfBusyLocalPostgres: a local weft run --if-busy interrupt --wait on the PostgreSQL
+// database a weft serve runs the thread on: the serve's run is interrupted (the store's
+// notification reaches it), and the local process prints the new run's answer.
+func TestRunIfBusyLocalPostgres(t *testing.T) {
+	_, dsn := pgtest.Schema(t)
+	dir, _, _, _ := storyProject(t)
+	agents, script := filepath.Join(dir, "agents"), filepath.Join(dir, "slow.script.yaml")
+	keyText := envcrypt.EncodeKey(envcrypt.NewKey())
+	t.Setenv("WEFT_ENCRYPTION_KEY", keyText) // the local weft run's, as the server's
+	s := startServer(t, dir, []string{"WEFT_ENCRYPTION_KEY=" + keyText, "WEFT_ADMIN_KEY=" + clusterAdminKey},
+		"--dir", agents, "--db", dsn, "--model-script", script)
+	key := clusterAdminKey
+	var th struct{ Thread struct{ ID string } }
+	s.must("POST", "/api/threads", key, `{"agent":"slow"}`, 201, &th)
+	id := th.Thread.ID
+	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"hello"}`, 202, nil)
+	waitMessages(t, s, key, id, 2)
+	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
+	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
+	time.Sleep(300 * time.Millisecond)
+	out, errOut, code := runWeft(t, dir, "run", "slow", "a haiku please", "--thread", id, "--if-busy", "interrupt", "--wait",
+		"--db", dsn, "--dir", agents)
+	if code != 0 || strings.TrimSpace(out) != "A haiku instead." {
+		t.Errorf("weft run --if-busy interrupt: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if rows := rowsOf(t, s, key, id); !slicesEqual(rows, wantRows("interrupt")) {
+		t.Errorf("the thread:\n%q\nwant\n%q", rows, wantRows("interrupt"))
 	}
 }
