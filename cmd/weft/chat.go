@@ -55,6 +55,10 @@ A tool call that waits for approval is asked about inline, as weft run asks on a
 "Approve NAME(ARGS)? [y/N/e]" - y approves, e edits the arguments (JSON), anything else denies
 and asks for a reason the model reads; the last decision continues the thread.
 
+With --if-busy, each message says what it does if the thread is running (another client's run):
+queue, reject (the message is refused), interrupt or rollback (that run stops; rollback also removes
+what it added). Without it, the thread's default applies (docs/http-api.md).
+
 When standard output is not a terminal, weft chat reads one message, command or answer per line
 from standard input and prints the transcript as plain lines; there an interrupt stops the run,
 or ends the chat (exit 130) when nothing runs.
