@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,10 +31,7 @@ func TestRunIfBusyAgainstServer(t *testing.T) {
 		!strings.Contains(errOut, `--if-busy "later"`) {
 		t.Errorf("--if-busy later: exit %d, %s", code, errOut)
 	}
-	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
-	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
-	// (for 2.6 seconds; its model call starts a moment after the tool's result is stored)
-	time.Sleep(300 * time.Millisecond)
+	tellStory(t, s, key, id)
 	_, errOut, code = runWeft(t, dir, append([]string{"run", "slow", "not now", "--thread", id, "--if-busy", "reject"}, remote...)...)
 	if code != 2 || !strings.Contains(errOut, "has a run in progress (run_") {
 		t.Errorf("--if-busy reject: exit %d, %s", code, errOut)
@@ -65,10 +63,7 @@ func TestChatIfBusyAgainstServer(t *testing.T) {
 	id := th.Thread.ID
 	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"hello"}`, 202, nil)
 	waitMessages(t, s, key, id, 2)
-	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
-	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
-	// (for 2.6 seconds; its model call starts a moment after the tool's result is stored)
-	time.Sleep(300 * time.Millisecond)
+	tellStory(t, s, key, id)
 
 	cmd := exec.Command(binary, "chat", "slow", "--server", s.base, "--api-key", key, "--thread", id, "--if-busy", "rollback")
 	cmd.Dir, cmd.Stdin = dir, strings.NewReader("a haiku please\n")
@@ -110,9 +105,7 @@ func TestRunIfBusyLocalPostgres(t *testing.T) {
 	id := th.Thread.ID
 	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"hello"}`, 202, nil)
 	waitMessages(t, s, key, id, 2)
-	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
-	waitMessages(t, s, key, id, 5) // the tool has run: the story streams
-	time.Sleep(300 * time.Millisecond)
+	tellStory(t, s, key, id)
 	out, errOut, code := runWeft(t, dir, "run", "slow", "a haiku please", "--thread", id, "--if-busy", "interrupt", "--wait",
 		"--db", dsn, "--dir", agents)
 	if code != 0 || strings.TrimSpace(out) != "A haiku instead." {
@@ -120,5 +113,31 @@ func TestRunIfBusyLocalPostgres(t *testing.T) {
 	}
 	if rows := rowsOf(t, s, key, id); !slicesEqual(rows, wantRows("interrupt")) {
 		t.Errorf("the thread:\n%q\nwant\n%q", rows, wantRows("interrupt"))
+	}
+}
+
+// tellStory posts "tell a story" to the thread and returns once the story streams (after the
+// slow tool): the thread's run is in its model call, which an interrupt cancels.
+func tellStory(t *testing.T, s *server, key, id string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	frames := openSSE(t, ctx, s.base+"/api/threads/"+id+"/events", key, "")
+	s.must("POST", "/api/threads/"+id+"/messages", key, `{"content":"tell a story"}`, 202, nil)
+	var text string
+	timeout := time.After(20 * time.Second)
+	for !strings.Contains(text, "Once") {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("the thread's stream ended before the story")
+			}
+			if f.typ == "message_chunk" {
+				d, _ := f.data["delta"].(string)
+				text += d
+			}
+		case <-timeout:
+			t.Fatalf("the story did not stream: %q", text)
+		}
 	}
 }
