@@ -435,7 +435,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 	if tr.messages, _, err = h.conversation(r.Context(), rs.Thread.ID, rs.Input.ID); err != nil {
 		return err
 	}
-	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, tr)
+	h.stream(w, rs.Feed, rs.Reader(), tr)
 	return nil
 }
 

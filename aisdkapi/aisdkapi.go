@@ -137,7 +137,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 		return err
 	}
 	defer rs.Close()
-	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, rs.Input.ID)
+	h.stream(w, rs.Feed, rs.Reader(), rs.Input.ID)
 	return nil
 }
 

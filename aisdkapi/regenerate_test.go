@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-agents/weft/aisdkapi"
 	"github.com/weft-agents/weft/httpapi"
@@ -88,5 +89,53 @@ func TestRegenerate(t *testing.T) {
 				t.Errorf("the original: %s, tags %v", got, th.Tags)
 			}
 		}
+	}
+}
+
+// TestRegenerateResumed: a regenerated answer still streaming is resumed on the chat's stream
+// route (the chat id names the fork, whose log never stored the message it answers again): the
+// resumed stream holds the whole new answer and finishes.
+func TestRegenerateResumed(t *testing.T) {
+	st, _ := memstore.New(memstore.Options{})
+	keys := turntest.Users(t, st, "alice")
+	s := turntest.Start(t, st, `version: 1
+options: {real_time: true, chunk_size: 4, chunk_delay: 30ms}
+responses:
+  - match: {prompt: helper}
+    text: First.
+  - match: {prompt: helper}
+    text: "Again, and this time at length: a regenerated answer that takes a second or two to stream in full."
+`, keys, func(api *httpapi.Server) { aisdkapi.Register(api) })
+	body := func(trigger, messageID string) string {
+		return `{"id":"c1","trigger":"` + trigger + `","messageId":"` + messageID + `","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"one"}]}]}`
+	}
+	_, first := s.Do("POST", "/api/agents/helper/chat", "alice", body("submit-message", ""))
+	var start struct{ MessageID string }
+	_ = json.Unmarshal([]byte(strings.TrimPrefix(strings.SplitN(first, "\n", 2)[0], "data: ")), &start)
+	done := make(chan string, 1)
+	go func() {
+		_, b := s.Do("POST", "/api/agents/helper/chat", "alice", body("regenerate-message", start.MessageID))
+		done <- b
+	}()
+	var resumed string
+	for range 200 {
+		resp, b := s.Do("GET", "/api/agents/helper/chat/c1/stream", "alice", "")
+		if resp.StatusCode == 200 {
+			resumed = b
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	<-done
+	var text strings.Builder
+	for _, line := range strings.Split(resumed, "\n") {
+		var c struct{ Type, Delta string }
+		if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &c) == nil && c.Type == "text-delta" {
+			text.WriteString(c.Delta)
+		}
+	}
+	if text.String() != "Again, and this time at length: a regenerated answer that takes a second or two to stream in full." ||
+		!strings.Contains(resumed, `"messageId":"`+start.MessageID+`"`) || !strings.Contains(resumed, `"type":"finish"`) {
+		t.Errorf("the resumed stream (text %q):\n%s", text.String(), resumed)
 	}
 }
