@@ -497,6 +497,9 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 	if o := e.owners[q.ThreadID]; o != nil && o.run != nil {
 		ar = o.run
 		ar.pushed.Store(true)
+	} else if o != nil && q.IfBusy.Interrupts() {
+		// A run may have started without being registered yet: it checks the queue once it is.
+		o.checkInterrupts = true
 	}
 	e.mu.Unlock()
 	if ar != nil && q.IfBusy.Interrupts() {
