@@ -37,7 +37,7 @@ const (
 
 // What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
 // statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
-// changes, and in a run only at its end: its steps set pending_activity_at (tx.defersActivity).
+// changes, and in a run only at its end: its steps set pending_activity_at (tx.activity).
 const (
 	setFields   = 1 << iota // status, preview and the doc: UpdateThread changed some field
 	setNames                // agent, label and tags, when UpdateThread changed one of them
