@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -87,8 +88,19 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any, op
 }
 
 // decodeStrict decodes one JSON value into dst, refusing unknown fields, wrong types and trailing
-// data.
+// data. A body that is valid JSON, names only dst's fields and decodes is decoded in place: a
+// json.Decoder would first copy it into buffers of its own, grown by doubling (64 MiB allocated
+// for a message of 20 MiB). Any other is decoded again by the decoder, which says why it is
+// refused exactly as it always did.
 func decodeStrict(b []byte, dst any) error {
+	if json.Valid(b) && knownFields(b, reflect.TypeOf(dst)) && json.Unmarshal(b, dst) == nil {
+		return nil
+	}
+	return decodeStream(b, dst)
+}
+
+// decodeStream is decodeStrict through a json.Decoder, which refuses unknown fields.
+func decodeStream(b []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
