@@ -77,16 +77,17 @@ func TestBodyPeakMemory(t *testing.T) {
 	body = "" // the test's own copy is not the server's
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		// Polled through the thread list, which reads thread rows only: GET /api/threads/{id}
-		// reads the newest events, the message's among them, for last_stop.
+		// Polled through the thread list, which reads thread rows only. The run has answered
+		// when the thread has a stop reason: right after the post it is still idle, without one.
 		var list struct {
 			Items []struct {
 				ID, Status string
+				StopReason string `json:"stop_reason"`
 			} `json:"items"`
 		}
 		srv.must("GET", "/api/threads?limit=10", clusterAdminKey, "", 200, &list)
 		var th any
-		if len(list.Items) == 1 && list.Items[0].Status != "running" {
+		if len(list.Items) == 1 && list.Items[0].Status != "running" && list.Items[0].StopReason != "" {
 			break
 		}
 		th = list.Items
