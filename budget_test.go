@@ -38,21 +38,3 @@ func TestBudgetProblems(t *testing.T) {
 		})
 	}
 }
-
-// TestValidateReportsEveryBudgetProblem: validation lists each of an agent budget's problems.
-func TestValidateReportsEveryBudgetProblem(t *testing.T) {
-	reg := NewRegistry()
-	reg.AddModel(&Model{Name: "m", Provider: "test", Model: "m"})
-	reg.AddPrompt(&Prompt{Name: "p", ToolDescription: "d", Model: "m", Prompt: Text("Hi.")})
-	reg.AddAgent(&Agent{Name: "a", SideA: AgentSide{Prompt: "p"}, Budget: &Budget{UnknownCost: "maybe"}})
-	d := reg.Validate()
-	var got []string
-	for _, x := range d {
-		if x.Severity == SeverityError {
-			got = append(got, x.Path)
-		}
-	}
-	if want := []string{"budget.maxCostUsd", "budget.unknownCost"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("error fields %v, want %v (%v)", got, want, d)
-	}
-}

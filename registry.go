@@ -248,7 +248,7 @@ func (r *Registry) Resolve(e ToolEntry) (Target, bool) {
 			if t, ok := r.tools.get(e.Name); ok {
 				return Target{Kind: EntryTool, Name: e.Name, Tool: t}, true
 			}
-			if s := r.mcpServerOf(e.Name); s != nil {
+			if s := r.MCPServerOf(e.Name); s != nil {
 				return Target{Kind: EntryTool, Name: e.Name, MCP: s, MCPTool: strings.TrimPrefix(e.Name, s.Prefix)}, true
 			}
 		case EntryMCP:
@@ -277,8 +277,8 @@ func (r *Registry) Resolve(e ToolEntry) (Target, bool) {
 	return Target{}, false
 }
 
-// mcpServerOf returns the MCP server whose allow-list yields the tool name.
-func (r *Registry) mcpServerOf(name string) *MCPServer {
+// MCPServerOf returns the MCP server whose allow-list yields the tool name.
+func (r *Registry) MCPServerOf(name string) *MCPServer {
 	for _, s := range r.mcp.list() {
 		for _, t := range s.Tools {
 			if s.Prefix+t == name {
@@ -289,8 +289,8 @@ func (r *Registry) mcpServerOf(name string) *MCPServer {
 	return nil
 }
 
-// openMCPServers returns servers without an allow-list: their tools are known only once started.
-func (r *Registry) openMCPServers() []string {
+// OpenMCPServers returns servers without an allow-list: their tools are known only once started.
+func (r *Registry) OpenMCPServers() []string {
 	var out []string
 	for _, s := range r.mcp.list() {
 		if s.Tools == nil {
@@ -300,3 +300,6 @@ func (r *Registry) openMCPServers() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Duplicates reports the definitions added under a name already taken (the first one stands).
+func (r *Registry) Duplicates() Diagnostics { return slices.Clone(r.dups) }

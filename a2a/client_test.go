@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"bufio"
 	"context"
+	"github.com/weft-agents/weft/validate"
 	"iter"
 	"net/http"
 	"net/http/httptest"
@@ -121,7 +122,7 @@ func runBooking(t *testing.T, cardURL string, headers map[string]string, key str
 		Tools: []weft.ToolEntry{{Name: "book"}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
 	a2a.Attach(reg)
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	sc, err := scripted.Parse("s", []byte(`
@@ -214,7 +215,7 @@ func TestToolKeepsKeysOut(t *testing.T) {
 	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "P.", Model: "m", Prompt: weft.Text("Book."), Tools: []weft.ToolEntry{{Name: "book"}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
 	a2a.Attach(reg)
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	sc, err := scripted.Parse("s", []byte("- tool_calls: [{name: book, arguments: {message: hi}, id: c1}]\n- text: ok\n"))

@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/weft-agents/weft/validate"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,7 +52,7 @@ func testRegistry(t *testing.T) *weft.Registry {
 	reg.AddPrompt(&weft.Prompt{Name: "helper", ToolDescription: "Writes reports.", Model: "m", Prompt: weft.Text("Help."), IncludeChat: true,
 		Tools: []weft.ToolEntry{{Name: "save_report"}, {Name: "risky"}}})
 	reg.AddAgent(&weft.Agent{Name: "helper", Description: "A helpful agent.", SideA: weft.AgentSide{Prompt: "helper"}})
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	return reg

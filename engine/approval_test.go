@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -273,7 +274,7 @@ func TestApprovalNeverChangesRequests(t *testing.T) {
 		w := &approvalWorld{calls: []weft.ToolCall{call("c1", "lookup", "x"), call("c2", "send_email", "y")}}
 		var reqs []string
 		reg := w.registry(tools, entries)
-		if d := reg.Validate(); d.HasErrors() {
+		if d := validate.Registry(reg); d.HasErrors() {
 			t.Fatal(d.Err())
 		}
 		st, err := memstore.New(memstore.Options{})
@@ -555,7 +556,7 @@ func TestApprovalInSubPrompt(t *testing.T) {
 				var evMu sync.Mutex
 				w := &subPromptApproval{}
 				reg := w.registry(tc.twoLevels)
-				if d := reg.Validate(); d.HasErrors() {
+				if d := validate.Registry(reg); d.HasErrors() {
 					t.Fatal(d.Err())
 				}
 				ctx := context.Background()

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,7 +122,7 @@ func TestBudgetRefused(t *testing.T) {
 	bad.AddModel(&weft.Model{Name: "fast", Provider: "test"})
 	bad.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "p", Model: "fast", Prompt: weft.Text("p")})
 	bad.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}, Budget: &weft.Budget{MaxCostUSD: -2}})
-	if d := bad.Validate(); !d.HasErrors() || !strings.Contains(d.Err().Error(), "budget.maxCostUsd") {
+	if d := validate.Registry(bad); !d.HasErrors() || !strings.Contains(d.Err().Error(), "budget.maxCostUsd") {
 		t.Errorf("validation: %v", d.Err())
 	}
 }

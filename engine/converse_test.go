@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"os"
 	"runtime"
 	"strconv"
@@ -71,7 +72,7 @@ func backgroundRegistry() *weft.Registry {
 
 func newEngine(t testing.TB, reg *weft.Registry, model weft.Provider, onEvent func(engine.Event)) (*engine.Engine, weft.Store) {
 	t.Helper()
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	st, err := memstore.New(memstore.Options{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func TestEffects(t *testing.T) {
 	})})
 	p, _ := reg.Prompt("assistant")
 	p.Tools = []weft.ToolEntry{{Name: "schedule"}}
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	st, _ := memstore.New(memstore.Options{Now: clock.Now})
@@ -156,7 +157,7 @@ func TestEffects(t *testing.T) {
 func TestEffectChangedNamesTheEffect(t *testing.T) {
 	reg := registry(nil, nil)
 	reg.AddEffect(&weft.Effect{Name: "remind", Description: "Queue a reminder.", Run: func(ctx context.Context, st weft.State, args []byte) error { return nil }})
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	st, _ := memstore.New(memstore.Options{})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"os"
@@ -132,30 +133,43 @@ type Engine struct {
 	pool goPool
 }
 
-// rootCache maps thread ids to their roots' ids. A thread's root never changes, so a conversation
-// that knows it need not read the thread before its run (which reads it anyway). It holds at most
-// rootCacheSize entries: when full it starts again empty.
+// rootCache remembers which threads are their own roots. A thread's root never changes, so a
+// conversation that knows it need not read the thread before its run (which reads it anyway). It
+// is a direct-mapped table of rootCacheSize hashes of thread ids (with a seed of this engine's),
+// allocated once: the threads it remembers cost no memory past the table's however many go idle,
+// and it takes no lock. A newer thread takes an older one's slot; the older one's next
+// conversation reads its thread, as does a child's (children are not remembered: their
+// conversations are rare). Two ids share a slot and a hash with probability 2⁻⁶⁴.
 type rootCache struct {
-	mu sync.Mutex
-	m  map[string]string
+	seed  maphash.Seed
+	slots []atomic.Uint64 // 0: empty
 }
 
-const rootCacheSize = 1 << 16
+const rootCacheSize = 1 << 13
+
+func newRootCache() rootCache {
+	return rootCache{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, rootCacheSize)}
+}
+
+func (c *rootCache) slot(id string) (uint64, *atomic.Uint64) {
+	h := maphash.String(c.seed, id) | 1
+	return h, &c.slots[h%rootCacheSize]
+}
 
 func (c *rootCache) get(id string) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[id]
-	return r, ok
+	h, s := c.slot(id)
+	if s.Load() != h {
+		return "", false
+	}
+	return id, true
 }
 
 func (c *rootCache) put(t *weft.Thread) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= rootCacheSize {
-		c.m = make(map[string]string)
+	if rootOf(t) != t.ID {
+		return
 	}
-	c.m[t.ID] = rootOf(t)
+	h, s := c.slot(t.ID)
+	s.Store(h)
 }
 
 // New returns an engine over a registry and a store.
@@ -167,7 +181,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool()}
+		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
 	e.bg.pool = &e.pool
 	e.spent.Add = addSpend
 	if e.clock == nil {
@@ -483,6 +497,9 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 	if o := e.owners[q.ThreadID]; o != nil && o.run != nil {
 		ar = o.run
 		ar.pushed.Store(true)
+	} else if o != nil && q.IfBusy.Interrupts() {
+		// A run may have started without being registered yet: it checks the queue once it is.
+		o.checkInterrupts = true
 	}
 	e.mu.Unlock()
 	if ar != nil && q.IfBusy.Interrupts() {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"log"
 
 	"github.com/weft-agents/weft"
@@ -24,7 +25,7 @@ func exampleRegistry() *weft.Registry {
 	reg.AddPrompt(&weft.Prompt{Name: "support", ToolDescription: "Answers customers.", Model: "default",
 		Prompt: weft.Text("You answer questions about orders."), Tools: []weft.ToolEntry{{Name: "lookup_order"}}})
 	reg.AddAgent(&weft.Agent{Name: "support", SideA: weft.AgentSide{Prompt: "support"}})
-	if diags := reg.Validate(); diags.HasErrors() {
+	if diags := validate.Registry(reg); diags.HasErrors() {
 		log.Fatal(diags.Err())
 	}
 	return reg

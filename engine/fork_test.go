@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,7 +107,7 @@ func forkWorld(t *testing.T, open func(t *testing.T) weft.Store) (*engine.Engine
 		<-m.gate
 		return ok.Call(ctx, st, args)
 	})
-	if diags := reg.Validate(); diags.HasErrors() {
+	if diags := validate.Registry(reg); diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
 	st := open(t)

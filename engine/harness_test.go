@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func newRecordingHarness(t *testing.T, reg *weft.Registry, script string) *harne
 
 func newHarnessOpts(t *testing.T, reg *weft.Registry, script string, record bool) *harness {
 	t.Helper()
-	if diags := reg.Validate(); diags.HasErrors() {
+	if diags := validate.Registry(reg); diags.HasErrors() {
 		t.Fatalf("invalid definitions: %v", diags.Err())
 	}
 	st, err := memstore.New(memstore.Options{})

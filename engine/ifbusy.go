@@ -12,7 +12,9 @@ import (
 // (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
 // that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
 // tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (Engine.watch → Engine.interruptFromStore). The run stops at once
+// store's notice of the push (Engine.watch → Engine.interruptFromStore); a run registered after
+// either reads its queue (owner.checkInterrupts); and a run that nothing told finds the message
+// at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
 // that started completes and its result is stored, the reply's calls not started yet are
 // answered without running; and the next run takes the message.
@@ -83,23 +85,47 @@ func (ar *activeRun) runID() string {
 	return ar.id
 }
 
+// interruptedBy reports, at a step boundary, that the run stops instead of taking the queued
+// messages qs: one of them has weft.IfBusyInterrupt and was queued while the run was in progress
+// (any not taken at its start), or another message interrupted it meanwhile. This is how an
+// interrupt reaches the run when nothing told it: a process without the store's notices (SQLite
+// has none) queued the message, or the notice was lost; the run sees the message at its first
+// boundary after it was queued and a transaction of the run saw the queue grow.
+func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
+	for i := range qs {
+		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.taken(q.Seq) {
+			r.ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
+		}
+	}
+	return r.interrupting()
+}
+
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 
 // interruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
-// runs in this process, after another process queued a message on it (weft.NoticeQueued), and
-// interrupts the run for the first it has not taken.
+// this process works on, after another process queued a message on it (weft.NoticeQueued), and
+// interrupts the run for the first it has not taken. With no run registered (one may have started
+// and not be registered yet), the next run to register checks the queue.
 func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
 	e.mu.Lock()
 	var ar *activeRun
 	if o := e.owners[threadID]; o != nil {
-		ar = o.run
+		if ar = o.run; ar == nil {
+			o.checkInterrupts = true
+		}
 	}
 	e.mu.Unlock()
 	if ar == nil {
 		return
 	}
 	ar.pushed.Store(true) // another process queued a message: the run reads the queue at its next boundary
+	e.interruptQueued(ctx, threadID, ar)
+}
+
+// interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
+// in the queue that the run has not taken.
+func (e *Engine) interruptQueued(ctx context.Context, threadID string, ar *activeRun) {
 	queued, err := e.store.Queued(ctx, threadID)
 	if err != nil {
 		e.log.Warn("reading a queue for an interrupting message failed", "thread", threadID, "error", err)

@@ -91,9 +91,12 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	if r.stopRequested() || r.interrupting() || r.suspending() {
 		return ended(r.stop(r.abortReason(), ""))
 	}
-	// S2: drain the queue at the step boundary.
+	// S2: drain the queue at the step boundary, unless a message in it interrupts the run.
 	if err := r.drain(); err != nil {
 		return ended(r.fail(err))
+	}
+	if r.interrupting() {
+		return ended(r.stop(r.abortReason(), ""))
 	}
 	side := r.state.Side
 	def := r.agent.Side(side)
@@ -257,7 +260,7 @@ func (r *run) drain() error {
 		}
 	}
 	qs := j.unread()
-	if len(qs) == 0 {
+	if len(qs) == 0 || r.interruptedBy(qs) {
 		return nil
 	}
 	r.sync()

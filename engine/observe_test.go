@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"testing"
@@ -92,7 +93,7 @@ func TestObserverSeam(t *testing.T) {
 	})})
 	p, _ := reg.Prompt("assistant")
 	p.Tools = append(p.Tools, weft.ToolEntry{Name: "later"})
-	if diags := reg.Validate(); diags.HasErrors() {
+	if diags := validate.Registry(reg); diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
 	sc, err := scripted.Parse("script.yaml", []byte(`

@@ -21,6 +21,10 @@ type owner struct {
 	refs int           // goroutines holding or waiting for turn, and an active worker
 
 	run *activeRun // the run in progress, if any (Stop, Send's mark)
+	// checkInterrupts: a message was queued while no run was registered (between the transaction
+	// that starts a run and its registration, or before): the next run to register reads the
+	// queue for one that interrupts it (ifbusy.go).
+	checkInterrupts bool
 
 	worker  bool      // a mailbox worker is active
 	again   bool      // a wake-up arrived: the worker makes another pass

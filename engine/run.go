@@ -276,6 +276,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	e.mu.Lock()
 	o := e.ownerOf(threadID)
 	o.run = ar
+	checkInterrupts := o.checkInterrupts
+	o.checkInterrupts = false
 	e.mu.Unlock()
 	var r *run
 	defer func() {
@@ -305,6 +307,11 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	if trigger == "message" && len(start.Queued) == 0 {
 		return weft.StopInfo{}, 0, false, errNothingQueued
+	}
+	if checkInterrupts {
+		// A message queued since BeginRun's transaction, before the registration, was queued for
+		// this run: one with weft.IfBusyInterrupt stops it now.
+		e.interruptQueued(runCtx, threadID, ar)
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {

@@ -100,6 +100,11 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier, listening chan stru
 			e.mu.Lock()
 			o, here := e.owners[nt.ThreadID]
 			running := here && o.run != nil
+			if here && !running {
+				// A run may have started here and not be registered yet: it reads the queue once
+				// it is, for a message that interrupts it (weft.IfBusyInterrupt).
+				o.checkInterrupts = true
+			}
 			e.mu.Unlock()
 			if running {
 				// A run here: the message may interrupt it (weft.IfBusyInterrupt), which only

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func mathRegistry(t *testing.T) *weft.Registry {
 	reg.AddAgent(&weft.Agent{Name: "review", Type: weft.DualAI, MaxSessionTurns: 5,
 		SideA: weft.AgentSide{Prompt: "reviewer", SessionStop: &weft.SessionTool{Name: "approve"}},
 		SideB: &weft.AgentSide{Prompt: "author"}})
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	return reg

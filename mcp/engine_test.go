@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestEngineMCPTools(t *testing.T) {
 	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "P.", Model: "m", Prompt: weft.Text("Use the tools."),
 		Tools: []weft.ToolEntry{{Name: srv.Name, Kind: weft.EntryMCP}, {Name: "t_slow/hang", Kind: weft.EntryMCP}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	script, err := scripted.Parse("s", []byte(`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,7 +111,7 @@ func flakyModel() weft.Provider {
 
 func newEngine(t *testing.T, reg *weft.Registry, st weft.Store, model weft.Provider, obs engine.Observer) *engine.Engine {
 	t.Helper()
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	// A lease long enough that a loaded machine never lets it lapse mid-run; a dead process's

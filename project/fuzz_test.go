@@ -1,6 +1,7 @@
 package project
 
 import (
+	"github.com/weft-agents/weft/validate"
 	"testing"
 
 	"github.com/weft-agents/weft"
@@ -28,6 +29,6 @@ func FuzzLoadDefinition(f *testing.F) {
 		for _, kind := range folders {
 			l.definition(kind, kind+"/x.yaml", []byte(data))
 		}
-		_ = reg.Validate()
+		_ = validate.Registry(reg)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"io/fs"
 	"os"
 	"path"
@@ -90,7 +91,7 @@ func Open(dir string, opt Options) (*weft.Registry, weft.Diagnostics) {
 			reported[[2]string{d.Source, d.Path}] = true
 		}
 	}
-	for _, d := range reg.Validate() {
+	for _, d := range validate.Registry(reg) {
 		if !reported[[2]string{d.Source, d.Path}] {
 			diags = append(diags, d)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weft-agents/weft/validate"
 	"maps"
 	"os"
 	pathpkg "path"
@@ -640,7 +641,7 @@ func OpenPrompty(file string, opt Options) (*weft.Registry, string, weft.Diagnos
 		}
 	}
 	if !diags.HasErrors() {
-		diags = append(diags, reg.Validate()...)
+		diags = append(diags, validate.Registry(reg)...)
 	}
 	return reg, name, Sort(diags)
 }

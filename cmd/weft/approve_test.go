@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/weft-agents/weft/validate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,7 +150,7 @@ func TestAskApprovals(t *testing.T) {
 	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "p", Model: "fast", Prompt: weft.Text("p"),
 		Tools: []weft.ToolEntry{{Name: "send"}, {Name: "refund"}, {Name: "wipe"}}})
 	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}})
-	if d := reg.Validate(); d.HasErrors() {
+	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())
 	}
 	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {

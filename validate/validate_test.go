@@ -1,8 +1,10 @@
-package weft_test
+package validate_test
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/weft-agents/weft/validate"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -98,7 +100,7 @@ func TestPromptValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := base()
 			r.AddPrompt(prompt(tc.mod))
-			want(t, r.Validate(), weft.SeverityError, tc.path, tc.msg)
+			want(t, validate.Registry(r), weft.SeverityError, tc.path, tc.msg)
 		})
 	}
 	t.Run("valid", func(t *testing.T) {
@@ -110,7 +112,7 @@ func TestPromptValidation(t *testing.T) {
 			p.RecentImageThreshold = 3
 			p.Hooks = []string{}
 		}))
-		clean(t, r.Validate())
+		clean(t, validate.Registry(r))
 	})
 }
 
@@ -124,7 +126,7 @@ func TestIncludes(t *testing.T) {
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "b"; p.Prompt = weft.PromptContent{weft.IncludePart("c")} }))
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "c"; p.Prompt = weft.PromptContent{weft.IncludePart("a")} }))
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "self"; p.Prompt = weft.PromptContent{weft.IncludePart("self")} }))
-		diags := r.Validate()
+		diags := validate.Registry(r)
 		want(t, diags.Errors()[:1], weft.SeverityError, "prompt[1].prompt", "circular include a → b → c → a")
 		if len(diags.Errors()) != 2 || !strings.Contains(diags.Errors()[1].String(), "go:prompt/self: prompt[0].prompt: circular include self → self") {
 			t.Errorf("each cycle once, named: %v", diags)
@@ -146,7 +148,7 @@ func TestIncludes(t *testing.T) {
 			p.Name = "main"
 			p.Prompt = weft.PromptContent{weft.TextPart("Start. "), weft.IncludePart("rules"), weft.TextPart(" Again: "), weft.IncludePart("inner")}
 		}))
-		clean(t, r.Validate())
+		clean(t, validate.Registry(r))
 		got, err := r.RenderSystem(context.Background(), "main", nil, nil)
 		if err != nil || got != "Start. Rules: be kind. Again: be kind." {
 			t.Fatalf("got %q, %v", got, err)
@@ -207,20 +209,20 @@ func TestToolValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := weft.NewRegistry()
 			r.AddTool(tc.tool)
-			want(t, r.Validate(), tc.sev, tc.path, tc.msg)
+			want(t, validate.Registry(r), tc.sev, tc.path, tc.msg)
 		})
 	}
 	t.Run("S002_8_1_unique_names", func(t *testing.T) {
 		r := weft.NewRegistry()
 		r.AddTool(&weft.Tool{Name: "t", Description: "d", Execute: noop})
 		r.AddToolFrom("tools/t.yaml", &weft.Tool{Name: "t", Description: "d", Execute: noop})
-		want(t, r.Validate(), weft.SeverityError, "name", `duplicate tool "t" (go:tool/t, tools/t.yaml)`)
+		want(t, validate.Registry(r), weft.SeverityError, "name", `duplicate tool "t" (go:tool/t, tools/t.yaml)`)
 	})
 	t.Run("S002_3_3_nesting_7", func(t *testing.T) {
 		r := weft.NewRegistry()
 		r.AddTool(&weft.Tool{Name: "t", Description: "d", Execute: noop, Args: nested(7)})
 		r.AddTool(&weft.Tool{Name: "u", Description: "d", Execute: noop, Args: nested(16)})
-		clean(t, r.Validate())
+		clean(t, validate.Registry(r))
 	})
 	t.Run("S002_3_5_no_args", func(t *testing.T) {
 		tool := weft.NewToolNoArgs("now", "Current time.", func(ctx context.Context, st weft.State) (weft.ToolResult, error) {
@@ -305,7 +307,7 @@ func TestAgentValidation(t *testing.T) {
 			r.AddPrompt(prompt(nil))
 			r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = "q"; p.Tools = []weft.ToolEntry{{Name: "approve"}} }))
 			r.AddAgent(tc.agent)
-			want(t, r.Validate(), tc.sev, tc.path, tc.msg)
+			want(t, validate.Registry(r), tc.sev, tc.path, tc.msg)
 		})
 	}
 }
@@ -346,7 +348,7 @@ func TestToolEntryTargets(t *testing.T) {
 			p.Tools = []weft.ToolEntry{e}
 		}))
 		var got []string
-		for _, d := range rr.Validate().Errors() {
+		for _, d := range validate.Registry(rr).Errors() {
 			if strings.Contains(d.Message, "does not apply") {
 				got = append(got, d.Path[strings.LastIndex(d.Path, ".")+1:])
 			}
@@ -369,7 +371,7 @@ func TestHookValidation(t *testing.T) {
 	r.AddHook(&weft.Hook{ID: "typed", Point: weft.HookFilterMessages, Fn: weft.FilterMessagesFunc(nil)})
 	r.AddHook(&weft.Hook{ID: "wrong", Point: weft.HookAfterSystemMessage, Fn: func(ctx context.Context, st weft.State) error { return nil }})
 	r.AddHook(&weft.Hook{ID: "point", Point: "before_lunch", Fn: func() {}})
-	diags := r.Validate().Errors()
+	diags := validate.Registry(r).Errors()
 	if len(diags) != 2 || !strings.Contains(diags[0].Message, "must be weft.SystemMessageFunc") || !strings.Contains(diags[1].Message, `unknown hook point "before_lunch"`) {
 		t.Errorf("got %v", diags)
 	}
@@ -449,15 +451,33 @@ func TestContextValidation(t *testing.T) {
 				r.AddPrompt(tc.extra)
 			}
 			if tc.cleanly {
-				clean(t, r.Validate())
+				clean(t, validate.Registry(r))
 				return
 			}
-			want(t, r.Validate(), tc.sev, tc.path, tc.msg)
+			want(t, validate.Registry(r), tc.sev, tc.path, tc.msg)
 		})
 	}
 	t.Run("summarizer_prompt_itself", func(t *testing.T) {
 		r := base()
 		r.AddPrompt(prompt(func(p *weft.Prompt) { p.Name = weft.SummarizerPrompt; p.Context = summarize("") }))
-		want(t, r.Validate(), weft.SeverityError, "context.strategy", "writes the summaries")
+		want(t, validate.Registry(r), weft.SeverityError, "context.strategy", "writes the summaries")
 	})
+}
+
+// TestValidateReportsEveryBudgetProblem: validation lists each of an agent budget's problems.
+func TestValidateReportsEveryBudgetProblem(t *testing.T) {
+	reg := weft.NewRegistry()
+	reg.AddModel(&weft.Model{Name: "m", Provider: "test", Model: "m"})
+	reg.AddPrompt(&weft.Prompt{Name: "p", ToolDescription: "d", Model: "m", Prompt: weft.Text("Hi.")})
+	reg.AddAgent(&weft.Agent{Name: "a", SideA: weft.AgentSide{Prompt: "p"}, Budget: &weft.Budget{UnknownCost: "maybe"}})
+	d := validate.Registry(reg)
+	var got []string
+	for _, x := range d {
+		if x.Severity == weft.SeverityError {
+			got = append(got, x.Path)
+		}
+	}
+	if want := []string{"budget.maxCostUsd", "budget.unknownCost"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("error fields %v, want %v (%v)", got, want, d)
+	}
 }
