@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -162,6 +163,8 @@ var decodeSeeds = []string{
 
 func checkLikeDecoder(t *testing.T, b []byte) {
 	t.Helper()
+	// Padded with spaces to the size decoded in place (the decoder reports the same offsets).
+	b = append(b, bytes.Repeat([]byte(" "), inPlaceBody)...)
 	var got, want messageBody
 	gerr := decodeStrict(b, &got)
 	werr := decodeStream(b, &want) // what every body went through before
@@ -179,4 +182,24 @@ func FuzzDecodeStrictInPlace(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkLikeDecoder(t, b) })
+}
+
+// BenchmarkDecodeMessage decodes a posted message of 1 MiB in place and through the decoder
+// (what every body went through before).
+func BenchmarkDecodeMessage(b *testing.B) {
+	body := []byte(`{"content":"` + strings.Repeat("Where is order 42? ", 1<<20/19) + `","if_busy":"queue"}`)
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte, any) error
+	}{{"in place", decodeStrict}, {"decoder", decodeStream}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var m messageBody
+				if err := bc.decode(body, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
