@@ -34,21 +34,11 @@ import (
 	"math"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/weft-agents/weft"
 )
 
 var errBadDoc = errors.New("corrupt packed row")
-
-// bigDoc is the size from which a doc this package just wrote is kept (as the history's message,
-// the inbox's) as the string it is rather than copied: a copy of a 20 MiB message's doc is 20 MiB
-// more of the peak a large message costs.
-const bigDoc = 64 << 10
-
-// docString is b as a string without a copy. Only for a doc this package built and passed to
-// SQLite (which copies what it binds), that nothing writes to again.
-func docString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // docWriter builds a doc.
 type docWriter struct{ b []byte }
