@@ -452,8 +452,12 @@ func (h *handler) send(ctx context.Context, req *sdk.SendMessageRequest) (*fold,
 		threadID = m.ContextID
 	}
 	if threadID != "" {
-		if _, err := h.thread(ctx, threadID); err != nil {
+		t, err := h.thread(ctx, threadID)
+		if err != nil {
 			return nil, "", err
+		}
+		if nm.IfBusy == "" {
+			nm.IfBusy = weft.IfBusyOf(t) // the thread's default, as for POST …/messages
 		}
 	} else {
 		t, err := h.eng.CreateThread(ctx, engine.NewThread{Agent: h.agent, UserID: h.user, Tags: []string{TagA2A}})
@@ -488,11 +492,24 @@ func (h *handler) send(ctx context.Context, req *sdk.SendMessageRequest) (*fold,
 	return f, id, nil
 }
 
-// NewMessage converts an A2A message into a Weft user message: text parts joined by blank lines,
+// MetaIfBusy is the metadata key of a user message that says what it does when its context's
+// thread is running (weft.IfBusy: queue, reject, interrupt, rollback); without it, the thread's
+// default applies.
+const MetaIfBusy = "weft_if_busy"
+
+// NewMessage converts an A2A message into a Weft user message (its if_busy from MetaIfBusy): text parts joined by blank lines,
 // data parts as JSON text, raw file parts as attachments, URL file parts as a line naming the URL
 // (the server fetches nothing).
 func NewMessage(m *sdk.Message) (weft.NewMessage, error) {
 	nm := weft.NewMessage{Role: weft.RoleUser, Metadata: map[string]any{"a2a_message_id": m.ID}}
+	if v, ok := m.Metadata[MetaIfBusy]; ok {
+		s, _ := v.(string)
+		p := weft.IfBusy(s)
+		if s == "" || !p.Valid() {
+			return nm, fmt.Errorf("%w: message.metadata.%s: %v is not queue, reject, interrupt or rollback", sdk.ErrInvalidParams, MetaIfBusy, v)
+		}
+		nm.IfBusy = p
+	}
 	var texts []string
 	for i, p := range m.Parts {
 		if p == nil {

@@ -67,6 +67,11 @@ type fold struct {
 	seq     int64
 	// viaA2A records that a user message came through A2A (it carries a2a_message_id).
 	viaA2A bool
+	// intr is the run_interrupted event of the run in progress (nil when none came): its stop
+	// cancels the open tasks.
+	intr engine.Fields
+	// removed are the rows a rollback deleted before the stop, by the open tasks' run.
+	removed []string
 }
 
 func newFold(thread string, fileURL func(thread, p string) string) *fold {
@@ -136,7 +141,15 @@ func (f *fold) add(ev engine.Event) []update {
 			emit(id, e)
 		}
 	case engine.Fields:
-		if ev.Type != "file_changed" {
+		switch ev.Type {
+		case "run_interrupted":
+			f.intr = d
+			return nil
+		case "message_deleted":
+			f.deleted(d)
+			return nil
+		case "file_changed":
+		default:
 			return nil
 		}
 		p, _ := d["path"].(string)
@@ -165,17 +178,66 @@ func (f *fold) add(ev engine.Event) []update {
 				if d.Error != "" {
 					text += ": " + d.Error
 				}
+				if d.Reason == weft.StopInterrupted {
+					text = f.interruptText()
+				}
 				st.Message = &sdk.Message{ID: "stop_" + d.RunID + "_" + string(id), ContextID: f.thread, TaskID: id,
 					Role: sdk.MessageRoleAgent, Parts: sdk.ContentParts{sdk.NewTextPart(text)}}
 			}
 			t.task.Status = st
 			e := &sdk.TaskStatusUpdateEvent{TaskID: id, ContextID: f.thread, Status: st}
 			e.SetMeta("weft_stop_reason", string(d.Reason))
+			if d.Reason == weft.StopInterrupted && f.intr != nil {
+				by, _ := f.intr["message_id"].(string)
+				rollback, _ := f.intr["rollback"].(bool)
+				e.SetMeta("weft_interrupted_by", by)
+				e.SetMeta("weft_rolled_back", rollback)
+				e.SetMeta("weft_removed_message_ids", append([]string{}, f.removed...))
+			}
 			emit(id, e)
 		}
-		f.open = f.open[:0]
+		f.open, f.intr, f.removed = f.open[:0], nil, nil
 	}
 	return out
+}
+
+// deleted folds a message_deleted event: a row a rollback removed (weft.IfBusyRollback) leaves
+// the open tasks' history, and a task's reply when it was that row.
+func (f *fold) deleted(d engine.Fields) {
+	id, _ := d["message_id"].(string)
+	if id == "" {
+		return
+	}
+	if f.intr != nil {
+		f.removed = append(f.removed, id)
+	}
+	for _, tid := range f.open {
+		t := f.tasks[tid]
+		t.task.History = slices.DeleteFunc(t.task.History, func(m *sdk.Message) bool { return m.ID == id })
+		if t.reply != nil && t.reply.ID == id {
+			t.reply = nil
+			for i := len(t.task.History) - 1; i >= 0; i-- {
+				if t.task.History[i].Role == sdk.MessageRoleAgent {
+					t.reply = t.task.History[i]
+					break
+				}
+			}
+		}
+	}
+}
+
+// interruptText is the status message of a task whose run a new message stopped.
+func (f *fold) interruptText() string {
+	by, _ := f.intr["message_id"].(string)
+	rollback, _ := f.intr["rollback"].(bool)
+	text := "interrupted by a new message"
+	if by != "" {
+		text += " (" + by + ")"
+	}
+	if rollback {
+		text += "; what this task had added was rolled back"
+	}
+	return text
 }
 
 // task returns the task id, created if new, with the user message m in its history once.
@@ -236,13 +298,13 @@ func ThreadTasks(ctx context.Context, st weft.Store, t *weft.Thread, fileURL fun
 }
 
 // StateOf is the A2A state of a task whose run stopped for the reason: completed for an answer,
-// input-required when the run waits for the human side or an approval, canceled when stopped,
-// failed otherwise.
+// input-required when the run waits for the human side or an approval, canceled when stopped
+// (by the user, or by a new message that interrupted the run), failed otherwise.
 func StateOf(r weft.StopReason) sdk.TaskState {
 	switch r {
 	case weft.StopAwaitingHuman, weft.StopAwaitingApproval:
 		return sdk.TaskStateInputRequired
-	case weft.StopAbortedByUser, weft.StopAborted:
+	case weft.StopAbortedByUser, weft.StopAborted, weft.StopInterrupted:
 		return sdk.TaskStateCanceled
 	}
 	if r.OK() {

@@ -24,6 +24,7 @@ func TestStateOf(t *testing.T) {
 		{weft.StopAwaitingApproval, sdk.TaskStateInputRequired},
 		{weft.StopAbortedByUser, sdk.TaskStateCanceled},
 		{weft.StopAborted, sdk.TaskStateCanceled},
+		{weft.StopInterrupted, sdk.TaskStateCanceled},
 		{weft.StopStepError, sdk.TaskStateFailed},
 		{weft.StopBudgetExceeded, sdk.TaskStateFailed},
 		{weft.StopMaxTotalSteps, sdk.TaskStateFailed},
@@ -108,6 +109,42 @@ func TestFold(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFoldInterrupted: a task whose run a new message stopped is canceled, its status message
+// and metadata say by which message; after a rollback the rows removed leave its history.
+func TestFoldInterrupted(t *testing.T) {
+	for _, rollback := range []bool{false, true} {
+		f := newFold("thr_1", nil)
+		evs := []engine.Event{userMsg("msg_1", "write an essay", nil), reply("msg_a", "Once upon"),
+			{Type: "run_interrupted", Data: engine.Fields{"run_id": "run_1", "message_id": "msg_2", "rollback": rollback}}}
+		if rollback {
+			evs = append(evs, engine.Event{Type: "message_deleted", Data: engine.Fields{"message_id": "msg_a"}})
+		}
+		var last []update
+		for i, ev := range append(evs, stopped(weft.StopInterrupted)) {
+			ev.Seq, ev.ThreadID = int64(i+1), "thr_1"
+			last = f.add(ev)
+		}
+		task := f.snapshot(TaskID("thr_1", "msg_1"), nil)
+		wantHistory, wantText := 2, "interrupted by a new message (msg_2)"
+		if rollback {
+			wantHistory, wantText = 1, wantText+"; what this task had added was rolled back"
+		}
+		if task.Status.State != sdk.TaskStateCanceled || len(task.History) != wantHistory || task.Status.Message == nil ||
+			task.Status.Message.Parts[0].Text() != wantText {
+			t.Errorf("rollback %v: %s, %d in history, status %+v", rollback, task.Status.State, len(task.History), task.Status.Message)
+		}
+		if len(last) != 1 {
+			t.Fatalf("rollback %v: updates %+v", rollback, last)
+		}
+		meta := last[0].event.Meta()
+		removed, _ := meta["weft_removed_message_ids"].([]string)
+		if meta["weft_interrupted_by"] != "msg_2" || meta["weft_rolled_back"] != rollback || meta["weft_stop_reason"] != "interrupted" ||
+			(rollback && (len(removed) != 1 || removed[0] != "msg_a")) || (!rollback && len(removed) != 0) {
+			t.Errorf("rollback %v: the final event's metadata %v", rollback, meta)
+		}
 	}
 }
 
@@ -201,6 +238,14 @@ func TestNewMessage(t *testing.T) {
 				t.Fatalf("%+v %v", nm, err)
 			}
 		})
+	}
+	// The message's weft_if_busy metadata is its double-texting policy.
+	hi := []*sdk.Part{sdk.NewTextPart("hi")}
+	for v, want := range map[any]string{"rollback": "rollback", "interrupt": "interrupt", "later": "error", "": "error", 3: "error"} {
+		nm, err := NewMessage(&sdk.Message{ID: "m1", Role: sdk.MessageRoleUser, Parts: hi, Metadata: map[string]any{MetaIfBusy: v}})
+		if got := string(nm.IfBusy); (err != nil) != (want == "error") || (err == nil && got != want) {
+			t.Errorf("weft_if_busy %v: %q, %v", v, got, err)
+		}
 	}
 }
 

@@ -329,7 +329,35 @@ func (h *Handler) translator(ctx context.Context, threadID, aguiThread, runID st
 		}
 		return state
 	}
+	tr.conversation = func(runID string) []map[string]any {
+		convo, err := h.conversationOfRun(ctx, threadID, runID)
+		if err != nil {
+			return nil
+		}
+		return convo
+	}
 	return tr
+}
+
+// conversationOfRun lists the thread's conversation through the last row the run runID wrote:
+// what the thread holds once that run stopped, without what the runs after it added.
+func (h *Handler) conversationOfRun(ctx context.Context, threadID, runID string) ([]map[string]any, error) {
+	msgs, err := h.api.Engine().Store().Messages(ctx, threadID, weft.MessageQuery{Limit: -1, ExcludeSilent: true})
+	if err != nil {
+		return nil, err
+	}
+	red, err := h.api.Redactor(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].RunID == runID {
+			msgs = msgs[:i+1]
+			break
+		}
+	}
+	out, _ := h.asMessages(msgs, "", red)
+	return out, nil
 }
 
 // conversation lists the thread's top-level messages as AG-UI messages, up to and including the
@@ -407,7 +435,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 	if tr.messages, _, err = h.conversation(r.Context(), rs.Thread.ID, rs.Input.ID); err != nil {
 		return err
 	}
-	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, tr)
+	h.stream(w, rs.Feed, rs.Reader(), tr)
 	return nil
 }
 
@@ -431,6 +459,9 @@ type translator struct {
 	// state, when set, gives the thread's state: sent as a STATE_SNAPSHOT at the start, and at
 	// the end when it changed.
 	state func() any
+	// conversation, when set, gives the thread's conversation through the rows of the run
+	// runID: a run a new message interrupted ends with it as a MESSAGES_SNAPSHOT.
+	conversation func(runID string) []map[string]any
 	// clientTools are the names of the thread's client tools; delivered the calls whose results
 	// the client gave in this input (no TOOL_CALL_RESULT: it holds them); pending the client's
 	// calls left unanswered, which RUN_FINISHED names.
@@ -457,6 +488,30 @@ func (tr *translator) start() []map[string]any {
 	}
 	return out
 }
+
+// interrupted ends a run that a new message interrupted (if_busy interrupt or rollback): a
+// CUSTOM weft.run_interrupted event with the interrupting message and the rows a rollback
+// removed; a MESSAGES_SNAPSHOT of the thread as the stop left it, so that the client drops the
+// text of the cancelled model call and the messages a rollback removed; and RUN_FINISHED with
+// the outcome cancelled (stopped before it completed, not failed; the next run is a new one).
+func (tr *translator) interrupted(p turn.Part) []map[string]any {
+	removed := p.Interrupt.Removed
+	if removed == nil {
+		removed = []string{}
+	}
+	out := []map[string]any{{"type": "CUSTOM", "name": InterruptedEvent, "value": map[string]any{"runId": p.RunID,
+		"interruptedBy": p.Interrupt.By, "rollback": p.Interrupt.Rollback, "removedMessageIds": removed}}}
+	if tr.conversation != nil {
+		if convo := tr.conversation(p.RunID); convo != nil {
+			out = append(out, map[string]any{"type": "MESSAGES_SNAPSHOT", "messages": convo})
+		}
+	}
+	return append(out, map[string]any{"type": "RUN_FINISHED", "threadId": tr.threadID, "runId": tr.runID,
+		"outcome": map[string]any{"type": "cancelled"}})
+}
+
+// InterruptedEvent is the name of the CUSTOM event that ends a run a new message interrupted.
+const InterruptedEvent = "weft.run_interrupted"
 
 func (tr *translator) closeMessages(out []map[string]any) []map[string]any {
 	if tr.reasoning != "" {
@@ -533,6 +588,9 @@ func (tr *translator) read(p turn.Part) []map[string]any {
 			if st := tr.state(); st != nil && turn.Encode(st) != tr.startState {
 				out = append(out, map[string]any{"type": "STATE_SNAPSHOT", "snapshot": st})
 			}
+		}
+		if p.Interrupt != nil {
+			return append(out, tr.interrupted(p)...)
 		}
 		if p.Error != "" || p.Reason == weft.StopBudgetExceeded {
 			return append(out, map[string]any{"type": "RUN_ERROR", "message": orDefault(p.Error, "the thread reached its budget"),

@@ -82,9 +82,8 @@ func read(w http.ResponseWriter, r *http.Request) (*chatBody, []weft.NewMessage,
 	if b.ID == "" {
 		return nil, nil, last, invalid("id: the chat id is required")
 	}
-	if b.Trigger != "" && b.Trigger != "submit-message" {
-		return nil, nil, last, invalid("trigger: %q is not supported: a Weft thread keeps every answer (send a new message, or retry "+
-			"an answer on a fork of the thread: POST /api/threads/{id}/messages/{mid}/retry)", b.Trigger)
+	if b.Trigger != "" && b.Trigger != "submit-message" && b.Trigger != triggerRegenerate {
+		return nil, nil, last, invalid("trigger: %q is not submit-message or regenerate-message", b.Trigger)
 	}
 	if len(b.Messages) == 0 {
 		return nil, nil, last, invalid("messages: at least one message is required")
@@ -116,6 +115,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, c httpapi.Caller)
 	if err != nil {
 		return err
 	}
+	if b.Trigger == triggerRegenerate {
+		return h.regenerate(w, r, c, b)
+	}
 	t, err := turn.Start(r, h.api, c, turn.Input{Agent: r.PathValue("agent"), Tag: chatTag + b.ID,
 		History: history, Message: last, Label: "chat " + b.ID})
 	if err != nil {
@@ -135,7 +137,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, c httpapi.Calle
 		return err
 	}
 	defer rs.Close()
-	h.stream(w, rs.Feed, &turn.Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}, rs.Input.ID)
+	h.stream(w, rs.Feed, rs.Reader(), rs.Input.ID)
 	return nil
 }
 
@@ -235,8 +237,17 @@ func (tr *translator) read(p turn.Part) []map[string]any {
 		case p.Reason != weft.StopOnResponse && p.Reason != weft.StopTool && p.Reason != weft.StopHandlerIdle:
 			finish = "other"
 		}
-		out = append(out, map[string]any{"type": "finish", "finishReason": finish,
-			"messageMetadata": map[string]any{"weftStopReason": string(p.Reason)}})
+		meta := map[string]any{"weftStopReason": string(p.Reason)}
+		if in := p.Interrupt; in != nil {
+			// A new message stopped the run (if_busy interrupt or rollback): the answer ends here,
+			// and with a rollback none of it stays in the thread.
+			removed := in.Removed
+			if removed == nil {
+				removed = []string{}
+			}
+			meta["weftInterruptedBy"], meta["weftRolledBack"], meta["weftRemovedMessageIds"] = in.By, in.Rollback, removed
+		}
+		out = append(out, map[string]any{"type": "finish", "finishReason": finish, "messageMetadata": meta})
 	}
 	return out
 }

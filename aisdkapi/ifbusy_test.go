@@ -24,7 +24,7 @@ responses:
 
 // TestInterruptedTurn: on a thread whose default is if_busy interrupt, a chat message sent while
 // the story streams stops that run: the first request's stream finishes with the stop reason
-// interrupted, the second's is the new run's turn alone, and nothing of the story is stored.
+// interrupted and the message that interrupted it (message metadata), the second's is the new run's turn alone, and nothing of the story is stored.
 func TestInterruptedTurn(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	keys := turntest.Users(t, st, "alice")
@@ -53,12 +53,17 @@ func TestInterruptedTurn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The run is running; its model call starts a moment later (an interrupt before it would
+	// stop the run before it asked for the story). The story streams for two seconds.
+	time.Sleep(300 * time.Millisecond)
 	if resp, body := s.Do("PATCH", "/api/threads/"+threadID, "alice", `{"if_busy":"interrupt"}`); resp.StatusCode != 200 {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, body)
 	}
 	second := post("u2", "a haiku please")
 	story := <-first
-	if !strings.Contains(story, `"weftStopReason":"interrupted"`) || !strings.Contains(story, `"finishReason":"other"`) {
+	if !strings.Contains(story, `"weftStopReason":"interrupted"`) || !strings.Contains(story, `"finishReason":"other"`) ||
+		!strings.Contains(story, `"weftInterruptedBy":"msg_`) || !strings.Contains(story, `"weftRolledBack":false`) ||
+		!strings.Contains(story, `"weftRemovedMessageIds":[]`) {
 		t.Errorf("the interrupted turn's stream does not finish interrupted:\n%s", story)
 	}
 	if !strings.Contains(second, `"delta":"A hai"`) || strings.Contains(second, "Once") || !strings.Contains(second, `"weftStopReason":"stop_on_response"`) {

@@ -276,8 +276,8 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	// A background subagent goes on in a driver of its own, which reports its outcome to the
 	// parent when it stops, as the driver that started it would have.
 	if child, err := e.store.Thread(ctx, target); err == nil && backgroundChild(child) {
-		if a, owner, mode, ok := e.driveArgs(child); ok {
-			e.goDrive(context.WithoutCancel(ctx), child, a, owner, mode, true)
+		if a, owner, mode, ok := e.children.driveArgs(child); ok {
+			e.children.goDrive(context.WithoutCancel(ctx), child, a, owner, mode, true)
 			return true, nil
 		}
 	}

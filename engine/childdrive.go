@@ -7,33 +7,40 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
+
+// children runs child threads (subagents) for their parents: a blocking call's child in the
+// caller's goroutine, a non-blocking or resumable child's runs in the background, each driven
+// holding the child's turn, and the outcome each run hands back. What a child reports to its
+// parent goes through reports (childreport.go).
+type children struct{ e *Engine }
 
 // runChild runs a child until it stops and returns the stop: its queued messages, else (resume:
 // re-attaching after a crash) the run the crash interrupted, else — it had already stopped — the
 // stored stop reason.
-func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
+func (c children) runChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
 	// A run of the child in this process (a background driver's) ends first: it drains our
 	// message, or leaves it queued for us.
-	held, release, err := e.acquire(ctx, child.ID)
+	held, release, err := c.e.acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
 	defer release()
-	q, err := e.store.Queued(held, child.ID)
+	q, err := c.e.store.Queued(held, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
-	t, err := e.store.Thread(held, child.ID)
+	t, err := c.e.store.Thread(held, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
 	var res *RunResult
 	switch {
 	case len(q) > 0:
-		res, err = e.runHeld(held, child.ID, "message", "", nil)
+		res, err = c.e.runHeld(held, child.ID, "message", "", nil)
 	case resume && (t.Status == weft.ThreadRunning || t.Status == weft.ThreadAwaitingApproval):
-		res, err = e.runHeld(held, child.ID, "continue", "", nil)
+		res, err = c.e.runHeld(held, child.ID, "continue", "", nil)
 	}
 	if err != nil {
 		return weft.StopInfo{}, err
@@ -42,10 +49,10 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 		return res.Last(), nil
 	}
 	// Drained by the run that ended before our turn: its stop is ours.
-	if t, err = e.store.Thread(held, child.ID); err != nil {
+	if t, err = c.e.store.Thread(held, child.ID); err != nil {
 		return weft.StopInfo{}, err
 	}
-	st, err := loadExecState(held, e.store, child.ID)
+	st, err := runstate.Load(held, c.e.store, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
@@ -56,9 +63,9 @@ func (e *Engine) runChild(ctx context.Context, child *weft.Thread, resume bool) 
 // leaves the child's thread for its parent's, whose redaction knows only the parent's layers, and
 // a secret given to the child alone (the variables API) would reach the parent's rows and model.
 // When the child's secrets cannot be read, the outcome is withheld rather than passed on.
-func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
-	out := e.childOutcome(ctx, child, a, info)
-	red, err := e.Redactor(ctx, child.ID)
+func (c children) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+	out := c.childOutcome(ctx, child, a, info)
+	red, err := c.e.Redactor(ctx, child.ID)
 	if err != nil {
 		return weft.Failure("Subagent result could not be redacted: " + err.Error())
 	}
@@ -69,10 +76,10 @@ func (e *Engine) childResult(ctx context.Context, child *weft.Thread, a *weft.Ag
 // childOutcome is a stopped child's outcome, first match: a session stop's
 // text; with session tools bound, their latest call (never called is a failure); a failing stop's
 // error; else the content of the latest top-level non-tool row.
-func (e *Engine) childOutcome(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+func (c children) childOutcome(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
 	if info.Reason == weft.StopSession && info.Error == "" && info.RunID == "" {
 		// Known from the store only (the stop happened before a crash): the session tool call's text.
-		if out, ok := e.sessionCallResult(ctx, child, a); ok {
+		if out, ok := c.sessionCallResult(ctx, child, a); ok {
 			return out
 		}
 	}
@@ -81,7 +88,7 @@ func (e *Engine) childOutcome(ctx context.Context, child *weft.Thread, a *weft.A
 		return weft.Success(info.Error)
 	case weft.StopSessionFail:
 		if info.Error == "" && info.RunID == "" {
-			if out, ok := e.sessionCallResult(ctx, child, a); ok {
+			if out, ok := c.sessionCallResult(ctx, child, a); ok {
 				return out
 			}
 		}
@@ -93,7 +100,7 @@ func (e *Engine) childOutcome(ctx context.Context, child *weft.Thread, a *weft.A
 	if !info.Reason.OK() {
 		return weft.Failure(orDefault(info.Error, "Subagent failed: "+string(info.Reason)))
 	}
-	rows, err := e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 20, Desc: true, Roles: []weft.Role{weft.RoleAssistant, weft.RoleUser}})
+	rows, err := c.e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 20, Desc: true, Roles: []weft.Role{weft.RoleAssistant, weft.RoleUser}})
 	if err != nil {
 		return weft.Failure("Subagent result could not be read: " + err.Error())
 	}
@@ -111,38 +118,38 @@ func (e *Engine) childOutcome(ctx context.Context, child *weft.Thread, a *weft.A
 // with explicit parent communication it reports nothing on its own.
 type childMode struct{ resumable, explicit bool }
 
-func (e *Engine) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
-	e.goDrive(context.Background(), child, a, owner, mode, false)
+func (c children) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode) {
+	c.goDrive(context.Background(), child, a, owner, mode, false)
 }
 
 // goDrive starts driveChild in the background, registered as the child's driver until it returns:
 // Recover leaves a child that this process drives to its driver, which reports what it runs.
-func (e *Engine) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
-	e.mu.Lock()
-	e.ownerOf(child.ID).drivers++
-	e.mu.Unlock()
-	done := e.busy(orDefault(child.RootID, child.ID))
-	e.bg.Go(func() {
+func (c children) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
+	c.e.mu.Lock()
+	c.e.ownerOf(child.ID).drivers++
+	c.e.mu.Unlock()
+	done := c.e.busy(orDefault(child.RootID, child.ID))
+	c.e.bg.Go(func() {
 		defer func() {
-			e.mu.Lock()
-			o := e.owners[child.ID]
+			c.e.mu.Lock()
+			o := c.e.owners[child.ID]
 			o.drivers--
-			e.dropIfUnused(child.ID, o)
-			e.mu.Unlock()
+			c.e.dropIfUnused(child.ID, o)
+			c.e.mu.Unlock()
 			done()
 		}()
-		e.driveChild(ctx, child, a, owner, mode, resume)
+		c.driveChild(ctx, child, a, owner, mode, resume)
 	})
 }
 
 // driveArgs reads from a background child's registry row what its driver needs: its agent, the
 // parent side it reports to and how it reports.
-func (e *Engine) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMode, bool) {
+func (c children) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMode, bool) {
 	row, ok := registryRow(child)
 	if !ok {
 		return nil, "", childMode{}, false
 	}
-	a, ok := e.reg.Agent(child.Agent)
+	a, ok := c.e.reg.Agent(child.Agent)
 	if !ok {
 		return nil, "", childMode{}, false
 	}
@@ -151,10 +158,10 @@ func (e *Engine) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMod
 }
 
 // drivenHere tells whether a driver of this process is running the child.
-func (e *Engine) drivenHere(childID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	o := e.owners[childID]
+func (c children) drivenHere(childID string) bool {
+	c.e.mu.Lock()
+	defer c.e.mu.Unlock()
+	o := c.e.owners[childID]
 	return o != nil && o.drivers > 0
 }
 
@@ -165,9 +172,9 @@ func (e *Engine) drivenHere(childID string) bool {
 //
 // resume: the child's status says running because a crash interrupted its run (Recover); only
 // then is a run without queued messages started, and only as the first one.
-func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
+func (c children) driveChild(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
 	for {
-		info, ran, err := e.driveOnce(ctx, child, resume)
+		info, ran, err := c.driveOnce(ctx, child, resume)
 		resume = false
 		if !ran {
 			return
@@ -181,15 +188,15 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 		if err != nil {
 			out = weft.Failure("Subagent could not run: " + err.Error())
 		} else {
-			out = e.childResult(ctx, child, a, info)
+			out = c.childResult(ctx, child, a, info)
 		}
 		if mode.resumable {
-			e.childStopped(ctx, child, out)
+			c.e.childStopped(ctx, child, out)
 		} else {
-			e.finishChild(ctx, child, out)
+			c.e.finishChild(ctx, child, out)
 		}
-		if !mode.explicit && !e.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
-			e.report(ctx, child, owner, out, info.Seq, false)
+		if !mode.explicit && !c.e.reports.holdReport(ctx, child.ID, heldReport{Owner: owner, Out: out, Seq: info.Seq}) {
+			c.e.reports.report(ctx, child, owner, out, info.Seq, false)
 		}
 		if !mode.resumable || err != nil {
 			return
@@ -199,18 +206,18 @@ func (e *Engine) driveChild(ctx context.Context, child *weft.Thread, a *weft.Age
 
 // driveOnce performs one run of a background child, holding its turn; ran is false when there
 // was nothing to run (or another process runs it).
-func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, bool, error) {
-	held, release, err := e.acquire(ctx, child.ID)
+func (c children) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, bool, error) {
+	held, release, err := c.e.acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, false, nil
 	}
 	defer release()
-	q, err := e.store.Queued(held, child.ID)
+	q, err := c.e.store.Queued(held, child.ID)
 	if err != nil {
-		e.log.Warn("subagent queue unreadable", "thread", child.ID, "error", err)
+		c.e.log.Warn("subagent queue unreadable", "thread", child.ID, "error", err)
 		return weft.StopInfo{}, false, nil
 	}
-	t, err := e.store.Thread(held, child.ID)
+	t, err := c.e.store.Thread(held, child.ID)
 	if err != nil || t.Status == weft.ThreadTerminated {
 		return weft.StopInfo{}, false, nil
 	}
@@ -221,7 +228,7 @@ func (e *Engine) driveOnce(ctx context.Context, child *weft.Thread, resume bool)
 		}
 		trigger = "continue" // a run a crash interrupted, or one whose calls were decided
 	}
-	info, _, _, err := e.runOnce(held, child.ID, trigger, "", nil, nil)
+	info, _, _, err := c.e.runOnce(held, child.ID, trigger, "", nil, nil)
 	switch {
 	case errors.Is(err, errNothingQueued), errors.Is(err, weft.ErrLeaseHeld):
 		// Taken by a run of another process, which reports it.
@@ -238,8 +245,8 @@ func (e *Engine) Wait() { e.bg.Wait() }
 
 // sessionCallResult derives a stopped child's outcome from its latest successful sessionStop or
 // sessionFail call: the call's messageProperty argument, else the tool's result.
-func (e *Engine) sessionCallResult(ctx context.Context, child *weft.Thread, a *weft.Agent) (weft.ToolResult, bool) {
-	rows, err := e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 50, Desc: true, Roles: []weft.Role{weft.RoleTool, weft.RoleAssistant, weft.RoleUser}})
+func (c children) sessionCallResult(ctx context.Context, child *weft.Thread, a *weft.Agent) (weft.ToolResult, bool) {
+	rows, err := c.e.store.Messages(ctx, child.ID, weft.MessageQuery{Limit: 50, Desc: true, Roles: []weft.Role{weft.RoleTool, weft.RoleAssistant, weft.RoleUser}})
 	if err != nil {
 		return weft.ToolResult{}, false
 	}

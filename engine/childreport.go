@@ -7,9 +7,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/weft-agents/weft"
 )
+
+// reports carries children's outcomes and messages to their parents: each report queued once per
+// child stop and recorded on the child, and the reports held back while a blocking call of this
+// process awaits the child.
+type reports struct {
+	e *Engine
+	// markMu serializes updates of children's reported-stops records.
+	markMu sync.Mutex
+	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports
+	// their background runs held back meanwhile (held while such a report is recorded, so that
+	// ending the wait cannot interleave with it).
+	awaitMu sync.Mutex
+	awaited map[string]*awaiting
+}
 
 // report queues a child's outcome to its parent, once per child stop: reports
 // are numbered by the child's stop count, a report already queued or stored in the parent is not
@@ -18,11 +33,11 @@ import (
 //
 // recovering: the report may have been sent by a process that died before recording it, so the
 // parent's queue and rows are searched too (a fresh stop needs only the recorded count).
-func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int, recovering bool) {
-	if seq > 0 && loadReported(ctx, e.store, child.ID).has(seq) {
+func (p *reports) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int, recovering bool) {
+	if seq > 0 && loadReported(ctx, p.e.store, child.ID).has(seq) {
 		return
 	}
-	if seq > 0 && recovering && e.reportedBefore(ctx, child, seq) {
+	if seq > 0 && recovering && p.reportedBefore(ctx, child, seq) {
 		return
 	}
 	text := fmt.Sprintf("Subagent (reference: %s) has returned the following result:\n\n%s", child.ID, out.Result)
@@ -32,22 +47,22 @@ func (e *Engine) report(ctx context.Context, child *weft.Thread, owner weft.Side
 	var atts []weft.ToolAttachment
 	for _, a := range out.Attachments {
 		if a.IsRef() {
-			if c, err := e.readFileAttachment(ctx, child.ID, a.Path); err == nil {
+			if c, err := p.e.readFileAttachment(ctx, child.ID, a.Path); err == nil {
 				atts = append(atts, c)
 			}
 		}
 	}
-	if err := e.deliverSeq(ctx, child, owner, text, "subagent_result", atts, seq); err != nil {
-		e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
+	if err := p.deliverSeq(ctx, child, owner, text, "subagent_result", atts, seq); err != nil {
+		p.e.log.Warn("subagent report not delivered", "parent", child.ParentID, "child", child.ID, "error", err)
 		return
 	}
 	if seq > 0 {
-		e.markReported(ctx, child.ID, seq)
+		p.markReported(ctx, child.ID, seq)
 	}
 }
 
 // reportedBefore tells whether report seq of child is already queued or stored in the parent.
-func (e *Engine) reportedBefore(ctx context.Context, child *weft.Thread, seq int) bool {
+func (p *reports) reportedBefore(ctx context.Context, child *weft.Thread, seq int) bool {
 	is := func(meta map[string]any) bool {
 		n, _ := meta["report_seq"].(float64)
 		if i, ok := meta["report_seq"].(int); ok {
@@ -55,14 +70,14 @@ func (e *Engine) reportedBefore(ctx context.Context, child *weft.Thread, seq int
 		}
 		return meta["subagent_id"] == child.ID && meta["kind"] == "subagent_result" && int(n) == seq
 	}
-	if q, err := e.store.Queued(ctx, child.ParentID); err == nil {
+	if q, err := p.e.store.Queued(ctx, child.ParentID); err == nil {
 		for _, m := range q {
 			if is(m.Metadata) {
 				return true
 			}
 		}
 	}
-	rows, err := e.store.Messages(ctx, child.ParentID, weft.MessageQuery{Limit: 500, Desc: true, Roles: []weft.Role{weft.RoleUser, weft.RoleAssistant}})
+	rows, err := p.e.store.Messages(ctx, child.ParentID, weft.MessageQuery{Limit: 500, Desc: true, Roles: []weft.Role{weft.RoleUser, weft.RoleAssistant}})
 	if err == nil {
 		for _, m := range rows {
 			if is(m.Metadata) {
@@ -90,10 +105,10 @@ func loadReported(ctx context.Context, st weft.Store, childID string) reportedSe
 	return r
 }
 
-func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
-	e.reportMu.Lock()
-	defer e.reportMu.Unlock()
-	r := loadReported(ctx, e.store, childID)
+func (p *reports) markReported(ctx context.Context, childID string, seq int) {
+	p.markMu.Lock()
+	defer p.markMu.Unlock()
+	r := loadReported(ctx, p.e.store, childID)
 	if r.has(seq) {
 		return
 	}
@@ -103,37 +118,37 @@ func (e *Engine) markReported(ctx context.Context, childID string, seq int) {
 		r.More = slices.DeleteFunc(r.More, func(n int) bool { return n <= r.Upto })
 	}
 	doc, _ := json.Marshal(r)
-	if err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
-		e.log.Warn("subagent report not recorded", "child", childID, "error", err)
+	if err := p.e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(reportedKey, doc) }); err != nil {
+		p.e.log.Warn("subagent report not recorded", "child", childID, "error", err)
 	}
 }
 
 // deliver queues a silent message from a child to its parent, role by owner side (A → user,
 // B → assistant), tagged with the child's reference, its files copied into the parent's
 // /attachments/ and listed; a parent run starts in the background unless the parent is stopped.
-func (e *Engine) deliver(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
-	return e.deliverSeq(ctx, child, owner, text, kind, atts, 0)
+func (p *reports) deliver(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
+	return p.deliverSeq(ctx, child, owner, text, kind, atts, 0)
 }
 
 // deliverSeq is deliver with a report number in the metadata (0 = none).
-func (e *Engine) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment, seq int) error {
+func (p *reports) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment, seq int) error {
 	role := weft.RoleUser
 	if owner == weft.SideB {
 		role = weft.RoleAssistant
 	}
 	// The child's secrets and the parent's: the text leaves the child for the parent's thread.
 	for _, id := range []string{child.ID, child.ParentID} {
-		red, err := e.Redactor(ctx, id)
+		red, err := p.e.Redactor(ctx, id)
 		if err != nil {
 			return fmt.Errorf("subagent message not redacted: %w", err)
 		}
 		text = red(text)
 	}
-	parent, err := e.store.Thread(ctx, child.ParentID)
+	parent, err := p.e.store.Thread(ctx, child.ParentID)
 	if err != nil {
 		return err
 	}
-	ps := &threadState{e: e, thread: parent}
+	ps := &threadState{e: p.e, thread: parent}
 	stored, err := ps.storeAttachments(ctx, atts)
 	if err != nil {
 		return err
@@ -152,11 +167,11 @@ func (e *Engine) deliverSeq(ctx context.Context, child *weft.Thread, owner weft.
 	if seq > 0 {
 		meta["report_seq"] = seq
 	}
-	if _, err := e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true, Attachments: refs,
+	if _, err := p.e.Send(ctx, child.ParentID, weft.NewMessage{Role: role, Content: text, Silent: true, Attachments: refs,
 		Metadata: meta}); err != nil {
 		return err
 	}
-	e.wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID), nil)
+	p.e.wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID), nil)
 	return nil
 }
 
@@ -198,33 +213,33 @@ func heldKey(seq int) string { return heldPrefix + strconv.Itoa(seq) }
 // beginAwait registers a blocking call awaiting child: until endAwait, the reports of the child's
 // background runs are held back, since the run that answers the call returns its outcome as the
 // call's result and is not reported as well.
-func (e *Engine) beginAwait(childID string) {
-	e.awaitMu.Lock()
-	defer e.awaitMu.Unlock()
-	if e.awaited == nil {
-		e.awaited = map[string]*awaiting{}
+func (p *reports) beginAwait(childID string) {
+	p.awaitMu.Lock()
+	defer p.awaitMu.Unlock()
+	if p.awaited == nil {
+		p.awaited = map[string]*awaiting{}
 	}
-	a := e.awaited[childID]
+	a := p.awaited[childID]
 	if a == nil {
 		a = &awaiting{}
-		e.awaited[childID] = a
+		p.awaited[childID] = a
 	}
 	a.calls++
 }
 
 // holdReport holds a background run's report back while a blocking call awaits the child, and
 // keeps it in the child's run state until it is sent or answered.
-func (e *Engine) holdReport(ctx context.Context, childID string, h heldReport) bool {
-	e.awaitMu.Lock()
-	defer e.awaitMu.Unlock()
-	a := e.awaited[childID]
+func (p *reports) holdReport(ctx context.Context, childID string, h heldReport) bool {
+	p.awaitMu.Lock()
+	defer p.awaitMu.Unlock()
+	a := p.awaited[childID]
 	if a == nil {
 		return false
 	}
 	a.held = append(a.held, h)
 	if doc, err := json.Marshal(h); err == nil && h.Seq > 0 {
-		if err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(heldKey(h.Seq), doc) }); err != nil {
-			e.log.Warn("held subagent report not recorded", "child", childID, "error", err)
+		if err := p.e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(heldKey(h.Seq), doc) }); err != nil {
+			p.e.log.Warn("held subagent report not recorded", "child", childID, "error", err)
 		}
 	}
 	return true
@@ -232,33 +247,33 @@ func (e *Engine) holdReport(ctx context.Context, childID string, h heldReport) b
 
 // endAwait ends a blocking call that returned stop answered as its result: that stop is recorded
 // as reported, and the held reports of other stops are sent now.
-func (e *Engine) endAwait(ctx context.Context, child *weft.Thread, answered int) {
-	e.awaitMu.Lock()
-	a := e.awaited[child.ID]
+func (p *reports) endAwait(ctx context.Context, child *weft.Thread, answered int) {
+	p.awaitMu.Lock()
+	a := p.awaited[child.ID]
 	a.calls--
 	held := a.held
 	a.held = nil
 	if a.calls == 0 {
-		delete(e.awaited, child.ID)
+		delete(p.awaited, child.ID)
 	}
-	e.awaitMu.Unlock()
+	p.awaitMu.Unlock()
 	if answered > 0 {
-		e.markReported(ctx, child.ID, answered)
+		p.markReported(ctx, child.ID, answered)
 	}
 	for _, h := range held {
 		if h.Seq != answered {
-			e.report(ctx, child, h.Owner, h.Out, h.Seq, false)
+			p.report(ctx, child, h.Owner, h.Out, h.Seq, false)
 		}
 	}
-	e.dropHeld(ctx, child.ID, held)
+	p.dropHeld(ctx, child.ID, held)
 }
 
 // dropHeld removes the run-state records of held reports that were sent or answered.
-func (e *Engine) dropHeld(ctx context.Context, childID string, held []heldReport) {
+func (p *reports) dropHeld(ctx context.Context, childID string, held []heldReport) {
 	if len(held) == 0 {
 		return
 	}
-	err := e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error {
+	err := p.e.tx(ctx, childID, nil, keep, func(tx weft.Tx) error {
 		for _, h := range held {
 			if err := tx.SetExecState(heldKey(h.Seq), nil); err != nil {
 				return err
@@ -267,14 +282,14 @@ func (e *Engine) dropHeld(ctx context.Context, childID string, held []heldReport
 		return nil
 	})
 	if err != nil {
-		e.log.Warn("held subagent reports not cleared", "child", childID, "error", err)
+		p.e.log.Warn("held subagent reports not cleared", "child", childID, "error", err)
 	}
 }
 
 // sendHeld sends, after a restart, the reports that were held back for a blocking call when the
 // process died (in stop order), and clears their records.
-func (e *Engine) sendHeld(ctx context.Context, child *weft.Thread) error {
-	docs, err := e.store.ExecState(ctx, child.ID)
+func (p *reports) sendHeld(ctx context.Context, child *weft.Thread) error {
+	docs, err := p.e.store.ExecState(ctx, child.ID)
 	if err != nil {
 		return err
 	}
@@ -287,8 +302,8 @@ func (e *Engine) sendHeld(ctx context.Context, child *weft.Thread) error {
 	}
 	slices.SortFunc(held, func(a, b heldReport) int { return a.Seq - b.Seq })
 	for _, h := range held {
-		e.report(ctx, child, h.Owner, h.Out, h.Seq, true)
+		p.report(ctx, child, h.Owner, h.Out, h.Seq, true)
 	}
-	e.dropHeld(ctx, child.ID, held)
+	p.dropHeld(ctx, child.ID, held)
 	return nil
 }

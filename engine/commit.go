@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
@@ -21,15 +22,15 @@ import (
 
 // keep is the redactor of a transaction that writes no text of a row, record or log entry (run
 // state, thread fields, events already redacted): it loads none.
-var keep = &redactor{}
+var keep = &redact.Redactor{}
 
 // tx runs fn in a transaction of the thread (fenced when fence is set) through the committer. red
 // is the thread's redactor; nil loads it first (never inside the transaction).
-func (e *Engine) tx(ctx context.Context, threadID string, fence *weft.Fence, red *redactor, fn func(weft.Tx) error) error {
+func (e *Engine) tx(ctx context.Context, threadID string, fence *weft.Fence, red *redact.Redactor, fn func(weft.Tx) error) error {
 	if red == nil {
 		red = e.threadRedactor(ctx, threadID)
 	}
-	if red.r == nil {
+	if red.Empty() {
 		return e.store.Tx(ctx, threadID, fence, fn) // no secret to redact
 	}
 	return e.store.Tx(ctx, threadID, fence, func(tx weft.Tx) error {
@@ -39,7 +40,7 @@ func (e *Engine) tx(ctx context.Context, threadID string, fence *weft.Fence, red
 
 // threadRedactor returns the thread's redactor, or one that redacts nothing when it cannot be
 // built.
-func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redactor {
+func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redact.Redactor {
 	r, err := e.loadRunRows(ctx, threadID, false)
 	if err != nil {
 		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
@@ -166,7 +167,7 @@ func redactMeta(m map[string]any, red func(string) string) map[string]any {
 
 // writeRedactor is the redactor for the State's writes: its run's, as it stands; nil (the
 // committer loads the thread's) outside its thread's run.
-func (s *threadState) writeRedactor() *redactor {
+func (s *threadState) writeRedactor() *redact.Redactor {
 	if s.inRun() {
 		return s.r.redactorNow()
 	}
@@ -174,7 +175,7 @@ func (s *threadState) writeRedactor() *redactor {
 }
 
 // changedRow is cur with the change c applied, as the committer stores it (redacted with red).
-func changedRow(cur weft.Message, c weft.MessageChange, red *redactor) weft.Message {
+func changedRow(cur weft.Message, c weft.MessageChange, red *redact.Redactor) weft.Message {
 	storecontract.ApplyMessageChange(&cur, c)
 	if c.Metadata != nil {
 		cur.Metadata = c.Metadata
@@ -182,7 +183,7 @@ func changedRow(cur weft.Message, c weft.MessageChange, red *redactor) weft.Mess
 	if c.ToolCalls != nil {
 		cur.ToolCalls = *c.ToolCalls
 	}
-	if red.r != nil {
+	if !red.Empty() {
 		redactMessage(&cur, red.String)
 	}
 	return cur

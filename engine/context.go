@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -23,7 +24,7 @@ type scope struct {
 	// offered are the tools offered to the model, by name and in order.
 	offered map[string]*offered
 	specs   []weft.ToolSpec
-	env     *envView
+	env     *vars.View
 	// rendered holds the template rendering of this step (prefix/suffix messages), if any.
 	rendered *weft.RenderedPrompt
 	// nested are the rows of a sub-prompt's own run (its init message, calls and results).
@@ -65,7 +66,7 @@ type offered struct {
 
 // newScope resolves a prompt's enabled tool entries into offered tools.
 func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[string]any) (*scope, error) {
-	s := &scope{prompt: p, depth: depth, side: side, args: args, env: r.env.with(p.Env, nil)}
+	s := &scope{prompt: p, depth: depth, side: side, args: args, env: r.env.With(p.Env, nil)}
 	s.fx = &s.effects
 	if p.Template != nil {
 		out, err := p.Template.RenderPrompt(r.ctx, weft.TemplateInput{Args: args, Env: envLookup(s.env), InThread: depth == 0 && !standalone(r.ctx)})
@@ -135,8 +136,8 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 	for _, e := range entries {
 		if e.Optional != "" {
 			keep = false
-			v, ok := s.env.lookup(e.Optional)
-			if !ok || !flagOn(v.value) {
+			v, ok := s.env.Lookup(e.Optional)
+			if !ok || !vars.FlagOn(v.Value) {
 				continue
 			}
 		}
@@ -239,10 +240,10 @@ func argsSchema(s *schema.Schema) *schema.Schema {
 }
 
 // envLookup adapts an env view to the EnvLookup prompts render with.
-func envLookup(v *envView) weft.EnvLookup {
+func envLookup(v *vars.View) weft.EnvLookup {
 	return func(name string) (string, bool, bool) {
-		x, ok := v.lookup(name)
-		return x.value, x.typ == weft.VarSecret, ok
+		x, ok := v.Lookup(name)
+		return x.Value, x.Type == weft.VarSecret, ok
 	}
 }
 

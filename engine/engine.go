@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/tokens"
@@ -85,7 +87,7 @@ type Engine struct {
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
 	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
 	// request to a model that declares no window may take, as a context-length refusal taught it
-	// (int; window.go): summarize folds ahead of time with it.
+	// (int; summary.go): summarize folds ahead of time with it.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
@@ -119,13 +121,10 @@ type Engine struct {
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
-	// reportMu serializes updates of children's reported-stops records.
-	reportMu sync.Mutex
-	// awaitMu guards awaited: children a blocking call of this process awaits, with the reports
-	// their background runs held back meanwhile (held while such a report is recorded, so that
-	// ending the wait cannot interleave with it).
-	awaitMu sync.Mutex
-	awaited map[string]*awaiting
+	// reports carries children's reports to their parents (childreport.go).
+	reports reports
+	// children drives child threads (childdrive.go).
+	children children
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -184,6 +183,7 @@ func New(opt Options) (*Engine, error) {
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
 	e.bg.pool = &e.pool
 	e.spent.Add = addSpend
+	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -236,7 +236,7 @@ func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
 	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
-	d := declaredTypes(newGraph(e.reg, a, nil).declared())
+	d := vars.DeclaredTypes(vars.NewGraph(e.reg, a, nil).Declared())
 	e.derived.Store(declaredKey(a.Name), d)
 	return d
 }
@@ -282,13 +282,13 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		}
 		nt.Properties[budgetProperty] = *nt.Budget
 	}
-	_, user, instance, err := loadEnv(ctx, e.store, "", nt.UserID)
+	_, user, instance, err := vars.Load(ctx, e.store, "", nt.UserID)
 	if err != nil {
 		return nil, err
 	}
-	g := newGraph(e.reg, a, nil)
-	decls := g.declared()
-	declared := declaredTypes(decls)
+	g := vars.NewGraph(e.reg, a, nil)
+	decls := g.Declared()
+	declared := vars.DeclaredTypes(decls)
 	thread := map[string]weft.EnvValue{}
 	for k, v := range nt.Env {
 		t, ok := declared[k]
@@ -300,14 +300,14 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		}
 		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &envView{thread: thread, agent: a.Env, user: toMap(user), instance: toMap(instance), declared: declared}
+	view := &vars.View{Thread: thread, Agent: a.Env, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 	// Optional entries count only when their flag resolves true.
-	g = newGraph(e.reg, a, func(flag string) bool {
-		v, ok := view.lookup(flag)
-		return ok && flagOn(v.value)
+	g = vars.NewGraph(e.reg, a, func(flag string) bool {
+		v, ok := view.Lookup(flag)
+		return ok && vars.FlagOn(v.Value)
 	})
-	decls = g.declared()
-	if missing := missingVariables(decls, view); len(missing) > 0 {
+	decls = g.Declared()
+	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		return nil, &MissingVariablesError{Missing: missing}
 	}
 	now := e.clock.Now().UTC()
@@ -616,15 +616,16 @@ func records(evs []Event) []weft.EventRecord {
 	out := make([]weft.EventRecord, len(evs))
 	size := 0
 	for i := range evs {
-		size += payloadSizeHint(evs[i].Data)
+		size += payload.SizeHint(evs[i].Data)
 	}
 	buf := make([]byte, 0, size)
 	for i, ev := range evs {
 		start := len(buf)
 		var err error
-		if buf, err = AppendPayloadJSON(buf, ev.Data); err != nil {
+		if buf, err = payload.AppendJSON(buf, ev.Data); err != nil {
 			buf = buf[:start]
-			buf, _ = appendMarshalled(buf, map[string]any{"error": "unencodable payload: " + err.Error()})
+			enc, _ := json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
+			buf = append(buf, enc...)
 		}
 		data := buf[start:len(buf):len(buf)]
 		out[i] = weft.EventRecord{Type: ev.Type, Data: data}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // envRequestTTL is how long a pending subagent variables request stays answerable.
@@ -57,7 +58,7 @@ func envRequestKey(id string) string { return "env_request/" + id }
 
 // requestEnv stores a pending request for a subagent's missing variables and returns the error
 // result that names it (error_code subagent_env_required).
-func (r *run) requestEnv(s *scope, o *offered, args map[string]any, decls map[string]*declaration, missing []missingVar) *weft.ToolResult {
+func (r *run) requestEnv(s *scope, o *offered, args map[string]any, decls map[string]*vars.Declaration, missing []vars.MissingVar) *weft.ToolResult {
 	req := storedEnvRequest{EnvRequest: EnvRequest{RequestID: weft.NewID("envreq_"), ParentThreadID: r.thread.ID, Agent: o.target.Agent.Name,
 		Status: "pending", ExpiresAt: r.now().Add(envRequestTTL)}, Entry: o.entry, Args: args, OwnerSide: s.side}
 	for _, m := range missing {
@@ -166,6 +167,6 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	}
 	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled
 	explicit := resumable && req.Entry.Resumable.ParentCommunication == "explicit"
-	e.startChild(child, a, req.OwnerSide, childMode{resumable: resumable, explicit: explicit})
+	e.children.startChild(child, a, req.OwnerSide, childMode{resumable: resumable, explicit: explicit})
 	return &EnvFulfilled{RequestID: requestID, ChildThreadID: child.ID, Reference: child.ID, Status: "success"}, nil
 }

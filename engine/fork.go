@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // forkedCallResult answers, in a fork, a copied call whose result the original had not stored
@@ -80,7 +82,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	if err != nil {
 		return nil, err
 	}
-	cur, err := loadExecState(ctx, e.store, threadID)
+	cur, err := runstate.Load(ctx, e.store, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 		recs = records(evs)
 	}
 	err = e.store.CreateThreadTx(ctx, t, env, func(tx weft.Tx) error {
-		if err := tx.SetExecState(execKey, state.encode()); err != nil {
+		if err := tx.SetExecState(runstate.Key, state.Encode()); err != nil {
 			return err
 		}
 		return writeFork(tx, rows, unanswered, calls, kv, files, recs, now)
@@ -224,7 +226,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 //     stops, the immediate subagents already started) is kept as it is now.
 //
 // Windows are seqs: they are translated to the fork's, whose rows are renumbered from 1.
-func forkState(cur execState, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) execState {
+func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
 	// The fork's seq of the original's: each copied row's place, answers to open calls included.
 	var origSeqs []int64 // by fork seq - 1: the original seq of the row, or that of the row it follows
 	for _, m := range rows {
@@ -245,7 +247,7 @@ func forkState(cur execState, all, rows []weft.Message, unanswered map[string][]
 	final := func(m *weft.Message, side weft.Side) bool {
 		return m.Depth == 0 && m.Role == weft.RoleAssistant && m.Side == side && len(m.ToolCalls) == 0 && m.Status == weft.MessageCompleted
 	}
-	st := execState{Side: weft.SideA, QueuedTools: cur.QueuedTools, Immediate: cur.Immediate, Stops: cur.Stops}
+	st := runstate.State{Side: weft.SideA, QueuedTools: cur.QueuedTools, Immediate: cur.Immediate, Stops: cur.Stops}
 	for i, side := range []weft.Side{weft.SideA, weft.SideB} {
 		c := cur.Sides[i]
 		o := &st.Sides[i]
@@ -331,17 +333,17 @@ func writeFork(tx weft.Tx, rows []weft.Message, unanswered map[string][]unanswer
 	var seqs [][2]int64            // (the original's seq, the fork's) of each copied row, in order
 	for i := range rows {
 		m := rows[i]
-		if isSummary(&m) {
+		if window.IsSummary(&m) {
 			// A summary names the newest row it covers by seq: the fork's may differ.
 			m.Metadata = maps.Clone(m.Metadata)
-			through := metaInt(&m, metaSummaryThrough)
+			through := window.MetaInt(&m, window.MetaSummaryThrough)
 			var n int64
 			for _, p := range seqs {
 				if p[0] <= through {
 					n = p[1]
 				}
 			}
-			m.Metadata[metaSummaryThrough] = n
+			m.Metadata[window.MetaSummaryThrough] = n
 		}
 		orig := m.Seq
 		m.ThreadID, m.Seq = "", 0

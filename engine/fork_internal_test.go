@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/window"
 	"github.com/weft-agents/weft/memstore"
 )
 
@@ -19,7 +20,7 @@ func TestForkRenumbers(t *testing.T) {
 		{ID: "m2", Seq: 2, Role: weft.RoleAssistant, Side: weft.SideA, Status: weft.MessagePending},
 		{ID: "m3", Seq: 3, Role: weft.RoleAssistant, Side: weft.SideA, Content: "a", Status: weft.MessageCompleted, LogID: "log_1"},
 		{ID: "m4", Seq: 4, Role: weft.RoleSystem, Content: "summary", Silent: true, Status: weft.MessageCompleted,
-			Metadata: map[string]any{metaSummary: true, metaSummaryThrough: float64(3), metaSummaryThroughID: "m3"}},
+			Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryThrough: float64(3), window.MetaSummaryThroughID: "m3"}},
 		{ID: "m5", Seq: 5, Role: weft.RoleAssistant, Side: weft.SideA, Status: weft.MessageCompleted,
 			ToolCalls: []weft.ToolCall{{ID: "c1", Name: "t"}, {ID: "c2", Name: "t"}, {ID: "c3", Name: "t"}}},
 		{ID: "m6", Seq: 6, Role: weft.RoleTool, Side: weft.SideA, ToolCallID: "c1", Content: "r1", Status: weft.MessageCompleted},
@@ -62,7 +63,7 @@ func TestForkRenumbers(t *testing.T) {
 			t.Errorf("row %d: %s seq %d, want %s seq %d", i, name, m.Seq, want[i], i+1)
 		}
 	}
-	if through := metaInt(&got[2], metaSummaryThrough); through != 2 {
+	if through := window.MetaInt(&got[2], window.MetaSummaryThrough); through != 2 {
 		t.Errorf("the summary covers through seq %d in the fork, want 2 (m3's)", through)
 	}
 	if got[6].Content != forkedCallResult || got[6].ToolStatus != weft.ToolError {

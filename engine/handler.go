@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // handlerTurn drives a side with a Go handler: every completed top-level row
@@ -23,7 +24,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	if side == weft.SideB {
 		inbound = weft.RoleAssistant
 	}
-	mark := r.state.of(side).Handler
+	mark := r.state.Of(side).Handler
 	r.sync()
 	var rows []weft.Message
 	for _, m := range r.rows {
@@ -34,12 +35,12 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	if len(rows) == 0 {
 		return true, carried, nil
 	}
-	r.state.of(side).Handler = rows[len(rows)-1].Seq
+	r.state.Of(side).Handler = rows[len(rows)-1].Seq
 	if err := r.saveState(); err != nil {
 		return false, carried, err
 	}
 	r.steps++
-	r.sideSteps[sideIndex(side)]++
+	r.sideSteps[runstate.SideIndex(side)]++
 	before := r.lastSeq
 	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env,
 		effects: carried}

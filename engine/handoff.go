@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // pendingHandoff is a handoff called in the current step, applied after it.
@@ -21,11 +23,11 @@ type pendingHandoff struct {
 func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolResult {
 	target := o.target.Agent
 	flag := func(name string) bool {
-		v, ok := r.env.lookup(name)
-		return ok && flagOn(v.value)
+		v, ok := r.env.Lookup(name)
+		return ok && vars.FlagOn(v.Value)
 	}
-	view := &envView{thread: r.env.thread, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
-	if missing := missingVariables(newGraph(r.e.reg, target, flag).declared(), view); len(missing) > 0 {
+	view := &vars.View{Thread: r.env.Thread, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.declaredOf(target)}
+	if missing := vars.Missing(vars.NewGraph(r.e.reg, target, flag).Declared(), view); len(missing) > 0 {
 		names := make([]string, len(missing))
 		for i, m := range missing {
 			names[i] = m.Name
@@ -97,10 +99,10 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 		args[k] = v
 	}
 	from := r.agent.Name
-	r.state = execState{}
+	r.state = runstate.State{}
 	r.sync()
-	r.state.endSession(r.lastSeq)
-	state := r.state.encode()
+	r.state.EndSession(r.lastSeq)
+	state := r.state.Encode()
 	name := h.target.Name
 	err := r.tx(func(tx weft.Tx) error {
 		if err := tx.UpdateThread(weft.ThreadPatch{Agent: &name, Arguments: args}); err != nil {
@@ -111,7 +113,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 				return err
 			}
 		}
-		return tx.SetExecState(execKey, state)
+		return tx.SetExecState(runstate.Key, state)
 	})
 	if err != nil {
 		return err
@@ -124,7 +126,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.target
 	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
-	r.env.agent, r.env.declared = h.target.Env, r.e.declaredOf(h.target)
+	r.env.Agent, r.env.Declared = h.target.Env, r.e.declaredOf(h.target)
 	if r.e.observed() {
 		r.emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}

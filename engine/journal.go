@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // journal writes one run's changes to the store, in fenced transactions of the run's lease. The
@@ -59,7 +61,7 @@ type journal struct {
 	// between two commits can leave a row without one.
 	messageEvent func(weft.Message) Event
 	// red returns the run's redactor as it stands (a State may add a secret meanwhile).
-	red func() *redactor
+	red func() *redact.Redactor
 }
 
 // tx runs fn in a fenced transaction, storing first the messages drained since the last one, and
@@ -214,12 +216,12 @@ func (j *journal) txBody(tx weft.Tx) error {
 }
 
 // saveState writes the run state when it changed since it was last written.
-func (j *journal) saveState(s *execState) ([]*weft.Message, error) {
-	enc := s.encode()
+func (j *journal) saveState(s *runstate.State) ([]*weft.Message, error) {
+	enc := s.Encode()
 	if bytes.Equal(enc, j.saved) {
 		return nil, nil
 	}
-	drained, err := j.tx(func(tx weft.Tx) error { return tx.SetExecState(execKey, enc) })
+	drained, err := j.tx(func(tx weft.Tx) error { return tx.SetExecState(runstate.Key, enc) })
 	if err != nil {
 		return nil, err
 	}

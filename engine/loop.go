@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // stopRequested reports a user stop or a cancelled context.
@@ -71,7 +72,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	}
 	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
 		// The run died after the stop tool's result committed: the turn ends as it would have.
-		r.state.completeTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.lastSeq)
 		r.state.Side = side.Other()
 		if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
 			return fx, ended(r.stop(weft.StopTool, ""))
@@ -101,7 +102,7 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	side := r.state.Side
 	def := r.agent.Side(side)
 	// S4: the session's turn cap.
-	if n := r.agent.MaxSessionTurns; n > 0 && r.state.minTurns() >= n {
+	if n := r.agent.MaxSessionTurns; n > 0 && r.state.MinTurns() >= n {
 		return ended(r.endSession(weft.StopMaxSessionTurn, ""))
 	}
 	// S5: a human side parks the run.
@@ -112,7 +113,7 @@ func (r *run) boundary(fx *toolEffects) *ending {
 		return r.handlerBoundary(side, def, fx)
 	}
 	// S7: step caps.
-	if def.MaxSteps > 0 && r.sideSteps[sideIndex(side)] >= def.MaxSteps {
+	if def.MaxSteps > 0 && r.sideSteps[runstate.SideIndex(side)] >= def.MaxSteps {
 		return ended(r.stop(weft.StopMaxSideSteps, fmt.Sprintf("side %s reached maxSteps (%d)", side, def.MaxSteps)))
 	}
 	if r.steps >= r.ceiling {
@@ -145,16 +146,16 @@ func (r *run) handlerBoundary(side weft.Side, def weft.AgentSide, fx *toolEffect
 	if err != nil {
 		return ended(r.fail(err))
 	}
-	r.state.of(side).Idle = idle
+	r.state.Of(side).Idle = idle
 	// An idle handler gives the other side nothing new: the run stops, unless the other side
 	// is a handler that has not been idle yet (two idle handler sides stop the run).
 	other := r.agent.Side(side.Other())
-	if idle && (other.Handler == "" || r.state.of(side.Other()).Idle) {
+	if idle && (other.Handler == "" || r.state.Of(side.Other()).Idle) {
 		return ended(r.stop(weft.StopHandlerIdle, ""))
 	}
 	if !idle {
 		r.sync()
-		r.state.completeTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.lastSeq)
 	}
 	if next := fx.takeForced(); next != "" {
 		r.state.Side = next
@@ -194,7 +195,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 		// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
 		if out.turnDone {
 			r.sync()
-			r.state.completeTurn(side, r.lastSeq)
+			r.state.CompleteTurn(side, r.lastSeq)
 		}
 		r.state.Side = next
 		if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
@@ -208,7 +209,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 	// S12: turn completion.
 	if out.turnDone {
 		r.sync()
-		r.state.completeTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.lastSeq)
 		next := side.Other()
 		if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
 			reason := weft.StopOnResponse
@@ -298,7 +299,7 @@ func (r *run) drain() error {
 	}
 	if r.state.Side == weft.SideA && r.agent.Kind() == weft.AIHuman {
 		// The human's messages complete a B turn.
-		b := r.state.of(weft.SideB)
+		b := r.state.Of(weft.SideB)
 		b.Turns++
 		b.Window = last.Seq
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // mailbox carries a State's changes to its run's caches. A tool may start a goroutine that
@@ -54,8 +55,8 @@ func (r *run) shared(fn func()) {
 }
 
 // redactorNow returns the run's redactor for a caller on any goroutine.
-func (r *run) redactorNow() *redactor {
-	var red *redactor
+func (r *run) redactorNow() *redact.Redactor {
+	var red *redact.Redactor
 	r.shared(func() { red = r.red })
 	return red
 }
@@ -75,16 +76,16 @@ func (r *run) postDelete(id string) {
 // thread layer is replaced, not changed in place, as a State may be reading the old one.
 func (r *run) postEnv(v weft.EnvValue) {
 	r.mail.post(func(r *run) {
-		layer := maps.Clone(r.env.thread)
+		layer := maps.Clone(r.env.Thread)
 		if layer == nil {
 			layer = map[string]weft.EnvValue{}
 		}
 		layer[v.Name] = v
 		next := *r.env
-		next.thread = layer
-		red := newRedactor(next.secrets(), r.providerKeys())
+		next.Thread = layer
+		red := redact.New(next.Secrets(), r.providerKeys())
 		r.shared(func() {
-			r.env.thread = layer
+			r.env.Thread = layer
 			r.red = red
 		})
 	})

@@ -22,7 +22,7 @@ func (r *run) mcpTools(s *scope, e weft.ToolEntry, srv *weft.MCPServer) ([]weft.
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, mcpTimeout(srv))
 	defer cancel()
-	tools, err := r.e.opt.MCP.Tools(ctx, srv, envLookup(s.env.with(s.prompt.Env, e.Env)))
+	tools, err := r.e.opt.MCP.Tools(ctx, srv, envLookup(s.env.With(s.prompt.Env, e.Env)))
 	if err != nil {
 		r.e.log.Warn("MCP server's tools could not be listed", "server", srv.Name, "error", err)
 	}
@@ -97,7 +97,7 @@ func (r *run) callMCP(s *scope, st *threadState, o *offered, args map[string]any
 	limit := mcpTimeout(t.MCP)
 	ctx, cancel := context.WithTimeout(st.ctx, limit)
 	defer cancel()
-	out, err := r.e.opt.MCP.Call(ctx, t.MCP, t.MCPTool, raw, envLookup(s.env.with(s.prompt.Env, o.entry.Env)))
+	out, err := r.e.opt.MCP.Call(ctx, t.MCP, t.MCPTool, raw, envLookup(s.env.With(s.prompt.Env, o.entry.Env)))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.ctx.Err() == nil {
 			return weft.Failure(fmt.Sprintf("tool %s timed out after %s (MCP server %s)", t.Name, weft.Duration(limit), t.MCP.Name))

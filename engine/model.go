@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // requiredNote is appended when a reply ignores toolChoice required.
@@ -106,7 +108,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 		limit := 0
 	attempts:
 		for n := 1; n <= policy.Attempts; n++ {
-			var fit fitted
+			var fit window.Fitted
 			resp, log, err := r.attempt(s, base, m, messageID, retryOf, n, limit, &fit)
 			logs = append(logs, log)
 			retryOf = log.ID
@@ -157,7 +159,7 @@ func (r *run) callWithFallbacks(s *scope, base *weft.Request, messageID string) 
 	}
 	var pe *weft.ProviderError
 	if errors.As(lastErr, &pe) && pe.Type == weft.ErrContextLength {
-		return nil, nil, logs, &contextError{text: contextTooLong(s.prompt, models[len(models)-1], errors.New(r.red.Error(lastErr)))}
+		return nil, nil, logs, &contextError{text: window.TooLong(s.prompt, models[len(models)-1], errors.New(r.red.Error(lastErr)))}
 	}
 	if !retried {
 		return nil, nil, logs, fmt.Errorf("Model %s failed (%s is not retried) and %d fallbacks: %s", primary.Name, errorType(lastErr), len(models)-1, r.red.Error(lastErr))
@@ -204,8 +206,8 @@ func errorType(err error) string {
 }
 
 // attempt makes one provider call and returns its log row.
-// limit > 0 is the tokens the request may take (fitWindow); fit is set to what was left out.
-func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string, n, limit int, fit *fitted) (*weft.Response, *weft.LogEntry, error) {
+// limit > 0 is the tokens the request may take (window.Fit); fit is set to what was left out.
+func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, retryOf string, n, limit int, fit *window.Fitted) (*weft.Response, *weft.LogEntry, error) {
 	req := *base
 	req.Model = m
 	if m.Provider != s.provider {
@@ -220,7 +222,7 @@ func (r *run) attempt(s *scope, base *weft.Request, m *weft.Model, messageID, re
 	if !m.Capabilities.Images() {
 		req.Messages = withoutImages(req.Messages)
 	}
-	*fit = fitWindow(&r.e.tokens, s.prompt, &req, m, limit)
+	*fit = window.Fit(&r.e.tokens, s.prompt, &req, m, limit)
 	if fit.Omitted > 0 && r.e.observed() {
 		r.emit("context_trimmed", Fields{"model": m.Name, "strategy": string(s.prompt.StrategyOf()), "omitted_messages": fit.Omitted, "tokens_before": fit.Before,
 			"tokens_after": fit.After, "budget": fit.Budget})
@@ -291,7 +293,7 @@ func (r *run) callProvider(p weft.Provider, req *weft.Request, log *weft.LogEntr
 	// One allocation holds the call's state; its methods are the timer's and the chunks' callbacks.
 	c := &providerCall{r: r, log: log, depth: req.Depth, to: req.Timeouts}
 	// Deltas are redacted as a stream: a secret split across deltas is replaced as well.
-	c.text.r, c.reasoning.r = r.red, r.red
+	c.text, c.reasoning = redact.NewStream(r.red), redact.NewStream(r.red)
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
 	c.cancel = cancel
@@ -348,7 +350,7 @@ type providerCall struct {
 
 	mu              sync.Mutex // guards first and the redactors: chunks and the timer race
 	first           time.Time  // the first chunk's arrival
-	text, reasoning streamRedactor
+	text, reasoning redact.Stream
 }
 
 // expire is the timer's: no chunk within the first-chunk timeout, or none since the last for the
@@ -538,13 +540,13 @@ func (r *run) keyVar(provider string) (string, weft.ProviderInfo) {
 // lookupKey resolves a provider key: thread env → user env → instance env → process env. An
 // empty value counts as unset.
 func (r *run) lookupKey(name string) (string, bool) {
-	if v, ok := r.env.thread[name]; ok && v.Value != "" {
+	if v, ok := r.env.Thread[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.user[name]; ok && v.Value != "" {
+	if v, ok := r.env.User[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
-	if v, ok := r.env.instance[name]; ok && v.Value != "" {
+	if v, ok := r.env.Instance[name]; ok && v.Value != "" {
 		return v.Value, true
 	}
 	if v, ok := r.e.procKeys[name]; ok && v != "" {
@@ -589,7 +591,7 @@ func (r *run) providerKeys() []string {
 
 // lastLineRedact counts the secrets left in the request's messages and, with apply, replaces them.
 func (r *run) lastLineRedact(req *weft.Request, apply bool) {
-	if r.red.r == nil {
+	if r.red.Empty() {
 		return
 	}
 	var msgs []weft.LLMMessage

@@ -7,6 +7,10 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/vars"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // PreviewInput names what to render.
@@ -107,14 +111,14 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: execState{Side: weft.SideA}, callIDs: map[string]bool{}, journal: journal{e: e, threadID: "render", ctx: ctx}}
+			state: runstate.State{Side: weft.SideA}, rowCache: rowCache{callIDs: map[string]bool{}}, journal: journal{e: e, threadID: "render", ctx: ctx}}
 		r.wire()
-		_, user, instance, err := loadEnv(ctx, e.store, "", "")
+		_, user, instance, err := vars.Load(ctx, e.store, "", "")
 		if err != nil {
 			return nil, err
 		}
-		decls := newGraph(e.reg, a, nil).declared()
-		declared := declaredTypes(decls)
+		decls := vars.NewGraph(e.reg, a, nil).Declared()
+		declared := vars.DeclaredTypes(decls)
 		thread := map[string]weft.EnvValue{}
 		for k, v := range in.Env {
 			t, ok := declared[k]
@@ -123,11 +127,11 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 			}
 			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 		}
-		r.env = &envView{thread: thread, user: toMap(user), instance: toMap(instance), declared: declared}
+		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
-		var own []missingVar
-		for _, m := range missingVariables(decls, r.env) {
+		var own []vars.MissingVar
+		for _, m := range vars.Missing(decls, r.env) {
 			if slices.Contains(m.DeclaredBy, "prompt "+p.Name) {
 				own = append(own, m)
 			}
@@ -135,7 +139,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = newRedactor(r.env.secrets(), r.providerKeys())
+		r.red = redact.New(r.env.Secrets(), r.providerKeys())
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {
@@ -176,12 +180,12 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		req.Model = m
 		rep.Window = m.Capabilities.MaxContextTokens
 		if s.summary != nil {
-			rep.SummaryID, rep.Summarized = s.summary.ID, int(metaInt(s.summary, metaSummaryMessages))
+			rep.SummaryID, rep.Summarized = s.summary.ID, int(window.MetaInt(s.summary, window.MetaSummaryMessages))
 		}
 		if rep.Strategy == weft.ContextSummarize {
 			rep.Pending = r.planFold(s, req, rows).n
 		}
-		fit := fitWindow(&e.tokens, p, req, m, 0)
+		fit := window.Fit(&e.tokens, p, req, m, 0)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
 	rep.Reason = rep.reason()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // Recovered says what RecoverAll found and started.
@@ -88,14 +89,14 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		row, ok := registryRow(k)
-		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.drivenHere(k.ID) {
+		if !ok || (row["blocking"] != false && row["resumable"] != true) || e.children.drivenHere(k.ID) {
 			continue
 		}
-		a, owner, mode, ok := e.driveArgs(k)
+		a, owner, mode, ok := e.children.driveArgs(k)
 		if !ok {
 			continue
 		}
-		if err := e.sendHeld(ctx, k); err != nil {
+		if err := e.reports.sendHeld(ctx, k); err != nil {
 			return err
 		}
 		q, err := e.store.Queued(ctx, k.ID)
@@ -103,13 +104,13 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 			return err
 		}
 		if k.Status != weft.ThreadTerminated && (k.Status == weft.ThreadRunning || len(q) > 0) {
-			e.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
+			e.children.goDrive(context.WithoutCancel(ctx), k, a, owner, mode, true)
 			continue
 		}
 		if k.Status == weft.ThreadAwaitingApproval {
 			continue // waits for a person: Decide drives it on, and its driver reports
 		}
-		st, err := loadExecState(ctx, e.store, k.ID)
+		st, err := runstate.Load(ctx, e.store, k.ID)
 		if err != nil {
 			return err
 		}
@@ -118,12 +119,12 @@ func (e *Engine) Recover(ctx context.Context, threadID string) error {
 		}
 		out, ok := recordedResult(k)
 		if !ok {
-			out = e.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
+			out = e.children.childResult(ctx, k, a, weft.StopInfo{Reason: k.StopReason})
 		}
 		if !mode.resumable && k.Status != weft.ThreadTerminated {
 			e.finishChild(ctx, k, out)
 		}
-		e.report(ctx, k, owner, out, st.Stops, true)
+		e.reports.report(ctx, k, owner, out, st.Stops, true)
 	}
 	return nil
 }

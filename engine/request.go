@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/window"
 )
 
 // requests builds a run's provider requests: the stored rows a scope sees, turned to its side's
@@ -22,7 +24,7 @@ type requests struct {
 	thread *weft.Thread
 	// rows and state are the run's: its cached rows and its run state.
 	rows  *[]*weft.Message
-	state *execState
+	state *runstate.State
 	// r is the run whose hooks see the request.
 	r *run
 	// buf is the message buffer of the run's requests, reused step after step.
@@ -51,16 +53,16 @@ func (q *requests) systemText(s *scope) (string, error) {
 // are copies.
 func (q *requests) history(s *scope) []*weft.Message {
 	p := s.prompt
-	window := q.state.of(s.side).Window
+	chatFrom := q.state.Of(s.side).Window
 	q.r.sync()
 	// Under summarize the rows the newest summary covers are sent as that summary (build).
 	through, kept := int64(-1<<62), ""
 	s.summary = nil
 	if p.StrategyOf() == weft.ContextSummarize {
-		if s.summary = summaryOf(*q.rows, p.Name, s.side); s.summary != nil {
-			through = metaInt(s.summary, metaSummaryThrough)
-			kept, _ = s.summary.Metadata[metaSummaryKept].(string)
-			if !p.IncludeChat && through <= window {
+		if s.summary = window.SummaryOf(*q.rows, p.Name, s.side); s.summary != nil {
+			through = window.MetaInt(s.summary, window.MetaSummaryThrough)
+			kept, _ = s.summary.Metadata[window.MetaSummaryKept].(string)
+			if !p.IncludeChat && through <= chatFrom {
 				// It stands for earlier turns, which the prompt does not see.
 				s.summary, through, kept = nil, -1<<62, ""
 			}
@@ -72,11 +74,11 @@ func (q *requests) history(s *scope) []*weft.Message {
 			continue
 		}
 		if len(m.Metadata) > 0 {
-			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex || isSummary(m) {
+			if ex, _ := m.Metadata["exclude_from_context"].(bool); ex || window.IsSummary(m) {
 				continue
 			}
 		}
-		if m.Seq <= window {
+		if m.Seq <= chatFrom {
 			if !p.IncludeChat {
 				continue
 			}
@@ -119,7 +121,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 	}
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
 	if s.summary != nil && s.depth == 0 {
-		msgs = append(msgs, summaryMessage(s.summary))
+		msgs = append(msgs, window.SummaryMessage(s.summary))
 	}
 	if s.rendered != nil {
 		msgs = append(msgs, s.rendered.Prefix...)
@@ -187,7 +189,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 				// the current turn (providers require them to continue after tool use), for earlier
 				// turns only with reasoning.include.
 				if blocks, ok := m.Metadata["reasoning_blocks"]; ok && m.Prompt == s.prompt.Name {
-					inTurn := m.Seq > q.state.of(s.side).Window || s.depth > 0
+					inTurn := m.Seq > q.state.Of(s.side).Window || s.depth > 0
 					if rs := s.prompt.Reasoning; inTurn || (rs != nil && rs.Include) {
 						if raw, err := json.Marshal(blocks); err == nil {
 							if lm.Metadata == nil {

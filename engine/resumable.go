@@ -167,22 +167,22 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 		return *fail
 	}
 	if !blocking {
-		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
+		r.e.children.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
-	r.e.beginAwait(child.ID)
+	r.e.reports.beginAwait(child.ID)
 	return r.awaitResumable(child, re.agent)
 }
 
 // awaitResumable runs a resumable child until it stops; it stays alive for later messages. The
 // caller registered the wait with beginAwait before queueing its message.
 func (r *run) awaitResumable(child *weft.Thread, a *weft.Agent) weft.ToolResult {
-	info, err := r.e.runChild(r.ctx, child, false)
-	defer r.e.endAwait(context.WithoutCancel(r.ctx), child, info.Seq)
+	info, err := r.e.children.runChild(r.ctx, child, false)
+	defer r.e.reports.endAwait(context.WithoutCancel(r.ctx), child, info.Seq)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
-	out := r.e.childResult(context.WithoutCancel(r.ctx), child, a, info)
+	out := r.e.children.childResult(context.WithoutCancel(r.ctx), child, a, info)
 	r.e.childStopped(context.WithoutCancel(r.ctx), child, out)
 	suffix := "\n\nReference: " + child.ID
 	if out.Status == weft.ToolSuccess {
@@ -227,16 +227,16 @@ func (r *run) subagentMessage(s *scope, args map[string]any) weft.ToolResult {
 	}
 	blocking := row["blocking"] != false
 	if blocking {
-		r.e.beginAwait(child.ID)
+		r.e.reports.beginAwait(child.ID)
 	}
 	if _, err := r.e.enqueue(ctx, child.ID, nm); err != nil {
 		if blocking {
-			r.e.endAwait(ctx, child, 0)
+			r.e.reports.endAwait(ctx, child, 0)
 		}
 		return weft.Failure(fmt.Sprintf("Subagent reference %q is not active.", ref))
 	}
 	if !blocking {
-		r.e.startChild(child, a, s.side, childMode{resumable: true, explicit: row["parent_communication"] == "explicit"})
+		r.e.children.startChild(child, a, s.side, childMode{resumable: true, explicit: row["parent_communication"] == "explicit"})
 		return weft.Success("Message sent to subagent " + child.ID + ".")
 	}
 	return r.awaitResumable(child, a)

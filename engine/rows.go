@@ -6,41 +6,50 @@ import (
 	"github.com/weft-agents/weft"
 )
 
+// rowCache is a run's copy of the thread's top-level rows (completed and pending) in seq order,
+// with the newest seq and the ids of the tool calls it has seen. Only the run's goroutine
+// changes it; a State's rows reach it through the run's mailbox.
+type rowCache struct {
+	rows    []*weft.Message
+	lastSeq int64
+	callIDs map[string]bool
+}
+
 // addRows appends stored top-level rows to the run's cache (by pointer into rows: no copies).
-func (r *run) addRows(rows []weft.Message) {
-	if r.rows == nil {
-		r.rows = make([]*weft.Message, 0, len(rows)+16)
+func (rc *rowCache) addRows(rows []weft.Message) {
+	if rc.rows == nil {
+		rc.rows = make([]*weft.Message, 0, len(rows)+16)
 	}
 	for i := range rows {
 		m := &rows[i]
-		r.noteRow(m)
+		rc.noteRow(m)
 		if m.Depth == 0 {
-			r.rows = append(r.rows, m)
+			rc.rows = append(rc.rows, m)
 		}
 	}
 }
 
 // shareRows appends a store's read-only rows to the run's cache; the run never modifies a cached
 // row (it replaces it).
-func (r *run) shareRows(rows []*weft.Message) {
-	if r.rows == nil {
-		r.rows = make([]*weft.Message, 0, len(rows)+16)
+func (rc *rowCache) shareRows(rows []*weft.Message) {
+	if rc.rows == nil {
+		rc.rows = make([]*weft.Message, 0, len(rows)+16)
 	}
 	for _, m := range rows {
-		r.noteRow(m)
+		rc.noteRow(m)
 		if m.Depth == 0 {
-			r.rows = append(r.rows, m)
+			rc.rows = append(rc.rows, m)
 		}
 	}
 }
 
 // noteRow records a row's seq and call ids.
-func (r *run) noteRow(m *weft.Message) {
-	if m.Seq > r.lastSeq {
-		r.lastSeq = m.Seq
+func (rc *rowCache) noteRow(m *weft.Message) {
+	if m.Seq > rc.lastSeq {
+		rc.lastSeq = m.Seq
 	}
 	for _, c := range m.ToolCalls {
-		r.callIDs[c.ID] = true
+		rc.callIDs[c.ID] = true
 	}
 }
 
@@ -51,16 +60,16 @@ func (r *run) addRow(m weft.Message) {
 
 // cacheRow adds a stored row to the cache, in seq order: a State's row, stored from a tool's
 // goroutine, may reach the cache after a later row of the run's own.
-func (r *run) cacheRow(m weft.Message) {
-	r.noteRow(&m)
+func (rc *rowCache) cacheRow(m weft.Message) {
+	rc.noteRow(&m)
 	if m.Depth != 0 {
 		return
 	}
-	i := len(r.rows)
-	for i > 0 && r.rows[i-1].Seq > m.Seq {
+	i := len(rc.rows)
+	for i > 0 && rc.rows[i-1].Seq > m.Seq {
 		i--
 	}
-	r.rows = slices.Insert(r.rows, i, &m)
+	rc.rows = slices.Insert(rc.rows, i, &m)
 }
 
 // replaceRow updates a cached row after an update in the store.
@@ -69,10 +78,10 @@ func (r *run) replaceRow(m weft.Message) {
 	r.recacheRow(m)
 }
 
-func (r *run) recacheRow(m weft.Message) {
-	for i := len(r.rows) - 1; i >= 0; i-- {
-		if r.rows[i].ID == m.ID {
-			r.rows[i] = &m
+func (rc *rowCache) recacheRow(m weft.Message) {
+	for i := len(rc.rows) - 1; i >= 0; i-- {
+		if rc.rows[i].ID == m.ID {
+			rc.rows[i] = &m
 			return
 		}
 	}

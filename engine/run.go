@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // activeRun is a run in progress in this process.
@@ -70,7 +73,7 @@ type treeNote struct {
 	// reply is the last reply a run stored, as the run holds it (shared, not redacted), and red
 	// the run's redactor: finish copies and redacts it only for a caller that gets it.
 	reply *weft.Message
-	red   *redactor
+	red   *redact.Redactor
 }
 
 // finish completes a result for its caller: its reply (redacted) when the runs left one, and
@@ -224,12 +227,12 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 	}
 	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
 	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
-		s, err := loadExecState(ctx, e.store, threadID)
+		s, err := runstate.Load(ctx, e.store, threadID)
 		if err != nil {
 			return err
 		}
 		s.Stopped = true
-		return tx.SetExecState(execKey, s.encode())
+		return tx.SetExecState(runstate.Key, s.Encode())
 	})
 }
 
@@ -351,7 +354,7 @@ func (r *run) lastReply() *weft.Message {
 }
 
 // redactedCopy copies a message for a caller, its content redacted.
-func redactedCopy(m *weft.Message, red *redactor) *weft.Message {
+func redactedCopy(m *weft.Message, red *redact.Redactor) *weft.Message {
 	c := *m
 	c.Content = red.String(c.Content)
 	return &c
@@ -429,16 +432,14 @@ type run struct {
 	id     string
 	thread *weft.Thread
 	agent  *weft.Agent
-	state  execState
+	state  runstate.State
 
 	// wctx is ctx without cancellation, for writes that must finish.
 	wctx context.Context
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
 	journal journal
-	// rows caches the thread's top-level messages (completed and pending) in seq order.
-	rows    []*weft.Message
-	lastSeq int64
-	callIDs map[string]bool
+	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
+	rowCache
 	// mail carries a State's changes to the caches from any goroutine (mailbox.go): sync applies
 	// them before the run reads or changes rows, lastSeq, callIDs, env, red or the queued tools.
 	mail mailbox
@@ -451,8 +452,8 @@ type run struct {
 	sideSteps [2]int
 	ceiling   int
 
-	env    *envView
-	red    *redactor
+	env    *vars.View
+	red    *redact.Redactor
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
@@ -480,12 +481,12 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if !ok {
 		return nil, weft.Errorf(weft.EInvalid, "thread %s: agent %q is not defined", t.ID, t.Agent)
 	}
-	s, err := decodeExecState(start.ExecState[execKey])
+	s, err := runstate.Decode(start.ExecState[runstate.Key])
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
 	wctx := context.WithoutCancel(ctx)
-	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, callIDs: map[string]bool{},
+	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}},
 		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
@@ -494,14 +495,14 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	} else {
 		r.addRows(start.Messages)
 	}
-	r.env = &envView{thread: toMap(start.ThreadEnv), agent: a.Env, user: toMap(start.UserEnv), instance: toMap(start.InstanceEnv),
-		declared: e.declaredOf(a)}
+	r.env = &vars.View{Thread: vars.Layer(start.ThreadEnv), Agent: a.Env, User: vars.Layer(start.UserEnv), Instance: vars.Layer(start.InstanceEnv),
+		Declared: e.declaredOf(a)}
 	if t.ParentID != "" {
-		if r.env.inherited, err = ancestorEnv(ctx, e.store, t.ParentID, newGraph(e.reg, a, nil).declared()); err != nil {
+		if r.env.Inherited, err = vars.Inherited(ctx, e.store, t.ParentID, vars.NewGraph(e.reg, a, nil).Declared()); err != nil {
 			return nil, err
 		}
 	}
-	r.red = newRedactor(r.env.secrets(), r.providerKeys())
+	r.red = redact.New(r.env.Secrets(), r.providerKeys())
 	return r, nil
 }
 
@@ -538,7 +539,7 @@ func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*
 			return nil, err
 		}
 	}
-	thread, user, instance, err := loadEnv(ctx, e.store, threadID, t.UserID)
+	thread, user, instance, err := vars.Load(ctx, e.store, threadID, t.UserID)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // execution is the Execution of a tool or hook inside a run.
@@ -23,9 +24,9 @@ func (x *execution) RunID() string   { return x.r.id }
 func (x *execution) Side() weft.Side { return x.s.side }
 func (x *execution) StepCount() int  { return x.r.steps }
 func (x *execution) SideStepCount(s weft.Side) int {
-	return x.r.sideSteps[sideIndex(s)]
+	return x.r.sideSteps[runstate.SideIndex(s)]
 }
-func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.of(s).Turns }
+func (x *execution) TurnCount(s weft.Side) int   { return x.r.state.Of(s).Turns }
 func (x *execution) Depth() int                  { return x.s.depth }
 func (x *execution) PromptName() string          { return x.s.prompt.Name }
 func (x *execution) ToolCall() *weft.ToolCall    { return x.call }
@@ -544,7 +545,7 @@ func (s *threadState) NotifyParent(ctx context.Context, text string, attachments
 		owner = weft.SideB
 	}
 	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
-	return s.e.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
+	return s.e.reports.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
 }
 
 // SetStatus sets the status text of the thread's registry row, which the parent's listing shows.

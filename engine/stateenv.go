@@ -7,33 +7,34 @@ import (
 	"strconv"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // view returns the env view for this state: the run's (with the executing tool's entry and prompt
 // layers), or one loaded for a state outside runs.
-func (s *threadState) view(ctx context.Context) (*envView, error) {
-	thread, user, instance, err := loadEnv(ctx, s.e.store, s.thread.ID, s.thread.UserID)
+func (s *threadState) view(ctx context.Context) (*vars.View, error) {
+	thread, user, instance, err := vars.Load(ctx, s.e.store, s.thread.ID, s.thread.UserID)
 	if err != nil {
 		return nil, err
 	}
-	var v *envView
+	var v *vars.View
 	if s.r != nil {
-		var c envView
+		var c vars.View
 		s.r.shared(func() { c = *s.r.env })
 		v = &c
 		if s.exec != nil {
-			v.prompt = s.exec.s.prompt.Env
-			v.entry = s.exec.entry.Env
+			v.Prompt = s.exec.s.prompt.Env
+			v.Entry = s.exec.entry.Env
 		}
 	} else {
 		a, _ := s.e.reg.Agent(s.thread.Agent)
-		v = &envView{}
+		v = &vars.View{}
 		if a != nil {
-			v.agent = a.Env
-			v.declared = declaredTypes(newGraph(s.e.reg, a, nil).declared())
+			v.Agent = a.Env
+			v.Declared = vars.DeclaredTypes(vars.NewGraph(s.e.reg, a, nil).Declared())
 		}
 	}
-	v.thread, v.user, v.instance = toMap(thread), toMap(user), toMap(instance)
+	v.Thread, v.User, v.Instance = vars.Layer(thread), vars.Layer(user), vars.Layer(instance)
 	return v, nil
 }
 
@@ -53,8 +54,8 @@ func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool,
 	if err != nil {
 		return "", false, err
 	}
-	x, ok := v.lookup(name)
-	return x.value, ok, nil
+	x, ok := v.Lookup(name)
+	return x.Value, ok, nil
 }
 
 func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, error) {
@@ -62,14 +63,14 @@ func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, e
 	if err != nil {
 		return "", err
 	}
-	x, ok := v.lookup(name)
+	x, ok := v.Lookup(name)
 	if !ok {
-		if t, ok := v.declared[name]; ok {
+		if t, ok := v.Declared[name]; ok {
 			return t, nil
 		}
 		return "", fmt.Errorf("%w: %s", weft.ErrEnvNotFound, name)
 	}
-	return x.typ, nil
+	return x.Type, nil
 }
 
 func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
@@ -102,14 +103,14 @@ func (s *threadState) Tenvs(ctx context.Context) (map[string]any, error) {
 		req[n] = true
 	}
 	for name, ps := range t.Tenvs.Properties {
-		x, ok := v.lookup(name)
+		x, ok := v.Lookup(name)
 		if !ok {
 			if req[name] {
 				return nil, fmt.Errorf("Missing required variable %s for tool %s", name, t.Name)
 			}
 			continue
 		}
-		out[name] = decodeTenv(x.value, ps.Type)
+		out[name] = decodeTenv(x.Value, ps.Type)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // stepOutcome is what a step decided.
@@ -64,7 +65,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried t
 
 func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried toolEffects) (out stepOutcome, err error) {
 	r.steps++
-	r.sideSteps[sideIndex(side)]++
+	r.sideSteps[runstate.SideIndex(side)]++
 	s, err := r.newScope(p, 0, side, r.thread.Arguments)
 	if err != nil {
 		return stepOutcome{effects: carried}, err
@@ -337,7 +338,7 @@ func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply
 // commitReply stores the reply with its call records, logs and run state in one transaction
 // (S10); a reply that ends the turn with a human next stores the stop with it.
 func (r *run) commitReply(s *scope, w *reply) error {
-	state := r.state.encode()
+	state := r.state.Encode()
 	final := weft.StopReason("")
 	msg, calls, provided, emptyResult, empty, res := w.msg, w.calls, w.provided, w.emptyResult, w.empty, w.res
 	r.sync()
@@ -357,7 +358,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 	staged := false
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
-		r.state.completeTurn(s.side, 0)
+		r.state.CompleteTurn(s.side, 0)
 		r.state.Side = s.side.Other()
 	}
 	err := r.tx(func(tx weft.Tx) error {
@@ -366,7 +367,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 			return err
 		}
 		if final != "" {
-			r.state.of(s.side).Window = msg.Seq
+			r.state.Of(s.side).Window = msg.Seq
 		}
 		for _, tm := range provided {
 			if err := tx.InsertMessage(tm); err != nil {
@@ -422,7 +423,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 			r.journal.stage(r.event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
 			staged = true
 		}
-		return tx.SetExecState(execKey, state)
+		return tx.SetExecState(runstate.Key, state)
 	})
 	if err != nil {
 		r.state = prev

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // How a run ends: a stop's reason stored with the thread's status, the rows a stop stores or
@@ -138,7 +139,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	r.sync()
-	r.state.endSession(r.lastSeq)
+	r.state.EndSession(r.lastSeq)
 	return r.stop(reason, text)
 }
 
@@ -157,8 +158,8 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
 		return nil, err
 	}
-	state := r.state.encode()
-	if err := tx.SetExecState(execKey, state); err != nil {
+	state := r.state.Encode()
+	if err := tx.SetExecState(runstate.Key, state); err != nil {
 		return nil, err
 	}
 	if r.e.opt.RecordEvents {

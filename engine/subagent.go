@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // callSubagent answers a call of a dual_ai agent listed as a tool: the agent runs
@@ -44,7 +45,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops.
-		r.e.startChild(child, target, s.side, childMode{})
+		r.e.children.startChild(child, target, s.side, childMode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return r.awaitChild(child, target, false)
@@ -61,7 +62,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if r.tools.toolCtx != nil {
 		ctx = r.tools.toolCtx // the child's run nests under the call in traces
 	}
-	info, err := r.e.runChild(ctx, child, resume)
+	info, err := r.e.children.runChild(ctx, child, resume)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
@@ -71,7 +72,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 		r.tools.childParked = child.ID
 		return weft.ToolResult{}
 	}
-	out := r.e.childResult(context.WithoutCancel(ctx), child, target, info)
+	out := r.e.children.childResult(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
 	r.e.finishChild(context.WithoutCancel(ctx), child, out)
 	return out
@@ -180,11 +181,11 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
 	flag := func(name string) bool {
-		v, ok := r.env.lookup(name)
-		return ok && flagOn(v.value)
+		v, ok := r.env.Lookup(name)
+		return ok && vars.FlagOn(v.Value)
 	}
-	decls := newGraph(r.e.reg, target, flag).declared()
-	inherited, err := ancestorEnv(ctx, r.e.store, r.thread.ID, decls)
+	decls := vars.NewGraph(r.e.reg, target, flag).Declared()
+	inherited, err := vars.Inherited(ctx, r.e.store, r.thread.ID, decls)
 	if err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
@@ -196,8 +197,8 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		}
 		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &envView{thread: own, inherited: inherited, agent: target.Env, user: r.env.user, instance: r.env.instance, declared: r.e.declaredOf(target)}
-	if missing := missingVariables(decls, view); len(missing) > 0 {
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.declaredOf(target)}
+	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		if env != nil {
 			// Values were provided for a request and some are still missing.
 			names := make([]string, len(missing))
@@ -330,7 +331,7 @@ func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) ma
 	return row
 }
 
-// isImmediateKey reports whether k, an entry of execState.Immediate, is side:prompt. (Compared in
+// isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in
 // place: the key is built only when it is recorded, not at every step.)
 func isImmediateKey(k string, side weft.Side, prompt string) bool {
 	s, name, ok := strings.Cut(k, ":")
@@ -418,7 +419,7 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 		if fail != nil {
 			return *fail
 		}
-		r.e.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
+		r.e.children.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // subPromptSteps caps a sub-prompt's nested run when it is not an agent side.
@@ -332,7 +333,7 @@ func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*wef
 
 // subPromptResult shapes the nested run's outcome into one string: the final text, and the calls'
 // results and errors as the entry's include* keys ask.
-func subPromptResult(name string, e weft.ToolEntry, final string, calls []callResult, failure error, red *redactor) weft.ToolResult {
+func subPromptResult(name string, e weft.ToolEntry, final string, calls []callResult, failure error, red *redact.Redactor) weft.ToolResult {
 	var parts []string
 	if failure == nil && weft.Flag(e.IncludeTextResponse, true) && strings.TrimSpace(final) != "" {
 		parts = append(parts, final)

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/window"
 	"github.com/weft-agents/weft/tokens"
 )
 
@@ -20,73 +20,6 @@ import (
 // shows in the inspector and the API, and its model calls count in the thread's spend. Older
 // summary rows stay as they were (the history of the summary); only the newest of a prompt and
 // side is sent.
-
-// The metadata of a summary row.
-const (
-	// metaSummary marks a summary row (true).
-	metaSummary = "context_summary"
-	// metaSummaryPrompt is the prompt whose history the row summarizes.
-	metaSummaryPrompt = "summary_prompt"
-	// metaSummaryThrough is the seq of the newest row the summary covers; rows up to it are not
-	// sent to that prompt any more.
-	metaSummaryThrough = "summary_through_seq"
-	// metaSummaryThroughID is that row's id.
-	metaSummaryThroughID = "summary_through_id"
-	// metaSummaryMessages counts the rows the summary covers, all its predecessors' included.
-	metaSummaryMessages = "summary_messages"
-	// metaSummaryKept is the id of a row the summary covers that requests still carry: the
-	// question of the turn whose tool calls were folded.
-	metaSummaryKept = "summary_kept_id"
-)
-
-// builtinSummarizer is the system text of the built-in summarizer prompt (weft.SummarizerPrompt).
-const builtinSummarizer = `You keep the running summary of a conversation whose older messages no longer fit the model's context window.
-You receive the summary so far and the messages that have just left the window, oldest first.
-Reply with the updated summary and nothing else. Keep every fact, name, number, date, decision, commitment, preference and open question a later turn may need, and what each tool call found; drop greetings, repetition and wording. Use short bullet points in the conversation's language. Do not address anyone.`
-
-// summaryIntro introduces the summary in a request.
-const summaryIntro = "Summary of the earlier conversation (its messages are no longer sent):\n"
-
-// isSummary reports whether m is a summary row.
-func isSummary(m *weft.Message) bool {
-	if len(m.Metadata) == 0 {
-		return false
-	}
-	b, _ := m.Metadata[metaSummary].(bool)
-	return b
-}
-
-// metaInt reads an integer a row's metadata holds, as stored (int64) or decoded (float64).
-func metaInt(m *weft.Message, key string) int64 {
-	switch v := m.Metadata[key].(type) {
-	case int64:
-		return v
-	case int:
-		return int64(v)
-	case float64:
-		return int64(v)
-	case json.Number:
-		n, _ := v.Int64()
-		return n
-	}
-	return 0
-}
-
-// summaryOf returns the newest summary row of prompt and side among rows, nil when none is.
-func summaryOf(rows []*weft.Message, prompt string, side weft.Side) *weft.Message {
-	for i := len(rows) - 1; i >= 0; i-- {
-		m := rows[i]
-		if m.Role == weft.RoleSystem && isSummary(m) && m.Side == side && m.Metadata[metaSummaryPrompt] == prompt {
-			return m
-		}
-	}
-	return nil
-}
-
-// summaryMessage is how a summary row is sent: a system message after the system text.
-func summaryMessage(m *weft.Message) weft.LLMMessage {
-	return weft.LLMMessage{Role: weft.RoleSystem, Content: summaryIntro + m.Content}
-}
 
 // summarizerOf returns the prompt that writes p's summaries and its system text: p's
 // context.summarizer, else the declared prompt named weft.SummarizerPrompt, else the built-in
@@ -102,7 +35,7 @@ func (r *run) summarizerOf(s *scope) (*weft.Prompt, string, error) {
 			return nil, "", fmt.Errorf("prompt %q: context.summarizer names no prompt %q", s.prompt.Name, name)
 		}
 		return &weft.Prompt{Name: weft.SummarizerPrompt, Model: s.prompt.Model, ToolChoice: weft.ToolChoiceNone,
-			Prompt: weft.Text(builtinSummarizer)}, builtinSummarizer, nil
+			Prompt: weft.Text(window.BuiltinSummarizer)}, window.BuiltinSummarizer, nil
 	}
 	sys, err := r.e.reg.RenderSystem(r.ctx, sp.Name, nil, envLookup(s.env))
 	if err != nil {
@@ -110,92 +43,6 @@ func (r *run) summarizerOf(s *scope) (*weft.Prompt, string, error) {
 	}
 	return sp, sys, nil
 }
-
-// rowTokens estimates the tokens of a stored row as a request carries it.
-func rowTokens(tc *tokens.Counter, m *weft.Message) int {
-	n := tc.Message(weft.LLMMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
-	return n + len(m.Attachments)*tokens.ImageTokens
-}
-
-// rowUnits splits rows into the ranges folded whole: a row with tool calls with the tool rows
-// that follow it, every other row alone.
-func rowUnits(rows []*weft.Message) [][2]int {
-	var units [][2]int
-	for i := 0; i < len(rows); {
-		j := i + 1
-		if len(rows[i].ToolCalls) > 0 || rows[i].Role == weft.RoleTool {
-			for j < len(rows) && rows[j].Role == weft.RoleTool {
-				j++
-			}
-		}
-		units = append(units, [2]int{i, j})
-		i = j
-	}
-	return units
-}
-
-// heard reports whether side hears row m as a user message (the other side's words).
-func heard(m *weft.Message, side weft.Side) bool {
-	return (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && rowSide(m) != side
-}
-
-// foldPoint returns how many of the oldest rows to fold so that the rest fits budget tokens, and
-// the index of the row kept although folded (-1 when none is). It folds whole units, from the
-// oldest, up to the newest row the side hears as a user message (the turn's question), leaving
-// rows that start with one it hears; when that is not enough, it folds on past the question,
-// which is then kept in the request as well as folded, and never folds the newest unit.
-func foldPoint(cost []int, rows []*weft.Message, side weft.Side, budget int) (int, int) {
-	total := 0
-	for _, c := range cost {
-		total += c
-	}
-	if total <= budget {
-		return 0, -1
-	}
-	units := rowUnits(rows)
-	unitCost := func(u [2]int) int {
-		n := 0
-		for k := u[0]; k < u[1]; k++ {
-			n += cost[k]
-		}
-		return n
-	}
-	pin := -1
-	for i := len(units) - 1; i >= 0; i-- {
-		if heard(rows[units[i][0]], side) {
-			pin = i
-			break
-		}
-	}
-	i := 0
-	for ; i < pin && total > budget; i++ {
-		total -= unitCost(units[i])
-	}
-	for i > 0 && i < pin && !heard(rows[units[i][0]], side) {
-		i++
-	}
-	if total <= budget || pin < 0 || i < pin {
-		if i == 0 {
-			return 0, -1
-		}
-		return units[i-1][1], -1
-	}
-	// Within the turn: the question stays, what follows it is folded but for the newest unit.
-	i = pin + 1
-	for ; i < len(units)-1 && total > budget; i++ {
-		total -= unitCost(units[i])
-	}
-	if i == pin+1 {
-		if pin == 0 {
-			return 0, -1
-		}
-		return units[pin-1][1], -1
-	}
-	return units[i-1][1], units[pin][0]
-}
-
-// summaryTarget is the tokens a summary may take in a request whose budget is budget.
-func summaryTarget(budget int) int { return min(budget/4, 4000) }
 
 // foldPlan is what foldHistory would fold before a step under context.strategy summarize.
 type foldPlan struct {
@@ -216,7 +63,7 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 	if !ok || s.depth != 0 || len(rows) == 0 {
 		return foldPlan{}
 	}
-	budget := windowBudget(s.prompt, m)
+	budget := window.Budget(s.prompt, m)
 	if budget == 0 {
 		// No window declared: what a refusal taught, else nothing is folded ahead of time (the
 		// request is cut as under window once the provider refuses it).
@@ -237,7 +84,7 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 	cost := make([]int, len(rows))
 	rowsTotal, total := 0, 0
 	for i, row := range rows {
-		cost[i] = rowTokens(tc, row)
+		cost[i] = window.RowTokens(tc, row)
 		rowsTotal += cost[i]
 	}
 	for _, msg := range req.Messages {
@@ -247,15 +94,15 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 		return foldPlan{}
 	}
 	fixed := max(0, total-rowsTotal)
-	target := summaryTarget(budget)
+	target := window.SummaryTarget(budget)
 	reserve := target
 	if s.summary != nil {
 		// The summary in the request now is replaced by the new one.
-		cur := tc.Message(summaryMessage(s.summary))
+		cur := tc.Message(window.SummaryMessage(s.summary))
 		fixed -= cur
 		reserve = max(reserve, cur)
 	}
-	n, keep := foldPoint(cost, rows, s.side, budget-fixed-reserve)
+	n, keep := window.FoldPoint(cost, rows, s.side, budget-fixed-reserve)
 	return foldPlan{n: n, keep: keep, cost: cost, target: target}
 }
 
@@ -280,13 +127,13 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	}
 	chunk := 1 << 30
 	if sm, ok := r.e.reg.Model(sp.Model); ok {
-		b := windowBudget(sp, sm)
+		b := window.Budget(sp, sm)
 		if b == 0 {
 			b = r.e.learnedLimit(sm.Name)
 		}
 		if b > 0 {
 			// Its window holds its system text, the summary so far (up to target) and the
-			// instructions besides the rows; its reply is reserved by windowBudget.
+			// instructions besides the rows; its reply is reserved by window.Budget.
 			chunk = b - tc.Text(sys) - target - 100
 		}
 	}
@@ -294,7 +141,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	wrote := false
 	for start := 0; start < n; {
 		end, used := start, 0
-		units := rowUnits(rows[start:n])
+		units := window.RowUnits(rows[start:n])
 		for _, u := range units {
 			c := 0
 			for k := start + u[0]; k < start+u[1]; k++ {
@@ -326,7 +173,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	prev := s.summary
 	if prev != nil {
 		// A kept row the summary holds already is not folded again.
-		through := metaInt(prev, metaSummaryThrough)
+		through := window.MetaInt(prev, window.MetaSummaryThrough)
 		fresh := rows[:0:0]
 		for _, m := range rows {
 			if m.Seq > through {
@@ -349,7 +196,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	// A row longer than the summarizer's window is cut: its head is what it can read.
 	limit := max(512, chunk*2)
 	for _, m := range rows {
-		writeTranscript(&in, m, s.side, limit)
+		window.WriteTranscript(&in, m, s.side, limit)
 	}
 	fmt.Fprintf(&in, "\nReply with the updated summary, at most %d words.", max(50, target*3/4))
 	id := weft.NewID("msg_")
@@ -388,13 +235,13 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	last := rows[len(rows)-1]
 	covered := int64(len(rows))
 	if prev != nil {
-		covered += metaInt(prev, metaSummaryMessages)
+		covered += window.MetaInt(prev, window.MetaSummaryMessages)
 	}
 	row := &weft.Message{ID: id, Role: weft.RoleSystem, Side: s.side, Content: text, Status: weft.MessageCompleted, Silent: true,
-		Prompt: sp.Name, LogID: res.log.ID, RunID: r.id, Metadata: map[string]any{metaSummary: true, metaSummaryPrompt: s.prompt.Name,
-			metaSummaryThrough: last.Seq, metaSummaryThroughID: last.ID, metaSummaryMessages: covered}}
+		Prompt: sp.Name, LogID: res.log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
+			window.MetaSummaryThrough: last.Seq, window.MetaSummaryThroughID: last.ID, window.MetaSummaryMessages: covered}}
 	if keep != nil && keep.Seq <= last.Seq {
-		row.Metadata[metaSummaryKept] = keep.ID
+		row.Metadata[window.MetaSummaryKept] = keep.ID
 	}
 	if err := r.tx(func(tx weft.Tx) error {
 		if err := r.insertRecorded(tx, row); err != nil {
@@ -417,33 +264,25 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	return true, nil
 }
 
-// writeTranscript appends row m to a summarizer's input as side hears it, its texts cut at limit
-// bytes.
-func writeTranscript(b *strings.Builder, m *weft.Message, side weft.Side, limit int) {
-	cut := func(s string) string {
-		if len(s) <= limit {
-			return s
-		}
-		return strings.ToValidUTF8(s[:limit], "") + " […]"
-	}
-	switch {
-	case m.Role == weft.RoleTool:
-		fmt.Fprintf(b, "[tool %s result] %s\n", m.Name, cut(m.Content))
-		return
-	case m.Role == weft.RoleSystem:
-		fmt.Fprintf(b, "[system] %s\n", cut(m.Content))
-		return
-	case heard(m, side):
-		fmt.Fprintf(b, "[user] %s\n", cut(m.Content))
-	default:
-		if strings.TrimSpace(m.Content) != "" {
-			fmt.Fprintf(b, "[assistant] %s\n", cut(m.Content))
-		}
-		for _, c := range m.ToolCalls {
-			fmt.Fprintf(b, "[assistant called %s] %s\n", c.Name, cut(c.Arguments))
+// learnedKey keys, in Engine.derived, the limit learnLimit noted for a model.
+type learnedKey string
+
+// learnLimit notes that a request to model, whose window is not declared, may take at most limit
+// tokens (a refusal taught it); the smallest limit learned stays.
+func (e *Engine) learnLimit(model string, limit int) {
+	k := learnedKey(model)
+	for {
+		old, loaded := e.derived.LoadOrStore(k, limit)
+		if !loaded || old.(int) <= limit || e.derived.CompareAndSwap(k, old, limit) {
+			return
 		}
 	}
-	for _, a := range m.Attachments {
-		fmt.Fprintf(b, "  (attached %s)\n", a.Name)
+}
+
+// learnedLimit is the limit learnLimit noted for model, 0 when none.
+func (e *Engine) learnedLimit(model string) int {
+	if v, ok := e.derived.Load(learnedKey(model)); ok {
+		return v.(int)
 	}
+	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -323,10 +324,10 @@ func (d *dispatch) missingVariable(s *scope, o *offered) string {
 	if t == nil {
 		return ""
 	}
-	env := s.env.with(s.prompt.Env, o.entry.Env)
+	env := s.env.With(s.prompt.Env, o.entry.Env)
 	for _, vd := range weft.ToolVariables(t) {
 		if vd.Required {
-			if _, ok := env.lookup(vd.Name); !ok {
+			if _, ok := env.Lookup(vd.Name); !ok {
 				return fmt.Sprintf("Missing required variable %s for tool %s", vd.Name, t.Name)
 			}
 		}
@@ -729,7 +730,7 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 			if err := d.r.insertRecorded(tx, tm); err != nil {
 				return err
 			}
-			return tx.SetExecState(execKey, d.r.state.encode())
+			return tx.SetExecState(runstate.Key, d.r.state.Encode())
 		})
 		if d.r.obs != nil {
 			d.r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})

@@ -4,7 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	"context"
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // DeclaredVariable is a variable an agent's graph declares, merged over its declarations: required
@@ -24,21 +26,32 @@ func (e *Engine) AgentVariables(name string) ([]DeclaredVariable, error) {
 	if !ok {
 		return nil, weft.Errorf(weft.ENotFound, "no agent named %q", name)
 	}
-	decls := newGraph(e.reg, a, func(string) bool { return true }).declared()
+	decls := vars.NewGraph(e.reg, a, func(string) bool { return true }).Declared()
 	out := make([]DeclaredVariable, 0, len(decls))
 	for _, d := range decls {
 		v := DeclaredVariable{VariableDefinition: d.VariableDefinition}
 		_, v.HasDefault = a.Env[d.Name]
-		for _, by := range d.by {
-			if !slices.Contains(v.DeclaredBy, by.by) {
-				v.DeclaredBy = append(v.DeclaredBy, by.by)
+		for _, by := range d.By {
+			if !slices.Contains(v.DeclaredBy, by.By) {
+				v.DeclaredBy = append(v.DeclaredBy, by.By)
 			}
-			_, inPrompt := by.promptEnv[d.Name]
-			_, inEntry := by.entryEnv[d.Name]
+			_, inPrompt := by.PromptEnv[d.Name]
+			_, inEntry := by.EntryEnv[d.Name]
 			v.HasDefault = v.HasDefault || inPrompt || inEntry
 		}
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(x, y DeclaredVariable) int { return strings.Compare(x.Name, y.Name) })
 	return out, nil
+}
+
+// MissingVariablesError reports required variables without values at thread creation.
+type MissingVariablesError = vars.MissingError
+
+// StoreRedactor returns a function replacing by [redacted] the secret values a store holds for a
+// thread — its own, its ancestors', its owner's and the instance's secret variables — and the
+// providers' keys in the process environment. It needs no definitions, so tools that read a store
+// outside any project (weft threads show, export, list) redact what they print too.
+func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(string) string, error) {
+	return vars.StoreRedactor(ctx, st, threadID)
 }

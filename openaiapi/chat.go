@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,11 +193,14 @@ type chatTranslator struct {
 	created   int64
 
 	content strings.Builder
+	texts   []msgText        // the content by message, in order
+	ended   []string         // the messages whose text is complete (stored)
 	lastMsg string           // the message whose text came last
 	calls   []map[string]any // weft_tool_calls, in call order
 	callAt  map[string]int
 	finish  string
 	stopped weft.StopReason
+	intr    weftInterrupt // who interrupted the run, when a new message did
 	err     *apiError
 }
 
@@ -212,6 +216,10 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 			cc.lastMsg = p.MessageID
 		}
 		cc.content.WriteString(delta)
+		if n := len(cc.texts); n == 0 || cc.texts[n-1].id != p.MessageID {
+			cc.texts = append(cc.texts, msgText{id: p.MessageID})
+		}
+		cc.texts[len(cc.texts)-1].text += delta
 		return []map[string]any{cc.chunk(map[string]any{"content": delta}, nil)}
 	case turn.ToolCall:
 		if cc.callAt == nil {
@@ -234,8 +242,14 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 		cc.calls[i]["output"], cc.calls[i]["status"] = p.Text, status
 		update := map[string]any{"index": i, "id": p.CallID, "output": p.Text, "status": status}
 		return []map[string]any{cc.chunk(map[string]any{"weft_tool_calls": []any{update}}, nil)}
+	case turn.TextEnd:
+		cc.ended = append(cc.ended, p.MessageID)
 	case turn.End:
 		cc.stopped = p.Reason
+		cc.intr = interruptOf(p)
+		if p.Interrupt != nil {
+			cc.keepStored(p.Interrupt.Removed)
+		}
 		cc.finish, cc.err = outcome(p)
 		if cc.err != nil {
 			return nil
@@ -243,6 +257,25 @@ func (cc *chatTranslator) read(p turn.Part) []map[string]any {
 		return []map[string]any{cc.chunk(map[string]any{}, cc.finish)}
 	}
 	return nil
+}
+
+// msgText is the content one assistant message gave (its separator included).
+type msgText struct{ id, text string }
+
+// keepStored leaves in the completion's content only the text the thread holds once a new message
+// stopped the run: not that of the model call the interrupt cut short (never stored), nor that of
+// the replies a rollback removed. (A stream has sent it already; its finishing chunk says why.)
+func (cc *chatTranslator) keepStored(removed []string) {
+	cc.content.Reset()
+	for _, m := range cc.texts {
+		if slices.Contains(cc.ended, m.id) && !slices.Contains(removed, m.id) {
+			text := m.text
+			if cc.content.Len() == 0 {
+				text = strings.TrimPrefix(text, "\n\n")
+			}
+			cc.content.WriteString(text)
+		}
+	}
 }
 
 // outcome maps a run's stop to a finish_reason, or to an error: a failed run is a server error,
@@ -272,6 +305,7 @@ func (cc *chatTranslator) chunk(delta map[string]any, finish any) map[string]any
 	choice := map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}
 	if finish != nil && cc.stopped != "" {
 		choice["weft_stop_reason"] = cc.stopped
+		cc.interruptInto(choice)
 	}
 	out := map[string]any{"id": cc.id, "object": "chat.completion.chunk", "created": cc.created, "model": cc.model,
 		"choices": []any{choice}}
@@ -289,8 +323,23 @@ func (cc *chatTranslator) completion(u turn.Usage) map[string]any {
 	}
 	choice := map[string]any{"index": 0, "message": msg, "finish_reason": cc.finish, "logprobs": nil,
 		"weft_stop_reason": cc.stopped}
+	cc.interruptInto(choice)
 	return map[string]any{"id": cc.id, "object": "chat.completion", "created": cc.created, "model": cc.model,
 		"choices": []any{choice}, "usage": usageOf(u)}
+}
+
+// interruptInto adds to a finishing choice the weft_interrupted_by, weft_rolled_back and
+// weft_removed_message_ids of a run a new message stopped: chat completions have no finish_reason
+// for it (it finishes "stop", with weft_stop_reason "interrupted").
+func (cc *chatTranslator) interruptInto(choice map[string]any) {
+	if cc.intr.InterruptedBy == "" {
+		return
+	}
+	removed := cc.intr.RemovedMessageIDs
+	if removed == nil {
+		removed = []string{}
+	}
+	choice["weft_interrupted_by"], choice["weft_rolled_back"], choice["weft_removed_message_ids"] = cc.intr.InterruptedBy, cc.intr.RolledBack, removed
 }
 
 // usageOf is a turn's usage as chat completions report it.

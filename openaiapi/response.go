@@ -24,6 +24,26 @@ type response struct {
 	Tools              []any          `json:"tools"`
 	// WeftStopReason is why the run stopped (Weft's stop reason), once it did.
 	WeftStopReason string `json:"weft_stop_reason,omitempty"`
+	weftInterrupt
+}
+
+// weftInterrupt says, on a response or a chat completion's choice whose run a new message
+// stopped (if_busy interrupt or rollback), which message did and what a rollback removed.
+type weftInterrupt struct {
+	// InterruptedBy is the id of the message that stopped the run.
+	InterruptedBy string `json:"weft_interrupted_by,omitempty"`
+	// RolledBack is set when the stop also removed what the run had added to the thread.
+	RolledBack bool `json:"weft_rolled_back,omitempty"`
+	// RemovedMessageIDs are the thread's rows the rollback deleted.
+	RemovedMessageIDs []string `json:"weft_removed_message_ids,omitempty"`
+}
+
+// interruptOf is the weftInterrupt of a turn's End (zero when no message interrupted it).
+func interruptOf(p turn.Part) weftInterrupt {
+	if p.Interrupt == nil {
+		return weftInterrupt{}
+	}
+	return weftInterrupt{InterruptedBy: p.Interrupt.By, RolledBack: p.Interrupt.Rollback, RemovedMessageIDs: p.Interrupt.Removed}
 }
 
 func newResponse(id, model, threadID string, created int64) *response {
@@ -108,7 +128,7 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 	switch p.Kind {
 	case turn.TextDelta:
 		if rb.open == nil || rb.open.ID != p.MessageID {
-			if err := rb.closeMessage(); err != nil {
+			if err := rb.closeMessage("completed"); err != nil {
 				return err
 			}
 			item := &outputItem{ID: p.MessageID, Type: "message", Role: "assistant", Status: "in_progress", Content: []*outputText{}}
@@ -128,10 +148,10 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 			"content_index": 0, "delta": p.Text, "logprobs": []any{}})
 	case turn.TextEnd:
 		if rb.open != nil && rb.open.ID == p.MessageID {
-			return rb.closeMessage()
+			return rb.closeMessage("completed")
 		}
 	case turn.ToolCall:
-		if err := rb.closeMessage(); err != nil {
+		if err := rb.closeMessage("completed"); err != nil {
 			return err
 		}
 		args := p.Text
@@ -149,7 +169,13 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 		}
 		return rb.send("response.output_item.done", map[string]any{"output_index": i, "item": item})
 	case turn.End:
-		if err := rb.closeMessage(); err != nil {
+		// A message still open when a new message stopped the run is the text of the model call
+		// the interrupt cut short: never stored, so incomplete.
+		status := "completed"
+		if p.Interrupt != nil {
+			status = "incomplete"
+		}
+		if err := rb.closeMessage(status); err != nil {
 			return err
 		}
 		rb.resp.WeftStopReason = string(p.Reason)
@@ -161,6 +187,13 @@ func (rb *responseBuilder) read(p turn.Part, u turn.Usage) error {
 			rb.resp.Status = "failed"
 			rb.resp.Error = &responseError{Code: failure.code, Message: failure.message}
 			return rb.send("response.failed", map[string]any{"response": rb.resp})
+		case p.Interrupt != nil:
+			// Stopped by a new message before it finished: cancelled, the status the Responses
+			// API gives a response stopped before its end. The stream has no event of that name:
+			// response.incomplete is the one that ends a response that did not complete.
+			rb.resp.Status = "cancelled"
+			rb.resp.weftInterrupt = interruptOf(p)
+			return rb.send("response.incomplete", map[string]any{"response": rb.resp})
 		case finish == "length":
 			rb.resp.Status = "incomplete"
 			rb.resp.IncompleteDetails = map[string]any{"reason": "max_output_tokens"}
@@ -179,14 +212,14 @@ func (rb *responseBuilder) add(item *outputItem) error {
 	return rb.send("response.output_item.added", map[string]any{"output_index": rb.at[item.ID], "item": item})
 }
 
-// closeMessage completes the streaming message item.
-func (rb *responseBuilder) closeMessage() error {
+// closeMessage ends the streaming message item with the status (completed, or incomplete).
+func (rb *responseBuilder) closeMessage(status string) error {
 	item := rb.open
 	if item == nil {
 		return nil
 	}
 	rb.open = nil
-	item.Status = "completed"
+	item.Status = status
 	i := rb.at[item.ID]
 	part := item.Content[0]
 	if err := rb.send("response.output_text.done", map[string]any{"item_id": item.ID, "output_index": i, "content_index": 0,

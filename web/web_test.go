@@ -58,7 +58,7 @@ func TestHandler(t *testing.T) {
 		t.Errorf("the shell has inline script:\n%s", shell)
 	}
 	// Modules import only modules that exist.
-	for _, name := range []string{"app.js", "list.js", "thread.js", "api.js", "dom.js"} {
+	for _, name := range []string{"app.js", "list.js", "thread.js", "api.js", "dom.js", "composer.js"} {
 		_, src := get("/assets/" + name)
 		for _, m := range regexp.MustCompile(`(?:from|import\()\s*'\./([a-z]+\.js)'`).FindAllStringSubmatch(src, -1) {
 			if resp, _ := get("/assets/" + m[1]); resp.StatusCode != 200 {

@@ -58,13 +58,19 @@ type a2aEvent struct {
 	Seq   int64  `json:"seq"`
 	Text  string `json:"text"`
 	Task  string `json:"task"`
+	// The final event of a task a new message interrupted (mode interrupt): its metadata.
+	Stop       string   `json:"stop"`
+	By         string   `json:"by"`
+	RolledBack bool     `json:"rolledBack"`
+	Removed    []string `json:"removed"`
 }
 
-// runA2AClient starts testdata/a2a/client.mjs in a mode and returns its lines as they come.
-func runA2AClient(t *testing.T, sdk, base, key, mode string) <-chan a2aLine {
+// runA2AClient starts testdata/a2a/client.mjs in a mode (with env, NAME=VALUE, added) and
+// returns its lines as they come.
+func runA2AClient(t *testing.T, sdk, base, key, mode string, env ...string) <-chan a2aLine {
 	t.Helper()
 	cmd := exec.Command("node", repo("cmd/weft/testdata/a2a/client.mjs"))
-	cmd.Env = append(os.Environ(), "SDK="+sdk, "BASE="+base, "KEY="+key, "MODE="+mode)
+	cmd.Env = append(append(os.Environ(), "SDK="+sdk, "BASE="+base, "KEY="+key, "MODE="+mode), env...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

@@ -25,6 +25,7 @@ import (
 
 type chatFlags struct {
 	thread, db, script string
+	ifBusy             string // --if-busy: what each message does when the thread is running
 	env                []string
 }
 
@@ -54,6 +55,10 @@ A tool call that waits for approval is asked about inline, as weft run asks on a
 "Approve NAME(ARGS)? [y/N/e]" - y approves, e edits the arguments (JSON), anything else denies
 and asks for a reason the model reads; the last decision continues the thread.
 
+With --if-busy, each message says what it does if the thread is running (another client's run):
+queue, reject (the message is refused), interrupt or rollback (that run stops; rollback also removes
+what it added). Without it, the thread's default applies (docs/http-api.md).
+
 When standard output is not a terminal, weft chat reads one message, command or answer per line
 from standard input and prints the transcript as plain lines; there an interrupt stops the run,
 or ends the chat (exit 130) when nothing runs.
@@ -68,6 +73,7 @@ Example:
 	fl.StringVar(&f.db, "db", defaultDB(), "store: SQLite file, postgres:// URL or :memory: (env WEFT_DB)")
 	fl.StringVar(&f.script, "model-script", os.Getenv("WEFT_MODEL_SCRIPT"), "answer every model call from this script (env WEFT_MODEL_SCRIPT)")
 	fl.StringArrayVar(&f.env, "env", nil, "thread env value K=V for a new thread (repeatable)")
+	ifBusyFlag(fl, &f.ifBusy)
 	return c
 }
 
@@ -116,6 +122,10 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 	if err != nil {
 		return exit(exitUsage, err)
 	}
+	ifBusy, err := parseIfBusy(f.ifBusy)
+	if err != nil {
+		return err
+	}
 	// The session outlives an interrupt: Ctrl-C stops a run, not the chat.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(cmd.Context()))
 	defer cancel()
@@ -124,7 +134,7 @@ func chat(cmd *cobra.Command, g *globals, f *chatFlags, agent string) error {
 		if f.script != "" {
 			return exit(exitUsage, fmt.Errorf("--model-script applies to local chats only (give it to weft serve)"))
 		}
-		rb := &remoteChat{r: rc, agent: agent, env: env, thread: f.thread}
+		rb := &remoteChat{r: rc, agent: agent, env: env, thread: f.thread, ifBusy: ifBusy}
 		if f.thread != "" {
 			if err := rc.do(ctx, "GET", threadPath(f.thread), nil, nil); err != nil {
 				return remoteExit(err)
@@ -413,6 +423,7 @@ type localChat struct {
 	mu     sync.Mutex
 	thread string
 	env    map[string]string // for the thread's creation
+	ifBusy weft.IfBusy       // each message's policy when the thread is running (--if-busy)
 	logs   *chatLog
 }
 
@@ -464,7 +475,8 @@ func openLocalChat(ctx context.Context, g *globals, f *chatFlags, agent string, 
 			return nil, exit(exitUsage, err)
 		}
 	}
-	return &localChat{eng: eng, store: rt.store, rt: rt, script: rt.script, agent: agent, thread: f.thread, env: env, logs: logs}, nil
+	return &localChat{eng: eng, store: rt.store, rt: rt, script: rt.script, agent: agent, thread: f.thread, env: env, logs: logs,
+		ifBusy: weft.IfBusy(f.ifBusy)}, nil
 }
 
 // chatLog is a local chat's log output: standard error, or while the terminal UI runs, notices
@@ -529,7 +541,7 @@ func (l *localChat) Converse(ctx context.Context, text string, side weft.Side, e
 	}
 	in := engine.Input{Side: side}
 	if text != "" {
-		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: text}
+		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: text, IfBusy: l.ifBusy}
 	}
 	for ev, err := range l.eng.Converse(ctx, id, in) {
 		if err != nil {
@@ -620,178 +632,4 @@ func (l *localChat) Document(ctx context.Context) (string, error) {
 	}
 	b, _ := json.MarshalIndent(doc, "", "  ")
 	return redact(string(b)), nil
-}
-
-// remoteChat drives a thread of a weft serve API.
-type remoteChat struct {
-	r      *remote
-	agent  string
-	mu     sync.Mutex
-	thread string
-	env    map[string]string // for the thread's creation
-}
-
-func (c *remoteChat) Thread() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.thread
-}
-
-func (c *remoteChat) ensureThread(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.thread != "" {
-		return c.thread, nil
-	}
-	var created struct {
-		Thread weft.Thread `json:"thread"`
-	}
-	if err := c.r.do(ctx, "POST", "/api/threads", map[string]any{"agent": c.agent, "env": c.env}, &created); err != nil {
-		if weft.ErrorCode(err) == weft.EMissingVariables {
-			return "", fmt.Errorf("%w (set them with /env NAME=VALUE)", err)
-		}
-		return "", err
-	}
-	c.thread = created.Thread.ID
-	return c.thread, nil
-}
-
-func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, emit func(engine.Event)) error {
-	id, err := c.ensureThread(ctx)
-	if err != nil {
-		return err
-	}
-	// The stream opens before the message is posted, at the thread's cursor, so that it holds
-	// exactly this conversation.
-	after, err := c.r.lastCursor(ctx, id)
-	if err != nil {
-		return err
-	}
-	resp, err := c.r.openStream(ctx, id, after)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if text != "" {
-		err = c.r.do(ctx, "POST", threadPath(id)+"/messages", map[string]any{"content": text}, nil)
-	} else {
-		body := map[string]any{}
-		if side != "" {
-			body["side"] = side
-		}
-		err = c.r.do(ctx, "POST", threadPath(id)+"/continue", body, nil)
-	}
-	if err != nil {
-		return err
-	}
-	return c.follow(ctx, id, resp.Body, emit)
-}
-
-// follow passes the events of a thread's stream to emit until the thread's run stops.
-func (c *remoteChat) follow(ctx context.Context, id string, stream io.Reader, emit func(engine.Event)) error {
-	sc := bufio.NewScanner(stream)
-	sc.Buffer(make([]byte, 64<<10), 32<<20)
-	var typ string
-	for sc.Scan() {
-		line := sc.Text()
-		if t, ok := strings.CutPrefix(line, "event: "); ok {
-			typ = t
-			continue
-		}
-		raw, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var data map[string]any
-		if json.Unmarshal([]byte(raw), &data) != nil {
-			continue
-		}
-		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: engine.Fields(data)}
-		delete(data, "type")
-		delete(data, "thread_id")
-		delete(data, "seq")
-		emit(ev)
-		if typ == "run_stopped" && ev.ThreadID == id {
-			return nil
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return fmt.Errorf("the stream of thread %s ended before its run stopped", id)
-}
-
-func (c *remoteChat) Approvals(ctx context.Context) ([]weft.ToolCallRecord, error) {
-	var pending []weft.ToolCallRecord
-	if err := c.r.do(ctx, "GET", threadPath(c.Thread())+"/approvals", nil, &pending); err != nil {
-		return nil, err
-	}
-	return pending, nil
-}
-
-// Decide posts the decision with the thread's stream open, so that the run the server starts
-// when no call waits any more is followed from its first event.
-func (c *remoteChat) Decide(ctx context.Context, callID string, d engine.Decision, emit func(engine.Event)) (bool, error) {
-	id := c.Thread()
-	after, err := c.r.lastCursor(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	resp, err := c.r.openStream(ctx, id, after)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	body := map[string]any{"approve": d.Approve}
-	if d.Arguments != nil {
-		body["arguments"] = d.Arguments
-	}
-	if d.Reason != "" {
-		body["reason"] = d.Reason
-	}
-	var out struct{ Ready bool }
-	if err := c.r.do(ctx, "POST", threadPath(id)+"/approvals/"+url.PathEscape(callID), body, &out); err != nil || !out.Ready {
-		return false, err
-	}
-	return true, c.follow(ctx, id, resp.Body, emit)
-}
-
-func (c *remoteChat) Stop(ctx context.Context) error {
-	id := c.Thread()
-	if id == "" {
-		return nil
-	}
-	return c.r.do(ctx, "POST", threadPath(id)+"/stop", nil, nil)
-}
-
-func (c *remoteChat) SetEnv(ctx context.Context, name, value string) (weft.VarType, error) {
-	c.mu.Lock()
-	id := c.thread
-	if id == "" {
-		if c.env == nil {
-			c.env = map[string]string{}
-		}
-		c.env[name] = value
-	}
-	c.mu.Unlock()
-	if id == "" {
-		return weft.VarSecret, nil
-	}
-	body := map[string]any{"env": map[string]any{"set": map[string]any{name: map[string]any{"value": value}}}}
-	return weft.VarSecret, c.r.do(ctx, "PATCH", threadPath(id), body, nil)
-}
-
-func (c *remoteChat) Info(ctx context.Context) (chatThreadInfo, error) {
-	var info chatThreadInfo
-	err := c.r.do(ctx, "GET", threadPath(c.Thread()), nil, &info)
-	return info, err
-}
-
-func (c *remoteChat) Document(ctx context.Context) (string, error) {
-	doc, err := buildDocument(ctx, remoteSource{c.r}, c.Thread(), &engine.RunResult{}, nil)
-	if err != nil {
-		return "", err
-	}
-	b, _ := json.MarshalIndent(doc, "", "  ")
-	return string(b), nil
 }

@@ -59,7 +59,7 @@ func serverBase(s string) string {
 // apiCodes maps the API's error codes back to the domain's, so that exit codes match local use.
 var apiCodes = map[string]weft.Code{"bad_request": weft.EInvalid, "validation_failed": weft.EInvalid,
 	"not_found": weft.ENotFound, "conflict": weft.EConflict, "thread_terminated": weft.EConflict,
-	"thread_running": weft.EConflict, "missing_required_variables": weft.EMissingVariables,
+	"thread_running": weft.EConflict, "thread_busy": weft.EConflict, "missing_required_variables": weft.EMissingVariables,
 	"unauthorized": weft.EUnauthorized, "forbidden": weft.EForbidden, "payload_too_large": weft.EInvalid}
 
 func (r *remote) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
@@ -331,6 +331,9 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 	}
 	defer resp.Body.Close()
 	msg := map[string]any{"content": message}
+	if f.ifBusy != "" {
+		msg["if_busy"] = f.ifBusy
+	}
 	if len(files) > 0 {
 		atts := make([]map[string]any, len(files))
 		for i, a := range files {
@@ -338,10 +341,13 @@ func (r *remote) run(cmd *cobra.Command, f *runFlags, args []string) error {
 		}
 		msg["attachments"] = atts
 	}
-	if err := r.do(ctx, "POST", "/api/threads/"+url.PathEscape(id)+"/messages", msg, nil); err != nil {
+	var posted struct {
+		MessageID string `json:"message_id"`
+	}
+	if err := r.do(ctx, "POST", "/api/threads/"+url.PathEscape(id)+"/messages", msg, &posted); err != nil {
 		return remoteExit(err)
 	}
-	return r.follow(ctx, cmd, f, id, resp)
+	return r.follow(ctx, cmd, f, id, posted.MessageID, resp)
 }
 
 // openStream opens a thread's SSE stream after the cursor.
@@ -363,9 +369,12 @@ func (r *remote) openStream(ctx context.Context, id string, after int64) (*http.
 
 // follow prints a thread's run from its stream as weft run prints it, until the run stops: the
 // reply's text as it streams, the calls waiting for approval (exit 6), a failed stop (exit 1).
-func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id string, resp *http.Response) error {
+func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id, input string, resp *http.Response) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	streamed, last := false, ""
+	// Until the posted message input is stored, what comes is of a run that did not take it: one
+	// it interrupts (--if-busy interrupt, rollback) or that was running when it was queued.
+	taken := input == ""
 	// On a terminal, standard error shows the run's progress, as for a local run.
 	var progress *runProgress
 	if !f.quiet && !f.verbose {
@@ -395,6 +404,13 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 			if progress != nil {
 				thread, _ := data["thread_id"].(string)
 				progress.event(engine.Event{Type: typ, ThreadID: thread, Data: engine.Fields(data)})
+			}
+			if !taken {
+				m, ok := data["message"].(map[string]any)
+				if !ok || typ != "message" || m["id"] != input {
+					continue
+				}
+				taken = true
 			}
 			switch typ {
 			case "message_chunk":

@@ -117,7 +117,7 @@ func (r *remote) decide(cmd *cobra.Command, f *runFlags, id string, req *decideR
 		}
 		return exit(exitApproval, nil)
 	}
-	return r.follow(ctx, cmd, f, id, resp)
+	return r.follow(ctx, cmd, f, id, "", resp)
 }
 
 // budget sets the thread's own budget when asked and prints its spend, as locally.

@@ -23,10 +23,12 @@ import (
 )
 
 type runFlags struct {
-	env, args, attach      []string
-	envFile, argsJSON      string
-	script, db, thread     string
-	trace                  string
+	env, args, attach  []string
+	envFile, argsJSON  string
+	script, db, thread string
+	trace              string
+	// ifBusy is the message's double-texting policy (--if-busy).
+	ifBusy                 string
 	asJSON, verbose, quiet bool
 	timeout                time.Duration
 	// decide, set by `weft threads approve|deny`, is stored before the thread continues.
@@ -67,6 +69,7 @@ Exit status: 0 the run stopped with an ok reason, 1 it failed (step_error, max s
 	fl.BoolVar(&f.verbose, "verbose", false, "print run events to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "print nothing but the result")
 	fl.StringVar(&f.trace, "trace-requests", "", "append every model request (redacted) as a JSON line to FILE")
+	ifBusyFlag(fl, &f.ifBusy)
 	fl.BoolVar(&f.wait, "wait", false, "when another process runs the thread, wait for its answer and print it")
 	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "cap the new thread's cost in USD (subagents included); the run pauses there")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "cap the new thread's tokens (subagents included); the run pauses there")
@@ -95,6 +98,9 @@ func envOr(k, def string) string {
 }
 
 func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error {
+	if _, err := parseIfBusy(f.ifBusy); err != nil {
+		return err
+	}
 	if rc := remoteOf(g); rc != nil {
 		return rc.run(cmd, f, args)
 	}
@@ -213,7 +219,7 @@ func runAgent(cmd *cobra.Command, g *globals, f *runFlags, args []string) error 
 	// `weft run` waits for all descendants).
 	in := engine.Input{EffectsUntil: clock.Now().Add(f.timeout)}
 	if message != "" || len(attachments) > 0 {
-		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments}
+		in.Message = &weft.NewMessage{Role: weft.RoleUser, Content: message, Attachments: attachments, IfBusy: weft.IfBusy(f.ifBusy)}
 	}
 	streamThread.Store(th.ID)
 	if progress != nil {

@@ -66,6 +66,18 @@ type Resumed struct {
 	Now int64
 }
 
+// Reader is the reader of the resumed turn: from its input's storing, through waits for
+// approvals, the deltas before Now dropped. An input the thread's log never stored — copied by
+// a fork, whose run answers it again (a retry) — is not waited for: the turn is the log's first
+// run.
+func (rs *Resumed) Reader() *Reader {
+	rd := &Reader{Input: rs.Input.ID, AfterInput: true, ResumeAt: rs.Now, ThroughParked: true}
+	if rs.Thread.ForkedFrom != nil && rs.Input.CreatedAt.Before(rs.Thread.CreatedAt) {
+		rd.Input, rd.AfterInput = "", false
+	}
+	return rd
+}
+
 // Resume finds the caller's thread of the agent that carries the tag and follows its running
 // turn — a run, or a wait for approvals that are all decided — from its start (read it with a
 // Reader that goes ThroughParked): the newest user message among its latest rows is the turn's. No such thread is ENotFound
@@ -98,7 +110,11 @@ func resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, 
 		running = len(waiting) == 0
 	}
 	if !running {
-		return nil, nil
+		// A run that took no message (a continue, a retry on a fork) leaves the status as it
+		// was: its run_started without a run_stopped says it goes on.
+		if running, err = openRun(ctx, api, t.ID); err != nil || !running {
+			return nil, err
+		}
 	}
 	msgs, err := api.Engine().Store().Messages(ctx, t.ID, weft.MessageQuery{Limit: 20, Desc: true})
 	if err != nil {
@@ -121,6 +137,29 @@ func resume(r *http.Request, api *httpapi.Server, c httpapi.Caller, agent, tag, 
 		return nil, err
 	}
 	return rs, nil
+}
+
+// openRun reports whether the thread's newest recorded run_started (among its last events) has
+// no run_stopped after it.
+func openRun(ctx context.Context, api *httpapi.Server, threadID string) (bool, error) {
+	last, err := api.LastEventSeq(ctx, threadID)
+	if err != nil {
+		return false, err
+	}
+	evs, err := api.Engine().Store().Events(ctx, threadID, max(0, last-500), 0)
+	if err != nil {
+		return false, err
+	}
+	open := false
+	for _, ev := range evs {
+		switch ev.Type {
+		case "run_started":
+			open = true
+		case "run_stopped":
+			open = false
+		}
+	}
+	return open, nil
 }
 
 // WriteTimeout bounds one write of a stream: a client that stops reading is disconnected.

@@ -40,9 +40,21 @@ const (
 	ToolResult
 	// StepEnd: the step Step ended.
 	StepEnd
-	// End: the run stopped (Reason; Error when it failed). Usage holds the turn's token counts.
+	// End: the run stopped (Reason; Error when it failed; Interrupt when a new message
+	// interrupted it). Usage holds the turn's token counts.
 	End
 )
+
+// Interrupt says why a run stopped with weft.StopInterrupted: the engine's run_interrupted
+// event and, for a rollback, the message_deleted events of the rows it removed.
+type Interrupt struct {
+	// By is the id of the queued message that interrupted the run.
+	By string
+	// Rollback is set when the stop also removed what the run had added (weft.IfBusyRollback).
+	Rollback bool
+	// Removed are the ids of the rows the rollback deleted (replies and tool results), in order.
+	Removed []string
+}
 
 // Part is one thing the turn produced.
 type Part struct {
@@ -55,6 +67,10 @@ type Part struct {
 	Step      int
 	Reason    weft.StopReason
 	Error     string
+	// RunID is the id of the run that stopped (End).
+	RunID string
+	// Interrupt is set on the End of a run that a new message interrupted.
+	Interrupt *Interrupt
 	// Seq is the cursor of the recorded event the part came from (0 for a delta): a client that
 	// resumes after it misses nothing of what follows.
 	Seq int64
@@ -93,6 +109,7 @@ type Reader struct {
 	done  bool
 	texts map[string]*message
 	calls map[string]bool // the tool calls given
+	intr  *Interrupt      // the run's run_interrupted and message_deleted events, for its End
 }
 
 // message is what the reader gave of one assistant message.
@@ -169,6 +186,8 @@ func (r *Reader) Read(ev engine.Event, out []Part) []Part {
 		}
 	case engine.MessageData:
 		out = r.readMessage(&d.Message, ev.Seq, out)
+	case engine.Fields:
+		r.readFields(ev.Type, d)
 	case engine.RunStopped:
 		if r.Input != "" && !r.seen {
 			break // a run that did not take the message: the next one does
@@ -177,9 +196,34 @@ func (r *Reader) Read(ev engine.Event, out []Part) []Part {
 			break
 		}
 		r.done = true
-		out = append(out, Part{Kind: End, Reason: d.Reason, Error: d.Error, Seq: ev.Seq})
+		end := Part{Kind: End, Reason: d.Reason, Error: d.Error, RunID: d.RunID, Seq: ev.Seq}
+		if d.Reason == weft.StopInterrupted {
+			end.Interrupt = r.intr
+			if end.Interrupt == nil {
+				end.Interrupt = &Interrupt{}
+			}
+		}
+		out = append(out, end)
 	}
 	return out
+}
+
+// readFields notes the events a stop for an interrupting message records before run_stopped:
+// run_interrupted, then message_deleted per row a rollback removed.
+func (r *Reader) readFields(typ string, d engine.Fields) {
+	if r.Input != "" && !r.seen {
+		return // a run that did not take the message
+	}
+	switch typ {
+	case "run_interrupted":
+		by, _ := d["message_id"].(string)
+		rollback, _ := d["rollback"].(bool)
+		r.intr = &Interrupt{By: by, Rollback: rollback}
+	case "message_deleted":
+		if id, _ := d["message_id"].(string); id != "" && r.intr != nil && r.intr.Rollback {
+			r.intr.Removed = append(r.intr.Removed, id)
+		}
+	}
 }
 
 func (r *Reader) message(id string) *message {

@@ -149,3 +149,43 @@ func TestReaderInterrupted(t *testing.T) {
 		t.Errorf("the interrupting message's turn:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestReaderRollback: the End of a run a rollback stopped carries the interrupting message and
+// the rows it removed (run_interrupted, message_deleted); the interrupting message's own turn
+// carries nothing of them.
+func TestReaderRollback(t *testing.T) {
+	evs := []engine.Event{
+		{Type: "run_started", Data: engine.RunStarted{RunID: "run_1", Trigger: "message"}},
+		{Type: "step_started", Data: engine.StepStarted{RunID: "run_1", Step: 1}},
+		{Type: "message", Data: engine.MessageData{Message: weft.Message{ID: "msg_first", Role: weft.RoleUser, Content: "Look it up.", Status: weft.MessageCompleted}}},
+		{Type: "message", Data: engine.MessageData{Message: weft.Message{ID: "msg_call", Role: weft.RoleAssistant, Status: weft.MessageCompleted,
+			ToolCalls: []weft.ToolCall{{ID: "call_1", Name: "search", Arguments: "{}"}}}}},
+		{Type: "message", Data: engine.MessageData{Message: weft.Message{ID: "msg_result", Role: weft.RoleTool, ToolCallID: "call_1", Name: "search", Content: "found", Status: weft.MessageCompleted}}},
+		{Type: "run_interrupted", Data: engine.Fields{"run_id": "run_1", "message_id": "msg_second", "rollback": true}},
+		{Type: "message_deleted", Data: engine.Fields{"message_id": "msg_call"}},
+		{Type: "message_deleted", Data: engine.Fields{"message_id": "msg_result"}},
+		{Type: "run_stopped", Data: engine.RunStopped{RunID: "run_1", Reason: weft.StopInterrupted}},
+		{Type: "run_started", Data: engine.RunStarted{RunID: "run_2", Trigger: "message"}},
+		{Type: "message", Data: engine.MessageData{Message: weft.Message{ID: "msg_second", Role: weft.RoleUser, Content: "Never mind.", Status: weft.MessageCompleted}}},
+		{Type: "run_stopped", Data: engine.RunStopped{RunID: "run_2", Reason: weft.StopOnResponse}},
+	}
+	first := turn.Reader{Input: "msg_first"}
+	parts := read(&first, evs)
+	end := parts[len(parts)-1]
+	want := &turn.Interrupt{By: "msg_second", Rollback: true, Removed: []string{"msg_call", "msg_result"}}
+	if end.Kind != turn.End || end.RunID != "run_1" || end.Interrupt == nil || fmt.Sprint(*end.Interrupt) != fmt.Sprint(*want) {
+		t.Errorf("the rolled-back turn's end: %+v (interrupt %+v), want interrupt %+v", end, end.Interrupt, want)
+	}
+	second := turn.Reader{Input: "msg_second", AfterInput: true}
+	parts = read(&second, evs)
+	if end := parts[len(parts)-1]; end.Kind != turn.End || end.Interrupt != nil || end.RunID != "run_2" {
+		t.Errorf("the interrupting message's end: %+v", end)
+	}
+	// A run interrupted without a rollback: its End says by whom, and removed nothing.
+	plain := turn.Reader{Input: "msg_first"}
+	evs[5].Data = engine.Fields{"run_id": "run_1", "message_id": "msg_second", "rollback": false}
+	parts = read(&plain, append(evs[:6:6], evs[8]))
+	if end := parts[len(parts)-1]; end.Interrupt == nil || end.Interrupt.By != "msg_second" || end.Interrupt.Rollback || len(end.Interrupt.Removed) != 0 {
+		t.Errorf("the interrupted turn's end: %+v", end.Interrupt)
+	}
+}

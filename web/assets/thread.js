@@ -7,6 +7,7 @@
 import { h, clear, fill, threadHref, pretty, ago, money, num, badge, term, GLOSSARY } from './dom.js';
 import { api, stream, blobURL, APIError } from './api.js';
 import { connection, notFound } from './app.js';
+import { buildComposer } from './composer.js';
 
 const FIRST = 50; // messages of the first paint: the newest
 const PAGE = 100; // messages per earlier page
@@ -80,7 +81,7 @@ class ThreadView {
     this.head = h('section', { class: 'card thread-head', id: 'thread-head' });
     this.earlier = h('button', { class: 'ghost', id: 'earlier', onclick: () => this.loadEarlier() }, 'Load earlier messages');
     this.timeline = h('div', { class: 'timeline', id: 'timeline' });
-    this.composer = this.buildComposer();
+    this.composer = buildComposer((method, path, body) => this.act(method, path, body));
     this.side = h('aside', { class: 'side' });
     this.calls = h('div', { id: 'model-calls' });
     this.tree = h('div', { id: 'subagents' });
@@ -638,38 +639,6 @@ class ThreadView {
     }
   }
 
-  buildComposer() {
-    const text = h('textarea', { id: 'message', rows: 3, placeholder: 'Send a message… (Ctrl+Enter)' });
-    const files = h('input', { type: 'file', id: 'files', multiple: true });
-    const role = h('select', { id: 'role' }, ['user', 'assistant', 'system'].map((r) => h('option', { value: r }, r)));
-    const status = h('span', { class: 'muted small', id: 'send-status' });
-    const send = h('button', { class: 'primary', id: 'send', type: 'submit' }, 'Send');
-    const form = h('form', { class: 'card composer', id: 'composer' }, text,
-      h('div', { class: 'row' }, h('label', { class: 'file-pick' }, files), role, status, h('span', { class: 'grow' }), send));
-    text.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
-    });
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const attachments = [];
-      for (const f of files.files) attachments.push({ name: f.name, mime_type: f.type || '', data: await base64(f) });
-      if (!text.value.trim() && !attachments.length) return;
-      send.disabled = true;
-      status.textContent = 'sending…';
-      try {
-        const r = await this.act('POST', '/messages', { content: text.value, role: role.value, attachments });
-        status.textContent = r.status;
-        text.value = '';
-        files.value = '';
-      } catch {
-        status.textContent = '';
-      } finally {
-        send.disabled = false;
-      }
-    });
-    return form;
-  }
-
   approvalForm(a) {
     const reason = h('input', { type: 'text', placeholder: 'reason (for a denial)', class: 'reason' });
     const decide = async (approve) => {
@@ -1039,13 +1008,4 @@ function fact(label, value) {
 
 function stat(label, value) {
   return [h('dt', null, label), h('dd', null, value)];
-}
-
-function base64(file) {
-  return new Promise((res, rej) => {
-    const r = new FileReader();
-    r.onload = () => res(String(r.result).replace(/^data:[^,]*,/, ''));
-    r.onerror = () => rej(r.error);
-    r.readAsDataURL(file);
-  });
 }

@@ -1,6 +1,7 @@
 // The A2A reference JavaScript SDK's client against `weft serve`. Env: SDK (the SDK's dist
-// folder), BASE (the server's URL), KEY (an API key), MODE (tour or kill). It prints one JSON line
-// per check; the Go test reads them.
+// folder), BASE (the server's URL), KEY (an API key), MODE (tour, kill or interrupt), AGENT (the
+// agent, chat unless set), IF_BUSY (interrupt's policy). It prints one JSON line per check; the
+// Go test reads them.
 import { pathToFileURL } from 'node:url';
 import { randomUUID } from 'node:crypto';
 
@@ -32,10 +33,11 @@ const ev = (r) => {
   const p = r.payload;
   const v = p?.value;
   const st = p?.$case === 'task' ? v.status : p?.$case === 'statusUpdate' ? v.status : undefined;
-  return { kind: p?.$case, state: st ? state(st.state) : undefined, seq: v?.metadata?.weft_event_seq, text: text(st?.message), task: v?.id || v?.taskId };
+  return { kind: p?.$case, state: st ? state(st.state) : undefined, seq: v?.metadata?.weft_event_seq, text: text(st?.message), task: v?.id || v?.taskId,
+    event: v?.metadata?.weft_event, meta: v?.metadata };
 };
 
-const client = await factory.createFromUrl(base + '/a2a/chat/.well-known/agent-card.json', '');
+const client = await factory.createFromUrl(base + '/a2a/' + (process.env.AGENT || 'chat') + '/.well-known/agent-card.json', '');
 
 if (process.env.MODE === 'tour') {
   const card = await client.getAgentCard();
@@ -104,4 +106,37 @@ if (process.env.MODE === 'kill') {
     }
   }
   out({ check: 'kill', before: seen, after });
+}
+
+// Double-texting: a first message makes the context's thread, whose default if_busy is set to
+// IF_BUSY (or the third message carries it, IF_BUSY_VIA=metadata); a second streams a slow answer, and once its tool completed a third message is sent
+// in the context while the answer streams.
+if (process.env.MODE === 'interrupt') {
+  const first = await client.sendMessage(req(msg('hello')));
+  // The policy is the thread's default, or (IF_BUSY_VIA=metadata) the third message's own.
+  const viaMetadata = process.env.IF_BUSY_VIA === 'metadata';
+  if (!viaMetadata) {
+    const patched = await authFetch(base + '/api/threads/' + first.contextId, {
+      method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ if_busy: process.env.IF_BUSY }),
+    });
+    if (!patched.ok) throw new Error('PATCH: ' + patched.status + ' ' + (await patched.text()));
+  }
+  const events = [];
+  let third;
+  for await (const r of client.sendMessageStream(req(msg('tell a story', { contextId: first.contextId })))) {
+    const e = ev(r);
+    events.push(e);
+    if (!third && e.event === 'tool_completed') {
+      await new Promise((res) => setTimeout(res, 300)); // the story is streaming by now
+      third = client.sendMessage(req(msg('a haiku please', { contextId: first.contextId,
+        metadata: viaMetadata ? { weft_if_busy: process.env.IF_BUSY } : undefined })));
+    }
+  }
+  const answer = await third;
+  const last = events[events.length - 1];
+  const story = await client.getTask({ tenant: '', id: last.task, historyLength: undefined });
+  out({ check: 'interrupted', state: last.state, text: last.text, task: last.task, history: story.history.length,
+    events: [{ ...last, meta: undefined, by: last.meta?.weft_interrupted_by, rolledBack: last.meta?.weft_rolled_back,
+      removed: last.meta?.weft_removed_message_ids, stop: last.meta?.weft_stop_reason }] });
+  out({ check: 'third', state: state(answer.status.state), text: text(answer.status.message), context: answer.contextId });
 }

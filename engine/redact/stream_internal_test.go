@@ -1,4 +1,4 @@
-package engine
+package redact
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // TestStreamRedactor: however a text is cut into pieces, the pieces shown never hold a secret and
 // together they are the redacted whole.
 func TestStreamRedactor(t *testing.T) {
-	r := newRedactor([]string{"s3cr3t-value", "s3cr3t", "abcabd"})
+	r := New([]string{"s3cr3t-value", "s3cr3t", "abcabd"})
 	texts := []string{
 		"The token was s3cr3t-value, all good.",
 		"s3cr3t then s3cr3t-valu and s3cr3t-value!",
@@ -19,7 +19,7 @@ func TestStreamRedactor(t *testing.T) {
 	for _, text := range texts {
 		want := r.String(text)
 		for size := 1; size <= len(text)+1; size++ {
-			s := &streamRedactor{r: r}
+			s := &Stream{red: r}
 			var shown []string
 			for i := 0; i < len(text); i += size {
 				shown = append(shown, s.Write(text[i:min(i+size, len(text))]))
@@ -37,7 +37,7 @@ func TestStreamRedactor(t *testing.T) {
 		}
 	}
 	// Without secrets pieces pass unchanged and nothing is held.
-	s := &streamRedactor{r: newRedactor()}
+	s := &Stream{red: New()}
 	if got := s.Write("abc"); got != "abc" || s.Flush() != "" {
 		t.Fatalf("no secrets: %q", got)
 	}

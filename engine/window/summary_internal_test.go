@@ -1,4 +1,4 @@
-package engine
+package window
 
 import (
 	"testing"
@@ -54,8 +54,8 @@ func TestFoldPoint(t *testing.T) {
 			for i := range cost {
 				cost[i] = 10
 			}
-			if got, keep := foldPoint(cost, rows, weft.SideA, tc.budget); got != tc.want || keep != tc.keep {
-				t.Errorf("foldPoint(%s, budget %d) = %d, %d; want %d, %d", tc.rows, tc.budget, got, keep, tc.want, tc.keep)
+			if got, keep := FoldPoint(cost, rows, weft.SideA, tc.budget); got != tc.want || keep != tc.keep {
+				t.Errorf("FoldPoint(%s, budget %d) = %d, %d; want %d, %d", tc.rows, tc.budget, got, keep, tc.want, tc.keep)
 			}
 		})
 	}

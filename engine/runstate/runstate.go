@@ -1,4 +1,7 @@
-package engine
+// Package runstate is a thread's persisted run state: which side acts next, each side's turns and
+// context window, the stop flag and the counters a run keeps across steps, with the encoding every
+// step's transaction writes (Encode, without reflection) and reads back (Decode, Load).
+package runstate
 
 import (
 	"context"
@@ -7,17 +10,18 @@ import (
 	"strconv"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
-// execState is a thread's persisted run state (storage.md exec_state, key "run"): the session's
+// State is a thread's persisted run state (the exec_state document under Key): the session's
 // part common to both sides, and each side's own.
-type execState struct {
+type State struct {
 	// Stopped is the stop flag: nothing runs until a user message or continue.
 	Stopped bool
 	// Side is the side due to act next.
 	Side weft.Side
-	// Sides holds each side's state, A then B (sideIndex).
-	Sides [2]sideState
+	// Sides holds each side's state, A then B (SideIndex).
+	Sides [2]SideState
 	// ToolCalled records that the acting side called a tool in the current turn (toolChoice
 	// required is enforced until it has).
 	ToolCalled bool
@@ -29,8 +33,8 @@ type execState struct {
 	Stops int
 }
 
-// sideState is one side's part of the run state.
-type sideState struct {
+// SideState is one side's part of the run state.
+type SideState struct {
 	// Turns counts the side's completed turns in the session.
 	Turns int
 	// Window is the seq of the last row of the side's previous completed turn: the side's window
@@ -42,8 +46,8 @@ type sideState struct {
 	Idle bool
 }
 
-// execDoc is execState as stored: the sides' fields paired under _a and _b names.
-type execDoc struct {
+// stored is State as stored: the sides' fields paired under _a and _b names.
+type stored struct {
 	Stopped     bool      `json:"stopped,omitempty"`
 	Side        weft.Side `json:"side"`
 	TurnsA      int       `json:"turns_a"`
@@ -61,46 +65,46 @@ type execDoc struct {
 }
 
 // doc returns the state in its stored form.
-func (s *execState) doc() execDoc {
+func (s *State) doc() stored {
 	a, b := &s.Sides[0], &s.Sides[1]
-	return execDoc{Stopped: s.Stopped, Side: s.Side, TurnsA: a.Turns, TurnsB: b.Turns, WindowA: a.Window, WindowB: b.Window,
+	return stored{Stopped: s.Stopped, Side: s.Side, TurnsA: a.Turns, TurnsB: b.Turns, WindowA: a.Window, WindowB: b.Window,
 		ToolCalled: s.ToolCalled, QueuedTools: s.QueuedTools, HandlerA: a.Handler, HandlerB: b.Handler, IdleA: a.Idle, IdleB: b.Idle,
 		Immediate: s.Immediate, Stops: s.Stops}
 }
 
-// decodeExecState reads a stored run state; nil raw is a new thread's (side A due).
-func decodeExecState(raw json.RawMessage) (execState, error) {
+// Decode reads a stored run state; nil raw is a new thread's (side A due).
+func Decode(raw json.RawMessage) (State, error) {
 	if raw == nil {
-		return execState{Side: weft.SideA}, nil
+		return State{Side: weft.SideA}, nil
 	}
-	d := execDoc{Side: weft.SideA}
+	d := stored{Side: weft.SideA}
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return execState{Side: weft.SideA}, err
+		return State{Side: weft.SideA}, err
 	}
-	return execState{Stopped: d.Stopped, Side: d.Side, ToolCalled: d.ToolCalled, QueuedTools: d.QueuedTools, Immediate: d.Immediate,
-		Stops: d.Stops, Sides: [2]sideState{
+	return State{Stopped: d.Stopped, Side: d.Side, ToolCalled: d.ToolCalled, QueuedTools: d.QueuedTools, Immediate: d.Immediate,
+		Stops: d.Stops, Sides: [2]SideState{
 			{Turns: d.TurnsA, Window: d.WindowA, Handler: d.HandlerA, Idle: d.IdleA},
 			{Turns: d.TurnsB, Window: d.WindowB, Handler: d.HandlerB, Idle: d.IdleB},
 		}}, nil
 }
 
-// of returns side's own state.
-func (s *execState) of(side weft.Side) *sideState { return &s.Sides[sideIndex(side)] }
+// Of returns side's own state.
+func (s *State) Of(side weft.Side) *SideState { return &s.Sides[SideIndex(side)] }
 
-// completeTurn counts a completed turn of side ending at seq.
-func (s *execState) completeTurn(side weft.Side, seq int64) {
-	o := s.of(side)
+// CompleteTurn counts a completed turn of side ending at seq.
+func (s *State) CompleteTurn(side weft.Side, seq int64) {
+	o := s.Of(side)
 	o.Turns++
 	o.Window = seq
 	s.ToolCalled = false
 }
 
-// minTurns is the turn count of the side that completed fewer turns in the session.
-func (s *execState) minTurns() int { return min(s.Sides[0].Turns, s.Sides[1].Turns) }
+// MinTurns is the turn count of the side that completed fewer turns in the session.
+func (s *State) MinTurns() int { return min(s.Sides[0].Turns, s.Sides[1].Turns) }
 
-// endSession resets the session at seq: no turns counted, both windows start after seq, side A
+// EndSession resets the session at seq: no turns counted, both windows start after seq, side A
 // due next.
-func (s *execState) endSession(seq int64) {
+func (s *State) EndSession(seq int64) {
 	for i := range s.Sides {
 		s.Sides[i].Turns, s.Sides[i].Window = 0, seq
 	}
@@ -108,29 +112,32 @@ func (s *execState) endSession(seq int64) {
 	s.Side = weft.SideA
 }
 
-func sideIndex(s weft.Side) int {
+// SideIndex is side's index in State.Sides: 0 for A, 1 for B.
+func SideIndex(s weft.Side) int {
 	if s == weft.SideB {
 		return 1
 	}
 	return 0
 }
 
-const execKey = "run"
+// Key is the run state's key among a thread's exec_state documents.
+const Key = "run"
 
-func loadExecState(ctx context.Context, st weft.Store, threadID string) (execState, error) {
+// Load reads a thread's run state from the store.
+func Load(ctx context.Context, st weft.Store, threadID string) (State, error) {
 	docs, err := st.ExecState(ctx, threadID)
 	if err != nil {
-		return execState{}, err
+		return State{}, err
 	}
-	s, err := decodeExecState(docs[execKey])
+	s, err := Decode(docs[Key])
 	if err != nil {
 		return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
 	}
 	return s, nil
 }
 
-// encode is json.Marshal(s.doc()), written out: it runs in every step's transaction.
-func (s *execState) encode() json.RawMessage {
+// Encode is json.Marshal(s.doc()), written out: it runs in every step's transaction.
+func (s *State) Encode() json.RawMessage {
 	a, bs := &s.Sides[0], &s.Sides[1]
 	b := make([]byte, 0, 128)
 	b = append(b, '{')
@@ -138,7 +145,7 @@ func (s *execState) encode() json.RawMessage {
 		b = append(b, `"stopped":true,`...)
 	}
 	b = append(b, `"side":`...)
-	b = appendJSONString(b, string(s.Side))
+	b = jsonstr.AppendHTMLSafe(b, string(s.Side))
 	b = append(b, `,"turns_a":`...)
 	b = strconv.AppendInt(b, int64(a.Turns), 10)
 	b = append(b, `,"turns_b":`...)
@@ -165,7 +172,7 @@ func (s *execState) encode() json.RawMessage {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, v)
+			b = jsonstr.AppendHTMLSafe(b, v)
 		}
 		b = append(b, ']')
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package vars resolves a thread's variables: the env layers a value is found in (thread,
+// inherited from ancestors, agent, tool entry, prompt, user, instance), the variables an agent's
+// prompts and tools declare, which required ones have no value, and which values are secret. It
+// reads the store's env layers; it never writes.
+package vars
 
 import (
 	"context"
@@ -8,58 +12,65 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
-// layerValue is a value found in an env layer.
-type layerValue struct {
-	value string
-	typ   weft.VarType
-	layer string
+// Value is a value found in an env layer.
+type Value struct {
+	// Value is the variable's value.
+	Value string
+	// Type is its declared type, else the stored value's own (a value without one is secret).
+	Type weft.VarType
+	// Layer names the layer it was found in: thread, inherited, agent, tool entry, prompt, user
+	// or instance.
+	Layer string
 }
 
-// envView resolves variables for one thread in one context (active prompt and tool entry) through
+// View resolves variables for one thread in one context (active prompt and tool entry) through
 // its layers, the first that holds a name winning: thread > inherited > agent > tool entry > prompt
 // > user > instance.
-type envView struct {
-	thread map[string]weft.EnvValue
-	// inherited holds ancestor threads' thread-layer values, nearest first.
-	inherited map[string]weft.EnvValue
-	agent     map[string]string
-	entry     map[string]string
-	prompt    map[string]string
-	user      map[string]weft.EnvValue
-	instance  map[string]weft.EnvValue
-	// declared holds the declared type of every variable of the thread's graph (secret wins).
-	declared map[string]weft.VarType
+type View struct {
+	// Thread holds the thread's own values.
+	Thread map[string]weft.EnvValue
+	// Inherited holds ancestor threads' thread-layer values, nearest first.
+	Inherited map[string]weft.EnvValue
+	// Agent, Entry and Prompt hold the env the agent, the active tool entry and the active
+	// prompt define.
+	Agent, Entry, Prompt map[string]string
+	// User and Instance hold the thread's owner's values and the instance's.
+	User, Instance map[string]weft.EnvValue
+	// Declared holds the declared type of every variable of the thread's graph (secret wins).
+	Declared map[string]weft.VarType
 }
 
-func (v *envView) lookup(name string) (layerValue, bool) {
-	if x, ok := v.thread[name]; ok {
-		return layerValue{x.Value, v.typeOf(name, x.Type), "thread"}, true
+// Lookup finds name in the first layer that holds it.
+func (v *View) Lookup(name string) (Value, bool) {
+	if x, ok := v.Thread[name]; ok {
+		return Value{x.Value, v.TypeOf(name, x.Type), "thread"}, true
 	}
-	if x, ok := v.inherited[name]; ok {
-		return layerValue{x.Value, v.typeOf(name, x.Type), "inherited"}, true
+	if x, ok := v.Inherited[name]; ok {
+		return Value{x.Value, v.TypeOf(name, x.Type), "inherited"}, true
 	}
 	for _, l := range []struct {
 		m    map[string]string
 		name string
-	}{{v.agent, "agent"}, {v.entry, "tool entry"}, {v.prompt, "prompt"}} {
+	}{{v.Agent, "agent"}, {v.Entry, "tool entry"}, {v.Prompt, "prompt"}} {
 		if x, ok := l.m[name]; ok {
-			return layerValue{x, v.typeOf(name, weft.VarText), l.name}, true
+			return Value{x, v.TypeOf(name, weft.VarText), l.name}, true
 		}
 	}
-	if x, ok := v.user[name]; ok {
-		return layerValue{x.Value, v.typeOf(name, x.Type), "user"}, true
+	if x, ok := v.User[name]; ok {
+		return Value{x.Value, v.TypeOf(name, x.Type), "user"}, true
 	}
-	if x, ok := v.instance[name]; ok {
-		return layerValue{x.Value, v.typeOf(name, x.Type), "instance"}, true
+	if x, ok := v.Instance[name]; ok {
+		return Value{x.Value, v.TypeOf(name, x.Type), "instance"}, true
 	}
-	return layerValue{}, false
+	return Value{}, false
 }
 
-// typeOf is the declared type, else the stored value's own type.
-func (v *envView) typeOf(name string, own weft.VarType) weft.VarType {
-	if t, ok := v.declared[name]; ok {
+// TypeOf is the declared type, else the stored value's own type.
+func (v *View) TypeOf(name string, own weft.VarType) weft.VarType {
+	if t, ok := v.Declared[name]; ok {
 		return t
 	}
 	if own == "" {
@@ -68,42 +79,43 @@ func (v *envView) typeOf(name string, own weft.VarType) weft.VarType {
 	return own
 }
 
-// with returns a copy resolving for another prompt and tool entry.
-func (v *envView) with(prompt, entry map[string]string) *envView {
+// With returns a copy resolving for another prompt and tool entry.
+func (v *View) With(prompt, entry map[string]string) *View {
 	c := *v
-	c.prompt, c.entry = prompt, entry
+	c.Prompt, c.Entry = prompt, entry
 	return &c
 }
 
-// secrets returns every secret value visible in any layer, for redaction.
-func (v *envView) secrets() []string {
+// Secrets returns every secret value visible in any layer, for redaction.
+func (v *View) Secrets() []string {
 	var out []string
 	add := func(name, value string, own weft.VarType) {
-		if value != "" && v.typeOf(name, own) == weft.VarSecret {
+		if value != "" && v.TypeOf(name, own) == weft.VarSecret {
 			out = append(out, value)
 		}
 	}
-	for n, x := range v.thread {
+	for n, x := range v.Thread {
 		add(n, x.Value, x.Type)
 	}
-	for n, x := range v.inherited {
+	for n, x := range v.Inherited {
 		add(n, x.Value, x.Type)
 	}
-	for _, m := range []map[string]string{v.agent, v.entry, v.prompt} {
+	for _, m := range []map[string]string{v.Agent, v.Entry, v.Prompt} {
 		for n, x := range m {
 			add(n, x, weft.VarText)
 		}
 	}
-	for n, x := range v.user {
+	for n, x := range v.User {
 		add(n, x.Value, x.Type)
 	}
-	for n, x := range v.instance {
+	for n, x := range v.Instance {
 		add(n, x.Value, x.Type)
 	}
 	return out
 }
 
-func toMap(vals []weft.EnvValue) map[string]weft.EnvValue {
+// Layer maps a store's env values by name; nil when there are none.
+func Layer(vals []weft.EnvValue) map[string]weft.EnvValue {
 	if len(vals) == 0 {
 		return nil // most layers are empty; a nil map reads as one
 	}
@@ -114,10 +126,10 @@ func toMap(vals []weft.EnvValue) map[string]weft.EnvValue {
 	return m
 }
 
-// graph collects what a thread's agent reaches: its side prompts, their enabled tool
+// Graph collects what a thread's agent reaches: its side prompts, their enabled tool
 // entries, the tools and sub-prompts those reach (recursively), and the tools' `uses`. Subagent and
 // handoff targets are not part of it.
-type graph struct {
+type Graph struct {
 	reg     *weft.Registry
 	prompts []*weft.Prompt
 	tools   []graphTool
@@ -133,8 +145,10 @@ type graphTool struct {
 	promptEnv map[string]string
 }
 
-func newGraph(reg *weft.Registry, a *weft.Agent, flag func(string) bool) *graph {
-	g := &graph{reg: reg, seen: map[string]bool{}, flag: flag}
+// NewGraph collects what agent a reaches; flag resolves an optional entry's flag (nil: every
+// optional entry is enabled).
+func NewGraph(reg *weft.Registry, a *weft.Agent, flag func(string) bool) *Graph {
+	g := &Graph{reg: reg, seen: map[string]bool{}, flag: flag}
 	for _, s := range []weft.AgentSide{a.SideA, a.Side(weft.SideB)} {
 		if p, ok := reg.Prompt(s.Prompt); ok {
 			g.addPrompt(p)
@@ -143,7 +157,7 @@ func newGraph(reg *weft.Registry, a *weft.Agent, flag func(string) bool) *graph 
 	return g
 }
 
-func (g *graph) addPrompt(p *weft.Prompt) {
+func (g *Graph) addPrompt(p *weft.Prompt) {
 	if g.seen["prompt:"+p.Name] {
 		return
 	}
@@ -173,7 +187,7 @@ func (g *graph) addPrompt(p *weft.Prompt) {
 	}
 }
 
-func (g *graph) addTool(t *weft.Tool, e weft.ToolEntry, promptEnv map[string]string) {
+func (g *Graph) addTool(t *weft.Tool, e weft.ToolEntry, promptEnv map[string]string) {
 	key := "tool:" + t.Name + "\x00" + fmt.Sprint(e.Env) + "\x00" + fmt.Sprint(promptEnv)
 	if g.seen[key] {
 		return
@@ -187,14 +201,14 @@ func (g *graph) addTool(t *weft.Tool, e weft.ToolEntry, promptEnv map[string]str
 	}
 }
 
-// declared returns every variable declaration of the graph with who declared it; repeated
+// Declared returns every variable declaration of the graph with who declared it; repeated
 // declarations merge (required if any says so; secret wins).
-func (g *graph) declared() map[string]*declaration {
-	out := map[string]*declaration{}
+func (g *Graph) Declared() map[string]*Declaration {
+	out := map[string]*Declaration{}
 	add := func(v weft.VariableDefinition, by string, promptEnv, entryEnv map[string]string) {
 		d, ok := out[v.Name]
 		if !ok {
-			d = &declaration{VariableDefinition: v}
+			d = &Declaration{VariableDefinition: v}
 			out[v.Name] = d
 		} else {
 			d.Required = d.Required || v.Required
@@ -203,7 +217,7 @@ func (g *graph) declared() map[string]*declaration {
 				d.Type = weft.VarSecret
 			}
 		}
-		d.by = append(d.by, declarer{by: by, required: v.Required, promptEnv: promptEnv, entryEnv: entryEnv})
+		d.By = append(d.By, Declarer{By: by, Required: v.Required, PromptEnv: promptEnv, EntryEnv: entryEnv})
 	}
 	for _, p := range g.prompts {
 		for _, v := range p.Variables {
@@ -225,18 +239,26 @@ func (g *graph) declared() map[string]*declaration {
 	return out
 }
 
-type declaration struct {
+// Declaration is a variable as a graph declares it, merged over its declarations.
+type Declaration struct {
 	weft.VariableDefinition
-	by []declarer
+	// By lists each declaration, in the graph's order.
+	By []Declarer
 }
 
-type declarer struct {
-	by                  string
-	required            bool
-	promptEnv, entryEnv map[string]string
+// Declarer is one declaration of a variable.
+type Declarer struct {
+	// By names the definition: "prompt NAME" or "tool NAME".
+	By string
+	// Required is whether this declaration requires a value.
+	Required bool
+	// PromptEnv and EntryEnv are the env of the prompt and of the tool entry the declaration is
+	// read under (their values count as the variable's).
+	PromptEnv, EntryEnv map[string]string
 }
 
-func declaredTypes(d map[string]*declaration) map[string]weft.VarType {
+// DeclaredTypes maps each declared variable to its type.
+func DeclaredTypes(d map[string]*Declaration) map[string]weft.VarType {
 	m := make(map[string]weft.VarType, len(d))
 	for n, x := range d {
 		m[n] = x.Type
@@ -244,10 +266,10 @@ func declaredTypes(d map[string]*declaration) map[string]weft.VarType {
 	return m
 }
 
-// missingVariables lists the required variables that resolve in no layer, as
+// Missing lists the required variables that resolve in no layer, as
 // `A (prompt helper), B (tool search)` items. A tool's variables also see its entry's env.
-func missingVariables(decls map[string]*declaration, view *envView) []missingVar {
-	var out []missingVar
+func Missing(decls map[string]*Declaration, view *View) []MissingVar {
+	var out []MissingVar
 	names := make([]string, 0, len(decls))
 	for n := range decls {
 		names = append(names, n)
@@ -256,35 +278,36 @@ func missingVariables(decls map[string]*declaration, view *envView) []missingVar
 	for _, n := range names {
 		d := decls[n]
 		var missingBy []string
-		for _, by := range d.by {
-			if !by.required {
+		for _, by := range d.By {
+			if !by.Required {
 				continue
 			}
-			v := view.with(by.promptEnv, by.entryEnv)
-			if _, ok := v.lookup(n); !ok {
-				missingBy = append(missingBy, by.by)
+			v := view.With(by.PromptEnv, by.EntryEnv)
+			if _, ok := v.Lookup(n); !ok {
+				missingBy = append(missingBy, by.By)
 			}
 		}
 		if len(missingBy) > 0 {
-			out = append(out, missingVar{Name: n, DeclaredBy: missingBy})
+			out = append(out, MissingVar{Name: n, DeclaredBy: missingBy})
 		}
 	}
 	return out
 }
 
-type missingVar struct {
+// MissingVar is a required variable without a value, with the definitions that require it.
+type MissingVar struct {
 	Name       string   `json:"name"`
 	DeclaredBy []string `json:"declared_by"`
 }
 
-// MissingVariablesError reports required variables without values at thread creation.
-type MissingVariablesError struct {
+// MissingError reports required variables without values at thread creation.
+type MissingError struct {
 	// Missing lists each variable with the definitions that require it.
-	Missing []missingVar
+	Missing []MissingVar
 }
 
 // Error reads `thread creation failed: missing required variables: A (prompt helper), B (tool x)`.
-func (e *MissingVariablesError) Error() string {
+func (e *MissingError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, m := range e.Missing {
 		parts[i] = fmt.Sprintf("%s (%s)", m.Name, strings.Join(m.DeclaredBy, ", "))
@@ -293,12 +316,12 @@ func (e *MissingVariablesError) Error() string {
 }
 
 // Unwrap classifies the error for the CLI and the HTTP API.
-func (e *MissingVariablesError) Unwrap() error {
+func (e *MissingError) Unwrap() error {
 	return &weft.Error{Code: weft.EMissingVariables, Message: "missing required variables"}
 }
 
-// flagOn reports whether an optional entry's flag value enables it: true, 1 or yes.
-func flagOn(v string) bool {
+// FlagOn reports whether an optional entry's flag value enables it: true, 1 or yes.
+func FlagOn(v string) bool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true", "1", "yes":
 		return true
@@ -306,8 +329,8 @@ func flagOn(v string) bool {
 	return false
 }
 
-// loadEnv reads the thread, user and instance layers of a thread from the store.
-func loadEnv(ctx context.Context, st weft.Store, threadID, userID string) (thread, user, instance []weft.EnvValue, err error) {
+// Load reads the thread, user and instance layers of a thread from the store.
+func Load(ctx context.Context, st weft.Store, threadID, userID string) (thread, user, instance []weft.EnvValue, err error) {
 	if thread, err = st.Env(ctx, weft.EnvThread, threadID); err != nil {
 		return
 	}
@@ -320,9 +343,9 @@ func loadEnv(ctx context.Context, st weft.Store, threadID, userID string) (threa
 	return
 }
 
-// ancestorEnv walks a thread's ancestors and takes, per name, the nearest thread-layer value;
+// Inherited walks a thread's ancestors and takes, per name, the nearest thread-layer value;
 // names scoped anywhere in the thread's graph are not inherited.
-func ancestorEnv(ctx context.Context, st weft.Store, parentID string, decls map[string]*declaration) (map[string]weft.EnvValue, error) {
+func Inherited(ctx context.Context, st weft.Store, parentID string, decls map[string]*Declaration) (map[string]weft.EnvValue, error) {
 	out := map[string]weft.EnvValue{}
 	for id := parentID; id != ""; {
 		vals, err := st.Env(ctx, weft.EnvThread, id)
@@ -375,7 +398,7 @@ func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(st
 		}
 		id = at.ParentID
 	}
-	_, user, instance, err := loadEnv(ctx, st, "", t.UserID)
+	_, user, instance, err := Load(ctx, st, "", t.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -388,5 +411,5 @@ func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(st
 			}
 		}
 	}
-	return newRedactor(secrets).String, nil
+	return redact.New(secrets).String, nil
 }

@@ -1,4 +1,7 @@
-package engine
+// Package redact replaces secret values by [redacted] in every text Weft writes or shows: rows,
+// events, log bodies, provider requests and streamed deltas, in every encoding a secret can take
+// there (raw, JSON-escaped once or nested, \u escapes, percent-encoded).
+package redact
 
 import (
 	"bytes"
@@ -12,7 +15,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// redactor replaces every occurrence of secret values by [redacted]: values of at least 4 bytes,
+// Redactor replaces every occurrence of secret values by [redacted]: values of at least 4 bytes,
 // longest first, in every encoding a row, an event, a log body or a request can carry them in:
 //   - raw, and JSON-escaped once and twice (a JSON string inside a JSON string: a tool call's
 //     arguments inside a provider request), with HTML escapes or without, non-ASCII as \uXXXX or not;
@@ -20,7 +23,7 @@ import (
 //   - inside any JSON string literal, whatever escapes it was written with (the model may write
 //     `q\u0022uote` for `q"uote`): each literal that holds an escape is decoded, its value redacted
 //     and encoded again, so redaction is on values, not on one spelling of them.
-type redactor struct {
+type Redactor struct {
 	// secrets are the values and their encoded forms, longest first.
 	secrets []string
 	r       *strings.Replacer
@@ -29,7 +32,9 @@ type redactor struct {
 // literalDepth bounds how many JSON-in-JSON string levels the literal pass decodes.
 const literalDepth = 3
 
-func newRedactor(secrets ...[]string) *redactor {
+// New returns a Redactor of the given secret lists; values shorter than 4 bytes are ignored (they
+// would redact ordinary words). A Redactor without secrets, and a nil one, change nothing.
+func New(secrets ...[]string) *Redactor {
 	seen := map[string]bool{}
 	var all []string
 	for _, l := range secrets {
@@ -46,14 +51,14 @@ func newRedactor(secrets ...[]string) *redactor {
 		}
 	}
 	if len(all) == 0 {
-		return &redactor{}
+		return &Redactor{}
 	}
 	slices.SortStableFunc(all, func(a, b string) int { return len(b) - len(a) })
 	pairs := make([]string, 0, 2*len(all))
 	for _, s := range all {
 		pairs = append(pairs, s, weft.Redacted)
 	}
-	return &redactor{secrets: all, r: strings.NewReplacer(pairs...)}
+	return &Redactor{secrets: all, r: strings.NewReplacer(pairs...)}
 }
 
 // encodedForms returns s and the forms it takes when written into JSON text (once and nested) or
@@ -160,8 +165,12 @@ func lowerByte(c byte) byte {
 	return c
 }
 
+// Empty reports whether r has no secret to redact (r may be nil): what it would redact passes
+// unchanged.
+func (r *Redactor) Empty() bool { return r == nil || r.r == nil }
+
 // String redacts s.
-func (r *redactor) String(s string) string {
+func (r *Redactor) String(s string) string {
 	if r == nil || r.r == nil || s == "" {
 		return s
 	}
@@ -172,7 +181,7 @@ func (r *redactor) String(s string) string {
 // secret's text can also be found across or inside an escape of JSON text (`\u0010` followed by
 // "000" holds "0000"), where replacing it would break the text: JSON that the text pass left
 // invalid is redacted value by value instead (redactJSON).
-func (r *redactor) redact(s string, depth int) string {
+func (r *Redactor) redact(s string, depth int) string {
 	out := r.redactText(s, depth)
 	if out != s && strings.Contains(s, `\`) && !json.Valid([]byte(out)) && json.Valid([]byte(s)) {
 		if v, ok := r.redactJSON(s, depth); ok {
@@ -184,7 +193,7 @@ func (r *redactor) redact(s string, depth int) string {
 
 // redactJSON redacts a JSON document by its values: every string and key, and every number whose
 // text holds a secret (written as a string then), at any depth; keys come out sorted.
-func (r *redactor) redactJSON(s string, depth int) (string, bool) {
+func (r *Redactor) redactJSON(s string, depth int) (string, bool) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var v any
@@ -226,7 +235,7 @@ func (r *redactor) redactJSON(s string, depth int) (string, bool) {
 
 // redactText replaces the secrets in s as text, then inside the JSON string literals that hold an
 // escape.
-func (r *redactor) redactText(s string, depth int) string {
+func (r *Redactor) redactText(s string, depth int) string {
 	s = r.r.Replace(s)
 	if depth == 0 || !strings.Contains(s, `\`) {
 		return s
@@ -247,7 +256,7 @@ func (r *redactor) redactText(s string, depth int) string {
 }
 
 // count returns how many secrets s holds; depth bounds the nested JSON string levels it decodes.
-func (r *redactor) count(s string, depth int) int {
+func (r *Redactor) count(s string, depth int) int {
 	n := 0
 	rest := s
 	for _, sec := range r.secrets {
@@ -302,7 +311,7 @@ func literalEnd(s string, start int) (int, bool) {
 
 // Bytes redacts b: b itself when there is nothing to redact (a conversation's request body is
 // long, and copying it twice a model call was most of a long thread's turn).
-func (r *redactor) Bytes(b []byte) []byte {
+func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || r.r == nil || len(b) == 0 {
 		return b
 	}
@@ -314,43 +323,46 @@ func (r *redactor) Bytes(b []byte) []byte {
 }
 
 // Count returns how many secret occurrences s holds, in any encoding.
-func (r *redactor) Count(s string) int {
+func (r *Redactor) Count(s string) int {
 	if r == nil || r.r == nil {
 		return 0
 	}
 	return r.count(s, literalDepth)
 }
 
-// streamRedactor redacts text that arrives in pieces (streamed deltas), so that a secret split
+// Stream redacts text that arrives in pieces (streamed deltas), so that a secret split
 // across pieces is replaced too: it holds back the end of the text while that end could still
 // become a secret, and Flush returns what is held.
-type streamRedactor struct {
-	r       *redactor
+type Stream struct {
+	red     *Redactor
 	pending string
 }
 
+// NewStream returns a Stream redacting with r (nil: pieces pass unchanged).
+func NewStream(r *Redactor) Stream { return Stream{red: r} }
+
 // Write takes the next piece and returns the redacted text that is safe to show now.
-func (s *streamRedactor) Write(piece string) string {
-	if s.r == nil || s.r.r == nil {
+func (s *Stream) Write(piece string) string {
+	if s.red == nil || s.red.r == nil {
 		return piece
 	}
 	s.pending += piece
-	cut := s.r.safeCut(s.pending)
+	cut := s.red.safeCut(s.pending)
 	out := s.pending[:cut]
 	s.pending = s.pending[cut:]
-	return s.r.String(out)
+	return s.red.String(out)
 }
 
 // Flush returns the held text, redacted.
-func (s *streamRedactor) Flush() string {
-	out := s.r.String(s.pending)
+func (s *Stream) Flush() string {
+	out := s.red.String(s.pending)
 	s.pending = ""
 	return out
 }
 
 // safeCut returns how much of s can be redacted and shown now: everything before the longest
 // tail of s that is a proper prefix of a secret, moved earlier past any secret that crosses it.
-func (r *redactor) safeCut(s string) int {
+func (r *Redactor) safeCut(s string) int {
 	cut := len(s)
 	for _, sec := range r.secrets {
 		for n := min(len(sec)-1, len(s)); n > 0 && len(s)-n < cut; n-- {
@@ -373,7 +385,7 @@ func (r *redactor) safeCut(s string) int {
 }
 
 // Error redacts an error's text.
-func (r *redactor) Error(err error) string {
+func (r *Redactor) Error(err error) string {
 	if err == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package engine
+package window
 
 import (
 	"strings"
@@ -63,7 +63,7 @@ func TestFitWindow(t *testing.T) {
 			orig := append([]weft.LLMMessage(nil), c.msgs...)
 			req := &weft.Request{Messages: c.msgs}
 			var tc tokens.Counter
-			fit := fitWindow(&tc, p, req, model(c.window), c.limit)
+			fit := Fit(&tc, p, req, model(c.window), c.limit)
 			if got := texts(req.Messages); got != c.want || fit.Omitted != c.omitted {
 				t.Errorf("kept %q (%d left out), want %q (%d)", got, fit.Omitted, c.want, c.omitted)
 			}

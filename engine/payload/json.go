@@ -1,4 +1,4 @@
-package engine
+package payload
 
 import (
 	"encoding/json"
@@ -9,12 +9,12 @@ import (
 	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
-// AppendPayloadJSON appends a payload's JSON to b, byte for byte what json.Marshal writes. The
+// AppendJSON appends a payload's JSON to b, byte for byte what json.Marshal writes. The
 // payloads every run emits (the message above all) are written field by field: a served run
 // encodes each of its events for the event log, and through encoding/json's reflection that was
 // ~9 % of a served turn's instructions (bench/README.md). Any other payload, and a message's
 // metadata and attachments, go through encoding/json.
-func AppendPayloadJSON(b []byte, p Payload) ([]byte, error) {
+func AppendJSON(b []byte, p Payload) ([]byte, error) {
 	switch d := p.(type) {
 	case MessageData:
 		return appendMessageData(b, &d.Message)
@@ -89,9 +89,9 @@ func AppendPayloadJSON(b []byte, p Payload) ([]byte, error) {
 // appendJSONString appends s quoted as json.Marshal quotes it.
 func appendJSONString(b []byte, s string) []byte { return jsonstr.AppendHTMLSafe(b, s) }
 
-// payloadSizeHint is about how many bytes AppendPayloadJSON writes for p (a message: its field
+// SizeHint is about how many bytes AppendJSON writes for p (a message: its field
 // names, ids and time, and its texts).
-func payloadSizeHint(p Payload) int {
+func SizeHint(p Payload) int {
 	d, ok := p.(MessageData)
 	if !ok {
 		return 160

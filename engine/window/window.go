@@ -1,4 +1,8 @@
-package engine
+// Package window keeps a model request inside the model's context window: under the window
+// strategy it leaves out the oldest messages that do not fit; under the summarize strategy it
+// says which of the oldest rows to fold into a summary row, and how that row is read and sent.
+// It decides only: the engine builds the requests, calls the summarizer and stores the rows.
+package window
 
 import (
 	"fmt"
@@ -13,8 +17,8 @@ import (
 // of the newest other messages as fit; an assistant message with tool calls and the results of
 // those calls are kept or left out together. Nothing stored changes: only what one request sends.
 
-// fitted says what fitWindow left out of a request.
-type fitted struct {
+// Fitted says what Fit left out of a request.
+type Fitted struct {
 	// Omitted is the number of messages left out; 0 when the request was sent whole.
 	Omitted int
 	// Before and After are the request's estimated tokens before and after.
@@ -42,9 +46,9 @@ func reserveOutput(p *weft.Prompt, m *weft.Model) int {
 	return min(4096, m.Capabilities.MaxContextTokens/4)
 }
 
-// windowBudget is the tokens a request of prompt p to model m may take: the window less the
+// Budget is the tokens a request of prompt p to model m may take: the window less the
 // reserved output and the estimate's margin; 0 when m's window is unknown.
-func windowBudget(p *weft.Prompt, m *weft.Model) int {
+func Budget(p *weft.Prompt, m *weft.Model) int {
 	window := m.Capabilities.MaxContextTokens
 	if window <= 0 {
 		return 0
@@ -52,42 +56,19 @@ func windowBudget(p *weft.Prompt, m *weft.Model) int {
 	return max(1, int(float64(window-reserveOutput(p, m))*(1-tokens.Margin)))
 }
 
-// learnedKey keys, in Engine.derived, the limit learnLimit noted for a model.
-type learnedKey string
-
-// learnLimit notes that a request to model, whose window is not declared, may take at most limit
-// tokens (a refusal taught it); the smallest limit learned stays.
-func (e *Engine) learnLimit(model string, limit int) {
-	k := learnedKey(model)
-	for {
-		old, loaded := e.derived.LoadOrStore(k, limit)
-		if !loaded || old.(int) <= limit || e.derived.CompareAndSwap(k, old, limit) {
-			return
-		}
-	}
-}
-
-// learnedLimit is the limit learnLimit noted for model, 0 when none.
-func (e *Engine) learnedLimit(model string) int {
-	if v, ok := e.derived.Load(learnedKey(model)); ok {
-		return v.(int)
-	}
-	return 0
-}
-
-// fitWindow leaves out of req's messages what does not fit model m's window under the prompt's
+// Fit leaves out of req's messages what does not fit model m's window under the prompt's
 // strategy, or under limit tokens when limit > 0 (a provider refused the request as too long). It
 // replaces req.Messages with a new slice; the old one is left as it was.
-func fitWindow(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Model, limit int) fitted {
+func Fit(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Model, limit int) Fitted {
 	if p.StrategyOf() == weft.ContextNone {
-		return fitted{}
+		return Fitted{}
 	}
 	budget := limit
-	if b := windowBudget(p, m); b > 0 && (budget == 0 || b < budget) {
+	if b := Budget(p, m); b > 0 && (budget == 0 || b < budget) {
 		budget = b
 	}
 	if budget == 0 {
-		return fitted{} // no window known, no refusal yet
+		return Fitted{} // no window known, no refusal yet
 	}
 	budget -= tc.Tools(req.Tools)
 	msgs := req.Messages
@@ -96,7 +77,7 @@ func fitWindow(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Mo
 		bound += tokens.Bound(msg)
 	}
 	if bound <= budget {
-		return fitted{Before: bound, After: bound, Budget: budget} // fits without encoding a byte
+		return Fitted{Before: bound, After: bound, Budget: budget} // fits without encoding a byte
 	}
 	cost := make([]int, len(msgs))
 	total := 0
@@ -104,7 +85,7 @@ func fitWindow(tc *tokens.Counter, p *weft.Prompt, req *weft.Request, m *weft.Mo
 		cost[i] = tc.Message(msg)
 		total += cost[i]
 	}
-	out := fitted{Before: total, After: total, Budget: budget}
+	out := Fitted{Before: total, After: total, Budget: budget}
 	if total <= budget {
 		return out
 	}
@@ -212,8 +193,8 @@ func exchangeUnits(msgs []weft.LLMMessage, from int) [][2]int {
 	return units
 }
 
-// contextTooLong is the stop text of a request that did not fit even after the strategy.
-func contextTooLong(p *weft.Prompt, m *weft.Model, err error) string {
+// TooLong is the stop text of a request that did not fit even after the strategy.
+func TooLong(p *weft.Prompt, m *weft.Model, err error) string {
 	fix := "set context.strategy: window on prompt " + p.Name
 	if st := p.StrategyOf(); st == weft.ContextWindow || st == weft.ContextSummarize {
 		fix = "the newest messages alone do not fit: shorten them, or choose a model with a larger window"

@@ -1,4 +1,4 @@
-package engine
+package redact
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func TestRedactorEncodings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRedactor([]string{c.secret})
+			r := New([]string{c.secret})
 			got := r.String(c.text)
 			if !strings.Contains(got, "[redacted]") || r.Count(c.text) == 0 {
 				t.Fatalf("%s: %q → %q (count %d), want it redacted", c.secret, c.text, got, r.Count(c.text))
@@ -53,7 +53,7 @@ func TestRedactorEncodings(t *testing.T) {
 		})
 	}
 	// Text without the secret passes unchanged, escapes and all.
-	r := newRedactor([]string{quote})
+	r := New([]string{quote})
 	for _, s := range []string{`{"a": "x\"y\u00e9\\"}`, "plain", `"unterminated \"`} {
 		if got := r.String(s); got != s || r.Count(s) != 0 {
 			t.Errorf("%q → %q (count %d), want it unchanged", s, got, r.Count(s))
@@ -84,7 +84,7 @@ func FuzzRedactor(f *testing.F) {
 		if len(secret) < 4 || strings.Contains(secret, "[redacted]") || strings.Contains("[redacted]", secret) {
 			return
 		}
-		r := newRedactor([]string{secret})
+		r := New([]string{secret})
 		inner, _ := json.Marshal(map[string]string{key: around + secret + around})
 		doc, _ := json.Marshal(map[string]string{"arguments": string(inner), key + secret: around})
 		got := r.String(string(doc))
