@@ -1,6 +1,7 @@
 package weft
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -328,14 +329,38 @@ func (r *Request) TraceJSON() []byte {
 	if t.Tools == nil {
 		t.Tools = []ToolSpec{}
 	}
-	if t.Messages == nil {
-		t.Messages = []LLMMessage{}
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
+	// The messages, which hold the request's bulk, are appended to one buffer of about their size
+	// after the rest (which ends with them, less the output); through encoding/json each message's
+	// text was copied five times over.
+	t.Messages, t.Output = []LLMMessage{}, nil
+	head, err := json.Marshal(t)
+	const tail = `[]}`
+	if err != nil || !bytes.HasSuffix(head, []byte(tail)) {
 		return []byte(`{}`)
 	}
-	return b
+	size := len(head) + 64
+	for i := range r.Messages {
+		size += r.Messages[i].jsonSizeHint()
+	}
+	b := append(make([]byte, 0, size), head[:len(head)-len(tail)]...)
+	b = append(b, '[')
+	for i := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = r.Messages[i].appendJSON(b); err != nil {
+			return []byte(`{}`)
+		}
+	}
+	b = append(b, ']')
+	if r.Output != nil {
+		out, err := json.Marshal(r.Output)
+		if err != nil {
+			return []byte(`{}`)
+		}
+		b = append(append(b, `,"output":`...), out...)
+	}
+	return append(b, '}')
 }
 
 // Wires are the API protocols of the built-in providers' adapters.

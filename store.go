@@ -77,6 +77,12 @@ type LogStore interface {
 	// Events returns the thread's events with Seq > after, in order, at most limit of them (1,000
 	// when limit ≤ 0). An unknown thread is ErrNotFound.
 	Events(ctx context.Context, threadID string, after int64, limit int) ([]EventRecord, error)
+	// LastEvents returns the seq of the thread's newest event (0 when it has none) and, for each
+	// of types, the newest event of that type among the thread's within newest (Seq > last −
+	// within), with its payload, in seq order. The other events' payloads are not read: a reader
+	// that looks for a thread's last stop does not read the message of 20 MiB posted before it.
+	// An unknown thread is ErrNotFound.
+	LastEvents(ctx context.Context, threadID string, within int64, types ...string) (last int64, evs []EventRecord, err error)
 }
 
 // KVStore reads a thread's KV values, the JSON documents its tools keep by key; a run writes them

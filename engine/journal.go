@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
@@ -325,13 +326,20 @@ func (j *journal) take(m *weft.Message, seq int64) {
 	j.drainedUpTo = max(j.drainedUpTo, seq)
 }
 
-// preview is a thread's preview of a message: its first 200 characters, trimmed.
+// preview is a thread's preview of a message: its first 200 characters, trimmed. Only they are
+// decoded: converting a whole message to runes cost four times its size (80 MiB for a message of
+// 20 MiB).
 func preview(s string) string {
 	s = strings.TrimSpace(s)
-	if len([]rune(s)) > 200 {
-		return string([]rune(s)[:200])
+	end := 0
+	for n := 0; n < 200 && end < len(s); n++ {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
 	}
-	return s
+	if end == len(s) {
+		return s
+	}
+	return string([]rune(s[:end])) // invalid UTF-8 replaced, as a conversion of all of s would
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -207,7 +207,8 @@ func (e *Engine) handOff(ctx context.Context, q *weft.QueuedMessage) *handoff {
 	e.mu.Unlock()
 	h := &handoff{q: q, slots: slots, done: make(chan error, 1)}
 	// The worker reads the thread's root and counts itself busy on its tree (work).
-	e.bg.Go(func() { e.work(context.WithoutCancel(ctx), q.ThreadID, "", o, h) })
+	threadID := q.ThreadID // (the worker holds h, not the message: passHandoff)
+	e.bg.Go(func() { e.work(context.WithoutCancel(ctx), threadID, "", o, h) })
 	return h
 }
 
@@ -309,7 +310,11 @@ func (e *Engine) passHandoff(ctx context.Context, threadID string, h *handoff) {
 		refused = err != nil
 		h.report(err)
 	}
-	_, err := e.runHeld(ctx, threadID, "message", "", &startPush{q: h.q, queued: queued, serve: true})
+	// The run's first transaction takes the message; the worker, which holds h until it ends,
+	// does not keep it (with a text of 20 MiB) alive for the whole run.
+	q := h.q
+	h.q = nil
+	_, err := e.runHeld(ctx, threadID, "message", "", &startPush{q: q, queued: queued, serve: true})
 	if refused {
 		return // the sender was told
 	}

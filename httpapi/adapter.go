@@ -52,7 +52,8 @@ func (s *Server) VisibleThread(ctx context.Context, c Caller, id string) (*weft.
 // LastEventSeq is the cursor of a thread's newest recorded event (0 when none): a stream that
 // follows it from there sees only what happens next.
 func (s *Server) LastEventSeq(ctx context.Context, threadID string) (int64, error) {
-	return lastEventSeq(ctx, s.engine().Store(), threadID)
+	last, _, err := s.engine().Store().LastEvents(ctx, threadID, 0)
+	return last, err
 }
 
 // FollowThread follows a thread's events after the cursor (as the /api streams do), until the

@@ -50,7 +50,7 @@ type benchServer struct {
 	http, streams *http.Client
 }
 
-func newBenchServer(b *testing.B) *benchServer {
+func newBenchServer(b testing.TB) *benchServer {
 	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "weft.db"), sqlite.Options{Key: make([]byte, 32)})
 	if err != nil {
 		b.Fatal(err)
@@ -126,7 +126,7 @@ func (s *benchServer) stream(b *testing.B, ctx context.Context, threadID string)
 	return done
 }
 
-func (s *benchServer) threads(b *testing.B, n int) []string {
+func (s *benchServer) threads(b testing.TB, n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		th, err := s.eng.CreateThread(context.Background(), engine.NewThread{Agent: "a"})

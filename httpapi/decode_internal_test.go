@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -141,5 +142,64 @@ func TestTickets(t *testing.T) {
 	tk.revoke("h1")
 	if len(tk.m) != 1 {
 		t.Fatalf("%d tickets left after revoking the key, want the other user's 1", len(tk.m))
+	}
+}
+
+// TestDecodeStrictInPlaceLikeDecoder checks that the bodies decoded in place decode as the decoder
+// decoded them, and that the others are refused with the decoder's reasons.
+func TestDecodeStrictInPlaceLikeDecoder(t *testing.T) {
+	for _, body := range decodeSeeds {
+		checkLikeDecoder(t, []byte(body))
+	}
+}
+
+var decodeSeeds = []string{
+	`{"content":"hi"}`, ` {"content" : "hi" , "role":"user"} `, `{"content":"a\"b\\c\u00e9","attachments":[{"name":"x","data":"aGk="}]}`,
+	`{"content":"hi","Content":"x"}`, `{"CONTENT":"hi"}`, `{"content":"hi","nope":1}`, `{"attachments":[{"name":"x","nope":{"a":[1,{"b":2}]}}]}`,
+	`{"attachments":null}`, `{"attachments":[null]}`, `{"attachments":{}}`, `{"content":1}`, `{"content":"hi"} x`, `{"content":"hi"} {}`,
+	`{"content":"hi",}`, `{"cont\u0065nt":"hi"}`, `{"content":"x","content":"y"}`, `{"silent":true,"if_busy":"queue"}`, `null`, `[]`,
+	`{"attachments":[{"name":"x","data":"aGk="},{"name":"y","data":"!!"}]}`, `{"content":"[{\"a\":1}]"}`, `{"":1}`, `{"-":1}`,
+}
+
+func checkLikeDecoder(t *testing.T, b []byte) {
+	t.Helper()
+	// Padded with spaces to the size decoded in place (the decoder reports the same offsets).
+	b = append(b, bytes.Repeat([]byte(" "), inPlaceBody)...)
+	var got, want messageBody
+	gerr := decodeStrict(b, &got)
+	werr := decodeStream(b, &want) // what every body went through before
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+		t.Fatalf("%q: error %v, the decoder's %v", b, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decoded %+v, the decoder %+v", b, got, want)
+	}
+}
+
+// FuzzDecodeStrictInPlace: whatever the body, decodeStrict decides as the decoder does.
+func FuzzDecodeStrictInPlace(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkLikeDecoder(t, b) })
+}
+
+// BenchmarkDecodeMessage decodes a posted message of 1 MiB in place and through the decoder
+// (what every body went through before).
+func BenchmarkDecodeMessage(b *testing.B) {
+	body := []byte(`{"content":"` + strings.Repeat("Where is order 42? ", 1<<20/19) + `","if_busy":"queue"}`)
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte, any) error
+	}{{"in place", decodeStrict}, {"decoder", decodeStream}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var m messageBody
+				if err := bc.decode(body, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

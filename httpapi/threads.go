@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,21 +196,21 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	if err := s.redactThread(r.Context(), t); err != nil {
 		return err
 	}
-	seq, err := lastEventSeq(r.Context(), st, t.ID)
+	// The last stop and the last run's context report, found among the newest events without
+	// reading the others' payloads (a message of 20 MiB among them).
+	seq, newest, err := st.LastEvents(r.Context(), t.ID, stopLookback, append([]string{"run_stopped", "run_started"}, contextReports...)...)
 	if err != nil {
 		return err
 	}
-	// One pass over the newest events finds the last stop and the last run's context report.
-	newest, err := newestEvents(r.Context(), st, t.ID, seq, eventWant{accept: isStop},
-		eventWant{accept: isContextReport, since: "run_started"})
+	lastStop, lastReport := lastOf(newest, isStop), lastOf(newest, isContextReport)
+	if started := lastOf(newest, func(typ string) bool { return typ == "run_started" }); lastReport != nil && started != nil && lastReport.Seq < started.Seq {
+		lastReport = nil // an earlier run's
+	}
+	stop, err := stopOf(t.ID, lastStop)
 	if err != nil {
 		return err
 	}
-	stop, err := stopOf(t.ID, newest[0])
-	if err != nil {
-		return err
-	}
-	lastContext, err := contextOf(t.ID, newest[1])
+	lastContext, err := contextOf(t.ID, lastReport)
 	if err != nil {
 		return err
 	}
@@ -235,92 +236,28 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, p *principal)
 	return nil
 }
 
-// lastEventSeq returns the cursor of the thread's newest recorded event (0 when none): a stream
-// opened with ?after= it sees only what happens from now on. It probes the log with single-event
-// reads, doubling then halving, so it costs a few reads however long the log is.
-func lastEventSeq(ctx context.Context, st weft.Store, threadID string) (int64, error) {
-	exists := func(after int64) (bool, error) {
-		evs, err := st.Events(ctx, threadID, after, 1)
-		return len(evs) > 0, err
-	}
-	lo, hi := int64(0), int64(1) // an event after lo exists (or lo = 0); none after hi is unknown yet
-	for {
-		ok, err := exists(hi)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		lo, hi = hi, hi*2
-	}
-	if ok, err := exists(lo); err != nil || !ok {
-		return lo, err // lo = 0 with an empty log
-	}
-	// An event after lo exists, none after hi: the newest is in (lo, hi].
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := exists(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi, nil
-}
-
-// stopLookback is how many of a thread's newest events lastStop reads at most: a run's stop is
-// among its last events, so a longer look only costs reads.
+// stopLookback is how many of a thread's newest events GET /api/threads/{id} looks for its last
+// stop among: a run's stop is among its last events, so a longer look only costs reads.
 const stopLookback = 256
 
-// eventWant is an event newestEvents looks for: the newest whose type accept accepts, not older
-// than the newest event of type since (any age when since is "").
-type eventWant struct {
-	accept func(typ string) bool
-	since  string
-}
+// contextReports are the types of the events that say how a request was kept inside the model's
+// window.
+var contextReports = []string{"context_trimmed", "context_summarized", "context_summary_failed"}
 
-// newestEvents returns, for each of wants, the thread's newest recorded event it asks for among
-// the thread's stopLookback newest events (nil when none is), in one pass.
-func newestEvents(ctx context.Context, st weft.Store, threadID string, newest int64, wants ...eventWant) ([]*weft.EventRecord, error) {
-	const window = 64
-	out := make([]*weft.EventRecord, len(wants))
-	done := make([]bool, len(wants))
-	left := len(wants)
-	for end := newest; end > 0 && newest-end < stopLookback && left > 0; end -= window {
-		from := max(end-window, 0)
-		evs, err := st.Events(ctx, threadID, from, int(end-from))
-		if err != nil {
-			return nil, err
-		}
-		for i := len(evs) - 1; i >= 0 && left > 0; i-- {
-			for k, w := range wants {
-				if done[k] {
-					continue
-				}
-				if w.accept(evs[i].Type) {
-					out[k] = &evs[i]
-				}
-				if out[k] != nil || (w.since != "" && evs[i].Type == w.since) {
-					done[k] = true
-					left--
-				}
-			}
+// lastOf returns the newest of evs (in seq order) whose type accept accepts; nil when none is.
+func lastOf(evs []weft.EventRecord, accept func(typ string) bool) *weft.EventRecord {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if accept(evs[i].Type) {
+			return &evs[i]
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func isStop(typ string) bool { return typ == "run_stopped" }
 
 // isContextReport accepts the events that say how a request was kept inside the model's window.
-func isContextReport(typ string) bool {
-	return typ == "context_trimmed" || typ == "context_summarized" || typ == "context_summary_failed"
-}
+func isContextReport(typ string) bool { return slices.Contains(contextReports, typ) }
 
 // contextOf is last_context: the last run's newest context report, its data with its "type" and
 // "at", so that a page shows how the run kept its requests inside the model's window without
@@ -600,13 +537,8 @@ func (s *Server) busyRun(ctx context.Context, threadID string, err error) error 
 	if !errors.As(err, &be) || be.RunID != "" {
 		return err
 	}
-	st := s.engine().Store()
-	newest, serr := lastEventSeq(ctx, st, threadID)
-	if serr != nil {
-		return err
-	}
-	evs, serr := newestEvents(ctx, st, threadID, newest, eventWant{accept: func(typ string) bool { return typ == "run_started" }})
-	if serr != nil || evs[0] == nil {
+	_, evs, serr := s.engine().Store().LastEvents(ctx, threadID, stopLookback, "run_started")
+	if serr != nil || len(evs) == 0 {
 		return err
 	}
 	var started struct {

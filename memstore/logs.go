@@ -124,6 +124,34 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 	return out, nil
 }
 
+// LastEvents returns the thread's newest seq and the newest event of each of types among its
+// within newest.
+func (s *Store) LastEvents(ctx context.Context, threadID string, within int64, types ...string) (int64, []weft.EventRecord, error) {
+	if s.closed.Load() {
+		return 0, nil, errClosed
+	}
+	th, err := s.get(threadID)
+	if err != nil {
+		return 0, nil, err
+	}
+	th.mu.RLock()
+	defer th.mu.RUnlock()
+	if len(th.events) == 0 {
+		return 0, nil, nil
+	}
+	last := th.events[len(th.events)-1].Seq
+	var out []weft.EventRecord
+	for i := len(th.events) - 1; i >= 0 && th.events[i].Seq > last-within && len(out) < len(types); i-- {
+		e := th.events[i]
+		if slices.Contains(types, e.Type) && !slices.ContainsFunc(out, func(o weft.EventRecord) bool { return o.Type == e.Type }) {
+			e.Data = slices.Clone(e.Data)
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return last, out, nil
+}
+
 // PutLog stages a log row (keyed by id; a replaced row keeps its place), assigning ID (when empty),
 // ThreadID and CreatedAt (when zero). Bodies are stored unchecked; the request body as what it
 // shares with one of the thread's last ones and the rest (bodies.go).

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,6 +190,51 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 		}
 	}
 	return out, nil
+}
+
+// LastEvents returns the thread's newest seq and the newest event of each of types among its
+// within newest: the rows of other types are not read.
+func (s *Store) LastEvents(ctx context.Context, threadID string, within int64, types ...string) (int64, []weft.EventRecord, error) {
+	var last int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = $1`, threadID).Scan(&last); err != nil {
+		return 0, nil, pgErr("thread "+threadID+": last events", err)
+	}
+	if last == 0 {
+		var one int
+		err := s.pool.QueryRow(ctx, "SELECT 1 FROM threads WHERE id = $1", threadID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil, threadNotFound(threadID)
+		}
+		if err != nil {
+			return 0, nil, pgErr("thread "+threadID+": last events", err)
+		}
+		return 0, nil, nil
+	}
+	if len(types) == 0 {
+		return last, nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (type) seq, type, data, created_at FROM events
+		WHERE thread_id = $1 AND seq > $2 AND type = ANY($3) ORDER BY type, seq DESC`, threadID, last-within, types)
+	if err != nil {
+		return 0, nil, pgErr("thread "+threadID+": last events", err)
+	}
+	defer rows.Close()
+	var out []weft.EventRecord
+	for rows.Next() {
+		e := weft.EventRecord{ThreadID: threadID}
+		var at int64
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Type, &data, &at); err != nil {
+			return 0, nil, pgErr("thread "+threadID+": last events", err)
+		}
+		e.Data, e.CreatedAt = data, fromNanos(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, pgErr("thread "+threadID+": last events", err)
+	}
+	slices.SortFunc(out, func(a, b weft.EventRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	return last, out, nil
 }
 
 // qPutLog inserts or replaces a log row: a new one takes the number after the thread's last (its

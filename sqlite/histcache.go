@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/sqlstore"
@@ -100,6 +101,15 @@ func (c *histCache) appendRows(thread string, rows []*weft.Message, docs int) {
 		c.lru.Drop(thread)
 	}
 }
+
+// bigDoc is the size from which a doc this package just wrote is kept (as the history's message,
+// the inbox's) as the string it is rather than copied: a copy of a 20 MiB message's doc is 20 MiB
+// more of the peak a large message costs.
+const bigDoc = 64 << 10
+
+// docString is b as a string without a copy. Only for a doc this package built and passed to
+// SQLite (which copies what it binds), that nothing writes to again.
+func docString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // keptCopy is the message the kept history holds for one just inserted: what decoding its doc
 // would give (doc and metadata as messageDoc wrote them), made without decoding it. The struct

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -87,6 +88,20 @@ func TestHistoryCacheFollowsChanges(t *testing.T) {
 		}
 	}
 
+	t.Run("a large message kept as its doc has it", func(t *testing.T) {
+		s := openFile(t).(*Store)
+		th := newThread(t, s)
+		big := strings.Repeat("lorem ipsum ", bigDoc/12+1)
+		mustTx(t, s, th, nil, func(tx weft.Tx) error {
+			return tx.InsertMessage(&weft.Message{Role: weft.RoleAssistant, Content: big, Reasoning: "why", Name: "n",
+				ToolCalls: []weft.ToolCall{{ID: "call_1", Name: "echo", Arguments: `{"a":1}`}}, Metadata: map[string]any{"k": 1.5},
+				Attachments: []weft.Attachment{{ID: "att_1", Path: "/attachments/a.png", Name: "a.png", MimeType: "image/png", Size: 3}}})
+		})
+		mustTx(t, s, th, nil, insert("small", 0))
+		if got := run(t, s, th, true); len(got) != 2 || got[0] != big {
+			t.Fatalf("history of %d messages", len(got))
+		}
+	})
 	t.Run("kept from creation through inserts", func(t *testing.T) {
 		s := openFile(t).(*Store)
 		th := newThread(t, s)

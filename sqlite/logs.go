@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/sqlstore"
@@ -26,6 +28,12 @@ const (
 	qPruneEvent = `DELETE FROM events WHERE thread_num = ? AND seq <= ?`
 	// Each row holds at least one event after the seq: limit rows hold all that is asked for.
 	qEvents = `SELECT seq, type, data, created_at FROM events WHERE thread_num = ` + numOf1 + ` AND seq > ?2 ORDER BY seq LIMIT ?3`
+	// qLastEventSeq is a thread's newest event's seq; qLastEvents its rows after a seq, newest
+	// first, with the data of packed rows and of rows of the types ?3 lists (",a,b,"), NULL for
+	// the others' (a big event has a row of its own: AppendEvents).
+	qLastEventSeq = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_num = ` + numOf1
+	qLastEvents   = `SELECT seq, type, CASE WHEN type IS NULL OR instr(?3, ',' || type || ',') > 0 THEN data END, created_at
+		FROM events WHERE thread_num = ` + numOf1 + ` AND seq > ?2 ORDER BY seq DESC`
 )
 
 func scanLog(sc scanner, threadID string) (weft.LogEntry, error) {
@@ -174,6 +182,57 @@ func (s *Store) Events(ctx context.Context, threadID string, after int64, limit 
 	return out, nil
 }
 
+// LastEvents returns the thread's newest seq and the newest event of each of types among its
+// within newest, reading the data of packed rows (small events) and of the rows of those types.
+func (s *Store) LastEvents(ctx context.Context, threadID string, within int64, types ...string) (int64, []weft.EventRecord, error) {
+	var last int64
+	if err := s.row(ctx, qLastEventSeq, []any{&last}, threadID); err != nil {
+		return 0, nil, fmt.Errorf("sqlite: thread %s: last events: %w", threadID, err)
+	}
+	if last == 0 {
+		var one int
+		if err := s.row(ctx, qThreadExists, []any{&one}, threadID); err != nil {
+			return 0, nil, s.noThread(threadID, err)
+		}
+		return 0, nil, nil
+	}
+	if len(types) == 0 {
+		return last, nil, nil
+	}
+	rows, err := s.query(ctx, qLastEvents, threadID, last-within, ","+strings.Join(types, ",")+",")
+	if err != nil {
+		return 0, nil, fmt.Errorf("sqlite: thread %s: last events: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out, packed []weft.EventRecord
+	for len(out) < len(types) && rows.Next() {
+		var seq, at int64
+		var typ sql.NullString
+		var data []byte
+		if err := rows.Scan(&seq, &typ, &data, &at); err != nil {
+			return 0, nil, fmt.Errorf("sqlite: thread %s: last events: %w", threadID, err)
+		}
+		evs := []weft.EventRecord{{ThreadID: threadID, Seq: seq, Type: typ.String, Data: data, CreatedAt: fromNanos(at)}}
+		if !typ.Valid {
+			if packed, err = decodeEvents(string(data), seq, threadID, packed[:0]); err != nil {
+				return 0, nil, fmt.Errorf("sqlite: thread %s: events up to %d: %w", threadID, seq, err)
+			}
+			evs = packed
+		}
+		for i := len(evs) - 1; i >= 0 && evs[i].Seq > last-within; i-- {
+			e := evs[i]
+			if slices.Contains(types, e.Type) && !slices.ContainsFunc(out, func(o weft.EventRecord) bool { return o.Type == e.Type }) {
+				out = append(out, e)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("sqlite: thread %s: last events: %w", threadID, err)
+	}
+	slices.Reverse(out)
+	return last, out, nil
+}
+
 // PutLog inserts or replaces a log row (keyed by id; a replaced row keeps its place), assigning ID
 // (when empty), ThreadID and CreatedAt (when zero). Bodies are stored unchecked; the request body
 // as what it shares with one of the thread's last ones and the rest (bodies.go).
@@ -310,9 +369,15 @@ func (t *tx) replaceLog(l *weft.LogEntry, doc []byte, body string) error {
 	return err
 }
 
+// bigEvent is the size of payload from which an event has a row of its own (a message of a few
+// megabytes): packed with the others, its payload would be copied into their doc, and a reader
+// looking only for their types (LastEvents) would read it.
+const bigEvent = 16 << 10
+
 // AppendEvents numbers the events after the thread's last one and inserts them in one row: a lone
-// event as itself, several packed (eventsDoc), so that a transaction's events cost one insert. An
-// insert that passes a multiple of 1,024 prunes the rows beyond weft.EventWindow.
+// event as itself, several packed (eventsDoc), so that a transaction's events cost one insert;
+// each event of bigEvent bytes or more goes in a row of its own, between the others'. An insert
+// that passes a multiple of 1,024 prunes the rows beyond weft.EventWindow.
 func (t *tx) AppendEvents(evs []weft.EventRecord) error {
 	if len(evs) == 0 {
 		return nil
@@ -335,20 +400,35 @@ func (t *tx) AppendEvents(evs []weft.EventRecord) error {
 			e.Data = json.RawMessage("null")
 		}
 	}
+	for from := 0; from < len(evs); {
+		// The events up to the next big one, or the big one alone, make a row.
+		to := from + 1
+		if len(evs[from].Data) < bigEvent {
+			for to < len(evs) && len(evs[to].Data) < bigEvent {
+				to++
+			}
+		}
+		if err := t.insertEvents(evs[from:to]); err != nil {
+			return t.fail("event", err)
+		}
+		from = to
+	}
 	last := &evs[len(evs)-1]
-	var err error
-	if len(evs) == 1 && last.Type != "" {
-		_, err = t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, last.Type, []byte(last.Data), nanos(last.CreatedAt))
-	} else {
-		_, err = t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, nil, eventsDoc(evs), nanos(last.CreatedAt))
-	}
-	if err != nil {
-		return t.fail("event", err)
-	}
 	if last.Seq > weft.EventWindow && (first-1)/1024 != last.Seq/1024 {
 		if _, err := t.w.exec(t.ctx, qPruneEvent, t.numArg, last.Seq-weft.EventWindow); err != nil {
 			return t.fail("prune events", err)
 		}
 	}
 	return nil
+}
+
+// insertEvents inserts numbered events as one row: a lone one as itself, several packed.
+func (t *tx) insertEvents(evs []weft.EventRecord) error {
+	last := &evs[len(evs)-1]
+	if len(evs) == 1 && last.Type != "" {
+		_, err := t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, last.Type, []byte(last.Data), nanos(last.CreatedAt))
+		return err
+	}
+	_, err := t.w.exec(t.ctx, qAddEvent, t.numArg, last.Seq, nil, eventsDoc(evs), nanos(last.CreatedAt))
+	return err
 }

@@ -377,7 +377,15 @@ func (t *tx) InsertMessage(m *weft.Message) error {
 	m.ThreadID, m.Seq, m.CreatedAt = t.id, seq, created.UTC()
 	if m.Depth <= 0 {
 		// For the kept history, once the Tx's function succeeds.
-		k, err := keptCopy(m, created, md, len(doc))
+		var k *weft.Message
+		var err error
+		if len(doc) >= bigDoc {
+			// A large message's texts are kept where the doc has them, as a read gives them.
+			k = &weft.Message{ThreadID: t.id}
+			err = decodeMessage(docString(doc), k)
+		} else {
+			k, err = keptCopy(m, created, md, len(doc))
+		}
 		if err != nil {
 			return t.fail("insert message", err)
 		}

@@ -253,7 +253,7 @@ func (s *Store) BeginRun(ctx context.Context, threadID, node string, ttl time.Du
 		}
 		rs.Rows, rs.Messages = hist, nil
 		if p != nil {
-			doc := string(p.doc)
+			doc := docString(p.doc) // queueCheck's, new on every call
 			q := weft.QueuedMessage{ThreadID: threadID}
 			if err := decodeQueued(doc, &q); err != nil {
 				return fmt.Errorf("sqlite: thread %s: begin run: queued message: %w", threadID, err)

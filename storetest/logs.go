@@ -242,3 +242,79 @@ func testEventsConcurrent(t *testing.T, s weft.Store) {
 		}
 	}
 }
+
+// testLastEvents: LastEvents finds the newest event of each type asked for among the newest, with
+// its payload, whether the events were appended alone, several at once or beside a big one.
+func testLastEvents(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	_, _, err := s.LastEvents(ctx, "thr_missing", 10, "x")
+	wantErr(t, "LastEvents of an unknown thread", err, weft.ErrNotFound)
+	th := newThread(t, s, nil)
+	if last, evs, err := s.LastEvents(ctx, th.ID, 10, "run_stopped"); err != nil || last != 0 || len(evs) != 0 {
+		t.Fatalf("LastEvents of a new thread: %d %+v %v", last, evs, err)
+	}
+	big := json.RawMessage(`{"content":"` + strings.Repeat("x", 100<<10) + `"}`)
+	ev := func(typ, data string) weft.EventRecord {
+		return weft.EventRecord{Type: typ, Data: json.RawMessage(data)}
+	}
+	for _, batch := range [][]weft.EventRecord{
+		{ev("run_stopped", `{"n":1}`)}, // 1: outside the window below
+		{ev("run_started", `{"n":2}`), ev("step_started", `{"n":3}`)},
+		{ev("context_trimmed", `{"n":4}`)},
+		{ev("step_started", `{"n":5}`), {Type: "message", Data: big}, ev("run_stopped", `{"n":7}`), ev("step_completed", `{"n":8}`)},
+		{{Type: "message", Data: big}},
+		{ev("run_started", `{"n":10}`), {Type: "message", Data: big}},
+	} {
+		mustTx(t, s, th.ID, func(tx weft.Tx) error { return tx.AppendEvents(batch) })
+	}
+	summary := func(evs []weft.EventRecord) string {
+		var out []string
+		for _, e := range evs {
+			d := string(e.Data)
+			if len(d) > 20 {
+				d = fmt.Sprintf("%d bytes", len(d))
+			}
+			out = append(out, fmt.Sprintf("%d:%s:%s", e.Seq, e.Type, d))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		within int64
+		types  []string
+		want   string
+	}{
+		{256, []string{"run_stopped", "run_started", "context_trimmed"}, `4:context_trimmed:{"n":4} 7:run_stopped:{"n":7} 10:run_started:{"n":10}`},
+		{256, []string{"message"}, "11:message:102414 bytes"},
+		{256, []string{"step_started", "nothing"}, `5:step_started:{"n":5}`},
+		{8, []string{"run_stopped", "context_trimmed", "step_started"}, `4:context_trimmed:{"n":4} 5:step_started:{"n":5} 7:run_stopped:{"n":7}`},
+		{7, []string{"run_stopped", "context_trimmed", "step_started"}, `5:step_started:{"n":5} 7:run_stopped:{"n":7}`},
+		{1, []string{"run_stopped", "message"}, "11:message:102414 bytes"},
+		{256, nil, ""},
+	} {
+		last, evs, err := s.LastEvents(ctx, th.ID, tc.within, tc.types...)
+		if err != nil || last != 11 {
+			t.Fatalf("LastEvents(%d, %v): last %d, %v", tc.within, tc.types, last, err)
+		}
+		if got := summary(evs); got != tc.want {
+			t.Errorf("LastEvents(%d, %v) = %s, want %s", tc.within, tc.types, got, tc.want)
+		}
+		for _, e := range evs {
+			if e.ThreadID != th.ID || e.CreatedAt.IsZero() {
+				t.Errorf("LastEvents: event %d: thread %q, created %v", e.Seq, e.ThreadID, e.CreatedAt)
+			}
+		}
+	}
+	// The big events read back in their places.
+	all, err := s.Events(ctx, th.ID, 0, 0)
+	if err != nil || len(all) != 11 {
+		t.Fatalf("Events: %d %v", len(all), err)
+	}
+	for i, e := range all {
+		if e.Seq != int64(i+1) || (e.Type == "message") != (len(e.Data) == len(big)) {
+			t.Errorf("Events: #%d is %d:%s of %d bytes", i, e.Seq, e.Type, len(e.Data))
+		}
+	}
+	if evs, _ := s.Events(ctx, th.ID, 5, 2); summary(evs) != `6:message:102414 bytes 7:run_stopped:{"n":7}` {
+		t.Errorf("Events after 5, limit 2: %s", summary(evs))
+	}
+}

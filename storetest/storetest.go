@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"KV", testKV},
 		{"Events", testEvents},
 		{"EventsConcurrent", testEventsConcurrent},
+		{"LastEvents", testLastEvents},
 		{"FileRoundTrip", testFileRoundTrip},
 		{"FileDirs", testFileDirs},
 		{"FileRename", testFileRename},
