@@ -43,7 +43,7 @@ const (
 	runStartRest     = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),` + runStartAround + `,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq,
-		COALESCE(t.inbox, '')
+		COALESCE(t.inbox, ''), t.pending_activity_at
 		FROM threads t WHERE t.id = ?`
 	// runStartAround is what a run starts from besides its thread's row, queue and history: the
 	// env of its scopes, whether it has children, and when effects are due.
@@ -64,6 +64,10 @@ const (
 	qSetQueueSeq     = `UPDATE threads SET queue_seq = ? WHERE id = ?`
 	qRenewLease      = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 	qReleaseLease    = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`
+	// qEndActivity moves the activity a run left pending (migration 0016) to the index, for a
+	// release outside the run's own Tx (whose flush moves it with the lease).
+	qEndActivity = `UPDATE threads SET last_activity_at = pending_activity_at, pending_activity_at = 0
+		WHERE id = ? AND pending_activity_at <> 0 AND lease_owner = ? AND lease_token = ?`
 )
 
 // lease is a thread's lease row as read in a write transaction (token 0: none yet).
@@ -171,10 +175,14 @@ func (s *Store) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	})
 }
 
-// releaseLease frees f's lease (of f.ThreadID, or threadID when that is empty) inside a write.
+// releaseLease frees f's lease (of f.ThreadID, or threadID when that is empty) inside a write,
+// with the activity its run left pending. The caller drops the thread's kept row.
 func (s *Store) releaseLease(ctx context.Context, w *writer, f weft.Fence, threadID string) error {
 	if f.ThreadID != "" {
 		threadID = f.ThreadID
+	}
+	if _, err := w.exec(ctx, qEndActivity, threadID, f.Node, f.Token); err != nil {
+		return err
 	}
 	_, err := w.exec(ctx, qReleaseLease, threadID, f.Node, f.Token)
 	return err
@@ -329,7 +337,7 @@ func (s *Store) readRunStart(ctx context.Context, w *writer, threadID string, rs
 		l := &rd.lease
 		if err := row.Scan(&c.rowid, &c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
 			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &rd.pending, &rd.claimed,
-			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity); err != nil {
 			return rd, s.noThread(threadID, err)
 		}
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
@@ -366,7 +374,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		return err
 	}
 	if err := row.Scan(&c.rowid, &c.doc, &c.owner, &c.token, &c.expires, &c.runState, &messages, &c.queue, &st.env[0], &st.env[1], &st.env[2],
-		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox); err != nil {
+		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity); err != nil {
 		return err
 	}
 	if kept.rowid == 0 {

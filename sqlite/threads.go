@@ -140,6 +140,10 @@ var threadOrder = [...]string{
 
 // Threads lists threads matching q (see weft.ThreadQuery; Limit 0 means no limit) and the number
 // matching before paging. Search matches label, preview and agent, ignoring ASCII case.
+//
+// By activity, a running thread is ordered by its activity as its run's last write of
+// last_activity_at left it (the run's steps leave theirs pending, migration 0016) until the run
+// ends; each listed thread's LastActivityAt is its doc's, the newest.
 func (s *Store) Threads(ctx context.Context, q weft.ThreadQuery) ([]*weft.Thread, int, error) {
 	by, err := storecontract.ParseThreadSort(q.Sort)
 	if err != nil {

@@ -15,7 +15,10 @@ import (
 // prepared at Open.
 const (
 	qThreadExists = `SELECT num FROM threads WHERE id = ?`
-	qTxFence      = `SELECT t.num, COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
+	// qTxThread is an unfenced Tx's read of its thread: its number and the activity its run left
+	// pending (migration 0016), which the Tx moves to the index when it writes the row.
+	qTxThread = `SELECT num, pending_activity_at FROM threads WHERE id = ?`
+	qTxFence  = `SELECT t.num, t.pending_activity_at, COALESCE(l.lease_owner, ''), COALESCE(l.lease_token, 0), COALESCE(l.lease_expires_at, 0)
 		FROM threads t LEFT JOIN threads l ON l.id = ?2 WHERE t.id = ?1`
 	// qSeqs reads the thread's sequence counters (see tx), when the Tx first numbers a row.
 	qSeqs = `SELECT max(msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = threads.num), 0)), call_seq, log_seq
@@ -25,7 +28,7 @@ const (
 	// the thread, and one read of the thread row serves them all.
 	qTxStart = `SELECT t.num, t.lease_owner, t.lease_token, t.lease_expires_at,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
-		COALESCE(t.inbox, '')
+		COALESCE(t.inbox, ''), t.pending_activity_at
 		FROM threads t WHERE t.id = ?1`
 	// qInbox reads the message waiting in the thread row (migration 0007), for a Tx that drains the
 	// queue without having read the row.
@@ -34,11 +37,12 @@ const (
 
 // What a Tx's one write of the thread row sets, at its end (tx.flush): a mask of these picks its
 // statement. Setting last_activity_at rewrites its two indexes (two more pages), so only when it
-// changes.
+// changes, and in a run only at its end: its steps set pending_activity_at (tx.activity).
 const (
 	setFields   = 1 << iota // status, preview and the doc: UpdateThread changed some field
 	setNames                // agent, label and tags, when UpdateThread changed one of them
-	setActivity             // last_activity_at, whose two indexes cost two pages
+	setActivity             // last_activity_at, whose two indexes cost two pages; nothing pending
+	setPending              // pending_activity_at: the activity a run's step leaves to its end
 	setSeqs                 // the counters the Tx advanced
 	setRunState             // the run-state documents
 	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
@@ -49,8 +53,11 @@ const (
 // SET clauses below and the thread id last (flush appends the arguments in that order): modernc
 // allocates a string for every numbered parameter of every execution, and this statement is
 // written at the end of most transactions.
-var qUpdateThread = func() (q [128]string) {
+var qUpdateThread = func() (q [256]string) {
 	for mask := 1; mask < len(q); mask++ {
+		if mask&(setActivity|setPending) == setActivity|setPending {
+			continue // never both
+		}
 		var set []string
 		if mask&setNames != 0 {
 			set = append(set, "agent = ?, label = ?, tags = COALESCE(?, tags)")
@@ -59,7 +66,10 @@ var qUpdateThread = func() (q [128]string) {
 			set = append(set, "status = ?, preview = ?, doc = ?")
 		}
 		if mask&setActivity != 0 {
-			set = append(set, "last_activity_at = ?")
+			set = append(set, "last_activity_at = ?, pending_activity_at = 0")
+		}
+		if mask&setPending != 0 {
+			set = append(set, "pending_activity_at = ?")
 		}
 		if mask&setSeqs != 0 {
 			set = append(set, "msg_seq = max(msg_seq, ?), call_seq = ?, log_seq = ?")
@@ -113,7 +123,7 @@ func (s *Store) txIn(ctx context.Context, w *writer, threadID string, fence *wef
 			w.rows.putIdle(threadID, t.row(idle.owner, idle.token, idle.expires))
 		}()
 	} else if fence == nil {
-		if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
+		if err := w.row(ctx, qTxThread, []any{&t.rowid, &t.pendingActivity}, threadID); err != nil {
 			return s.noThread(threadID, err)
 		}
 	} else {
@@ -130,10 +140,10 @@ func (s *Store) txIn(ctx context.Context, w *writer, threadID string, fence *wef
 			l.owner, l.token, l.expires = c.owner, c.token, c.expires
 			t.load(c)
 		} else if own {
-			err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox}, threadID)
+			err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox, &t.pendingActivity}, threadID)
 			t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
 		} else {
-			err = w.row(ctx, qTxFence, []any{&t.rowid, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
+			err = w.row(ctx, qTxFence, []any{&t.rowid, &t.pendingActivity, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
 		}
 		if err != nil {
 			return s.noThread(threadID, err)
@@ -164,7 +174,7 @@ func (s *Store) txIn(ctx context.Context, w *writer, threadID string, fence *wef
 	if t.rowid == 0 {
 		// Not kept (a row whose number the writer did not learn): read, as the thread's
 		// messages, calls and logs are written by it.
-		if err := w.row(ctx, qThreadExists, []any{&t.rowid}, threadID); err != nil {
+		if err := w.row(ctx, qTxThread, []any{&t.rowid, &t.pendingActivity}, threadID); err != nil {
 			return s.noThread(threadID, err)
 		}
 	}
@@ -186,7 +196,7 @@ func (t *tx) load(c cachedRow) {
 	t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
 	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
-	t.around = c.around
+	t.around, t.pendingActivity = c.around, c.pendingActivity
 	t.maxMsgID, t.maxMsgKnown = c.maxMsgID, c.maxMsgKnown
 	if c.eventSeqKnown {
 		t.eventSeq = c.eventSeq
@@ -198,7 +208,7 @@ func (t *tx) row(owner string, token, expires int64) cachedRow {
 	return cachedRow{rowid: t.rowid, owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
 		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around,
-		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown,
+		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown, pendingActivity: t.pendingActivity,
 		eventSeq: max(t.eventSeq, 0), eventSeqKnown: t.eventSeq >= 0}
 }
 
@@ -254,6 +264,9 @@ type tx struct {
 	maxMsgKnown             bool   // maxMsgID is the greatest id of the thread's messages
 	maxMsgID                string // ("" when it has none), deleted ones possibly included
 	held                    lease  // a fenced Tx's lease as it began
+	// pendingActivity is the thread row's pending_activity_at (migration 0016), as read or as
+	// flush leaves it: the activity its run's steps left for the run's end to index (0: none).
+	pendingActivity int64
 	// idArg is id as a statement argument, boxed once: a string passed as an argument is copied
 	// to the heap at each statement otherwise, and a step's statements name the thread five to
 	// ten times.
@@ -286,10 +299,16 @@ func (t *tx) flush() error {
 		}
 		mask |= setFields
 		args = append(args, wordArg(string(th.Status)), th.Preview, u.doc)
-		if u.activity {
-			mask |= setActivity
-			args = append(args, nanos(th.LastActivityAt))
-		}
+	}
+	switch act, write, pending := t.activity(); {
+	case write && pending:
+		mask |= setPending
+		args = append(args, act)
+		t.pendingActivity = act
+	case write:
+		mask |= setActivity
+		args = append(args, act)
+		t.pendingActivity = 0
 	}
 	if t.seqsDirty || t.deleted {
 		mask |= setSeqs
@@ -318,6 +337,36 @@ func (t *tx) flush() error {
 		return t.fail("update thread", err)
 	}
 	return nil
+}
+
+// activity is what flush writes of the thread's activity: when write, act (unix nanoseconds) to
+// last_activity_at, or to pending_activity_at when pending too.
+//
+// A fenced step of its own thread's run, the thread running and the lease kept, leaves the
+// activity index to the run's end (migration 0016): its new activity goes to pending_activity_at,
+// in the row it writes anyway. Any other write of the row that changes the activity, the status
+// or the lease — the run's end (its release, or a status other than running), an unfenced Tx
+// (the API's) — indexes the activity, the pending one when it sets none. So a thread whose
+// activity is pending is running in a run that holds, or held, its lease: a run that ends moves
+// it; one that crashed left the thread running, and the run that resumes it moves it at its end.
+func (t *tx) activity() (act int64, write, pending bool) {
+	u := t.thread
+	changed := u != nil && u.activity
+	if changed {
+		act = nanos(u.th.LastActivityAt)
+	}
+	own := t.fence != nil && (t.fence.ThreadID == "" || t.fence.ThreadID == t.id)
+	running := u == nil || u.th.Status == weft.ThreadRunning // no status set: as the pending one's
+	switch {
+	case own && !t.release && running && (!changed || act != 0): // (0 would read as none pending)
+		// A step: what changed waits for the run's end; what is pending stays.
+		return act, changed && act != t.pendingActivity, true
+	case changed:
+		return act, true, false
+	case t.pendingActivity != 0 && (u != nil || t.release):
+		return t.pendingActivity, true, false // moved with the row's other changes
+	}
+	return 0, false, false
 }
 
 func (t *tx) clock() time.Time {

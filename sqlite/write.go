@@ -480,13 +480,13 @@ func (s *Store) abortGroup(w *writer, batch []*writeReq, err error) {
 // hotWrites lists the statements prepared at Open.
 func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
-		qThreadExists, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qMessageIDs, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
+		qThreadExists, qTxThread, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qMessageIDs, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
-		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
+		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qEndActivity, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
 	// The thread row's writes that change its agent, label or tags (setNames) are rare and
 	// prepared when first used.
 	for mask, q := range qUpdateThread {
-		if mask != 0 && mask&setNames == 0 {
+		if q != "" && mask&setNames == 0 {
 			out = append(out, q)
 		}
 	}

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadUpdate", testThreadUpdate},
 		{"ThreadList", testThreadList},
+		{"ActivityAfterRuns", testActivityAfterRuns},
 		{"ThreadDeleteRecursive", testThreadDeleteRecursive},
 		{"CreateThreadTx", testCreateThreadTx},
 		{"MessageCRUD", testMessageCRUD},
