@@ -148,7 +148,7 @@ func (p *reports) deliverSeq(ctx context.Context, child *weft.Thread, owner weft
 	if err != nil {
 		return err
 	}
-	ps := &threadState{e: p.e, thread: parent}
+	ps := newState(stateCore{e: p.e, thread: parent})
 	stored, err := ps.storeAttachments(ctx, atts)
 	if err != nil {
 		return err

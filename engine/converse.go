@@ -47,11 +47,11 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 		// while the run fills the other) come from a pool: grown anew at every call, they were a
 		// tenth of a streamed turn's bytes.
 		bufs := eventBufs.Get().(*[2][]Event)
-		sub := e.subs.add(subKey{tree: true, id: root}, false, bufs[0])
+		sub := e.subs.Tree(root, bufs[0])
 		q := bufs[1]
 		defer func() {
-			e.subs.remove(sub)
-			rest, _, _ := sub.take(nil)
+			e.subs.Remove(sub)
+			rest, _, _ := sub.Take(nil)
 			bufs[0], bufs[1] = clearEvents(rest), clearEvents(q)
 			eventBufs.Put(bufs)
 		}()
@@ -63,11 +63,11 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 			var runErr error
 			finished := false
 			select {
-			case <-sub.signal:
+			case <-sub.Ready():
 			case runErr = <-done:
 				finished = true
 			}
-			q, _, _ = sub.take(q)
+			q, _, _ = sub.Take(q)
 			for _, ev := range q {
 				if !yield(ev, nil) {
 					cancel(errConsumerGone)
@@ -78,7 +78,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 				}
 			}
 			if finished {
-				q, _, _ = sub.take(q)
+				q, _, _ = sub.Take(q)
 				for _, ev := range q {
 					if !yield(ev, nil) {
 						return
@@ -229,12 +229,12 @@ func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult
 	}
 	// The thread's runs may stop on other goroutines (a parent woken by its subagent's report):
 	// their stops are noted to a watch, which builds no event.
-	watch := e.watches.add(threadID)
-	defer e.watches.remove(watch)
+	watch := e.watches.Add(threadID)
+	defer e.watches.Remove(watch)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	err = e.converse(runCtx, threadID, root, t, in)
-	stops, redactions, reply := e.watches.taken(watch)
+	stops, redactions, reply := e.watches.Taken(watch)
 	res.Reply = reply
 	for _, info := range stops {
 		res.Stops = append(res.Stops, info)

@@ -95,7 +95,7 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		finish(weft.EffectFailed, err.Error(), time.Time{})
 		return
 	}
-	st := &threadState{e: e, thread: t, ctx: ctx, effect: &rec}
+	st := newState(stateCore{e: e, thread: t, ctx: ctx, effect: &rec})
 	err = call(func() error { return def.Run(ctx, st, args) })
 	if err == nil {
 		finish(weft.EffectCompleted, "", time.Time{})
@@ -119,7 +119,7 @@ func (e *Engine) redactorFor(ctx context.Context, threadID string) func(string) 
 }
 
 // scheduleEffect stores a durable effect row (State.ScheduleEffect).
-func (s *threadState) scheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
+func (s stateEffects) scheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
 	def, ok := s.e.reg.Effect(name)
 	if !ok {
 		return "", fmt.Errorf("%w: %q", weft.ErrUnknownEffect, name)
@@ -143,4 +143,34 @@ func (s *threadState) scheduleEffect(ctx context.Context, name string, args any,
 	s.e.effectScheduled()
 	s.emit(ctx, "effect_changed", Fields{"id": rec.ID, "name": name, "status": rec.Status})
 	return rec.ID, nil
+}
+
+// ScheduleEffect stores a durable effect to run after delay and returns its id.
+func (s stateEffects) ScheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
+	return s.scheduleEffect(ctx, name, args, delay)
+}
+
+// ScheduledEffects lists the thread's effects.
+func (s stateEffects) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord, error) {
+	return s.e.store.Effects(ctx, s.thread.ID)
+}
+
+// CancelEffect cancels a pending effect of the thread.
+func (s stateEffects) CancelEffect(ctx context.Context, id string) error {
+	// The event names the effect, as every effect_changed does.
+	effects, err := s.e.store.Effects(ctx, s.thread.ID)
+	if err != nil {
+		return err
+	}
+	name := ""
+	for _, e := range effects {
+		if e.ID == id {
+			name = e.Name
+		}
+	}
+	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
+		return err
+	}
+	s.emit(ctx, "effect_changed", Fields{"id": id, "name": name, "status": weft.EffectCanceled})
+	return nil
 }

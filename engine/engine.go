@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
@@ -114,10 +115,10 @@ type Engine struct {
 	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
 	serving, stopping atomic.Bool
 
-	// subs are the in-process event subscribers (events.go).
-	subs subscribers
+	// subs are the in-process event subscribers (engine/feed).
+	subs feed.Subscribers
 	// watches are Ask's, of its thread's stops.
-	watches stopWatches
+	watches feed.StopWatches
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
@@ -479,7 +480,7 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 		if err != nil {
 			return err
 		}
-		st := &threadState{e: e, thread: t}
+		st := newState(stateCore{e: e, thread: t})
 		_, err = st.storeAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
 			q.Attachments = atts
 			return tx.PushQueue(q)
@@ -572,25 +573,6 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	}
 }
 
-// Event is something that happened in a thread, for streams.
-type Event struct {
-	// Type is the event type: message, message_chunk, run_started, step_started, tool_started, …
-	Type string `json:"type"`
-	// ThreadID is the thread it happened in.
-	ThreadID string `json:"thread_id"`
-	// RootID is the root of the thread's tree ("" when the emitter did not know it).
-	RootID string `json:"root_id,omitempty"`
-	// Seq is the event's number in the thread's event log (Options.RecordEvents): a stream's
-	// cursor. 0 for events that are not kept (streamed text deltas, or when nothing is recorded).
-	Seq int64 `json:"seq,omitempty"`
-	// Data is the payload (already redacted): a type of its own for the events every run emits
-	// (RunStarted, MessageData, Chunk, …), Fields for the others. See Payload.
-	Data Payload `json:"data,omitempty"`
-	// Encoded is Data as the event log holds it, JSON (nil for events that are not recorded):
-	// a consumer that writes the payload out as JSON can use it instead of encoding Data again.
-	Encoded json.RawMessage `json:"-"`
-}
-
 func (e *Engine) emit(ev Event) { e.emitAll([]Event{ev}) }
 
 // emitAll publishes events (a transaction's, in commit order): a subscriber is signalled once,
@@ -601,8 +583,8 @@ func (e *Engine) emitAll(evs []Event) {
 			e.opt.OnEvent(ev)
 		}
 	}
-	if e.subs.n.Load() > 0 {
-		e.subs.publishAll(evs)
+	if e.subs.Active() {
+		e.subs.PublishAll(evs)
 	}
 }
 
@@ -654,7 +636,7 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 // observed tells whether events are wanted: by OnEvent, the event log (RecordEvents keeps them
 // whether or not anyone listens) or a subscriber. When none wants them, runs build none.
 func (e *Engine) observed() bool {
-	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.n.Load() > 0
+	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.Active()
 }
 
 // Redactor returns a function replacing the thread's secret values (every env layer) and the

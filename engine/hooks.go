@@ -42,7 +42,7 @@ func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadS
 		return nil, nil
 	}
 	x := &execution{r: r, s: s}
-	return r.activeHooks(x, point), &threadState{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx}
+	return r.activeHooks(x, point), newState(stateCore{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx})
 }
 
 // hookFailed logs a hook's error or panic; the hook is skipped.
@@ -122,7 +122,7 @@ func (r *run) runStoppedHooks(info weft.StopInfo) {
 	if len(hooks) == 0 {
 		return
 	}
-	st := &threadState{e: r.e, thread: r.thread, r: r, ctx: context.WithoutCancel(r.ctx)}
+	st := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: context.WithoutCancel(r.ctx)})
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.RunStoppedFunc](*h)
 		if err := call(func() error { return f(st.ctx, st, info) }); err != nil {
@@ -133,7 +133,7 @@ func (r *run) runStoppedHooks(info weft.StopInfo) {
 
 // runThreadCreatedHooks runs after_thread_created with a State outside any run.
 func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *weft.Agent) error {
-	st := &threadState{e: e, thread: t, ctx: ctx}
+	st := newState(stateCore{e: e, thread: t, ctx: ctx})
 	for _, h := range e.hooksFor(a.Hooks, weft.HookAfterThreadCreated) {
 		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
 		if err := call(func() error { return f(ctx, st) }); err != nil {

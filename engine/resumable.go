@@ -105,7 +105,7 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	case toolSubagentMessage:
 		return r.subagentMessage(s, args)
 	case toolNotifyParent:
-		st := &threadState{e: r.e, thread: r.thread, r: r, ctx: r.ctx}
+		st := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: r.ctx})
 		if err := st.NotifyParent(context.WithoutCancel(r.ctx), initText(args["message"]), attachmentPaths(args["attachments"])...); err != nil {
 			return weft.Failure(r.red.Error(err))
 		}

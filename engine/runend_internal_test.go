@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/memstore"
 )
 
@@ -26,12 +27,12 @@ func TestRunEndPublishedAfterStopNoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var eng *Engine
-	var late []*stopWatch
+	var late []*feed.StopWatch
 	var types []string
 	eng, err = New(Options{Registry: reg, Store: st, Override: model, RecordEvents: true, OnEvent: func(ev Event) {
 		types = append(types, ev.Type)
 		if ev.Type == "run_stopped" {
-			late = append(late, eng.watches.add(ev.ThreadID))
+			late = append(late, eng.watches.Add(ev.ThreadID))
 		}
 	}})
 	if err != nil {
@@ -48,7 +49,7 @@ func TestRunEndPublishedAfterStopNoted(t *testing.T) {
 	if len(late) != 1 {
 		t.Fatalf("run_stopped published %d times: %v", len(late), types)
 	}
-	if stops, _, reply := eng.watches.taken(late[0]); len(stops) != 0 || reply != nil {
+	if stops, _, reply := eng.watches.Taken(late[0]); len(stops) != 0 || reply != nil {
 		t.Errorf("a watch added on run_stopped was told %+v (reply %v)", stops, reply)
 	}
 	if n := len(types); n < 2 || types[n-2] != "message" || types[n-1] != "run_stopped" {

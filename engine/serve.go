@@ -90,7 +90,7 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier, listening chan stru
 	err := n.Watch(ctx, func(nt weft.Notice) {
 		switch nt.Kind {
 		case weft.NoticeEvents:
-			e.subs.poke(nt.ThreadID)
+			e.subs.Poke(nt.ThreadID)
 		case weft.NoticeEffect:
 			e.effectScheduled()
 		case weft.NoticeQueued:
@@ -116,7 +116,7 @@ func (e *Engine) watch(ctx context.Context, n weft.Notifier, listening chan stru
 			}
 		case weft.NoticeReset:
 			once.Do(func() { close(listening) })
-			e.subs.poke("")
+			e.subs.Poke("")
 			e.effectScheduled()
 		}
 	})

@@ -12,7 +12,7 @@ import (
 
 // view returns the env view for this state: the run's (with the executing tool's entry and prompt
 // layers), or one loaded for a state outside runs.
-func (s *threadState) view(ctx context.Context) (*vars.View, error) {
+func (s stateEnv) view(ctx context.Context) (*vars.View, error) {
 	thread, user, instance, err := vars.Load(ctx, s.e.store, s.thread.ID, s.thread.UserID)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (s *threadState) view(ctx context.Context) (*vars.View, error) {
 	return v, nil
 }
 
-func (s *threadState) Env(ctx context.Context, name string) (string, error) {
+func (s stateEnv) Env(ctx context.Context, name string) (string, error) {
 	v, ok, err := s.LookupEnv(ctx, name)
 	if err != nil {
 		return "", err
@@ -49,7 +49,7 @@ func (s *threadState) Env(ctx context.Context, name string) (string, error) {
 	return v, nil
 }
 
-func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool, error) {
+func (s stateEnv) LookupEnv(ctx context.Context, name string) (string, bool, error) {
 	v, err := s.view(ctx)
 	if err != nil {
 		return "", false, err
@@ -58,7 +58,7 @@ func (s *threadState) LookupEnv(ctx context.Context, name string) (string, bool,
 	return x.Value, ok, nil
 }
 
-func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, error) {
+func (s stateEnv) EnvType(ctx context.Context, name string) (weft.VarType, error) {
 	v, err := s.view(ctx)
 	if err != nil {
 		return "", err
@@ -73,7 +73,7 @@ func (s *threadState) EnvType(ctx context.Context, name string) (weft.VarType, e
 	return x.Type, nil
 }
 
-func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
+func (s stateEnv) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
 	if t != weft.VarText && t != weft.VarSecret {
 		return weft.Errorf(weft.EInvalid, "variable type must be text or secret")
 	}
@@ -85,7 +85,7 @@ func (s *threadState) SetEnv(ctx context.Context, name, value string, t weft.Var
 }
 
 // Tenvs is the seed 002 view: the executing tool's tenv properties decoded per schema type.
-func (s *threadState) Tenvs(ctx context.Context) (map[string]any, error) {
+func (s stateEnv) Tenvs(ctx context.Context) (map[string]any, error) {
 	if s.exec == nil || s.exec.s.offered[s.exec.call.Name] == nil {
 		return nil, weft.ErrNotInRun
 	}

@@ -11,14 +11,14 @@ import (
 )
 
 // storeAttachments writes new attachments (data) under /attachments/ and resolves references.
-func (s *threadState) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
+func (s stateMessages) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
 	return s.storeAttachmentsThen(ctx, in, nil)
 }
 
 // storeAttachmentsThen is storeAttachments with then(tx, attachments) run in the transaction that
 // writes the files (a queued message and its files land together); then runs even without new
 // files.
-func (s *threadState) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
+func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
 	var out []weft.Attachment
 	var files []newFile
 	now := s.e.clock.Now()

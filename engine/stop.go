@@ -116,12 +116,12 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 			r.emitUnrecorded(*m)
 		}
 	}
-	if r.e.watches.n.Load() > 0 {
+	if r.e.watches.Active() {
 		var reply *weft.Message
 		if m := r.lastReply(); m != nil {
 			reply = redactedCopy(m, r.red)
 		}
-		r.e.watches.note(r.thread.ID, info, r.lastLine, reply)
+		r.e.watches.Note(r.thread.ID, info, r.lastLine, reply)
 	}
 	if r.endRecorded() {
 		r.journal.publishHeld() // the stop's transaction recorded run_stopped

@@ -496,7 +496,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	d.r.afterInsert(s, tm)
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
-		st := &threadState{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx}
+		st := newState(stateCore{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx})
 		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
