@@ -136,8 +136,8 @@ type Engine struct {
 // rootCache remembers which threads are their own roots. A thread's root never changes, so a
 // conversation that knows it need not read the thread before its run (which reads it anyway). It
 // is a direct-mapped table of rootCacheSize hashes of thread ids (with a seed of this engine's),
-// allocated once: the threads it remembers cost no memory past the table's however many go idle,
-// and it takes no lock. A newer thread takes an older one's slot; the older one's next
+// allocated once (512 KiB, no pointers to scan): the threads it remembers cost no memory past the
+// table's however many go idle, and it takes no lock. A newer thread takes an older one's slot; the older one's next
 // conversation reads its thread, as does a child's (children are not remembered: their
 // conversations are rare). Two ids share a slot and a hash with probability 2⁻⁶⁴.
 type rootCache struct {
@@ -145,7 +145,7 @@ type rootCache struct {
 	slots []atomic.Uint64 // 0: empty
 }
 
-const rootCacheSize = 1 << 13
+const rootCacheSize = 1 << 16
 
 func newRootCache() rootCache {
 	return rootCache{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, rootCacheSize)}
