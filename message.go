@@ -294,6 +294,18 @@ type Message struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// WrittenBy is the side a stored row belongs to: its Side, else a user message's SideB and every
+// other row's SideA (rows stored before sides were recorded).
+func (m *Message) WrittenBy() Side {
+	switch {
+	case m.Side != "":
+		return m.Side
+	case m.Role == RoleUser:
+		return SideB
+	}
+	return SideA
+}
+
 // MetadataJSON returns a metadata value as JSON text: raw JSON as it is (json.RawMessage, []byte,
 // or a string holding JSON), any other value (one decoded from a store) marshalled. False when the
 // value is absent or is not valid JSON. Adapters read verbatim provider blocks (reasoning_blocks,

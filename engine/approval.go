@@ -307,7 +307,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 		return err
 	}
 	r.ctx = ctx
-	s, err := r.newScope(p, msg.Depth, rowSide(&msg), r.thread.Arguments)
+	s, err := r.newScope(p, msg.Depth, msg.WrittenBy(), r.thread.Arguments)
 	if err != nil {
 		return err
 	}

@@ -247,17 +247,6 @@ func envLookup(v *vars.View) weft.EnvLookup {
 	}
 }
 
-// rowSide is the side a stored row belongs to: its side, else assistant → A and user → B.
-func rowSide(m *weft.Message) weft.Side {
-	switch {
-	case m.Side != "":
-		return m.Side
-	case m.Role == weft.RoleUser:
-		return weft.SideB
-	}
-	return weft.SideA
-}
-
 func joinNonEmpty(a, b, sep string) string {
 	switch {
 	case a == "":

@@ -167,7 +167,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 	threshold := s.prompt.ImageThreshold()
 	start := len(out)
 	for i, m := range rows {
-		if m.Role == weft.RoleTool && rowSide(m) != s.side {
+		if m.Role == weft.RoleTool && m.WrittenBy() != s.side {
 			continue // the other side's tool messages are dropped
 		}
 		recent := len(rows)-i <= threshold
@@ -179,7 +179,7 @@ func (q *requests) convert(s *scope, rows []*weft.Message, out []weft.LLMMessage
 		// are user messages without calls, and its tool messages are dropped.
 		switch m.Role {
 		case weft.RoleAssistant, weft.RoleUser:
-			if rowSide(m) == s.side {
+			if m.WrittenBy() == s.side {
 				lm.Role = weft.RoleAssistant
 				lm.ToolCalls = m.ToolCalls
 				if rs := s.prompt.Reasoning; rs != nil && rs.Include && m.Prompt == s.prompt.Name && m.Reasoning != "" {

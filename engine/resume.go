@@ -57,7 +57,7 @@ func (r *run) resume() (bool, toolEffects, error) {
 		if !ok {
 			continue // the pairing step answers these calls as missing
 		}
-		s, err := r.newScope(p, 0, rowSide(m), r.thread.Arguments)
+		s, err := r.newScope(p, 0, m.WrittenBy(), r.thread.Arguments)
 		if err != nil {
 			return true, *fx, err
 		}

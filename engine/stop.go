@@ -253,7 +253,7 @@ func (r *run) stopToolDone() (weft.Side, bool) {
 		}
 		break
 	}
-	if reply == nil || rowSide(reply) != r.state.Side {
+	if reply == nil || reply.WrittenBy() != r.state.Side {
 		return "", false
 	}
 	def := r.agent.Side(r.state.Side)

@@ -101,7 +101,7 @@ func RowUnits(rows []*weft.Message) [][2]int {
 
 // heard reports whether side hears row m as a user message (the other side's words).
 func heard(m *weft.Message, side weft.Side) bool {
-	return (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && rowSide(m) != side
+	return (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && m.WrittenBy() != side
 }
 
 // FoldPoint returns how many of the oldest rows to fold so that the rest fits budget tokens, and
@@ -191,16 +191,4 @@ func WriteTranscript(b *strings.Builder, m *weft.Message, side weft.Side, limit 
 	for _, a := range m.Attachments {
 		fmt.Fprintf(b, "  (attached %s)\n", a.Name)
 	}
-}
-
-// rowSide is the side that wrote row m: its own, else a user message's SideB and every other
-// row's SideA (the engine reads rows' sides by the same rule).
-func rowSide(m *weft.Message) weft.Side {
-	switch {
-	case m.Side != "":
-		return m.Side
-	case m.Role == weft.RoleUser:
-		return weft.SideB
-	}
-	return weft.SideA
 }
