@@ -90,10 +90,10 @@ func (c *remoteChat) Converse(ctx context.Context, text string, side weft.Side, 
 }
 
 // follow passes the events of a thread's stream to emit until the thread's run stops. With input
-// set (a posted message's id), the events before that message is stored are of a run that did
-// not take it (one it interrupts, or one running when it was queued): they are skipped.
+// set (a posted message's id), the events of a run that did not take it (one it interrupts, or one
+// running when it was queued) are skipped (inputFilter).
 func (c *remoteChat) follow(ctx context.Context, id, input string, stream io.Reader, emit func(engine.Event)) error {
-	taken := input == ""
+	mine := inputFilter{input: input}
 	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 64<<10), 32<<20)
 	var typ string
@@ -111,12 +111,8 @@ func (c *remoteChat) follow(ctx context.Context, id, input string, stream io.Rea
 		if json.Unmarshal([]byte(raw), &data) != nil {
 			continue
 		}
-		if !taken {
-			m, ok := data["message"].(map[string]any)
-			if !ok || typ != "message" || m["id"] != input {
-				continue
-			}
-			taken = true
+		if !mine.pass(typ, data) {
+			continue
 		}
 		ev := engine.Event{Type: typ, ThreadID: strIn(data, "thread_id"), Data: engine.Fields(data)}
 		delete(data, "type")

@@ -141,3 +141,59 @@ func tellStory(t *testing.T, s *server, key, id string) {
 		}
 	}
 }
+
+// TestInputFilter: a follower of a posted message prints only the run that takes it — a chunk of
+// the interrupted run's reply that the stream delivers after the message (chunks are not recorded
+// events, so they may come late) is not part of the answer. TestRunIfBusyAgainstServer printed
+// "timeA haiku instead." so, 1 run in 20 under load.
+func TestInputFilter(t *testing.T) {
+	chunk := func(msg, delta string) (string, map[string]any) {
+		return "message_chunk", map[string]any{"message_id": msg, "delta": delta, "depth": 0.0}
+	}
+	message := func(id, role string) (string, map[string]any) {
+		return "message", map[string]any{"message": map[string]any{"id": id, "role": role}}
+	}
+	type ev struct {
+		typ  string
+		data map[string]any
+	}
+	e := func(typ string, data map[string]any) ev { return ev{typ, data} }
+	cases := []struct {
+		name  string
+		input string
+		evs   []ev
+		want  []string // the deltas and message ids that pass
+	}{
+		{"a late chunk of the interrupted reply", "msg_in", []ev{
+			e(chunk("msg_old", "Once upon a ")), e("run_stopped", map[string]any{"reason": "interrupted"}),
+			e(message("msg_in", "user")), e(chunk("msg_old", "time")), e(chunk("msg_new", "A haiku")),
+			e(message("msg_new", "assistant"))},
+			[]string{"msg_in", "A haiku", "msg_new"}},
+		{"nothing before the input", "msg_in", []ev{
+			e(message("msg_in", "user")), e(chunk("msg_new", "Hi")), e(message("msg_new", "assistant"))},
+			[]string{"msg_in", "Hi", "msg_new"}},
+		{"no input: every event", "", []ev{
+			e(chunk("msg_a", "x")), e(message("msg_a", "assistant"))},
+			[]string{"x", "msg_a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := inputFilter{input: tc.input}
+			var got []string
+			for _, ev := range tc.evs {
+				if !f.pass(ev.typ, ev.data) {
+					continue
+				}
+				switch ev.typ {
+				case "message_chunk":
+					got = append(got, ev.data["delta"].(string))
+				case "message":
+					got = append(got, ev.data["message"].(map[string]any)["id"].(string))
+				}
+			}
+			if !slicesEqual(got, tc.want) {
+				t.Errorf("passed %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

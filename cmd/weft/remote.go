@@ -374,7 +374,7 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 	streamed, last := false, ""
 	// Until the posted message input is stored, what comes is of a run that did not take it: one
 	// it interrupts (--if-busy interrupt, rollback) or that was running when it was queued.
-	taken := input == ""
+	mine := inputFilter{input: input}
 	// On a terminal, standard error shows the run's progress, as for a local run.
 	var progress *runProgress
 	if !f.quiet && !f.verbose {
@@ -405,12 +405,8 @@ func (r *remote) follow(ctx context.Context, cmd *cobra.Command, f *runFlags, id
 				thread, _ := data["thread_id"].(string)
 				progress.event(engine.Event{Type: typ, ThreadID: thread, Data: engine.Fields(data)})
 			}
-			if !taken {
-				m, ok := data["message"].(map[string]any)
-				if !ok || typ != "message" || m["id"] != input {
-					continue
-				}
-				taken = true
+			if !mine.pass(typ, data) {
+				continue
 			}
 			switch typ {
 			case "message_chunk":
@@ -505,4 +501,41 @@ func (r *remote) waitingCalls(ctx context.Context, w io.Writer, id string) {
 		fmt.Fprintf(w, "weft: %s(%s) waits for approval: POST %s/api/threads/%s/approvals/%s {\"approve\": true|false}\n",
 			p.Name, p.Arguments, r.base, id, p.CallID)
 	}
+}
+
+// inputFilter tells the events of the run that takes a posted message (input, its id; "" = every
+// event) from those of a run before it: events until the message is stored are skipped, and so
+// are the streamed chunks of a reply begun before it. Chunks are not recorded events, so a stream
+// may deliver a late one of the interrupted run's reply after the message: its message id was
+// seen before.
+type inputFilter struct {
+	input  string
+	taken  bool
+	before map[string]bool // replies (message ids) that streamed before the input was stored
+}
+
+func (f *inputFilter) pass(typ string, data map[string]any) bool {
+	chunk := typ == "message_chunk" || typ == "reasoning_chunk"
+	if f.input == "" {
+		return true
+	}
+	if f.taken {
+		id, _ := data["message_id"].(string)
+		return !chunk || !f.before[id]
+	}
+	if chunk {
+		if id, _ := data["message_id"].(string); id != "" {
+			if f.before == nil {
+				f.before = map[string]bool{}
+			}
+			f.before[id] = true
+		}
+		return false
+	}
+	m, ok := data["message"].(map[string]any)
+	if !ok || typ != "message" || m["id"] != f.input {
+		return false
+	}
+	f.taken = true
+	return true
 }
