@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/vars"
@@ -122,10 +123,11 @@ type Engine struct {
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
-	// reports carries children's reports to their parents (childreport.go).
-	reports reports
-	// children drives child threads (childdrive.go).
-	children children
+	// subagents runs child threads and carries their reports to their parents (engine/children).
+	subagents *children.Room
+	// children and reports are the engine as the room's host (childhost.go), under the names
+	// Recover and Decide use.
+	children, reports childHost
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -184,7 +186,6 @@ func New(opt Options) (*Engine, error) {
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
 	e.bg.pool = &e.pool
 	e.spent.Add = addSpend
-	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -203,6 +204,9 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.MaxThreadMessages == 0 {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
+	e.children = childHost{e}
+	e.reports = e.children
+	e.subagents = children.New(e.children, e.store, e.reg, e.log)
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

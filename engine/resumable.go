@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -31,15 +32,6 @@ const (
 	toolNotifyParent    = "notify_parent"
 )
 
-// subagentProperty is the child thread property holding its registry row.
-const subagentProperty = "weft.subagent"
-
-// registryRow is a child's registry row as stored on the child thread.
-func registryRow(t *weft.Thread) (map[string]any, bool) {
-	m, ok := t.Properties[subagentProperty].(map[string]any)
-	return m, ok
-}
-
 // liveChildren lists the thread's non-terminated resumable children owned by side.
 func (r *run) liveChildren(side weft.Side) ([]*weft.Thread, error) {
 	kids, _, err := r.e.store.Threads(r.ctx, weft.ThreadQuery{ParentID: r.thread.ID, Sort: "oldest", Limit: 1000})
@@ -48,7 +40,7 @@ func (r *run) liveChildren(side weft.Side) ([]*weft.Thread, error) {
 	}
 	var out []*weft.Thread
 	for _, k := range kids {
-		row, ok := registryRow(k)
+		row, ok := children.Row(k)
 		if !ok || k.Status == weft.ThreadTerminated || row["resumable"] != true || row["owner_side"] != string(side) {
 			continue
 		}
@@ -136,7 +128,7 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 		}
 		var refs []string
 		for _, k := range live {
-			if row, _ := registryRow(k); row["agent"] == name {
+			if row, _ := children.Row(k); row["agent"] == name {
 				refs = append(refs, k.ID)
 			}
 		}
@@ -167,23 +159,23 @@ func (r *run) subagentCreate(s *scope, o *offered, c weft.ToolCall, msg *weft.Me
 		return *fail
 	}
 	if !blocking {
-		r.e.children.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: entry.Resumable.ParentCommunication == "explicit"})
+		r.e.subagents.Start(child, re.agent, s.side, children.Mode{Continuable: true, Explicit: entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
-	r.e.reports.beginAwait(child.ID)
+	r.e.subagents.BeginAwait(child.ID)
 	return r.awaitResumable(child, re.agent)
 }
 
 // awaitResumable runs a resumable child until it stops; it stays alive for later messages. The
 // caller registered the wait with beginAwait before queueing its message.
 func (r *run) awaitResumable(child *weft.Thread, a *weft.Agent) weft.ToolResult {
-	info, err := r.e.children.runChild(r.ctx, child, false)
-	defer r.e.reports.endAwait(context.WithoutCancel(r.ctx), child, info.Seq)
+	info, err := r.e.subagents.RunChild(r.ctx, child, false)
+	defer r.e.subagents.EndAwait(context.WithoutCancel(r.ctx), child, info.Seq)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
-	out := r.e.children.childResult(context.WithoutCancel(r.ctx), child, a, info)
-	r.e.childStopped(context.WithoutCancel(r.ctx), child, out)
+	out := r.e.subagents.Result(context.WithoutCancel(r.ctx), child, a, info)
+	r.e.subagents.Stopped(context.WithoutCancel(r.ctx), child, out)
 	suffix := "\n\nReference: " + child.ID
 	if out.Status == weft.ToolSuccess {
 		out.Result = r.red.String(out.Result) + suffix
@@ -208,7 +200,7 @@ func (r *run) subagentMessage(s *scope, args map[string]any) weft.ToolResult {
 	if child == nil {
 		return weft.Failure(fmt.Sprintf("Subagent reference %q is not active.", ref))
 	}
-	row, _ := registryRow(child)
+	row, _ := children.Row(child)
 	a, ok := r.e.reg.Agent(child.Agent)
 	if !ok {
 		return weft.Failure(fmt.Sprintf("Subagent reference %q is not active.", ref))
@@ -227,16 +219,16 @@ func (r *run) subagentMessage(s *scope, args map[string]any) weft.ToolResult {
 	}
 	blocking := row["blocking"] != false
 	if blocking {
-		r.e.reports.beginAwait(child.ID)
+		r.e.subagents.BeginAwait(child.ID)
 	}
 	if _, err := r.e.enqueue(ctx, child.ID, nm); err != nil {
 		if blocking {
-			r.e.reports.endAwait(ctx, child, 0)
+			r.e.subagents.EndAwait(ctx, child, 0)
 		}
 		return weft.Failure(fmt.Sprintf("Subagent reference %q is not active.", ref))
 	}
 	if !blocking {
-		r.e.children.startChild(child, a, s.side, childMode{resumable: true, explicit: row["parent_communication"] == "explicit"})
+		r.e.subagents.Start(child, a, s.side, children.Mode{Continuable: true, Explicit: row["parent_communication"] == "explicit"})
 		return weft.Success("Message sent to subagent " + child.ID + ".")
 	}
 	return r.awaitResumable(child, a)
@@ -252,7 +244,7 @@ func (r *run) subagentList(s *scope) weft.ToolResult {
 	}
 	lines := make([]string, len(live))
 	for i, k := range live {
-		row, _ := registryRow(k)
+		row, _ := children.Row(k)
 		lines[i] = fmt.Sprintf("- %s: %s %q — %s", k.ID, row["agent"], row["label"], k.Status.SubagentStatus())
 		if text, _ := row["status_text"].(string); text != "" {
 			lines[i] += ": " + text

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -45,7 +46,7 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops.
-		r.e.children.startChild(child, target, s.side, childMode{})
+		r.e.subagents.Start(child, target, s.side, children.Mode{})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return r.awaitChild(child, target, false)
@@ -62,7 +63,7 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 	if r.tools.toolCtx != nil {
 		ctx = r.tools.toolCtx // the child's run nests under the call in traces
 	}
-	info, err := r.e.children.runChild(ctx, child, resume)
+	info, err := r.e.subagents.RunChild(ctx, child, resume)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
 	}
@@ -72,70 +73,10 @@ func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) we
 		r.tools.childParked = child.ID
 		return weft.ToolResult{}
 	}
-	out := r.e.children.childResult(context.WithoutCancel(ctx), child, target, info)
+	out := r.e.subagents.Result(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
-	r.e.finishChild(context.WithoutCancel(ctx), child, out)
+	r.e.subagents.Finish(context.WithoutCancel(ctx), child, out)
 	return out
-}
-
-// resultProperty is the child thread property keeping its outcome once it is terminated, so a
-// parent that dies before storing the result still finds it.
-const resultProperty = "weft.subagent_result"
-
-// childStopped tells the parent's stream that a run of a resumable child stopped: a subagent
-// event with the child's status after it and its outcome's preview, as finishChild's for a child
-// that ends. The child stays alive for later messages.
-func (e *Engine) childStopped(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
-	if !e.observed() {
-		return
-	}
-	status := weft.ThreadIdle.SubagentStatus()
-	if t, err := e.store.Thread(ctx, child.ID); err == nil {
-		status = t.Status.SubagentStatus()
-	}
-	e.emitSubagent(ctx, child, child.Agent, status, preview(outcomeText(out)))
-}
-
-// emitSubagent sends child's parent a subagent event: the child's status and status text.
-func (e *Engine) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
-		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
-}
-
-// outcomeText is a child's outcome as text: its result, or its error when it failed.
-func outcomeText(out weft.ToolResult) string {
-	if out.Status != weft.ToolSuccess {
-		return out.Error
-	}
-	return out.Result
-}
-
-// finishChild records a non-resumable child's outcome on it and terminates it.
-func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
-	defer e.emitSubagent(ctx, child, child.Agent, "terminated", preview(outcomeText(out)))
-	props := map[string]any{}
-	if t, err := e.store.Thread(ctx, child.ID); err == nil {
-		for k, v := range t.Properties {
-			props[k] = v
-		}
-	}
-	props[resultProperty] = map[string]any{"status": string(out.Status), "result": out.Result, "error": out.Error}
-	if err := e.tx(ctx, child.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
-		e.log.Warn("recording a subagent's result failed", "thread", child.ID, "error", err)
-	}
-	if err := e.Terminate(ctx, child.ID); err != nil {
-		e.log.Warn("terminating a finished subagent failed", "thread", child.ID, "error", err)
-	}
-}
-
-// recordedResult is the outcome finishChild stored on a child, if any.
-func recordedResult(t *weft.Thread) (weft.ToolResult, bool) {
-	m, ok := t.Properties[resultProperty].(map[string]any)
-	if !ok {
-		return weft.ToolResult{}, false
-	}
-	str := func(k string) string { v, _ := m[k].(string); return v }
-	return weft.ToolResult{Status: weft.ToolStatus(str("status")), Result: str("result"), Error: str("error")}, true
 }
 
 // reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
@@ -165,7 +106,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 	}
 	if child.Status == weft.ThreadTerminated {
 		// The child finished, but the parent died before storing its result.
-		if out, ok := recordedResult(child); ok {
+		if out, ok := children.Recorded(child); ok {
 			return out, true
 		}
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
@@ -235,7 +176,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	now := r.now()
 	child := &weft.Thread{ID: id, ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
 		Agent: target.Name, OriginAgent: target.Name, UserID: r.thread.UserID, Label: label,
-		Tags: []string{"name:" + label}, Properties: map[string]any{subagentProperty: childRow(target, e, label, s.side)}, Arguments: args, Status: weft.ThreadIdle,
+		Tags: []string{"name:" + label}, Properties: map[string]any{children.RowProperty: children.NewRow(target, e, label, s.side)}, Arguments: args, Status: weft.ThreadIdle,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
 	if child.Arguments == nil {
 		child.Arguments = map[string]any{}
@@ -293,7 +234,7 @@ func initText(v any) string {
 
 // readAttachment reads a file of this thread as a new attachment for another thread.
 func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment, string) {
-	a, err := r.e.readFileAttachment(ctx, r.thread.ID, p)
+	a, err := children.ReadAttachment(ctx, r.e.store, r.thread.ID, p)
 	if err != nil {
 		return weft.ToolAttachment{}, err.Error()
 	}
@@ -315,20 +256,6 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 			r.hookFailed(h, err)
 		}
 	}
-}
-
-// reportedKey is the child run-state document holding how many of its stops were reported.
-const reportedKey = "subagent_reported"
-
-// childRow is a child's registry row, kept on the child thread.
-func childRow(a *weft.Agent, e weft.ToolEntry, label string, owner weft.Side) map[string]any {
-	row := map[string]any{"agent": a.Name, "label": label, "owner_side": string(owner),
-		"blocking": weft.Flag(e.Blocking, true), "resumable": e.Resumable != nil && e.Resumable.Enabled}
-	if e.Resumable != nil && e.Resumable.Enabled {
-		row["receives_messages"] = orDefault(e.Resumable.ReceivesMessages, "side_a")
-		row["parent_communication"] = orDefault(e.Resumable.ParentCommunication, "implicit")
-	}
-	return row
 }
 
 // isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in
@@ -419,7 +346,7 @@ func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any)
 		if fail != nil {
 			return *fail
 		}
-		r.e.children.startChild(child, re.agent, s.side, childMode{resumable: true, explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
+		r.e.subagents.Start(child, re.agent, s.side, children.Mode{Continuable: true, Explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
 		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
@@ -429,6 +356,3 @@ func failure(text string) *weft.ToolResult {
 	f := weft.Failure(text)
 	return &f
 }
-
-// heldPrefix starts the run-state keys of held reports (heldPrefix + seq).
-const heldPrefix = "subagent_held/"

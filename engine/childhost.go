@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
+)
+
+// childHost is the engine as engine/children's Host: it runs the room's child threads, commits
+// their transactions and keeps each child's report coordination (children.Watch) with the
+// child's owner, under e.mu.
+type childHost struct{ e *Engine }
+
+// Acquire waits for the thread's turn in this process (owner.go).
+func (h childHost) Acquire(ctx context.Context, threadID string) (context.Context, func(), error) {
+	return h.e.acquire(ctx, threadID)
+}
+
+// RunHeld runs the thread while it has work, holding its turn.
+func (h childHost) RunHeld(ctx context.Context, threadID, trigger string) (weft.StopInfo, bool, error) {
+	res, err := h.e.runHeld(ctx, threadID, trigger, "", nil)
+	if err != nil || res == nil || len(res.Stops) == 0 {
+		return weft.StopInfo{}, false, err
+	}
+	return res.Last(), true, nil
+}
+
+// RunOnce performs one run of the thread, holding its turn.
+func (h childHost) RunOnce(ctx context.Context, threadID, trigger string) (weft.StopInfo, error) {
+	info, _, _, err := h.e.runOnce(ctx, threadID, trigger, "", nil, nil)
+	if errors.Is(err, errNothingQueued) || errors.Is(err, weft.ErrLeaseHeld) {
+		return weft.StopInfo{}, children.ErrNotRun
+	}
+	return info, err
+}
+
+// Drive runs fn in the background registered as the child's driver until it returns: Recover
+// leaves a child that this process drives to its driver, which reports what it runs.
+func (h childHost) Drive(child *weft.Thread, fn func()) {
+	e := h.e
+	e.mu.Lock()
+	e.ownerOf(child.ID).drivers++
+	e.mu.Unlock()
+	done := e.busy(orDefault(child.RootID, child.ID))
+	e.bg.Go(func() {
+		defer func() {
+			e.mu.Lock()
+			o := e.owners[child.ID]
+			o.drivers--
+			e.dropIfUnused(child.ID, o)
+			e.mu.Unlock()
+			done()
+		}()
+		fn()
+	})
+}
+
+// Watch calls fn with the child's report coordination, kept with its owner, under e.mu.
+func (h childHost) Watch(childID string, fn func(*children.Watch)) {
+	e := h.e
+	e.mu.Lock()
+	o := e.ownerOf(childID)
+	fn(&o.watch)
+	e.dropIfUnused(childID, o)
+	e.mu.Unlock()
+}
+
+// Tx commits fn in a transaction of the thread, unfenced and unredacted.
+func (h childHost) Tx(ctx context.Context, threadID string, fn func(weft.Tx) error) error {
+	return h.e.tx(ctx, threadID, nil, keep, fn)
+}
+
+// Redactor returns the function redacting the thread's secrets.
+func (h childHost) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
+	return h.e.Redactor(ctx, threadID)
+}
+
+// StoreAttachments writes attachments into the thread's /attachments/.
+func (h childHost) StoreAttachments(ctx context.Context, thread *weft.Thread, atts []weft.ToolAttachment) ([]weft.Attachment, error) {
+	return newState(stateCore{e: h.e, thread: thread}).storeAttachments(ctx, atts)
+}
+
+// Notify queues m on the thread and wakes its worker.
+func (h childHost) Notify(ctx context.Context, threadID, root string, m weft.NewMessage) error {
+	if _, err := h.e.Send(ctx, threadID, m); err != nil {
+		return err
+	}
+	h.e.wake(ctx, threadID, root, nil)
+	return nil
+}
+
+// Terminate terminates the thread and its descendants.
+func (h childHost) Terminate(ctx context.Context, threadID string) error {
+	return h.e.Terminate(ctx, threadID)
+}
+
+// EmitOutcome sends the child's parent a subagent event with its status and outcome's preview.
+func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult) {
+	if status == "" {
+		if !h.e.observed() {
+			return
+		}
+		status = weft.ThreadIdle.SubagentStatus()
+		if t, err := h.e.store.Thread(ctx, child.ID); err == nil {
+			status = t.Status.SubagentStatus()
+		}
+	}
+	text := out.Result
+	if out.Status != weft.ToolSuccess {
+		text = out.Error
+	}
+	h.e.emitSubagent(ctx, child, child.Agent, status, preview(text))
+}
+
+// emitSubagent sends child's parent a subagent event: the child's status and status text.
+func (e *Engine) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
+	e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
+		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
+}
+
+// Wait blocks until background work is done: non-blocking subagents, their reports and the parent
+// runs those start (`weft run` waits for all descendants).
+func (e *Engine) Wait() { e.bg.Wait() }
+
+// The names below are the room's under the names Recover, Decide and the State (recover.go,
+// approval.go, context.go, statefamily.go, fork.go) use.
+
+// subagentProperty is the child thread property holding its registry row.
+const subagentProperty = children.RowProperty
+
+// resultProperty is the child thread property keeping its outcome once it is terminated.
+const resultProperty = children.ResultProperty
+
+// registryRow is a child's registry row as stored on the child thread.
+func registryRow(t *weft.Thread) (map[string]any, bool) { return children.Row(t) }
+
+// recordedResult is the outcome stored on a terminated child, if any.
+func recordedResult(t *weft.Thread) (weft.ToolResult, bool) { return children.Recorded(t) }
+
+// reportedSet is a child's record of reported stops.
+type reportedSet struct{ children.Reported }
+
+func (r reportedSet) has(seq int) bool { return r.Has(seq) }
+
+// loadReported reads a child's record of reported stops.
+func loadReported(ctx context.Context, st weft.Store, childID string) reportedSet {
+	return reportedSet{children.LoadReported(ctx, st, childID)}
+}
+
+// finishChild records a non-continuable child's outcome on it and terminates it.
+func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
+	e.subagents.Finish(ctx, child, out)
+}
+
+func (h childHost) drivenHere(childID string) bool {
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	o := h.e.owners[childID]
+	return o != nil && o.drivers > 0
+}
+
+// childMode is children.Mode under the field names Recover reads.
+type childMode struct{ resumable, explicit bool }
+
+func (h childHost) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMode, bool) {
+	a, owner, m, ok := h.e.subagents.DriveArgs(child)
+	return a, owner, childMode{resumable: m.Continuable, explicit: m.Explicit}, ok
+}
+
+func (h childHost) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
+	h.e.subagents.Drive(ctx, child, a, owner, children.Mode{Continuable: mode.resumable, Explicit: mode.explicit}, resume)
+}
+
+func (h childHost) childResult(ctx context.Context, child *weft.Thread, a *weft.Agent, info weft.StopInfo) weft.ToolResult {
+	return h.e.subagents.Result(ctx, child, a, info)
+}
+
+func (h childHost) sendHeld(ctx context.Context, child *weft.Thread) error {
+	return h.e.subagents.SendHeld(ctx, child)
+}
+
+func (h childHost) report(ctx context.Context, child *weft.Thread, owner weft.Side, out weft.ToolResult, seq int, recovering bool) {
+	h.e.subagents.Report(ctx, child, owner, out, seq, recovering)
+}
