@@ -91,6 +91,12 @@ func (h childHost) Notify(ctx context.Context, threadID, root string, m weft.New
 	return nil
 }
 
+// Enqueue queues m on the thread without waking anyone.
+func (h childHost) Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error {
+	_, err := h.e.enqueue(ctx, threadID, m)
+	return err
+}
+
 // Terminate terminates the thread and its descendants.
 func (h childHost) Terminate(ctx context.Context, threadID string) error {
 	return h.e.Terminate(ctx, threadID)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
@@ -55,7 +56,7 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 		b, _ := json.Marshal(v)
 		init.Content = string(b)
 	}
-	for _, p := range attachmentPaths(args[attProp]) {
+	for _, p := range children.AttachmentPaths(args[attProp]) {
 		clean, err := weft.CleanPath(p)
 		if err != nil {
 			return weft.Failure(fmt.Sprintf("attachment path %q is invalid", p))
@@ -69,22 +70,6 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 	}
 	s.fx.handoff = &pendingHandoff{target: target, args: args, init: init}
 	return weft.Success("Handoff complete")
-}
-
-func attachmentPaths(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // applyHandoff switches the thread to the handoff's agent after the step: agent (origin kept),

@@ -166,7 +166,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	}
 	// Attachments are copied into the child's own /attachments/.
 	var atts []weft.ToolAttachment
-	for _, p := range attachmentPaths(args[attProp]) {
+	for _, p := range children.AttachmentPaths(args[attProp]) {
 		a, errText := r.readAttachment(ctx, p)
 		if errText != "" {
 			return nil, failure(errText)
@@ -206,7 +206,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 			return nil, failure("Subagent could not be created: " + r.red.Error(err))
 		}
 	}
-	init := weft.NewMessage{Role: weft.RoleUser, Content: initText(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
+	init := weft.NewMessage{Role: weft.RoleUser, Content: children.Text(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
 	if e.Resumable != nil && e.Resumable.Enabled && e.Resumable.ReceivesMessages == "side_b" {
 		init.Role = weft.RoleAssistant
 	}
@@ -218,18 +218,6 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	return child, nil
-}
-
-func initText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
 }
 
 // readAttachment reads a file of this thread as a new attachment for another thread.

@@ -46,6 +46,8 @@ type Host interface {
 	// Notify queues m on the thread, as Engine.Send does, and wakes the thread's worker (root is
 	// its tree's root).
 	Notify(ctx context.Context, threadID, root string, m weft.NewMessage) error
+	// Enqueue queues m on the thread without waking anyone.
+	Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error
 	// Terminate terminates the thread and its descendants.
 	Terminate(ctx context.Context, threadID string) error
 	// EmitOutcome sends the child's parent a subagent event with the child's status and its

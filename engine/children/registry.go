@@ -2,6 +2,7 @@ package children
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/weft-agents/weft"
@@ -84,4 +85,34 @@ func ReadAttachment(ctx context.Context, st weft.Store, threadID, p string) (wef
 		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
 	}
 	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, nil
+}
+
+// Text is a message argument as text: a string as is, anything else as JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// AttachmentPaths is an attachments argument as paths: one string, or the strings of a list.
+func AttachmentPaths(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
