@@ -12,71 +12,58 @@ import (
 	"github.com/weft-agents/weft/engine/vars"
 )
 
-// callSubagent answers a call of a dual_ai agent listed as a tool: the agent runs
-// in its own child thread and, with blocking (the default), the call waits for the child's run to
-// stop and returns the child's result; the child is then terminated.
+// callSubagent answers a call of a dual_ai agent listed as a tool (children.Room.Call).
 func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
-	target, e := o.target.Agent, o.entry
-	if e.Resumable != nil && e.Resumable.Enabled {
-		return weft.Failure(fmt.Sprintf("%q must be started with subagent_create.", target.Name))
-	}
-	ref := weft.NewID("thr_")
-	blocking := weft.Flag(e.Blocking, true)
-	if blocking && msg != nil && msg.ID != "" {
-		// The reference is recorded on the call before the child exists: after a crash the parent
-		// re-attaches to that child instead of creating another.
-		meta, _ := json.Marshal(subagentMeta{Ref: ref})
-		now := r.now()
-		rec := r.tools.recordOf(c, msg.ID)
-		rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
-		err := r.tx(func(tx weft.Tx) error {
-			if err := tx.PutToolCall(rec); err != nil {
-				return err
-			}
-			r.tools.noteCall(rec)
-			return nil
-		})
-		if err != nil {
-			return weft.Failure("Subagent could not be created: " + r.red.Error(err))
-		}
-	}
-	child, fail := r.createChild(s, o, args, ref, nil)
-	if fail != nil {
-		return *fail
-	}
-	if !blocking {
-		// The outcome is reported to the parent when the child stops.
-		r.e.subagents.Start(child, target, s.side, children.Mode{})
-		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
-	}
-	return r.awaitChild(child, target, false)
+	return r.e.subagents.Call(subagentCall{lifecycleCall{r, s}, o, c, msg}, children.Entry{Entry: o.entry, Agent: o.target.Agent}, args)
 }
+
+// subagentCall is a run's call of a subagent as engine/children's Caller.
+type subagentCall struct {
+	lifecycleCall
+	o   *offered
+	c   weft.ToolCall
+	msg *weft.Message // the reply holding the call (nil: an immediate start)
+}
+
+// Context is the tool call's context when it is observed: the child's run nests under the call
+// in traces.
+func (p subagentCall) Context() context.Context {
+	if p.r.tools.toolCtx != nil {
+		return p.r.tools.toolCtx
+	}
+	return p.r.ctx
+}
+
+// Create creates the called agent's child, with the entry's init properties.
+func (p subagentCall) Create(_ children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
+	return p.r.createChild(p.s, p.o, args, id, nil)
+}
+
+// Reserve records the reference on the call as its metadata, the call running.
+func (p subagentCall) Reserve(ref string) error {
+	if p.msg == nil || p.msg.ID == "" {
+		return nil
+	}
+	r := p.r
+	meta, _ := json.Marshal(subagentMeta{Ref: ref})
+	now := r.now()
+	rec := r.tools.recordOf(p.c, p.msg.ID)
+	rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
+	return r.tx(func(tx weft.Tx) error {
+		if err := tx.PutToolCall(rec); err != nil {
+			return err
+		}
+		r.tools.noteCall(rec)
+		return nil
+	})
+}
+
+// Park leaves the call running: the run stops with it until the child's calls are decided.
+func (p subagentCall) Park(childID string) { p.r.tools.childParked = childID }
 
 // subagentMeta is the metadata of a blocking subagent call.
 type subagentMeta struct {
 	Ref string `json:"subagent_ref"`
-}
-
-// awaitChild runs a child until it stops and returns its result; the child is then terminated.
-func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
-	ctx := r.ctx
-	if r.tools.toolCtx != nil {
-		ctx = r.tools.toolCtx // the child's run nests under the call in traces
-	}
-	info, err := r.e.subagents.RunChild(ctx, child, resume)
-	if err != nil {
-		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
-	}
-	if info.Reason == weft.StopAwaitingApproval {
-		// The child waits for a person: so does this call (it stays running, with the child's
-		// reference), and the run stops until the child's calls are decided.
-		r.tools.childParked = child.ID
-		return weft.ToolResult{}
-	}
-	out := r.e.subagents.Result(context.WithoutCancel(ctx), child, target, info)
-	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
-	r.e.subagents.Finish(context.WithoutCancel(ctx), child, out)
-	return out
 }
 
 // reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
@@ -111,7 +98,7 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 		}
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
 	}
-	return r.awaitChild(child, o.target.Agent, true), true
+	return r.e.subagents.Await(subagentCall{lifecycleCall{r, s}, o, c, nil}, child, o.target.Agent, true), true
 }
 
 // createChild creates a subagent's thread and queues its initial rows: arguments
@@ -167,9 +154,9 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	// Attachments are copied into the child's own /attachments/.
 	var atts []weft.ToolAttachment
 	for _, p := range children.AttachmentPaths(args[attProp]) {
-		a, errText := r.readAttachment(ctx, p)
-		if errText != "" {
-			return nil, failure(errText)
+		a, err := children.ReadAttachment(ctx, r.e.store, r.thread.ID, p)
+		if err != nil {
+			return nil, failure(err.Error())
 		}
 		atts = append(atts, a)
 	}
@@ -218,15 +205,6 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	return child, nil
-}
-
-// readAttachment reads a file of this thread as a new attachment for another thread.
-func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment, string) {
-	a, err := children.ReadAttachment(ctx, r.e.store, r.thread.ID, p)
-	if err != nil {
-		return weft.ToolAttachment{}, err.Error()
-	}
-	return a, ""
 }
 
 // runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
