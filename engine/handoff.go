@@ -56,18 +56,11 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 		b, _ := json.Marshal(v)
 		init.Content = string(b)
 	}
-	for _, p := range children.AttachmentPaths(args[attProp]) {
-		clean, err := weft.CleanPath(p)
-		if err != nil {
-			return weft.Failure(fmt.Sprintf("attachment path %q is invalid", p))
-		}
-		fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, clean)
-		if err != nil {
-			return weft.Failure("Attachment not found: " + p)
-		}
-		init.Attachments = append(init.Attachments, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name,
-			MimeType: fi.MimeType, Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+	atts, err := children.Attachments(r.ctx, r.e.store, r.thread.ID, children.AttachmentPaths(args[attProp]))
+	if err != nil {
+		return weft.Failure(err.Error())
 	}
+	init.Attachments = atts
 	s.fx.handoff = &pendingHandoff{target: target, args: args, init: init}
 	return weft.Success("Handoff complete")
 }

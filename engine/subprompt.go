@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
@@ -295,28 +296,9 @@ func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*wef
 	}
 	var atts []weft.Attachment
 	if e.InitAttachmentsProperty != "" {
-		var paths []string
-		switch v := args[e.InitAttachmentsProperty].(type) {
-		case string:
-			paths = []string{v}
-		case []any:
-			for _, x := range v {
-				if s, ok := x.(string); ok {
-					paths = append(paths, s)
-				}
-			}
-		}
-		for _, p := range paths {
-			clean, err := weft.CleanPath(p)
-			if err != nil {
-				return nil, fmt.Errorf("attachment path %q is invalid", p)
-			}
-			fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, clean)
-			if err != nil {
-				return nil, fmt.Errorf("Attachment not found: %s", p)
-			}
-			atts = append(atts, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType,
-				Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+		var err error
+		if atts, err = children.Attachments(r.ctx, r.e.store, r.thread.ID, children.AttachmentPaths(args[e.InitAttachmentsProperty])); err != nil {
+			return nil, err
 		}
 	}
 	if content == "" && len(atts) == 0 {

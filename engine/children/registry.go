@@ -116,3 +116,22 @@ func AttachmentPaths(v any) []string {
 	}
 	return nil
 }
+
+// Attachments are the thread's files at paths as attachments of a new row of the same thread:
+// a handoff's or a sub-prompt's first message.
+func Attachments(ctx context.Context, st weft.Store, threadID string, paths []string) ([]weft.Attachment, error) {
+	var atts []weft.Attachment
+	for _, p := range paths {
+		clean, err := weft.CleanPath(p)
+		if err != nil {
+			return nil, fmt.Errorf("attachment path %q is invalid", p)
+		}
+		fi, err := st.Files().Stat(ctx, threadID, clean)
+		if err != nil {
+			return nil, fmt.Errorf("Attachment not found: %s", p)
+		}
+		atts = append(atts, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType,
+			Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+	}
+	return atts, nil
+}
