@@ -191,4 +191,3 @@ func TestConcurrentReportsAllRecorded(t *testing.T) {
 		t.Errorf("stop 7 reported %d times", n)
 	}
 }
-
