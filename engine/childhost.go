@@ -57,12 +57,19 @@ func (h childHost) Drive(child *weft.Thread, fn func()) {
 	})
 }
 
-// Watch calls fn with the child's report coordination, kept with its owner, under e.mu.
+// Watch calls fn with the child's report coordination, kept with its owner while it is not idle,
+// under e.mu.
 func (h childHost) Watch(childID string, fn func(*children.Watch)) {
 	e := h.e
 	e.mu.Lock()
 	o := e.ownerOf(childID)
-	fn(&o.watch)
+	if o.watch == nil {
+		o.watch = &children.Watch{}
+	}
+	fn(o.watch)
+	if o.watch.Idle() {
+		o.watch = nil
+	}
 	e.dropIfUnused(childID, o)
 	e.mu.Unlock()
 }
