@@ -103,8 +103,9 @@ func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft
 
 // createChild creates a subagent's thread and queues its initial rows: arguments
 // validated by the caller, required variables resolved through the child's layers (inherited
-// values included), then the thread with parent and root, the init rows and the
-// after_subagent_created hooks. A non-empty string is the error result; nothing is created then.
+// values included), then the thread with parent and root (children.Room.NewChild), the
+// after_subagent_created hooks and the init rows (children.Room.QueueInit). A non-nil result is
+// the error result; nothing is created then.
 func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, env map[string]string) (*weft.Thread, *weft.ToolResult) {
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
@@ -140,34 +141,11 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		// Nothing is created: a pending request lets a person supply the values.
 		return nil, r.requestEnv(s, o, args, decls, missing)
 	}
-	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
-	sideA, _ := r.e.reg.Prompt(target.SideA.Prompt)
-	if sideA == nil || sideA.RequiredSchema == nil {
-		msgProp, attProp = orDefault(msgProp, "message"), orDefault(attProp, "attachments")
+	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, e, s.side, args, r.now())
+	if err != nil {
+		return nil, failure(err.Error())
 	}
-	label := target.Name
-	if v, ok := args[e.InitAgentNameProperty].(string); ok && e.InitAgentNameProperty != "" && v != "" {
-		label = v
-	} else if v, ok := args["name"].(string); ok && v != "" {
-		label = v
-	}
-	// Attachments are copied into the child's own /attachments/.
-	var atts []weft.ToolAttachment
-	for _, p := range children.AttachmentPaths(args[attProp]) {
-		a, err := children.ReadAttachment(ctx, r.e.store, r.thread.ID, p)
-		if err != nil {
-			return nil, failure(err.Error())
-		}
-		atts = append(atts, a)
-	}
-	now := r.now()
-	child := &weft.Thread{ID: id, ParentID: r.thread.ID, RootID: orDefault(r.thread.RootID, r.thread.ID),
-		Agent: target.Name, OriginAgent: target.Name, UserID: r.thread.UserID, Label: label,
-		Tags: []string{"name:" + label}, Properties: map[string]any{children.RowProperty: children.NewRow(target, e, label, s.side)}, Arguments: args, Status: weft.ThreadIdle,
-		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
-	if child.Arguments == nil {
-		child.Arguments = map[string]any{}
-	}
+	child := sp.Thread
 	envRows := make([]weft.EnvValue, 0, len(own))
 	for _, v := range own {
 		envRows = append(envRows, v)
@@ -180,28 +158,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
 	r.e.emitSubagent(ctx, child, target.Name, "running", "created")
 	r.runSubagentCreatedHooks(child)
-	// A non-templated side-A prompt sees arguments beyond the init properties as a silent row.
-	extra := map[string]any{}
-	for k, v := range args {
-		if k != msgProp && k != attProp && k != e.InitAgentNameProperty {
-			extra[k] = v
-		}
-	}
-	if len(extra) > 0 && sideA != nil && sideA.Template == nil {
-		b, _ := json.MarshalIndent(args, "", "  ")
-		if _, err := r.e.enqueue(ctx, child.ID, weft.NewMessage{Role: weft.RoleSystem, Content: "Subagent arguments:\n" + string(b), Silent: true}); err != nil {
-			return nil, failure("Subagent could not be created: " + r.red.Error(err))
-		}
-	}
-	init := weft.NewMessage{Role: weft.RoleUser, Content: children.Text(args[msgProp]), Metadata: map[string]any{"subagent_of": r.thread.ID}}
-	if e.Resumable != nil && e.Resumable.Enabled && e.Resumable.ReceivesMessages == "side_b" {
-		init.Role = weft.RoleAssistant
-	}
-	init.Attachments = atts
-	if init.Content == "" && len(atts) == 0 {
-		init.Content = "Begin your task."
-	}
-	if _, err := r.e.enqueue(ctx, child.ID, init); err != nil {
+	if err := r.e.subagents.QueueInit(ctx, sp); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	return child, nil
