@@ -79,11 +79,7 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	p := lifecycleCall{r: r, s: s}
 	switch o.lifecycle {
 	case toolSubagentCreate:
-		entries := make([]children.Entry, len(o.entries))
-		for i, re := range o.entries {
-			entries[i] = children.Entry{Entry: re.entry, Agent: re.agent}
-		}
-		return r.e.subagents.Create(p, entries, args)
+		return r.e.subagents.Create(p, o.continuable(), args)
 	case toolSubagentMessage:
 		return r.e.subagents.Message(p, args)
 	case toolNotifyParent:
@@ -95,6 +91,15 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	default:
 		return r.e.subagents.List(p)
 	}
+}
+
+// continuable returns a lifecycle tool's entries as engine/children's.
+func (o *offered) continuable() []children.Entry {
+	entries := make([]children.Entry, len(o.entries))
+	for i, re := range o.entries {
+		entries[i] = children.Entry{Entry: re.entry, Agent: re.agent}
+	}
+	return entries
 }
 
 // lifecycleCall is a run's lifecycle tool call as engine/children's Parent.

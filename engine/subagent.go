@@ -234,7 +234,7 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		keep := false
 		if st.o.lifecycle != "" {
 			// A resumable immediate instance starts in the background; its outcome is reported.
-			res = r.createImmediateInstance(s, st.o, st.args)
+			res = r.e.subagents.StartImmediate(lifecycleCall{r, s}, st.o.continuable(), st.args)
 			keep = res.Status != weft.ToolSuccess
 		} else {
 			res = r.callSubagent(s, st.o, c, nil, st.args)
@@ -255,24 +255,6 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 	}
 	return nil
-}
-
-// createImmediateInstance starts an immediate resumable instance without waiting for it.
-func (r *run) createImmediateInstance(s *scope, o *offered, args map[string]any) weft.ToolResult {
-	name, _ := args["agent"].(string)
-	for _, re := range o.entries {
-		if re.agent.Name != name {
-			continue
-		}
-		eo := re.offered()
-		child, fail := r.createChild(s, eo, args, weft.NewID("thr_"), nil)
-		if fail != nil {
-			return *fail
-		}
-		r.e.subagents.Start(child, re.agent, s.side, children.Mode{Continuable: true, Explicit: eo.entry.Resumable.ParentCommunication == "explicit"})
-		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
-	}
-	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
 }
 
 func failure(text string) *weft.ToolResult {

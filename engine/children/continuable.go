@@ -205,3 +205,21 @@ func (c *Room) List(p Parent) weft.ToolResult {
 	}
 	return weft.Success(strings.Join(lines, "\n"))
 }
+
+// StartImmediate starts, without waiting, an immediate instance of the agent named by args
+// ("agent") among entries, with args as its arguments.
+func (c *Room) StartImmediate(p Parent, entries []Entry, args map[string]any) weft.ToolResult {
+	name, _ := args["agent"].(string)
+	for _, re := range entries {
+		if re.Agent.Name != name {
+			continue
+		}
+		child, fail := p.Create(re, args, weft.NewID("thr_"))
+		if fail != nil {
+			return *fail
+		}
+		c.Start(child, re.Agent, p.Side(), Mode{Continuable: true, Explicit: re.Entry.Resumable.ParentCommunication == "explicit"})
+		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
+	}
+	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
+}
