@@ -124,12 +124,12 @@ func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status s
 	if out.Status != weft.ToolSuccess {
 		text = out.Error
 	}
-	h.e.emitSubagent(ctx, child, child.Agent, status, preview(text))
+	h.emitSubagent(ctx, child, child.Agent, status, preview(text))
 }
 
 // emitSubagent sends child's parent a subagent event: the child's status and status text.
-func (e *Engine) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
+func (h childHost) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
+	h.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
 		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
 }
 

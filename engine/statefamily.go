@@ -62,7 +62,7 @@ func (s stateFamily) SetStatus(ctx context.Context, text string) error {
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
 	agent, _ := nr["agent"].(string)
-	s.e.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
+	s.e.children.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
 	return nil
 }
 
