@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -173,6 +174,52 @@ func checkLikeDecoder(t *testing.T, b []byte) {
 	}
 	if gerr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: decoded %+v, the decoder %+v", b, got, want)
+	}
+}
+
+// TestDecodeInPlaceKeepsLongStrings: a long string that needs no unescaping is decoded as the
+// body's own bytes, not copied (a posted message's content, at the top or in a new thread's
+// message); the others decode as the decoder decodes them.
+func TestDecodeInPlaceKeepsLongStrings(t *testing.T) {
+	long := strings.Repeat("Where is order 42? ", inPlaceString/19+1)
+	inBody := func(b []byte, s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(&b[0]))
+		return p >= start && p < start+uintptr(len(b))
+	}
+	for _, c := range []struct {
+		name, body string
+		kept       bool
+	}{
+		{"plain", `{"content":"` + long + `","role":"user"}`, true},
+		{"spaced", ` { "if_busy" : "queue" , "content" : "` + long + `" } `, true},
+		{"escaped", `{"content":"` + long + `\n"}`, false},
+		{"invalid UTF-8", `{"content":"` + long + "\xff" + `"}`, false},
+		{"twice", `{"content":"` + long + `","content":"` + long + `x"}`, false},
+		{"short", `{"content":"hi","attachments":[{"name":"` + long + `","data":"aGk="}]}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := []byte(c.body)
+			checkLikeDecoder(t, b)
+			var got messageBody
+			if err := decodeStrict(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if inBody(b, got.Content) != c.kept {
+				t.Fatalf("content in the body: %v, want %v", !c.kept, c.kept)
+			}
+		})
+	}
+	b := []byte(`{"agent":"a","message":{"content":"` + long + `"},"label":"x"}`)
+	var got, want createThreadBody
+	if err := decodeStrict(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeStream(b, &want); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, the decoder %+v (%v)", got, want, err)
+	}
+	if !inBody(b, got.Message.Content) {
+		t.Fatal("a new thread's message was copied out of the body")
 	}
 }
 
