@@ -196,6 +196,7 @@ func TestDecodeInPlaceKeepsLongStrings(t *testing.T) {
 		{"escaped", `{"content":"` + long + `\n"}`, false},
 		{"invalid UTF-8", `{"content":"` + long + "\xff" + `"}`, false},
 		{"twice", `{"content":"` + long + `","content":"` + long + `x"}`, false},
+		{"twice in other words", `{"content":"` + long + `","cont\u0065nt":"x"}`, false},
 		{"short", `{"content":"hi","attachments":[{"name":"` + long + `","data":"aGk="}]}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -223,12 +224,19 @@ func TestDecodeInPlaceKeepsLongStrings(t *testing.T) {
 	}
 }
 
-// FuzzDecodeStrictInPlace: whatever the body, decodeStrict decides as the decoder does.
+// FuzzDecodeStrictInPlace: whatever the body, decodeStrict decides as the decoder does, its
+// long strings left in the body or not.
 func FuzzDecodeStrictInPlace(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { checkLikeDecoder(t, b) })
+	f.Add([]byte(`{"content":"~","role":"user","content":"~"}`))
+	f.Add([]byte(`{"attachments":[{"name":"~"}],"content":"a~\u00e9"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkLikeDecoder(t, b)
+		// Each ~ made long: its strings are decoded in place.
+		checkLikeDecoder(t, bytes.ReplaceAll(b, []byte("~"), bytes.Repeat([]byte("~"), inPlaceString)))
+	})
 }
 
 // BenchmarkDecodeMessage decodes a posted message of 1 MiB in place and through the decoder

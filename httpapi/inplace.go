@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -58,7 +59,7 @@ func unmarshalInPlace(b []byte, dst any) bool {
 
 // keptStrings appends to kept the long strings of the JSON value at b[off:] (valid JSON) that
 // decode into a string field of t as the bytes they are: no escape, valid UTF-8. A struct that
-// names a field twice keeps none (the decoding takes the last; the copy would not tell which).
+// names a field twice keeps none of its own (the decoding takes the last).
 func keptStrings(b []byte, off int, t reflect.Type, path []int, kept *[]keptString) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -71,13 +72,14 @@ func keptStrings(b []byte, off int, t reflect.Type, path []int, kept *[]keptStri
 		return
 	}
 	val = val[:valueEnd(val, 0)]
-	var seen [][]byte
+	// A field named twice (in the same words or not: "cont\u0065nt") keeps no string here.
+	var seen []int
 	twice := false
 	eachMember(val, func(key, _ []byte) bool {
-		for _, s := range seen {
-			twice = twice || bytes.Equal(s, key)
+		if f, found := fieldNamed(t, key); found {
+			twice = slices.Contains(seen, f.Index[0])
+			seen = append(seen, f.Index[0])
 		}
-		seen = append(seen, key)
 		return !twice
 	})
 	if twice {
