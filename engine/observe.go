@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 )
 
 // Observer is told how runs proceed, for traces and metrics (package otel implements it with
@@ -140,8 +141,7 @@ func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntr
 	call := ModelCall{Prompt: s.prompt.Name, Side: s.side, Depth: s.depth, Input: req.Messages, Reply: reply, Err: err,
 		Attempts: make([]ModelAttempt, len(logs)), Structured: req.Output != nil}
 	for i, l := range logs {
-		end := r.attemptEnds[l]
-		delete(r.attemptEnds, l)
+		end := r.model.TakeEnd(l)
 		if end.IsZero() {
 			end = l.CreatedAt.Add(time.Duration(l.LatencyMS) * time.Millisecond)
 		}
@@ -151,7 +151,7 @@ func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntr
 				call.Attempts[i].RequestModel = m.Model
 			}
 			call.Attempts[i].Stream = m.Capabilities.Streaming()
-			call.Attempts[i].Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
+			call.Attempts[i].Options = modelcall.MergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
 			call.Attempts[i].ServerURL, _ = m.ProviderOptions["baseUrl"].(string)
 		}
 		if call.Attempts[i].ServerURL == "" {
@@ -159,14 +159,6 @@ func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntr
 		}
 	}
 	r.obs.ModelCall(call)
-}
-
-// attemptEnded notes when an attempt ended, for its span (r.obs is set).
-func (r *run) attemptEnded(log *weft.LogEntry) {
-	if r.attemptEnds == nil {
-		r.attemptEnds = map[*weft.LogEntry]time.Time{}
-	}
-	r.attemptEnds[log] = r.now()
 }
 
 // providerURL is a provider's API root: its definition's baseUrl, else the built-in provider's

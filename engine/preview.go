@@ -139,7 +139,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = redact.New(r.env.Secrets(), r.providerKeys())
+		r.red = redact.New(r.env.Secrets(), e.models.Keys(r.env))
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {
@@ -189,7 +189,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
 	rep.Reason = rep.reason()
-	r.lastLineRedact(req, true)
+	r.model.Redact(req)
 	return &Rendered{Request: req, Context: rep}, nil
 }
 

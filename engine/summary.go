@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/window"
 	"github.com/weft-agents/weft/tokens"
 )
@@ -204,22 +205,26 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		ToolChoice: weft.ToolChoiceNone, Prompt: sp.Name, Agent: r.thread.Agent, Side: s.side, Depth: s.depth}
 	ss := &scope{prompt: sp, depth: s.depth, side: s.side, env: s.env}
 	ss.fx = &ss.effects
-	res, err := r.callModel(ss, req, id)
+	res := &modelcall.Result{}
+	err := r.checkBudget()
+	if err == nil {
+		res, err = r.model.Call(ss.call(), req, id)
+	}
 	text := ""
 	if err == nil {
-		text = strings.TrimSpace(r.red.String(res.resp.Text))
+		text = strings.TrimSpace(r.red.String(res.Resp.Text))
 		if text == "" {
 			err = errors.New("the summarizer replied with no text")
-			res.logs[len(res.logs)-1].Error = "reply discarded: " + err.Error()
+			res.Logs[len(res.Logs)-1].Error = "reply discarded: " + err.Error()
 		}
 	}
 	if err != nil {
-		if len(res.logs) > 0 {
-			if terr := r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) }); terr != nil {
+		if len(res.Logs) > 0 {
+			if terr := r.tx(func(tx weft.Tx) error { return putLogs(tx, res.Logs) }); terr != nil {
 				return false, terr
 			}
 			if r.obs != nil {
-				r.observeModelCall(ss, req, res.logs, nil, err)
+				r.observeModelCall(ss, req, res.Logs, nil, err)
 			}
 		}
 		if errors.Is(err, errBudgetExceeded) || r.ctx.Err() != nil {
@@ -238,7 +243,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		covered += window.MetaInt(prev, window.MetaSummaryMessages)
 	}
 	row := &weft.Message{ID: id, Role: weft.RoleSystem, Side: s.side, Content: text, Status: weft.MessageCompleted, Silent: true,
-		Prompt: sp.Name, LogID: res.log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
+		Prompt: sp.Name, LogID: res.Log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
 			window.MetaSummaryThrough: last.Seq, window.MetaSummaryThroughID: last.ID, window.MetaSummaryMessages: covered}}
 	if keep != nil && keep.Seq <= last.Seq {
 		row.Metadata[window.MetaSummaryKept] = keep.ID
@@ -247,12 +252,12 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		if err := r.insertRecorded(tx, row); err != nil {
 			return err
 		}
-		return putLogs(tx, res.logs)
+		return putLogs(tx, res.Logs)
 	}); err != nil {
 		return false, err
 	}
 	if r.obs != nil {
-		r.observeModelCall(ss, req, res.logs, row, nil)
+		r.observeModelCall(ss, req, res.Logs, row, nil)
 	}
 	r.addRow(*row)
 	r.emitUnrecorded(*row)
