@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -43,7 +41,7 @@ func (q *requests) systemText(s *scope) (string, error) {
 			return "", err
 		}
 	}
-	return q.systemMessageHooks(s, text), nil
+	return q.r.hooks.SystemMessage(q.r.scopeHooks(s, weft.HookAfterSystemMessage), text), nil
 }
 
 // history selects the stored rows sent to the model for a top-level step of side, before
@@ -108,7 +106,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 	if err != nil {
 		return nil, err
 	}
-	rows = q.filterMessagesHooks(s, rows)
+	rows = q.r.hooks.FilterMessages(q.r.scopeHooks(s, weft.HookFilterMessages), rows)
 	extra := 2
 	if s.rendered != nil {
 		extra += len(s.rendered.Prefix) + len(s.rendered.Suffix)
@@ -136,7 +134,7 @@ func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) 
 		msgs = append(msgs, s.rendered.Suffix...)
 	}
 	q.buf = msgs[:0]
-	msgs, err = q.prefilterHooks(s, msgs)
+	msgs, err = q.r.hooks.Prefilter(q.r.scopeHooks(s, weft.HookPrefilterLLMHistory), msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -276,73 +274,6 @@ func (q *requests) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 		lm.Parts = parts
 	}
 	lm.Content = ""
-}
-
-// systemMessageHooks runs after_system_message on the system text.
-func (q *requests) systemMessageHooks(s *scope, text string) string {
-	hooks, st := q.r.scopeHooks(s, weft.HookAfterSystemMessage)
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.SystemMessageFunc](*h)
-		var out string
-		if err := call(func() (err error) { out, err = f(q.ctx, st, text); return }); err != nil {
-			q.r.hookFailed(h, err)
-			continue
-		}
-		text = out
-	}
-	return text
-}
-
-// filterMessagesHooks runs filter_messages on the history, on copies of its rows.
-func (q *requests) filterMessagesHooks(s *scope, rows []*weft.Message) []*weft.Message {
-	hooks, st := q.r.scopeHooks(s, weft.HookFilterMessages)
-	if len(hooks) == 0 {
-		return rows
-	}
-	// Hooks get copies they may change: cached rows can be shared with the store (RunStart.Rows).
-	vals := make([]weft.Message, len(rows))
-	for i, m := range rows {
-		vals[i] = *m
-		vals[i].ToolCalls = slices.Clone(m.ToolCalls)
-		vals[i].Attachments = slices.Clone(m.Attachments)
-		if m.Metadata != nil {
-			vals[i].Metadata, _ = cloneJSON(m.Metadata).(map[string]any)
-		}
-	}
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.FilterMessagesFunc](*h)
-		var out []weft.Message
-		if err := call(func() (err error) { out, err = f(q.ctx, st, vals); return }); err != nil {
-			q.r.hookFailed(h, err)
-			continue
-		}
-		vals = out
-	}
-	rows = make([]*weft.Message, len(vals))
-	for i := range vals {
-		rows[i] = &vals[i]
-	}
-	return rows
-}
-
-// prefilterHooks runs prefilter_llm_history on the final list; weft.Block stops the run.
-func (q *requests) prefilterHooks(s *scope, msgs []weft.LLMMessage) ([]weft.LLMMessage, error) {
-	hooks, st := q.r.scopeHooks(s, weft.HookPrefilterLLMHistory)
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.PrefilterHistoryFunc](*h)
-		var out []weft.LLMMessage
-		err := call(func() (err error) { out, err = f(q.ctx, st, msgs); return })
-		var be *weft.BlockedError
-		switch {
-		case errors.As(err, &be):
-			return nil, be
-		case err != nil:
-			q.r.hookFailed(h, err)
-			continue
-		}
-		msgs = out
-	}
-	return msgs, nil
 }
 
 // Request message buffers outlive their run in a pool: a request is dead once its step is stored.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -460,6 +461,8 @@ type run struct {
 
 	// tools runs the run's tool calls.
 	tools dispatch
+	// hooks runs the run's hooks.
+	hooks hooks.Runner
 	// model makes the run's model calls and counts the last-line redaction hits.
 	model modelcall.Caller
 	// requests builds the run's provider requests.
@@ -509,6 +512,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 func (r *run) wire() {
 	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
+	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
 	r.journal.red = r.redactorNow

@@ -337,9 +337,9 @@ func (r *run) replyOf(s *scope, res *modelcall.Result, msgID, parentID string) *
 			ToolStatus: weft.ToolError, Content: "Failed to execute tool: " + emptyReplyError, Status: weft.MessageCompleted,
 			Depth: s.depth, ParentID: parentID, RunID: r.id}
 	}
-	r.beforeInsert(s, msg)
+	r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), msg, r.red)
 	if emptyResult != nil {
-		r.beforeInsert(s, emptyResult)
+		r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), emptyResult, r.red)
 	}
 	return &reply{res: res, msg: msg, calls: calls, provided: provided, emptyResult: emptyResult, empty: empty}
 }
@@ -460,9 +460,9 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	if r.obs != nil {
 		r.observeModelCall(s, req, res.Logs, msg, nil)
 	}
-	r.afterInsert(s, msg)
+	r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), msg)
 	if emptyResult != nil {
-		r.afterInsert(s, emptyResult)
+		r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), emptyResult)
 	}
 	r.addRow(*msg)
 	if w.staged {
@@ -470,7 +470,7 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	}
 	r.emitUnrecorded(*msg)
 	for _, tm := range provided {
-		r.afterInsert(s, tm)
+		r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
 		r.addRow(*tm)
 		r.emitUnrecorded(*tm)
 	}
@@ -531,7 +531,7 @@ func (r *run) providerResults(s *scope, res *modelcall.Result, msg *weft.Message
 				tm.Metadata["provider_raw"] = raw
 			}
 		}
-		r.beforeInsert(s, tm)
+		r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), tm, r.red)
 		provided = append(provided, tm)
 	}
 	return provided, local

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
 )
@@ -135,7 +136,10 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	} else if r.e.observed() {
 		r.emit("run_stopped", r.runStopped(reason, text))
 	}
-	r.runStoppedHooks(info)
+	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
+		ctx := context.WithoutCancel(r.ctx)
+		r.hooks.RunStopped(ctx, hooks.Set{Hooks: hs, State: newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})}, info)
+	}
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
 		return info, err
 	}
