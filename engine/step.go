@@ -260,7 +260,7 @@ func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (_ *weft.M
 	if err != nil {
 		if res != nil && len(res.Logs) > 0 {
 			if r.tx(func(tx weft.Tx) error { return putLogs(tx, res.Logs) }) == nil && r.obs != nil {
-				r.observeModelCall(s, req, res.Logs, nil, err)
+				r.obs.ModelCall(r.model.Record(s.call(), req, res.Logs, nil, err))
 			}
 		}
 		return nil, nil, "", err
@@ -458,7 +458,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []weft.ToolCall) {
 	msg, calls, provided, emptyResult, res := w.msg, w.calls, w.provided, w.emptyResult, w.res
 	if r.obs != nil {
-		r.observeModelCall(s, req, res.Logs, msg, nil)
+		r.obs.ModelCall(r.model.Record(s.call(), req, res.Logs, msg, nil))
 	}
 	r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), msg)
 	if emptyResult != nil {

@@ -224,7 +224,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 				return false, terr
 			}
 			if r.obs != nil {
-				r.observeModelCall(ss, req, res.Logs, nil, err)
+				r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, nil, err))
 			}
 		}
 		if errors.Is(err, errBudgetExceeded) || r.ctx.Err() != nil {
@@ -257,7 +257,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		return false, err
 	}
 	if r.obs != nil {
-		r.observeModelCall(ss, req, res.Logs, row, nil)
+		r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, row, nil))
 	}
 	r.addRow(*row)
 	r.emitUnrecorded(*row)

@@ -54,8 +54,12 @@ func TestPrefilterBlocks(t *testing.T) {
 	x := hooks.NewRunner(context.Background(), &failed)
 	msgs := []weft.LLMMessage{{Role: weft.RoleUser, Content: "hi"}}
 	set := hooks.Set{Hooks: []*weft.Hook{
-		{ID: "fails", Fn: func(context.Context, weft.State, []weft.LLMMessage) ([]weft.LLMMessage, error) { return nil, errors.New("no") }},
-		{ID: "blocks", Fn: func(context.Context, weft.State, []weft.LLMMessage) ([]weft.LLMMessage, error) { return nil, weft.Block("not now") }},
+		{ID: "fails", Fn: func(context.Context, weft.State, []weft.LLMMessage) ([]weft.LLMMessage, error) {
+			return nil, errors.New("no")
+		}},
+		{ID: "blocks", Fn: func(context.Context, weft.State, []weft.LLMMessage) ([]weft.LLMMessage, error) {
+			return nil, weft.Block("not now")
+		}},
 	}}
 	_, err := x.Prefilter(set, msgs)
 	var be *weft.BlockedError
@@ -73,8 +77,13 @@ func TestAfterToolCallRemoves(t *testing.T) {
 	x := hooks.NewRunner(context.Background(), &failed)
 	ran := false
 	set := hooks.Set{Hooks: []*weft.Hook{
-		{ID: "drop", Fn: func(context.Context, weft.State, weft.ToolCall, weft.ToolResult) (*weft.ToolResult, error) { return nil, nil }},
-		{ID: "later", Fn: func(context.Context, weft.State, weft.ToolCall, weft.ToolResult) (*weft.ToolResult, error) { ran = true; return nil, nil }},
+		{ID: "drop", Fn: func(context.Context, weft.State, weft.ToolCall, weft.ToolResult) (*weft.ToolResult, error) {
+			return nil, nil
+		}},
+		{ID: "later", Fn: func(context.Context, weft.State, weft.ToolCall, weft.ToolResult) (*weft.ToolResult, error) {
+			ran = true
+			return nil, nil
+		}},
 	}}
 	if _, keep := x.AfterToolCall(set, weft.ToolCall{Name: "t"}, weft.ToolResult{Status: weft.ToolSuccess}); keep || ran {
 		t.Errorf("keep = %v, later ran = %v", keep, ran)

@@ -86,7 +86,8 @@ type Caller struct {
 	red **redact.Redactor
 	// lastLine counts the secrets the last-line pass found in requests.
 	lastLine int
-	// observed: an observer wants each attempt's end (KeepEnds); ends holds them until taken.
+	// observed: an observer wants each attempt's end (KeepEnds); ends holds them until Record
+	// takes them.
 	observed bool
 	ends     map[*weft.LogEntry]time.Time
 }
@@ -100,15 +101,8 @@ func (m *Models) Caller(ctx context.Context, run Run, threadID, runID string, en
 // Redactions is the number of secrets the last-line pass found in the run's requests.
 func (c *Caller) Redactions() int { return c.lastLine }
 
-// KeepEnds makes the caller note when each attempt ends, for an observer (TakeEnd).
+// KeepEnds makes the caller note when each attempt ends, for an observer (Record).
 func (c *Caller) KeepEnds() { c.observed = true }
-
-// TakeEnd returns and forgets when an attempt ended (zero when not noted).
-func (c *Caller) TakeEnd(l *weft.LogEntry) time.Time {
-	end := c.ends[l]
-	delete(c.ends, l)
-	return end
-}
 
 // ForgetEnds forgets the attempts' ends not taken (their step was not stored).
 func (c *Caller) ForgetEnds() { clear(c.ends) }
