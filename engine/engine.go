@@ -87,9 +87,7 @@ type Engine struct {
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
-	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
-	// request to a model that declares no window may take, as a context-length refusal taught it
-	// (int; summary.go): summarize folds ahead of time with it.
+	// (an agent's name) → map[string]weft.VarType.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
@@ -202,7 +200,7 @@ func New(opt Options) (*Engine, error) {
 	}
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
-		Validator: e.validator, Learn: e.learnLimit}
+		Validator: e.validator}
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

@@ -68,7 +68,7 @@ func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPl
 	if budget == 0 {
 		// No window declared: what a refusal taught, else nothing is folded ahead of time (the
 		// request is cut as under window once the provider refuses it).
-		if budget = r.e.learnedLimit(m.Name); budget == 0 {
+		if budget = r.e.models.Learned(m.Name); budget == 0 {
 			return foldPlan{}
 		}
 	}
@@ -130,7 +130,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	if sm, ok := r.e.reg.Model(sp.Model); ok {
 		b := window.Budget(sp, sm)
 		if b == 0 {
-			b = r.e.learnedLimit(sm.Name)
+			b = r.e.models.Learned(sm.Name)
 		}
 		if b > 0 {
 			// Its window holds its system text, the summary so far (up to target) and the
@@ -267,27 +267,4 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	}
 	s.summary = row
 	return true, nil
-}
-
-// learnedKey keys, in Engine.derived, the limit learnLimit noted for a model.
-type learnedKey string
-
-// learnLimit notes that a request to model, whose window is not declared, may take at most limit
-// tokens (a refusal taught it); the smallest limit learned stays.
-func (e *Engine) learnLimit(model string, limit int) {
-	k := learnedKey(model)
-	for {
-		old, loaded := e.derived.LoadOrStore(k, limit)
-		if !loaded || old.(int) <= limit || e.derived.CompareAndSwap(k, old, limit) {
-			return
-		}
-	}
-}
-
-// learnedLimit is the limit learnLimit noted for model, 0 when none.
-func (e *Engine) learnedLimit(model string) int {
-	if v, ok := e.derived.Load(learnedKey(model)); ok {
-		return v.(int)
-	}
-	return 0
 }

@@ -91,8 +91,8 @@ func (c *Caller) withFallbacks(s Scope, base *weft.Request, messageID string) (*
 				}
 				// Once more, with the older messages that made it too long left out.
 				limit = max(1, fit.After*6/10)
-				if m.Capabilities.MaxContextTokens == 0 && c.m.Learn != nil {
-					c.m.Learn(m.Name, limit)
+				if m.Capabilities.MaxContextTokens == 0 {
+					c.m.limits.learn(m.Name, limit)
 				}
 				n--
 				retried = true

@@ -36,9 +36,9 @@ type Models struct {
 	OnTrace   func(line []byte)
 	// Validator returns the compiled validator of an output schema.
 	Validator func(*schema.Schema) (*schema.Validator, error)
-	// Learn notes that a request to a model whose window is not declared may take at most limit
-	// tokens, as a context-length refusal taught it.
-	Learn func(model string, limit int)
+
+	// limits are the context limits refusals taught (Learned).
+	limits limits
 
 	// envTimeouts are WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT, read once.
 	envTimeoutsOnce sync.Once
