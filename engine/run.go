@@ -336,7 +336,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
 	released = r.journal.released
-	putReqBuf(r.requests.buf)
+	r.requests.Release()
 	return info, r.model.Redactions(), false, err
 }
 
@@ -510,7 +510,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 
 // wire connects the run's collaborators to it and binds what its events and transactions reuse.
 func (r *run) wire() {
-	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
+	r.requests = requests{Requests: r.e.models.Requests(r.ctx, (*modelRun)(r), r.e.store, r.thread, &r.rows, &r.state, &r.hooks), r: r}
 	r.tools.r = r
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
