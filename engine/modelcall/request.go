@@ -1,7 +1,6 @@
 package modelcall
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,9 +18,8 @@ import (
 // perspective with their attachments, between the system prompt and the template's messages; the
 // hooks of each stage's point see and may change it.
 type Requests struct {
-	m     *Models
-	ctx   context.Context
-	run   Run
+	// c is the run's caller: the models, the run and its context.
+	c     *Caller
 	store weft.Store
 	// thread is the run's thread; rows and state are the run's: its cached rows and its run
 	// state.
@@ -34,9 +32,9 @@ type Requests struct {
 	buf []weft.LLMMessage
 }
 
-// Requests returns the builder of a run's requests: rows and state point at the run's own.
-func (ms *Models) Requests(ctx context.Context, run Run, store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) Requests {
-	return Requests{m: ms, ctx: ctx, run: run, store: store, thread: thread, rows: rows, state: state, hooks: hr}
+// Requests returns the builder of the requests of c's run: rows and state point at the run's own.
+func (c *Caller) Requests(store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) Requests {
+	return Requests{c: c, store: store, thread: thread, rows: rows, state: state, hooks: hr}
 }
 
 // Step is what a step's request is built from: its scope.
@@ -74,7 +72,7 @@ func (q *Requests) systemText(s *Step) (string, error) {
 		text = s.Rendered.System
 	} else {
 		var err error
-		text, err = q.m.Registry.RenderSystem(q.ctx, s.Prompt.Name, s.Args, envLookup(s.Env))
+		text, err = q.c.m.Registry.RenderSystem(q.c.ctx, s.Prompt.Name, s.Args, envLookup(s.Env))
 		if err != nil {
 			return "", err
 		}
@@ -90,7 +88,7 @@ func (q *Requests) systemText(s *Step) (string, error) {
 func (q *Requests) History(s *Step) []*weft.Message {
 	p := s.Prompt
 	chatFrom := q.state.Of(s.Side).Window
-	q.run.Sync()
+	q.c.run.Sync()
 	// Under summarize the rows the newest summary covers are sent as that summary (build).
 	through, kept := int64(-1<<62), ""
 	s.Summary = nil
@@ -269,7 +267,7 @@ func (q *Requests) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 		isImage := weft.IsModelImage(a.MimeType)
 		switch {
 		case isImage && recent:
-			data, err := q.store.Files().ReadFile(q.ctx, q.thread.ID, a.Path)
+			data, err := q.store.Files().ReadFile(q.c.ctx, q.thread.ID, a.Path)
 			if err != nil {
 				texts = append(texts, fmt.Sprintf("[Image: %s (unavailable)]", a.Name))
 				continue
