@@ -1,14 +1,18 @@
-// Package modelcall makes a run's calls to its model: each attempt's request fitted to the model
-// (its window, capabilities, options, timeouts, API key, the last-line redaction of secrets), the
-// provider called under the first-chunk, stall and total timeouts with its streamed chunks
-// redacted and emitted, retries with backoff, fallbacks to other models, a context limit learned
-// from a refusal, and the replies a prompt rejects (no tool call although one is required, a
-// structured answer that does not parse) asked again. Every attempt gets a log row; the caller
-// stores the rows.
+// Package modelcall builds a run's provider requests and makes its calls to the model.
 //
-// A Caller belongs to one run and is used on its goroutine; Models is what every run's calls
-// share. The run is reached through Run, a handful of methods: its events, its mailbox and its
-// interruption by a new message.
+// A request is built from the stored rows a step sees (Requests): turned to the acting side's
+// perspective with their attachments, between the system prompt and the template's messages,
+// calls paired with their results, through the hooks of the request's points. A call (Caller)
+// fits each attempt's request to the model (its window, capabilities, options, timeouts, API key,
+// the last-line redaction of secrets), calls the provider under the first-chunk, stall and total
+// timeouts with its streamed chunks redacted and emitted, retries with backoff, falls back to
+// other models, learns a context limit from a refusal, and asks again when a prompt rejects the
+// reply (no tool call although one is required, a structured answer that does not parse). Every
+// attempt gets a log row; the caller stores the rows.
+//
+// A Caller and its Requests belong to one run and are used on its goroutine; Models is what every
+// run's calls share. The run is reached through Run, a handful of methods: its events, its mailbox
+// and its interruption by a new message.
 package modelcall
 
 import (
@@ -24,7 +28,8 @@ import (
 )
 
 // Run is what a model call needs of the run that makes it. Its methods are called on the run's
-// goroutine, except Emit, which a provider's chunks may call from the goroutine that reads them.
+// goroutine, except Observed and Emit, which a provider's chunks may call from the goroutine that
+// reads them.
 type Run interface {
 	// Observed tells whether events are wanted; Emit is called only when they are.
 	Observed() bool
