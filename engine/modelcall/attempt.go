@@ -197,9 +197,7 @@ func (c *Caller) attempt(s Scope, base *weft.Request, m *weft.Model, messageID, 
 		c.run.Sync()
 		if err == nil {
 			c.finishLog(log, m, resp, start)
-			if c.observed {
-				c.attemptEnded(log)
-			}
+			c.attemptEnded(log)
 			return resp, log, nil
 		}
 	}
@@ -216,9 +214,7 @@ func (c *Caller) attempt(s Scope, base *weft.Request, m *weft.Model, messageID, 
 		err = &weft.ProviderError{Type: weft.ErrAuth, Message: err.Error(), Err: err}
 	}
 	log.LatencyMS = c.now().Sub(start).Milliseconds()
-	if c.observed {
-		c.attemptEnded(log)
-	}
+	c.attemptEnded(log)
 	if c.run.Observed() {
 		c.run.Emit("llm_response", payload.ModelResponse{LogID: log.ID, Status: "error", Error: log.Error})
 	}

@@ -91,10 +91,9 @@ type Caller struct {
 	red **redact.Redactor
 	// lastLine counts the secrets the last-line pass found in requests.
 	lastLine int
-	// observed: an observer wants each attempt's end (KeepEnds); ends holds them until Record
-	// takes them.
-	observed bool
-	ends     map[*weft.LogEntry]time.Time
+	// ends holds when each attempt ended until Record takes it; nil unless an observer wants
+	// them (KeepEnds).
+	ends map[*weft.LogEntry]time.Time
 }
 
 // Caller returns the caller of a run's model calls: env and red point at the run's own fields,
@@ -107,17 +106,16 @@ func (m *Models) Caller(ctx context.Context, run Run, threadID, runID string, en
 func (c *Caller) Redactions() int { return c.lastLine }
 
 // KeepEnds makes the caller note when each attempt ends, for an observer (Record).
-func (c *Caller) KeepEnds() { c.observed = true }
+func (c *Caller) KeepEnds() { c.ends = map[*weft.LogEntry]time.Time{} }
 
 // ForgetEnds forgets the attempts' ends not taken (their step was not stored).
 func (c *Caller) ForgetEnds() { clear(c.ends) }
 
-// attemptEnded notes when an attempt ended (c.observed).
+// attemptEnded notes when an attempt ended, when an observer wants it.
 func (c *Caller) attemptEnded(l *weft.LogEntry) {
-	if c.ends == nil {
-		c.ends = map[*weft.LogEntry]time.Time{}
+	if c.ends != nil {
+		c.ends[l] = c.now()
 	}
-	c.ends[l] = c.now()
 }
 
 func (c *Caller) now() time.Time { return c.m.Clock.Now().UTC() }
