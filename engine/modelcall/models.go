@@ -24,30 +24,31 @@ type Models struct {
 	Tokens *tokens.Counter
 	// Logger receives the warnings about the environment's timeouts.
 	Logger *slog.Logger
-	// Override, when set, answers every call (a model script); Providers returns the provider of
-	// a model otherwise.
-	Override  weft.Provider
+	// Override, when set, answers every call (a model script).
+	Override weft.Provider
+	// Providers returns the provider of a model when there is no Override.
 	Providers func(model *weft.Model) (weft.Provider, error)
 	// LookupEnv reads the process environment (provider keys, timeouts).
 	LookupEnv func(string) (string, bool)
-	// OnRequest sees every request before the last-line redaction pass; OnTrace receives every
-	// request as a redacted JSON line. Either may be nil.
+	// OnRequest sees every request before the last-line redaction pass (nil: none does).
 	OnRequest func(req *weft.Request)
-	OnTrace   func(line []byte)
+	// OnTrace receives every request as a redacted JSON line (nil: none does).
+	OnTrace func(line []byte)
 	// Validator returns the compiled validator of an output schema.
 	Validator func(*schema.Schema) (*schema.Validator, error)
 
 	// limits are the context limits refusals taught (Learned).
 	limits limits
 
-	// envTimeouts are WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT, read once.
+	// envTimeouts are WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT, read once (envTimeoutsOnce).
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts
 
-	// keyVars are the key variables of the providers the registry's models use, procKeys their
-	// values in the process environment; read once.
+	// keyVars are the key variables of the providers the registry's models use, read once
+	// (keysOnce).
 	keysOnce sync.Once
 	keyVars  []string
+	// procKeys are their values in the process environment.
 	procKeys map[string]string
 }
 

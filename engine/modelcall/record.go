@@ -28,7 +28,9 @@ type Record struct {
 // Attempt is one provider call: its log row (provider, model, usage, cost, finish reason,
 // error type, start time) and when it ended.
 type Attempt struct {
+	// Log is the attempt's log row.
 	Log *weft.LogEntry
+	// End is when the attempt ended.
 	End time.Time
 	// RequestModel is the provider's model id the attempt asked for (Log.ModelID is the one that
 	// answered).

@@ -19,7 +19,8 @@ import (
 // hooks of each stage's point see and may change it.
 type Requests struct {
 	// c is the run's caller: the models, the run and its context.
-	c     *Caller
+	c *Caller
+	// store reads the attachments' files.
 	store weft.Store
 	// thread is the run's thread; rows and state are the run's: its cached rows and its run
 	// state.

@@ -66,12 +66,15 @@ func (c *Caller) callProvider(p weft.Provider, req *weft.Request, log *weft.LogE
 // theirs, then flush's, and first is read once the call returned. Only started is shared, with
 // the timer's goroutine.
 type providerCall struct {
-	c      *Caller
-	log    *weft.LogEntry
-	depth  int
+	// c is the caller; log the attempt's log row; depth the calling scope's.
+	c     *Caller
+	log   *weft.LogEntry
+	depth int
+	// to are the attempt's timeouts; cancel ends the call with a cause.
 	to     weft.Timeouts
 	cancel context.CancelCauseFunc
-	timer  *time.Timer // the first-chunk, then stall, timer (nil without a first-chunk timeout)
+	// timer is the first-chunk, then stall, timer (nil without a first-chunk timeout).
+	timer *time.Timer
 
 	// started is set by the first chunk, which arrived at first.
 	started atomic.Bool
