@@ -108,22 +108,3 @@ type RunEnd struct {
 	// Err is the run's error, if it ended with one.
 	Err error
 }
-
-// agentProvider is the provider of the model the agent's first AI side's prompt uses.
-func (e *Engine) agentProvider(a *weft.Agent) string {
-	sides := []weft.AgentSide{a.SideA}
-	if a.SideB != nil {
-		sides = append(sides, *a.SideB)
-	}
-	for _, side := range sides {
-		if !side.IsAI() {
-			continue
-		}
-		if p, ok := e.reg.Prompt(side.Prompt); ok {
-			if m, ok := e.reg.Model(p.Model); ok {
-				return m.Provider
-			}
-		}
-	}
-	return ""
-}

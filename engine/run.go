@@ -321,7 +321,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
 		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
-			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.agentProvider(r.agent), Redact: r.red.String})
+			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.models.AgentProvider(r.agent), Redact: r.red.String})
 		r.model.KeepEnds()
 	}
 	info, err := r.loop(trigger, forceSide)

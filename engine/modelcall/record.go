@@ -87,3 +87,23 @@ func (ms *Models) providerURL(name string) string {
 	}
 	return ""
 }
+
+// AgentProvider is the provider of the model the agent's first AI side's prompt uses ("" when
+// none is known).
+func (ms *Models) AgentProvider(a *weft.Agent) string {
+	sides := []weft.AgentSide{a.SideA}
+	if a.SideB != nil {
+		sides = append(sides, *a.SideB)
+	}
+	for _, side := range sides {
+		if !side.IsAI() {
+			continue
+		}
+		if p, ok := ms.Registry.Prompt(side.Prompt); ok {
+			if m, ok := ms.Registry.Model(p.Model); ok {
+				return m.Provider
+			}
+		}
+	}
+	return ""
+}
