@@ -8,7 +8,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/window"
-	"github.com/weft-agents/weft/tokens"
 )
 
 // Under context.strategy summarize, what falls out of the window is not just left out: before a
@@ -22,107 +21,22 @@ import (
 // summary rows stay as they were (the history of the summary); only the newest of a prompt and
 // side is sent.
 
-// summarizerOf returns the prompt that writes p's summaries and its system text: p's
-// context.summarizer, else the declared prompt named weft.SummarizerPrompt, else the built-in
-// summarizer on p's model.
-func (r *run) summarizerOf(s *scope) (*weft.Prompt, string, error) {
-	name := weft.SummarizerPrompt
-	if c := s.prompt.Context; c != nil && c.Summarizer != "" {
-		name = c.Summarizer
-	}
-	sp, ok := r.e.reg.Prompt(name)
-	if !ok {
-		if name != weft.SummarizerPrompt {
-			return nil, "", fmt.Errorf("prompt %q: context.summarizer names no prompt %q", s.prompt.Name, name)
-		}
-		return &weft.Prompt{Name: weft.SummarizerPrompt, Model: s.prompt.Model, ToolChoice: weft.ToolChoiceNone,
-			Prompt: weft.Text(window.BuiltinSummarizer)}, window.BuiltinSummarizer, nil
-	}
-	sys, err := r.e.reg.RenderSystem(r.ctx, sp.Name, nil, envLookup(s.env))
-	if err != nil {
-		return nil, "", fmt.Errorf("rendering summarizer %q: %w", sp.Name, err)
-	}
-	return sp, sys, nil
-}
-
-// foldPlan is what foldHistory would fold before a step under context.strategy summarize.
-type foldPlan struct {
-	// n is the number of the oldest rows to fold; 0 when the request fits as it is.
-	n int
-	// keep is the index of the row folded but kept in the request (the turn's question), -1
-	// when none is.
-	keep int
-	// cost are the rows' tokens; target the tokens the summary may take.
-	cost   []int
-	target int
-}
-
-// planFold decides how many of the oldest of rows (from which req was built) to fold into the
-// summary so that req fits its prompt's model, whose window must be known.
-func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPlan {
-	m, ok := r.e.reg.Model(s.prompt.Model)
-	if !ok || s.depth != 0 || len(rows) == 0 {
-		return foldPlan{}
-	}
-	budget := window.Budget(s.prompt, m)
-	if budget == 0 {
-		// No window declared: what a refusal taught, else nothing is folded ahead of time (the
-		// request is cut as under window once the provider refuses it).
-		if budget = r.e.models.Learned(m.Name); budget == 0 {
-			return foldPlan{}
-		}
-	}
-	tc := &r.e.tokens
-	budget -= tc.Tools(req.Tools)
-	bound := 0
-	for _, msg := range req.Messages {
-		bound += tokens.Bound(msg)
-	}
-	if bound <= budget {
-		return foldPlan{}
-	}
-	// Fixed: the request's messages that are not rows (system text, template messages).
-	cost := make([]int, len(rows))
-	rowsTotal, total := 0, 0
-	for i, row := range rows {
-		cost[i] = window.RowTokens(tc, row)
-		rowsTotal += cost[i]
-	}
-	for _, msg := range req.Messages {
-		total += tc.Message(msg)
-	}
-	if total <= budget {
-		return foldPlan{}
-	}
-	fixed := max(0, total-rowsTotal)
-	target := window.SummaryTarget(budget)
-	reserve := target
-	if s.summary != nil {
-		// The summary in the request now is replaced by the new one.
-		cur := tc.Message(window.SummaryMessage(s.summary))
-		fixed -= cur
-		reserve = max(reserve, cur)
-	}
-	n, keep := window.FoldPoint(cost, rows, s.side, budget-fixed-reserve)
-	return foldPlan{n: n, keep: keep, cost: cost, target: target}
-}
-
 // foldHistory folds, under context.strategy summarize, the oldest of a top-level step's rows
 // into the summary when req (built from rows) would not fit the prompt's model: it reports
 // whether it wrote a summary, after which the request is built again. A summarizer that fails
 // (other than by the budget or the run's end) folds nothing: the request is cut as under window.
 func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bool, error) {
-	plan := r.planFold(s, req, rows)
-	n, cost, target := plan.n, plan.cost, plan.target
+	plan := r.e.models.PlanFold(s.call(), s.summary, req, rows)
+	n, cost, target := plan.N, plan.Cost, plan.Target
 	if n == 0 {
 		return false, nil
 	}
 	var keep *weft.Message
-	if plan.keep >= 0 {
-		keep = rows[plan.keep]
+	if plan.Keep >= 0 {
+		keep = rows[plan.Keep]
 	}
 	tc := &r.e.tokens
-	sp, sys, err := r.summarizerOf(s)
+	sp, sys, err := r.e.models.Summarizer(r.ctx, s.call(), s.env)
 	if err != nil {
 		return false, err
 	}
