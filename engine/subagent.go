@@ -9,6 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -166,19 +167,13 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 
 // runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
 func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
-	hooks := r.e.hooksFor(r.agent.Hooks, weft.HookAfterSubagentCreated)
-	if len(hooks) == 0 {
+	hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterSubagentCreated)
+	if len(hs) == 0 {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	parent := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})
-	cs := newState(stateCore{e: r.e, thread: child, ctx: ctx})
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.SubagentCreatedFunc](*h)
-		if err := call(func() error { return f(ctx, parent, cs) }); err != nil {
-			r.hookFailed(h, err)
-		}
-	}
+	r.hooks.SubagentCreated(ctx, hooks.Set{Hooks: hs, State: parent}, newState(stateCore{e: r.e, thread: child, ctx: ctx}))
 }
 
 // isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in

@@ -76,7 +76,7 @@ func (n nestedRun) loop(first int, calls []callResult) weft.ToolResult {
 			failure = err
 			break
 		}
-		msg, stepCalls, err := r.modelStep(s, req, s.parentID)
+		msg, stepCalls, _, err := r.modelStep(s, req, s.parentID)
 		if err != nil {
 			failure = err
 			break
