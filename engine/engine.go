@@ -45,6 +45,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
 	OnEvent func(Event)
+	// Subscribers is the feed the engine publishes its events to, which Subscribe, Converse and
+	// Watch subscribe to; nil = a feed of its own. Engines that replace each other (a server that
+	// reloads its definitions) share one, so that a subscription outlives the swap.
+	Subscribers *Subscribers
 	// OnRequest sees every provider request before the last-line redaction pass (tests). Like a
 	// Provider it must not change the request, nor keep it (the run reuses its buffers) past its
 	// return.
@@ -115,8 +119,8 @@ type Engine struct {
 	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
 	serving, stopping atomic.Bool
 
-	// subs are the in-process event subscribers (engine/feed).
-	subs feed.Subscribers
+	// subs are the in-process event subscribers (engine/feed; Options.Subscribers).
+	subs *feed.Subscribers
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
@@ -183,6 +187,9 @@ func New(opt Options) (*Engine, error) {
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
 	e.bg.pool = &e.pool
+	if e.subs = opt.Subscribers; e.subs == nil {
+		e.subs = new(feed.Subscribers)
+	}
 	e.spent.Add = addSpend
 	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
