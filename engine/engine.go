@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
@@ -100,9 +101,10 @@ type Engine struct {
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT
 
-	keysOnce sync.Once
-	keyVars  []string          // the key variables of the providers the registry's models use
-	procKeys map[string]string // their values in the process environment
+	// keys finds the providers' API keys; redactors holds the Redactors of threads' secrets
+	// (secrets.go).
+	keys      providerKeys
+	redactors *redact.Cache
 
 	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
 	// (owner.go, unstored.go).
@@ -204,6 +206,8 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.LookupEnv == nil {
 		e.opt.LookupEnv = os.LookupEnv
 	}
+	e.keys = providerKeys{reg: e.reg, lookupEnv: e.opt.LookupEnv}
+	e.redactors = redact.NewCache(redactorSlots)
 	if e.opt.LeaseTTL == 0 {
 		e.opt.LeaseTTL = 30 * time.Second
 	}
@@ -644,14 +648,4 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 // whether or not anyone listens) or a subscriber. When none wants them, runs build none.
 func (e *Engine) observed() bool {
 	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.Active()
-}
-
-// Redactor returns a function replacing the thread's secret values (every env layer) and the
-// provider keys by [redacted], for output that leaves Weft (CLI, API).
-func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
-	r, err := e.loadRunRows(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	return r.red.String, nil
 }

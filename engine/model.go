@@ -504,15 +504,15 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	keyVar, base := r.keyVar(m.Provider)
+	keyVar, base := r.e.keys.keyVar(m.Provider)
 	if keyVar == "" {
 		return p, "", nil
 	}
-	if key, ok := r.lookupKey(keyVar); ok {
+	if key, ok := r.e.keys.lookup(r.env, keyVar); ok {
 		return p, key, nil
 	}
 	if base.AltKeyEnv != "" {
-		if key, ok := r.lookupKey(base.AltKeyEnv); ok {
+		if key, ok := r.e.keys.lookup(r.env, base.AltKeyEnv); ok {
 			return p, key, nil
 		}
 	}
@@ -522,71 +522,6 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 		return p, "", nil
 	}
 	return nil, "", fmt.Errorf("No API key found for provider %q (set %s)", m.Provider, keyVar)
-}
-
-// keyVar returns the variable holding a provider's key and the built-in provider it is, or that
-// a custom provider is based on.
-func (r *run) keyVar(provider string) (string, weft.ProviderInfo) {
-	if info, ok := weft.LookupProvider(provider); ok {
-		return info.KeyEnv, info
-	}
-	if cp, ok := r.e.reg.Provider(provider); ok {
-		info, _ := weft.LookupProvider(cp.Base)
-		return orDefault(cp.APIKeyEnv, info.KeyEnv), info
-	}
-	return "", weft.ProviderInfo{}
-}
-
-// lookupKey resolves a provider key: thread env → user env → instance env → process env. An
-// empty value counts as unset.
-func (r *run) lookupKey(name string) (string, bool) {
-	if v, ok := r.env.Thread[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	if v, ok := r.env.User[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	if v, ok := r.env.Instance[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	if v, ok := r.e.procKeys[name]; ok && v != "" {
-		return v, true
-	}
-	v, ok := r.e.opt.LookupEnv(name)
-	return v, ok && v != ""
-}
-
-// providerKeys returns the keys of every provider the registry's models use, for redaction.
-func (r *run) providerKeys() []string {
-	e := r.e
-	e.keysOnce.Do(func() {
-		e.procKeys = map[string]string{}
-		seen := map[string]bool{}
-		for _, m := range e.reg.Models() {
-			v, base := r.keyVar(m.Provider)
-			if v == "" || seen[v] {
-				continue
-			}
-			seen[v] = true
-			vars := []string{v}
-			if v == base.KeyEnv && base.AltKeyEnv != "" {
-				vars = append(vars, base.AltKeyEnv)
-			}
-			for _, v := range vars {
-				e.keyVars = append(e.keyVars, v)
-				if k, ok := e.opt.LookupEnv(v); ok && k != "" {
-					e.procKeys[v] = k
-				}
-			}
-		}
-	})
-	var keys []string
-	for _, v := range e.keyVars {
-		if k, ok := r.lookupKey(v); ok {
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }
 
 // lastLineRedact counts the secrets left in the request's messages and, with apply, replaces them.

@@ -695,7 +695,7 @@ func (s *Server) redactThread(ctx context.Context, t *weft.Thread) error {
 	if t.Preview == "" && t.Label == "" {
 		return nil
 	}
-	red, err := engine.StoreRedactor(ctx, s.engine().Store(), t.ID)
+	red, err := s.engine().Redactor(ctx, t.ID)
 	if err != nil {
 		return err
 	}
