@@ -17,7 +17,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/payload"
-	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
@@ -101,10 +100,8 @@ type Engine struct {
 	envTimeoutsOnce sync.Once
 	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT
 
-	// keys finds the providers' API keys; redactors holds the Redactors of threads' secrets
-	// (secrets.go).
-	keys      providerKeys
-	redactors *redact.Cache
+	// secrets finds threads' secrets, their Redactors and the providers' keys.
+	secrets *vars.Secrets
 
 	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
 	// (owner.go, unstored.go).
@@ -206,8 +203,7 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.LookupEnv == nil {
 		e.opt.LookupEnv = os.LookupEnv
 	}
-	e.keys = providerKeys{reg: e.reg, lookupEnv: e.opt.LookupEnv}
-	e.redactors = redact.NewCache(redactorSlots)
+	e.secrets = vars.NewSecrets(e.reg, e.store, e.opt.LookupEnv, e.declaredOf)
 	if e.opt.LeaseTTL == 0 {
 		e.opt.LeaseTTL = 30 * time.Second
 	}

@@ -504,15 +504,15 @@ func (r *run) provider(m *weft.Model) (weft.Provider, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	keyVar, base := r.e.keys.keyVar(m.Provider)
+	keyVar, base := r.e.secrets.KeyVar(m.Provider)
 	if keyVar == "" {
 		return p, "", nil
 	}
-	if key, ok := r.e.keys.lookup(r.env, keyVar); ok {
+	if key, ok := r.e.secrets.LookupKey(r.env, keyVar); ok {
 		return p, key, nil
 	}
 	if base.AltKeyEnv != "" {
-		if key, ok := r.e.keys.lookup(r.env, base.AltKeyEnv); ok {
+		if key, ok := r.e.secrets.LookupKey(r.env, base.AltKeyEnv); ok {
 			return p, key, nil
 		}
 	}

@@ -138,7 +138,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = e.redactorFor(r.env)
+		r.red = e.secrets.For(r.env)
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {

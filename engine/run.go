@@ -495,10 +495,10 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	} else {
 		r.addRows(start.Messages)
 	}
-	if r.env, err = e.envOf(ctx, t, a, start.ThreadEnv, start.UserEnv, start.InstanceEnv); err != nil {
+	if r.env, err = e.secrets.View(ctx, t, a, start.ThreadEnv, start.UserEnv, start.InstanceEnv); err != nil {
 		return nil, err
 	}
-	r.red = e.redactorFor(r.env)
+	r.red = e.secrets.For(r.env)
 	return r, nil
 }
 

@@ -1,7 +1,8 @@
 // Package vars resolves a thread's variables: the env layers a value is found in (thread,
 // inherited from ancestors, agent, tool entry, prompt, user, instance), the variables an agent's
-// prompts and tools declare, which required ones have no value, and which values are secret. It
-// reads the store's env layers; it never writes.
+// prompts and tools declare, which required ones have no value, and which values are secret —
+// and, through Secrets, a thread's one Redactor and the providers' keys. It reads the store's env
+// layers; it never writes.
 package vars
 
 import (
