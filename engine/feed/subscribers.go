@@ -61,17 +61,17 @@ type Subscribers struct {
 // thread (all: a Watch). A struct, not a prefixed string, so that publishing an event builds no
 // key on the heap.
 type subKey struct {
-	tree bool
-	all  bool
-	id   string
+	tree bool   // a tree's (Converse's)
+	all  bool   // every thread's (a Watch's)
+	id   string // the tree's root, or the thread ("" for a Watch)
 }
 
-// Subscription is one subscriber's queue of events. Its fields but signal are guarded by the
-// lock of the Subscribers it belongs to.
+// Subscription is one subscriber's queue of events. queue, lagged and poked are guarded by the
+// lock of the Subscribers it belongs to; the other fields do not change once it is added.
 type Subscription struct {
-	subs   *Subscribers
-	key    subKey
-	queue  []Event
+	subs   *Subscribers  // the feed it belongs to, whose lock guards its queue
+	key    subKey        // what it follows
+	queue  []Event       // the events queued since the last take
 	types  []string      // the event types a Watch's subscription takes (nil: every type)
 	lagged bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
 	poked  bool          // another process committed events: re-read the store
