@@ -182,13 +182,13 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 			rep.SummaryID, rep.Summarized = s.summary.ID, int(window.MetaInt(s.summary, window.MetaSummaryMessages))
 		}
 		if rep.Strategy == weft.ContextSummarize {
-			rep.Pending = r.planFold(s, req, rows).n
+			rep.Pending = e.models.PlanFold(s.call(), s.summary, req, rows).N
 		}
 		fit := window.Fit(&e.tokens, p, req, m, 0)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
 	rep.Reason = rep.reason()
-	r.lastLineRedact(req, true)
+	r.model.Redact(req)
 	return &Rendered{Request: req, Context: rep}, nil
 }
 

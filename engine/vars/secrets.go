@@ -2,7 +2,6 @@ package vars
 
 import (
 	"context"
-	"sync"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
@@ -26,27 +25,20 @@ type Secrets struct {
 	store weft.Store
 	// declared returns the declared types of an agent's graph (the engine caches them).
 	declared func(*weft.Agent) map[string]weft.VarType
-	// lookupEnv reads the process environment.
-	lookupEnv func(string) (string, bool)
+	// keys returns the provider keys a thread's env sees (engine/modelcall's Models.Keys).
+	keys func(*View) []string
 	// cache holds the Redactors built.
 	cache *redact.Cache
-
-	// once fills keyVars and procKeys at the first redactor built.
-	once sync.Once
-	// keyVars are the key variables of the providers the registry's models use.
-	keyVars []string
-	// procKeys holds their values in the process environment.
-	procKeys map[string]string
 }
 
 // redactorSlots bounds the Redactors a Secrets holds (redact.Cache): threads without secrets take
 // none, and threads with the same ones (the provider keys alone) share one.
 const redactorSlots = 1024
 
-// NewSecrets returns the Secrets of the threads of a registry in a store; lookupEnv reads the
-// process environment, declared gives an agent's declared variable types.
-func NewSecrets(reg *weft.Registry, st weft.Store, lookupEnv func(string) (string, bool), declared func(*weft.Agent) map[string]weft.VarType) *Secrets {
-	return &Secrets{reg: reg, store: st, lookupEnv: lookupEnv, declared: declared, cache: redact.NewCache(redactorSlots)}
+// NewSecrets returns the Secrets of the threads of a registry in a store; declared gives an
+// agent's declared variable types, keys the provider keys an env sees.
+func NewSecrets(reg *weft.Registry, st weft.Store, declared func(*weft.Agent) map[string]weft.VarType, keys func(*View) []string) *Secrets {
+	return &Secrets{reg: reg, store: st, declared: declared, keys: keys, cache: redact.NewCache(redactorSlots)}
 }
 
 // Redactor reads the thread and its env rows and returns the Redactor of their secrets: no
@@ -91,78 +83,5 @@ func (s *Secrets) View(ctx context.Context, t *weft.Thread, a *weft.Agent, threa
 
 // For returns the Redactor of the secrets of env and of the provider keys it sees, from the cache.
 func (s *Secrets) For(env *View) *redact.Redactor {
-	return s.cache.For(env.Secrets(), s.providerKeys(env))
-}
-
-// KeyVar returns the variable holding a provider's key and the built-in provider it is, or that
-// a custom provider is based on.
-func (s *Secrets) KeyVar(provider string) (string, weft.ProviderInfo) {
-	if info, ok := weft.LookupProvider(provider); ok {
-		return info.KeyEnv, info
-	}
-	if cp, ok := s.reg.Provider(provider); ok {
-		info, _ := weft.LookupProvider(cp.Base)
-		if cp.APIKeyEnv != "" {
-			return cp.APIKeyEnv, info
-		}
-		return info.KeyEnv, info
-	}
-	return "", weft.ProviderInfo{}
-}
-
-// LookupKey resolves a provider key: thread env → user env → instance env → process env. An
-// empty value counts as unset.
-func (s *Secrets) LookupKey(env *View, name string) (string, bool) {
-	if v, ok := env.Thread[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	if v, ok := env.User[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	if v, ok := env.Instance[name]; ok && v.Value != "" {
-		return v.Value, true
-	}
-	s.once.Do(s.readKeys)
-	if v, ok := s.procKeys[name]; ok && v != "" {
-		return v, true
-	}
-	v, ok := s.lookupEnv(name)
-	return v, ok && v != ""
-}
-
-// providerKeys returns the keys of every provider the registry's models use, as env sees them.
-func (s *Secrets) providerKeys(env *View) []string {
-	s.once.Do(s.readKeys)
-	var keys []string
-	for _, v := range s.keyVars {
-		if key, ok := s.LookupKey(env, v); ok {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
-// readKeys finds the key variables of the providers the registry's models use, and their values
-// in the process environment (once).
-func (s *Secrets) readKeys() {
-	proc := map[string]string{}
-	seen := map[string]bool{}
-	for _, m := range s.reg.Models() {
-		v, base := s.KeyVar(m.Provider)
-		if v == "" || seen[v] {
-			continue
-		}
-		seen[v] = true
-		names := []string{v}
-		if v == base.KeyEnv && base.AltKeyEnv != "" {
-			names = append(names, base.AltKeyEnv)
-		}
-		for _, v := range names {
-			s.keyVars = append(s.keyVars, v)
-			if key, ok := s.lookupEnv(v); ok && key != "" {
-				proc[v] = key
-			}
-		}
-	}
-	s.procKeys = proc
+	return s.cache.For(env.Secrets(), s.keys(env))
 }
