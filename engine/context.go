@@ -31,6 +31,9 @@ type scope struct {
 	nested []weft.Message
 	// via is the call that runs this sub-prompt's nested run (nil at top level).
 	via *subCall
+	// resumed: the scope finishes the calls a crashed or parked run left open (resume), or is
+	// nested in one that does; the observer is told its calls are resumed.
+	resumed bool
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).

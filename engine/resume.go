@@ -37,8 +37,6 @@ func (r *run) resume() (bool, toolEffects, error) {
 	}
 	// The effects of all the resumed calls, whichever reply made them.
 	fx := new(toolEffects)
-	r.tools.resuming = true
-	defer func() { r.tools.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
 		return false, *fx, err
@@ -61,7 +59,7 @@ func (r *run) resume() (bool, toolEffects, error) {
 		if err != nil {
 			return true, *fx, err
 		}
-		s.fx = fx
+		s.fx, s.resumed = fx, true
 		var pending []weft.ToolCall
 		for _, c := range m.ToolCalls {
 			if !answered[c.ID] {
@@ -108,11 +106,10 @@ func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, st
 // runs again.
 func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
 	var stored *weft.Message
+	ctx := r.ctx // the call's, carrying its trace: a re-attached child's run nests under it
 	if r.obs != nil {
-		prev := r.tools.toolCtx
-		r.tools.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
+		ctx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
 		defer func() {
-			r.tools.toolCtx = prev
 			end := ToolEnd{Committed: err == nil && stored != nil}
 			if stored != nil {
 				end.Status, end.Result = stored.ToolStatus, stored.Content
@@ -120,17 +117,15 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 			r.obs.EndTool(end)
 		}()
 	}
-	if res, ok := r.reattach(s, rec, c); ok {
-		if r.tools.childParked != "" {
-			r.tools.childParked = ""
+	if res, parked, ok := r.reattach(ctx, s, rec, c); ok {
+		if parked != "" {
 			return true, errAwaitApproval // the child still waits for decisions
 		}
 		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		return true, err
 	}
-	if res, resultID, ok := r.resumeSubPrompt(s, m, rec, c); ok {
-		if r.tools.childParked != "" {
-			r.tools.childParked = ""
+	if res, resultID, parked, ok := r.resumeSubPrompt(s, m, rec, c); ok {
+		if parked != "" {
 			return true, errAwaitApproval // the nested run still waits for decisions
 		}
 		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)

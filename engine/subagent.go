@@ -14,10 +14,10 @@ import (
 // callSubagent answers a call of a dual_ai agent listed as a tool: the agent runs
 // in its own child thread and, with blocking (the default), the call waits for the child's run to
 // stop and returns the child's result; the child is then terminated.
-func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
+func (r *run) callSubagent(ctx context.Context, s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) (res weft.ToolResult, parked string) {
 	target, e := o.target.Agent, o.entry
 	if e.Resumable != nil && e.Resumable.Enabled {
-		return weft.Failure(fmt.Sprintf("%q must be started with subagent_create.", target.Name))
+		return weft.Failure(fmt.Sprintf("%q must be started with subagent_create.", target.Name)), ""
 	}
 	ref := weft.NewID("thr_")
 	blocking := weft.Flag(e.Blocking, true)
@@ -36,19 +36,19 @@ func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Mess
 			return nil
 		})
 		if err != nil {
-			return weft.Failure("Subagent could not be created: " + r.red.Error(err))
+			return weft.Failure("Subagent could not be created: " + r.red.Error(err)), ""
 		}
 	}
 	child, fail := r.createChild(s, o, args, ref, nil)
 	if fail != nil {
-		return *fail
+		return *fail, ""
 	}
 	if !blocking {
 		// The outcome is reported to the parent when the child stops.
 		r.e.children.startChild(child, target, s.side, childMode{})
-		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID)
+		return weft.Success("The subagent was initiated successfully. Reference: " + child.ID), ""
 	}
-	return r.awaitChild(child, target, false)
+	return r.awaitChild(ctx, child, target, false)
 }
 
 // subagentMeta is the metadata of a blocking subagent call.
@@ -57,25 +57,22 @@ type subagentMeta struct {
 }
 
 // awaitChild runs a child until it stops and returns its result; the child is then terminated.
-func (r *run) awaitChild(child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
-	ctx := r.ctx
-	if r.tools.toolCtx != nil {
-		ctx = r.tools.toolCtx // the child's run nests under the call in traces
-	}
+// ctx is the calling tool call's (carrying its trace: the child's run nests under the call).
+// parked is the child's id when it stopped awaiting approval: no result then.
+func (r *run) awaitChild(ctx context.Context, child *weft.Thread, target *weft.Agent, resume bool) (res weft.ToolResult, parked string) {
 	info, err := r.e.children.runChild(ctx, child, resume)
 	if err != nil {
-		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err)))
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, r.red.Error(err))), ""
 	}
 	if info.Reason == weft.StopAwaitingApproval {
 		// The child waits for a person: so does this call (it stays running, with the child's
 		// reference), and the run stops until the child's calls are decided.
-		r.tools.childParked = child.ID
-		return weft.ToolResult{}
+		return weft.ToolResult{}, child.ID
 	}
 	out := r.e.children.childResult(context.WithoutCancel(ctx), child, target, info)
 	out.Result, out.Error = r.red.String(out.Result), r.red.String(out.Error)
 	r.e.finishChild(context.WithoutCancel(ctx), child, out)
-	return out
+	return out, ""
 }
 
 // resultProperty is the child thread property keeping its outcome once it is terminated, so a
@@ -140,37 +137,39 @@ func recordedResult(t *weft.Thread) (weft.ToolResult, bool) {
 
 // reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
 // it was created) resumes and its result answers the call; a child never created is created now.
-func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, bool) {
+// ctx is the call's (awaitChild); parked is awaitChild's.
+func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, parked string, ok bool) {
 	var meta subagentMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.Ref == "" {
-		return weft.ToolResult{}, false
+		return weft.ToolResult{}, "", false
 	}
 	o, ok := s.offered[c.Name]
 	if !ok || o.target.Agent == nil {
-		return weft.ToolResult{}, false
+		return weft.ToolResult{}, "", false
 	}
 	child, err := r.e.store.Thread(r.ctx, meta.Ref)
 	if err != nil {
 		if weft.ErrorCode(err) != weft.ENotFound {
-			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
+			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), "", true
 		}
 		_, args, _, errText := r.tools.prepareCall(s, c, false)
 		if errText != "" {
-			return weft.Failure(errText), true
+			return weft.Failure(errText), "", true
 		}
 		var fail *weft.ToolResult
 		if child, fail = r.createChild(s, o, args, meta.Ref, nil); fail != nil {
-			return *fail, true
+			return *fail, "", true
 		}
 	}
 	if child.Status == weft.ThreadTerminated {
 		// The child finished, but the parent died before storing its result.
 		if out, ok := recordedResult(child); ok {
-			return out, true
+			return out, "", true
 		}
-		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), "", true
 	}
-	return r.awaitChild(child, o.target.Agent, true), true
+	res, parked = r.awaitChild(ctx, child, o.target.Agent, true)
+	return res, parked, true
 }
 
 // createChild creates a subagent's thread and queues its initial rows: arguments
@@ -387,7 +386,8 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 			res = r.createImmediateInstance(s, st.o, st.args)
 			keep = res.Status != weft.ToolSuccess
 		} else {
-			res = r.callSubagent(s, st.o, c, nil, st.args)
+			// (A blocking child that parks answers with no result: it is not awaited here.)
+			res, _ = r.callSubagent(r.ctx, s, st.o, c, nil, st.args)
 			keep = weft.Flag(st.o.entry.Blocking, true) || res.Status != weft.ToolSuccess
 		}
 		if !keep {

@@ -24,14 +24,6 @@ type dispatch struct {
 	callRecs []*weft.ToolCallRecord
 	// queuedTools are the tools QueueTool queued, run after the step's calls.
 	queuedTools []queuedTool
-	// childParked names what stopped awaiting approval inside a call — a blocking child (its
-	// thread id) or a sub-prompt's nested run (its result message id): the call parks the run too.
-	childParked string
-	// resuming: the run is finishing the calls a crashed run left open (resume).
-	resuming bool
-	// toolCtx is the context of the observed tool call in progress, carrying its trace (nil when
-	// none, or unobserved): a blocking subagent's run nests under it.
-	toolCtx context.Context
 	// startedID is the call whose tool_started the reply's transaction, or the previous call's
 	// result's, recorded (startsAtOnce): runCall does not emit it again.
 	startedID string
@@ -113,18 +105,16 @@ func (d *dispatch) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, nex
 	if d.r.obs == nil {
 		return d.runCall(d.r.ctx, s, msg, c, next)
 	}
-	tc := ToolCall{Call: c, Depth: s.depth, Resumed: d.resuming}
+	tc := ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed}
 	if o, ok := s.offered[c.Name]; ok {
 		tc.Description = o.spec.Description
 		if o.target.MCP != nil {
 			tc.MCPServer = o.target.MCP.Name
 		}
 	}
+	// The call's context carries its trace: a blocking subagent's run nests under it.
 	ctx := d.r.obs.StartTool(d.r.ctx, tc)
-	prev := d.toolCtx
-	d.toolCtx = ctx
 	res, err := d.runCall(ctx, s, msg, c, next)
-	d.toolCtx = prev
 	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
 	if res.msg != nil {
 		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content
@@ -185,10 +175,10 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		if err := d.r.flushEvents(); err != nil {
 			return res, err
 		}
-		res.result = d.invoke(s, st, tool, c, res.args, res.raw, msg)
+		var parked string
+		res.result, parked = d.invoke(ctx, s, st, tool, c, res.args, res.raw, msg)
 		d.r.sync() // what the tool's State changed, before its result is redacted and stored
-		if d.childParked != "" {
-			d.childParked = ""
+		if parked != "" {
 			return res, errAwaitApproval // the call stays running; its child waits for decisions
 		}
 		d.r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
@@ -335,28 +325,31 @@ func (d *dispatch) missingVariable(s *scope, o *offered) string {
 	return ""
 }
 
-// invoke runs the call's target and turns every failure into an error result.
-// A Go tool takes raw when prepareCall gave it, args encoded otherwise.
-func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult) {
+// invoke runs the call's target with ctx (the call's, carrying its trace) and turns every failure
+// into an error result. A Go tool takes raw when prepareCall gave it, args encoded otherwise.
+// parked names what stopped awaiting approval inside the call — a blocking child (its thread id)
+// or a sub-prompt's nested run (its result message id): the call parks the run too, and res is
+// not a result.
+func (d *dispatch) invoke(ctx context.Context, s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult, parked string) {
 	defer func() {
 		if p := recover(); p != nil {
-			res = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}
+			res, parked = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}, ""
 		}
 	}()
 	t := o.target
 	switch {
 	case o.lifecycle != "":
-		return d.r.callLifecycle(s, o, c, msg, args)
+		return d.r.callLifecycle(s, o, c, msg, args), ""
 	case t.Prompt != nil:
 		return d.r.callSubPrompt(s, o, c, msg.ID, args, st.exec.resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
-		return d.r.startHandoff(s, o, args)
+		return d.r.startHandoff(s, o, args), ""
 	case t.Agent != nil:
-		return d.r.callSubagent(s, o, c, msg, args)
+		return d.r.callSubagent(ctx, s, o, c, msg, args)
 	case t.MCP != nil:
-		return d.r.callMCP(s, st, o, args)
+		return d.r.callMCP(s, st, o, args), ""
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
-		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
+		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider)), ""
 	}
 	if raw == nil {
 		raw, _ = json.Marshal(args)
@@ -364,25 +357,30 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 			raw = []byte("{}")
 		}
 	}
-	ctx := st.ctx
-	if t.Tool.Timeout > 0 {
+	return d.runTool(ctx, st, t.Name, t.Tool, raw), ""
+}
+
+// runTool runs a Go, command or http tool with ctx, bounded by the tool's timeout; name is the
+// call's target's.
+func (d *dispatch) runTool(ctx context.Context, st *threadState, name string, t *weft.Tool, raw json.RawMessage) weft.ToolResult {
+	if t.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.Tool.Timeout.D())
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout.D())
 		defer cancel()
 	}
 	var out weft.ToolResult
 	var err error
 	switch {
-	case t.Tool.Execute != nil:
-		out, err = t.Tool.Execute.Call(ctx, st, raw)
-	case t.Tool.Command != nil || t.Tool.HTTP != nil:
-		out, err = d.r.declaredTool(t.Tool).Call(ctx, st, raw)
+	case t.Execute != nil:
+		out, err = t.Execute.Call(ctx, st, raw)
+	case t.Command != nil || t.HTTP != nil:
+		out, err = d.r.declaredTool(t).Call(ctx, st, raw)
 	default:
-		err = fmt.Errorf("tool %q has no implementation", t.Name)
+		err = fmt.Errorf("tool %q has no implementation", name)
 	}
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded && d.r.ctx.Err() == nil {
-			return weft.Failure(fmt.Sprintf("tool %s timed out after %s", t.Name, t.Tool.Timeout))
+			return weft.Failure(fmt.Sprintf("tool %s timed out after %s", name, t.Timeout))
 		}
 		return weft.ToolResult{Status: weft.ToolError, Error: err.Error(), Attachments: out.Attachments}
 	}
@@ -716,7 +714,7 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
 				st := d.r.state_(exec)
 				st.ctx = ctx
-				res = d.invoke(qs, st, o, c, args, raw, &weft.Message{})
+				res, _ = d.invoke(ctx, qs, st, o, c, args, raw, &weft.Message{}) // (a registry tool: nothing parks)
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
