@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
 )
@@ -109,7 +110,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			s.specs = append(s.specs, o.spec)
 		}
 	}
-	r.offerClientTools(s, shared)
+	s.offerClientTools(r.thread, shared, r.e.store)
 	return s, nil
 }
 
@@ -146,7 +147,8 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		}
 		t, ok := r.e.reg.Resolve(e)
 		if !ok && (e.Kind == weft.EntryAny || e.Kind == weft.EntryTool) {
-			t, ok = r.openMCPTool(s, e)
+			mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
+			t, ok = mcp.Open(r.ctx, r.e.reg.MCPServers(), e.Name, envLookup(s.env.With(s.prompt.Env, e.Env)))
 		}
 		if !ok && e.Declared != nil && previewing(r.ctx) {
 			// A preview shows a declared tool without an implementation as the file declares it.
@@ -166,7 +168,9 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		}
 		if t.MCP != nil {
 			keep = false
-			r.offerMCP(s, e, t)
+			mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
+			tools, err := mcp.Tools(r.ctx, t.MCP, envLookup(s.env.With(s.prompt.Env, e.Env)))
+			s.offerMCP(e, t, tools, err, r.e.log)
 			continue
 		}
 		o := &offered{entry: e, target: t}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/vars"
@@ -85,7 +86,7 @@ type Engine struct {
 	node       string
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
-	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), varTypesKey
 	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
 	// request to a model that declares no window may take, as a context-length refusal taught it
 	// (int; summary.go): summarize folds ahead of time with it.
@@ -228,17 +229,18 @@ func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
 	return v, nil
 }
 
-// declaredKey is the derived cache's key of an agent's declared variable types.
-type declaredKey string
+// varTypesKey is the derived cache's key of an agent's variable types (an agent's name).
+type varTypesKey string
 
-// declaredOf returns the declared variable types of an agent's graph (cached: definitions are
-// immutable after start).
-func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
+// varTypesOf returns the types of the variables an agent's graph declares (cached: definitions
+// are immutable after start). Not to be confused with declared tools, the command and http tools
+// of package declared (dispatch.DefinedTool).
+func (e *Engine) varTypesOf(a *weft.Agent) map[string]weft.VarType {
+	if v, ok := e.derived.Load(varTypesKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
 	d := vars.DeclaredTypes(vars.NewGraph(e.reg, a, nil).Declared())
-	e.derived.Store(declaredKey(a.Name), d)
+	e.derived.Store(varTypesKey(a.Name), d)
 	return d
 }
 
@@ -534,8 +536,8 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	}
 	expired := map[string]json.RawMessage{}
 	for k, raw := range docs {
-		var req storedEnvRequest
-		if strings.HasPrefix(k, "env_request/") && json.Unmarshal(raw, &req) == nil && req.Status == "pending" {
+		var req dispatch.StoredEnvRequest
+		if strings.HasPrefix(k, dispatch.EnvRequestPrefix) && json.Unmarshal(raw, &req) == nil && req.Status == "pending" {
 			req.Status = "expired"
 			expired[k], _ = json.Marshal(req)
 		}

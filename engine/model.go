@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -57,14 +58,14 @@ func (r *run) callModel(s *scope, req *weft.Request, messageID string) (*modelRe
 		if req.Output != nil && len(resp.ToolCalls) == 0 {
 			// The final answer of a structured prompt: parsed and validated, else retried with
 			// the validation error, twice at most.
-			v, err := r.parseStructured(s.prompt, resp.Text)
+			v, err := dispatch.ParseStructured(r.e.validator, s.prompt.OutputSchema, resp.Text)
 			if err != nil {
 				last := logs[len(logs)-1]
 				last.Error = "reply discarded: " + err.Error()
-				if attempt >= structuredAttempts {
+				if attempt >= dispatch.StructuredAttempts {
 					return res, fmt.Errorf("no valid structured answer after %d attempts: %w", attempt, err)
 				}
-				req = withNote(req, structuredNote(err))
+				req = withNote(req, dispatch.StructuredNote(err))
 				continue
 			}
 			res.structured = v

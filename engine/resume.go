@@ -2,17 +2,15 @@ package engine
 
 import (
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 )
-
-// interruptedResult answers a non-idempotent call that was running when the process died: it
-// is not run again, since it may have had its effect.
-const interruptedResult = "Tool execution was interrupted by a restart; it may or may not have completed."
 
 // resume finishes the tool calls a crashed run left without results: a stored
 // result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
 // interrupted error; pending calls run normally. It returns whether anything was resumed, and the
 // effects the resumed calls asked for.
-func (r *run) resume() (bool, toolEffects, error) {
+func (d *dispatcher) resume() (bool, toolEffects, error) {
+	r := d.r
 	r.sync()
 	answered := map[string]bool{}
 	var open []*weft.Message
@@ -47,7 +45,7 @@ func (r *run) resume() (bool, toolEffects, error) {
 		if rec.Status != weft.CallDone {
 			// Their results start from these records, so a start time or child reference written
 			// before the restart stays.
-			r.tools.noteCall(&recs[i])
+			d.calls.Note(&recs[i])
 		}
 	}
 	for _, m := range open {
@@ -66,7 +64,7 @@ func (r *run) resume() (bool, toolEffects, error) {
 				pending = append(pending, c)
 			}
 		}
-		if err := r.resumeCalls(s, m, pending, status); err != nil {
+		if err := d.resumeCalls(s, m, pending, status); err != nil {
 			return true, *fx, err
 		}
 	}
@@ -76,14 +74,14 @@ func (r *run) resume() (bool, toolEffects, error) {
 // resumeCalls finishes a reply's unanswered calls in order; status holds their records as the
 // resume found them: a running call is answered by answerRunning or run again, a call waiting for
 // a decision parks the run, the others run normally.
-func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, status map[string]weft.ToolCallRecord) error {
+func (d *dispatcher) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, status map[string]weft.ToolCallRecord) error {
 	for i, c := range pending {
 		var next *weft.ToolCall
 		if i+1 < len(pending) {
 			next = &pending[i+1]
 		}
 		if rec, known := status[c.ID]; known && rec.Status == weft.CallRunning {
-			answered, err := r.answerRunning(s, m, rec, c, next)
+			answered, err := d.answerRunning(s, m, rec, c, next)
 			if err != nil {
 				return err
 			}
@@ -91,10 +89,10 @@ func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, st
 				continue
 			}
 		}
-		if _, _, waiting := r.decided(s, m, &c); waiting {
-			return r.awaitApproval(s, m, pending[i:])
+		if _, _, waiting := d.decided(s, m, &c); waiting {
+			return d.awaitApproval(s, m, pending[i:])
 		}
-		if _, err := r.tools.executeCall(s, m, c, next); err != nil {
+		if _, err := d.executeCall(s, m, c, next); err != nil {
 			return err
 		}
 	}
@@ -104,7 +102,8 @@ func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, st
 // answerRunning answers a call that was running when its run died: with its re-attached child's
 // result, or with the interrupted error when its tool is not idempotent. answered false: the call
 // runs again.
-func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
+func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
+	r := d.r
 	var stored *weft.Message
 	ctx := r.ctx // the call's, carrying its trace: a re-attached child's run nests under it
 	if r.obs != nil {
@@ -121,14 +120,14 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		if parked != "" {
 			return true, errAwaitApproval // the child still waits for decisions
 		}
-		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		return true, err
 	}
 	if res, resultID, parked, ok := r.resumeSubPrompt(s, m, rec, c); ok {
 		if parked != "" {
 			return true, errAwaitApproval // the nested run still waits for decisions
 		}
-		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)
+		stored, err = d.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
 	res, notRun, ok := r.e.takeUnstored(r.thread.ID, c.ID)
@@ -140,7 +139,7 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 	if ok {
 		// The tool finished in this process; storing its result failed (a lost connection, not a
 		// lost process): it is stored now rather than run again or answered as interrupted.
-		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
 			r.e.keepUnstored(r.thread.ID, c.ID, res)
 		}
@@ -149,6 +148,6 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 	if rec.Idempotent {
 		return false, nil
 	}
-	stored, err = r.tools.storeResult(s, m, c, weft.Failure(interruptedResult), weft.NewID("msg_"), next)
+	stored, err = d.storeResult(s, m, c, weft.Failure(dispatch.InterruptedResult), weft.NewID("msg_"), next)
 	return true, err
 }

@@ -457,7 +457,7 @@ type run struct {
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
-	tools    dispatch
+	tools    dispatcher
 	lastLine int // last-line redaction hits
 	// requests builds the run's provider requests.
 	requests requests
@@ -496,7 +496,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 		r.addRows(start.Messages)
 	}
 	r.env = &vars.View{Thread: vars.Layer(start.ThreadEnv), Agent: a.Env, User: vars.Layer(start.UserEnv), Instance: vars.Layer(start.InstanceEnv),
-		Declared: e.declaredOf(a)}
+		Declared: e.varTypesOf(a)}
 	if t.ParentID != "" {
 		if r.env.Inherited, err = vars.Inherited(ctx, e.store, t.ParentID, vars.NewGraph(e.reg, a, nil).Declared()); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -283,7 +284,7 @@ func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply
 	resp := res.resp
 	calls := r.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
-		ToolCalls: r.redactCalls(calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
+		ToolCalls: dispatch.RedactCalls(r.red, calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
 		LogID: res.log.ID, RunID: r.id}
 	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
 		msg.Reasoning = r.red.String(resp.Reasoning)
@@ -299,7 +300,7 @@ func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply
 		if msg.Metadata == nil {
 			msg.Metadata = map[string]any{}
 		}
-		msg.Metadata["structured"] = r.redactValue(res.structured)
+		msg.Metadata["structured"] = dispatch.RedactValue(r.red, res.structured)
 	}
 	if len(resp.ReasoningBlocks) > 0 && (s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude) {
 		// Provider reasoning blocks (thinking with signatures) are kept verbatim for replay.
@@ -394,7 +395,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.tools.noteCall(rec)
+			r.tools.calls.Note(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {
@@ -512,7 +513,7 @@ func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, cal
 		if pr.Status == weft.ToolError {
 			tm.ToolStatus = weft.ToolError
 		}
-		tm.Content = toolContent(tm.ToolStatus, r.red.String(pr.Content))
+		tm.Content = dispatch.Content(tm.ToolStatus, r.red.String(pr.Content))
 		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.model.Provider}
 		if len(pr.Raw) > 0 {
 			// Kept verbatim for replay, unless redaction had to change it.

@@ -26,13 +26,13 @@ func (r *run) callSubagent(ctx context.Context, s *scope, o *offered, c weft.Too
 		// re-attaches to that child instead of creating another.
 		meta, _ := json.Marshal(subagentMeta{Ref: ref})
 		now := r.now()
-		rec := r.tools.recordOf(c, msg.ID)
+		rec := r.tools.calls.Of(c, msg.ID)
 		rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 		err := r.tx(func(tx weft.Tx) error {
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.tools.noteCall(rec)
+			r.tools.calls.Note(rec)
 			return nil
 		})
 		if err != nil {
@@ -196,7 +196,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		}
 		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.declaredOf(target)}
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypesOf(target)}
 	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		if env != nil {
 			// Values were provided for a request and some are still missing.
@@ -209,7 +209,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 			return nil, &f
 		}
 		// Nothing is created: a pending request lets a person supply the values.
-		return nil, r.requestEnv(s, o, args, decls, missing)
+		return nil, r.tools.requestEnv(s, o, args, decls, missing)
 	}
 	msgProp, attProp := e.InitUserMessageProperty, e.InitAttachmentsProperty
 	sideA, _ := r.e.reg.Prompt(target.SideA.Prompt)

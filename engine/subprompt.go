@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
@@ -80,7 +81,7 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			final = msg.Content
 			if v, ok := msg.Metadata["structured"]; ok {
 				// A structured sub-prompt returns its value, as JSON, and nothing else.
-				return weft.Success(canonicalJSON(v)), ""
+				return weft.Success(dispatch.CanonicalJSON(v)), ""
 			}
 			break
 		}
@@ -120,7 +121,7 @@ type subPromptMeta struct {
 func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
 	for v := s.via; v != nil; v = v.scope.via {
-		rec := r.tools.recordOf(v.call, v.msgID)
+		rec := r.tools.calls.Of(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
@@ -155,7 +156,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	fail := func(err error) (weft.ToolResult, string, string, bool) {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
 	}
-	r.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	r.tools.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
 	_, args, _, errText := r.tools.prepareCall(caller, c, false)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, "", true
@@ -197,17 +198,17 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		if len(last.ToolCalls) == 0 {
 			// The nested run had ended; its caller had not stored the result yet.
 			if v, ok := last.Metadata["structured"]; ok {
-				return weft.Success(canonicalJSON(v)), meta.ResultID, "", true
+				return weft.Success(dispatch.CanonicalJSON(v)), meta.ResultID, "", true
 			}
 			return subPromptResult(p.Name, e, last.Content, r.nestedCalls(s.nested), nil, r.red), meta.ResultID, "", true
 		}
 		if len(pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
-			for _, rec := range r.tools.callRecs {
+			for _, rec := range r.tools.calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.resumeCalls(s, last, pending, status)
+			err := r.tools.resumeCalls(s, last, pending, status)
 			if errors.Is(err, errAwaitApproval) {
 				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}
@@ -227,7 +228,7 @@ func (r *run) nestedCalls(rows []weft.Message) []callResult {
 	edited := map[string]string{}
 	if recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID); err == nil {
 		for i := range recs {
-			if a := ApprovalOf(&recs[i]); a.Status == approvalApproved && len(a.Arguments) > 0 {
+			if a := ApprovalOf(&recs[i]); a.Status == dispatch.Approved && len(a.Arguments) > 0 {
 				edited[recs[i].CallID] = string(a.Arguments)
 			}
 		}

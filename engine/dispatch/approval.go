@@ -1,0 +1,87 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// Decision is a person's answer to a tool call that waits for approval.
+type Decision struct {
+	// Approve runs the call; false denies it.
+	Approve bool
+	// Arguments, when approving, replace the model's arguments (a JSON object, validated against
+	// the tool's schema); nil keeps them.
+	Arguments json.RawMessage
+	// Reason says why a call is denied; the model reads it in the call's error result.
+	Reason string
+	// By names who decided (a user id); it is kept on the call record.
+	By string
+}
+
+// ApprovalState is the approval state of a tool call, kept in its record's meta under "approval".
+type ApprovalState struct {
+	// Status is awaiting, approved or denied ("" for a call that needs no approval).
+	Status string `json:"status"`
+	// Arguments are the edited arguments an approval ran the call with (nil = the model's).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Reason is a denial's reason.
+	Reason string `json:"reason,omitempty"`
+	// By and At say who decided, and when.
+	By string     `json:"by,omitempty"`
+	At *time.Time `json:"at,omitempty"`
+}
+
+// The approval states.
+const (
+	// Awaiting: the call waits for a decision.
+	Awaiting = "awaiting"
+	// Approved: the call runs, with the edited arguments if any.
+	Approved = "approved"
+	// Denied: the call is answered with the denial's reason and never runs.
+	Denied = "denied"
+)
+
+// ApprovalOf reads a call record's approval state (zero when none).
+func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState {
+	var m struct {
+		Approval ApprovalState `json:"approval"`
+	}
+	if rec != nil && len(rec.Meta) > 0 {
+		_ = json.Unmarshal(rec.Meta, &m)
+	}
+	return m.Approval
+}
+
+// WithApproval returns the record's meta with its approval state set (other keys kept).
+func WithApproval(meta json.RawMessage, a ApprovalState) json.RawMessage {
+	m := map[string]any{}
+	if len(meta) > 0 {
+		_ = json.Unmarshal(meta, &m)
+	}
+	m["approval"] = a
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// Decided returns what a stored decision makes of a call about to run: approved, c's arguments
+// become the edited ones, if any; denied, res is its error result and the call does not run
+// (done); with no decision yet the call waits (waiting).
+func Decided(rec *weft.ToolCallRecord, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+	a := ApprovalOf(rec)
+	switch a.Status {
+	case Approved:
+		if len(a.Arguments) > 0 {
+			c.Arguments = string(a.Arguments)
+		}
+		return weft.ToolResult{}, false, false
+	case Denied:
+		reason := a.Reason
+		if reason == "" {
+			reason = "the call was not approved"
+		}
+		return weft.Failure("denied: " + reason), true, false
+	}
+	return weft.ToolResult{}, false, true
+}
