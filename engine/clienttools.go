@@ -105,7 +105,7 @@ func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string,
 // offerClientTools offers a top-level scope the thread's client tools, after the prompt's own: a
 // name the prompt already offers keeps the prompt's tool. shared: s.offered is the engine's kept
 // tool set, copied before a change. A call of one answers with the result kept in store.
-func (s *scope) offerClientTools(thread *weft.Thread, shared bool, store dispatch.CallRecords) {
+func (s *scope) offerClientTools(thread *weft.Thread, shared bool, store weft.Store) {
 	if s.depth != 0 || thread == nil {
 		return
 	}
