@@ -35,6 +35,17 @@ func (s *scope) needsApproval(name string) bool {
 	return o.target.Tool != nil && o.target.Tool.Approval == weft.ApprovalRequired
 }
 
+// idempotent tells whether calls of the named offered tool may run again after a crash: the tool's
+// or the MCP server's declaration says so.
+func (s *scope) idempotent(name string) bool {
+	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
+		return o.target.Tool.Idempotent
+	} else if ok && o.target.MCP != nil {
+		return o.target.MCP.Idempotent
+	}
+	return false
+}
+
 // awaitApproval stops before call i of msg's calls: every call from i on that needs approval and
 // has no decision is stored awaiting_approval, with an approval_required event each, in one
 // transaction. The calls after them keep their order: they run once all are decided. In a

@@ -12,24 +12,7 @@ import (
 func (d *dispatcher) resume() (bool, toolEffects, error) {
 	r := d.r
 	r.sync()
-	answered := map[string]bool{}
-	var open []*weft.Message
-	for _, m := range r.rows {
-		if m.Role == weft.RoleTool {
-			answered[m.ToolCallID] = true
-		}
-	}
-	for _, m := range r.rows {
-		if m.Role == weft.RoleTool || len(m.ToolCalls) == 0 || m.Status != weft.MessageCompleted {
-			continue
-		}
-		for _, c := range m.ToolCalls {
-			if !answered[c.ID] {
-				open = append(open, m)
-				break
-			}
-		}
-	}
+	open, answered := dispatch.OpenReplies(r.rows)
 	if len(open) == 0 {
 		return false, toolEffects{}, nil
 	}

@@ -388,7 +388,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 		}
 		for i, c := range calls {
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
-				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
+				Status: weft.CallPending, Idempotent: s.idempotent(c.Name)}
 			if i == 0 {
 				r.tools.markRunning(s, rec)
 			}
@@ -576,15 +576,6 @@ func providerIDs(orig, used []weft.ToolCall) map[string]any {
 		}
 	}
 	return m
-}
-
-func (r *run) idempotent(s *scope, name string) bool {
-	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
-		return o.target.Tool.Idempotent
-	} else if ok && o.target.MCP != nil {
-		return o.target.MCP.Idempotent
-	}
-	return false
 }
 
 // insertAssistant stores an assistant note of the runtime (repeated errors, hook blocks).

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"mime"
-	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/declared"
@@ -382,16 +379,18 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	if meta := dispatch.ResultMeta(res, d.r.red); meta != nil {
 		tm.Metadata = meta
 	}
-	files, refs, err := d.prepareAttachments(res.Attachments)
+	files, refs, err := dispatch.Attachments(res.Attachments, d.r.now, func(p string) (weft.FileInfo, error) {
+		return d.r.e.store.Files().Stat(d.r.ctx, d.r.thread.ID, p)
+	})
 	if err != nil {
 		tm.ToolStatus = weft.ToolError
 		tm.Content = "Failed to execute tool: " + err.Error()
 		files, refs = nil, nil
 	}
 	for _, f := range files {
-		tm.Attachments = append(tm.Attachments, f.att)
+		tm.Attachments = append(tm.Attachments, f.Att)
 		if session == nil {
-			tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.att.Name, f.att.Path)
+			tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.Att.Name, f.Att.Path)
 		}
 	}
 	tm.Attachments = append(tm.Attachments, refs...)
@@ -405,7 +404,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	err = d.r.tx(func(tx weft.Tx) error {
 		staged = false
 		for _, f := range files {
-			if err := tx.WriteFile(&f.info, f.data); err != nil {
+			if err := tx.WriteFile(&f.Info, f.Data); err != nil {
 				return err
 			}
 		}
@@ -414,7 +413,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 		}
 		if next != nil {
 			rec := d.calls.Of(*next, msg.ID)
-			rec.Idempotent = d.r.idempotent(s, next.Name)
+			rec.Idempotent = s.idempotent(next.Name)
 			if d.markRunning(s, rec) {
 				if err := tx.PutToolCall(rec); err != nil {
 					return err
@@ -423,7 +422,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 			}
 		}
 		done := d.calls.Done(c, msg.ID, now)
-		done.ResultMessageID, done.Idempotent = tm.ID, d.r.idempotent(s, c.Name)
+		done.ResultMessageID, done.Idempotent = tm.ID, s.idempotent(c.Name)
 		if err := tx.PutToolCall(done); err != nil {
 			return err
 		}
@@ -484,58 +483,7 @@ func (d *dispatcher) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
 	return true
 }
 
-// newFile is an attachment to write with the tool message.
-type newFile struct {
-	info weft.FileInfo
-	data []byte
-	att  weft.Attachment
-}
-
-// prepareAttachments turns a result's attachments into files to store under /attachments/ (new,
-// byte-identical: never downsampled) and references to existing files.
-func (d *dispatcher) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []weft.Attachment, error) {
-	var files []newFile
-	var refs []weft.Attachment
-	for _, a := range in {
-		if a.IsRef() {
-			p, err := weft.CleanPath(a.Path)
-			if err != nil {
-				return nil, nil, fmt.Errorf("attachment %q: invalid path %q", a.Name, a.Path)
-			}
-			fi, err := d.r.e.store.Files().Stat(d.r.ctx, d.r.thread.ID, p)
-			if err != nil || fi.IsDir {
-				return nil, nil, fmt.Errorf("attachment %q: no file %s in this thread", a.Name, p)
-			}
-			refs = append(refs, weft.Attachment{ID: orDefault(a.ID, weft.NewID("att_")), Path: p, Name: orDefault(a.Name, fi.Name),
-				MimeType: orDefault(a.MimeType, fi.MimeType), Size: fi.Size, Width: a.Width, Height: a.Height, Description: a.Description})
-			continue
-		}
-		if a.Data == nil {
-			return nil, nil, fmt.Errorf("attachment %q has neither data nor a path", a.Name)
-		}
-		p := attachmentPath(d.r.now(), a.Name, a.MimeType)
-		files = append(files, newFile{
-			info: weft.FileInfo{Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
-			data: a.Data,
-			att:  weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
-		})
-	}
-	return files, refs, nil
-}
-
-// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext>.
-func attachmentPath(now time.Time, name, mimeType string) string {
-	ext := strings.ToLower(path.Ext(name))
-	if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "/\\") {
-		ext = ""
-		if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-			ext = exts[0]
-		}
-	}
-	id := weft.NewID("")
-	return fmt.Sprintf("/attachments/%d-%s%s", now.UnixMilli(), id[len(id)-8:], ext)
-}
-
+// orDefault returns s, or def when s is empty.
 func orDefault(s, def string) string {
 	if s == "" {
 		return def

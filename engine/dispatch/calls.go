@@ -56,3 +56,26 @@ func MarksRunning(rec *weft.ToolCallRecord, needsApproval bool) bool {
 	}
 	return !needsApproval || ApprovalOf(rec).Status == Approved
 }
+
+// OpenReplies returns the completed replies among a thread's rows with calls no tool message
+// answers — the calls a crashed or parked run left open — and the ids of the calls answered.
+func OpenReplies(rows []*weft.Message) (open []*weft.Message, answered map[string]bool) {
+	answered = map[string]bool{}
+	for _, m := range rows {
+		if m.Role == weft.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, m := range rows {
+		if m.Role == weft.RoleTool || len(m.ToolCalls) == 0 || m.Status != weft.MessageCompleted {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				open = append(open, m)
+				break
+			}
+		}
+	}
+	return open, answered
+}

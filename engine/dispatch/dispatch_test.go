@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -265,3 +266,50 @@ func TestMCPWithoutClient(t *testing.T) {
 
 // discard is a logger that writes nothing.
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestOpenReplies: a completed reply with a call no tool message answers is open; answered,
+// streaming or call-less replies are not.
+func TestOpenReplies(t *testing.T) {
+	done := weft.MessageCompleted
+	rows := []*weft.Message{
+		{ID: "1", Role: weft.RoleAssistant, Status: done, ToolCalls: []weft.ToolCall{{ID: "a"}, {ID: "b"}}},
+		{ID: "2", Role: weft.RoleTool, ToolCallID: "a"},
+		{ID: "3", Role: weft.RoleAssistant, Status: done, ToolCalls: []weft.ToolCall{{ID: "c"}}},
+		{ID: "4", Role: weft.RoleTool, ToolCallID: "c"},
+		{ID: "5", Role: weft.RoleAssistant, Status: done, Content: "no calls"},
+	}
+	open, answered := dispatch.OpenReplies(rows)
+	if len(open) != 1 || open[0].ID != "1" || !answered["a"] || !answered["c"] || answered["b"] {
+		t.Fatalf("open %v, answered %v", open, answered)
+	}
+}
+
+// TestAttachments: data becomes a new file under /attachments/ with the name's extension; a path
+// refers to an existing file, and one that is missing or a directory is an error.
+func TestAttachments(t *testing.T) {
+	now := func() time.Time { return time.UnixMilli(1234) }
+	stat := func(p string) (weft.FileInfo, error) {
+		switch p {
+		case "/a.txt":
+			return weft.FileInfo{Path: p, Name: "a.txt", MimeType: "text/plain", Size: 3}, nil
+		case "/dir":
+			return weft.FileInfo{Path: p, IsDir: true}, nil
+		}
+		return weft.FileInfo{}, errors.New("not found")
+	}
+	files, refs, err := dispatch.Attachments([]weft.ToolAttachment{{Name: "x.PNG", MimeType: "image/png", Data: []byte{1}}, {Path: "/a.txt"}}, now, stat)
+	if err != nil || len(files) != 1 || len(refs) != 1 {
+		t.Fatalf("files %v refs %v: %v", files, refs, err)
+	}
+	if p := files[0].Info.Path; !strings.HasPrefix(p, "/attachments/1234-") || !strings.HasSuffix(p, ".png") || files[0].Att.Path != p {
+		t.Fatalf("new file at %s", p)
+	}
+	if refs[0].Name != "a.txt" || refs[0].MimeType != "text/plain" || refs[0].Size != 3 {
+		t.Fatalf("reference = %+v", refs[0])
+	}
+	for _, bad := range []weft.ToolAttachment{{Path: "/dir"}, {Path: "/gone"}, {Name: "empty"}} {
+		if _, _, err := dispatch.Attachments([]weft.ToolAttachment{bad}, now, stat); err == nil {
+			t.Fatalf("%+v accepted", bad)
+		}
+	}
+}
