@@ -350,35 +350,19 @@ func (d *dispatcher) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, r
 // (startedID).
 func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall, completing bool) (*weft.Message, error) {
 	status := res.Status // as the call ended: its tool_completed's
-	res = dispatch.Limited(res)
-	res.Result = d.r.red.String(res.Result)
-	res.Error = d.r.red.String(res.Error)
+	res = dispatch.ToStore(res, d.r.red)
 	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
 		ToolStatus: res.Status, Status: weft.MessageCompleted, Depth: s.depth, ParentID: msg.ParentID, RunID: d.r.id}
 	if s.depth > 0 {
 		tm.ParentID = s.parentID
 	}
 	session := d.sessionTool(s, c.Name)
-	if res.Status == weft.ToolSuccess {
-		tm.Content = dispatch.Content(res.Status, res.Result)
-		if session != nil && session.MessageProperty != "" {
-			// A bound session tool's message is its messageProperty argument.
-			var args map[string]any
-			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
-				if v, ok := args[session.MessageProperty].(string); ok {
-					tm.Content = v
-					if v == "" {
-						tm.Content = dispatch.Content(res.Status, "")
-					}
-				}
-			}
-		}
-	} else {
-		tm.Content = dispatch.Content(res.Status, res.Error)
+	prop := ""
+	if session != nil {
+		prop = session.MessageProperty // a bound session tool's message is this argument
 	}
-	if meta := dispatch.ResultMeta(res, d.r.red); meta != nil {
-		tm.Metadata = meta
-	}
+	tm.Content = dispatch.ResultContent(res, c.Arguments, prop)
+	tm.Metadata = dispatch.ResultMeta(res, d.r.red)
 	files, refs, err := dispatch.Attachments(res.Attachments, d.r.now, func(p string) (weft.FileInfo, error) {
 		return d.r.e.store.Files().Stat(d.r.ctx, d.r.thread.ID, p)
 	})
@@ -387,13 +371,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 		tm.Content = "Failed to execute tool: " + err.Error()
 		files, refs = nil, nil
 	}
-	for _, f := range files {
-		tm.Attachments = append(tm.Attachments, f.Att)
-		if session == nil {
-			tm.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.Att.Name, f.Att.Path)
-		}
-	}
-	tm.Attachments = append(tm.Attachments, refs...)
+	dispatch.AddAttachments(tm, files, refs, session == nil)
 	d.r.beforeInsert(s, tm)
 	now := d.r.now()
 	// The next call starts at once: this transaction records what runCall would emit before it

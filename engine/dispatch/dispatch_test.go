@@ -162,10 +162,25 @@ func TestResults(t *testing.T) {
 	if got := dispatch.Content(weft.ToolError, "boom"); got != "Failed to execute tool: boom" {
 		t.Fatalf("error = %q", got)
 	}
-	if res := dispatch.Limited(weft.Success(strings.Repeat("x", weft.MaxToolResultBytes+1))); res.Status != weft.ToolError {
+	red := redact.New([]string{"s3cret"})
+	if res := dispatch.ToStore(weft.Success(strings.Repeat("x", weft.MaxToolResultBytes+1)), red); res.Status != weft.ToolError {
 		t.Fatal("an oversized result is not refused")
 	}
-	red := redact.New([]string{"s3cret"})
+	if res := dispatch.ToStore(weft.Success("the s3cret"), red); strings.Contains(res.Result, "s3cret") {
+		t.Fatal("a stored result is not redacted")
+	}
+	for _, tc := range []struct{ args, want string }{
+		{`{"message":"done!"}`, "done!"}, {`{"message":""}`, "Tool executed successfully"}, {`{"message":1}`, "ok"}, {`{`, "ok"},
+	} {
+		if got := dispatch.ResultContent(weft.Success("ok"), tc.args, "message"); got != tc.want {
+			t.Errorf("session tool's message for %s = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	m := &weft.Message{Content: "ok"}
+	dispatch.AddAttachments(m, []dispatch.NewFile{{Att: weft.Attachment{Name: "a.png", Path: "/attachments/1-a.png"}}}, []weft.Attachment{{Path: "/b"}}, true)
+	if len(m.Attachments) != 2 || !strings.Contains(m.Content, `Attachment path for "a.png": /attachments/1-a.png`) {
+		t.Fatalf("message with attachments = %+v", m)
+	}
 	if m := dispatch.ResultMeta(weft.ToolResult{Stack: "at s3cret"}, red); m["stack"] == "at s3cret" {
 		t.Fatalf("stack not redacted: %v", m)
 	}

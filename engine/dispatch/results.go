@@ -53,14 +53,50 @@ func RunTool(ctx, run context.Context, st weft.State, name string, t *weft.Tool,
 	return out
 }
 
-// Limited returns res, or the error result that refuses it when its text is over
-// weft.MaxToolResultBytes: refused, not cut, so that the model learns why it gets no result.
-func Limited(res weft.ToolResult) weft.ToolResult {
+// ToStore returns res as a tool message stores it: refused when its text is over
+// weft.MaxToolResultBytes (not cut, so that the model learns why it gets no result), and its
+// result and error redacted by red.
+func ToStore(res weft.ToolResult, red *redact.Redactor) weft.ToolResult {
 	if n := len(res.Result) + len(res.Error); n > weft.MaxToolResultBytes {
-		return weft.Failure(fmt.Sprintf("The tool's result is %s; the limit is %s. Ask for less (a page, a summary, a file).",
+		res = weft.Failure(fmt.Sprintf("The tool's result is %s; the limit is %s. Ask for less (a page, a summary, a file).",
 			weft.ByteSize(int64(n)), weft.ByteSize(weft.MaxToolResultBytes)))
 	}
+	res.Result = red.String(res.Result)
+	res.Error = red.String(res.Error)
 	return res
+}
+
+// ResultContent is the text of the tool message that stores res (ToStore's): Content's, or for a
+// successful call of a session tool bound to messageProperty, the call's argument of that name
+// (arguments are the call's).
+func ResultContent(res weft.ToolResult, arguments, messageProperty string) string {
+	if res.Status != weft.ToolSuccess {
+		return Content(res.Status, res.Error)
+	}
+	if messageProperty != "" {
+		var args map[string]any
+		if json.Unmarshal([]byte(arguments), &args) == nil {
+			if v, ok := args[messageProperty].(string); ok {
+				if v == "" {
+					return Content(res.Status, "")
+				}
+				return v
+			}
+		}
+	}
+	return Content(res.Status, res.Result)
+}
+
+// AddAttachments adds a result's new files and references to its tool message m; paths: the
+// message's text also names each new file's path, for the model to use.
+func AddAttachments(m *weft.Message, files []NewFile, refs []weft.Attachment, paths bool) {
+	for _, f := range files {
+		m.Attachments = append(m.Attachments, f.Att)
+		if paths {
+			m.Content += fmt.Sprintf("\n\nAttachment path for %q: %s", f.Att.Name, f.Att.Path)
+		}
+	}
+	m.Attachments = append(m.Attachments, refs...)
 }
 
 // Content is a tool message's text: the trimmed result, or "Tool executed successfully" when
