@@ -172,22 +172,15 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	if rec == nil {
 		return false, weft.Errorf(weft.ENotFound, "thread %s has no tool call %s", threadID, callID)
 	}
-	if rec.Status != weft.CallAwaitingApproval {
-		if a := ApprovalOf(rec); a.Status == dispatch.Approved || a.Status == dispatch.Denied {
-			return false, weft.Errorf(weft.EConflict, "tool call %s was already %s", callID, a.Status)
-		}
-		return false, weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", callID, rec.Status)
+	if err := dispatch.Decidable(rec); err != nil {
+		return false, err
 	}
 	if d.Approve && d.Arguments != nil {
 		if err := e.checkEditedArguments(ctx, target, rec, d.Arguments); err != nil {
 			return false, err
 		}
 	}
-	now := e.clock.Now().UTC()
-	a := ApprovalState{Status: dispatch.Denied, Reason: d.Reason, By: d.By, At: &now}
-	if d.Approve {
-		a = ApprovalState{Status: dispatch.Approved, Arguments: d.Arguments, By: d.By, At: &now}
-	}
+	a := d.State(e.clock.Now().UTC())
 	waiting := 0
 	err = e.tx(ctx, target, nil, nil, func(tx weft.Tx) error {
 		// Read again under the thread's writer: two deciders of one call cannot both win.
@@ -195,22 +188,11 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		if err != nil {
 			return err
 		}
-		found := false
-		waiting = 0
-		for _, c := range cur {
-			switch {
-			case c.CallID == callID:
-				found = true
-			case c.MessageID == rec.MessageID:
-				waiting++
-			}
+		up, others, err := dispatch.DecideCall(rec, a, cur)
+		waiting = others
+		if err != nil {
+			return err
 		}
-		if !found {
-			return weft.Errorf(weft.EConflict, "tool call %s was decided meanwhile", callID)
-		}
-		up := *rec
-		up.Status = weft.CallPending
-		up.Meta = dispatch.WithApproval(rec.Meta, a)
 		return tx.PutToolCall(&up)
 	})
 	if err != nil {

@@ -85,3 +85,46 @@ func Decided(rec *weft.ToolCallRecord, c *weft.ToolCall) (res weft.ToolResult, d
 	}
 	return weft.ToolResult{}, false, true
 }
+
+// Decidable reports why a person cannot decide call rec now (EConflict: it was decided already,
+// or does not wait for approval), or nil.
+func Decidable(rec *weft.ToolCallRecord) error {
+	if rec.Status == weft.CallAwaitingApproval {
+		return nil
+	}
+	if a := ApprovalOf(rec); a.Status == Approved || a.Status == Denied {
+		return weft.Errorf(weft.EConflict, "tool call %s was already %s", rec.CallID, a.Status)
+	}
+	return weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", rec.CallID, rec.Status)
+}
+
+// State is the approval state d gives a call, decided at at.
+func (d Decision) State(at time.Time) ApprovalState {
+	if d.Approve {
+		return ApprovalState{Status: Approved, Arguments: d.Arguments, By: d.By, At: &at}
+	}
+	return ApprovalState{Status: Denied, Reason: d.Reason, By: d.By, At: &at}
+}
+
+// DecideCall returns rec once a decides it: pending again, to run (or be answered, when denied) when
+// its run goes on. waiting are the thread's calls that wait for approval, read under the thread's
+// writer: rec must be among them (else EConflict: it was decided meanwhile), and others counts
+// those of rec's reply still waiting besides it.
+func DecideCall(rec *weft.ToolCallRecord, a ApprovalState, waiting []weft.ToolCallRecord) (up weft.ToolCallRecord, others int, err error) {
+	found := false
+	for _, c := range waiting {
+		switch {
+		case c.CallID == rec.CallID:
+			found = true
+		case c.MessageID == rec.MessageID:
+			others++
+		}
+	}
+	if !found {
+		return weft.ToolCallRecord{}, others, weft.Errorf(weft.EConflict, "tool call %s was decided meanwhile", rec.CallID)
+	}
+	up = *rec
+	up.Status = weft.CallPending
+	up.Meta = WithApproval(rec.Meta, a)
+	return up, others, nil
+}

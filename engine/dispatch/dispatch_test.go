@@ -328,3 +328,36 @@ func TestAttachments(t *testing.T) {
 		}
 	}
 }
+
+// TestDecide: only a call that waits can be decided; the decision makes it pending with its
+// state, and counts the calls of its reply still waiting; a call no longer waiting was decided
+// meanwhile.
+func TestDecide(t *testing.T) {
+	rec := &weft.ToolCallRecord{CallID: "a", MessageID: "m", Status: weft.CallDone}
+	if err := dispatch.Decidable(rec); weft.ErrorCode(err) != weft.EConflict {
+		t.Fatalf("done call: %v", err)
+	}
+	rec.Status = weft.CallAwaitingApproval
+	if err := dispatch.Decidable(rec); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(5, 0)
+	a := dispatch.Decision{Approve: true, By: "u"}.State(at)
+	if a.Status != dispatch.Approved || a.By != "u" || !a.At.Equal(at) {
+		t.Fatalf("state = %+v", a)
+	}
+	if a := (dispatch.Decision{Reason: "no"}).State(at); a.Status != dispatch.Denied || a.Reason != "no" {
+		t.Fatalf("denial = %+v", a)
+	}
+	waiting := []weft.ToolCallRecord{*rec, {CallID: "b", MessageID: "m"}, {CallID: "c", MessageID: "other"}}
+	up, others, err := dispatch.DecideCall(rec, a, waiting)
+	if err != nil || others != 1 || up.Status != weft.CallPending || dispatch.ApprovalOf(&up).Status != dispatch.Approved {
+		t.Fatalf("decided %+v, others %d: %v", up, others, err)
+	}
+	if _, _, err := dispatch.DecideCall(rec, a, waiting[1:]); weft.ErrorCode(err) != weft.EConflict {
+		t.Fatalf("decided meanwhile: %v", err)
+	}
+	if err := dispatch.Decidable(&up); err == nil {
+		t.Fatal("a decided call is decidable again")
+	}
+}
