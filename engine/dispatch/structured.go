@@ -3,54 +3,12 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
-	"github.com/weft-agents/weft/schema"
 )
-
-// StructuredAttempts bounds the tries of a structured answer: the first and two corrected ones.
-const StructuredAttempts = 3
-
-// ParseStructured reads a structured answer: a JSON object (a Markdown code fence around it is
-// tolerated), validated against out (the prompt's output schema, compiled by compile) with its
-// defaults applied.
-func ParseStructured(compile func(*schema.Schema) (*schema.Validator, error), out *schema.Schema, text string) (any, error) {
-	raw := strings.TrimSpace(text)
-	if strings.HasPrefix(raw, "```") {
-		raw = strings.TrimPrefix(raw, "```json")
-		raw = strings.TrimPrefix(raw, "```")
-		raw = strings.TrimSuffix(strings.TrimSpace(raw), "```")
-	}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	var val any
-	if err := dec.Decode(&val); err != nil {
-		return nil, fmt.Errorf("the answer is not JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("the answer has text after its JSON value")
-	}
-	v, err := compile(out)
-	if err != nil {
-		return nil, err
-	}
-	// Strict structured output (OpenAI) sends optional properties as null: they are absent.
-	val = schema.DropNulls(out, val)
-	got, err := v.Validate(val)
-	if err != nil {
-		return nil, fmt.Errorf("the answer does not match the output schema: %w", err)
-	}
-	return got, nil
-}
-
-// StructuredNote is the corrective note an invalid structured answer is retried with.
-func StructuredNote(err error) string {
-	return "Your answer was not accepted: " + err.Error() + ". Answer again with only a JSON object that matches the output schema."
-}
 
 // CanonicalJSON encodes a structured value compactly (the form a sub-prompt returns it in).
 func CanonicalJSON(v any) string {
