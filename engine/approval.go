@@ -5,68 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 )
 
 // Decision is a person's answer to a tool call that waits for approval.
-type Decision struct {
-	// Approve runs the call; false denies it.
-	Approve bool
-	// Arguments, when approving, replace the model's arguments (a JSON object, validated against
-	// the tool's schema); nil keeps them.
-	Arguments json.RawMessage
-	// Reason says why a call is denied; the model reads it in the call's error result.
-	Reason string
-	// By names who decided (a user id); it is kept on the call record.
-	By string
-}
+type Decision = dispatch.Decision
 
 // ApprovalState is the approval state of a tool call, kept in its record's meta under "approval".
-type ApprovalState struct {
-	// Status is awaiting, approved or denied ("" for a call that needs no approval).
-	Status string `json:"status"`
-	// Arguments are the edited arguments an approval ran the call with (nil = the model's).
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Reason is a denial's reason.
-	Reason string `json:"reason,omitempty"`
-	// By and At say who decided, and when.
-	By string     `json:"by,omitempty"`
-	At *time.Time `json:"at,omitempty"`
-}
-
-// The approval states.
-const (
-	approvalAwaiting = "awaiting"
-	approvalApproved = "approved"
-	approvalDenied   = "denied"
-)
+type ApprovalState = dispatch.ApprovalState
 
 // errAwaitApproval stops a run before a call that waits for a decision.
 var errAwaitApproval = errors.New("tool calls await approval")
 
 // ApprovalOf reads a call record's approval state (zero when none).
-func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState {
-	var m struct {
-		Approval ApprovalState `json:"approval"`
-	}
-	if rec != nil && len(rec.Meta) > 0 {
-		_ = json.Unmarshal(rec.Meta, &m)
-	}
-	return m.Approval
-}
-
-// withApproval returns the record's meta with its approval state set (other keys kept).
-func withApproval(meta json.RawMessage, a ApprovalState) json.RawMessage {
-	m := map[string]any{}
-	if len(meta) > 0 {
-		_ = json.Unmarshal(meta, &m)
-	}
-	m["approval"] = a
-	b, _ := json.Marshal(m)
-	return b
-}
+func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState { return dispatch.ApprovalOf(rec) }
 
 // needsApproval tells whether calls of the named offered tool wait for a decision: the prompt's
 // entry decides, else the tool's own setting.
@@ -81,24 +35,36 @@ func (s *scope) needsApproval(name string) bool {
 	return o.target.Tool != nil && o.target.Tool.Approval == weft.ApprovalRequired
 }
 
+// idempotent tells whether calls of the named offered tool may run again after a crash: the tool's
+// or the MCP server's declaration says so.
+func (s *scope) idempotent(name string) bool {
+	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
+		return o.target.Tool.Idempotent
+	} else if ok && o.target.MCP != nil {
+		return o.target.MCP.Idempotent
+	}
+	return false
+}
+
 // awaitApproval stops before call i of msg's calls: every call from i on that needs approval and
 // has no decision is stored awaiting_approval, with an approval_required event each, in one
 // transaction. The calls after them keep their order: they run once all are decided. In a
 // sub-prompt's nested run, the same transaction marks the sub-prompt calls that run it
 // (parkedCallers), so that the resumed run goes on with the nested run.
-func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) error {
+func (d *dispatcher) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) error {
+	r := d.r
 	var recs []*weft.ToolCallRecord
 	for _, c := range calls {
 		if !s.needsApproval(c.Name) {
 			continue
 		}
-		rec := r.tools.recordOf(c, msg.ID)
-		a := ApprovalOf(rec)
-		if a.Status == approvalApproved || a.Status == approvalDenied {
+		rec := d.calls.Of(c, msg.ID)
+		a := dispatch.ApprovalOf(rec)
+		if a.Status == dispatch.Approved || a.Status == dispatch.Denied {
 			continue
 		}
 		rec.Status, rec.StartedAt = weft.CallAwaitingApproval, nil
-		rec.Meta = withApproval(rec.Meta, ApprovalState{Status: approvalAwaiting})
+		rec.Meta = dispatch.WithApproval(rec.Meta, ApprovalState{Status: dispatch.Awaiting})
 		recs = append(recs, rec)
 		if r.e.observed() {
 			r.emit("approval_required", Fields{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
@@ -118,18 +84,18 @@ func (r *run) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) 
 		return err
 	}
 	for _, rec := range recs {
-		r.tools.noteCall(rec)
+		d.calls.Note(rec)
 	}
 	return errAwaitApproval
 }
 
 // decided applies a stored decision to a call about to run: approved calls run with the edited
 // arguments, if any; a denied call gets its error result instead of running (done = true).
-func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+func (d *dispatcher) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
 	if !s.needsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	if r.thread.ParentID != "" && !blockingChild(r.thread) && !backgroundChild(r.thread) {
+	if t := d.r.thread; t.ParentID != "" && !blockingChild(t) && !backgroundChild(t) {
 		// A resumable subagent's thread cannot be parked yet (its caller would not learn when the
 		// decision comes): the call is answered, never run unapproved. A blocking child parks with
 		// its parent; a background child parks alone; a sub-prompt's nested run parks with its
@@ -137,38 +103,24 @@ func (r *run) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.T
 		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a subagent cannot wait for; "+
 			"the calling prompt must call it.", c.Name)), true, false
 	}
-	a := ApprovalOf(r.tools.recordOf(*c, msg.ID))
-	switch a.Status {
-	case approvalApproved:
-		if len(a.Arguments) > 0 {
-			c.Arguments = string(a.Arguments)
-		}
-		return weft.ToolResult{}, false, false
-	case approvalDenied:
-		reason := a.Reason
-		if reason == "" {
-			reason = "the call was not approved"
-		}
-		return weft.Failure("denied: " + reason), true, false
-	}
-	return weft.ToolResult{}, false, true
+	return dispatch.Decided(d.calls.Of(*c, msg.ID), c)
 }
 
 // startApproved marks an approved non-idempotent call running before it runs, as the transaction
 // before a call does for calls that need no approval: a crash while it runs then answers it as
 // interrupted instead of running it again.
-func (r *run) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error {
+func (d *dispatcher) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error {
 	if !s.needsApproval(c.Name) {
 		return nil
 	}
-	rec := r.tools.recordOf(c, msg.ID)
-	if ApprovalOf(rec).Status != approvalApproved || rec.Status != weft.CallPending || !r.tools.markRunning(s, rec) {
+	rec := d.calls.Of(c, msg.ID)
+	if dispatch.ApprovalOf(rec).Status != dispatch.Approved || rec.Status != weft.CallPending || !d.markRunning(s, rec) {
 		return nil
 	}
-	if err := r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
+	if err := d.r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
 		return err
 	}
-	r.tools.noteCall(rec)
+	d.calls.Note(rec)
 	return nil
 }
 
@@ -220,22 +172,15 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	if rec == nil {
 		return false, weft.Errorf(weft.ENotFound, "thread %s has no tool call %s", threadID, callID)
 	}
-	if rec.Status != weft.CallAwaitingApproval {
-		if a := ApprovalOf(rec); a.Status == approvalApproved || a.Status == approvalDenied {
-			return false, weft.Errorf(weft.EConflict, "tool call %s was already %s", callID, a.Status)
-		}
-		return false, weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", callID, rec.Status)
+	if err := dispatch.Decidable(rec); err != nil {
+		return false, err
 	}
 	if d.Approve && d.Arguments != nil {
 		if err := e.checkEditedArguments(ctx, target, rec, d.Arguments); err != nil {
 			return false, err
 		}
 	}
-	now := e.clock.Now().UTC()
-	a := ApprovalState{Status: approvalDenied, Reason: d.Reason, By: d.By, At: &now}
-	if d.Approve {
-		a = ApprovalState{Status: approvalApproved, Arguments: d.Arguments, By: d.By, At: &now}
-	}
+	a := d.State(e.clock.Now().UTC())
 	waiting := 0
 	err = e.tx(ctx, target, nil, nil, func(tx weft.Tx) error {
 		// Read again under the thread's writer: two deciders of one call cannot both win.
@@ -243,22 +188,11 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 		if err != nil {
 			return err
 		}
-		found := false
-		waiting = 0
-		for _, c := range cur {
-			switch {
-			case c.CallID == callID:
-				found = true
-			case c.MessageID == rec.MessageID:
-				waiting++
-			}
+		up, others, err := dispatch.DecideCall(rec, a, cur)
+		waiting = others
+		if err != nil {
+			return err
 		}
-		if !found {
-			return weft.Errorf(weft.EConflict, "tool call %s was decided meanwhile", callID)
-		}
-		up := *rec
-		up.Status = weft.CallPending
-		up.Meta = withApproval(rec.Meta, a)
 		return tx.PutToolCall(&up)
 	})
 	if err != nil {

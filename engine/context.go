@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
 )
@@ -29,6 +30,9 @@ type scope struct {
 	nested []weft.Message
 	// via is the call that runs this sub-prompt's nested run (nil at top level).
 	via *subCall
+	// resumed: the scope finishes the calls a crashed or parked run left open (resume), or is
+	// nested in one that does; the observer is told its calls are resumed.
+	resumed bool
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).
@@ -104,7 +108,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 			s.specs = append(s.specs, o.spec)
 		}
 	}
-	r.offerClientTools(s, shared)
+	s.offerClientTools(r.thread, shared, r.e.store)
 	return s, nil
 }
 
@@ -141,7 +145,8 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		}
 		t, ok := r.e.reg.Resolve(e)
 		if !ok && (e.Kind == weft.EntryAny || e.Kind == weft.EntryTool) {
-			t, ok = r.openMCPTool(s, e)
+			mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
+			t, ok = mcp.Open(r.ctx, r.e.reg.MCPServers(), e.Name, envLookup(s.env.With(s.prompt.Env, e.Env)))
 		}
 		if !ok && e.Declared != nil && previewing(r.ctx) {
 			// A preview shows a declared tool without an implementation as the file declares it.
@@ -161,7 +166,9 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		}
 		if t.MCP != nil {
 			keep = false
-			r.offerMCP(s, e, t)
+			mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
+			tools, err := mcp.Tools(r.ctx, t.MCP, envLookup(s.env.With(s.prompt.Env, e.Env)))
+			s.offerMCP(e, t, tools, err, r.e.log)
 			continue
 		}
 		o := &offered{entry: e, target: t}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
@@ -91,7 +92,7 @@ type Engine struct {
 	node       string
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
-	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), varTypesKey
 	// (an agent's name) → map[string]weft.VarType.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
@@ -214,7 +215,7 @@ func New(opt Options) (*Engine, error) {
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
-	e.secrets = vars.NewSecrets(e.reg, e.store, e.declaredOf, e.models.Keys)
+	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}
@@ -240,17 +241,18 @@ func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
 	return v, nil
 }
 
-// declaredKey is the derived cache's key of an agent's declared variable types.
-type declaredKey string
+// varTypesKey is the derived cache's key of an agent's variable types (an agent's name).
+type varTypesKey string
 
-// declaredOf returns the declared variable types of an agent's graph (cached: definitions are
-// immutable after start).
-func (e *Engine) declaredOf(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := e.derived.Load(declaredKey(a.Name)); ok {
+// varTypesOf returns the types of the variables an agent's graph declares (cached: definitions
+// are immutable after start). Not to be confused with declared tools, the command and http tools
+// of package declared (dispatch.DefinedTool).
+func (e *Engine) varTypesOf(a *weft.Agent) map[string]weft.VarType {
+	if v, ok := e.derived.Load(varTypesKey(a.Name)); ok {
 		return v.(map[string]weft.VarType)
 	}
 	d := vars.DeclaredTypes(vars.NewGraph(e.reg, a, nil).Declared())
-	e.derived.Store(declaredKey(a.Name), d)
+	e.derived.Store(varTypesKey(a.Name), d)
 	return d
 }
 
@@ -546,8 +548,8 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 	}
 	expired := map[string]json.RawMessage{}
 	for k, raw := range docs {
-		var req storedEnvRequest
-		if strings.HasPrefix(k, "env_request/") && json.Unmarshal(raw, &req) == nil && req.Status == "pending" {
+		var req dispatch.StoredEnvRequest
+		if strings.HasPrefix(k, dispatch.EnvRequestPrefix) && json.Unmarshal(raw, &req) == nil && req.Status == "pending" {
 			req.Status = "expired"
 			expired[k], _ = json.Marshal(req)
 		}

@@ -2,43 +2,22 @@ package engine
 
 import (
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 )
-
-// interruptedResult answers a non-idempotent call that was running when the process died: it
-// is not run again, since it may have had its effect.
-const interruptedResult = "Tool execution was interrupted by a restart; it may or may not have completed."
 
 // resume finishes the tool calls a crashed run left without results: a stored
 // result is never re-run; a running call is re-run only if its tool is idempotent, else it gets the
 // interrupted error; pending calls run normally. It returns whether anything was resumed, and the
 // effects the resumed calls asked for.
-func (r *run) resume() (bool, toolEffects, error) {
+func (d *dispatcher) resume() (bool, toolEffects, error) {
+	r := d.r
 	r.sync()
-	answered := map[string]bool{}
-	var open []*weft.Message
-	for _, m := range r.rows {
-		if m.Role == weft.RoleTool {
-			answered[m.ToolCallID] = true
-		}
-	}
-	for _, m := range r.rows {
-		if m.Role == weft.RoleTool || len(m.ToolCalls) == 0 || m.Status != weft.MessageCompleted {
-			continue
-		}
-		for _, c := range m.ToolCalls {
-			if !answered[c.ID] {
-				open = append(open, m)
-				break
-			}
-		}
-	}
+	open, answered := dispatch.OpenReplies(r.rows)
 	if len(open) == 0 {
 		return false, toolEffects{}, nil
 	}
 	// The effects of all the resumed calls, whichever reply made them.
 	fx := new(toolEffects)
-	r.tools.resuming = true
-	defer func() { r.tools.resuming = false }()
 	recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID)
 	if err != nil {
 		return false, *fx, err
@@ -49,7 +28,7 @@ func (r *run) resume() (bool, toolEffects, error) {
 		if rec.Status != weft.CallDone {
 			// Their results start from these records, so a start time or child reference written
 			// before the restart stays.
-			r.tools.noteCall(&recs[i])
+			d.calls.Note(&recs[i])
 		}
 	}
 	for _, m := range open {
@@ -61,14 +40,14 @@ func (r *run) resume() (bool, toolEffects, error) {
 		if err != nil {
 			return true, *fx, err
 		}
-		s.fx = fx
+		s.fx, s.resumed = fx, true
 		var pending []weft.ToolCall
 		for _, c := range m.ToolCalls {
 			if !answered[c.ID] {
 				pending = append(pending, c)
 			}
 		}
-		if err := r.resumeCalls(s, m, pending, status); err != nil {
+		if err := d.resumeCalls(s, m, pending, status); err != nil {
 			return true, *fx, err
 		}
 	}
@@ -78,14 +57,14 @@ func (r *run) resume() (bool, toolEffects, error) {
 // resumeCalls finishes a reply's unanswered calls in order; status holds their records as the
 // resume found them: a running call is answered by answerRunning or run again, a call waiting for
 // a decision parks the run, the others run normally.
-func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, status map[string]weft.ToolCallRecord) error {
+func (d *dispatcher) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, status map[string]weft.ToolCallRecord) error {
 	for i, c := range pending {
 		var next *weft.ToolCall
 		if i+1 < len(pending) {
 			next = &pending[i+1]
 		}
 		if rec, known := status[c.ID]; known && rec.Status == weft.CallRunning {
-			answered, err := r.answerRunning(s, m, rec, c, next)
+			answered, err := d.answerRunning(s, m, rec, c, next)
 			if err != nil {
 				return err
 			}
@@ -93,10 +72,10 @@ func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, st
 				continue
 			}
 		}
-		if _, _, waiting := r.decided(s, m, &c); waiting {
-			return r.awaitApproval(s, m, pending[i:])
+		if _, _, waiting := d.decided(s, m, &c); waiting {
+			return d.awaitApproval(s, m, pending[i:])
 		}
-		if _, err := r.tools.executeCall(s, m, c, next); err != nil {
+		if _, err := d.executeCall(s, m, c, next); err != nil {
 			return err
 		}
 	}
@@ -106,13 +85,13 @@ func (r *run) resumeCalls(s *scope, m *weft.Message, pending []weft.ToolCall, st
 // answerRunning answers a call that was running when its run died: with its re-attached child's
 // result, or with the interrupted error when its tool is not idempotent. answered false: the call
 // runs again.
-func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
+func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall, next *weft.ToolCall) (answered bool, err error) {
+	r := d.r
 	var stored *weft.Message
+	ctx := r.ctx // the call's, carrying its trace: a re-attached child's run nests under it
 	if r.obs != nil {
-		prev := r.tools.toolCtx
-		r.tools.toolCtx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
+		ctx = r.obs.StartTool(r.ctx, ToolCall{Call: c, Depth: s.depth, Resumed: true})
 		defer func() {
-			r.tools.toolCtx = prev
 			end := ToolEnd{Committed: err == nil && stored != nil}
 			if stored != nil {
 				end.Status, end.Result = stored.ToolStatus, stored.Content
@@ -120,20 +99,18 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 			r.obs.EndTool(end)
 		}()
 	}
-	if res, ok := r.reattach(s, rec, c); ok {
-		if r.tools.childParked != "" {
-			r.tools.childParked = ""
+	if res, parked, ok := r.reattach(ctx, s, rec, c); ok {
+		if parked != "" {
 			return true, errAwaitApproval // the child still waits for decisions
 		}
-		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		return true, err
 	}
-	if res, resultID, ok := r.resumeSubPrompt(s, m, rec, c); ok {
-		if r.tools.childParked != "" {
-			r.tools.childParked = ""
+	if res, resultID, parked, ok := r.resumeSubPrompt(s, m, rec, c); ok {
+		if parked != "" {
 			return true, errAwaitApproval // the nested run still waits for decisions
 		}
-		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)
+		stored, err = d.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
 	res, notRun, ok := r.e.takeUnstored(r.thread.ID, c.ID)
@@ -145,7 +122,7 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 	if ok {
 		// The tool finished in this process; storing its result failed (a lost connection, not a
 		// lost process): it is stored now rather than run again or answered as interrupted.
-		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
+		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
 			r.e.keepUnstored(r.thread.ID, c.ID, res)
 		}
@@ -154,6 +131,6 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 	if rec.Idempotent {
 		return false, nil
 	}
-	stored, err = r.tools.storeResult(s, m, c, weft.Failure(interruptedResult), weft.NewID("msg_"), next)
+	stored, err = d.storeResult(s, m, c, weft.Failure(dispatch.InterruptedResult), weft.NewID("msg_"), next)
 	return true, err
 }

@@ -460,7 +460,7 @@ type run struct {
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
-	tools dispatch
+	tools dispatcher
 	// hooks runs the run's hooks.
 	hooks hooks.Runner
 	// model makes the run's model calls and counts the last-line redaction hits.

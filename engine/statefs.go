@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 )
 
 // storeAttachments writes new attachments (data) under /attachments/ and resolves references.
@@ -20,7 +21,7 @@ func (s stateMessages) storeAttachments(ctx context.Context, in []weft.ToolAttac
 // files.
 func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
 	var out []weft.Attachment
-	var files []newFile
+	var files []dispatch.NewFile
 	now := s.e.clock.Now()
 	for _, a := range in {
 		if a.IsRef() {
@@ -43,11 +44,11 @@ func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolA
 		if mt == "" {
 			mt = "application/octet-stream"
 		}
-		p := attachmentPath(now, a.Name, mt)
-		f := newFile{info: weft.FileInfo{Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
-			data: a.Data, att: weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height}}
+		p := dispatch.AttachmentPath(now, a.Name, mt)
+		f := dispatch.NewFile{Info: weft.FileInfo{Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
+			Data: a.Data, Att: weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: a.Name, MimeType: mt, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height}}
 		files = append(files, f)
-		out = append(out, f.att)
+		out = append(out, f.Att)
 	}
 	if len(files) == 0 && then == nil {
 		return out, nil
@@ -58,7 +59,7 @@ func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolA
 	}
 	err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), func(tx weft.Tx) error {
 		for _, f := range files {
-			if err := tx.WriteFile(&f.info, f.data); err != nil {
+			if err := tx.WriteFile(&f.Info, f.Data); err != nil {
 				return err
 			}
 		}

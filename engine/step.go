@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
 )
@@ -292,7 +293,7 @@ func (r *run) replyOf(s *scope, res *modelcall.Result, msgID, parentID string) *
 	resp := res.Resp
 	calls := r.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
-		ToolCalls: r.redactCalls(calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
+		ToolCalls: dispatch.RedactCalls(r.red, calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
 		LogID: res.Log.ID, RunID: r.id}
 	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
 		msg.Reasoning = r.red.String(resp.Reasoning)
@@ -308,7 +309,7 @@ func (r *run) replyOf(s *scope, res *modelcall.Result, msgID, parentID string) *
 		if msg.Metadata == nil {
 			msg.Metadata = map[string]any{}
 		}
-		msg.Metadata["structured"] = r.redactValue(res.Structured)
+		msg.Metadata["structured"] = dispatch.RedactValue(r.red, res.Structured)
 	}
 	if len(resp.ReasoningBlocks) > 0 && (s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude) {
 		// Provider reasoning blocks (thinking with signatures) are kept verbatim for replay.
@@ -397,14 +398,14 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		for i, c := range calls {
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
-				Status: weft.CallPending, Idempotent: r.idempotent(s, c.Name)}
+				Status: weft.CallPending, Idempotent: s.idempotent(c.Name)}
 			if i == 0 {
 				r.tools.markRunning(s, rec)
 			}
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.tools.noteCall(rec)
+			r.tools.calls.Note(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {
@@ -522,7 +523,7 @@ func (r *run) providerResults(s *scope, res *modelcall.Result, msg *weft.Message
 		if pr.Status == weft.ToolError {
 			tm.ToolStatus = weft.ToolError
 		}
-		tm.Content = toolContent(tm.ToolStatus, r.red.String(pr.Content))
+		tm.Content = dispatch.Content(tm.ToolStatus, r.red.String(pr.Content))
 		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.Model.Provider}
 		if len(pr.Raw) > 0 {
 			// Kept verbatim for replay, unless redaction had to change it.
@@ -585,15 +586,6 @@ func providerIDs(orig, used []weft.ToolCall) map[string]any {
 		}
 	}
 	return m
-}
-
-func (r *run) idempotent(s *scope, name string) bool {
-	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
-		return o.target.Tool.Idempotent
-	} else if ok && o.target.MCP != nil {
-		return o.target.MCP.Idempotent
-	}
-	return false
 }
 
 // insertAssistant stores an assistant note of the runtime (repeated errors, hook blocks).

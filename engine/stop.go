@@ -227,12 +227,12 @@ func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
 			if err := tx.InsertMessage(tm); err != nil {
 				return nil, err
 			}
-			done := r.tools.doneRecord(c, m.ID, r.now())
+			done := r.tools.calls.Done(c, m.ID, r.now())
 			done.ResultMessageID = tm.ID
 			if err := tx.PutToolCall(done); err != nil {
 				return nil, err
 			}
-			r.tools.noteCall(done)
+			r.tools.calls.Note(done)
 			rows = append(rows, tm)
 		}
 	}

@@ -13,27 +13,29 @@ import (
 	"github.com/weft-agents/weft/engine/vars"
 )
 
-// callSubagent answers a call of a dual_ai agent listed as a tool (children.Room.Call).
-func (r *run) callSubagent(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
-	return r.e.subagents.Call(subagentCall{lifecycleCall{r, s}, o, c, msg}, children.Entry{Entry: o.entry, Agent: o.target.Agent}, args)
+// callSubagent answers a call of a dual_ai agent listed as a tool (children.Room.Call). ctx is the
+// tool call's (carrying its trace: the child's run nests under the call); parked is the child's id
+// when it stopped awaiting approval: no result then, the call stays running.
+func (r *run) callSubagent(ctx context.Context, s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) (res weft.ToolResult, parked string) {
+	p := subagentCall{lifecycleCall{r, s}, ctx, o, c, msg, &parked}
+	res = r.e.subagents.Call(p, children.Entry{Entry: o.entry, Agent: o.target.Agent}, args)
+	return res, parked
 }
 
 // subagentCall is a run's call of a subagent as engine/children's Caller.
 type subagentCall struct {
 	lifecycleCall
+	ctx context.Context // the tool call's
 	o   *offered
 	c   weft.ToolCall
 	msg *weft.Message // the reply holding the call (nil: an immediate start)
+	// parked receives the child's id when it parks the call (the caller returns it).
+	parked *string
 }
 
 // Context is the tool call's context when it is observed: the child's run nests under the call
 // in traces.
-func (p subagentCall) Context() context.Context {
-	if p.r.tools.toolCtx != nil {
-		return p.r.tools.toolCtx
-	}
-	return p.r.ctx
-}
+func (p subagentCall) Context() context.Context { return p.ctx }
 
 // Create creates the called agent's child, with the entry's init properties.
 func (p subagentCall) Create(_ children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
@@ -48,19 +50,19 @@ func (p subagentCall) Reserve(ref string) error {
 	r := p.r
 	meta, _ := json.Marshal(subagentMeta{Ref: ref})
 	now := r.now()
-	rec := r.tools.recordOf(p.c, p.msg.ID)
+	rec := r.tools.calls.Of(p.c, p.msg.ID)
 	rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 	return r.tx(func(tx weft.Tx) error {
 		if err := tx.PutToolCall(rec); err != nil {
 			return err
 		}
-		r.tools.noteCall(rec)
+		r.tools.calls.Note(rec)
 		return nil
 	})
 }
 
 // Park leaves the call running: the run stops with it until the child's calls are decided.
-func (p subagentCall) Park(childID string) { p.r.tools.childParked = childID }
+func (p subagentCall) Park(childID string) { *p.parked = childID }
 
 // subagentMeta is the metadata of a blocking subagent call.
 type subagentMeta struct {
@@ -69,37 +71,39 @@ type subagentMeta struct {
 
 // reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
 // it was created) resumes and its result answers the call; a child never created is created now.
-func (r *run) reattach(s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, bool) {
+// ctx is the call's; parked is callSubagent's.
+func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, parked string, ok bool) {
 	var meta subagentMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.Ref == "" {
-		return weft.ToolResult{}, false
+		return weft.ToolResult{}, "", false
 	}
 	o, ok := s.offered[c.Name]
 	if !ok || o.target.Agent == nil {
-		return weft.ToolResult{}, false
+		return weft.ToolResult{}, "", false
 	}
 	child, err := r.e.store.Thread(r.ctx, meta.Ref)
 	if err != nil {
 		if weft.ErrorCode(err) != weft.ENotFound {
-			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), true
+			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), "", true
 		}
 		_, args, _, errText := r.tools.prepareCall(s, c, false)
 		if errText != "" {
-			return weft.Failure(errText), true
+			return weft.Failure(errText), "", true
 		}
 		var fail *weft.ToolResult
 		if child, fail = r.createChild(s, o, args, meta.Ref, nil); fail != nil {
-			return *fail, true
+			return *fail, "", true
 		}
 	}
 	if child.Status == weft.ThreadTerminated {
 		// The child finished, but the parent died before storing its result.
 		if out, ok := children.Recorded(child); ok {
-			return out, true
+			return out, "", true
 		}
-		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), true
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), "", true
 	}
-	return r.e.subagents.Await(subagentCall{lifecycleCall{r, s}, o, c, nil}, child, o.target.Agent, true), true
+	res = r.e.subagents.Await(subagentCall{lifecycleCall{r, s}, ctx, o, c, nil, &parked}, child, o.target.Agent, true)
+	return res, parked, true
 }
 
 // createChild creates a subagent's thread and queues its initial rows: arguments
@@ -127,7 +131,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		}
 		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.declaredOf(target)}
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypesOf(target)}
 	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		if env != nil {
 			// Values were provided for a request and some are still missing.
@@ -140,7 +144,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 			return nil, &f
 		}
 		// Nothing is created: a pending request lets a person supply the values.
-		return nil, r.requestEnv(s, o, args, decls, missing)
+		return nil, r.tools.requestEnv(s, o, args, decls, missing)
 	}
 	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, e, s.side, args, r.now())
 	if err != nil {
@@ -232,7 +236,8 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 			res = r.e.subagents.StartImmediate(lifecycleCall{r, s}, st.o.continuable(), st.args)
 			keep = res.Status != weft.ToolSuccess
 		} else {
-			res = r.callSubagent(s, st.o, c, nil, st.args)
+			// (A blocking child that parks answers with no result: it is not awaited here.)
+			res, _ = r.callSubagent(r.ctx, s, st.o, c, nil, st.args)
 			keep = weft.Flag(st.o.entry.Blocking, true) || res.Status != weft.ToolSuccess
 		}
 		if !keep {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
@@ -18,27 +19,28 @@ const subPromptSteps = 25
 // hang under the caller's tool message and stay invisible to the caller; it loops until a reply
 // without tool calls and returns one string shaped by the entry's include* keys.
 // When a call inside waits for a person's approval, the nested run parks with the caller's run
-// (r.tools.childParked is set) and resumeSubPrompt goes on from its stored rows once it is decided.
-func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) weft.ToolResult {
+// (parked is the nested rows' parent id, and there is no result) and resumeSubPrompt goes on from
+// its stored rows once it is decided.
+func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) (res weft.ToolResult, parked string) {
 	p := o.target.Prompt
 	e := o.entry
 	s, err := r.newScope(p, caller.depth+1, caller.side, args)
 	if err != nil {
-		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
+		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 	}
 	// The nested rows hang under the caller's (pre-allocated) tool message id; its effects are the
 	// caller's step's.
-	s.parentID, s.fx = parentID, caller.fx
+	s.parentID, s.fx, s.resumed = parentID, caller.fx, caller.resumed
 	s.via = &subCall{scope: caller, msgID: msgID, call: c, resultID: parentID}
 	n := nestedRun{r: r, caller: caller, s: s, e: e}
 	init, err := n.initMessage(args)
 	if err != nil {
-		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
+		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 	}
 	if init != nil {
 		// Streamed as every row is: recorded with the row when the run records its events.
 		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, init) }); err != nil {
-			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
+			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 		}
 		r.addRow(*init)
 		r.emitUnrecorded(*init)
@@ -56,7 +58,8 @@ type nestedRun struct {
 }
 
 // loop runs the nested run from the given step on; calls are the calls its earlier steps ran.
-func (n nestedRun) loop(first int, calls []callResult) weft.ToolResult {
+// parked is callSubPrompt's.
+func (n nestedRun) loop(first int, calls []callResult) (res weft.ToolResult, parked string) {
 	r, s := n.r, n.s
 	p := s.prompt
 	var final string
@@ -89,23 +92,22 @@ func (n nestedRun) loop(first int, calls []callResult) weft.ToolResult {
 			final = msg.Content
 			if v, ok := msg.Metadata["structured"]; ok {
 				// A structured sub-prompt returns its value, as JSON, and nothing else.
-				return weft.Success(canonicalJSON(v))
+				return weft.Success(dispatch.CanonicalJSON(v)), ""
 			}
 			break
 		}
 		s.toolCalled = true
-		res, err := r.tools.executeCalls(s, msg, stepCalls)
-		calls = append(calls, res...)
+		ran, err := r.tools.executeCalls(s, msg, stepCalls)
+		calls = append(calls, ran...)
 		if errors.Is(err, errAwaitApproval) {
-			r.tools.childParked = s.parentID
-			return weft.ToolResult{}
+			return weft.ToolResult{}, s.parentID
 		}
 		if err != nil {
 			failure = err
 			break
 		}
 	}
-	return subPromptResult(p.Name, n.e, final, calls, failure, r.red)
+	return subPromptResult(p.Name, n.e, final, calls, failure, r.red), ""
 }
 
 // subCall is the call that runs a sub-prompt's nested run. A call inside that waits for approval
@@ -130,7 +132,7 @@ type subPromptMeta struct {
 func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
 	for v := s.via; v != nil; v = v.scope.via {
-		rec := r.tools.recordOf(v.call, v.msgID)
+		rec := r.tools.calls.Of(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
@@ -150,30 +152,31 @@ func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 // that parked (its record names the nested rows' parent): the nested rows come from the store, the
 // open reply's calls are finished as resume finishes a top-level reply's, and the loop goes on
 // from the next step. ok false: the call is no parked sub-prompt call. The result is to be stored
-// under resultID, unless the nested run parks again (r.tools.childParked).
-func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, resultID string, ok bool) {
+// under resultID, unless the nested run parks again (parked is then resultID, and there is no
+// result).
+func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, resultID, parked string, ok bool) {
 	var meta subPromptMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.ResultID == "" {
-		return weft.ToolResult{}, "", false
+		return weft.ToolResult{}, "", "", false
 	}
 	o, found := caller.offered[c.Name]
 	if !found || o.target.Prompt == nil {
-		return weft.ToolResult{}, "", false
+		return weft.ToolResult{}, "", "", false
 	}
 	p, e := o.target.Prompt, o.entry
-	fail := func(err error) (weft.ToolResult, string, bool) {
-		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, true
+	fail := func(err error) (weft.ToolResult, string, string, bool) {
+		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
 	}
-	r.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	r.tools.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
 	_, args, _, errText := r.tools.prepareCall(caller, c, false)
 	if errText != "" {
-		return weft.Failure(errText), meta.ResultID, true
+		return weft.Failure(errText), meta.ResultID, "", true
 	}
 	s, err := r.newScope(p, caller.depth+1, caller.side, args)
 	if err != nil {
 		return fail(err)
 	}
-	s.parentID, s.fx = meta.ResultID, caller.fx
+	s.parentID, s.fx, s.resumed = meta.ResultID, caller.fx, caller.resumed
 	s.via = &subCall{scope: caller, msgID: m.ID, call: c, resultID: meta.ResultID}
 	n := nestedRun{r: r, caller: caller, s: s, e: e}
 	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{Limit: -1, MaxDepth: s.depth, AfterSeq: m.Seq})
@@ -207,27 +210,27 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		if len(last.ToolCalls) == 0 {
 			// The nested run had ended; its caller had not stored the result yet.
 			if v, ok := last.Metadata["structured"]; ok {
-				return weft.Success(canonicalJSON(v)), meta.ResultID, true
+				return weft.Success(dispatch.CanonicalJSON(v)), meta.ResultID, "", true
 			}
-			return subPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red), meta.ResultID, true
+			return subPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red), meta.ResultID, "", true
 		}
 		if len(pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
-			for _, rec := range r.tools.callRecs {
+			for _, rec := range r.tools.calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.resumeCalls(s, last, pending, status)
+			err := r.tools.resumeCalls(s, last, pending, status)
 			if errors.Is(err, errAwaitApproval) {
-				r.tools.childParked = s.parentID
-				return weft.ToolResult{}, meta.ResultID, true
+				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}
 			if err != nil {
-				return subPromptResult(p.Name, e, "", n.calls(), err, r.red), meta.ResultID, true
+				return subPromptResult(p.Name, e, "", n.calls(), err, r.red), meta.ResultID, "", true
 			}
 		}
 	}
-	return n.loop(len(replies)+1, n.calls()), meta.ResultID, true
+	res, parked = n.loop(len(replies)+1, n.calls())
+	return res, meta.ResultID, parked, true
 }
 
 // calls rebuilds, from the nested run's stored rows, the calls it ran for its result's tool and
@@ -238,7 +241,7 @@ func (n nestedRun) calls() []callResult {
 	edited := map[string]string{}
 	if recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID); err == nil {
 		for i := range recs {
-			if a := ApprovalOf(&recs[i]); a.Status == approvalApproved && len(a.Arguments) > 0 {
+			if a := ApprovalOf(&recs[i]); a.Status == dispatch.Approved && len(a.Arguments) > 0 {
 				edited[recs[i].CallID] = string(a.Arguments)
 			}
 		}

@@ -1,0 +1,130 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weft-agents/weft"
+)
+
+// Decision is a person's answer to a tool call that waits for approval.
+type Decision struct {
+	// Approve runs the call; false denies it.
+	Approve bool
+	// Arguments, when approving, replace the model's arguments (a JSON object, validated against
+	// the tool's schema); nil keeps them.
+	Arguments json.RawMessage
+	// Reason says why a call is denied; the model reads it in the call's error result.
+	Reason string
+	// By names who decided (a user id); it is kept on the call record.
+	By string
+}
+
+// ApprovalState is the approval state of a tool call, kept in its record's meta under "approval".
+type ApprovalState struct {
+	// Status is awaiting, approved or denied ("" for a call that needs no approval).
+	Status string `json:"status"`
+	// Arguments are the edited arguments an approval ran the call with (nil = the model's).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Reason is a denial's reason.
+	Reason string `json:"reason,omitempty"`
+	// By and At say who decided, and when.
+	By string     `json:"by,omitempty"`
+	At *time.Time `json:"at,omitempty"`
+}
+
+// The approval states.
+const (
+	// Awaiting: the call waits for a decision.
+	Awaiting = "awaiting"
+	// Approved: the call runs, with the edited arguments if any.
+	Approved = "approved"
+	// Denied: the call is answered with the denial's reason and never runs.
+	Denied = "denied"
+)
+
+// ApprovalOf reads a call record's approval state (zero when none).
+func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState {
+	var m struct {
+		Approval ApprovalState `json:"approval"`
+	}
+	if rec != nil && len(rec.Meta) > 0 {
+		_ = json.Unmarshal(rec.Meta, &m)
+	}
+	return m.Approval
+}
+
+// WithApproval returns the record's meta with its approval state set (other keys kept).
+func WithApproval(meta json.RawMessage, a ApprovalState) json.RawMessage {
+	m := map[string]any{}
+	if len(meta) > 0 {
+		_ = json.Unmarshal(meta, &m)
+	}
+	m["approval"] = a
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// Decided returns what a stored decision makes of a call about to run: approved, c's arguments
+// become the edited ones, if any; denied, res is its error result and the call does not run
+// (done); with no decision yet the call waits (waiting).
+func Decided(rec *weft.ToolCallRecord, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+	a := ApprovalOf(rec)
+	switch a.Status {
+	case Approved:
+		if len(a.Arguments) > 0 {
+			c.Arguments = string(a.Arguments)
+		}
+		return weft.ToolResult{}, false, false
+	case Denied:
+		reason := a.Reason
+		if reason == "" {
+			reason = "the call was not approved"
+		}
+		return weft.Failure("denied: " + reason), true, false
+	}
+	return weft.ToolResult{}, false, true
+}
+
+// Decidable reports why a person cannot decide call rec now (EConflict: it was decided already,
+// or does not wait for approval), or nil.
+func Decidable(rec *weft.ToolCallRecord) error {
+	if rec.Status == weft.CallAwaitingApproval {
+		return nil
+	}
+	if a := ApprovalOf(rec); a.Status == Approved || a.Status == Denied {
+		return weft.Errorf(weft.EConflict, "tool call %s was already %s", rec.CallID, a.Status)
+	}
+	return weft.Errorf(weft.EConflict, "tool call %s is not waiting for approval (status %s)", rec.CallID, rec.Status)
+}
+
+// State is the approval state d gives a call, decided at at.
+func (d Decision) State(at time.Time) ApprovalState {
+	if d.Approve {
+		return ApprovalState{Status: Approved, Arguments: d.Arguments, By: d.By, At: &at}
+	}
+	return ApprovalState{Status: Denied, Reason: d.Reason, By: d.By, At: &at}
+}
+
+// DecideCall returns rec once a decides it: pending again, to run (or be answered, when denied) when
+// its run goes on. waiting are the thread's calls that wait for approval, read under the thread's
+// writer: rec must be among them (else EConflict: it was decided meanwhile), and others counts
+// those of rec's reply still waiting besides it.
+func DecideCall(rec *weft.ToolCallRecord, a ApprovalState, waiting []weft.ToolCallRecord) (up weft.ToolCallRecord, others int, err error) {
+	found := false
+	for _, c := range waiting {
+		switch {
+		case c.CallID == rec.CallID:
+			found = true
+		case c.MessageID == rec.MessageID:
+			others++
+		}
+	}
+	if !found {
+		return weft.ToolCallRecord{}, others, weft.Errorf(weft.EConflict, "tool call %s was decided meanwhile", rec.CallID)
+	}
+	up = *rec
+	up.Status = weft.CallPending
+	up.Meta = WithApproval(rec.Meta, a)
+	return up, others, nil
+}
