@@ -148,8 +148,7 @@ func (p *reports) deliverSeq(ctx context.Context, child *weft.Thread, owner weft
 	if err != nil {
 		return err
 	}
-	ps := newState(stateCore{e: p.e, thread: parent})
-	stored, err := ps.storeAttachments(ctx, atts)
+	stored, err := outsideState(p.e, parent).StoreAttachments(ctx, atts)
 	if err != nil {
 		return err
 	}

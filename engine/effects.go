@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/threadstate"
 )
 
 // effectClaimTTL bounds how long a claimed effect may run before another node may take it over.
@@ -95,7 +96,7 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		finish(weft.EffectFailed, err.Error(), time.Time{})
 		return
 	}
-	st := newState(stateCore{e: e, thread: t, ctx: ctx, effect: &rec})
+	st := threadstate.New(threadstate.Core{Engine: stateHost{e}, Thread: t, Effect: &rec})
 	err = call(func() error { return def.Run(ctx, st, args) })
 	if err == nil {
 		finish(weft.EffectCompleted, "", time.Time{})
@@ -116,61 +117,4 @@ func (e *Engine) redactorFor(ctx context.Context, threadID string) func(string) 
 		return f
 	}
 	return func(s string) string { return s }
-}
-
-// scheduleEffect stores a durable effect row (State.ScheduleEffect).
-func (s stateEffects) scheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
-	def, ok := s.e.reg.Effect(name)
-	if !ok {
-		return "", fmt.Errorf("%w: %q", weft.ErrUnknownEffect, name)
-	}
-	if delay < 0 {
-		return "", weft.Errorf(weft.EInvalid, "an effect's delay must not be negative")
-	}
-	var raw json.RawMessage
-	if args != nil {
-		b, err := json.Marshal(args)
-		if err != nil {
-			return "", fmt.Errorf("effect %s arguments: %w", name, err)
-		}
-		raw = b
-	}
-	rec := &weft.EffectRecord{ThreadID: s.thread.ID, Name: name, Args: raw, RunAt: s.e.clock.Now().UTC().Add(delay),
-		MaxAttempts: max(def.MaxAttempts, 1)}
-	if err := s.e.store.ScheduleEffect(ctx, rec); err != nil {
-		return "", err
-	}
-	s.e.effectScheduled()
-	s.emit(ctx, "effect_changed", Fields{"id": rec.ID, "name": name, "status": rec.Status})
-	return rec.ID, nil
-}
-
-// ScheduleEffect stores a durable effect to run after delay and returns its id.
-func (s stateEffects) ScheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
-	return s.scheduleEffect(ctx, name, args, delay)
-}
-
-// ScheduledEffects lists the thread's effects.
-func (s stateEffects) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord, error) {
-	return s.e.store.Effects(ctx, s.thread.ID)
-}
-
-// CancelEffect cancels a pending effect of the thread.
-func (s stateEffects) CancelEffect(ctx context.Context, id string) error {
-	// The event names the effect, as every effect_changed does.
-	effects, err := s.e.store.Effects(ctx, s.thread.ID)
-	if err != nil {
-		return err
-	}
-	name := ""
-	for _, e := range effects {
-		if e.ID == id {
-			name = e.Name
-		}
-	}
-	if err := s.e.store.CancelEffect(ctx, s.thread.ID, id); err != nil {
-		return err
-	}
-	s.emit(ctx, "effect_changed", Fields{"id": id, "name": name, "status": weft.EffectCanceled})
-	return nil
 }

@@ -480,8 +480,7 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 		if err != nil {
 			return err
 		}
-		st := newState(stateCore{e: e, thread: t})
-		_, err = st.storeAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
+		_, err = outsideState(e, t).StoreAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
 			q.Attachments = atts
 			return tx.PushQueue(q)
 		})

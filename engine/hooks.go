@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/threadstate"
 )
 
 // activeHooks returns the hooks of a point active for the executing prompt: the prompt's `hooks`
@@ -36,13 +37,13 @@ func (r *run) scopeHookIDs(s *scope) []string {
 	return r.agent.Hooks
 }
 
-func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadState) {
+func (r *run) scopeHooks(s *scope, point weft.HookPoint) ([]*weft.Hook, *threadstate.State) {
 	ids := r.scopeHookIDs(s)
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	x := &execution{r: r, s: s}
-	return r.activeHooks(x, point), newState(stateCore{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx})
+	return r.activeHooks(x, point), x.state()
 }
 
 // hookFailed logs a hook's error or panic; the hook is skipped.
@@ -66,8 +67,8 @@ func call(fn func() error) (err error) {
 func asBlocked(err error, be **weft.BlockedError) bool { return errors.As(err, be) }
 
 // hookToolCall runs tool_call_started (res nil) or tool_call_done; they only observe.
-func (r *run) hookToolCall(s *scope, st *threadState, point weft.HookPoint, c weft.ToolCall, res *weft.ToolResult) {
-	for _, h := range r.activeHooks(st.exec, point) {
+func (r *run) hookToolCall(s *scope, st *threadstate.State, point weft.HookPoint, c weft.ToolCall, res *weft.ToolResult) {
+	for _, h := range r.activeHooks(execOf(st), point) {
 		var err error
 		if res == nil {
 			f, _ := weft.HookFunc[weft.ToolCallFunc](*h)
@@ -84,12 +85,12 @@ func (r *run) hookToolCall(s *scope, st *threadState, point weft.HookPoint, c we
 
 // hookAfterToolCall runs after_tool_call_success or _failure; keep is false when a hook returned nil
 // (the call is removed and no tool message stored).
-func (r *run) hookAfterToolCall(s *scope, st *threadState, c weft.ToolCall, res weft.ToolResult) (weft.ToolResult, bool) {
+func (r *run) hookAfterToolCall(s *scope, st *threadstate.State, c weft.ToolCall, res weft.ToolResult) (weft.ToolResult, bool) {
 	point := weft.HookAfterToolCallSuccess
 	if res.Status == weft.ToolError {
 		point = weft.HookAfterToolCallFailure
 	}
-	for _, h := range r.activeHooks(st.exec, point) {
+	for _, h := range r.activeHooks(execOf(st), point) {
 		f, _ := weft.HookFunc[weft.ToolResultFunc](*h)
 		var out *weft.ToolResult
 		if err := call(func() (err error) { out, err = f(r.ctx, st, c, res); return }); err != nil {
@@ -104,8 +105,8 @@ func (r *run) hookAfterToolCall(s *scope, st *threadState, c weft.ToolCall, res 
 	return res, true
 }
 
-func (r *run) hookBeforeStore(s *scope, st *threadState, c weft.ToolCall, res weft.ToolResult) weft.ToolResult {
-	for _, h := range r.activeHooks(st.exec, weft.HookBeforeStoreToolResult) {
+func (r *run) hookBeforeStore(s *scope, st *threadstate.State, c weft.ToolCall, res weft.ToolResult) weft.ToolResult {
+	for _, h := range r.activeHooks(execOf(st), weft.HookBeforeStoreToolResult) {
 		f, _ := weft.HookFunc[weft.StoreToolResultFunc](*h)
 		var out weft.ToolResult
 		if err := call(func() (err error) { out, err = f(r.ctx, st, c, res); return }); err != nil {
@@ -122,10 +123,11 @@ func (r *run) runStoppedHooks(info weft.StopInfo) {
 	if len(hooks) == 0 {
 		return
 	}
-	st := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: context.WithoutCancel(r.ctx)})
+	ctx := context.WithoutCancel(r.ctx)
+	st := runState(r, nil)
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.RunStoppedFunc](*h)
-		if err := call(func() error { return f(st.ctx, st, info) }); err != nil {
+		if err := call(func() error { return f(ctx, st, info) }); err != nil {
 			r.hookFailed(h, err)
 		}
 	}
@@ -133,7 +135,7 @@ func (r *run) runStoppedHooks(info weft.StopInfo) {
 
 // runThreadCreatedHooks runs after_thread_created with a State outside any run.
 func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *weft.Agent) error {
-	st := newState(stateCore{e: e, thread: t, ctx: ctx})
+	st := outsideState(e, t)
 	for _, h := range e.hooksFor(a.Hooks, weft.HookAfterThreadCreated) {
 		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
 		if err := call(func() error { return f(ctx, st) }); err != nil {

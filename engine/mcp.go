@@ -85,7 +85,7 @@ func (r *run) offerMCP(s *scope, e weft.ToolEntry, t weft.Target) {
 }
 
 // callMCP runs one MCP tool call, bounded by the server's timeout.
-func (r *run) callMCP(s *scope, st *threadState, o *offered, args map[string]any) weft.ToolResult {
+func (r *run) callMCP(ctx context.Context, s *scope, o *offered, args map[string]any) weft.ToolResult {
 	t := o.target
 	if r.e.opt.MCP == nil {
 		return weft.Failure(fmt.Sprintf("Tool %q belongs to MCP server %q, and this engine has no MCP client.", t.Name, t.MCP.Name))
@@ -95,7 +95,7 @@ func (r *run) callMCP(s *scope, st *threadState, o *offered, args map[string]any
 		raw = []byte("{}")
 	}
 	limit := mcpTimeout(t.MCP)
-	ctx, cancel := context.WithTimeout(st.ctx, limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	out, err := r.e.opt.MCP.Call(ctx, t.MCP, t.MCPTool, raw, envLookup(s.env.With(s.prompt.Env, o.entry.Env)))
 	if err != nil {

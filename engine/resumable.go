@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/threadstate"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -32,13 +33,10 @@ const (
 )
 
 // subagentProperty is the child thread property holding its registry row.
-const subagentProperty = "weft.subagent"
+const subagentProperty = threadstate.SubagentProperty
 
 // registryRow is a child's registry row as stored on the child thread.
-func registryRow(t *weft.Thread) (map[string]any, bool) {
-	m, ok := t.Properties[subagentProperty].(map[string]any)
-	return m, ok
-}
+func registryRow(t *weft.Thread) (map[string]any, bool) { return threadstate.RegistryRow(t) }
 
 // liveChildren lists the thread's non-terminated resumable children owned by side.
 func (r *run) liveChildren(side weft.Side) ([]*weft.Thread, error) {
@@ -105,7 +103,7 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	case toolSubagentMessage:
 		return r.subagentMessage(s, args)
 	case toolNotifyParent:
-		st := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: r.ctx})
+		st := runState(r, nil)
 		if err := st.NotifyParent(context.WithoutCancel(r.ctx), initText(args["message"]), attachmentPaths(args["attachments"])...); err != nil {
 			return weft.Failure(r.red.Error(err))
 		}

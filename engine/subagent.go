@@ -307,8 +307,8 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
-	parent := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})
-	cs := newState(stateCore{e: r.e, thread: child, ctx: ctx})
+	parent := runState(r, nil)
+	cs := outsideState(r.e, child)
 	for _, h := range hooks {
 		f, _ := weft.HookFunc[weft.SubagentCreatedFunc](*h)
 		if err := call(func() error { return f(ctx, parent, cs) }); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"mime"
-	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/threadstate"
 	"github.com/weft-agents/weft/schema"
 )
 
@@ -176,8 +175,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 			break
 		}
 		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
-		st := d.r.state_(exec)
-		st.ctx = ctx
+		st := exec.state()
 		if d.r.e.observed() && !started {
 			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
@@ -185,7 +183,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		if err := d.r.flushEvents(); err != nil {
 			return res, err
 		}
-		res.result = d.invoke(s, st, tool, c, res.args, res.raw, msg)
+		res.result = d.invoke(ctx, s, st, tool, c, res.args, res.raw, msg)
 		d.r.sync() // what the tool's State changed, before its result is redacted and stored
 		if d.childParked != "" {
 			d.childParked = ""
@@ -337,7 +335,7 @@ func (d *dispatch) missingVariable(s *scope, o *offered) string {
 
 // invoke runs the call's target and turns every failure into an error result.
 // A Go tool takes raw when prepareCall gave it, args encoded otherwise.
-func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult) {
+func (d *dispatch) invoke(ctx context.Context, s *scope, st *threadstate.State, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}
@@ -348,13 +346,13 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 	case o.lifecycle != "":
 		return d.r.callLifecycle(s, o, c, msg, args)
 	case t.Prompt != nil:
-		return d.r.callSubPrompt(s, o, c, msg.ID, args, st.exec.resultID)
+		return d.r.callSubPrompt(s, o, c, msg.ID, args, execOf(st).resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return d.r.startHandoff(s, o, args)
 	case t.Agent != nil:
 		return d.r.callSubagent(s, o, c, msg, args)
 	case t.MCP != nil:
-		return d.r.callMCP(s, st, o, args)
+		return d.r.callMCP(ctx, s, o, args)
 	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
 		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider))
 	}
@@ -364,7 +362,6 @@ func (d *dispatch) invoke(s *scope, st *threadState, o *offered, c weft.ToolCall
 			raw = []byte("{}")
 		}
 	}
-	ctx := st.ctx
 	if t.Tool.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Tool.Timeout.D())
@@ -496,7 +493,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	d.r.afterInsert(s, tm)
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
-		st := newState(stateCore{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx})
+		st := runState(d.r, nil)
 		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
@@ -617,7 +614,7 @@ func (d *dispatch) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []we
 		if a.Data == nil {
 			return nil, nil, fmt.Errorf("attachment %q has neither data nor a path", a.Name)
 		}
-		p := attachmentPath(d.r.now(), a.Name, a.MimeType)
+		p := threadstate.AttachmentPath(d.r.now(), a.Name, a.MimeType)
 		files = append(files, newFile{
 			info: weft.FileInfo{Path: p, Name: a.Name, MimeType: a.MimeType, Size: int64(len(a.Data)), Width: a.Width, Height: a.Height},
 			data: a.Data,
@@ -625,19 +622,6 @@ func (d *dispatch) prepareAttachments(in []weft.ToolAttachment) ([]newFile, []we
 		})
 	}
 	return files, refs, nil
-}
-
-// attachmentPath names a new attachment /attachments/<unix-ms>-<8 hex>.<ext>.
-func attachmentPath(now time.Time, name, mimeType string) string {
-	ext := strings.ToLower(path.Ext(name))
-	if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "/\\") {
-		ext = ""
-		if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-			ext = exts[0]
-		}
-	}
-	id := weft.NewID("")
-	return fmt.Sprintf("/attachments/%d-%s%s", now.UnixMilli(), id[len(id)-8:], ext)
 }
 
 func orDefault(s, def string) string {
@@ -714,9 +698,8 @@ func (d *dispatch) runQueuedTools(s *scope) error {
 				res = weft.Failure(errText)
 			} else {
 				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				st := d.r.state_(exec)
-				st.ctx = ctx
-				res = d.invoke(qs, st, o, c, args, raw, &weft.Message{})
+				st := exec.state()
+				res = d.invoke(ctx, qs, st, o, c, args, raw, &weft.Message{})
 			}
 		}
 		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
