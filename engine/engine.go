@@ -85,7 +85,7 @@ type Engine struct {
 	node       string
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
-	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (scope.go), declaredKey
 	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
 	// request to a model that declares no window may take, as a context-length refusal taught it
 	// (int; summary.go): summarize folds ahead of time with it.
