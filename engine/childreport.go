@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/threadstate"
 )
 
 // reports carries children's outcomes and messages to their parents: each report queued once per
@@ -47,7 +48,7 @@ func (p *reports) report(ctx context.Context, child *weft.Thread, owner weft.Sid
 	var atts []weft.ToolAttachment
 	for _, a := range out.Attachments {
 		if a.IsRef() {
-			if c, err := p.e.readFileAttachment(ctx, child.ID, a.Path); err == nil {
+			if c, err := threadstate.ReadFileAttachment(ctx, p.e.store, child.ID, a.Path); err == nil {
 				atts = append(atts, c)
 			}
 		}
@@ -172,23 +173,6 @@ func (p *reports) deliverSeq(ctx context.Context, child *weft.Thread, owner weft
 	}
 	p.e.wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID), nil)
 	return nil
-}
-
-// readFileAttachment reads a file of a thread as a new attachment for another thread.
-func (e *Engine) readFileAttachment(ctx context.Context, threadID, p string) (weft.ToolAttachment, error) {
-	clean, err := weft.CleanPath(p)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	fi, err := e.store.Files().Stat(ctx, threadID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	data, err := e.store.Files().ReadFile(ctx, threadID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, nil
 }
 
 // awaiting is a child a blocking call awaits: the calls waiting, and the outcomes of background

@@ -100,9 +100,6 @@ func (h stateHost) Tx(ctx context.Context, threadID string, fence *weft.Fence, r
 }
 func (h stateHost) EmitOutside(ctx context.Context, ev Event) { h.emitOutside(ctx, ev) }
 func (h stateHost) Observed() bool                            { return h.observed() }
-func (h stateHost) ReadFileAttachment(ctx context.Context, threadID, p string) (weft.ToolAttachment, error) {
-	return h.readFileAttachment(ctx, threadID, p)
-}
 func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
 	return h.reports.deliver(ctx, child, owner, text, kind, atts)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/threadstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -293,7 +294,7 @@ func initText(v any) string {
 
 // readAttachment reads a file of this thread as a new attachment for another thread.
 func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment, string) {
-	a, err := r.e.readFileAttachment(ctx, r.thread.ID, p)
+	a, err := threadstate.ReadFileAttachment(ctx, r.e.store, r.thread.ID, p)
 	if err != nil {
 		return weft.ToolAttachment{}, err.Error()
 	}

@@ -24,7 +24,7 @@ func (s family) NotifyParent(ctx context.Context, text string, attachments ...st
 	}
 	var atts []weft.ToolAttachment
 	for _, p := range attachments {
-		a, err := s.e.ReadFileAttachment(ctx, s.thread.ID, p)
+		a, err := ReadFileAttachment(ctx, s.e.Store(), s.thread.ID, p)
 		if err != nil {
 			return err
 		}

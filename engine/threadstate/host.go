@@ -38,8 +38,6 @@ type Engine interface {
 	Send(ctx context.Context, threadID string, nm weft.NewMessage) (string, error)
 	// Terminate stops a thread for good.
 	Terminate(ctx context.Context, threadID string) error
-	// ReadFileAttachment reads a file of a thread as a new attachment for another thread.
-	ReadFileAttachment(ctx context.Context, threadID, path string) (weft.ToolAttachment, error)
 	// DeliverToParent queues a child's silent message of kind to its parent, as the owner side
 	// speaks, with the attachments copied into the parent's files.
 	DeliverToParent(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error
