@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/threadstate"
 )
 
@@ -35,7 +32,7 @@ func (e *Engine) RunDueEffects(ctx context.Context) (EffectReport, error) {
 			return rep, err
 		}
 		for _, rec := range claimed {
-			e.runEffect(ctx, rec)
+			threadstate.RunEffect(ctx, stateHost{e}, rec)
 			rep.Ran++
 			if !seen[rec.ThreadID] {
 				seen[rec.ThreadID] = true
@@ -48,73 +45,4 @@ func (e *Engine) RunDueEffects(ctx context.Context) (EffectReport, error) {
 // NextEffectAt returns when the earliest pending effect is due (zero when none).
 func (e *Engine) NextEffectAt(ctx context.Context) (time.Time, error) {
 	return e.store.NextEffectAt(ctx)
-}
-
-func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
-	finish := func(status weft.EffectStatus, text string, retryAt time.Time) {
-		if err := e.store.FinishEffect(context.WithoutCancel(ctx), rec.ID, status, text, retryAt); err != nil {
-			e.log.Warn("recording an effect's outcome failed", "effect", rec.ID, "error", err)
-		}
-		e.emitOutside(ctx, Event{Type: "effect_changed", ThreadID: rec.ThreadID, Data: Fields{"id": rec.ID, "name": rec.Name, "status": status}})
-	}
-	def, ok := e.reg.Effect(rec.Name)
-	if !ok {
-		finish(weft.EffectFailed, fmt.Sprintf("no effect named %q", rec.Name), time.Time{})
-		return
-	}
-	if limit := max(def.MaxAttempts, 1); rec.Attempts > limit {
-		// An expired claim (a node died running it) counts as an attempt.
-		finish(weft.EffectFailed, fmt.Sprintf("interrupted: the effect was claimed %d times and allows %d attempts", rec.Attempts, limit), time.Time{})
-		return
-	}
-	args := rec.Args
-	if def.Args != nil {
-		var raw any
-		if len(args) > 0 {
-			if err := json.Unmarshal(args, &raw); err != nil {
-				finish(weft.EffectFailed, "Effect arguments are not valid JSON: "+err.Error(), time.Time{})
-				return
-			}
-		}
-		if raw == nil {
-			raw = map[string]any{}
-		}
-		v, err := e.validator(def.Args)
-		if err == nil {
-			var out any
-			if out, err = v.Validate(raw); err == nil {
-				args, _ = json.Marshal(out)
-			}
-		}
-		if err != nil {
-			finish(weft.EffectFailed, "Effect argument validation failed: "+err.Error(), time.Time{})
-			return
-		}
-	}
-	t, err := e.store.Thread(ctx, rec.ThreadID)
-	if err != nil {
-		finish(weft.EffectFailed, err.Error(), time.Time{})
-		return
-	}
-	st := threadstate.New(threadstate.Core{Engine: stateHost{e}, Thread: t, Effect: &rec})
-	err = call(func() error { return def.Run(ctx, st, args) })
-	if err == nil {
-		finish(weft.EffectCompleted, "", time.Time{})
-		return
-	}
-	red := e.redactorFor(ctx, t.ID)
-	if def.MaxAttempts > 1 && rec.Attempts < def.MaxAttempts {
-		backoff := time.Duration(1<<min(rec.Attempts-1, 10)) * time.Second
-		finish(weft.EffectPending, red(err.Error()), e.clock.Now().Add(backoff))
-		return
-	}
-	finish(weft.EffectFailed, red(err.Error()), time.Time{})
-}
-
-// redactorFor returns the thread's redactor, or the identity when it cannot be built.
-func (e *Engine) redactorFor(ctx context.Context, threadID string) func(string) string {
-	if f, err := e.Redactor(ctx, threadID); err == nil {
-		return f
-	}
-	return func(s string) string { return s }
 }

@@ -1,6 +1,7 @@
 // Package threadstate is the State a thread's tools, hooks, handlers and effects see
 // (weft.State): the thread's identity, definitions, values, messages, files, variables, parent and
-// children, and scheduled effects. A State serves one thread, inside a run or outside any. It does
+// children, and scheduled effects, which it also runs once claimed (RunEffect). A State serves one
+// thread, inside a run or outside any. It does
 // not import engine: it reaches the engine through the Engine interface and its thread's run
 // through the Run interface, whose mailbox carries every change the State makes to the run's
 // caches (a State never touches them itself, whichever goroutine it runs on).
