@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
@@ -86,19 +87,13 @@ type Engine struct {
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (scope.go), declaredKey
-	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
-	// request to a model that declares no window may take, as a context-length refusal taught it
-	// (int; summary.go): summarize folds ahead of time with it.
+	// (an agent's name) → map[string]weft.VarType.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
 
-	envTimeoutsOnce sync.Once
-	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT
-
-	keysOnce sync.Once
-	keyVars  []string          // the key variables of the providers the registry's models use
-	procKeys map[string]string // their values in the process environment
+	// models is what the runs' model calls share (engine/modelcall).
+	models modelcall.Models
 
 	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
 	// (owner.go, unstored.go).
@@ -203,6 +198,9 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.MaxThreadMessages == 0 {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
+	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
+		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
+		Validator: e.validator}
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

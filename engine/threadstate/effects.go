@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/payload"
 )
 
@@ -118,7 +119,7 @@ func RunEffect(ctx context.Context, e Engine, rec weft.EffectRecord) {
 		return
 	}
 	st := New(Core{Engine: e, Thread: t, Effect: &rec})
-	err = recovered(func() error { return def.Run(ctx, st, args) })
+	err = hooks.Call(func() error { return def.Run(ctx, st, args) })
 	if err == nil {
 		finish(weft.EffectCompleted, "", time.Time{})
 		return

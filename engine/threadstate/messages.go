@@ -6,6 +6,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/payload"
 )
 
@@ -157,7 +158,7 @@ func (s messages) UpdateMessage(ctx context.Context, id string, u weft.MessageUp
 	if s.r != nil {
 		for _, h := range s.r.Hooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
-			if herr := recovered(func() error { return f(ctx, s.State, m) }); herr != nil {
+			if herr := hooks.Call(func() error { return f(ctx, s.State, m) }); herr != nil {
 				s.r.HookFailed(h, herr)
 			}
 		}
@@ -200,14 +201,4 @@ func (s messages) markEffect(nm *weft.NewMessage) {
 	}
 	meta["scheduled_effect"] = map[string]any{"id": s.effect.ID, "name": s.effect.Name}
 	nm.Metadata = meta
-}
-
-// recovered runs fn, turning a panic into an error (as the engine runs every hook).
-func recovered(fn func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("hook panicked: %v", p)
-		}
-	}()
-	return fn()
 }

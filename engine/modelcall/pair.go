@@ -1,4 +1,4 @@
-package engine
+package modelcall
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/weft-agents/weft"
 )
 
-// joinNonEmpty joins a and b with sep, leaving out an empty one.
+// joinNonEmpty joins a and b with sep, or returns the one that is not empty.
 func joinNonEmpty(a, b, sep string) string {
 	switch {
 	case a == "":
