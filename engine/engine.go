@@ -46,6 +46,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
 	OnEvent func(Event)
+	// Subscribers is the feed the engine publishes its events to, which Subscribe, Converse and
+	// Watch subscribe to; nil = a feed of its own. Engines that replace each other (a server that
+	// reloads its definitions) share one, so that a subscription outlives the swap.
+	Subscribers *Subscribers
 	// OnRequest sees every provider request before the last-line redaction pass (tests). Like a
 	// Provider it must not change the request, nor keep it (the run reuses its buffers) past its
 	// return.
@@ -94,6 +98,8 @@ type Engine struct {
 
 	// models is what the runs' model calls share (engine/modelcall).
 	models modelcall.Models
+	// secrets finds threads' secrets and their Redactors (engine/vars).
+	secrets *vars.Secrets
 
 	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
 	// (owner.go, unstored.go).
@@ -110,8 +116,8 @@ type Engine struct {
 	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
 	serving, stopping atomic.Bool
 
-	// subs are the in-process event subscribers (engine/feed).
-	subs feed.Subscribers
+	// subs are the in-process event subscribers (engine/feed; Options.Subscribers).
+	subs *feed.Subscribers
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
@@ -178,6 +184,9 @@ func New(opt Options) (*Engine, error) {
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
 		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
 	e.bg.pool = &e.pool
+	if e.subs = opt.Subscribers; e.subs == nil {
+		e.subs = new(feed.Subscribers)
+	}
 	e.spent.Add = addSpend
 	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
@@ -201,6 +210,7 @@ func New(opt Options) (*Engine, error) {
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
+	e.secrets = vars.NewSecrets(e.reg, e.store, e.declaredOf, e.models.Keys)
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}
@@ -634,14 +644,4 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 // whether or not anyone listens) or a subscriber. When none wants them, runs build none.
 func (e *Engine) observed() bool {
 	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.Active()
-}
-
-// Redactor returns a function replacing the thread's secret values (every env layer) and the
-// provider keys by [redacted], for output that leaves Weft (CLI, API).
-func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
-	r, err := e.loadRunRows(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	return r.red.String, nil
 }
