@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
@@ -123,10 +124,11 @@ type Engine struct {
 
 	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
 	bg activity
-	// reports carries children's reports to their parents (childreport.go).
-	reports reports
-	// children drives child threads (childdrive.go).
-	children children
+	// subagents runs child threads and carries their reports to their parents (engine/children).
+	subagents *children.Room
+	// children and reports are the engine as the room's host (childhost.go), under the names
+	// Recover and Decide use.
+	children, reports childHost
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -188,7 +190,6 @@ func New(opt Options) (*Engine, error) {
 		e.subs = new(feed.Subscribers)
 	}
 	e.spent.Add = addSpend
-	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -207,6 +208,9 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.MaxThreadMessages == 0 {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
+	e.children = childHost{e}
+	e.reports = e.children
+	e.subagents = children.New(e.children, e.store, e.reg, e.log)
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}

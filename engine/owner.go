@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 )
 
 // owner is this process's bookkeeping for one thread while anything here works on it. Whoever
@@ -31,6 +32,10 @@ type owner struct {
 	request *wakeKind // what the next pass does beyond taking queued messages
 
 	drivers int // background drivers of this child in this process
+	// watch is the thread's report coordination as a child (engine/children): the blocking calls
+	// awaiting it, the reports held back meanwhile, its reported stops being recorded; guarded by
+	// e.mu, nil while idle.
+	watch *children.Watch
 }
 
 // wakeKind is a request to a thread's worker: a continue (optionally of a side), or the resume of
@@ -61,7 +66,7 @@ func (e *Engine) ownerOf(threadID string) *owner {
 // dropIfUnused forgets an owner nothing refers to any more; the caller holds e.mu. An idle thread
 // is only its rows in the store.
 func (e *Engine) dropIfUnused(threadID string, o *owner) {
-	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 {
+	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 && o.watch == nil {
 		delete(e.owners, threadID) // not recycled: a late holder of o never sees another thread's
 	}
 }

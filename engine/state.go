@@ -101,10 +101,10 @@ func (h stateHost) Tx(ctx context.Context, threadID string, fence *weft.Fence, r
 func (h stateHost) EmitOutside(ctx context.Context, ev Event) { h.emitOutside(ctx, ev) }
 func (h stateHost) Observed() bool                            { return h.observed() }
 func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
-	return h.reports.deliver(ctx, child, owner, text, kind, atts)
+	return h.subagents.Deliver(ctx, child, owner, text, kind, atts)
 }
 func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	h.emitSubagent(ctx, child, agent, status, text)
+	h.children.emitSubagent(ctx, child, agent, status, text)
 }
 func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validator(s) }
 func (h stateHost) EffectScheduled()                                      { h.effectScheduled() }
