@@ -5,16 +5,8 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 )
-
-// SubagentProperty is the child thread property holding its registry row.
-const SubagentProperty = "weft.subagent"
-
-// RegistryRow is a child's registry row as stored on the child thread.
-func RegistryRow(t *weft.Thread) (map[string]any, bool) {
-	m, ok := t.Properties[SubagentProperty].(map[string]any)
-	return m, ok
-}
 
 // NotifyParent queues "Subagent (reference: …) sent a message" to the parent,
 // silent, role by the owner side, with the files copied into the parent's /attachments/.
@@ -24,14 +16,14 @@ func (s family) NotifyParent(ctx context.Context, text string, attachments ...st
 	}
 	var atts []weft.ToolAttachment
 	for _, p := range attachments {
-		a, err := ReadFileAttachment(ctx, s.e.Store(), s.thread.ID, p)
+		a, err := children.ReadAttachment(ctx, s.e.Store(), s.thread.ID, p)
 		if err != nil {
 			return err
 		}
 		atts = append(atts, a)
 	}
 	owner := weft.SideA
-	if row, ok := RegistryRow(s.thread); ok && row["owner_side"] == string(weft.SideB) {
+	if row, ok := children.Row(s.thread); ok && row["owner_side"] == string(weft.SideB) {
 		owner = weft.SideB
 	}
 	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
@@ -44,7 +36,7 @@ func (s family) SetStatus(ctx context.Context, text string) error {
 	if err != nil {
 		return err
 	}
-	row, ok := RegistryRow(t)
+	row, ok := children.Row(t)
 	if !ok {
 		return weft.ErrNoParent
 	}
@@ -64,7 +56,7 @@ func (s family) SetStatus(ctx context.Context, text string) error {
 	}
 	text = red(text)
 	nr["status_text"] = text
-	props[SubagentProperty] = nr
+	props[children.RowProperty] = nr
 	if err := s.e.Tx(ctx, t.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
 		return err
 	}
@@ -135,7 +127,7 @@ func (s family) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
 	}
 	out := make([]weft.SubagentInfo, 0, len(kids))
 	for _, k := range kids {
-		row, _ := RegistryRow(k)
+		row, _ := children.Row(k)
 		str := func(key string) string { v, _ := row[key].(string); return v }
 		flag := func(key string) bool { v, _ := row[key].(bool); return v }
 		out = append(out, weft.SubagentInfo{Reference: k.ID, ParentThreadID: s.thread.ID, Agent: k.Agent, Label: str("label"),

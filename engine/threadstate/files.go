@@ -96,23 +96,6 @@ func (s messages) StoreAttachmentsThen(ctx context.Context, in []weft.ToolAttach
 	return out, err
 }
 
-// ReadFileAttachment reads a file of a thread as a new attachment for another thread.
-func ReadFileAttachment(ctx context.Context, st weft.Store, threadID, p string) (weft.ToolAttachment, error) {
-	clean, err := weft.CleanPath(p)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	fi, err := st.Files().Stat(ctx, threadID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	data, err := st.Files().ReadFile(ctx, threadID, clean)
-	if err != nil {
-		return weft.ToolAttachment{}, fmt.Errorf("Attachment not found: %s", p)
-	}
-	return weft.ToolAttachment{Name: fi.Name, MimeType: fi.MimeType, Data: data, Width: fi.Width, Height: fi.Height}, nil
-}
-
 // threadFS is a thread's filesystem for tools: reads from the store, writes in their own
 // transaction (fenced inside a run).
 type threadFS struct {
