@@ -86,7 +86,7 @@ func (h childHost) Redactor(ctx context.Context, threadID string) (func(string) 
 
 // StoreAttachments writes attachments into the thread's /attachments/.
 func (h childHost) StoreAttachments(ctx context.Context, thread *weft.Thread, atts []weft.ToolAttachment) ([]weft.Attachment, error) {
-	return newState(stateCore{e: h.e, thread: thread}).storeAttachments(ctx, atts)
+	return outsideState(h.e, thread).StoreAttachments(ctx, atts)
 }
 
 // Notify queues m on the thread and wakes its worker.

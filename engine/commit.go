@@ -154,15 +154,6 @@ func redactMeta(m map[string]any, red func(string) string) map[string]any {
 	return out
 }
 
-// writeRedactor is the redactor for the State's writes: its run's, as it stands; nil (the
-// committer loads the thread's) outside its thread's run.
-func (s *threadState) writeRedactor() *redact.Redactor {
-	if s.inRun() {
-		return s.r.redactorNow()
-	}
-	return nil
-}
-
 // changedRow is cur with the change c applied, as the committer stores it (redacted with red).
 func changedRow(cur weft.Message, c weft.MessageChange, red *redact.Redactor) weft.Message {
 	storecontract.ApplyMessageChange(&cur, c)

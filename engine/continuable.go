@@ -83,7 +83,7 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	case toolSubagentMessage:
 		return r.e.subagents.Message(p, args)
 	case toolNotifyParent:
-		st := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: r.ctx})
+		st := runState(r, nil)
 		if err := st.NotifyParent(context.WithoutCancel(r.ctx), children.Text(args["message"]), children.AttachmentPaths(args["attachments"])...); err != nil {
 			return weft.Failure(r.red.Error(err))
 		}

@@ -92,7 +92,7 @@ type Engine struct {
 	node       string
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
-	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), varTypesKey
+	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (scope.go), varTypesKey
 	// (an agent's name) → map[string]weft.VarType.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
@@ -494,8 +494,7 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 		if err != nil {
 			return err
 		}
-		st := newState(stateCore{e: e, thread: t})
-		_, err = st.storeAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
+		_, err = outsideState(e, t).StoreAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
 			q.Attachments = atts
 			return tx.PushQueue(q)
 		})

@@ -46,7 +46,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env,
 		effects: carried}
 	s.fx = &s.effects
-	st := r.state_(&execution{r: r, s: s})
+	st := (&execution{r: r, s: s}).state()
 	for _, m := range rows {
 		if err := hooks.Call(func() error { return h.Fn(r.ctx, st, m) }); err != nil {
 			r.e.log.Warn("handler failed", "handler", h.Name, "thread", r.thread.ID, "error", r.red.Error(err))

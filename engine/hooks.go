@@ -37,7 +37,7 @@ func (r *run) scopeHooks(s *scope, point weft.HookPoint) hooks.Set {
 		return hooks.Set{}
 	}
 	x := &execution{r: r, s: s}
-	return hooks.Set{Hooks: r.activeHooks(x, point), State: newState(stateCore{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx})}
+	return hooks.Set{Hooks: r.activeHooks(x, point), State: x.state()}
 }
 
 // hookFailed logs a hook's error or panic; the hook is skipped.
@@ -58,7 +58,7 @@ func asBlocked(err error, be **weft.BlockedError) bool { return errors.As(err, b
 
 // runThreadCreatedHooks runs after_thread_created with a State outside any run.
 func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *weft.Agent) error {
-	st := newState(stateCore{e: e, thread: t, ctx: ctx})
+	st := outsideState(e, t)
 	for _, h := range hooks.Select(e.reg, a.Hooks, weft.HookAfterThreadCreated) {
 		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
 		if err := hooks.Call(func() error { return f(ctx, st) }); err != nil {

@@ -1,14 +1,17 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/threadstate"
+	"github.com/weft-agents/weft/engine/vars"
+	"github.com/weft-agents/weft/schema"
 )
 
 // execution is the Execution of a tool or hook inside a run.
@@ -36,70 +39,46 @@ func (x *execution) ForceTurn(s weft.Side)       { x.s.fx.forced = s }
 func (x *execution) Stop()                       { x.r.ar.stop.Store(true) }
 func (x *execution) Stopped() bool               { return x.r.stopRequested() }
 
-// state_ returns the State a tool or hook of this run sees.
-func (r *run) state_(x *execution) *threadState {
-	return newState(stateCore{e: r.e, thread: r.thread, r: r, exec: x, ctx: r.ctx})
-}
-
-// threadState implements weft.State for one thread, inside a run (r set) or outside (r nil). It
-// answers for the thread itself (identity, definitions, values, tools, custom events); each other
-// concern is a type of its own that it embeds: stateMessages (the rows and their attachments),
-// stateEnv (variables), stateFamily (parent, children, ending the session), stateEffects
-// (scheduling). Build one with newState, which wires the concerns to it.
-type threadState struct {
-	stateCore
-	stateMessages
-	stateEnv
-	stateFamily
-	stateEffects
-}
-
-// stateCore is the thread and run a State serves.
-type stateCore struct {
-	e      *Engine
-	thread *weft.Thread
-	r      *run
-	exec   *execution
-	ctx    context.Context
-	// effect is the effect this State runs for; its messages carry metadata.scheduled_effect.
-	effect *weft.EffectRecord
-}
-
-// stateMessages is the State's messages: listing, injecting, queueing, changing and deleting rows,
-// and storing their attachments.
-type stateMessages struct{ *threadState }
-
-// stateEnv is the State's variables (stateenv.go).
-type stateEnv struct{ *threadState }
-
-// stateFamily is the State's parent and children, and ending its session or thread
-// (statefamily.go).
-type stateFamily struct{ *threadState }
-
-// stateEffects is the State's scheduled effects (effects.go).
-type stateEffects struct{ *threadState }
-
-// newState returns the State of c's thread.
-func newState(c stateCore) *threadState {
-	s := &threadState{stateCore: c}
-	s.stateMessages = stateMessages{s}
-	s.stateEnv = stateEnv{s}
-	s.stateFamily = stateFamily{s}
-	s.stateEffects = stateEffects{s}
-	return s
-}
-
-// emit publishes an event of the State's thread: through its run (recorded with the run's next
-// transaction), or on its own outside a run.
-func (s *threadState) emit(ctx context.Context, typ string, data Payload) {
-	if s.inRun() {
-		s.r.emit(typ, data)
-		return
+// OfferedTool is the called tool's definition, when its scope offers the call.
+func (x *execution) OfferedTool() (*weft.Tool, bool) {
+	o := x.s.offered[x.call.Name]
+	if o == nil {
+		return nil, false
 	}
-	s.e.emitOutside(ctx, Event{Type: typ, ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: data})
+	return o.target.Tool, true
 }
 
-var _ weft.State = (*threadState)(nil)
+// EnvLayers are the env of the executing prompt and tool entry.
+func (x *execution) EnvLayers() (prompt, entry map[string]string) { return x.s.prompt.Env, x.entry.Env }
+
+// StopSession ends the session after the current step (the step's effects).
+func (x *execution) StopSession(o *weft.StopSessionOptions) { x.s.fx.stopSession = o }
+
+// TerminateThread stops the thread after the current tool (the step's effects).
+func (x *execution) TerminateThread() { x.s.fx.terminate = true }
+
+// state returns the State the tool or hook x runs sees.
+func (x *execution) state() *threadstate.State { return runState(x.r, x) }
+
+// runState returns the State of r's thread in r, serving x (nil: no execution).
+func runState(r *run, x *execution) *threadstate.State {
+	c := threadstate.Core{Engine: stateHost{r.e}, Thread: r.thread, Run: stateRun{r}}
+	if x != nil {
+		c.Exec = x
+	}
+	return threadstate.New(c)
+}
+
+// outsideState returns the State of thread t outside any run.
+func outsideState(e *Engine, t *weft.Thread) *threadstate.State {
+	return threadstate.New(threadstate.Core{Engine: stateHost{e}, Thread: t})
+}
+
+// execOf returns the execution a State serves, nil when none.
+func execOf(st *threadstate.State) *execution {
+	x, _ := st.Execution().(*execution)
+	return x
+}
 
 // State returns the State of a thread outside any run (for effects, endpoints and library users).
 func (e *Engine) State(ctx context.Context, threadID string) (weft.State, error) {
@@ -107,222 +86,70 @@ func (e *Engine) State(ctx context.Context, threadID string) (weft.State, error)
 	if err != nil {
 		return nil, err
 	}
-	return newState(stateCore{e: e, thread: t, ctx: ctx}), nil
+	return outsideState(e, t), nil
 }
 
-func (s *threadState) ThreadID() string          { return s.thread.ID }
-func (s *threadState) AgentName() string         { return s.thread.Agent }
-func (s *threadState) UserID() string            { return s.thread.UserID }
-func (s *threadState) ParentID() string          { return s.thread.ParentID }
-func (s *threadState) RootID() string            { return s.thread.RootID }
-func (s *threadState) CreatedAt() time.Time      { return s.thread.CreatedAt }
-func (s *threadState) Arguments() map[string]any { return s.thread.Arguments }
-func (s *threadState) Root() weft.State          { return s }
-func (s *threadState) Files() weft.FileSystem    { return &threadFS{s: s} }
-func (s *threadState) LoadPrompt(n string) (*weft.Prompt, error) {
-	return load(s.e.reg.Prompt, "prompt", n)
+// stateHost is the engine as a State sees it (threadstate.Engine). Registry, Store, Redactor,
+// Send and Terminate are the Engine's own.
+type stateHost struct{ *Engine }
+
+func (h stateHost) Now() time.Time    { return h.clock.Now() }
+func (h stateHost) Log() *slog.Logger { return h.log }
+func (h stateHost) Tx(ctx context.Context, threadID string, fence *weft.Fence, red *redact.Redactor, fn func(weft.Tx) error) error {
+	return h.tx(ctx, threadID, fence, red, fn)
 }
-func (s *threadState) LoadAgent(n string) (*weft.Agent, error) {
-	return load(s.e.reg.Agent, "agent", n)
+func (h stateHost) EmitOutside(ctx context.Context, ev Event) { h.emitOutside(ctx, ev) }
+func (h stateHost) Observed() bool                            { return h.observed() }
+func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
+	return h.subagents.Deliver(ctx, child, owner, text, kind, atts)
 }
-func (s *threadState) LoadModel(n string) (*weft.Model, error) {
-	return load(s.e.reg.Model, "model", n)
+func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
+	h.children.emitSubagent(ctx, child, agent, status, text)
+}
+func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validator(s) }
+func (h stateHost) EffectScheduled()                                      { h.effectScheduled() }
+
+// stateRun is a run as a State sees it (threadstate.Run): what the State changes reaches the
+// run's caches through the run's mailbox only.
+type stateRun struct{ r *run }
+
+func (s stateRun) ID() string                         { return s.r.id }
+func (s stateRun) ThreadID() string                   { return s.r.thread.ID }
+func (s stateRun) Fence() *weft.Fence                 { return &s.r.journal.fence }
+func (s stateRun) Redactor() *redact.Redactor         { return s.r.redactorNow() }
+func (s stateRun) Emit(typ string, data Payload)      { s.r.emit(typ, data) }
+func (s stateRun) EmitMessage(m weft.Message)         { s.r.emitMessage(m) }
+func (s stateRun) Records() bool                      { return s.r.journal.messageEvent != nil }
+func (s stateRun) PostRow(m weft.Message)             { s.r.postRow(m) }
+func (s stateRun) PostReplace(m weft.Message)         { s.r.postReplace(m) }
+func (s stateRun) PostDelete(id string)               { s.r.postDelete(id) }
+func (s stateRun) PostEnv(v weft.EnvValue)            { s.r.postEnv(v) }
+func (s stateRun) HookFailed(h *weft.Hook, err error) { s.r.hookFailed(h, err) }
+
+func (s stateRun) Env() vars.View {
+	var c vars.View
+	s.r.shared(func() { c = *s.r.env })
+	return c
 }
 
-func load[T any](get func(string) (*T, bool), kind, name string) (*T, error) {
-	if v, ok := get(name); ok {
-		c := *v
-		return &c, nil
-	}
-	return nil, fmt.Errorf("no %s named %q: %w", kind, name, weft.ErrNotFound)
+func (s stateRun) PostTool(name string, args json.RawMessage) {
+	s.r.postTool(queuedTool{name: name, args: args})
 }
 
-func (s *threadState) Execution() weft.Execution {
-	if s.exec == nil {
-		return nil
-	}
-	return s.exec
+func (s stateRun) RecordInsert(ctx context.Context, fn func(weft.Tx) error, m *weft.Message) error {
+	return s.r.journal.txState(ctx, fn, func() Event { return s.r.journal.messageEvent(*m) })
 }
 
-func (s *threadState) Terminated(ctx context.Context) (bool, error) {
-	t, err := s.e.store.Thread(ctx, s.thread.ID)
-	if err != nil {
-		return false, err
-	}
-	return t.Status == weft.ThreadTerminated, nil
+func (s stateRun) RecordChange(ctx context.Context, fn func(weft.Tx) error, cur weft.Message, c weft.MessageChange) error {
+	row := changedRow(cur, c, s.r.redactorNow())
+	return s.r.journal.txState(ctx, fn, func() Event { return s.r.journal.messageEvent(row) })
 }
 
-// inRun reports that the State is its thread's run's: what it emits goes through the run.
-func (s *threadState) inRun() bool { return s.r != nil && s.r.thread.ID == s.thread.ID }
-
-// redactor replaces the thread's secret values (every layer, ancestors' included) and the
-// provider keys: the run's, which follows SetEnv, or one read for the thread.
-func (s *threadState) redactor(ctx context.Context) (func(string) string, error) {
-	if s.inRun() {
-		return s.r.redactorNow().String, nil
-	}
-	return s.e.Redactor(ctx, s.thread.ID)
+func (s stateRun) RecordDelete(ctx context.Context, fn func(weft.Tx) error, id string) error {
+	return s.r.journal.txState(ctx, fn, func() Event { return s.r.event("message_deleted", Fields{"message_id": id}) })
 }
 
-func (s *threadState) GetValue(ctx context.Context, key string, dst any) (bool, error) {
-	raw, found, err := s.e.store.GetKV(ctx, s.thread.ID, key)
-	if err != nil || !found {
-		return false, err
-	}
-	return true, json.Unmarshal(raw, dst)
-}
-
-// SetValue writes a JSON value to the thread's KV store; nil deletes it.
-func (s *threadState) SetValue(ctx context.Context, key string, v any) error {
-	if key == "" || len(key) > 256 {
-		return weft.Errorf(weft.EInvalid, "KV keys are 1 to 256 bytes")
-	}
-	if key == "context_usage" {
-		return weft.Errorf(weft.EInvalid, "KV key %q is written by the runtime", key)
-	}
-	var raw json.RawMessage
-	if v != nil {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("KV value for %q: %w", key, err)
-		}
-		if len(b) > 1<<20 {
-			return weft.Errorf(weft.EInvalid, "KV values are at most 1 MiB")
-		}
-		raw = b
-	}
-	var fence *weft.Fence
-	if s.r != nil {
-		fence = &s.r.journal.fence
-	}
-	err := s.e.tx(ctx, s.thread.ID, fence, keep, func(tx weft.Tx) error { return tx.SetKV(key, raw) })
-	if err == nil {
-		s.emit(ctx, "kv_changed", Fields{"key": key})
-	}
-	return err
-}
-
-// QueueTool runs a tool after the current calls of the root run.
-func (s *threadState) QueueTool(ctx context.Context, name string, args any) error {
-	if s.r == nil {
-		return weft.ErrNotInRun
-	}
-	if err := s.checkUses(name); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	if args == nil {
-		raw = []byte("{}")
-	}
-	s.r.postTool(queuedTool{name: name, args: raw})
-	return nil
-}
-
-func (s *threadState) checkUses(name string) error {
-	if _, ok := s.e.reg.Tool(name); !ok {
-		return fmt.Errorf("%w: %q", weft.ErrUnknownTool, name)
-	}
-	if s.exec != nil && s.exec.s.offered[s.exec.call.Name] != nil {
-		if t := s.exec.s.offered[s.exec.call.Name].target.Tool; t != nil && t.Uses != nil {
-			for _, u := range t.Uses {
-				if u == name {
-					return nil
-				}
-			}
-			return fmt.Errorf("%w: %q is not in the uses of tool %q", weft.ErrUnknownTool, name, t.Name)
-		}
-	}
-	return nil
-}
-
-// InvokeTool runs a tool synchronously and stores nothing.
-func (s *threadState) InvokeTool(ctx context.Context, name string, args any) (weft.ToolResult, error) {
-	if err := s.checkUses(name); err != nil {
-		return weft.ToolResult{}, err
-	}
-	t, _ := s.e.reg.Tool(name)
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return weft.ToolResult{}, err
-	}
-	var decoded any
-	_ = json.Unmarshal(raw, &decoded)
-	if decoded == nil {
-		decoded = map[string]any{}
-	}
-	v, err := s.e.validator(argsSchema(t.Args))
-	if err != nil {
-		return weft.ToolResult{}, err
-	}
-	out, err := v.Validate(decoded)
-	if err != nil {
-		return weft.Failure("Tool argument validation failed: " + err.Error()), nil
-	}
-	raw, _ = json.Marshal(out)
-	if t.Execute == nil {
-		return weft.ToolResult{}, fmt.Errorf("tool %q has no Go implementation to invoke", name)
-	}
-	return t.Execute.Call(ctx, s, raw)
-}
-
-// Emit publishes a custom event ("event", {name, data}) on the thread's stream.
-func (s *threadState) Emit(ctx context.Context, event string, data any) error {
-	// Redacted as every payload is (env.md §6): data holding a secret goes out as its JSON with
-	// each string redacted; other data as given.
-	red, err := s.redactor(ctx)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		return fmt.Errorf("event %q: %w", event, err)
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // a number's text is checked too: a secret may be all digits
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("event %q: %w", event, err)
-	}
-	if redacted, changed := redactJSON(v, red); changed {
-		data = redacted
-	}
-	s.emit(ctx, "event", Fields{"name": red(event), "data": data})
-	return nil
-}
-
-// redactJSON returns v, a decoded JSON value (numbers as json.Number), with red applied to every
-// string in it (object keys too) and to every number's text (a number holding a secret becomes
-// the redacted string), and whether anything changed.
-func redactJSON(v any, red func(string) string) (any, bool) {
-	switch v := v.(type) {
-	case string:
-		r := red(v)
-		return r, r != v
-	case json.Number:
-		if r := red(string(v)); r != string(v) {
-			return r, true
-		}
-		return v, false
-	case []any:
-		out, changed := make([]any, len(v)), false
-		for i, x := range v {
-			var c bool
-			out[i], c = redactJSON(x, red)
-			changed = changed || c
-		}
-		return out, changed
-	case map[string]any:
-		out, changed := make(map[string]any, len(v)), false
-		for k, x := range v {
-			rx, c := redactJSON(x, red)
-			rk := red(k)
-			out[rk] = rx
-			changed = changed || c || rk != k
-		}
-		return out, changed
-	}
-	return v, false
+func (s stateRun) Hooks(x threadstate.Exec, point weft.HookPoint) []*weft.Hook {
+	ex, _ := x.(*execution)
+	return s.r.activeHooks(ex, point)
 }

@@ -138,7 +138,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	}
 	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
 		ctx := context.WithoutCancel(r.ctx)
-		r.hooks.RunStopped(ctx, hooks.Set{Hooks: hs, State: newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})}, info)
+		r.hooks.RunStopped(ctx, hooks.Set{Hooks: hs, State: runState(r, nil)}, info)
 	}
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
 		return info, err

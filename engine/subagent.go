@@ -176,8 +176,8 @@ func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
-	parent := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})
-	r.hooks.SubagentCreated(ctx, hooks.Set{Hooks: hs, State: parent}, newState(stateCore{e: r.e, thread: child, ctx: ctx}))
+	parent := runState(r, nil)
+	r.hooks.SubagentCreated(ctx, hooks.Set{Hooks: hs, State: parent}, outsideState(r.e, child))
 }
 
 // isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in

@@ -13,6 +13,7 @@ import (
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/runstate"
+	"github.com/weft-agents/weft/engine/threadstate"
 )
 
 // dispatcher runs a run's tool calls: strictly one at a time in the order the model returned them,
@@ -162,8 +163,7 @@ func (d *dispatcher) runCall(ctx context.Context, s *scope, msg *weft.Message, c
 			break
 		}
 		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
-		st := d.r.state_(exec)
-		st.ctx = ctx
+		st := exec.state()
 		if d.r.e.observed() && !started {
 			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
@@ -299,7 +299,7 @@ func (d *dispatcher) missingVariable(s *scope, o *offered) string {
 // parked names what stopped awaiting approval inside the call — a blocking child (its thread id)
 // or a sub-prompt's nested run (its result message id): the call parks the run too, and res is
 // not a result.
-func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadState, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult, parked string) {
+func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult, parked string) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, parked = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}, ""
@@ -310,7 +310,7 @@ func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadState, o *o
 	case o.lifecycle != "":
 		return d.r.callLifecycle(s, o, c, msg, args), ""
 	case t.Prompt != nil:
-		return d.r.callSubPrompt(s, o, c, msg.ID, args, st.exec.resultID)
+		return d.r.callSubPrompt(s, o, c, msg.ID, args, execOf(st).resultID)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return d.r.startHandoff(s, o, args), ""
 	case t.Agent != nil:
@@ -419,7 +419,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	d.r.hooks.AfterInsert(d.r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
-		st := newState(stateCore{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx})
+		st := runState(d.r, nil)
 		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
@@ -537,8 +537,7 @@ func (d *dispatcher) runQueuedTools(s *scope) error {
 				res = weft.Failure(errText)
 			} else {
 				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				st := d.r.state_(exec)
-				st.ctx = ctx
+				st := exec.state()
 				res, _ = d.invoke(ctx, qs, st, o, c, args, raw, &weft.Message{}) // (a registry tool: nothing parks)
 			}
 		}

@@ -2,23 +2,15 @@ package engine
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
-// DeclaredVariable is a variable an agent's graph declares, merged over its declarations: required
-// or scoped when any declaration says so, secret when any declares it secret.
-type DeclaredVariable struct {
-	weft.VariableDefinition
-	// DeclaredBy names the definitions that declare it (prompt, tool or agent).
-	DeclaredBy []string `json:"declared_by"`
-	// HasDefault tells whether a definition gives it a value (a prompt's or an entry's env).
-	HasDefault bool `json:"has_default"`
-}
+// DeclaredVariable is a variable an agent's graph declares, merged over its declarations
+// (vars.DeclaredVariable).
+type DeclaredVariable = vars.DeclaredVariable
 
 // AgentVariables lists, by name, the variables an agent's graph declares (every prompt, tool and
 // subagent it reaches, optional entries included). An unknown agent is not found.
@@ -27,23 +19,7 @@ func (e *Engine) AgentVariables(name string) ([]DeclaredVariable, error) {
 	if !ok {
 		return nil, weft.Errorf(weft.ENotFound, "no agent named %q", name)
 	}
-	decls := vars.NewGraph(e.reg, a, func(string) bool { return true }).Declared()
-	out := make([]DeclaredVariable, 0, len(decls))
-	for _, d := range decls {
-		v := DeclaredVariable{VariableDefinition: d.VariableDefinition}
-		_, v.HasDefault = a.Env[d.Name]
-		for _, by := range d.By {
-			if !slices.Contains(v.DeclaredBy, by.By) {
-				v.DeclaredBy = append(v.DeclaredBy, by.By)
-			}
-			_, inPrompt := by.PromptEnv[d.Name]
-			_, inEntry := by.EntryEnv[d.Name]
-			v.HasDefault = v.HasDefault || inPrompt || inEntry
-		}
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(x, y DeclaredVariable) int { return strings.Compare(x.Name, y.Name) })
-	return out, nil
+	return vars.Variables(e.reg, a), nil
 }
 
 // MissingVariablesError reports required variables without values at thread creation.

@@ -412,3 +412,35 @@ func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(st
 	}
 	return redact.New(v.Secrets(), keys).String, nil
 }
+
+// DeclaredVariable is a variable an agent's graph declares, merged over its declarations: required
+// or scoped when any declaration says so, secret when any declares it secret.
+type DeclaredVariable struct {
+	weft.VariableDefinition
+	// DeclaredBy names the definitions that declare it (prompt, tool or agent).
+	DeclaredBy []string `json:"declared_by"`
+	// HasDefault tells whether a definition gives it a value (a prompt's or an entry's env).
+	HasDefault bool `json:"has_default"`
+}
+
+// Variables lists, by name, the variables agent a's graph declares (every prompt, tool and
+// subagent it reaches, optional entries included).
+func Variables(reg *weft.Registry, a *weft.Agent) []DeclaredVariable {
+	decls := NewGraph(reg, a, func(string) bool { return true }).Declared()
+	out := make([]DeclaredVariable, 0, len(decls))
+	for _, d := range decls {
+		v := DeclaredVariable{VariableDefinition: d.VariableDefinition}
+		_, v.HasDefault = a.Env[d.Name]
+		for _, by := range d.By {
+			if !slices.Contains(v.DeclaredBy, by.By) {
+				v.DeclaredBy = append(v.DeclaredBy, by.By)
+			}
+			_, inPrompt := by.PromptEnv[d.Name]
+			_, inEntry := by.EntryEnv[d.Name]
+			v.HasDefault = v.HasDefault || inPrompt || inEntry
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(x, y DeclaredVariable) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}

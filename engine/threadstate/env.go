@@ -1,4 +1,4 @@
-package engine
+package threadstate
 
 import (
 	"context"
@@ -12,33 +12,31 @@ import (
 
 // view returns the env view for this state: the run's (with the executing tool's entry and prompt
 // layers), or one loaded for a state outside runs.
-func (s stateEnv) view(ctx context.Context) (*vars.View, error) {
-	thread, user, instance, err := vars.Load(ctx, s.e.store, s.thread.ID, s.thread.UserID)
+func (s env) view(ctx context.Context) (*vars.View, error) {
+	thread, user, instance, err := vars.Load(ctx, s.e.Store(), s.thread.ID, s.thread.UserID)
 	if err != nil {
 		return nil, err
 	}
 	var v *vars.View
 	if s.r != nil {
-		var c vars.View
-		s.r.shared(func() { c = *s.r.env })
+		c := s.r.Env()
 		v = &c
 		if s.exec != nil {
-			v.Prompt = s.exec.s.prompt.Env
-			v.Entry = s.exec.entry.Env
+			v.Prompt, v.Entry = s.exec.EnvLayers()
 		}
 	} else {
-		a, _ := s.e.reg.Agent(s.thread.Agent)
+		a, _ := s.e.Registry().Agent(s.thread.Agent)
 		v = &vars.View{}
 		if a != nil {
 			v.Agent = a.Env
-			v.Declared = vars.DeclaredTypes(vars.NewGraph(s.e.reg, a, nil).Declared())
+			v.Declared = vars.DeclaredTypes(vars.NewGraph(s.e.Registry(), a, nil).Declared())
 		}
 	}
 	v.Thread, v.User, v.Instance = vars.Layer(thread), vars.Layer(user), vars.Layer(instance)
 	return v, nil
 }
 
-func (s stateEnv) Env(ctx context.Context, name string) (string, error) {
+func (s env) Env(ctx context.Context, name string) (string, error) {
 	v, ok, err := s.LookupEnv(ctx, name)
 	if err != nil {
 		return "", err
@@ -49,7 +47,7 @@ func (s stateEnv) Env(ctx context.Context, name string) (string, error) {
 	return v, nil
 }
 
-func (s stateEnv) LookupEnv(ctx context.Context, name string) (string, bool, error) {
+func (s env) LookupEnv(ctx context.Context, name string) (string, bool, error) {
 	v, err := s.view(ctx)
 	if err != nil {
 		return "", false, err
@@ -58,7 +56,7 @@ func (s stateEnv) LookupEnv(ctx context.Context, name string) (string, bool, err
 	return x.Value, ok, nil
 }
 
-func (s stateEnv) EnvType(ctx context.Context, name string) (weft.VarType, error) {
+func (s env) EnvType(ctx context.Context, name string) (weft.VarType, error) {
 	v, err := s.view(ctx)
 	if err != nil {
 		return "", err
@@ -73,23 +71,26 @@ func (s stateEnv) EnvType(ctx context.Context, name string) (weft.VarType, error
 	return x.Type, nil
 }
 
-func (s stateEnv) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
+func (s env) SetEnv(ctx context.Context, name, value string, t weft.VarType) error {
 	if t != weft.VarText && t != weft.VarSecret {
 		return weft.Errorf(weft.EInvalid, "variable type must be text or secret")
 	}
-	err := s.e.store.SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
+	err := s.e.Store().SetEnv(ctx, weft.EnvThread, s.thread.ID, []weft.EnvValue{{Name: name, Value: value, Type: t}})
 	if err == nil && s.r != nil {
-		s.r.postEnv(weft.EnvValue{Name: name, Value: value, Type: t})
+		s.r.PostEnv(weft.EnvValue{Name: name, Value: value, Type: t})
 	}
 	return err
 }
 
 // Tenvs is the seed 002 view: the executing tool's tenv properties decoded per schema type.
-func (s stateEnv) Tenvs(ctx context.Context) (map[string]any, error) {
-	if s.exec == nil || s.exec.s.offered[s.exec.call.Name] == nil {
+func (s env) Tenvs(ctx context.Context) (map[string]any, error) {
+	if s.exec == nil {
 		return nil, weft.ErrNotInRun
 	}
-	t := s.exec.s.offered[s.exec.call.Name].target.Tool
+	t, offered := s.exec.OfferedTool()
+	if !offered {
+		return nil, weft.ErrNotInRun
+	}
 	out := map[string]any{}
 	if t == nil || t.Tenvs == nil {
 		return out, nil

@@ -1,4 +1,4 @@
-package engine
+package threadstate
 
 import (
 	"context"
@@ -9,31 +9,36 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/payload"
 )
 
-// storeAttachments writes new attachments (data) under /attachments/ and resolves references.
-func (s stateMessages) storeAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
-	return s.storeAttachmentsThen(ctx, in, nil)
+// StoreAttachments writes new attachments (data) under /attachments/ and resolves references.
+func (s messages) StoreAttachments(ctx context.Context, in []weft.ToolAttachment) ([]weft.Attachment, error) {
+	return s.StoreAttachmentsThen(ctx, in, nil)
 }
 
-// storeAttachmentsThen is storeAttachments with then(tx, attachments) run in the transaction that
+// StoreAttachmentsThen is StoreAttachments with then(tx, attachments) run in the transaction that
 // writes the files (a queued message and its files land together); then runs even without new
 // files.
-func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
+func (s messages) StoreAttachmentsThen(ctx context.Context, in []weft.ToolAttachment, then func(weft.Tx, []weft.Attachment) error) ([]weft.Attachment, error) {
 	var out []weft.Attachment
 	var files []dispatch.NewFile
-	now := s.e.clock.Now()
+	now := s.e.Now()
 	for _, a := range in {
 		if a.IsRef() {
 			p, err := weft.CleanPath(a.Path)
 			if err != nil {
 				return nil, fmt.Errorf("attachment path %q: %w", a.Path, err)
 			}
-			fi, err := s.e.store.Files().Stat(ctx, s.thread.ID, p)
+			fi, err := s.e.Store().Files().Stat(ctx, s.thread.ID, p)
 			if err != nil {
 				return nil, fmt.Errorf("Attachment not found: %s", a.Path)
 			}
-			out = append(out, weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: orDefault(a.Name, fi.Name), MimeType: fi.MimeType, Size: fi.Size,
+			name := a.Name
+			if name == "" {
+				name = fi.Name
+			}
+			out = append(out, weft.Attachment{ID: weft.NewID("att_"), Path: p, Name: name, MimeType: fi.MimeType, Size: fi.Size,
 				Width: fi.Width, Height: fi.Height, Description: fi.Description})
 			continue
 		}
@@ -53,11 +58,7 @@ func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolA
 	if len(files) == 0 && then == nil {
 		return out, nil
 	}
-	var fence *weft.Fence
-	if s.r != nil {
-		fence = &s.r.journal.fence
-	}
-	err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), func(tx weft.Tx) error {
+	err := s.e.Tx(ctx, s.thread.ID, s.fence(), s.writeRedactor(), func(tx weft.Tx) error {
 		for _, f := range files {
 			if err := tx.WriteFile(&f.Info, f.Data); err != nil {
 				return err
@@ -73,18 +74,17 @@ func (s stateMessages) storeAttachmentsThen(ctx context.Context, in []weft.ToolA
 
 // threadFS is a thread's filesystem for tools: reads from the store, writes in their own
 // transaction (fenced inside a run).
-type threadFS struct{ s *threadState }
+type threadFS struct {
+	// s is the thread's State.
+	s *State
+}
 
 func (f *threadFS) write(ctx context.Context, fn func(weft.Tx) error) error {
-	var fence *weft.Fence
-	if f.s.r != nil {
-		fence = &f.s.r.journal.fence
-	}
-	return f.s.e.tx(ctx, f.s.thread.ID, fence, keep, fn)
+	return f.s.e.Tx(ctx, f.s.thread.ID, f.s.fence(), keep, fn)
 }
 
 func (f *threadFS) changed(ctx context.Context, p, op string) {
-	f.s.emit(ctx, "file_changed", Fields{"path": p, "op": op})
+	f.s.emit(ctx, "file_changed", payload.Fields{"path": p, "op": op})
 }
 
 func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.WriteOptions) (weft.FileInfo, error) {
@@ -102,23 +102,23 @@ func (f *threadFS) WriteFile(ctx context.Context, p string, data []byte, o weft.
 		return weft.FileInfo{}, err
 	}
 	f.changed(ctx, clean, "write")
-	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, clean)
+	return f.s.e.Store().Files().Stat(ctx, f.s.thread.ID, clean)
 }
 
 func (f *threadFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	return f.s.e.store.Files().ReadFile(ctx, f.s.thread.ID, p)
+	return f.s.e.Store().Files().ReadFile(ctx, f.s.thread.ID, p)
 }
 
 func (f *threadFS) Open(ctx context.Context, p string) (io.ReadCloser, error) {
-	return f.s.e.store.Files().Open(ctx, f.s.thread.ID, p)
+	return f.s.e.Store().Files().Open(ctx, f.s.thread.ID, p)
 }
 
 func (f *threadFS) Stat(ctx context.Context, p string) (weft.FileInfo, error) {
-	return f.s.e.store.Files().Stat(ctx, f.s.thread.ID, p)
+	return f.s.e.Store().Files().Stat(ctx, f.s.thread.ID, p)
 }
 
 func (f *threadFS) ReadDir(ctx context.Context, p string) ([]weft.FileInfo, error) {
-	return f.s.e.store.Files().ReadDir(ctx, f.s.thread.ID, p)
+	return f.s.e.Store().Files().ReadDir(ctx, f.s.thread.ID, p)
 }
 
 func (f *threadFS) Mkdir(ctx context.Context, p string) error {
@@ -146,13 +146,13 @@ func (f *threadFS) Rename(ctx context.Context, from, to string) error {
 }
 
 func (f *threadFS) Grep(ctx context.Context, pattern string, o weft.GrepOptions) ([]weft.GrepMatch, error) {
-	return f.s.e.store.Files().Grep(ctx, f.s.thread.ID, pattern, o)
+	return f.s.e.Store().Files().Grep(ctx, f.s.thread.ID, pattern, o)
 }
 
 func (f *threadFS) Find(ctx context.Context, glob string) ([]weft.FileInfo, error) {
-	return f.s.e.store.Files().Find(ctx, f.s.thread.ID, glob)
+	return f.s.e.Store().Files().Find(ctx, f.s.thread.ID, glob)
 }
 
 func (f *threadFS) Usage(ctx context.Context) (weft.FileStats, error) {
-	return f.s.e.store.Files().Usage(ctx, f.s.thread.ID)
+	return f.s.e.Store().Files().Usage(ctx, f.s.thread.ID)
 }

@@ -1,4 +1,4 @@
-package engine
+package threadstate
 
 import (
 	"context"
@@ -10,33 +10,33 @@ import (
 
 // NotifyParent queues "Subagent (reference: …) sent a message" to the parent,
 // silent, role by the owner side, with the files copied into the parent's /attachments/.
-func (s stateFamily) NotifyParent(ctx context.Context, text string, attachments ...string) error {
+func (s family) NotifyParent(ctx context.Context, text string, attachments ...string) error {
 	if s.thread.ParentID == "" {
 		return weft.ErrNoParent
 	}
 	var atts []weft.ToolAttachment
 	for _, p := range attachments {
-		a, err := children.ReadAttachment(ctx, s.e.store, s.thread.ID, p)
+		a, err := children.ReadAttachment(ctx, s.e.Store(), s.thread.ID, p)
 		if err != nil {
 			return err
 		}
 		atts = append(atts, a)
 	}
 	owner := weft.SideA
-	if row, ok := registryRow(s.thread); ok && row["owner_side"] == string(weft.SideB) {
+	if row, ok := children.Row(s.thread); ok && row["owner_side"] == string(weft.SideB) {
 		owner = weft.SideB
 	}
 	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
-	return s.e.subagents.Deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
+	return s.e.DeliverToParent(ctx, s.thread, owner, msg, "subagent_message", atts)
 }
 
 // SetStatus sets the status text of the thread's registry row, which the parent's listing shows.
-func (s stateFamily) SetStatus(ctx context.Context, text string) error {
-	t, err := s.e.store.Thread(ctx, s.thread.ID)
+func (s family) SetStatus(ctx context.Context, text string) error {
+	t, err := s.e.Store().Thread(ctx, s.thread.ID)
 	if err != nil {
 		return err
 	}
-	row, ok := registryRow(t)
+	row, ok := children.Row(t)
 	if !ok {
 		return weft.ErrNoParent
 	}
@@ -56,41 +56,41 @@ func (s stateFamily) SetStatus(ctx context.Context, text string) error {
 	}
 	text = red(text)
 	nr["status_text"] = text
-	props[subagentProperty] = nr
-	if err := s.e.tx(ctx, t.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
+	props[children.RowProperty] = nr
+	if err := s.e.Tx(ctx, t.ID, nil, keep, func(tx weft.Tx) error { return tx.UpdateThread(weft.ThreadPatch{Properties: props}) }); err != nil {
 		return err
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
 	agent, _ := nr["agent"].(string)
-	s.e.children.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
+	s.e.EmitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
 	return nil
 }
 
 // StopSession ends the session after the current step (state_stop_session; session_fail with
 // Failed).
-func (s stateFamily) StopSession(ctx context.Context, o weft.StopSessionOptions) error {
+func (s family) StopSession(ctx context.Context, o weft.StopSessionOptions) error {
 	if s.r == nil {
 		return weft.ErrNotInRun
 	}
 	if s.exec != nil {
-		s.exec.s.fx.stopSession = &o
+		s.exec.StopSession(&o)
 	}
 	return nil
 }
 
 // Terminate stops the thread for good: inside a run after the current tool, else at once.
-func (s stateFamily) Terminate(ctx context.Context) error {
-	if s.r != nil && s.r.thread.ID == s.thread.ID {
+func (s family) Terminate(ctx context.Context) error {
+	if s.inRun() {
 		if s.exec != nil {
-			s.exec.s.fx.terminate = true
+			s.exec.TerminateThread()
 		}
-		effects, err := s.e.store.Effects(ctx, s.thread.ID)
+		effects, err := s.e.Store().Effects(ctx, s.thread.ID)
 		if err != nil {
 			return err
 		}
 		for _, ef := range effects {
 			if ef.Status == weft.EffectPending {
-				_ = s.e.store.CancelEffect(ctx, s.thread.ID, ef.ID)
+				_ = s.e.Store().CancelEffect(ctx, s.thread.ID, ef.ID)
 			}
 		}
 		return nil
@@ -99,35 +99,35 @@ func (s stateFamily) Terminate(ctx context.Context) error {
 }
 
 // Parent returns the parent thread's state; ErrNoParent at the root.
-func (s stateFamily) Parent(ctx context.Context) (weft.State, error) {
+func (s family) Parent(ctx context.Context) (weft.State, error) {
 	if s.thread.ParentID == "" {
 		return nil, weft.ErrNoParent
 	}
-	t, err := s.e.store.Thread(ctx, s.thread.ParentID)
+	t, err := s.e.Store().Thread(ctx, s.thread.ParentID)
 	if err != nil {
 		return nil, err
 	}
-	return newState(stateCore{e: s.e, thread: t, ctx: ctx}), nil
+	return New(Core{Engine: s.e, Thread: t}), nil
 }
 
 // Child returns the state of one of the thread's subagents.
-func (s stateFamily) Child(ctx context.Context, ref string) (weft.State, error) {
-	t, err := s.e.store.Thread(ctx, ref)
+func (s family) Child(ctx context.Context, ref string) (weft.State, error) {
+	t, err := s.e.Store().Thread(ctx, ref)
 	if err != nil || t.ParentID != s.thread.ID {
 		return nil, fmt.Errorf("subagent %s: %w", ref, weft.ErrNotFound)
 	}
-	return newState(stateCore{e: s.e, thread: t, ctx: ctx}), nil
+	return New(Core{Engine: s.e, Thread: t}), nil
 }
 
 // Children lists the thread's subagent registry, oldest first.
-func (s stateFamily) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
-	kids, _, err := s.e.store.Threads(ctx, weft.ThreadQuery{ParentID: s.thread.ID, Sort: "oldest", Limit: -1})
+func (s family) Children(ctx context.Context) ([]weft.SubagentInfo, error) {
+	kids, _, err := s.e.Store().Threads(ctx, weft.ThreadQuery{ParentID: s.thread.ID, Sort: "oldest", Limit: -1})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]weft.SubagentInfo, 0, len(kids))
 	for _, k := range kids {
-		row, _ := registryRow(k)
+		row, _ := children.Row(k)
 		str := func(key string) string { v, _ := row[key].(string); return v }
 		flag := func(key string) bool { v, _ := row[key].(bool); return v }
 		out = append(out, weft.SubagentInfo{Reference: k.ID, ParentThreadID: s.thread.ID, Agent: k.Agent, Label: str("label"),

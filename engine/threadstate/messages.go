@@ -1,31 +1,33 @@
-package engine
+package threadstate
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/payload"
 )
 
-func (s stateMessages) Messages(ctx context.Context, q weft.MessageQuery) ([]weft.Message, error) {
+func (s messages) Messages(ctx context.Context, q weft.MessageQuery) ([]weft.Message, error) {
 	if q.Limit == 0 {
 		q.Limit = 100
 	}
-	return s.e.store.Messages(ctx, s.thread.ID, q)
+	return s.e.Store().Messages(ctx, s.thread.ID, q)
 }
 
-func (s stateMessages) Message(ctx context.Context, id string) (weft.Message, error) {
-	return s.e.store.Message(ctx, s.thread.ID, id)
+func (s messages) Message(ctx context.Context, id string) (weft.Message, error) {
+	return s.e.Store().Message(ctx, s.thread.ID, id)
 }
 
 // InjectMessage persists a row now; the model sees it from the next step. It never starts a run.
-func (s stateMessages) InjectMessage(ctx context.Context, nm weft.NewMessage) (weft.Message, error) {
+func (s messages) InjectMessage(ctx context.Context, nm weft.NewMessage) (weft.Message, error) {
 	s.markEffect(&nm)
 	if err := s.beforeCreate(ctx, &nm); err != nil {
 		return weft.Message{}, err
 	}
-	atts, err := s.storeAttachments(ctx, nm.Attachments)
+	atts, err := s.StoreAttachments(ctx, nm.Attachments)
 	if err != nil {
 		return weft.Message{}, err
 	}
@@ -40,25 +42,23 @@ func (s stateMessages) InjectMessage(ctx context.Context, nm weft.NewMessage) (w
 	default:
 		return weft.Message{}, weft.Errorf(weft.EInvalid, "an injected message's role is user, assistant or system")
 	}
-	var fence *weft.Fence
 	if s.r != nil {
-		fence = &s.r.journal.fence
-		m.RunID = s.r.id
+		m.RunID = s.r.ID()
 	}
 	insert := func(tx weft.Tx) error { return tx.InsertMessage(m) }
-	if s.inRun() && s.r.journal.messageEvent != nil {
+	if s.inRun() && s.r.Records() {
 		// The row's event is recorded with it, after the run's waiting events.
-		if err := s.r.journal.txState(ctx, insert, func() Event { return s.r.journal.messageEvent(*m) }); err != nil {
+		if err := s.r.RecordInsert(ctx, insert, m); err != nil {
 			return weft.Message{}, err
 		}
-		s.r.postRow(*m)
+		s.r.PostRow(*m)
 		return *m, nil
 	}
-	if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), insert); err != nil {
+	if err := s.e.Tx(ctx, s.thread.ID, s.fence(), s.writeRedactor(), insert); err != nil {
 		return weft.Message{}, err
 	}
 	if s.r != nil {
-		s.r.postRow(*m)
+		s.r.PostRow(*m)
 	}
 	s.emitRow(ctx, *m)
 	return *m, nil
@@ -67,30 +67,30 @@ func (s stateMessages) InjectMessage(ctx context.Context, nm weft.NewMessage) (w
 // emitRow streams m, a row the State stored or changed: through its run (recorded by the run's
 // next transaction when it records its events), or outside any run, its text redacted as a run's
 // rows are.
-func (s stateMessages) emitRow(ctx context.Context, m weft.Message) {
+func (s messages) emitRow(ctx context.Context, m weft.Message) {
 	if s.inRun() {
-		s.r.emitMessage(m)
+		s.r.EmitMessage(m)
 		return
 	}
-	if !s.e.observed() {
+	if !s.e.Observed() {
 		return
 	}
 	red, err := s.redactor(ctx)
 	if err != nil {
-		s.e.log.Warn("message event not emitted", "thread", s.thread.ID, "message", m.ID, "error", err)
+		s.e.Log().Warn("message event not emitted", "thread", s.thread.ID, "message", m.ID, "error", err)
 		return
 	}
 	m.Content = red(m.Content)
-	s.e.emitOutside(ctx, Event{Type: "message", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: MessageData{Message: m}})
+	s.e.EmitOutside(ctx, feed.Event{Type: "message", ThreadID: s.thread.ID, RootID: rootOf(s.thread), Data: payload.MessageData{Message: m}})
 }
 
-func (s stateMessages) beforeCreate(ctx context.Context, nm *weft.NewMessage) error {
+func (s messages) beforeCreate(ctx context.Context, nm *weft.NewMessage) error {
 	if s.r == nil {
 		return nil
 	}
-	for _, h := range s.r.activeHooks(s.exec, weft.HookBeforeCreateMessage) {
+	for _, h := range s.r.Hooks(s.exec, weft.HookBeforeCreateMessage) {
 		f, _ := weft.HookFunc[weft.BeforeCreateMessageFunc](*h)
-		if err := f(ctx, s.threadState, nm); err != nil {
+		if err := f(ctx, s.State, nm); err != nil {
 			return fmt.Errorf("hook %s rejected the message: %w", h.ID, err)
 		}
 	}
@@ -98,7 +98,7 @@ func (s stateMessages) beforeCreate(ctx context.Context, nm *weft.NewMessage) er
 }
 
 // QueueMessage queues a row for the next step boundary.
-func (s stateMessages) QueueMessage(ctx context.Context, nm weft.NewMessage) (string, error) {
+func (s messages) QueueMessage(ctx context.Context, nm weft.NewMessage) (string, error) {
 	s.markEffect(&nm)
 	if err := s.beforeCreate(ctx, &nm); err != nil {
 		return "", err
@@ -106,18 +106,18 @@ func (s stateMessages) QueueMessage(ctx context.Context, nm weft.NewMessage) (st
 	return s.e.Send(ctx, s.thread.ID, nm)
 }
 
-func (s stateMessages) UpdateMessage(ctx context.Context, id string, u weft.MessageUpdate) (weft.Message, error) {
+func (s messages) UpdateMessage(ctx context.Context, id string, u weft.MessageUpdate) (weft.Message, error) {
 	if s.r != nil {
-		for _, h := range s.r.activeHooks(s.exec, weft.HookBeforeUpdateMessage) {
+		for _, h := range s.r.Hooks(s.exec, weft.HookBeforeUpdateMessage) {
 			f, _ := weft.HookFunc[weft.BeforeUpdateMessageFunc](*h)
-			if err := f(ctx, s.threadState, id, &u); err != nil {
+			if err := f(ctx, s.State, id, &u); err != nil {
 				return weft.Message{}, fmt.Errorf("hook %s rejected the update: %w", h.ID, err)
 			}
 		}
 	}
 	c := weft.MessageChange{Content: u.Content, Silent: u.Silent, Metadata: u.Metadata}
 	if u.ExcludeFromContext != nil {
-		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
+		cur, err := s.e.Store().Message(ctx, s.thread.ID, id)
 		if err != nil {
 			return weft.Message{}, err
 		}
@@ -131,76 +131,67 @@ func (s stateMessages) UpdateMessage(ctx context.Context, id string, u weft.Mess
 		meta["exclude_from_context"] = *u.ExcludeFromContext
 		c.Metadata = meta
 	}
-	var fence *weft.Fence
-	if s.r != nil {
-		fence = &s.r.journal.fence
-	}
 	update := func(tx weft.Tx) error { return tx.UpdateMessage(id, c) }
-	recorded := s.inRun() && s.r.journal.messageEvent != nil
+	recorded := s.inRun() && s.r.Records()
 	if recorded {
 		// The changed row's event is recorded with the change.
-		cur, err := s.e.store.Message(ctx, s.thread.ID, id)
+		cur, err := s.e.Store().Message(ctx, s.thread.ID, id)
 		if err != nil {
 			return weft.Message{}, err
 		}
-		row := changedRow(cur, c, s.r.redactorNow())
-		if err := s.r.journal.txState(ctx, update, func() Event { return s.r.journal.messageEvent(row) }); err != nil {
+		if err := s.r.RecordChange(ctx, update, cur, c); err != nil {
 			return weft.Message{}, err
 		}
-	} else if err := s.e.tx(ctx, s.thread.ID, fence, s.writeRedactor(), update); err != nil {
+	} else if err := s.e.Tx(ctx, s.thread.ID, s.fence(), s.writeRedactor(), update); err != nil {
 		return weft.Message{}, err
 	}
-	m, err := s.e.store.Message(ctx, s.thread.ID, id)
+	m, err := s.e.Store().Message(ctx, s.thread.ID, id)
 	if err != nil {
 		return m, err
 	}
 	if s.r != nil {
-		s.r.postReplace(m)
+		s.r.PostReplace(m)
 	}
 	if !recorded {
 		s.emitRow(ctx, m) // a message event carries a created or an updated row
 	}
 	if s.r != nil {
-		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
+		for _, h := range s.r.Hooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
-			if herr := hooks.Call(func() error { return f(ctx, s.threadState, m) }); herr != nil {
-				s.r.hookFailed(h, herr)
+			if herr := hooks.Call(func() error { return f(ctx, s.State, m) }); herr != nil {
+				s.r.HookFailed(h, herr)
 			}
 		}
 	}
 	return m, nil
 }
 
-func (s stateMessages) DeleteMessage(ctx context.Context, id string) error {
-	var fence *weft.Fence
-	if s.r != nil {
-		fence = &s.r.journal.fence
-	}
+func (s messages) DeleteMessage(ctx context.Context, id string) error {
 	del := func(tx weft.Tx) error { return tx.DeleteMessage(id) }
-	if s.inRun() && s.r.journal.messageEvent != nil {
+	if s.inRun() && s.r.Records() {
 		// The deletion's event is recorded with it.
-		err := s.r.journal.txState(ctx, del, func() Event { return s.r.event("message_deleted", Fields{"message_id": id}) })
+		err := s.r.RecordDelete(ctx, del, id)
 		if err == nil {
-			s.r.postDelete(id)
+			s.r.PostDelete(id)
 		}
 		return err
 	}
-	err := s.e.tx(ctx, s.thread.ID, fence, keep, del)
+	err := s.e.Tx(ctx, s.thread.ID, s.fence(), keep, del)
 	if err == nil && s.r != nil {
-		s.r.postDelete(id)
+		s.r.PostDelete(id)
 	}
 	if err == nil {
-		s.emit(ctx, "message_deleted", Fields{"message_id": id})
+		s.emit(ctx, "message_deleted", payload.Fields{"message_id": id})
 	}
 	return err
 }
 
-func (s stateMessages) Logs(ctx context.Context, q weft.LogQuery) ([]weft.LogEntry, error) {
-	return s.e.store.Logs(ctx, s.thread.ID, q)
+func (s messages) Logs(ctx context.Context, q weft.LogQuery) ([]weft.LogEntry, error) {
+	return s.e.Store().Logs(ctx, s.thread.ID, q)
 }
 
 // markEffect tags a message created by an effect.
-func (s stateMessages) markEffect(nm *weft.NewMessage) {
+func (s messages) markEffect(nm *weft.NewMessage) {
 	if s.effect == nil {
 		return
 	}

@@ -1,0 +1,142 @@
+package threadstate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/payload"
+)
+
+// scheduleEffect stores a durable effect row (State.ScheduleEffect).
+func (s effects) scheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
+	def, ok := s.e.Registry().Effect(name)
+	if !ok {
+		return "", fmt.Errorf("%w: %q", weft.ErrUnknownEffect, name)
+	}
+	if delay < 0 {
+		return "", weft.Errorf(weft.EInvalid, "an effect's delay must not be negative")
+	}
+	var raw json.RawMessage
+	if args != nil {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return "", fmt.Errorf("effect %s arguments: %w", name, err)
+		}
+		raw = b
+	}
+	rec := &weft.EffectRecord{ThreadID: s.thread.ID, Name: name, Args: raw, RunAt: s.e.Now().UTC().Add(delay),
+		MaxAttempts: max(def.MaxAttempts, 1)}
+	if err := s.e.Store().ScheduleEffect(ctx, rec); err != nil {
+		return "", err
+	}
+	s.e.EffectScheduled()
+	s.emit(ctx, "effect_changed", payload.Fields{"id": rec.ID, "name": name, "status": rec.Status})
+	return rec.ID, nil
+}
+
+// ScheduleEffect stores a durable effect to run after delay and returns its id.
+func (s effects) ScheduleEffect(ctx context.Context, name string, args any, delay time.Duration) (string, error) {
+	return s.scheduleEffect(ctx, name, args, delay)
+}
+
+// ScheduledEffects lists the thread's effects.
+func (s effects) ScheduledEffects(ctx context.Context) ([]weft.EffectRecord, error) {
+	return s.e.Store().Effects(ctx, s.thread.ID)
+}
+
+// CancelEffect cancels a pending effect of the thread.
+func (s effects) CancelEffect(ctx context.Context, id string) error {
+	// The event names the effect, as every effect_changed does.
+	effects, err := s.e.Store().Effects(ctx, s.thread.ID)
+	if err != nil {
+		return err
+	}
+	name := ""
+	for _, e := range effects {
+		if e.ID == id {
+			name = e.Name
+		}
+	}
+	if err := s.e.Store().CancelEffect(ctx, s.thread.ID, id); err != nil {
+		return err
+	}
+	s.emit(ctx, "effect_changed", payload.Fields{"id": id, "name": name, "status": weft.EffectCanceled})
+	return nil
+}
+
+// RunEffect runs a claimed effect and records its outcome: arguments are validated first (a
+// failure is recorded, never retried); a failing run is retried only when the effect allows
+// several attempts, with backoff. The effect's State serves its thread outside any run.
+func RunEffect(ctx context.Context, e Engine, rec weft.EffectRecord) {
+	finish := func(status weft.EffectStatus, text string, retryAt time.Time) {
+		if err := e.Store().FinishEffect(context.WithoutCancel(ctx), rec.ID, status, text, retryAt); err != nil {
+			e.Log().Warn("recording an effect's outcome failed", "effect", rec.ID, "error", err)
+		}
+		e.EmitOutside(ctx, feed.Event{Type: "effect_changed", ThreadID: rec.ThreadID, Data: payload.Fields{"id": rec.ID, "name": rec.Name, "status": status}})
+	}
+	def, ok := e.Registry().Effect(rec.Name)
+	if !ok {
+		finish(weft.EffectFailed, fmt.Sprintf("no effect named %q", rec.Name), time.Time{})
+		return
+	}
+	if limit := max(def.MaxAttempts, 1); rec.Attempts > limit {
+		// An expired claim (a node died running it) counts as an attempt.
+		finish(weft.EffectFailed, fmt.Sprintf("interrupted: the effect was claimed %d times and allows %d attempts", rec.Attempts, limit), time.Time{})
+		return
+	}
+	args := rec.Args
+	if def.Args != nil {
+		var raw any
+		if len(args) > 0 {
+			if err := json.Unmarshal(args, &raw); err != nil {
+				finish(weft.EffectFailed, "Effect arguments are not valid JSON: "+err.Error(), time.Time{})
+				return
+			}
+		}
+		if raw == nil {
+			raw = map[string]any{}
+		}
+		v, err := e.Validator(def.Args)
+		if err == nil {
+			var out any
+			if out, err = v.Validate(raw); err == nil {
+				args, _ = json.Marshal(out)
+			}
+		}
+		if err != nil {
+			finish(weft.EffectFailed, "Effect argument validation failed: "+err.Error(), time.Time{})
+			return
+		}
+	}
+	t, err := e.Store().Thread(ctx, rec.ThreadID)
+	if err != nil {
+		finish(weft.EffectFailed, err.Error(), time.Time{})
+		return
+	}
+	st := New(Core{Engine: e, Thread: t, Effect: &rec})
+	err = hooks.Call(func() error { return def.Run(ctx, st, args) })
+	if err == nil {
+		finish(weft.EffectCompleted, "", time.Time{})
+		return
+	}
+	red := redactorFor(ctx, e, t.ID)
+	if def.MaxAttempts > 1 && rec.Attempts < def.MaxAttempts {
+		backoff := time.Duration(1<<min(rec.Attempts-1, 10)) * time.Second
+		finish(weft.EffectPending, red(err.Error()), e.Now().Add(backoff))
+		return
+	}
+	finish(weft.EffectFailed, red(err.Error()), time.Time{})
+}
+
+// redactorFor returns the thread's redactor, or the identity when it cannot be built.
+func redactorFor(ctx context.Context, e Engine, threadID string) func(string) string {
+	if f, err := e.Redactor(ctx, threadID); err == nil {
+		return f
+	}
+	return func(s string) string { return s }
+}
