@@ -22,7 +22,7 @@ type children struct{ e *Engine }
 func (c children) runChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
 	// A run of the child in this process (a background driver's) ends first: it drains our
 	// message, or leaves it queued for us.
-	held, release, err := c.e.acquire(ctx, child.ID)
+	held, release, err := c.e.sched.Acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, err
 	}
@@ -125,19 +125,7 @@ func (c children) startChild(child *weft.Thread, a *weft.Agent, owner weft.Side,
 // goDrive starts driveChild in the background, registered as the child's driver until it returns:
 // Recover leaves a child that this process drives to its driver, which reports what it runs.
 func (c children) goDrive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode childMode, resume bool) {
-	c.e.mu.Lock()
-	c.e.ownerOf(child.ID).drivers++
-	c.e.mu.Unlock()
-	done := c.e.busy(orDefault(child.RootID, child.ID))
-	c.e.bg.Go(func() {
-		defer func() {
-			c.e.mu.Lock()
-			o := c.e.owners[child.ID]
-			o.drivers--
-			c.e.dropIfUnused(child.ID, o)
-			c.e.mu.Unlock()
-			done()
-		}()
+	c.e.sched.Drive(child.ID, orDefault(child.RootID, child.ID), func() {
 		c.driveChild(ctx, child, a, owner, mode, resume)
 	})
 }
@@ -159,10 +147,7 @@ func (c children) driveArgs(child *weft.Thread) (*weft.Agent, weft.Side, childMo
 
 // drivenHere tells whether a driver of this process is running the child.
 func (c children) drivenHere(childID string) bool {
-	c.e.mu.Lock()
-	defer c.e.mu.Unlock()
-	o := c.e.owners[childID]
-	return o != nil && o.drivers > 0
+	return c.e.sched.Driven(childID)
 }
 
 // driveChild runs a background child run by run while it has work, reporting each run's outcome
@@ -207,7 +192,7 @@ func (c children) driveChild(ctx context.Context, child *weft.Thread, a *weft.Ag
 // driveOnce performs one run of a background child, holding its turn; ran is false when there
 // was nothing to run (or another process runs it).
 func (c children) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, bool, error) {
-	held, release, err := c.e.acquire(ctx, child.ID)
+	held, release, err := c.e.sched.Acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, false, nil
 	}
@@ -241,7 +226,7 @@ func (c children) driveOnce(ctx context.Context, child *weft.Thread, resume bool
 
 // Wait blocks until background work is done: non-blocking subagents, their reports and the parent
 // runs those start (`weft run` waits for all descendants).
-func (e *Engine) Wait() { e.bg.Wait() }
+func (e *Engine) Wait() { e.sched.Wait() }
 
 // sessionCallResult derives a stopped child's outcome from its latest successful sessionStop or
 // sessionFail call: the call's messageProperty argument, else the tool's result.

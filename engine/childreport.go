@@ -171,7 +171,7 @@ func (p *reports) deliverSeq(ctx context.Context, child *weft.Thread, owner weft
 		Metadata: meta}); err != nil {
 		return err
 	}
-	p.e.wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID), nil)
+	p.e.sched.Wake(ctx, child.ParentID, orDefault(child.RootID, child.ParentID))
 	return nil
 }
 

@@ -140,7 +140,7 @@ func (s stateEffects) scheduleEffect(ctx context.Context, name string, args any,
 	if err := s.e.store.ScheduleEffect(ctx, rec); err != nil {
 		return "", err
 	}
-	s.e.effectScheduled()
+	s.e.sched.EffectScheduled()
 	s.emit(ctx, "effect_changed", Fields{"id": rec.ID, "name": name, "status": rec.Status})
 	return rec.ID, nil
 }

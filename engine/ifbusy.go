@@ -12,8 +12,8 @@ import (
 // (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
 // that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
 // tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (Engine.watch → Engine.interruptFromStore); a run registered after
-// either reads its queue (owner.checkInterrupts); and a run that nothing told finds the message
+// store's notice of the push (sched's watch → Engine.interruptFromStore); a run registered after
+// either reads its queue (sched.Scheduler.Register); and a run that nothing told finds the message
 // at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
 // that started completes and its result is stored, the reply's calls not started yet are
@@ -108,19 +108,10 @@ func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 // interrupts the run for the first it has not taken. With no run registered (one may have started
 // and not be registered yet), the next run to register checks the queue.
 func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
-	e.mu.Lock()
-	var ar *activeRun
-	if o := e.owners[threadID]; o != nil {
-		if ar = o.run; ar == nil {
-			o.checkInterrupts = true
-		}
+	// (The run, told of the message, reads the queue at its next boundary.)
+	if ar, _ := e.sched.Queued(threadID, true); ar != nil {
+		e.interruptQueued(ctx, threadID, ar.(*activeRun))
 	}
-	e.mu.Unlock()
-	if ar == nil {
-		return
-	}
-	ar.pushed.Store(true) // another process queued a message: the run reads the queue at its next boundary
-	e.interruptQueued(ctx, threadID, ar)
 }
 
 // interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
@@ -178,10 +169,8 @@ func (e *Engine) busyRun(threadID string, err error) error {
 	if !errors.As(err, &be) || be.RunID != "" {
 		return err
 	}
-	e.mu.Lock()
-	if o := e.owners[threadID]; o != nil && o.run != nil {
-		be.RunID = o.run.runID()
+	if ar, _ := e.sched.Running(threadID).(*activeRun); ar != nil {
+		be.RunID = ar.runID()
 	}
-	e.mu.Unlock()
 	return err
 }

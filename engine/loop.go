@@ -85,7 +85,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 // step of the acting side (a handler's turn or a model step); nil goes on.
 func (r *run) boundary(fx *toolEffects) *ending {
 	// A shutdown suspends the run at this step boundary.
-	if r.e.stopping.Load() && !r.ar.stop.Load() {
+	if r.e.sched.Stopping() && !r.ar.stop.Load() {
 		r.suspend.Store(true)
 	}
 	// S1: stop flag, cancellation, or a message that interrupts the run.

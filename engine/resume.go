@@ -136,7 +136,7 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		stored, err = r.tools.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
-	res, notRun, ok := r.e.takeUnstored(r.thread.ID, c.ID)
+	res, notRun, ok := r.e.sched.TakeResult(r.thread.ID, c.ID)
 	if ok && notRun {
 		// Its tool never ran: the transaction that marked it running lost its connection, and
 		// this process, which would have run it, resumes under the same lease.
@@ -147,7 +147,7 @@ func (r *run) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallRecord, 
 		// lost process): it is stored now rather than run again or answered as interrupted.
 		stored, err = r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
-			r.e.keepUnstored(r.thread.ID, c.ID, res)
+			r.e.sched.KeepResult(r.thread.ID, c.ID, res)
 		}
 		return true, err
 	}

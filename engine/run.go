@@ -41,6 +41,13 @@ type activeRun struct {
 	modelCancel context.CancelCauseFunc
 }
 
+// Queued tells the run that a message was queued on its thread (sched.Run): it reads the queue at
+// its next boundary, and once it ends.
+func (ar *activeRun) Queued() { ar.pushed.Store(true) }
+
+// Cancel cancels the run (sched.Run).
+func (ar *activeRun) Cancel(cause error) { ar.cancel(cause) }
+
 // errStopped is the cancellation cause of a user stop.
 var errStopped = errors.New("execution stopped by user")
 
@@ -150,7 +157,7 @@ type startPush struct {
 // queued at once, for a run of the thread in this engine to take at its next boundary, and the
 // run waits for the turn.
 func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
-	held, release, ok, err := e.tryAcquire(ctx, threadID)
+	held, release, ok, err := e.sched.TryAcquire(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +168,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 			}
 			push = nil
 		}
-		if held, release, err = e.acquire(ctx, threadID); err != nil {
+		if held, release, err = e.sched.Acquire(ctx, threadID); err != nil {
 			return nil, err
 		}
 	}
@@ -206,13 +213,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 // Stop stops the thread's run (if any) and sets the stop flag: the pending message is failed,
 // unanswered calls are answered and a notice is stored.
 func (e *Engine) Stop(ctx context.Context, threadID string) error {
-	e.mu.Lock()
-	var ar *activeRun
-	if o := e.owners[threadID]; o != nil {
-		ar = o.run
-	}
-	e.mu.Unlock()
-	if ar != nil {
+	if ar, _ := e.sched.Running(threadID).(*activeRun); ar != nil {
 		ar.stop.Store(true)
 		ar.cancel(errStopped)
 		<-ar.done
@@ -248,12 +249,12 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if push != nil {
 		pq = push.q
 	}
-	fence, start, err := e.beginRun(ctx, threadID, pq)
+	fence, start, err := e.sched.BeginRun(ctx, threadID, pq)
 	err = e.refusal(err)
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
-		e.giveBackLease(context.WithoutCancel(ctx), fence)
+		e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 	}
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
@@ -276,23 +277,15 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
 	released := false
-	e.mu.Lock()
-	o := e.ownerOf(threadID)
-	o.run = ar
-	checkInterrupts := o.checkInterrupts
-	o.checkInterrupts = false
-	e.mu.Unlock()
+	checkInterrupts := e.sched.Register(threadID, ar)
 	var r *run
 	defer func() {
 		cancel(nil)
-		e.mu.Lock()
-		o.run = nil
-		e.dropIfUnused(threadID, o)
-		e.mu.Unlock()
+		e.sched.Unregister(threadID)
 		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
 		close(ar.done)
-		if !released && !e.keepLease(fence) {
-			e.giveBackLease(context.WithoutCancel(ctx), fence)
+		if !released && !e.sched.KeepLease(fence) {
+			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
 	renewal := e.renewLease(runCtx, fence, cancel)
