@@ -45,18 +45,21 @@ type kept struct {
 
 // KeepResult remembers the result of a call whose store failed.
 func (s *Scheduler) KeepResult(threadID, callID string, res weft.ToolResult) {
-	s.keep(keptKey{threadID, callID}, kept{res: res})
+	s.mu.Lock()
+	s.kept.keep(keptKey{threadID, callID}, kept{res: res})
+	s.mu.Unlock()
 }
 
 // KeepNotRun remembers a call whose tool has not run, marked running by a transaction that failed.
 func (s *Scheduler) KeepNotRun(threadID, callID string) {
-	s.keep(keptKey{threadID, callID}, kept{notRun: true})
+	s.mu.Lock()
+	s.kept.keep(keptKey{threadID, callID}, kept{notRun: true})
+	s.mu.Unlock()
 }
 
-func (s *Scheduler) keep(k keptKey, x kept) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := &s.kept
+// keep adds a call's kept result, dropping expired ones when full; the caller holds the
+// scheduler's lock.
+func (u *keptResults) keep(k keptKey, x kept) {
 	if u.m == nil {
 		u.m = map[keptKey]kept{}
 	}
@@ -85,20 +88,20 @@ func (s *Scheduler) TakeResult(threadID, callID string) (_ weft.ToolResult, notR
 }
 
 // dropNotRun forgets the thread's calls kept as not run: a run that did not start with this
-// process's kept lease may follow another process's, which may have run them.
-func (s *Scheduler) dropNotRun(threadID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, x := range s.kept.m {
+// process's kept lease may follow another process's, which may have run them. The caller holds
+// the scheduler's lock.
+func (u *keptResults) dropNotRun(threadID string) {
+	for k, x := range u.m {
 		if k.thread == threadID && x.notRun {
-			delete(s.kept.m, k)
+			delete(u.m, k)
 		}
 	}
 }
 
-// holdsKept reports whether results of the thread's calls are kept; the caller holds s.mu.
-func (s *Scheduler) holdsKept(threadID string) bool {
-	for k := range s.kept.m {
+// holds reports whether results of the thread's calls are kept; the caller holds the scheduler's
+// lock.
+func (u *keptResults) holds(threadID string) bool {
+	for k := range u.m {
 		if k.thread == threadID {
 			return true
 		}
@@ -118,7 +121,7 @@ func (s *Scheduler) KeepLease(f weft.Fence) bool {
 		return false
 	}
 	s.mu.Lock()
-	if !s.holdsKept(f.ThreadID) {
+	if !s.kept.holds(f.ThreadID) {
 		s.mu.Unlock()
 		return false
 	}
@@ -167,7 +170,9 @@ func (s *Scheduler) BeginRun(ctx context.Context, threadID string, push *weft.Qu
 				return fence, start, err
 			}
 		}
-		s.dropNotRun(threadID)
+		s.mu.Lock()
+		s.kept.dropNotRun(threadID)
+		s.mu.Unlock()
 	}
 	return store.BeginRun(ctx, threadID, s.cfg.Node, s.cfg.LeaseTTL, push)
 }

@@ -52,6 +52,7 @@ func (s *Scheduler) Serve(ctx context.Context, o ServeOptions) error {
 		return errors.New("engine: Serve is already running")
 	}
 	s.workers.Store(new(make(chan struct{}, o.Workers)))
+	sv := server{s}
 	s.stopping.Store(false)
 	if n, ok := s.cfg.Store.(weft.Notifier); ok {
 		// A store other processes share: follow their commits, and take over the work of any
@@ -61,7 +62,7 @@ func (s *Scheduler) Serve(ctx context.Context, o ServeOptions) error {
 		listening, watching := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watching)
-			s.watch(wctx, n, listening)
+			sv.watch(wctx, n, listening)
 		}()
 		defer func() { stop(); <-watching }()
 		select {
@@ -71,7 +72,7 @@ func (s *Scheduler) Serve(ctx context.Context, o ServeOptions) error {
 		case <-time.After(listenWait):
 			s.cfg.Log.Warn("not yet following other processes' commits; serving meanwhile", "waited", listenWait)
 		}
-		go s.sweepLoop(ctx)
+		go sv.sweepLoop(ctx)
 	}
 	if err := s.cfg.Host.RecoverAll(ctx); err != nil && ctx.Err() == nil {
 		s.serving.Store(false)
@@ -80,9 +81,12 @@ func (s *Scheduler) Serve(ctx context.Context, o ServeOptions) error {
 	if o.Started != nil {
 		o.Started()
 	}
-	s.effectsLoop(ctx)
-	return s.shutdown(o.DrainTimeout)
+	sv.effectsLoop(ctx)
+	return sv.shutdown(o.DrainTimeout)
 }
+
+// server is a serving scheduler's loops.
+type server struct{ s *Scheduler }
 
 // listenWait bounds how long Serve waits for the watch of other processes' commits to listen before
 // it recovers work and serves anyway (the sweep then finds what a lost notice would have started).
@@ -91,7 +95,8 @@ const listenWait = 10 * time.Second
 // watch follows other processes' commits: their events wake this process's subscribers of the
 // thread, and their effects the effect loop. listening is closed at the first NoticeReset, when
 // the watch listens.
-func (s *Scheduler) watch(ctx context.Context, n weft.Notifier, listening chan struct{}) {
+func (sv server) watch(ctx context.Context, n weft.Notifier, listening chan struct{}) {
+	s := sv.s
 	var once sync.Once
 	err := n.Watch(ctx, func(nt weft.Notice) {
 		switch nt.Kind {
@@ -126,12 +131,13 @@ func (s *Scheduler) watch(ctx context.Context, n weft.Notifier, listening chan s
 }
 
 // sweepLoop looks, every lease TTL, for runnable threads nobody runs (sweep).
-func (s *Scheduler) sweepLoop(ctx context.Context) {
+func (sv server) sweepLoop(ctx context.Context) {
+	s := sv.s
 	for {
 		if err := s.cfg.Clock.Sleep(ctx, s.cfg.LeaseTTL); err != nil {
 			return
 		}
-		if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
+		if err := sv.sweep(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Log.Warn("looking for abandoned threads failed", "error", err)
 		}
 	}
@@ -141,7 +147,8 @@ func (s *Scheduler) sweepLoop(ctx context.Context) {
 // does not work on: one whose lease expired (its process died) is resumed here, and one that
 // another process runs refuses the lease at once (a sweep never retries). On a shared store this
 // is how a node that died has its threads taken over, without a restart.
-func (s *Scheduler) sweep(ctx context.Context) error {
+func (sv server) sweep(ctx context.Context) error {
+	s := sv.s
 	store := s.cfg.Store
 	running, _, err := store.Threads(ctx, weft.ThreadQuery{Status: weft.ThreadRunning, RootsOnly: true, Sort: "oldest"})
 	if err != nil {
@@ -171,7 +178,8 @@ func (s *Scheduler) sweep(ctx context.Context) error {
 
 // effectsLoop runs due effects until ctx ends, sleeping on the clock until the next one is due or
 // one is scheduled.
-func (s *Scheduler) effectsLoop(ctx context.Context) {
+func (sv server) effectsLoop(ctx context.Context) {
+	s := sv.s
 	for ctx.Err() == nil {
 		threads, err := s.cfg.Host.RunDueEffects(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -217,7 +225,8 @@ func (s *Scheduler) EffectsScheduled() int64 { return s.effectsScheduled.Load() 
 
 // shutdown stops taking work, gives running steps drain to reach a boundary, interrupts the rest
 // and waits for every run of this process to release its lease.
-func (s *Scheduler) shutdown(drain time.Duration) error {
+func (sv server) shutdown(drain time.Duration) error {
+	s := sv.s
 	s.stopping.Store(true)
 	s.serving.Store(false)
 	idle := make(chan struct{})
