@@ -255,9 +255,14 @@ func (r *run) abortReason() weft.StopReason {
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
 	j := &r.journal
-	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
-		if err := j.readQueue(r.ctx); err != nil {
-			return err
+	if j.queued == nil && r.steps > 0 {
+		r.sync() // a message queued meanwhile is told through the mailbox (activeRun.Queued)
+		pushed := r.pushed
+		r.pushed = false
+		if pushed || j.waiting() {
+			if err := j.readQueue(r.ctx); err != nil {
+				return err
+			}
 		}
 	}
 	qs := j.unread()

@@ -21,9 +21,9 @@ type activeRun struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool
 	done   chan struct{}
-	// pushed is set by Send when it queues a message on the thread while the run is registered:
-	// the run then reads the queue even if its last transaction saw nothing waiting.
-	pushed atomic.Bool
+	// mail carries to the run's goroutine what others tell the run (mailbox.go): a State's
+	// changes to its caches, and a message queued on its thread (Queued).
+	mail mailbox
 	// interrupted is set while interruptBy names a queued message with weft.IfBusyInterrupt that
 	// stops the run (ifbusy.go).
 	interrupted atomic.Bool
@@ -41,9 +41,13 @@ type activeRun struct {
 	modelCancel context.CancelCauseFunc
 }
 
-// Queued tells the run that a message was queued on its thread (sched.Run): it reads the queue at
-// its next boundary, and once it ends.
-func (ar *activeRun) Queued() { ar.pushed.Store(true) }
+// Queued tells the run that a message was queued on its thread (sched.Run), through its mailbox:
+// it reads the queue at its next boundary even if its last transaction saw nothing waiting, and
+// once it ends.
+func (ar *activeRun) Queued() { ar.mail.post(notePushed) }
+
+// notePushed is the mailbox's message that a message was queued on the run's thread.
+func notePushed(r *run) { r.pushed = true }
 
 // Cancel cancels the run (sched.Run).
 func (ar *activeRun) Cancel(cause error) { ar.cancel(cause) }
@@ -282,7 +286,12 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	defer func() {
 		cancel(nil)
 		e.sched.Unregister(threadID)
-		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
+		if r != nil {
+			r.sync() // a message queued while the run was registered was told through its mailbox
+			more = r.pushed || r.journal.waiting()
+		} else {
+			more = ar.mail.has.Load()
+		}
 		close(ar.done)
 		if !released && !e.sched.KeepLease(fence) {
 			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
@@ -433,9 +442,9 @@ type run struct {
 	journal journal
 	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
 	rowCache
-	// mail carries a State's changes to the caches from any goroutine (mailbox.go): sync applies
-	// them before the run reads or changes rows, lastSeq, callIDs, env, red or the queued tools.
-	mail mailbox
+	// pushed: a message was queued on the thread since the run last read its queue (told through
+	// the mailbox, ar.mail: activeRun.Queued, activeRun.interrupt).
+	pushed bool
 	// spawned: the run created a child thread (a subagent).
 	spawned atomic.Bool
 	// stopCounted: the run's stop is counted in state.Stops.
