@@ -36,7 +36,7 @@ func (ar *activeRun) interrupt(id string, rollback bool) bool {
 	}
 	ar.interruptBy, ar.rollback = id, rollback
 	ar.interrupted.Store(true)
-	ar.mail.post(notePushed) // the next run is due even if the run saw nothing queued
+	ar.mail.add(notePushed) // the next run is due even if the run saw nothing queued
 	if ar.modelCancel != nil {
 		ar.modelCancel(errInterrupted)
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/weft-agents/weft"
@@ -16,20 +15,28 @@ import (
 // the run goes on and reads those caches; so a State never changes them itself. It posts the
 // change here, and the run applies what was posted, in order, on its own goroutine (run.sync)
 // before it reads or changes a cache or looks at its queue. It belongs to the activeRun, which
-// exists (and may be told of a message) before the run is made. Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer, red and
-// the queued tools; a State on another goroutine reads red and the env through shared, under mu.
+// exists (and may be told of a message) before the run is made, and is guarded by its lock
+// (activeRun.mu). Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer,
+// red and the queued tools; a State on another goroutine reads red and the env through shared,
+// under the same lock.
 type mailbox struct {
-	mu  sync.Mutex
+	// ops are the changes posted, in order.
 	ops []func(*run)
+	// has: ops is not empty (read without the lock).
 	has atomic.Bool
 }
 
-// post queues op for the run's goroutine.
-func (b *mailbox) post(op func(*run)) {
-	b.mu.Lock()
+// add queues op for the run's goroutine; the caller holds the activeRun's lock.
+func (b *mailbox) add(op func(*run)) {
 	b.ops = append(b.ops, op)
 	b.has.Store(true)
-	b.mu.Unlock()
+}
+
+// post queues op for the run's goroutine.
+func (ar *activeRun) post(op func(*run)) {
+	ar.mu.Lock()
+	ar.mail.add(op)
+	ar.mu.Unlock()
 }
 
 // sync applies what States posted, in the order they posted it. The run calls it before it reads
@@ -38,21 +45,21 @@ func (r *run) sync() {
 	if !r.ar.mail.has.Load() {
 		return
 	}
-	r.ar.mail.mu.Lock()
+	r.ar.mu.Lock()
 	ops := r.ar.mail.ops
 	r.ar.mail.ops = nil
 	r.ar.mail.has.Store(false)
-	r.ar.mail.mu.Unlock()
+	r.ar.mu.Unlock()
 	for _, op := range ops {
 		op(r)
 	}
 }
 
-// shared runs fn under the mailbox's lock: how a State, on any goroutine, reads what the run's
-// goroutine changes under the same lock (postEnv).
+// shared runs fn under the mailbox's lock (the activeRun's): how a State, on any goroutine, reads
+// what the run's goroutine changes under the same lock (postEnv).
 func (r *run) shared(fn func()) {
-	r.ar.mail.mu.Lock()
-	defer r.ar.mail.mu.Unlock()
+	r.ar.mu.Lock()
+	defer r.ar.mu.Unlock()
 	fn()
 }
 
@@ -64,12 +71,12 @@ func (r *run) redactorNow() *redact.Redactor {
 }
 
 // postRow, postReplace and postDelete carry a State's stored change of a row to the run's cache.
-func (r *run) postRow(m weft.Message) { r.ar.mail.post(func(r *run) { r.cacheRow(m) }) }
+func (r *run) postRow(m weft.Message) { r.ar.post(func(r *run) { r.cacheRow(m) }) }
 
-func (r *run) postReplace(m weft.Message) { r.ar.mail.post(func(r *run) { r.recacheRow(m) }) }
+func (r *run) postReplace(m weft.Message) { r.ar.post(func(r *run) { r.recacheRow(m) }) }
 
 func (r *run) postDelete(id string) {
-	r.ar.mail.post(func(r *run) {
+	r.ar.post(func(r *run) {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == id })
 	})
 }
@@ -77,7 +84,7 @@ func (r *run) postDelete(id string) {
 // postEnv carries a thread variable a State set: the run's env and its redactor follow it. The
 // thread layer is replaced, not changed in place, as a State may be reading the old one.
 func (r *run) postEnv(v weft.EnvValue) {
-	r.ar.mail.post(func(r *run) {
+	r.ar.post(func(r *run) {
 		layer := maps.Clone(r.env.Thread)
 		if layer == nil {
 			layer = map[string]weft.EnvValue{}
@@ -95,7 +102,7 @@ func (r *run) postEnv(v weft.EnvValue) {
 
 // postTool queues a tool a State asked for, to run after the step's calls.
 func (r *run) postTool(q queuedTool) {
-	r.ar.mail.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
+	r.ar.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
 }
 
 // runMemory is a run's Execution.Memory, kept under the mailbox's lock.

@@ -21,14 +21,15 @@ type activeRun struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool
 	done   chan struct{}
-	// mail carries to the run's goroutine what others tell the run (mailbox.go): a State's
-	// changes to its caches, and a message queued on its thread (Queued).
-	mail mailbox
 	// interrupted is set while interruptBy names a queued message with weft.IfBusyInterrupt that
 	// stops the run (ifbusy.go).
 	interrupted atomic.Bool
 
-	mu sync.Mutex // guards the fields below
+	// mu guards the fields below, and what a State reads of the run's caches (run.shared).
+	mu sync.Mutex
+	// mail carries to the run's goroutine what others tell the run (mailbox.go): a State's
+	// changes to its caches, and a message queued on its thread (Queued).
+	mail mailbox
 	// id is the run's id, once it started.
 	id string
 	// interruptBy is the queued message that interrupts the run ("" when none), rollback whether
@@ -44,7 +45,7 @@ type activeRun struct {
 // Queued tells the run that a message was queued on its thread (sched.Run), through its mailbox:
 // it reads the queue at its next boundary even if its last transaction saw nothing waiting, and
 // once it ends.
-func (ar *activeRun) Queued() { ar.mail.post(notePushed) }
+func (ar *activeRun) Queued() { ar.post(notePushed) }
 
 // notePushed is the mailbox's message that a message was queued on the run's thread.
 func notePushed(r *run) { r.pushed = true }
