@@ -30,7 +30,12 @@ type keptResults struct {
 }
 
 // keptKey names a call of a thread.
-type keptKey struct{ thread, call string }
+type keptKey struct {
+	// thread is the thread's id.
+	thread string
+	// call is the call's id, as the model gave it.
+	call string
+}
 
 // kept is what is kept of a call.
 type kept struct {

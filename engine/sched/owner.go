@@ -52,8 +52,9 @@
 //
 //   - Queued messages are rows in the store; the owner only decides who takes them: a registered
 //     run at its next step boundary (told by Queued), else the next pass of a worker (Wake).
-//   - Approvals: a run that stops awaiting approval leaves the turn free; the decision wakes the
-//     thread with a continue (Continue).
+//   - Approvals: a run that stops awaiting approval gives its turn back (the pending calls are
+//     rows in the store); while serving, the decision wakes the thread with a continue
+//     (Continue), as lifting a budget's pause does.
 //   - Child reports: a blocking subagent's parent awaits its child inside its own run, holding its
 //     own turn while it acquires the child's; a background child is driven by a goroutine
 //     registered with Drive (drivers > 0), so that recovery leaves it to its driver. A child's

@@ -86,7 +86,10 @@ func (s *Scheduler) Serve(ctx context.Context, o ServeOptions) error {
 }
 
 // server is a serving scheduler's loops.
-type server struct{ s *Scheduler }
+type server struct {
+	// s is the scheduler that serves.
+	s *Scheduler
+}
 
 // listenWait bounds how long Serve waits for the watch of other processes' commits to listen before
 // it recovers work and serves anyway (the sweep then finds what a lost notice would have started).
