@@ -12,7 +12,7 @@ import (
 // (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
 // that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
 // tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (sched's watch → Engine.interruptFromStore); a run registered after
+// store's notice of the push (sched's watch → schedHost.InterruptFromStore); a run registered after
 // either reads its queue (sched.Scheduler.Register); and a run that nothing told finds the message
 // at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
@@ -102,17 +102,6 @@ func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
-
-// interruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
-// this process works on, after another process queued a message on it (weft.NoticeQueued), and
-// interrupts the run for the first it has not taken. With no run registered (one may have started
-// and not be registered yet), the next run to register checks the queue.
-func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
-	// (The run, told of the message, reads the queue at its next boundary.)
-	if ar, _ := e.sched.Queued(threadID, true); ar != nil {
-		e.interruptQueued(ctx, threadID, ar.(*activeRun))
-	}
-}
 
 // interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
 // in the queue that the run has not taken.

@@ -67,9 +67,15 @@ func (h schedHost) RecoverAll(ctx context.Context) error {
 	return err
 }
 
-// InterruptFromStore interrupts the thread's run for a message another process queued.
+// InterruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
+// this process works on, after another process queued a message on it (weft.NoticeQueued), and
+// interrupts the run for the first it has not taken (ifbusy.go). With no run registered (one may
+// have started and not be registered yet), the next run to register checks the queue.
 func (h schedHost) InterruptFromStore(ctx context.Context, threadID string) {
-	h.e.interruptFromStore(ctx, threadID)
+	// (The run, told of the message, reads the queue at its next boundary.)
+	if ar, _ := h.e.sched.Queued(threadID, true); ar != nil {
+		h.e.interruptQueued(ctx, threadID, ar.(*activeRun))
+	}
 }
 
 // Poke wakes the thread's event subscribers ("" = all).
