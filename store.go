@@ -255,7 +255,8 @@ type MessageTx interface {
 
 // LogTx appends to the Tx's thread's log rows and event log.
 type LogTx interface {
-	// PutLog inserts or replaces a log row (keyed by id).
+	// PutLog inserts or replaces a log row (keyed by id). The store may keep l's request and
+	// response bodies as they are (not copied): the caller does not change them afterwards.
 	PutLog(l *LogEntry) error
 	// AppendEvents adds events to the thread's event log, assigning each its Seq (continuing the
 	// thread's gap-free count from 1) and CreatedAt when zero. They commit with the transaction's

@@ -94,10 +94,11 @@ const inPlaceBody = 64 << 10
 // decodeStrict decodes one JSON value into dst, refusing unknown fields, wrong types and trailing
 // data. A large body that is valid JSON, names only dst's fields and decodes is decoded in place:
 // a json.Decoder would first copy it into buffers of its own, grown by doubling (64 MiB allocated
-// for a message of 20 MiB). Any other is decoded by the decoder, which says why it is refused
-// exactly as it always did.
+// for a message of 20 MiB), and its long strings are left in b (unmarshalInPlace): b must not
+// change afterwards. Any other is decoded by the decoder, which says why it is refused exactly as
+// it always did.
 func decodeStrict(b []byte, dst any) error {
-	if len(b) >= inPlaceBody && json.Valid(b) && knownFields(b, reflect.TypeOf(dst)) && json.Unmarshal(b, dst) == nil {
+	if len(b) >= inPlaceBody && json.Valid(b) && knownFields(b, reflect.TypeOf(dst)) && unmarshalInPlace(b, dst) {
 		return nil
 	}
 	return decodeStream(b, dst)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -176,12 +177,66 @@ func checkLikeDecoder(t *testing.T, b []byte) {
 	}
 }
 
-// FuzzDecodeStrictInPlace: whatever the body, decodeStrict decides as the decoder does.
+// TestDecodeInPlaceKeepsLongStrings: a long string that needs no unescaping is decoded as the
+// body's own bytes, not copied (a posted message's content, at the top or in a new thread's
+// message); the others decode as the decoder decodes them.
+func TestDecodeInPlaceKeepsLongStrings(t *testing.T) {
+	long := strings.Repeat("Where is order 42? ", inPlaceString/19+1)
+	inBody := func(b []byte, s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(&b[0]))
+		return p >= start && p < start+uintptr(len(b))
+	}
+	for _, c := range []struct {
+		name, body string
+		kept       bool
+	}{
+		{"plain", `{"content":"` + long + `","role":"user"}`, true},
+		{"spaced", ` { "if_busy" : "queue" , "content" : "` + long + `" } `, true},
+		{"escaped", `{"content":"` + long + `\n"}`, false},
+		{"invalid UTF-8", `{"content":"` + long + "\xff" + `"}`, false},
+		{"twice", `{"content":"` + long + `","content":"` + long + `x"}`, false},
+		{"twice in other words", `{"content":"` + long + `","cont\u0065nt":"x"}`, false},
+		{"short", `{"content":"hi","attachments":[{"name":"` + long + `","data":"aGk="}]}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := []byte(c.body)
+			checkLikeDecoder(t, b)
+			var got messageBody
+			if err := decodeStrict(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if inBody(b, got.Content) != c.kept {
+				t.Fatalf("content in the body: %v, want %v", !c.kept, c.kept)
+			}
+		})
+	}
+	b := []byte(`{"agent":"a","message":{"content":"` + long + `"},"label":"x"}`)
+	var got, want createThreadBody
+	if err := decodeStrict(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeStream(b, &want); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, the decoder %+v (%v)", got, want, err)
+	}
+	if !inBody(b, got.Message.Content) {
+		t.Fatal("a new thread's message was copied out of the body")
+	}
+}
+
+// FuzzDecodeStrictInPlace: whatever the body, decodeStrict decides as the decoder does, its
+// long strings left in the body or not.
 func FuzzDecodeStrictInPlace(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { checkLikeDecoder(t, b) })
+	f.Add([]byte(`{"content":"~","role":"user","content":"~"}`))
+	f.Add([]byte(`{"attachments":[{"name":"~"}],"content":"a~\u00e9"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkLikeDecoder(t, b)
+		// Each ~ made long: its strings are decoded in place.
+		checkLikeDecoder(t, bytes.ReplaceAll(b, []byte("~"), bytes.Repeat([]byte("~"), inPlaceString)))
+	})
 }
 
 // BenchmarkDecodeMessage decodes a posted message of 1 MiB in place and through the decoder

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weft-agents/weft"
@@ -260,7 +261,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	}
 	ref := ""
 	if len(l.RequestBody) > 0 {
-		body := string(l.RequestBody)
+		body := bodyString(l.RequestBody)
 		if len(t.bodies) == 0 && !t.s.bodies.has(t.id) {
 			if err := t.keepLastBody(); err != nil {
 				return err
@@ -274,12 +275,26 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 			// one this transaction stored, not kept until it commits
 			base, shared, kept.Chain = t.bodies[i].ID, n, t.bodies[i].Chain+1
 		}
-		t.queue(op{sql: qPutBody, args: []any{t.id, kept.ID, base, shared, []byte(body[shared:])}})
+		t.queue(op{sql: qPutBody, args: []any{t.id, kept.ID, base, shared, []byte(l.RequestBody[shared:])}})
 		t.bodies = append(t.bodies, kept)
 		ref = kept.ID
 	}
 	t.queue(op{sql: qPutLog, args: []any{t.id, l.ID, l.Depth, doc, ref, nilIfEmpty(slices.Clone(l.ResponseBody))}})
 	return nil
+}
+
+// bigBody is the size from which PutLog keeps a log's request body as the caller's bytes.
+const bigBody = 64 << 10
+
+// bodyString is a log's request body as a string: a large one (bigBody or more) is the caller's
+// bytes, which LogTx.PutLog may keep (a copy of a 20 MiB request is 20 MiB more of the peak a large
+// message costs); a short one is copied, so that a short body kept for the next request's base
+// does not hold a larger buffer it lies in.
+func bodyString(b []byte) string {
+	if len(b) >= bigBody {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
 }
 
 // keepLastBody keeps the thread's newest stored request body, read back, when this process keeps

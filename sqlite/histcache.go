@@ -107,8 +107,9 @@ func (c *histCache) appendRows(thread string, rows []*weft.Message, docs int) {
 // more of the peak a large message costs.
 const bigDoc = 64 << 10
 
-// docString is b as a string without a copy. Only for a doc this package built and passed to
-// SQLite (which copies what it binds), that nothing writes to again.
+// docString is b as a string without a copy. Only for bytes that nothing writes to again: a doc
+// this package built and passed to SQLite (which copies what it binds), a log's body
+// (LogTx.PutLog).
 func docString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // keptCopy is the message the kept history holds for one just inserted: what decoding its doc

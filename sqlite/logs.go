@@ -247,7 +247,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	if err := t.readSeqs(); err != nil {
 		return err
 	}
-	body := string(l.RequestBody)
+	body := bodyString(l.RequestBody)
 	kept := sqlstore.KeptBody{ID: l.ID, Body: body}
 	base, shared := "", 0
 	if body != "" && !t.w.rows.bodies.Has(t.id) {
@@ -266,7 +266,7 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	// A replaced row keeps its n; the number proposed is then unused, a harmless gap.
 	n := t.logSeq + 1
 	doc := logDoc(l, created)
-	res, err := t.w.exec(t.ctx, qPutLog, t.numArg, l.ID, n, l.Depth, doc, base, shared, body[shared:], string(l.ResponseBody))
+	res, err := t.w.exec(t.ctx, qPutLog, t.numArg, l.ID, n, l.Depth, doc, base, shared, body[shared:], bodyString(l.ResponseBody))
 	if err != nil {
 		return t.fail("put log "+l.ID, err)
 	}
@@ -282,6 +282,17 @@ func (t *tx) PutLog(l *weft.LogEntry) error {
 	t.logSeq, t.seqsDirty = n, true
 	l.ThreadID, l.CreatedAt = t.id, created.UTC()
 	return nil
+}
+
+// bodyString is a log's request or response body as a string: a large one (bigDoc or more) is
+// the caller's bytes, which LogTx.PutLog may keep (a copy of a 20 MiB request is 20 MiB more of
+// the peak a large message costs); a short one is copied, so that a short body kept by the last
+// bodies does not hold a larger buffer it lies in.
+func bodyString(b []byte) string {
+	if len(b) >= bigDoc {
+		return docString(b)
+	}
+	return string(b)
 }
 
 // qLastLog finds the thread's newest log (reading each of the thread's rows up to n, before the
