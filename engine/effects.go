@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 )
 
 // effectClaimTTL bounds how long a claimed effect may run before another node may take it over.
@@ -96,7 +97,7 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		return
 	}
 	st := newState(stateCore{e: e, thread: t, ctx: ctx, effect: &rec})
-	err = call(func() error { return def.Run(ctx, st, args) })
+	err = hooks.Call(func() error { return def.Run(ctx, st, args) })
 	if err == nil {
 		finish(weft.EffectCompleted, "", time.Time{})
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
@@ -85,19 +86,13 @@ type Engine struct {
 
 	// derived caches what the engine derives from definitions, by a key whose type says what it
 	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (context.go), declaredKey
-	// (an agent's name) → map[string]weft.VarType, learnedKey (a model's name) → the tokens a
-	// request to a model that declares no window may take, as a context-length refusal taught it
-	// (int; summary.go): summarize folds ahead of time with it.
+	// (an agent's name) → map[string]weft.VarType.
 	derived sync.Map
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
 
-	envTimeoutsOnce sync.Once
-	envTimeouts     weft.Timeouts // WEFT_FIRST_CHUNK_TIMEOUT and WEFT_STALL_TIMEOUT
-
-	keysOnce sync.Once
-	keyVars  []string          // the key variables of the providers the registry's models use
-	procKeys map[string]string // their values in the process environment
+	// models is what the runs' model calls share (engine/modelcall).
+	models modelcall.Models
 
 	// sched owns the threads this process works on: their turns, runs in progress and workers,
 	// background work, kept results, and Serve's loops (engine/sched).
@@ -187,6 +182,9 @@ func New(opt Options) (*Engine, error) {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
 	e.sched.Init(sched.Config{Store: e.store, Host: schedHost{e}, Clock: e.clock, Log: e.log, Node: e.node, LeaseTTL: e.opt.LeaseTTL})
+	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
+		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
+		Validator: e.validator}
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

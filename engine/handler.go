@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -47,7 +48,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	s.fx = &s.effects
 	st := r.state_(&execution{r: r, s: s})
 	for _, m := range rows {
-		if err := call(func() error { return h.Fn(r.ctx, st, m) }); err != nil {
+		if err := hooks.Call(func() error { return h.Fn(r.ctx, st, m) }); err != nil {
 			r.e.log.Warn("handler failed", "handler", h.Name, "thread", r.thread.ID, "error", r.red.Error(err))
 			l := &weft.LogEntry{ID: weft.NewID("log_"), ThreadID: r.thread.ID, RunID: r.id, Kind: "handler_error",
 				Error: r.red.Error(err), ErrorOrigin: "handler:" + h.Name, Side: side, CreatedAt: r.now()}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 )
 
 // Double-texting: what a message sent while a run of its thread is in progress does
@@ -21,7 +22,7 @@ import (
 
 // errInterrupted is the cancellation cause of a model call that a message with
 // weft.IfBusyInterrupt cut short.
-var errInterrupted = errors.New("interrupted by a new message")
+var errInterrupted = modelcall.ErrInterrupted
 
 // interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt, or
 // weft.IfBusyRollback when rollback is set): its model call,

@@ -183,7 +183,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 		return nil
 	}
 	if out.stop != "" {
-		return ended(r.stop(out.stop, out.stopText))
+		return ended(r.stopAfter(out.stop, out.stopText, out.stored))
 	}
 	if out.session != "" {
 		return ended(r.endSession(out.session, out.stopText))

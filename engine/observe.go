@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 )
 
 // Observer is told how runs proceed, for traces and metrics (package otel implements it with
@@ -67,39 +67,13 @@ type StepInfo struct {
 }
 
 // ModelCall is a model call whose outcome is stored: its attempts (retries, fallbacks, replies
-// discarded for ignoring toolChoice required or for an invalid structured answer) and its reply.
-type ModelCall struct {
-	// Prompt, Side and Depth say who called (Depth > 0: a sub-prompt).
-	Prompt string
-	Side   weft.Side
-	Depth  int
-	// Attempts are the provider calls in order; the last one answered unless Err is set.
-	Attempts []ModelAttempt
-	// Input are the messages sent (system first), not yet redacted; valid only during the call.
-	Input []weft.LLMMessage
-	// Reply is the stored reply (redacted); nil when the call failed.
-	Reply *weft.Message
-	// Err is why the call failed (not yet redacted); nil when it answered.
-	Err error
-	// Structured: the prompt asked for a structured (JSON) answer.
-	Structured bool
-}
+// discarded for ignoring toolChoice required or for an invalid structured answer) and its reply
+// (modelcall.Record).
+type ModelCall = modelcall.Record
 
-// ModelAttempt is one provider call: its log row (provider, model, usage, cost, finish reason,
-// error type, start time) and when it ended.
-type ModelAttempt struct {
-	Log *weft.LogEntry
-	End time.Time
-	// RequestModel is the provider's model id the attempt asked for (Log.ModelID is the one that
-	// answered).
-	RequestModel string
-	// Stream: the attempt asked for a streamed reply (the model's streaming capability).
-	Stream bool
-	// Options are the attempt's model options (temperature, maxOutputTokens, topP, seed, stop).
-	Options map[string]any
-	// ServerURL is the provider's API root the attempt was sent to ("" when unknown).
-	ServerURL string
-}
+// ModelAttempt is one provider call of a ModelCall: its log row and when it ended
+// (modelcall.Attempt).
+type ModelAttempt = modelcall.Attempt
 
 // ToolCall describes a tool call that begins.
 type ToolCall struct {
@@ -133,75 +107,4 @@ type RunEnd struct {
 	Trigger string
 	// Err is the run's error, if it ended with one.
 	Err error
-}
-
-// observeModelCall reports a committed model call (r.obs is set).
-func (r *run) observeModelCall(s *scope, req *weft.Request, logs []*weft.LogEntry, reply *weft.Message, err error) {
-	call := ModelCall{Prompt: s.prompt.Name, Side: s.side, Depth: s.depth, Input: req.Messages, Reply: reply, Err: err,
-		Attempts: make([]ModelAttempt, len(logs)), Structured: req.Output != nil}
-	for i, l := range logs {
-		end := r.attemptEnds[l]
-		delete(r.attemptEnds, l)
-		if end.IsZero() {
-			end = l.CreatedAt.Add(time.Duration(l.LatencyMS) * time.Millisecond)
-		}
-		call.Attempts[i] = ModelAttempt{Log: l, End: end, RequestModel: l.ModelID}
-		if m, ok := r.e.reg.Model(l.Model); ok {
-			if m.Model != "" {
-				call.Attempts[i].RequestModel = m.Model
-			}
-			call.Attempts[i].Stream = m.Capabilities.Streaming()
-			call.Attempts[i].Options = mergeOptions(m.ProviderOptions, s.prompt.ModelOptions)
-			call.Attempts[i].ServerURL, _ = m.ProviderOptions["baseUrl"].(string)
-		}
-		if call.Attempts[i].ServerURL == "" {
-			call.Attempts[i].ServerURL = r.e.providerURL(l.Provider)
-		}
-	}
-	r.obs.ModelCall(call)
-}
-
-// attemptEnded notes when an attempt ended, for its span (r.obs is set).
-func (r *run) attemptEnded(log *weft.LogEntry) {
-	if r.attemptEnds == nil {
-		r.attemptEnds = map[*weft.LogEntry]time.Time{}
-	}
-	r.attemptEnds[log] = r.now()
-}
-
-// providerURL is a provider's API root: its definition's baseUrl, else the built-in provider's
-// (its base URL variable when set, else its default).
-func (e *Engine) providerURL(name string) string {
-	builtin := name
-	if def, ok := e.reg.Provider(name); ok {
-		if def.BaseURL != "" {
-			return def.BaseURL
-		}
-		if def.Base != "" {
-			builtin = def.Base
-		}
-	}
-	if info, ok := weft.LookupProvider(builtin); ok {
-		return info.BaseURL(e.opt.LookupEnv)
-	}
-	return ""
-}
-
-// agentProvider is the provider of the model the agent's first AI side's prompt uses.
-func (e *Engine) agentProvider(a *weft.Agent) string {
-	sides := []weft.AgentSide{a.SideA}
-	if a.SideB != nil {
-		sides = append(sides, *a.SideB)
-	}
-	for _, side := range sides {
-		if !side.IsAI() {
-			continue
-		}
-		if p, ok := e.reg.Prompt(side.Prompt); ok {
-			if m, ok := e.reg.Model(p.Model); ok {
-				return m.Provider
-			}
-		}
-	}
-	return ""
 }

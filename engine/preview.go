@@ -139,7 +139,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = redact.New(r.env.Secrets(), r.providerKeys())
+		r.red = redact.New(r.env.Secrets(), e.models.Keys(r.env))
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {
@@ -183,13 +183,13 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 			rep.SummaryID, rep.Summarized = s.summary.ID, int(window.MetaInt(s.summary, window.MetaSummaryMessages))
 		}
 		if rep.Strategy == weft.ContextSummarize {
-			rep.Pending = r.planFold(s, req, rows).n
+			rep.Pending = e.models.PlanFold(s.call(), s.summary, req, rows).N
 		}
 		fit := window.Fit(&e.tokens, p, req, m, 0)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
 	rep.Reason = rep.reason()
-	r.lastLineRedact(req, true)
+	r.model.Redact(req)
 	return &Rendered{Request: req, Context: rep}, nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
@@ -322,7 +324,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
 		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
-			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.agentProvider(r.agent), Redact: r.red.String})
+			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.models.AgentProvider(r.agent), Redact: r.red.String})
+		r.model.KeepEnds()
 	}
 	info, err := r.loop(trigger, forceSide)
 	if tree != nil {
@@ -336,8 +339,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
 	released = r.journal.released
-	putReqBuf(r.requests.buf)
-	return info, r.lastLine, false, err
+	r.requests.Release()
+	return info, r.model.Redactions(), false, err
 }
 
 // lastReply returns the last assistant message the run stored at the top level, as the run holds
@@ -460,22 +463,21 @@ type run struct {
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
-	tools    dispatch
-	lastLine int // last-line redaction hits
+	tools dispatch
+	// hooks runs the run's hooks.
+	hooks hooks.Runner
+	// model makes the run's model calls and counts the last-line redaction hits.
+	model modelcall.Caller
 	// requests builds the run's provider requests.
 	requests requests
-	// finished is the stop reason the final step already persisted with its reply.
-	finished weft.StopReason
 	// terminated: the loop applied a State.Terminate; the run's stop terminates the thread.
 	terminated bool
 	// suspend is set at a step boundary while the engine shuts down.
 	suspend atomic.Bool
 
-	// obs observes the run (Options.Observer; nil = off). attemptEnds holds when each model attempt
-	// ended until its call is reported; trigger is what started the run.
-	obs         RunObserver
-	attemptEnds map[*weft.LogEntry]time.Time
-	trigger     string
+	// obs observes the run (Options.Observer; nil = off); trigger is what started the run.
+	obs     RunObserver
+	trigger string
 }
 
 func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
@@ -505,14 +507,16 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 			return nil, err
 		}
 	}
-	r.red = redact.New(r.env.Secrets(), r.providerKeys())
+	r.red = redact.New(r.env.Secrets(), e.models.Keys(r.env))
 	return r, nil
 }
 
 // wire connects the run's collaborators to it and binds what its events and transactions reuse.
 func (r *run) wire() {
-	r.requests = requests{e: r.e, ctx: r.ctx, thread: r.thread, rows: &r.rows, state: &r.state, r: r}
 	r.tools.r = r
+	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
+	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
+	r.requests = requests{Requests: r.model.Requests(r.e.store, r.thread, &r.rows, &r.state, &r.hooks), r: r}
 	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
 	r.journal.red = r.redactorNow
 	if r.e.opt.RecordEvents {

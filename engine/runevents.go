@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 )
 
 // A run's events: emitted as it goes; with Options.RecordEvents, recorded by the transactions of
@@ -63,10 +64,10 @@ func (r *run) endRecorded() bool { return r.e.opt.RecordEvents && r.journal.rele
 // its events: nothing the run does after it writes or emits, which hooks after the stop, and
 // after_create_message hooks on rows the stop stores (of scope s, when not nil), could.
 func (r *run) stopIsLast(s *scope) bool {
-	if !r.e.opt.RecordEvents || !r.e.observed() || len(r.e.hooksFor(r.agent.Hooks, weft.HookAfterRunStopped)) > 0 {
+	if !r.e.opt.RecordEvents || !r.e.observed() || len(hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped)) > 0 {
 		return false
 	}
-	return s == nil || len(r.e.hooksFor(r.scopeHookIDs(s), weft.HookAfterCreateMessage)) == 0
+	return s == nil || len(hooks.Select(r.e.reg, r.scopeHookIDs(s), weft.HookAfterCreateMessage)) == 0
 }
 
 func (r *run) emitMessage(m weft.Message) {

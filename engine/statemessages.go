@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 )
 
 func (s stateMessages) Messages(ctx context.Context, q weft.MessageQuery) ([]weft.Message, error) {
@@ -162,7 +163,7 @@ func (s stateMessages) UpdateMessage(ctx context.Context, id string, u weft.Mess
 	if s.r != nil {
 		for _, h := range s.r.activeHooks(s.exec, weft.HookAfterUpdateMessage) {
 			f, _ := weft.HookFunc[weft.MessageFunc](*h)
-			if herr := call(func() error { return f(ctx, s.threadState, m) }); herr != nil {
+			if herr := hooks.Call(func() error { return f(ctx, s.threadState, m) }); herr != nil {
 				s.r.hookFailed(h, herr)
 			}
 		}

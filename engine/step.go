@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -18,6 +19,8 @@ type stepOutcome struct {
 	// session ends the session with this reason (session_stop, session_fail, state_stop_session).
 	session  weft.StopReason
 	stopText string
+	// stored: the step's reply completed the turn and its transaction stored the stop with it.
+	stored bool
 	// effects are the effects the loop has yet to apply: those it handed the step, with what the
 	// step's tools and hooks added.
 	effects toolEffects
@@ -88,13 +91,13 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		}
 		return stepOutcome{}, err
 	}
-	msg, calls, err := r.modelStep(s, req, "")
+	msg, calls, final, err := r.modelStep(s, req, "")
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if r.finished != "" {
+	if final != "" {
 		// The reply completed the turn and its transaction persisted the stop.
-		return stepOutcome{stop: r.finished}, nil
+		return stepOutcome{stop: final, stored: true}, nil
 	}
 	results, err := r.tools.executeCalls(s, msg, calls)
 	if err != nil {
@@ -245,29 +248,35 @@ func (r *run) updateContent(msg *weft.Message, text string) error {
 }
 
 // modelStep calls the model and persists the reply with its calls, logs and run state in one
-// transaction (S9–S10). parentID places sub-prompt rows under the caller's tool message.
-func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (*weft.Message, []weft.ToolCall, error) {
+// transaction (S9–S10). parentID places sub-prompt rows under the caller's tool message. final is
+// the stop the transaction stored with a reply that completed the turn ("" when none).
+func (r *run) modelStep(s *scope, req *weft.Request, parentID string) (_ *weft.Message, _ []weft.ToolCall, final weft.StopReason, _ error) {
 	msgID := weft.NewID("msg_")
-	res, err := r.callModel(s, req, msgID)
+	var res *modelcall.Result
+	err := r.checkBudget()
+	if err == nil {
+		res, err = r.model.Call(s.call(), req, msgID)
+	}
 	if err != nil {
-		if len(res.logs) > 0 {
-			if r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) }) == nil && r.obs != nil {
-				r.observeModelCall(s, req, res.logs, nil, err)
+		if res != nil && len(res.Logs) > 0 {
+			if r.tx(func(tx weft.Tx) error { return putLogs(tx, res.Logs) }) == nil && r.obs != nil {
+				r.obs.ModelCall(r.model.Record(s.call(), req, res.Logs, nil, err))
 			}
 		}
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	w := r.replyOf(s, res, msgID, parentID)
-	if err := r.commitReply(s, w); err != nil {
-		return nil, nil, err
+	if final, err = r.commitReply(s, w); err != nil {
+		return nil, nil, "", err
 	}
-	return r.replied(s, req, w)
+	msg, calls := r.replied(s, req, w)
+	return msg, calls, final, nil
 }
 
 // reply is a model step's reply as it is stored: its row, the calls left to run, the rows of
 // provider-executed calls, the failing result of an empty reply.
 type reply struct {
-	res         *modelResult
+	res         *modelcall.Result
 	msg         *weft.Message
 	calls       []weft.ToolCall
 	provided    []*weft.Message
@@ -279,12 +288,12 @@ type reply struct {
 }
 
 // replyOf builds the rows of the model's reply (S9), redacted, through the before-insert hooks.
-func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply {
-	resp := res.resp
+func (r *run) replyOf(s *scope, res *modelcall.Result, msgID, parentID string) *reply {
+	resp := res.Resp
 	calls := r.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
 		ToolCalls: r.redactCalls(calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
-		LogID: res.log.ID, RunID: r.id}
+		LogID: res.Log.ID, RunID: r.id}
 	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
 		msg.Reasoning = r.red.String(resp.Reasoning)
 	}
@@ -295,11 +304,11 @@ func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply
 	if ids := providerIDs(resp.ToolCalls, calls); ids != nil {
 		msg.Metadata = map[string]any{"provider_call_ids": ids}
 	}
-	if res.structured != nil {
+	if res.Structured != nil {
 		if msg.Metadata == nil {
 			msg.Metadata = map[string]any{}
 		}
-		msg.Metadata["structured"] = r.redactValue(res.structured)
+		msg.Metadata["structured"] = r.redactValue(res.Structured)
 	}
 	if len(resp.ReasoningBlocks) > 0 && (s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude) {
 		// Provider reasoning blocks (thinking with signatures) are kept verbatim for replay.
@@ -328,16 +337,17 @@ func (r *run) replyOf(s *scope, res *modelResult, msgID, parentID string) *reply
 			ToolStatus: weft.ToolError, Content: "Failed to execute tool: " + emptyReplyError, Status: weft.MessageCompleted,
 			Depth: s.depth, ParentID: parentID, RunID: r.id}
 	}
-	r.beforeInsert(s, msg)
+	r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), msg, r.red)
 	if emptyResult != nil {
-		r.beforeInsert(s, emptyResult)
+		r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), emptyResult, r.red)
 	}
 	return &reply{res: res, msg: msg, calls: calls, provided: provided, emptyResult: emptyResult, empty: empty}
 }
 
 // commitReply stores the reply with its call records, logs and run state in one transaction
-// (S10); a reply that ends the turn with a human next stores the stop with it.
-func (r *run) commitReply(s *scope, w *reply) error {
+// (S10); a reply that ends the turn with a human next stores the stop with it, and returns its
+// reason.
+func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	state := r.state.Encode()
 	final := weft.StopReason("")
 	msg, calls, provided, emptyResult, empty, res := w.msg, w.calls, w.provided, w.emptyResult, w.empty, w.res
@@ -401,7 +411,7 @@ func (r *run) commitReply(s *scope, w *reply) error {
 				return err
 			}
 		}
-		if err := putLogs(tx, res.logs); err != nil {
+		if err := putLogs(tx, res.Logs); err != nil {
 			return err
 		}
 		// A run that records its events records the rows' events here, in the order they were
@@ -427,32 +437,32 @@ func (r *run) commitReply(s *scope, w *reply) error {
 	})
 	if err != nil {
 		r.state = prev
-		clear(r.attemptEnds)
+		r.model.ForgetEnds()
 		if len(calls) > 0 {
 			// The transaction may have committed with the first call marked running (its answer
 			// lost with the connection): its tool has not run, and runs when the run resumes here.
 			r.e.sched.KeepNotRun(r.thread.ID, calls[0].ID)
 		}
-		return err
+		return "", err
 	}
 	r.journal.saved = state
 	if final != "" {
-		r.journal.saved, r.finished = finalState, final
+		r.journal.saved = finalState
 	}
 	w.staged, w.startNow = staged, startNow
-	return nil
+	return final, nil
 }
 
 // replied updates the run after the reply committed: hooks, the row cache, events, and the
 // sub-prompt's nested rows. It returns the reply and the calls left to run.
-func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []weft.ToolCall, error) {
+func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []weft.ToolCall) {
 	msg, calls, provided, emptyResult, res := w.msg, w.calls, w.provided, w.emptyResult, w.res
 	if r.obs != nil {
-		r.observeModelCall(s, req, res.logs, msg, nil)
+		r.obs.ModelCall(r.model.Record(s.call(), req, res.Logs, msg, nil))
 	}
-	r.afterInsert(s, msg)
+	r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), msg)
 	if emptyResult != nil {
-		r.afterInsert(s, emptyResult)
+		r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), emptyResult)
 	}
 	r.addRow(*msg)
 	if w.staged {
@@ -460,7 +470,7 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	}
 	r.emitUnrecorded(*msg)
 	for _, tm := range provided {
-		r.afterInsert(s, tm)
+		r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
 		r.addRow(*tm)
 		r.emitUnrecorded(*tm)
 	}
@@ -469,7 +479,7 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 		for _, tm := range provided {
 			s.nested = append(s.nested, *tm)
 		}
-		return msg, calls, nil
+		return msg, calls
 	}
 	if emptyResult != nil {
 		r.addRow(*emptyResult)
@@ -477,29 +487,29 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 		if s.depth > 0 {
 			s.nested = append(s.nested, *msg, *emptyResult)
 		}
-		return msg, nil, nil
+		return msg, nil
 	}
 	if s.depth > 0 {
 		s.nested = append(s.nested, *msg)
 	}
-	return msg, calls, nil
+	return msg, calls
 }
 
 // providerResults builds the tool messages of the reply's provider-executed calls and returns
 // them with the calls left to run locally. A provider call the reply did not answer stays local
 // (it then fails with "cannot run locally").
-func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, calls []weft.ToolCall, parentID string) ([]*weft.Message, []weft.ToolCall) {
-	if len(res.resp.ProviderResults) == 0 || len(calls) == 0 {
+func (r *run) providerResults(s *scope, res *modelcall.Result, msg *weft.Message, calls []weft.ToolCall, parentID string) ([]*weft.Message, []weft.ToolCall) {
+	if len(res.Resp.ProviderResults) == 0 || len(calls) == 0 {
 		return nil, calls
 	}
-	byID := make(map[string]weft.ProviderToolResult, len(res.resp.ProviderResults))
-	for _, pr := range res.resp.ProviderResults {
+	byID := make(map[string]weft.ProviderToolResult, len(res.Resp.ProviderResults))
+	for _, pr := range res.Resp.ProviderResults {
 		byID[pr.CallID] = pr
 	}
 	var provided []*weft.Message
 	local := calls[:0:0]
 	for i, c := range calls {
-		pr, ok := byID[res.resp.ToolCalls[i].ID]
+		pr, ok := byID[res.Resp.ToolCalls[i].ID]
 		if !ok {
 			local = append(local, c)
 			continue
@@ -513,7 +523,7 @@ func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, cal
 			tm.ToolStatus = weft.ToolError
 		}
 		tm.Content = toolContent(tm.ToolStatus, r.red.String(pr.Content))
-		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.model.Provider}
+		tm.Metadata = map[string]any{"provider_executed": true, "provider": res.Model.Provider}
 		if len(pr.Raw) > 0 {
 			// Kept verbatim for replay, unless redaction had to change it.
 			var raw any
@@ -521,7 +531,7 @@ func (r *run) providerResults(s *scope, res *modelResult, msg *weft.Message, cal
 				tm.Metadata["provider_raw"] = raw
 			}
 		}
-		r.beforeInsert(s, tm)
+		r.hooks.BeforeInsert(r.scopeHooks(s, weft.HookBeforeCreateMessage), tm, r.red)
 		provided = append(provided, tm)
 	}
 	return provided, local

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -27,9 +29,9 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 		// answers again (Engine.retryWhenAvailable), as after a crash — not stopped as failed.
 		return weft.StopInfo{RunID: r.id, Side: r.state.Side, Steps: r.steps}, err
 	}
-	var ce *contextError
+	var ce *modelcall.ContextError
 	if errors.As(err, &ce) {
-		return r.stop(weft.StopContextTooLong, r.red.String(ce.text))
+		return r.stop(weft.StopContextTooLong, r.red.String(ce.Text))
 	}
 	return r.stop(weft.StopStepError, r.red.Error(err))
 }
@@ -37,6 +39,12 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
 // after_run_stopped hooks.
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
+	return r.stopAfter(reason, text, false)
+}
+
+// stopAfter is stop; stored says that the step that ended the run already stored the stop with
+// its reply (commitReply), which leaves the rest to do.
+func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.StopInfo, error) {
 	if r.suspending() {
 		// A shutdown interrupts the run without stopping it: its status stays running and the
 		// lease is released, so the next start resumes it as after a crash.
@@ -71,7 +79,7 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	}
 	var rows []*weft.Message // the rows the stop stores or changes, in that order
 	var err error
-	if r.finished != reason || reason == "" {
+	if !stored || reason == "" {
 		// (The final step of a turn persists its stop together with its reply.)
 		last := r.stopIsLast(nil)
 		err = r.tx(func(tx weft.Tx) error {
@@ -121,14 +129,17 @@ func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
 		if m := r.lastReply(); m != nil {
 			reply = redactedCopy(m, r.red)
 		}
-		r.e.watches.Note(r.thread.ID, info, r.lastLine, reply)
+		r.e.watches.Note(r.thread.ID, info, r.model.Redactions(), reply)
 	}
 	if r.endRecorded() {
 		r.journal.publishHeld() // the stop's transaction recorded run_stopped
 	} else if r.e.observed() {
 		r.emit("run_stopped", r.runStopped(reason, text))
 	}
-	r.runStoppedHooks(info)
+	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
+		ctx := context.WithoutCancel(r.ctx)
+		r.hooks.RunStopped(ctx, hooks.Set{Hooks: hs, State: newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})}, info)
+	}
 	if err != nil && !errors.Is(err, weft.ErrLeaseLost) {
 		return info, err
 	}
@@ -180,7 +191,7 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 // runStopped is the payload of the run's run_stopped event.
 func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
 	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
-		LastLineRedactions: r.lastLine}
+		LastLineRedactions: r.model.Redactions()}
 }
 
 // stopRows answers unanswered calls, fails the pending messages and stores the stop notice. It

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -302,19 +303,13 @@ func (r *run) readAttachment(ctx context.Context, p string) (weft.ToolAttachment
 
 // runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
 func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
-	hooks := r.e.hooksFor(r.agent.Hooks, weft.HookAfterSubagentCreated)
-	if len(hooks) == 0 {
+	hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterSubagentCreated)
+	if len(hs) == 0 {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	parent := newState(stateCore{e: r.e, thread: r.thread, r: r, ctx: ctx})
-	cs := newState(stateCore{e: r.e, thread: child, ctx: ctx})
-	for _, h := range hooks {
-		f, _ := weft.HookFunc[weft.SubagentCreatedFunc](*h)
-		if err := call(func() error { return f(ctx, parent, cs) }); err != nil {
-			r.hookFailed(h, err)
-		}
-	}
+	r.hooks.SubagentCreated(ctx, hooks.Set{Hooks: hs, State: parent}, newState(stateCore{e: r.e, thread: child, ctx: ctx}))
 }
 
 // reportedKey is the child run-state document holding how many of its stops were reported.

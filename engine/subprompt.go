@@ -66,7 +66,7 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			failure = err
 			break
 		}
-		msg, stepCalls, err := r.modelStep(s, req, s.parentID)
+		msg, stepCalls, _, err := r.modelStep(s, req, s.parentID)
 		if err != nil {
 			failure = err
 			break

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/window"
-	"github.com/weft-agents/weft/tokens"
 )
 
 // Under context.strategy summarize, what falls out of the window is not just left out: before a
@@ -21,107 +21,22 @@ import (
 // summary rows stay as they were (the history of the summary); only the newest of a prompt and
 // side is sent.
 
-// summarizerOf returns the prompt that writes p's summaries and its system text: p's
-// context.summarizer, else the declared prompt named weft.SummarizerPrompt, else the built-in
-// summarizer on p's model.
-func (r *run) summarizerOf(s *scope) (*weft.Prompt, string, error) {
-	name := weft.SummarizerPrompt
-	if c := s.prompt.Context; c != nil && c.Summarizer != "" {
-		name = c.Summarizer
-	}
-	sp, ok := r.e.reg.Prompt(name)
-	if !ok {
-		if name != weft.SummarizerPrompt {
-			return nil, "", fmt.Errorf("prompt %q: context.summarizer names no prompt %q", s.prompt.Name, name)
-		}
-		return &weft.Prompt{Name: weft.SummarizerPrompt, Model: s.prompt.Model, ToolChoice: weft.ToolChoiceNone,
-			Prompt: weft.Text(window.BuiltinSummarizer)}, window.BuiltinSummarizer, nil
-	}
-	sys, err := r.e.reg.RenderSystem(r.ctx, sp.Name, nil, envLookup(s.env))
-	if err != nil {
-		return nil, "", fmt.Errorf("rendering summarizer %q: %w", sp.Name, err)
-	}
-	return sp, sys, nil
-}
-
-// foldPlan is what foldHistory would fold before a step under context.strategy summarize.
-type foldPlan struct {
-	// n is the number of the oldest rows to fold; 0 when the request fits as it is.
-	n int
-	// keep is the index of the row folded but kept in the request (the turn's question), -1
-	// when none is.
-	keep int
-	// cost are the rows' tokens; target the tokens the summary may take.
-	cost   []int
-	target int
-}
-
-// planFold decides how many of the oldest of rows (from which req was built) to fold into the
-// summary so that req fits its prompt's model, whose window must be known.
-func (r *run) planFold(s *scope, req *weft.Request, rows []*weft.Message) foldPlan {
-	m, ok := r.e.reg.Model(s.prompt.Model)
-	if !ok || s.depth != 0 || len(rows) == 0 {
-		return foldPlan{}
-	}
-	budget := window.Budget(s.prompt, m)
-	if budget == 0 {
-		// No window declared: what a refusal taught, else nothing is folded ahead of time (the
-		// request is cut as under window once the provider refuses it).
-		if budget = r.e.learnedLimit(m.Name); budget == 0 {
-			return foldPlan{}
-		}
-	}
-	tc := &r.e.tokens
-	budget -= tc.Tools(req.Tools)
-	bound := 0
-	for _, msg := range req.Messages {
-		bound += tokens.Bound(msg)
-	}
-	if bound <= budget {
-		return foldPlan{}
-	}
-	// Fixed: the request's messages that are not rows (system text, template messages).
-	cost := make([]int, len(rows))
-	rowsTotal, total := 0, 0
-	for i, row := range rows {
-		cost[i] = window.RowTokens(tc, row)
-		rowsTotal += cost[i]
-	}
-	for _, msg := range req.Messages {
-		total += tc.Message(msg)
-	}
-	if total <= budget {
-		return foldPlan{}
-	}
-	fixed := max(0, total-rowsTotal)
-	target := window.SummaryTarget(budget)
-	reserve := target
-	if s.summary != nil {
-		// The summary in the request now is replaced by the new one.
-		cur := tc.Message(window.SummaryMessage(s.summary))
-		fixed -= cur
-		reserve = max(reserve, cur)
-	}
-	n, keep := window.FoldPoint(cost, rows, s.side, budget-fixed-reserve)
-	return foldPlan{n: n, keep: keep, cost: cost, target: target}
-}
-
 // foldHistory folds, under context.strategy summarize, the oldest of a top-level step's rows
 // into the summary when req (built from rows) would not fit the prompt's model: it reports
 // whether it wrote a summary, after which the request is built again. A summarizer that fails
 // (other than by the budget or the run's end) folds nothing: the request is cut as under window.
 func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bool, error) {
-	plan := r.planFold(s, req, rows)
-	n, cost, target := plan.n, plan.cost, plan.target
+	plan := r.e.models.PlanFold(s.call(), s.summary, req, rows)
+	n, cost, target := plan.N, plan.Cost, plan.Target
 	if n == 0 {
 		return false, nil
 	}
 	var keep *weft.Message
-	if plan.keep >= 0 {
-		keep = rows[plan.keep]
+	if plan.Keep >= 0 {
+		keep = rows[plan.Keep]
 	}
 	tc := &r.e.tokens
-	sp, sys, err := r.summarizerOf(s)
+	sp, sys, err := r.e.models.Summarizer(r.ctx, s.call(), s.env)
 	if err != nil {
 		return false, err
 	}
@@ -129,7 +44,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	if sm, ok := r.e.reg.Model(sp.Model); ok {
 		b := window.Budget(sp, sm)
 		if b == 0 {
-			b = r.e.learnedLimit(sm.Name)
+			b = r.e.models.Learned(sm.Name)
 		}
 		if b > 0 {
 			// Its window holds its system text, the summary so far (up to target) and the
@@ -204,22 +119,26 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		ToolChoice: weft.ToolChoiceNone, Prompt: sp.Name, Agent: r.thread.Agent, Side: s.side, Depth: s.depth}
 	ss := &scope{prompt: sp, depth: s.depth, side: s.side, env: s.env}
 	ss.fx = &ss.effects
-	res, err := r.callModel(ss, req, id)
+	res := &modelcall.Result{}
+	err := r.checkBudget()
+	if err == nil {
+		res, err = r.model.Call(ss.call(), req, id)
+	}
 	text := ""
 	if err == nil {
-		text = strings.TrimSpace(r.red.String(res.resp.Text))
+		text = strings.TrimSpace(r.red.String(res.Resp.Text))
 		if text == "" {
 			err = errors.New("the summarizer replied with no text")
-			res.logs[len(res.logs)-1].Error = "reply discarded: " + err.Error()
+			res.Logs[len(res.Logs)-1].Error = "reply discarded: " + err.Error()
 		}
 	}
 	if err != nil {
-		if len(res.logs) > 0 {
-			if terr := r.tx(func(tx weft.Tx) error { return putLogs(tx, res.logs) }); terr != nil {
+		if len(res.Logs) > 0 {
+			if terr := r.tx(func(tx weft.Tx) error { return putLogs(tx, res.Logs) }); terr != nil {
 				return false, terr
 			}
 			if r.obs != nil {
-				r.observeModelCall(ss, req, res.logs, nil, err)
+				r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, nil, err))
 			}
 		}
 		if errors.Is(err, errBudgetExceeded) || r.ctx.Err() != nil {
@@ -238,7 +157,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		covered += window.MetaInt(prev, window.MetaSummaryMessages)
 	}
 	row := &weft.Message{ID: id, Role: weft.RoleSystem, Side: s.side, Content: text, Status: weft.MessageCompleted, Silent: true,
-		Prompt: sp.Name, LogID: res.log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
+		Prompt: sp.Name, LogID: res.Log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
 			window.MetaSummaryThrough: last.Seq, window.MetaSummaryThroughID: last.ID, window.MetaSummaryMessages: covered}}
 	if keep != nil && keep.Seq <= last.Seq {
 		row.Metadata[window.MetaSummaryKept] = keep.ID
@@ -247,12 +166,12 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		if err := r.insertRecorded(tx, row); err != nil {
 			return err
 		}
-		return putLogs(tx, res.logs)
+		return putLogs(tx, res.Logs)
 	}); err != nil {
 		return false, err
 	}
 	if r.obs != nil {
-		r.observeModelCall(ss, req, res.logs, row, nil)
+		r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, row, nil))
 	}
 	r.addRow(*row)
 	r.emitUnrecorded(*row)
@@ -262,27 +181,4 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	}
 	s.summary = row
 	return true, nil
-}
-
-// learnedKey keys, in Engine.derived, the limit learnLimit noted for a model.
-type learnedKey string
-
-// learnLimit notes that a request to model, whose window is not declared, may take at most limit
-// tokens (a refusal taught it); the smallest limit learned stays.
-func (e *Engine) learnLimit(model string, limit int) {
-	k := learnedKey(model)
-	for {
-		old, loaded := e.derived.LoadOrStore(k, limit)
-		if !loaded || old.(int) <= limit || e.derived.CompareAndSwap(k, old, limit) {
-			return
-		}
-	}
-}
-
-// learnedLimit is the limit learnLimit noted for model, 0 when none.
-func (e *Engine) learnedLimit(model string) int {
-	if v, ok := e.derived.Load(learnedKey(model)); ok {
-		return v.(int)
-	}
-	return 0
 }

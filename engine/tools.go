@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/schema"
 )
@@ -181,7 +182,7 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 		if d.r.e.observed() && !started {
 			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
-		d.r.hookToolCall(s, st, weft.HookToolCallStarted, c, nil)
+		d.r.hooks.ToolCallStarted(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookToolCallStarted), State: st}, c)
 		if err := d.r.flushEvents(); err != nil {
 			return res, err
 		}
@@ -191,14 +192,14 @@ func (d *dispatch) runCall(ctx context.Context, s *scope, msg *weft.Message, c w
 			d.childParked = ""
 			return res, errAwaitApproval // the call stays running; its child waits for decisions
 		}
-		d.r.hookToolCall(s, st, weft.HookToolCallDone, c, &res.result)
-		replaced, keep := d.r.hookAfterToolCall(s, st, c, res.result)
+		d.r.hooks.ToolCallDone(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookToolCallDone), State: st}, c, res.result)
+		replaced, keep := d.r.hooks.AfterToolCall(hooks.Set{Hooks: d.r.activeHooks(exec, hooks.AfterToolCallPoint(res.result)), State: st}, c, res.result)
 		if !keep {
 			res.removed = true
 			return res, d.removeCall(msg, c)
 		}
 		res.result = replaced
-		res.result = d.r.hookBeforeStore(s, st, c, res.result)
+		res.result = d.r.hooks.BeforeStore(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookBeforeStoreToolResult), State: st}, c, res.result)
 	}
 	if d.r.suspending() {
 		// A shutdown interrupted the call: nothing is stored, and the resumed run treats the call
@@ -450,7 +451,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 		}
 	}
 	tm.Attachments = append(tm.Attachments, refs...)
-	d.r.beforeInsert(s, tm)
+	d.r.hooks.BeforeInsert(d.r.scopeHooks(s, weft.HookBeforeCreateMessage), tm, d.r.red)
 	now := d.r.now()
 	// The next call starts at once: this transaction records what runCall would emit before it
 	// (this result's message, the call's tool_completed, the next one's tool_started), and the
@@ -493,7 +494,7 @@ func (d *dispatch) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res
 	if err != nil {
 		return nil, err
 	}
-	d.r.afterInsert(s, tm)
+	d.r.hooks.AfterInsert(d.r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
 		st := newState(stateCore{e: d.r.e, thread: d.r.thread, r: d.r, ctx: d.r.wctx})

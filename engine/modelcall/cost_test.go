@@ -1,4 +1,4 @@
-package engine
+package modelcall
 
 import (
 	"math/big"
