@@ -38,17 +38,6 @@ func (e *Engine) tx(ctx context.Context, threadID string, fence *weft.Fence, red
 	})
 }
 
-// threadRedactor returns the thread's redactor, or one that redacts nothing when it cannot be
-// built.
-func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redact.Redactor {
-	r, err := e.loadRunRows(ctx, threadID, false)
-	if err != nil {
-		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
-		return keep
-	}
-	return r.red
-}
-
 // redactingTx is the Tx the committer hands a transaction's function.
 type redactingTx struct {
 	weft.Tx

@@ -102,21 +102,13 @@ func (e *Engine) runEffect(ctx context.Context, rec weft.EffectRecord) {
 		finish(weft.EffectCompleted, "", time.Time{})
 		return
 	}
-	red := e.redactorFor(ctx, t.ID)
+	red := e.threadRedactor(ctx, t.ID).String
 	if def.MaxAttempts > 1 && rec.Attempts < def.MaxAttempts {
 		backoff := time.Duration(1<<min(rec.Attempts-1, 10)) * time.Second
 		finish(weft.EffectPending, red(err.Error()), e.clock.Now().Add(backoff))
 		return
 	}
 	finish(weft.EffectFailed, red(err.Error()), time.Time{})
-}
-
-// redactorFor returns the thread's redactor, or the identity when it cannot be built.
-func (e *Engine) redactorFor(ctx context.Context, threadID string) func(string) string {
-	if f, err := e.Redactor(ctx, threadID); err == nil {
-		return f
-	}
-	return func(s string) string { return s }
 }
 
 // scheduleEffect stores a durable effect row (State.ScheduleEffect).

@@ -47,6 +47,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// OnEvent receives run events (stream to CLIs and subscribers); it must not block.
 	OnEvent func(Event)
+	// Subscribers is the feed the engine publishes its events to, which Subscribe, Converse and
+	// Watch subscribe to; nil = a feed of its own. Engines that replace each other (a server that
+	// reloads its definitions) share one, so that a subscription outlives the swap.
+	Subscribers *Subscribers
 	// OnRequest sees every provider request before the last-line redaction pass (tests). Like a
 	// Provider it must not change the request, nor keep it (the run reuses its buffers) past its
 	// return.
@@ -93,13 +97,15 @@ type Engine struct {
 
 	// models is what the runs' model calls share (engine/modelcall).
 	models modelcall.Models
+	// secrets finds threads' secrets and their Redactors (engine/vars).
+	secrets *vars.Secrets
 
 	// sched owns the threads this process works on: their turns, runs in progress and workers,
 	// background work, kept results, and Serve's loops (engine/sched).
 	sched sched.Scheduler
 
-	// subs are the in-process event subscribers (engine/feed).
-	subs feed.Subscribers
+	// subs are the in-process event subscribers (engine/feed; Options.Subscribers).
+	subs *feed.Subscribers
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
@@ -161,6 +167,9 @@ func New(opt Options) (*Engine, error) {
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
 		roots: newRootCache()}
+	if e.subs = opt.Subscribers; e.subs == nil {
+		e.subs = new(feed.Subscribers)
+	}
 	e.spent.Add = addSpend
 	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
@@ -185,6 +194,7 @@ func New(opt Options) (*Engine, error) {
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
+	e.secrets = vars.NewSecrets(e.reg, e.store, e.declaredOf, e.models.Keys)
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}
@@ -610,14 +620,4 @@ func (e *Engine) emitOutside(ctx context.Context, ev Event) {
 // whether or not anyone listens) or a subscriber. When none wants them, runs build none.
 func (e *Engine) observed() bool {
 	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.Active()
-}
-
-// Redactor returns a function replacing the thread's secret values (every env layer) and the
-// provider keys by [redacted], for output that leaves Weft (CLI, API).
-func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
-	r, err := e.loadRunRows(ctx, threadID, false)
-	if err != nil {
-		return nil, err
-	}
-	return r.red.String, nil
 }

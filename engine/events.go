@@ -11,6 +11,21 @@ import (
 // Event is something that happened in a thread, for streams (feed.Event).
 type Event = feed.Event
 
+// Subscribers is a process's feed of events (feed.Subscribers): engines publish to it, and
+// Subscribe, Converse and Watch subscribe to it (Options.Subscribers).
+type Subscribers = feed.Subscribers
+
+// A Watch is a subscription to some event types in every thread (feed.Watch): a server's global
+// stream.
+type Watch = feed.Watch
+
+// ErrSlowSubscriber ends a Watch that fell too far behind.
+var ErrSlowSubscriber = feed.ErrSlowSubscriber
+
+// Subscribers returns the feed the engine publishes to (Options.Subscribers): its Watch follows
+// event types in every thread, and its Announce gives watchers an event that belongs to no run.
+func (e *Engine) Subscribers() *Subscribers { return e.subs }
+
 // A Feed is a subscription to a thread's events that its consumer pulls (feed.Feed): Ready is
 // signalled when events may be waiting and Next takes them without blocking.
 type Feed = feed.Feed
@@ -67,7 +82,7 @@ func (e *Engine) Follow(ctx context.Context, threadID string, after int64) (*Fee
 	if err != nil {
 		return nil, err
 	}
-	return feed.Follow(&e.subs, e.store, threadID, rootOf(t), after), nil
+	return feed.Follow(e.subs, e.store, threadID, rootOf(t), after), nil
 }
 
 // rootOf returns the root of a thread's tree.

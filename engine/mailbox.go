@@ -92,7 +92,7 @@ func (r *run) postEnv(v weft.EnvValue) {
 		layer[v.Name] = v
 		next := *r.env
 		next.Thread = layer
-		red := redact.New(next.Secrets(), r.e.models.Keys(&next))
+		red := r.e.secrets.For(&next)
 		r.shared(func() {
 			r.env.Thread = layer
 			r.red = red

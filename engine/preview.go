@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/engine/window"
@@ -139,7 +138,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
-		r.red = redact.New(r.env.Secrets(), e.models.Keys(r.env))
+		r.red = e.secrets.For(r.env)
 	}
 	args := in.Args
 	if sp, ok := p.Template.(sampler); ok {

@@ -500,14 +500,10 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	} else {
 		r.addRows(start.Messages)
 	}
-	r.env = &vars.View{Thread: vars.Layer(start.ThreadEnv), Agent: a.Env, User: vars.Layer(start.UserEnv), Instance: vars.Layer(start.InstanceEnv),
-		Declared: e.declaredOf(a)}
-	if t.ParentID != "" {
-		if r.env.Inherited, err = vars.Inherited(ctx, e.store, t.ParentID, vars.NewGraph(e.reg, a, nil).Declared()); err != nil {
-			return nil, err
-		}
+	if r.env, err = e.secrets.View(ctx, t, a, start.ThreadEnv, start.UserEnv, start.InstanceEnv); err != nil {
+		return nil, err
 	}
-	r.red = redact.New(r.env.Secrets(), e.models.Keys(r.env))
+	r.red = e.secrets.For(r.env)
 	return r, nil
 }
 
@@ -529,8 +525,8 @@ func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
 	return e.loadRunRows(ctx, threadID, true)
 }
 
-// loadRunRows is loadRun, with the thread's rows only when rows is true (a redactor needs none:
-// reading every row of a parent that hundreds of children report to made each report O(n)).
+// loadRunRows is loadRun, with the thread's rows only when rows is true (checking a call's
+// edited arguments needs none).
 func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*run, error) {
 	t, err := e.store.Thread(ctx, threadID)
 	if err != nil {

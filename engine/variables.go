@@ -1,11 +1,12 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"strings"
 
-	"context"
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -54,4 +55,26 @@ type MissingVariablesError = vars.MissingError
 // outside any project (weft threads show, export, list) redact what they print too.
 func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(string) string, error) {
 	return vars.StoreRedactor(ctx, st, threadID)
+}
+
+// Redactor returns a function replacing the thread's secret values (every env layer) and the
+// provider keys by [redacted], for output that leaves Weft (CLI, API). It is the Redactor the
+// thread's runs and the engine's writes use (vars.Secrets).
+func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) string, error) {
+	red, err := e.secrets.Redactor(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return red.String, nil
+}
+
+// threadRedactor returns the thread's redactor, or one that redacts nothing when it cannot be
+// built.
+func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redact.Redactor {
+	red, err := e.secrets.Redactor(ctx, threadID)
+	if err != nil {
+		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
+		return keep
+	}
+	return red
 }

@@ -55,8 +55,7 @@ func newBenchServer(b testing.TB) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hub := httpapi.NewHub()
-	eng, err := engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: benchModel, OnEvent: hub.Publish, RecordEvents: true})
+	eng, err := engine.New(engine.Options{Registry: benchRegistry(), Store: st, Override: benchModel, RecordEvents: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +68,7 @@ func newBenchServer(b testing.TB) *benchServer {
 	s := &benchServer{eng: eng, store: st, key: "wft_admin_key_for_benchmarks",
 		http:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}},
 		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048}}}
-	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub, AdminKey: s.key, Version: "bench"})
+	api := httpapi.New(httpapi.Options{Engine: eng, Auth: st, AdminKey: s.key, Version: "bench"})
 	api.SetReady(true)
 	s.srv = httptest.NewServer(api.Handler())
 	b.Cleanup(func() {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,13 +75,14 @@ type env struct {
 	t                 *testing.T
 	srv               *httptest.Server
 	api               *httpapi.Server
-	hub               *httpapi.Hub
 	eng               *engine.Engine
 	store             *memstore.Store
 	admin, alice, bob string // API keys
 	aliceID, bobID    string
 	model             *fakeModel
 	adminKey          string
+	// cur is the engine the server asks for (envOptions.reloadable): reload swaps it.
+	cur atomic.Pointer[engine.Engine]
 }
 
 type envOptions struct {
@@ -97,6 +99,9 @@ type envOptions struct {
 	smallBuffers bool
 	// a2aTasks lists threads' A2A tasks (a2a.ThreadTasks) at /api/threads/{id}/a2a/tasks.
 	a2aTasks bool
+	// reloadable serves through EngineFunc, whose engine reload replaces as a definitions reload
+	// does.
+	reloadable bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -109,12 +114,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := httpapi.NewHub()
 	model := &fakeModel{}
 	if o.gate {
 		model.gate = make(chan struct{})
 	}
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, OnEvent: hub.Publish, RecordEvents: true})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: model, RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +128,18 @@ func newEnv(t *testing.T, o envOptions) *env {
 		defer close(served)
 		_ = eng.Serve(ctx, engine.ServeOptions{Workers: 4, DrainTimeout: time.Second})
 	}()
-	e := &env{t: t, hub: hub, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
-	opts := httpapi.Options{Engine: eng, Auth: st, Hub: hub, NoAuth: o.noAuth, AdminKey: e.adminKey,
+	e := &env{t: t, eng: eng, store: st, model: model, adminKey: "wft_admin_for_tests"}
+	opts := httpapi.Options{Engine: eng, Auth: st, NoAuth: o.noAuth, AdminKey: e.adminKey,
 		Version: "test", PingInterval: o.ping, WriteTimeout: o.writeTimeout, Logger: o.logger, Pages: o.pages,
 		MaxBodyBytesInFlight: o.maxInFlight}
 	if o.a2aTasks {
 		opts.A2ATasks = func(ctx context.Context, t *weft.Thread, fileURL func(thread, path string) string) (any, bool, error) {
 			return a2a.ThreadTasks(ctx, st, t, fileURL)
 		}
+	}
+	if o.reloadable {
+		e.cur.Store(eng)
+		opts.Engine, opts.EngineFunc = nil, e.cur.Load
 	}
 	if o.mcp {
 		opts.MCP = mcp.NewHTTPHandler(func() *engine.Engine { return eng }, mcp.ServerOptions{Version: "test"})
@@ -161,6 +169,21 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.alice, e.aliceID = e.newUser("alice", false)
 	e.bob, e.bobID = e.newUser("bob", false)
 	return e
+}
+
+// reload replaces the server's engine (envOptions.reloadable) by a new one over the same store and
+// definitions, sharing the old one's feed, and ends the thread streams, as weft serve does when
+// its definitions change.
+func (e *env) reload() {
+	e.t.Helper()
+	old := e.cur.Load()
+	eng, err := engine.New(engine.Options{Registry: old.Registry(), Store: e.store, Override: e.model, RecordEvents: true,
+		Subscribers: old.Subscribers()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.cur.Store(eng)
+	e.api.EndStreams()
 }
 
 func (e *env) newUser(name string, admin bool) (key, id string) {

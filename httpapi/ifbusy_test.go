@@ -122,7 +122,7 @@ func TestIfBusyRejectNamesRunElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Engine: other, NoAuth: true, Hub: httpapi.NewHub(), Version: "test"}).Handler())
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Engine: other, NoAuth: true, Version: "test"}).Handler())
 	defer srv.Close()
 	ctx := t.Context()
 	th, err := running.CreateThread(ctx, engine.NewThread{Agent: "chat"})

@@ -34,7 +34,8 @@ type Feed interface {
 // Options configure a Server.
 type Options struct {
 	// Engine runs the threads; required. EngineFunc, when set, is asked instead on every request
-	// (a server that reloads its definitions swaps engines).
+	// (a server that reloads its definitions swaps engines); the engines it gives share one
+	// engine.Options.Subscribers, so that the global event stream follows them all.
 	Engine     *engine.Engine
 	EngineFunc func() *engine.Engine
 	// Auth keeps users and API keys; required unless NoAuth.
@@ -46,10 +47,6 @@ type Options struct {
 	// Events is the per-thread event source of the streams; nil = the engine's Subscribe, which
 	// replays the events a reconnecting client missed when the engine records events.
 	Events EventSource
-	// Hub receives every engine event (wire engine.Options.OnEvent to Hub.Publish); it feeds the
-	// global event stream. nil = a hub of the server's own, which sees only the thread events the
-	// API itself publishes (updates and deletions).
-	Hub *Hub
 	// MCP, when set, is served at /mcp behind the same authentication as /api (the MCP server of
 	// package mcp); the authenticated user's id reaches it in the Weft-Mcp-User header.
 	MCP http.Handler
@@ -140,9 +137,6 @@ func New(o Options) *Server {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
-	}
-	if o.Hub == nil {
-		o.Hub = NewHub()
 	}
 	s := &Server{opt: o, log: o.Logger, events: o.Events, tickets: newTickets(o.TicketTTL)}
 	s.bodies.limit = o.MaxBodyBytesInFlight

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/engine"
 )
 
 // redactJSON replaces secret values inside a JSON document's text; a result that would no
@@ -353,7 +352,7 @@ func (s *Server) listKV(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
-	red, err := engine.StoreRedactor(r.Context(), s.engine().Store(), t.ID)
+	red, err := s.engine().Redactor(r.Context(), t.ID)
 	if err != nil {
 		return err
 	}
@@ -376,7 +375,7 @@ func (s *Server) getKV(w http.ResponseWriter, r *http.Request, p *principal) err
 	if !found {
 		return weft.Errorf(weft.ENotFound, "no value under %q", r.PathValue("key"))
 	}
-	red, err := engine.StoreRedactor(r.Context(), s.engine().Store(), t.ID)
+	red, err := s.engine().Redactor(r.Context(), t.ID)
 	if err != nil {
 		return err
 	}

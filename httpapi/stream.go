@@ -186,9 +186,7 @@ func (s *Server) threadSSE(w http.ResponseWriter, r *http.Request, p *principal)
 func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal) error {
 	ctx, cancel := s.keyBound(r.Context(), p)
 	defer cancel()
-	kinds := map[string]bool{"thread_created": true, "thread_updated": true, "thread_deleted": true,
-		"run_started": true, "run_stopped": true}
-	feed := s.opt.Hub.follow(func(ev engine.Event) bool { return kinds[ev.Type] })
+	feed := s.engine().Subscribers().Watch("thread_created", "thread_updated", "thread_deleted", "run_started", "run_stopped")
 	defer feed.Close()
 	visible := func(ev engine.Event) bool {
 		if p.admin {
@@ -205,11 +203,11 @@ func (s *Server) globalSSE(w http.ResponseWriter, r *http.Request, p *principal)
 }
 
 // renamed gives a run starting or stopping as an update of its thread.
-type renamed struct{ *hubFeed }
+type renamed struct{ *engine.Watch }
 
 func (f renamed) Next(ctx context.Context, dst []engine.Event) ([]engine.Event, error) {
 	n := len(dst)
-	dst, err := f.hubFeed.Next(ctx, dst)
+	dst, err := f.Watch.Next(ctx, dst)
 	for i := n; i < len(dst); i++ {
 		if ev := dst[i]; ev.Type == "run_started" || ev.Type == "run_stopped" {
 			dst[i] = engine.Event{Type: "thread_updated", ThreadID: ev.ThreadID, RootID: ev.RootID}

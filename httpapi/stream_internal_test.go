@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
-	"strconv"
 	"testing"
 
 	"github.com/weft-agents/weft"
@@ -90,45 +88,6 @@ func TestStreamFilterKeep(t *testing.T) {
 		}
 		if got := deep.keep(tc.ev); got != tc.deep {
 			t.Errorf("%s: kept %v with depth 2, silent and reasoning, want %v", tc.name, got, tc.deep)
-		}
-	}
-}
-
-// TestHubDropsASlowFeed: a feed that falls more than hubBuffer behind is dropped, gives what it
-// buffered and then ErrSlowSubscriber, while the other feed keeps every event.
-func TestHubDropsASlowFeed(t *testing.T) {
-	h := NewHub()
-	all := func(engine.Event) bool { return true }
-	slow, fast := h.follow(all), h.follow(all)
-	defer slow.Close()
-	defer fast.Close()
-	var got []engine.Event
-	for i := range hubBuffer + 10 {
-		h.Publish(engine.Event{Type: "thread_updated", ThreadID: strconv.Itoa(i)})
-		if i%100 == 0 {
-			<-fast.Ready()
-			var err error
-			if got, err = fast.Next(context.Background(), got); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if h.Len() != 1 {
-		t.Errorf("%d feeds left, want the fast one", h.Len())
-	}
-	<-slow.Ready()
-	evs, err := slow.Next(context.Background(), nil)
-	if len(evs) != hubBuffer || err != ErrSlowSubscriber {
-		t.Errorf("the slow feed gave %d events and %v", len(evs), err)
-	}
-	<-fast.Ready()
-	got, err = fast.Next(context.Background(), got)
-	if err != nil || len(got) != hubBuffer+10 {
-		t.Fatalf("the fast feed gave %d events and %v", len(got), err)
-	}
-	for i, ev := range got {
-		if ev.ThreadID != strconv.Itoa(i) {
-			t.Fatalf("event %d is %s", i, ev.ThreadID)
 		}
 	}
 }

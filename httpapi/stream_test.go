@@ -188,6 +188,29 @@ func TestGlobalEvents(t *testing.T) {
 	}
 }
 
+// TestGlobalEventsAcrossReload: the global stream is a subscriber of the engines' shared feed, so
+// that a client keeps receiving across a definitions reload, which swaps the server's engine.
+func TestGlobalEventsAcrossReload(t *testing.T) {
+	e := newEnv(t, envOptions{reloadable: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	events, _ := e.sse(ctx, "/api/events", e.alice, "")
+	time.Sleep(50 * time.Millisecond)
+	before := e.createThread(e.alice)
+	if got := until(t, events, "thread_created", 5*time.Second); got[len(got)-1].data["thread_id"] != before {
+		t.Fatalf("before the reload: %v", got)
+	}
+	e.reload()
+	after := e.createThread(e.alice)
+	if got := until(t, events, "thread_created", 5*time.Second); got[len(got)-1].data["thread_id"] != after {
+		t.Fatalf("after the reload: %v", got)
+	}
+	e.json("DELETE", "/api/threads/"+after, e.alice, nil, 204, nil)
+	if got := until(t, events, "thread_deleted", 5*time.Second); got[len(got)-1].data["thread_id"] != after {
+		t.Fatalf("thread_deleted of %v", got[len(got)-1].data)
+	}
+}
+
 // TestAbandonedStreams opens 1,000 streams (SSE and WebSocket) and abandons them — closed
 // mid-stream, or WebSockets that never read while events flow — and checks that no goroutine and
 // no subscription is left behind.
@@ -239,13 +262,13 @@ func TestAbandonedStreams(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		g := runtime.NumGoroutine()
-		if e.hub.Len() == 0 && g <= base+5 {
+		if !e.eng.Subscribers().Active() && g <= base+5 {
 			break
 		}
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)
 			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("after %d abandoned streams: %d goroutines (baseline %d), %d subscriptions\n%s", n, g, base, e.hub.Len(), buf)
+			t.Fatalf("after %d abandoned streams: %d goroutines (baseline %d), subscriptions left: %v\n%s", n, g, base, e.eng.Subscribers().Active(), buf)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -415,7 +415,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	s.engine().Subscribers().Announce(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
 	if err := s.redactThread(r.Context(), t); err != nil {
 		return err
 	}
@@ -439,7 +439,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, p *princip
 	if !p.admin {
 		owner = p.userID // a user deletes only threads of its own trees
 	}
-	s.opt.Hub.Publish(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: engine.Fields{"user_id": owner}})
+	s.engine().Subscribers().Announce(engine.Event{Type: "thread_deleted", ThreadID: t.ID, RootID: t.RootID, Data: engine.Fields{"user_id": owner}})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -682,7 +682,7 @@ func (s *Server) terminateThread(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	s.opt.Hub.Publish(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
+	s.engine().Subscribers().Announce(engine.Event{Type: "thread_updated", ThreadID: t.ID, RootID: t.RootID})
 	if err := s.redactThread(r.Context(), t); err != nil {
 		return err
 	}
@@ -695,7 +695,7 @@ func (s *Server) redactThread(ctx context.Context, t *weft.Thread) error {
 	if t.Preview == "" && t.Label == "" {
 		return nil
 	}
-	red, err := engine.StoreRedactor(ctx, s.engine().Store(), t.ID)
+	red, err := s.engine().Redactor(ctx, t.ID)
 	if err != nil {
 		return err
 	}

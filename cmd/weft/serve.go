@@ -160,7 +160,8 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return err
 	}
 	defer flush()
-	hub := httpapi.NewHub()
+	// One feed for the process: the global event stream outlives definition reloads.
+	subs := new(engine.Subscribers)
 	// One MCP client for the process: sessions outlive definition reloads.
 	mcpClient := newMCPClient(reg, log)
 	defer mcpClient.Close()
@@ -170,7 +171,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		mcp.AddPromptAgents(reg)
 		a2a.Attach(reg) // a reloaded set's kind: a2a tools
 		opt := engine.Options{Registry: reg, Store: store, Logger: log, Providers: providers.Cache(providers.Options{Registry: reg}),
-			OnEvent: hub.Publish, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
+			Subscribers: subs, RecordEvents: true, LeaseTTL: leaseTTL, NodeID: f.nodeID, MaxThreadMessages: maxMsgs, MCP: mcpClient}
 		if obs != nil {
 			opt.Observer = obs
 		}
@@ -192,7 +193,7 @@ func serve(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	sched.start(eng)
 
 	apiOpt := httpapi.Options{EngineFunc: sched.engine, Auth: auth, NoAuth: f.noAuth,
-		AdminKey: adminKey, Hub: hub, Logger: log, Version: version(), Pages: web.Handler(), Evals: &serverEvals{dir: evalsDir(g.dir), opt: &evalOpt},
+		AdminKey: adminKey, Logger: log, Version: version(), Pages: web.Handler(), Evals: &serverEvals{dir: evalsDir(g.dir), opt: &evalOpt},
 		MCP: mcp.NewHTTPHandler(sched.engine, mcp.ServerOptions{Version: version(), Logger: log, TracerProvider: tracerOf(obs)})}
 	if f.a2a {
 		apiOpt.A2A = a2a.NewServer(a2a.ServerOptions{Engine: sched.engine, Version: version(), Logger: log})

@@ -1,7 +1,8 @@
 // Package feed carries a process's events to those who listen: the subscriptions of a tree or of
 // one thread (Converse's and Subscribe's), the Feed a consumer pulls, which reads the recorded
-// events it missed from the store, and Ask's stop watches. It does not import engine, which
-// re-exports Event and Feed.
+// events it missed from the store, the Watch of some event types in every thread (a server's
+// global stream), and Ask's stop watches. It does not import engine, which re-exports Event,
+// Feed, Subscribers and Watch.
 package feed
 
 import (

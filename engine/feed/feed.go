@@ -38,7 +38,7 @@ type EventLog interface {
 // channel is signalled at once: the first Next gives the recorded events after the cursor. Close
 // it when done.
 func Follow(subs *Subscribers, log EventLog, threadID, root string, after int64) *Feed {
-	f := &Feed{subs: subs, log: log, sub: subs.add(subKey{id: threadID}, true, nil), threadID: threadID, root: root, last: after, behind: true}
+	f := &Feed{subs: subs, log: log, sub: subs.add(&Subscription{key: subKey{id: threadID}, limit: maxQueued}), threadID: threadID, root: root, last: after, behind: true}
 	f.wake()
 	return f
 }

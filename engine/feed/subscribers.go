@@ -43,47 +43,57 @@ func (l *listeners[K, V]) remove(key K, v *V) {
 	l.n.Add(-1)
 }
 
-// Subscribers fans events out to this process's subscribers of a tree of threads (Converse).
-// Publishing never blocks: each subscription queues what it has not taken yet. by holds the
-// subscriptions of a tree or of one thread.
+// Subscribers fans events out to this process's subscribers: of a tree of threads (Converse), of
+// one thread (Subscribe) or of some event types in every thread (Watch: a server's global
+// stream). Publishing never blocks: each subscription queues what it has not taken yet. by holds
+// the subscriptions by what they follow, and the lock of listeners guards their queues too: a
+// publisher takes one lock for a whole batch, whoever it wakes. Engines that replace each other (a
+// definitions reload) may share one, so that a subscription outlives the swap.
 type Subscribers struct {
 	listeners[subKey, Subscription]
-	// trees and threads count the subscriptions of each kind, so that publishing looks up only
-	// the kinds that exist (Converse's follow trees, Subscribe's threads).
-	trees, threads atomic.Int32
+	// trees, threads and watches count the subscriptions of each kind, so that publishing looks
+	// up only the kinds that exist (Converse's follow trees, Subscribe's threads, Watch's every
+	// thread).
+	trees, threads, watches atomic.Int32
 }
 
-// subKey names what a subscription follows: a tree (by its root's id) or one thread. A struct,
-// not a prefixed string, so that publishing an event builds no key on the heap.
+// subKey names what a subscription follows: a tree (by its root's id), one thread, or every
+// thread (all: a Watch). A struct, not a prefixed string, so that publishing an event builds no
+// key on the heap.
 type subKey struct {
-	tree bool
-	id   string
+	tree bool   // a tree's (Converse's)
+	all  bool   // every thread's (a Watch's)
+	id   string // the tree's root, or the thread ("" for a Watch)
 }
 
-// Subscription is one subscriber's queue of events.
+// Subscription is one subscriber's queue of events. queue, lagged and poked are guarded by the
+// lock of the Subscribers it belongs to; the other fields do not change once it is added.
 type Subscription struct {
-	key     subKey
-	mu      sync.Mutex
-	queue   []Event
-	lagged  bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
-	poked   bool          // another process committed events: re-read the store
-	bounded bool          // the queue holds at most maxQueued (Subscribe's; Converse's takes every event)
-	signal  chan struct{} // capacity 1: events were queued since the last take
+	subs   *Subscribers  // the feed it belongs to, whose lock guards its queue
+	key    subKey        // what it follows
+	queue  []Event       // the events queued since the last take
+	types  []string      // the event types a Watch's subscription takes (nil: every type)
+	lagged bool          // the queue overflowed: events were dropped (recorded ones can be re-read)
+	poked  bool          // another process committed events: re-read the store
+	limit  int           // the most events the queue holds (0: unbounded, Converse's)
+	signal chan struct{} // capacity 1: events were queued since the last take
 }
 
-// maxQueued bounds a subscription's queue: a subscriber that stops reading costs at most this.
+// maxQueued bounds the queue of a thread's subscription (Subscribe's): a subscriber that stops
+// reading costs at most this.
 const maxQueued = 4096
 
 // Tree adds a subscription to the events of the tree whose root is root (Converse's), its queue
 // unbounded; queue is its first queue (empty; nil, or with room to reuse).
 func (s *Subscribers) Tree(root string, queue []Event) *Subscription {
-	return s.add(subKey{tree: true, id: root}, false, queue)
+	return s.add(&Subscription{key: subKey{tree: true, id: root}, queue: queue})
 }
 
-// add adds a subscription whose queue starts as queue (empty; nil, or with room to reuse).
-func (s *Subscribers) add(key subKey, bounded bool, queue []Event) *Subscription {
-	s.kind(key).Add(1)
-	return s.listeners.add(key, &Subscription{key: key, bounded: bounded, queue: queue, signal: make(chan struct{}, 1)})
+// add adds a subscription (its key, limit, types and first queue set).
+func (s *Subscribers) add(sub *Subscription) *Subscription {
+	sub.subs, sub.signal = s, make(chan struct{}, 1)
+	s.kind(sub.key).Add(1)
+	return s.listeners.add(sub.key, sub)
 }
 
 // Remove ends a subscription.
@@ -93,8 +103,11 @@ func (s *Subscribers) Remove(sub *Subscription) {
 }
 
 func (s *Subscribers) kind(key subKey) *atomic.Int32 {
-	if key.tree {
+	switch {
+	case key.tree:
 		return &s.trees
+	case key.all:
+		return &s.watches
 	}
 	return &s.threads
 }
@@ -106,7 +119,7 @@ func (s *Subscribers) PublishAll(evs []Event) {
 	woken := buf[:0] // a handful: a thread's own and its tree's
 	s.mu.Lock()
 	// Read under the lock: a subscription in the map was counted before it was put there.
-	trees, threads := s.trees.Load() > 0, s.threads.Load() > 0
+	trees, threads, watches := s.trees.Load() > 0, s.threads.Load() > 0, s.watches.Load() > 0
 	for _, ev := range evs {
 		if ev.RootID != "" && trees {
 			for _, sub := range s.by[subKey{tree: true, id: ev.RootID}] {
@@ -119,6 +132,9 @@ func (s *Subscribers) PublishAll(evs []Event) {
 				sub.enqueue(ev)
 				woken = appendNew(woken, sub)
 			}
+		}
+		if watches {
+			s.enqueueWatches(ev)
 		}
 	}
 	s.mu.Unlock()
@@ -134,15 +150,13 @@ func appendNew(list []*Subscription, sub *Subscription) []*Subscription {
 	return append(list, sub)
 }
 
-// enqueue queues an event without signalling.
+// enqueue queues an event without signalling, under the Subscribers' lock.
 func (sub *Subscription) enqueue(ev Event) {
-	sub.mu.Lock()
-	if sub.bounded && len(sub.queue) >= maxQueued {
+	if sub.limit > 0 && len(sub.queue) >= sub.limit {
 		sub.lagged = true
 	} else {
 		sub.queue = append(sub.queue, ev)
 	}
-	sub.mu.Unlock()
 }
 
 // wake signals the subscriber that events were queued.
@@ -162,13 +176,11 @@ func (s *Subscribers) Poke(threadID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, list := range s.by {
-		if threadID != "" && key != (subKey{id: threadID}) {
-			continue
+		if key.all || threadID != "" && key != (subKey{id: threadID}) {
+			continue // a Watch reads nothing from the store
 		}
 		for _, sub := range list {
-			sub.mu.Lock()
 			sub.poked = true
-			sub.mu.Unlock()
 			sub.wake()
 		}
 	}
@@ -185,9 +197,10 @@ func (sub *Subscription) Ready() <-chan struct{} { return sub.signal }
 // for every batch.
 func (sub *Subscription) Take(spare []Event) (q []Event, lagged, poked bool) {
 	clear(spare)
-	sub.mu.Lock()
+	mu := &sub.subs.mu
+	mu.Lock()
 	q, lagged, poked = sub.queue, sub.lagged, sub.poked
 	sub.queue, sub.lagged, sub.poked = spare[:0], false, false
-	sub.mu.Unlock()
+	mu.Unlock()
 	return q, lagged, poked
 }

@@ -1,7 +1,8 @@
 // Package vars resolves a thread's variables: the env layers a value is found in (thread,
 // inherited from ancestors, agent, tool entry, prompt, user, instance), the variables an agent's
-// prompts and tools declare, which required ones have no value, and which values are secret. It
-// reads the store's env layers; it never writes.
+// prompts and tools declare, which required ones have no value, and which values are secret —
+// and, through Secrets, a thread's one Redactor and the providers' keys. It reads the store's env
+// layers; it never writes.
 package vars
 
 import (
@@ -369,47 +370,45 @@ func Inherited(ctx context.Context, st weft.Store, parentID string, decls map[st
 	return out, nil
 }
 
+// Stored is the View of the values a store holds for thread t, given its own, its owner's and
+// the instance's layers (Load): those and its ancestors' (Inherited; decls names the variables
+// that are not inherited, nil: none). The definitions' layers and types are the caller's to add.
+func Stored(ctx context.Context, st weft.Store, t *weft.Thread, thread, user, instance []weft.EnvValue, decls map[string]*Declaration) (*View, error) {
+	v := &View{Thread: Layer(thread), User: Layer(user), Instance: Layer(instance)}
+	if t.ParentID != "" {
+		var err error
+		if v.Inherited, err = Inherited(ctx, st, t.ParentID, decls); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
 // StoreRedactor returns a function replacing by [redacted] the secret values a store holds for a
-// thread — its own, its ancestors', its owner's and the instance's secret variables — and the
-// providers' keys in the process environment. It needs no definitions, so tools that read a store
-// outside any project (weft threads show, export, list) redact what they print too.
+// thread — the secrets of its Stored View: its own, its ancestors', its owner's and the
+// instance's secret variables — and the providers' keys in the process environment. It needs no
+// definitions, so tools that read a store outside any project (weft threads show, export, list)
+// redact what they print too.
 func StoreRedactor(ctx context.Context, st weft.Store, threadID string) (func(string) string, error) {
 	t, err := st.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	var secrets []string
-	add := func(vals []weft.EnvValue) {
-		for _, v := range vals {
-			if v.Type != weft.VarText {
-				secrets = append(secrets, v.Value)
-			}
-		}
-	}
-	for id := threadID; id != ""; {
-		vals, err := st.Env(ctx, weft.EnvThread, id)
-		if err != nil {
-			return nil, err
-		}
-		add(vals)
-		at, err := st.Thread(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		id = at.ParentID
-	}
-	_, user, instance, err := Load(ctx, st, "", t.UserID)
+	thread, user, instance, err := Load(ctx, st, threadID, t.UserID)
 	if err != nil {
 		return nil, err
 	}
-	add(user)
-	add(instance)
+	v, err := Stored(ctx, st, t, thread, user, instance, nil)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
 	for _, p := range weft.Providers() {
 		for _, k := range []string{p.KeyEnv, p.AltKeyEnv} {
 			if v := os.Getenv(k); k != "" && v != "" {
-				secrets = append(secrets, v)
+				keys = append(keys, v)
 			}
 		}
 	}
-	return redact.New(secrets).String, nil
+	return redact.New(v.Secrets(), keys).String, nil
 }

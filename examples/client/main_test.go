@@ -29,8 +29,7 @@ func TestAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := memstore.New(memstore.Options{})
-	hub := httpapi.NewHub()
-	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(script), OnEvent: hub.Publish, RecordEvents: true})
+	eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: scripted.New(script), RecordEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func TestAsk(t *testing.T) {
 	st.CreateUser(ctx, u)
 	key, rec := weft.NewAPIKey(u.ID)
 	st.CreateKey(ctx, rec)
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Engine: eng, Auth: st, Hub: hub}).Handler())
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Engine: eng, Auth: st}).Handler())
 	defer srv.Close()
 
 	c := &Client{Base: srv.URL, Key: key, HTTP: http.DefaultClient}
