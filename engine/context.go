@@ -56,7 +56,7 @@ type offered struct {
 	// lifecycle names an injected subagent lifecycle tool (subagent_create, …); entries are the
 	// enabled resumable entries it serves.
 	lifecycle string
-	entries   []resumableEntry
+	entries   []continuableEntry
 	// check, when set, validates arguments instead of spec.Parameters (an unknown agent name gets
 	// the lifecycle tool's own error rather than an enum mismatch).
 	check *schema.Schema
@@ -130,7 +130,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		strict := (&weft.Request{Model: model, Options: p.ModelOptions}).Option("strictTools")
 		s.strict = strict == true
 	}
-	var resumable []resumableEntry
+	var resumable []continuableEntry
 	for _, e := range entries {
 		if e.Optional != "" {
 			keep = false
@@ -181,7 +181,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		case t.Agent != nil && e.Resumable != nil && e.Resumable.Enabled:
 			// Resumable agents are reached through the injected lifecycle tools.
 			keep = false
-			resumable = append(resumable, resumableEntry{entry: e, agent: t.Agent})
+			resumable = append(resumable, continuableEntry{entry: e, agent: t.Agent})
 			continue
 		case t.Agent != nil:
 			desc := t.Agent.ToolDescription

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
@@ -109,10 +110,11 @@ type Engine struct {
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
-	// reports carries children's reports to their parents (childreport.go).
-	reports reports
-	// children drives child threads (childdrive.go).
-	children children
+	// subagents runs child threads and carries their reports to their parents (engine/children).
+	subagents *children.Room
+	// children and reports are the engine as the room's host (childhost.go), under the names
+	// Recover and Decide use.
+	children, reports childHost
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
@@ -171,7 +173,6 @@ func New(opt Options) (*Engine, error) {
 		e.subs = new(feed.Subscribers)
 	}
 	e.spent.Add = addSpend
-	e.reports.e, e.children.e = e, e
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -191,6 +192,9 @@ func New(opt Options) (*Engine, error) {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
 	e.sched.Init(sched.Config{Store: e.store, Host: schedHost{e}, Clock: e.clock, Log: e.log, Node: e.node, LeaseTTL: e.opt.LeaseTTL})
+	e.children = childHost{e}
+	e.reports = e.children
+	e.subagents = children.New(e.children, e.store, e.reg, e.log)
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}

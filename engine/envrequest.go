@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -167,6 +168,6 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	}
 	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled
 	explicit := resumable && req.Entry.Resumable.ParentCommunication == "explicit"
-	e.children.startChild(child, a, req.OwnerSide, childMode{resumable: resumable, explicit: explicit})
+	e.subagents.Start(child, a, req.OwnerSide, children.Mode{Continuable: resumable, Explicit: explicit})
 	return &EnvFulfilled{RequestID: requestID, ChildThreadID: child.ID, Reference: child.ID, Status: "success"}, nil
 }

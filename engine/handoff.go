@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
@@ -55,36 +56,13 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 		b, _ := json.Marshal(v)
 		init.Content = string(b)
 	}
-	for _, p := range attachmentPaths(args[attProp]) {
-		clean, err := weft.CleanPath(p)
-		if err != nil {
-			return weft.Failure(fmt.Sprintf("attachment path %q is invalid", p))
-		}
-		fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, clean)
-		if err != nil {
-			return weft.Failure("Attachment not found: " + p)
-		}
-		init.Attachments = append(init.Attachments, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name,
-			MimeType: fi.MimeType, Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+	atts, err := children.Attachments(r.ctx, r.e.store, r.thread.ID, children.AttachmentPaths(args[attProp]))
+	if err != nil {
+		return weft.Failure(err.Error())
 	}
+	init.Attachments = atts
 	s.fx.handoff = &pendingHandoff{target: target, args: args, init: init}
 	return weft.Success("Handoff complete")
-}
-
-func attachmentPaths(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // applyHandoff switches the thread to the handoff's agent after the step: agent (origin kept),

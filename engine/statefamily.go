@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 )
 
 // NotifyParent queues "Subagent (reference: …) sent a message" to the parent,
@@ -15,7 +16,7 @@ func (s stateFamily) NotifyParent(ctx context.Context, text string, attachments 
 	}
 	var atts []weft.ToolAttachment
 	for _, p := range attachments {
-		a, err := s.e.readFileAttachment(ctx, s.thread.ID, p)
+		a, err := children.ReadAttachment(ctx, s.e.store, s.thread.ID, p)
 		if err != nil {
 			return err
 		}
@@ -26,7 +27,7 @@ func (s stateFamily) NotifyParent(ctx context.Context, text string, attachments 
 		owner = weft.SideB
 	}
 	msg := fmt.Sprintf("Subagent (reference: %s) sent a message:\n\n%s", s.thread.ID, text)
-	return s.e.reports.deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
+	return s.e.subagents.Deliver(ctx, s.thread, owner, msg, "subagent_message", atts)
 }
 
 // SetStatus sets the status text of the thread's registry row, which the parent's listing shows.
@@ -61,7 +62,7 @@ func (s stateFamily) SetStatus(ctx context.Context, text string) error {
 	}
 	// The parent's stream hears of it as of the child's creation and end (the inspector's tree).
 	agent, _ := nr["agent"].(string)
-	s.e.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
+	s.e.children.emitSubagent(ctx, t, agent, t.Status.SubagentStatus(), text)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
@@ -29,7 +30,8 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 	// caller's step's.
 	s.parentID, s.fx = parentID, caller.fx
 	s.via = &subCall{scope: caller, msgID: msgID, call: c, resultID: parentID}
-	init, err := r.initMessage(s, e, args)
+	n := nestedRun{r: r, caller: caller, s: s, e: e}
+	init, err := n.initMessage(args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err))
 	}
@@ -42,12 +44,20 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 		r.emitUnrecorded(*init)
 		s.nested = append(s.nested, *init)
 	}
-	return r.subPromptLoop(caller, s, e, 1, nil)
+	return n.loop(1, nil)
 }
 
-// subPromptLoop runs a sub-prompt's nested run from the given step on; calls are the calls its
-// earlier steps ran.
-func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls []callResult) weft.ToolResult {
+// nestedRun is a sub-prompt's nested run: the prompt a call of the caller's scope runs in scope s
+// at depth+1 in the same thread, its rows under the call's tool message, for entry e.
+type nestedRun struct {
+	r         *run
+	caller, s *scope
+	e         weft.ToolEntry
+}
+
+// loop runs the nested run from the given step on; calls are the calls its earlier steps ran.
+func (n nestedRun) loop(first int, calls []callResult) weft.ToolResult {
+	r, s := n.r, n.s
 	p := s.prompt
 	var final string
 	var failure error
@@ -60,7 +70,7 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			failure = fmt.Errorf("execution stopped by user")
 			break
 		}
-		rows := r.subHistory(caller, s)
+		rows := n.history()
 		req, err := r.requests.build(s, rows)
 		if err != nil {
 			failure = err
@@ -95,7 +105,7 @@ func (r *run) subPromptLoop(caller, s *scope, e weft.ToolEntry, first int, calls
 			break
 		}
 	}
-	return subPromptResult(p.Name, e, final, calls, failure, r.red)
+	return subPromptResult(p.Name, n.e, final, calls, failure, r.red)
 }
 
 // subCall is the call that runs a sub-prompt's nested run. A call inside that waits for approval
@@ -165,6 +175,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	}
 	s.parentID, s.fx = meta.ResultID, caller.fx
 	s.via = &subCall{scope: caller, msgID: m.ID, call: c, resultID: meta.ResultID}
+	n := nestedRun{r: r, caller: caller, s: s, e: e}
 	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{Limit: -1, MaxDepth: s.depth, AfterSeq: m.Seq})
 	if err != nil {
 		return fail(err)
@@ -198,7 +209,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 			if v, ok := last.Metadata["structured"]; ok {
 				return weft.Success(canonicalJSON(v)), meta.ResultID, true
 			}
-			return subPromptResult(p.Name, e, last.Content, r.nestedCalls(s.nested), nil, r.red), meta.ResultID, true
+			return subPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red), meta.ResultID, true
 		}
 		if len(pending) > 0 {
 			s.toolCalled = true
@@ -212,17 +223,18 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 				return weft.ToolResult{}, meta.ResultID, true
 			}
 			if err != nil {
-				return subPromptResult(p.Name, e, "", r.nestedCalls(s.nested), err, r.red), meta.ResultID, true
+				return subPromptResult(p.Name, e, "", n.calls(), err, r.red), meta.ResultID, true
 			}
 		}
 	}
-	return r.subPromptLoop(caller, s, e, len(replies)+1, r.nestedCalls(s.nested)), meta.ResultID, true
+	return n.loop(len(replies)+1, n.calls()), meta.ResultID, true
 }
 
-// nestedCalls rebuilds, from a nested run's stored rows, the calls it ran for its result's tool
-// and error sections: the answered local calls of its replies, in order, with the arguments a
-// person approved.
-func (r *run) nestedCalls(rows []weft.Message) []callResult {
+// calls rebuilds, from the nested run's stored rows, the calls it ran for its result's tool and
+// error sections: the answered local calls of its replies, in order, with the arguments a person
+// approved.
+func (n nestedRun) calls() []callResult {
+	r, rows := n.r, n.s.nested
 	edited := map[string]string{}
 	if recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID); err == nil {
 		for i := range recs {
@@ -260,13 +272,14 @@ func (r *run) nestedCalls(rows []weft.Message) []callResult {
 	return calls
 }
 
-// subHistory is a sub-prompt's context: the caller's top-level history when the callee has
+// history is the nested run's context: the caller's top-level history when the callee has
 // includeChat (its includePastTools applies), then its own rows.
-func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
+func (n nestedRun) history() []*weft.Message {
+	s := n.s
 	var rows []*weft.Message
 	if s.prompt.IncludeChat {
-		top := &scope{prompt: s.prompt, side: caller.side}
-		rows = r.requests.history(top)
+		top := &scope{prompt: s.prompt, side: n.caller.side}
+		rows = n.r.requests.history(top)
 	}
 	for i := range s.nested {
 		rows = append(rows, &s.nested[i])
@@ -274,10 +287,11 @@ func (r *run) subHistory(caller *scope, s *scope) []*weft.Message {
 	return rows
 }
 
-// initMessage builds the sub-prompt's first user message: the initUserMessageProperty
+// initMessage builds the nested run's first user message: the initUserMessageProperty
 // value (string as is, else JSON) with the initAttachmentsProperty files attached; without an init
 // property, a non-templated callee with arguments gets them as JSON.
-func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*weft.Message, error) {
+func (n nestedRun) initMessage(args map[string]any) (*weft.Message, error) {
+	r, s, e := n.r, n.s, n.e
 	var content string
 	switch {
 	case e.InitUserMessageProperty != "":
@@ -295,28 +309,9 @@ func (r *run) initMessage(s *scope, e weft.ToolEntry, args map[string]any) (*wef
 	}
 	var atts []weft.Attachment
 	if e.InitAttachmentsProperty != "" {
-		var paths []string
-		switch v := args[e.InitAttachmentsProperty].(type) {
-		case string:
-			paths = []string{v}
-		case []any:
-			for _, x := range v {
-				if s, ok := x.(string); ok {
-					paths = append(paths, s)
-				}
-			}
-		}
-		for _, p := range paths {
-			clean, err := weft.CleanPath(p)
-			if err != nil {
-				return nil, fmt.Errorf("attachment path %q is invalid", p)
-			}
-			fi, err := r.e.store.Files().Stat(r.ctx, r.thread.ID, clean)
-			if err != nil {
-				return nil, fmt.Errorf("Attachment not found: %s", p)
-			}
-			atts = append(atts, weft.Attachment{ID: weft.NewID("att_"), Path: fi.Path, Name: fi.Name, MimeType: fi.MimeType,
-				Size: fi.Size, Width: fi.Width, Height: fi.Height, Description: fi.Description})
+		var err error
+		if atts, err = children.Attachments(r.ctx, r.e.store, r.thread.ID, children.AttachmentPaths(args[e.InitAttachmentsProperty])); err != nil {
+			return nil, err
 		}
 	}
 	if content == "" && len(atts) == 0 {

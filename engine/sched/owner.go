@@ -14,13 +14,15 @@
 // # The owner's states
 //
 // An owner exists while anything of this process refers to its thread; an idle thread has none
-// and is only its rows in the store. Its state is the product of four parts, each changed only
+// and is only its rows in the store. Its state is the product of five parts, each changed only
 // under the scheduler's lock (which is never held across store I/O):
 //
 //	turn     free | held                 (held: one goroutine of the process runs the thread)
 //	worker   none | active | again       (again: a wake-up came during the active worker's pass)
 //	run      none | registered           (a run is in progress: Stop, Send and interrupts reach it)
 //	drivers  0 | n                       (background drivers of a child thread)
+//	reports  idle | awaited              (a child's report coordination, children.Watch: blocking
+//	                                      calls awaiting it, reports held back meanwhile)
 //
 // with refs, the goroutines holding or waiting for the turn (an active worker counts as one), and
 // two marks: request (what the worker's next pass does beyond taking queued messages: a continue
@@ -40,6 +42,8 @@
 //	Unregister             run registered → none
 //	Queued                 run registered: the run is told (Run.Queued); none: checkInterrupts
 //	Drive / its end        drivers+1 / drivers-1
+//	Watch                  reports changed by engine/children (a call awaits the child, a report
+//	                       is held, sent or recorded)
 //	(any of the above)     every part empty, refs 0 → no owner (the entry is deleted)
 //
 // Owners are not recycled: a deleted owner is garbage, and a late holder of one never sees
@@ -56,11 +60,12 @@
 //     rows in the store); while serving, the decision wakes the thread with a continue
 //     (Continue), as lifting a budget's pause does.
 //   - Child reports: a blocking subagent's parent awaits its child inside its own run, holding its
-//     own turn while it acquires the child's; a background child is driven by a goroutine
-//     registered with Drive (drivers > 0), so that recovery leaves it to its driver. A child's
-//     report is delivered as a silent message queued on the parent, then a Wake of the parent:
-//     from the owner's side, a report awaited is a child's turn held or a driver counted, and a
-//     report delivered is a queued message and a wake-up.
+//     own turn while it acquires the child's, and counted in the child's reports part (Watch), so
+//     that the reports of the child's background runs are held back for the call meanwhile; a
+//     background child is driven by a goroutine registered with Drive (drivers > 0), so that
+//     recovery leaves it to its driver. A child's report is delivered as a silent message queued
+//     on the parent, then a Wake of the parent: from the parent's owner's side, a report
+//     delivered is a queued message and a wake-up.
 //   - Effects due: the effect loop (Serve) runs them through the Host and wakes the threads they
 //     queued messages on.
 //
@@ -88,6 +93,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 )
 
 // Host is what the scheduler needs of the engine: to run a thread and its due effects, to
@@ -198,6 +204,10 @@ type owner struct {
 	request *wakeKind
 	// drivers counts the background drivers of this child thread in this process.
 	drivers int
+	// reports is the thread's report coordination as a child (engine/children): the blocking
+	// calls awaiting it, the reports held back meanwhile, its reported stops being recorded; nil
+	// while idle, so that an owner no report concerns is as small as without it.
+	reports *children.Watch
 }
 
 // ownerOf returns the thread's owner, creating it; the caller holds s.mu.
@@ -212,7 +222,7 @@ func (s *Scheduler) ownerOf(threadID string) *owner {
 
 // dropIfUnused forgets an owner nothing refers to any more; the caller holds s.mu.
 func (s *Scheduler) dropIfUnused(threadID string, o *owner) {
-	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 {
+	if o.refs == 0 && o.run == nil && !o.worker && o.drivers == 0 && o.reports == nil {
 		delete(s.owners, threadID) // not recycled: a late holder of o never sees another thread's
 	}
 }
@@ -376,4 +386,20 @@ func (s *Scheduler) Driven(childID string) bool {
 	defer s.mu.Unlock()
 	o := s.owners[childID]
 	return o != nil && o.drivers > 0
+}
+
+// Watch calls fn with the child thread's report coordination (engine/children), kept with its
+// owner, under the scheduler's lock: fn must neither block nor do I/O.
+func (s *Scheduler) Watch(childID string, fn func(*children.Watch)) {
+	s.mu.Lock()
+	o := s.ownerOf(childID)
+	if o.reports == nil {
+		o.reports = &children.Watch{}
+	}
+	fn(o.reports)
+	if o.reports.Idle() {
+		o.reports = nil
+	}
+	s.dropIfUnused(childID, o)
+	s.mu.Unlock()
 }
