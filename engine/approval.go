@@ -215,8 +215,8 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 			return true, nil
 		}
 	}
-	if e.serving.Load() {
-		e.wake(ctx, threadID, rootOf(t), &wakeKind{trigger: "continue"})
+	if e.sched.Serving() {
+		e.sched.Continue(ctx, threadID, rootOf(t), "")
 	}
 	return true, nil
 }

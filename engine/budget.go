@@ -126,8 +126,8 @@ func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) 
 	if err != nil {
 		return err
 	}
-	if t.Status == weft.ThreadPaused && t.StopReason == weft.StopBudgetExceeded && e.serving.Load() {
-		e.wake(ctx, threadID, rootOf(t), &wakeKind{trigger: "continue"})
+	if t.Status == weft.ThreadPaused && t.StopReason == weft.StopBudgetExceeded && e.sched.Serving() {
+		e.sched.Continue(ctx, threadID, rootOf(t), "")
 	}
 	return nil
 }

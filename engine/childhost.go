@@ -10,12 +10,12 @@ import (
 
 // childHost is the engine as engine/children's Host: it runs the room's child threads, commits
 // their transactions and keeps each child's report coordination (children.Watch) with the
-// child's owner, under e.mu.
+// child's owner, under the scheduler's lock (engine/sched).
 type childHost struct{ e *Engine }
 
 // Acquire waits for the thread's turn in this process (owner.go).
 func (h childHost) Acquire(ctx context.Context, threadID string) (context.Context, func(), error) {
-	return h.e.acquire(ctx, threadID)
+	return h.e.sched.Acquire(ctx, threadID)
 }
 
 // RunHeld runs the thread while it has work, holding its turn.
@@ -39,39 +39,13 @@ func (h childHost) RunOnce(ctx context.Context, threadID, trigger string) (weft.
 // Drive runs fn in the background registered as the child's driver until it returns: Recover
 // leaves a child that this process drives to its driver, which reports what it runs.
 func (h childHost) Drive(child *weft.Thread, fn func()) {
-	e := h.e
-	e.mu.Lock()
-	e.ownerOf(child.ID).drivers++
-	e.mu.Unlock()
-	done := e.busy(orDefault(child.RootID, child.ID))
-	e.bg.Go(func() {
-		defer func() {
-			e.mu.Lock()
-			o := e.owners[child.ID]
-			o.drivers--
-			e.dropIfUnused(child.ID, o)
-			e.mu.Unlock()
-			done()
-		}()
-		fn()
-	})
+	h.e.sched.Drive(child.ID, orDefault(child.RootID, child.ID), fn)
 }
 
 // Watch calls fn with the child's report coordination, kept with its owner while it is not idle,
-// under e.mu.
+// under the scheduler's lock (sched.Scheduler.Watch).
 func (h childHost) Watch(childID string, fn func(*children.Watch)) {
-	e := h.e
-	e.mu.Lock()
-	o := e.ownerOf(childID)
-	if o.watch == nil {
-		o.watch = &children.Watch{}
-	}
-	fn(o.watch)
-	if o.watch.Idle() {
-		o.watch = nil
-	}
-	e.dropIfUnused(childID, o)
-	e.mu.Unlock()
+	h.e.sched.Watch(childID, fn)
 }
 
 // Tx commits fn in a transaction of the thread, unfenced and unredacted.
@@ -94,7 +68,7 @@ func (h childHost) Notify(ctx context.Context, threadID, root string, m weft.New
 	if _, err := h.e.Send(ctx, threadID, m); err != nil {
 		return err
 	}
-	h.e.wake(ctx, threadID, root, nil)
+	h.e.sched.Wake(ctx, threadID, root)
 	return nil
 }
 
@@ -135,4 +109,4 @@ func (h childHost) emitSubagent(ctx context.Context, child *weft.Thread, agent, 
 
 // Wait blocks until background work is done: non-blocking subagents, their reports and the parent
 // runs those start (`weft run` waits for all descendants).
-func (e *Engine) Wait() { e.bg.Wait() }
+func (e *Engine) Wait() { e.sched.Wait() }

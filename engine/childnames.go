@@ -41,10 +41,7 @@ func (e *Engine) finishChild(ctx context.Context, child *weft.Thread, out weft.T
 
 // drivenHere tells whether a driver of this process runs the child.
 func (h childHost) drivenHere(childID string) bool {
-	h.e.mu.Lock()
-	defer h.e.mu.Unlock()
-	o := h.e.owners[childID]
-	return o != nil && o.drivers > 0
+	return h.e.sched.Driven(childID)
 }
 
 // childMode is children.Mode under the field names Recover reads.

@@ -58,7 +58,7 @@ func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.S
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		done := make(chan error, 1)
-		e.pool.Go(func() { done <- e.converse(runCtx, threadID, root, t, in) })
+		e.sched.Spawn(func() { done <- e.converse(runCtx, threadID, root, t, in) })
 		for {
 			var runErr error
 			finished := false
@@ -146,7 +146,7 @@ func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Th
 	} else if t.Status == weft.ThreadTerminated {
 		return fmt.Errorf("thread %s: %w", t.ID, weft.ErrTerminated)
 	}
-	scheduled := e.effectsScheduled.Load()
+	scheduled := e.sched.EffectsScheduled()
 	res, err := e.runPush(ctx, threadID, trigger, in.Side, push)
 	if err != nil {
 		return err
@@ -167,14 +167,14 @@ func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Th
 	noEffects := res.tree.started && res.tree.effectsDue.IsZero() && in.EffectsUntil.IsZero()
 	for first := true; ; first = false {
 		select {
-		case <-e.quiet(root):
+		case <-e.sched.Quiet(root):
 		case <-ctx.Done():
 			return nil
 		}
-		if e.serving.Load() {
+		if e.sched.Serving() {
 			return nil
 		}
-		if first && noEffects && e.effectsScheduled.Load() == scheduled {
+		if first && noEffects && e.sched.EffectsScheduled() == scheduled {
 			return nil
 		}
 		rep, err := e.RunDueEffects(ctx)
@@ -186,7 +186,7 @@ func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Th
 			if err != nil {
 				return ignoreDone(ctx, err)
 			}
-			e.wake(ctx, id, rootOf(th), nil)
+			e.sched.Wake(ctx, id, rootOf(th))
 		}
 		if len(rep.Threads) > 0 {
 			continue

@@ -20,6 +20,7 @@ import (
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
@@ -77,8 +78,6 @@ type Options struct {
 // only its rows in the store.
 type Engine struct {
 	reg *weft.Registry
-	// unstored keeps the results of finished tools whose store failed, for the resume.
-	unstored unstoredResults
 	// spent is what threads' own log rows spent, read incrementally: a budget is checked before
 	// every model call, and adding up every row each time made a turn of a thread with 2,000
 	// calls behind it take 18 ms instead of 0.33 (BenchmarkBudgetedTurn).
@@ -103,28 +102,15 @@ type Engine struct {
 	// secrets finds threads' secrets and their Redactors (engine/vars).
 	secrets *vars.Secrets
 
-	// mu guards owners, trees and unstored: this process's bookkeeping of the threads it works on
-	// (owner.go, unstored.go).
-	mu     sync.Mutex
-	owners map[string]*owner
-	trees  map[string]*treeActivity
-
-	// workers bounds the mailbox workers running at once while serving (nil = unbounded).
-	workers atomic.Pointer[chan struct{}]
-	// effectsChanged wakes Serve's effect loop when an effect is scheduled here; effectsScheduled
-	// counts those effects.
-	effectsChanged   chan struct{}
-	effectsScheduled atomic.Int64
-	// serving: Send wakes the thread's worker (Serve is running); stopping: Serve is shutting down.
-	serving, stopping atomic.Bool
+	// sched owns the threads this process works on: their turns, runs in progress and workers,
+	// background work, kept results, and Serve's loops (engine/sched).
+	sched sched.Scheduler
 
 	// subs are the in-process event subscribers (engine/feed; Options.Subscribers).
 	subs *feed.Subscribers
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
-	// bg counts background work: mailbox workers, non-blocking subagents and their reports.
-	bg activity
 	// subagents runs child threads and carries their reports to their parents (engine/children).
 	subagents *children.Room
 	// children and reports are the engine as the room's host (childhost.go), under the names
@@ -133,8 +119,6 @@ type Engine struct {
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
-	// pool runs conversations and background work on goroutines whose stacks have grown.
-	pool goPool
 }
 
 // rootCache remembers which threads are their own roots. A thread's root never changes, so a
@@ -185,8 +169,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		owners: map[string]*owner{}, trees: map[string]*treeActivity{}, effectsChanged: make(chan struct{}, 1), pool: newGoPool(), roots: newRootCache()}
-	e.bg.pool = &e.pool
+		roots: newRootCache()}
 	if e.subs = opt.Subscribers; e.subs == nil {
 		e.subs = new(feed.Subscribers)
 	}
@@ -209,6 +192,7 @@ func New(opt Options) (*Engine, error) {
 	if e.opt.MaxThreadMessages == 0 {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
+	e.sched.Init(sched.Config{Store: e.store, Host: schedHost{e}, Clock: e.clock, Log: e.log, Node: e.node, LeaseTTL: e.opt.LeaseTTL})
 	e.children = childHost{e}
 	e.reports = e.children
 	e.subagents = children.New(e.children, e.store, e.reg, e.log)
@@ -382,12 +366,12 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	if err != nil {
 		return "", err
 	}
-	if e.serving.Load() && len(m.Attachments) == 0 && m.IfBusy != weft.IfBusyReject {
+	if e.sched.Serving() && len(m.Attachments) == 0 && m.IfBusy != weft.IfBusyReject {
 		// (A rejected message must not be queued for a run elsewhere: the store's push decides.)
 		// An idle thread's new worker queues the message with the transaction that starts its
 		// run; Send returns once it is queued.
-		if h := e.handOff(ctx, q); h != nil {
-			if err := <-h.done; err != nil {
+		if done := e.sched.Transfer(ctx, q); done != nil {
+			if err := <-done; err != nil {
 				return "", err
 			}
 			return q.ID, nil
@@ -396,8 +380,8 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 	if err := e.push(ctx, q, m.Attachments); err != nil {
 		return "", e.busyRun(threadID, err)
 	}
-	if e.serving.Load() {
-		e.wake(ctx, threadID, "", nil)
+	if e.sched.Serving() {
+		e.sched.Wake(ctx, threadID, "")
 	}
 	return q.ID, nil
 }
@@ -505,19 +489,10 @@ func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []
 		return e.refusal(err)
 	}
 	// A run of the thread in this engine takes the message at its next boundary, or is followed
-	// by another run (runOnce checks the mark once it is no longer registered).
-	e.mu.Lock()
-	var ar *activeRun
-	if o := e.owners[q.ThreadID]; o != nil && o.run != nil {
-		ar = o.run
-		ar.pushed.Store(true)
-	} else if o != nil && q.IfBusy.Interrupts() {
-		// A run may have started without being registered yet: it checks the queue once it is.
-		o.checkInterrupts = true
-	}
-	e.mu.Unlock()
-	if ar != nil && q.IfBusy.Interrupts() {
-		ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
+	// by another run (runOnce checks once it is no longer registered); a run may have started
+	// without being registered yet: it checks the queue for an interrupting message once it is.
+	if run, _ := e.sched.Queued(q.ThreadID, q.IfBusy.Interrupts()); run != nil && q.IfBusy.Interrupts() {
+		run.(*activeRun).interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
 	}
 	return nil
 }

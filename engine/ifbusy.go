@@ -13,8 +13,8 @@ import (
 // (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
 // that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
 // tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (Engine.watch → Engine.interruptFromStore); a run registered after
-// either reads its queue (owner.checkInterrupts); and a run that nothing told finds the message
+// store's notice of the push (sched's watch → schedHost.InterruptFromStore); a run registered after
+// either reads its queue (sched.Scheduler.Register); and a run that nothing told finds the message
 // at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
 // that started completes and its result is stored, the reply's calls not started yet are
@@ -37,7 +37,7 @@ func (ar *activeRun) interrupt(id string, rollback bool) bool {
 	}
 	ar.interruptBy, ar.rollback = id, rollback
 	ar.interrupted.Store(true)
-	ar.pushed.Store(true) // the next run is due even if the run saw nothing queued
+	ar.mail.add(notePushed) // the next run is due even if the run saw nothing queued
 	if ar.modelCancel != nil {
 		ar.modelCancel(errInterrupted)
 	}
@@ -104,26 +104,6 @@ func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 
-// interruptFromStore looks for a message with weft.IfBusyInterrupt in the queue of a thread that
-// this process works on, after another process queued a message on it (weft.NoticeQueued), and
-// interrupts the run for the first it has not taken. With no run registered (one may have started
-// and not be registered yet), the next run to register checks the queue.
-func (e *Engine) interruptFromStore(ctx context.Context, threadID string) {
-	e.mu.Lock()
-	var ar *activeRun
-	if o := e.owners[threadID]; o != nil {
-		if ar = o.run; ar == nil {
-			o.checkInterrupts = true
-		}
-	}
-	e.mu.Unlock()
-	if ar == nil {
-		return
-	}
-	ar.pushed.Store(true) // another process queued a message: the run reads the queue at its next boundary
-	e.interruptQueued(ctx, threadID, ar)
-}
-
 // interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
 // in the queue that the run has not taken.
 func (e *Engine) interruptQueued(ctx context.Context, threadID string, ar *activeRun) {
@@ -179,10 +159,8 @@ func (e *Engine) busyRun(threadID string, err error) error {
 	if !errors.As(err, &be) || be.RunID != "" {
 		return err
 	}
-	e.mu.Lock()
-	if o := e.owners[threadID]; o != nil && o.run != nil {
-		be.RunID = o.run.runID()
+	if ar, _ := e.sched.Running(threadID).(*activeRun); ar != nil {
+		be.RunID = ar.runID()
 	}
-	e.mu.Unlock()
 	return err
 }

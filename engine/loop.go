@@ -85,7 +85,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 // step of the acting side (a handler's turn or a model step); nil goes on.
 func (r *run) boundary(fx *toolEffects) *ending {
 	// A shutdown suspends the run at this step boundary.
-	if r.e.stopping.Load() && !r.ar.stop.Load() {
+	if r.e.sched.Stopping() && !r.ar.stop.Load() {
 		r.suspend.Store(true)
 	}
 	// S1: stop flag, cancellation, or a message that interrupts the run.
@@ -255,9 +255,14 @@ func (r *run) abortReason() weft.StopReason {
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
 	j := &r.journal
-	if j.queued == nil && r.steps > 0 && (r.ar.pushed.Swap(false) || j.waiting()) {
-		if err := j.readQueue(r.ctx); err != nil {
-			return err
+	if j.queued == nil && r.steps > 0 {
+		r.sync() // a message queued meanwhile is told through the mailbox (activeRun.Queued)
+		pushed := r.pushed
+		r.pushed = false
+		if pushed || j.waiting() {
+			if err := j.readQueue(r.ctx); err != nil {
+				return err
+			}
 		}
 	}
 	qs := j.unread()

@@ -3,54 +3,63 @@ package engine
 import (
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
-// mailbox carries a State's changes to its run's caches. A tool may start a goroutine that
-// injects, updates or deletes rows, sets a variable or queues a tool while the run goes on and
-// reads those caches; so a State never changes them itself. It posts the change here, and the run
-// applies what was posted, in order, on its own goroutine (run.sync) before it reads or changes a
-// cache. Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer, red and
-// the queued tools; a State on another goroutine reads red and the env through shared, under mu.
+// mailbox carries to a run's goroutine what others tell it: a State's changes to its caches, and
+// a message queued on its thread (activeRun.Queued, which Send and the scheduler call). A tool may
+// start a goroutine that injects, updates or deletes rows, sets a variable or queues a tool while
+// the run goes on and reads those caches; so a State never changes them itself. It posts the
+// change here, and the run applies what was posted, in order, on its own goroutine (run.sync)
+// before it reads or changes a cache or looks at its queue. It belongs to the activeRun, which
+// exists (and may be told of a message) before the run is made, and is guarded by its lock
+// (activeRun.mu). Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer,
+// red and the queued tools; a State on another goroutine reads red and the env through shared,
+// under the same lock.
 type mailbox struct {
-	mu  sync.Mutex
+	// ops are the changes posted, in order.
 	ops []func(*run)
+	// has: ops is not empty (read without the lock).
 	has atomic.Bool
 }
 
-// post queues op for the run's goroutine.
-func (b *mailbox) post(op func(*run)) {
-	b.mu.Lock()
+// add queues op for the run's goroutine; the caller holds the activeRun's lock.
+func (b *mailbox) add(op func(*run)) {
 	b.ops = append(b.ops, op)
 	b.has.Store(true)
-	b.mu.Unlock()
+}
+
+// post queues op for the run's goroutine.
+func (ar *activeRun) post(op func(*run)) {
+	ar.mu.Lock()
+	ar.mail.add(op)
+	ar.mu.Unlock()
 }
 
 // sync applies what States posted, in the order they posted it. The run calls it before it reads
 // or changes a cache the mailbox guards; it costs one atomic load when nothing was posted.
 func (r *run) sync() {
-	if !r.mail.has.Load() {
+	if !r.ar.mail.has.Load() {
 		return
 	}
-	r.mail.mu.Lock()
-	ops := r.mail.ops
-	r.mail.ops = nil
-	r.mail.has.Store(false)
-	r.mail.mu.Unlock()
+	r.ar.mu.Lock()
+	ops := r.ar.mail.ops
+	r.ar.mail.ops = nil
+	r.ar.mail.has.Store(false)
+	r.ar.mu.Unlock()
 	for _, op := range ops {
 		op(r)
 	}
 }
 
-// shared runs fn under the mailbox's lock: how a State, on any goroutine, reads what the run's
-// goroutine changes under the same lock (postEnv).
+// shared runs fn under the mailbox's lock (the activeRun's): how a State, on any goroutine, reads
+// what the run's goroutine changes under the same lock (postEnv).
 func (r *run) shared(fn func()) {
-	r.mail.mu.Lock()
-	defer r.mail.mu.Unlock()
+	r.ar.mu.Lock()
+	defer r.ar.mu.Unlock()
 	fn()
 }
 
@@ -62,12 +71,12 @@ func (r *run) redactorNow() *redact.Redactor {
 }
 
 // postRow, postReplace and postDelete carry a State's stored change of a row to the run's cache.
-func (r *run) postRow(m weft.Message) { r.mail.post(func(r *run) { r.cacheRow(m) }) }
+func (r *run) postRow(m weft.Message) { r.ar.post(func(r *run) { r.cacheRow(m) }) }
 
-func (r *run) postReplace(m weft.Message) { r.mail.post(func(r *run) { r.recacheRow(m) }) }
+func (r *run) postReplace(m weft.Message) { r.ar.post(func(r *run) { r.recacheRow(m) }) }
 
 func (r *run) postDelete(id string) {
-	r.mail.post(func(r *run) {
+	r.ar.post(func(r *run) {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == id })
 	})
 }
@@ -75,7 +84,7 @@ func (r *run) postDelete(id string) {
 // postEnv carries a thread variable a State set: the run's env and its redactor follow it. The
 // thread layer is replaced, not changed in place, as a State may be reading the old one.
 func (r *run) postEnv(v weft.EnvValue) {
-	r.mail.post(func(r *run) {
+	r.ar.post(func(r *run) {
 		layer := maps.Clone(r.env.Thread)
 		if layer == nil {
 			layer = map[string]weft.EnvValue{}
@@ -93,7 +102,7 @@ func (r *run) postEnv(v weft.EnvValue) {
 
 // postTool queues a tool a State asked for, to run after the step's calls.
 func (r *run) postTool(q queuedTool) {
-	r.mail.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
+	r.ar.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
 }
 
 // runMemory is a run's Execution.Memory, kept under the mailbox's lock.

@@ -54,14 +54,14 @@ func (e *Engine) RecoverAll(ctx context.Context) (*Recovered, error) {
 		if t.ParentID == "" {
 			resumed[t.ID] = true
 			out.Continued = append(out.Continued, t.ID)
-			e.wake(ctx, t.ID, rootOf(t), &wakeKind{trigger: "resume"})
+			e.sched.Resume(ctx, t.ID, rootOf(t))
 		}
 	}
 	for _, t := range queued {
 		addRoot(t)
 		if t.ParentID == "" && !resumed[t.ID] && t.Status != weft.ThreadTerminated {
 			out.Started = append(out.Started, t.ID)
-			e.wake(ctx, t.ID, rootOf(t), nil)
+			e.sched.Wake(ctx, t.ID, rootOf(t))
 		}
 	}
 	for _, root := range order {

@@ -113,7 +113,7 @@ func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallR
 		stored, err = d.storeResult(s, m, c, res, resultID, next)
 		return true, err
 	}
-	res, notRun, ok := r.e.takeUnstored(r.thread.ID, c.ID)
+	res, notRun, ok := r.e.sched.TakeResult(r.thread.ID, c.ID)
 	if ok && notRun {
 		// Its tool never ran: the transaction that marked it running lost its connection, and
 		// this process, which would have run it, resumes under the same lease.
@@ -124,7 +124,7 @@ func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallR
 		// lost process): it is stored now rather than run again or answered as interrupted.
 		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
-			r.e.keepUnstored(r.thread.ID, c.ID, res)
+			r.e.sched.KeepResult(r.thread.ID, c.ID, res)
 		}
 		return true, err
 	}

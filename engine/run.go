@@ -23,14 +23,15 @@ type activeRun struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool
 	done   chan struct{}
-	// pushed is set by Send when it queues a message on the thread while the run is registered:
-	// the run then reads the queue even if its last transaction saw nothing waiting.
-	pushed atomic.Bool
 	// interrupted is set while interruptBy names a queued message with weft.IfBusyInterrupt that
 	// stops the run (ifbusy.go).
 	interrupted atomic.Bool
 
-	mu sync.Mutex // guards the fields below
+	// mu guards the fields below, and what a State reads of the run's caches (run.shared).
+	mu sync.Mutex
+	// mail carries to the run's goroutine what others tell the run (mailbox.go): a State's
+	// changes to its caches, and a message queued on its thread (Queued).
+	mail mailbox
 	// id is the run's id, once it started.
 	id string
 	// interruptBy is the queued message that interrupts the run ("" when none), rollback whether
@@ -42,6 +43,17 @@ type activeRun struct {
 	// modelCancel cancels the top-level model call in flight (nil when none is).
 	modelCancel context.CancelCauseFunc
 }
+
+// Queued tells the run that a message was queued on its thread (sched.Run), through its mailbox:
+// it reads the queue at its next boundary even if its last transaction saw nothing waiting, and
+// once it ends.
+func (ar *activeRun) Queued() { ar.post(notePushed) }
+
+// notePushed is the mailbox's message that a message was queued on the run's thread.
+func notePushed(r *run) { r.pushed = true }
+
+// Cancel cancels the run (sched.Run).
+func (ar *activeRun) Cancel(cause error) { ar.cancel(cause) }
 
 // errStopped is the cancellation cause of a user stop.
 var errStopped = errors.New("execution stopped by user")
@@ -152,7 +164,7 @@ type startPush struct {
 // queued at once, for a run of the thread in this engine to take at its next boundary, and the
 // run waits for the turn.
 func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
-	held, release, ok, err := e.tryAcquire(ctx, threadID)
+	held, release, ok, err := e.sched.TryAcquire(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +175,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 			}
 			push = nil
 		}
-		if held, release, err = e.acquire(ctx, threadID); err != nil {
+		if held, release, err = e.sched.Acquire(ctx, threadID); err != nil {
 			return nil, err
 		}
 	}
@@ -208,13 +220,7 @@ func (e *Engine) runHeld(ctx context.Context, threadID, trigger string, side wef
 // Stop stops the thread's run (if any) and sets the stop flag: the pending message is failed,
 // unanswered calls are answered and a notice is stored.
 func (e *Engine) Stop(ctx context.Context, threadID string) error {
-	e.mu.Lock()
-	var ar *activeRun
-	if o := e.owners[threadID]; o != nil {
-		ar = o.run
-	}
-	e.mu.Unlock()
-	if ar != nil {
+	if ar, _ := e.sched.Running(threadID).(*activeRun); ar != nil {
 		ar.stop.Store(true)
 		ar.cancel(errStopped)
 		<-ar.done
@@ -250,12 +256,12 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if push != nil {
 		pq = push.q
 	}
-	fence, start, err := e.beginRun(ctx, threadID, pq)
+	fence, start, err := e.sched.BeginRun(ctx, threadID, pq)
 	err = e.refusal(err)
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
-		e.giveBackLease(context.WithoutCancel(ctx), fence)
+		e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 	}
 	if push != nil && push.queued != nil {
 		if errors.Is(err, weft.ErrLeaseHeld) {
@@ -278,23 +284,20 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	runCtx, cancel := context.WithCancelCause(ctx)
 	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
 	released := false
-	e.mu.Lock()
-	o := e.ownerOf(threadID)
-	o.run = ar
-	checkInterrupts := o.checkInterrupts
-	o.checkInterrupts = false
-	e.mu.Unlock()
+	checkInterrupts := e.sched.Register(threadID, ar)
 	var r *run
 	defer func() {
 		cancel(nil)
-		e.mu.Lock()
-		o.run = nil
-		e.dropIfUnused(threadID, o)
-		e.mu.Unlock()
-		more = ar.pushed.Load() || (r != nil && r.journal.waiting())
+		e.sched.Unregister(threadID)
+		if r != nil {
+			r.sync() // a message queued while the run was registered was told through its mailbox
+			more = r.pushed || r.journal.waiting()
+		} else {
+			more = ar.mail.has.Load()
+		}
 		close(ar.done)
-		if !released && !e.keepLease(fence) {
-			e.giveBackLease(context.WithoutCancel(ctx), fence)
+		if !released && !e.sched.KeepLease(fence) {
+			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
 	renewal := e.renewLease(runCtx, fence, cancel)
@@ -443,9 +446,9 @@ type run struct {
 	journal journal
 	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
 	rowCache
-	// mail carries a State's changes to the caches from any goroutine (mailbox.go): sync applies
-	// them before the run reads or changes rows, lastSeq, callIDs, env, red or the queued tools.
-	mail mailbox
+	// pushed: a message was queued on the thread since the run last read its queue (told through
+	// the mailbox, ar.mail: activeRun.Queued, activeRun.interrupt).
+	pushed bool
 	// spawned: the run created a child thread (a subagent).
 	spawned atomic.Bool
 	// stopCounted: the run's stop is counted in state.Stops.

@@ -107,7 +107,7 @@ func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, 
 	h.children.emitSubagent(ctx, child, agent, status, text)
 }
 func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validator(s) }
-func (h stateHost) EffectScheduled()                                      { h.effectScheduled() }
+func (h stateHost) EffectScheduled()                                      { h.sched.EffectScheduled() }
 
 // stateRun is a run as a State sees it (threadstate.Run): what the State changes reaches the
 // run's caches through the run's mailbox only.

@@ -442,7 +442,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		if len(calls) > 0 {
 			// The transaction may have committed with the first call marked running (its answer
 			// lost with the connection): its tool has not run, and runs when the run resumes here.
-			r.e.keepNotRun(r.thread.ID, calls[0].ID)
+			r.e.sched.KeepNotRun(r.thread.ID, calls[0].ID)
 		}
 		return "", err
 	}

@@ -196,11 +196,11 @@ func (d *dispatcher) runCall(ctx context.Context, s *scope, msg *weft.Message, c
 	if err != nil {
 		if exec != nil {
 			// The tool ran: its result outlives a lost connection (resume stores it).
-			d.r.e.keepUnstored(d.r.thread.ID, c.ID, res.result)
+			d.r.e.sched.KeepResult(d.r.thread.ID, c.ID, res.result)
 		}
 		if next != nil {
 			// Marked running by the transaction that failed, perhaps: its tool has not run.
-			d.r.e.keepNotRun(d.r.thread.ID, next.ID)
+			d.r.e.sched.KeepNotRun(d.r.thread.ID, next.ID)
 		}
 		return res, err
 	}
