@@ -13,18 +13,27 @@ import (
 	"github.com/weft-agents/weft/engine"
 )
 
-// fanOutModel: the coordinator starts n reviews in one reply and acknowledges each report; every
-// reviewer approves at once.
+// fanOutModel: the coordinator starts n reviews, in replies of at most weft.MaxToolCallsPerReply
+// calls (a longer reply is refused), and acknowledges each report; every reviewer approves at once.
 func fanOutModel(n int) weft.Provider {
 	return weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
 		if req.Prompt == "reviewer" {
 			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "a", Name: "approve", Arguments: `{"summary":"approved"}`}}}, nil
 		}
-		last := req.Messages[len(req.Messages)-1]
-		if last.Role == weft.RoleUser && strings.HasPrefix(last.Content, "Review") {
-			calls := make([]weft.ToolCall, n)
+		started, asked := 0, false
+		for _, m := range req.Messages {
+			asked = asked || m.Role == weft.RoleUser && strings.HasPrefix(m.Content, "Review")
+			for _, c := range m.ToolCalls {
+				if c.Name == "review" {
+					started++
+				}
+			}
+		}
+		if asked && started < n {
+			calls := make([]weft.ToolCall, min(n-started, weft.MaxToolCallsPerReply))
 			for i := range calls {
-				calls[i] = weft.ToolCall{ID: fmt.Sprint("c", i), Name: "review", Arguments: fmt.Sprintf(`{"message":"Draft %d"}`, i)}
+				id := started + i
+				calls[i] = weft.ToolCall{ID: fmt.Sprint("c", id), Name: "review", Arguments: fmt.Sprintf(`{"message":"Draft %d"}`, id)}
 			}
 			return &weft.Response{ToolCalls: calls}, nil
 		}
