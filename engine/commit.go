@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/internal/storecontract"
 )
@@ -57,7 +57,7 @@ func (t redactingTx) UpdateMessage(id string, c weft.MessageChange) error {
 		c.Reasoning = ptr(t.red(*c.Reasoning))
 	}
 	if c.ToolCalls != nil {
-		calls := redactCalls(*c.ToolCalls, t.red)
+		calls := dispatch.RedactCallsWith(*c.ToolCalls, t.red)
 		c.ToolCalls = &calls
 	}
 	if c.Metadata != nil {
@@ -101,23 +101,9 @@ func redactMessage(m *weft.Message, red func(string) string) {
 	m.Content = red(m.Content)
 	m.Reasoning = red(m.Reasoning)
 	if len(m.ToolCalls) > 0 {
-		m.ToolCalls = redactCalls(m.ToolCalls, red)
+		m.ToolCalls = dispatch.RedactCallsWith(m.ToolCalls, red)
 	}
 	m.Metadata = redactMeta(m.Metadata, red)
-}
-
-// redactCalls returns calls with their arguments redacted: calls itself when nothing changed.
-func redactCalls(calls []weft.ToolCall, red func(string) string) []weft.ToolCall {
-	out := calls
-	for i, c := range calls {
-		if a := red(c.Arguments); a != c.Arguments {
-			if &out[0] == &calls[0] {
-				out = slices.Clone(calls)
-			}
-			out[i].Arguments = a
-		}
-	}
-	return out
 }
 
 // redactRaw redacts JSON text (the redactor keeps JSON valid); b itself when nothing changed.
