@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/weft-agents/weft"
@@ -17,112 +16,10 @@ type Decision = dispatch.Decision
 type ApprovalState = dispatch.ApprovalState
 
 // errAwaitApproval stops a run before a call that waits for a decision.
-var errAwaitApproval = errors.New("tool calls await approval")
+var errAwaitApproval = dispatch.ErrAwaitApproval
 
 // ApprovalOf reads a call record's approval state (zero when none).
 func ApprovalOf(rec *weft.ToolCallRecord) ApprovalState { return dispatch.ApprovalOf(rec) }
-
-// needsApproval tells whether calls of the named offered tool wait for a decision: the prompt's
-// entry decides, else the tool's own setting.
-func (s *scope) needsApproval(name string) bool {
-	o, ok := s.offered[name]
-	if !ok {
-		return false
-	}
-	if o.entry.Approval != "" {
-		return o.entry.Approval == weft.ApprovalRequired
-	}
-	return o.target.Tool != nil && o.target.Tool.Approval == weft.ApprovalRequired
-}
-
-// idempotent tells whether calls of the named offered tool may run again after a crash: the tool's
-// or the MCP server's declaration says so.
-func (s *scope) idempotent(name string) bool {
-	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
-		return o.target.Tool.Idempotent
-	} else if ok && o.target.MCP != nil {
-		return o.target.MCP.Idempotent
-	}
-	return false
-}
-
-// awaitApproval stops before call i of msg's calls: every call from i on that needs approval and
-// has no decision is stored awaiting_approval, with an approval_required event each, in one
-// transaction. The calls after them keep their order: they run once all are decided. In a
-// sub-prompt's nested run, the same transaction marks the sub-prompt calls that run it
-// (parkedCallers), so that the resumed run goes on with the nested run.
-func (d *dispatcher) awaitApproval(s *scope, msg *weft.Message, calls []weft.ToolCall) error {
-	r := d.r
-	var recs []*weft.ToolCallRecord
-	for _, c := range calls {
-		if !s.needsApproval(c.Name) {
-			continue
-		}
-		rec := d.calls.Of(c, msg.ID)
-		a := dispatch.ApprovalOf(rec)
-		if a.Status == dispatch.Approved || a.Status == dispatch.Denied {
-			continue
-		}
-		rec.Status, rec.StartedAt = weft.CallAwaitingApproval, nil
-		rec.Meta = dispatch.WithApproval(rec.Meta, ApprovalState{Status: dispatch.Awaiting})
-		recs = append(recs, rec)
-		if r.e.observed() {
-			r.emit("approval_required", Fields{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
-				"message_id": msg.ID, "depth": s.depth})
-		}
-	}
-	recs = append(recs, r.parkedCallers(s)...)
-	err := r.tx(func(tx weft.Tx) error {
-		for _, rec := range recs {
-			if err := tx.PutToolCall(rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, rec := range recs {
-		d.calls.Note(rec)
-	}
-	return errAwaitApproval
-}
-
-// decided applies a stored decision to a call about to run: approved calls run with the edited
-// arguments, if any; a denied call gets its error result instead of running (done = true).
-func (d *dispatcher) decided(s *scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
-	if !s.needsApproval(c.Name) {
-		return weft.ToolResult{}, false, false
-	}
-	if t := d.r.thread; t.ParentID != "" && !blockingChild(t) && !backgroundChild(t) {
-		// A resumable subagent's thread cannot be parked yet (its caller would not learn when the
-		// decision comes): the call is answered, never run unapproved. A blocking child parks with
-		// its parent; a background child parks alone; a sub-prompt's nested run parks with its
-		// caller's run.
-		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a subagent cannot wait for; "+
-			"the calling prompt must call it.", c.Name)), true, false
-	}
-	return dispatch.Decided(d.calls.Of(*c, msg.ID), c)
-}
-
-// startApproved marks an approved non-idempotent call running before it runs, as the transaction
-// before a call does for calls that need no approval: a crash while it runs then answers it as
-// interrupted instead of running it again.
-func (d *dispatcher) startApproved(s *scope, msg *weft.Message, c weft.ToolCall) error {
-	if !s.needsApproval(c.Name) {
-		return nil
-	}
-	rec := d.calls.Of(c, msg.ID)
-	if dispatch.ApprovalOf(rec).Status != dispatch.Approved || rec.Status != weft.CallPending || !d.markRunning(s, rec) {
-		return nil
-	}
-	if err := d.r.tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
-		return err
-	}
-	d.calls.Note(rec)
-	return nil
-}
 
 // backgroundChild tells whether a thread is a non-blocking subagent: it runs in a driver of its own
 // and reports to its parent when it stops, so it can wait for a person on its own (its parent
@@ -245,7 +142,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if err != nil {
 		return err
 	}
-	if _, _, _, errText := r.tools.prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}, false); errText != "" {
+	if _, errText := (*toolRun)(r).prepareCall(s, weft.ToolCall{ID: rec.CallID, Name: rec.Name, Arguments: string(args)}, false); errText != "" {
 		return weft.Errorf(weft.EInvalid, "%s", errText)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
-	"github.com/weft-agents/weft/engine/vars"
 )
 
 // EnvRequest is a pending request for the variables a subagent needs before it can be created:
@@ -19,20 +18,6 @@ type RequiredVar = dispatch.RequiredVar
 
 // EnvFulfilled is the outcome of providing a request's values: the child created and started.
 type EnvFulfilled = dispatch.EnvFulfilled
-
-// requestEnv stores a pending request for a subagent's missing variables and returns the error
-// result that names it (error_code subagent_env_required).
-func (d *dispatcher) requestEnv(s *scope, o *offered, args map[string]any, decls map[string]*vars.Declaration, missing []vars.MissingVar) *weft.ToolResult {
-	r := d.r
-	req := dispatch.NewEnvRequest(r.thread.ID, o.target.Agent.Name, r.now(), o.entry, args, s.side, decls, missing)
-	doc, _ := json.Marshal(req)
-	if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(dispatch.EnvRequestKey(req.RequestID), doc) }); err != nil {
-		return failure("Subagent could not be created: " + r.red.Error(err))
-	}
-	r.emit("env_required", Fields{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": req.Endpoint()})
-	res := req.Result()
-	return &res
-}
 
 // loadEnvRequest reads a request of a parent thread; an unknown one is not found.
 func loadEnvRequest(ctx context.Context, e *Engine, parentID, requestID string) (*dispatch.StoredEnvRequest, error) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -101,8 +102,8 @@ func (r *run) postEnv(v weft.EnvValue) {
 }
 
 // postTool queues a tool a State asked for, to run after the step's calls.
-func (r *run) postTool(q queuedTool) {
-	r.ar.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
+func (r *run) postTool(name string, args json.RawMessage) {
+	r.ar.post(func(r *run) { r.tools.Queue(name, args) })
 }
 
 // runMemory is a run's Execution.Memory, kept under the mailbox's lock.

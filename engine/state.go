@@ -133,7 +133,7 @@ func (s stateRun) Env() vars.View {
 }
 
 func (s stateRun) PostTool(name string, args json.RawMessage) {
-	s.r.postTool(queuedTool{name: name, args: args})
+	s.r.postTool(name, args)
 }
 
 func (s stateRun) RecordInsert(ctx context.Context, fn func(weft.Tx) error, m *weft.Message) error {

@@ -227,12 +227,12 @@ func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
 			if err := tx.InsertMessage(tm); err != nil {
 				return nil, err
 			}
-			done := r.tools.calls.Done(c, m.ID, r.now())
+			done := r.tools.Calls.Done(c, m.ID, r.now())
 			done.ResultMessageID = tm.ID
 			if err := tx.PutToolCall(done); err != nil {
 				return nil, err
 			}
-			r.tools.calls.Note(done)
+			r.tools.Calls.Note(done)
 			rows = append(rows, tm)
 		}
 	}

@@ -50,13 +50,13 @@ func (p subagentCall) Reserve(ref string) error {
 	r := p.r
 	meta, _ := json.Marshal(subagentMeta{Ref: ref})
 	now := r.now()
-	rec := r.tools.calls.Of(p.c, p.msg.ID)
+	rec := r.tools.Calls.Of(p.c, p.msg.ID)
 	rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 	return r.tx(func(tx weft.Tx) error {
 		if err := tx.PutToolCall(rec); err != nil {
 			return err
 		}
-		r.tools.calls.Note(rec)
+		r.tools.Calls.Note(rec)
 		return nil
 	})
 }
@@ -86,12 +86,12 @@ func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c
 		if weft.ErrorCode(err) != weft.ENotFound {
 			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), "", true
 		}
-		_, args, _, errText := r.tools.prepareCall(s, c, false)
+		prep, errText := (*toolRun)(r).prepareCall(s, c, false)
 		if errText != "" {
 			return weft.Failure(errText), "", true
 		}
 		var fail *weft.ToolResult
-		if child, fail = r.createChild(s, o, args, meta.Ref, nil); fail != nil {
+		if child, fail = r.createChild(s, o, prep.Args, meta.Ref, nil); fail != nil {
 			return *fail, "", true
 		}
 	}
@@ -144,7 +144,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 			return nil, &f
 		}
 		// Nothing is created: a pending request lets a person supply the values.
-		return nil, r.tools.requestEnv(s, o, args, decls, missing)
+		return nil, r.tools.RequestEnv(o.target.Agent.Name, o.entry, s.side, args, decls, missing)
 	}
 	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, e, s.side, args, r.now())
 	if err != nil {
@@ -250,7 +250,7 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 		r.addRow(*m)
 		r.emitUnrecorded(*m)
-		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
+		if _, err := r.tools.StoreResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}
 	}

@@ -97,7 +97,7 @@ func (n nestedRun) loop(first int, calls []callResult) (res weft.ToolResult, par
 			break
 		}
 		s.toolCalled = true
-		ran, err := r.tools.executeCalls(s, msg, stepCalls)
+		ran, err := r.tools.Execute(s, msg, stepCalls)
 		calls = append(calls, ran...)
 		if errors.Is(err, errAwaitApproval) {
 			return weft.ToolResult{}, s.parentID
@@ -132,7 +132,7 @@ type subPromptMeta struct {
 func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
 	for v := s.via; v != nil; v = v.scope.via {
-		rec := r.tools.calls.Of(v.call, v.msgID)
+		rec := r.tools.Calls.Of(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
@@ -167,12 +167,12 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	fail := func(err error) (weft.ToolResult, string, string, bool) {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
 	}
-	r.tools.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
-	_, args, _, errText := r.tools.prepareCall(caller, c, false)
+	r.tools.Decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	prep, errText := (*toolRun)(r).prepareCall(caller, c, false)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, "", true
 	}
-	s, err := r.newScope(p, caller.depth+1, caller.side, args)
+	s, err := r.newScope(p, caller.depth+1, caller.side, prep.Args)
 	if err != nil {
 		return fail(err)
 	}
@@ -217,10 +217,10 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 		if len(pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
-			for _, rec := range r.tools.calls.All() {
+			for _, rec := range r.tools.Calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.tools.resumeCalls(s, last, pending, status)
+			err := r.tools.ResumeCalls(s, last, pending, status)
 			if errors.Is(err, errAwaitApproval) {
 				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}
@@ -265,9 +265,9 @@ func (n nestedRun) calls() []callResult {
 			if args, ok := edited[c.ID]; ok {
 				c.Arguments = args
 			}
-			cr := callResult{call: c, msg: tm, result: weft.ToolResult{Status: tm.ToolStatus, Result: tm.Content}}
+			cr := callResult{Call: c, Msg: tm, Result: weft.ToolResult{Status: tm.ToolStatus, Result: tm.Content}}
 			if tm.ToolStatus == weft.ToolError {
-				cr.result.Error = strings.TrimPrefix(tm.Content, "Failed to execute tool: ")
+				cr.Result.Error = strings.TrimPrefix(tm.Content, "Failed to execute tool: ")
 			}
 			calls = append(calls, cr)
 		}
@@ -340,9 +340,9 @@ func subPromptResult(name string, e weft.ToolEntry, final string, calls []callRe
 		var b strings.Builder
 		b.WriteString("Tool Executions:")
 		for _, c := range calls {
-			fmt.Fprintf(&b, "\nTool Call: %s(%s)", c.call.Name, c.call.Arguments)
-			if c.msg != nil {
-				fmt.Fprintf(&b, "\nTool Response: %s", c.msg.Content)
+			fmt.Fprintf(&b, "\nTool Call: %s(%s)", c.Call.Name, c.Call.Arguments)
+			if c.Msg != nil {
+				fmt.Fprintf(&b, "\nTool Response: %s", c.Msg.Content)
 			}
 		}
 		parts = append(parts, b.String())
@@ -350,8 +350,8 @@ func subPromptResult(name string, e weft.ToolEntry, final string, calls []callRe
 	if weft.Flag(e.IncludeErrors, true) {
 		var errs []string
 		for _, c := range calls {
-			if c.result.Status == weft.ToolError {
-				errs = append(errs, fmt.Sprintf("%s: %s", c.call.Name, c.result.Error))
+			if c.Result.Status == weft.ToolError {
+				errs = append(errs, fmt.Sprintf("%s: %s", c.Call.Name, c.Result.Error))
 			}
 		}
 		if len(errs) > 0 {
