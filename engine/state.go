@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/threadstate"
@@ -124,7 +125,7 @@ func (s stateRun) PostRow(m weft.Message)             { s.r.postRow(m) }
 func (s stateRun) PostReplace(m weft.Message)         { s.r.postReplace(m) }
 func (s stateRun) PostDelete(id string)               { s.r.postDelete(id) }
 func (s stateRun) PostEnv(v weft.EnvValue)            { s.r.postEnv(v) }
-func (s stateRun) HookFailed(h *weft.Hook, err error) { s.r.hookFailed(h, err) }
+func (s stateRun) HookFailed(h *weft.Hook, err error) { (*hookHost)(s.r).Failed(h, err) }
 
 func (s stateRun) Env() vars.View {
 	var c vars.View
@@ -150,6 +151,8 @@ func (s stateRun) RecordDelete(ctx context.Context, fn func(weft.Tx) error, id s
 }
 
 func (s stateRun) Hooks(x threadstate.Exec, point weft.HookPoint) []*weft.Hook {
-	ex, _ := x.(*execution)
-	return s.r.activeHooks(ex, point)
+	if ex, _ := x.(*execution); ex != nil {
+		return ex.hooksAt(point)
+	}
+	return hooks.Select(s.r.e.reg, s.r.agent.Hooks, point)
 }

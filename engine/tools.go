@@ -84,7 +84,7 @@ func (t *toolRun) Suspended() error {
 
 func (t *toolRun) CanStartAtOnce(ds dispatch.Scope) bool {
 	r, s := t.r(), asScope(ds)
-	return r.e.opt.RecordEvents && r.e.observed() && s.depth == 0 && len(r.scopeHookIDs(s)) == 0 && len(r.agent.Hooks) == 0 &&
+	return r.e.opt.RecordEvents && r.e.observed() && s.depth == 0 && len(hooks.Applying(s.prompt.Hooks, r.agent.Hooks)) == 0 && len(r.agent.Hooks) == 0 &&
 		!r.stopRequested() && !r.interrupting() && !r.suspending()
 }
 
@@ -106,7 +106,7 @@ func (t *toolRun) Invoke(ctx context.Context, ds dispatch.Scope, p dispatch.Prep
 	if r.e.observed() && !started {
 		r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 	}
-	r.hooks.ToolCallStarted(hooks.Set{Hooks: r.activeHooks(exec, weft.HookToolCallStarted), State: st}, c)
+	r.hooks.ToolCallStarted(hooks.Set{Hooks: exec.hooksAt(weft.HookToolCallStarted), State: st}, c)
 	if err := r.flushEvents(); err != nil {
 		return res, false, false, err
 	}
@@ -115,12 +115,12 @@ func (t *toolRun) Invoke(ctx context.Context, ds dispatch.Scope, p dispatch.Prep
 	if parkedBy != "" {
 		return res, true, false, nil
 	}
-	r.hooks.ToolCallDone(hooks.Set{Hooks: r.activeHooks(exec, weft.HookToolCallDone), State: st}, c, res)
-	replaced, keep := r.hooks.AfterToolCall(hooks.Set{Hooks: r.activeHooks(exec, hooks.AfterToolCallPoint(res)), State: st}, c, res)
+	r.hooks.ToolCallDone(hooks.Set{Hooks: exec.hooksAt(weft.HookToolCallDone), State: st}, c, res)
+	replaced, keep := r.hooks.AfterToolCall(hooks.Set{Hooks: exec.hooksAt(hooks.AfterToolCallPoint(res)), State: st}, c, res)
 	if !keep {
 		return res, false, true, nil
 	}
-	return r.hooks.BeforeStore(hooks.Set{Hooks: r.activeHooks(exec, weft.HookBeforeStoreToolResult), State: st}, c, replaced), false, false, nil
+	return r.hooks.BeforeStore(hooks.Set{Hooks: exec.hooksAt(weft.HookBeforeStoreToolResult), State: st}, c, replaced), false, false, nil
 }
 
 func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) context.Context {

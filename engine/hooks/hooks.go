@@ -31,6 +31,15 @@ func Select(reg *weft.Registry, ids []string, point weft.HookPoint) []*weft.Hook
 	return out
 }
 
+// Applying returns the ids of the hooks that apply in a prompt: the prompt's own `hooks` when set
+// (even empty), else its agent's.
+func Applying(prompt, agent []string) []string {
+	if prompt != nil {
+		return prompt
+	}
+	return agent
+}
+
 // Call runs fn, turning a panic into an error.
 func Call(fn func() error) (err error) {
 	defer func() {
