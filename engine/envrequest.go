@@ -19,25 +19,9 @@ type RequiredVar = dispatch.RequiredVar
 // EnvFulfilled is the outcome of providing a request's values: the child created and started.
 type EnvFulfilled = dispatch.EnvFulfilled
 
-// loadEnvRequest reads a request of a parent thread; an unknown one is not found.
-func loadEnvRequest(ctx context.Context, e *Engine, parentID, requestID string) (*dispatch.StoredEnvRequest, error) {
-	docs, err := e.store.ExecState(ctx, parentID)
-	if err != nil {
-		return nil, err
-	}
-	return dispatch.LoadEnvRequest(docs, parentID, requestID, e.clock.Now())
-}
-
 // EnvRequest returns a pending (or fulfilled) variables request of a parent thread.
 func (e *Engine) EnvRequest(ctx context.Context, parentID, requestID string) (*EnvRequest, error) {
-	req, err := loadEnvRequest(ctx, e, parentID, requestID)
-	if err != nil {
-		return nil, err
-	}
-	if req.Status == "expired" {
-		return nil, weft.Errorf(weft.ENotFound, "variables request %s has expired", requestID)
-	}
-	return &req.EnvRequest, nil
+	return dispatch.PendingEnvRequest(ctx, (*threadsHost)(e), parentID, requestID)
 }
 
 // ProvideEnv answers a variables request: the values go into the child's own
@@ -46,7 +30,7 @@ func (e *Engine) EnvRequest(ctx context.Context, parentID, requestID string) (*E
 // missing_required_variables; an unknown or expired request is not found; a fulfilled one is a
 // conflict.
 func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env map[string]string) (*EnvFulfilled, error) {
-	req, err := loadEnvRequest(ctx, e, parentID, requestID)
+	req, err := dispatch.FindEnvRequest(ctx, (*threadsHost)(e), parentID, requestID)
 	if err != nil {
 		return nil, err
 	}

@@ -88,12 +88,7 @@ func (t *toolRun) CanStartAtOnce(ds dispatch.Scope) bool {
 		!r.stopRequested() && !r.interrupting() && !r.suspending()
 }
 
-// CanAwait: a resumable subagent's thread cannot be parked yet (its caller would not learn when
-// the decision comes). A blocking child parks with its parent; a background child parks alone.
-func (t *toolRun) CanAwait() bool {
-	th := t.thread
-	return th.ParentID == "" || blockingChild(th) || backgroundChild(th)
-}
+func (t *toolRun) CanAwait() bool { return dispatch.CanAwait(t.thread) }
 
 func (t *toolRun) Prepare(s dispatch.Scope, c weft.ToolCall, rawOK bool) (dispatch.Prepared, string) {
 	return t.prepareCall(asScope(s), c, rawOK)
