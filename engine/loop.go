@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -70,7 +71,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	if r.e.observed() {
 		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
-	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
+	if side := r.state.Side; dispatch.StopToolDone(r.rows, side, r.agent.Side(side).StopTool) && forceSide == "" && !r.state.Stopped {
 		// The run died after the stop tool's result committed: the turn ends as it would have.
 		r.state.CompleteTurn(side, r.lastSeq)
 		r.state.Side = side.Other()

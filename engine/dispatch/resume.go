@@ -130,3 +130,89 @@ func (d *Dispatcher) answerRunning(s Scope, m *weft.Message, rec weft.ToolCallRe
 	stored, err = d.StoreResult(s, m, c, weft.Failure(InterruptedResult), weft.NewID("msg_"), next)
 	return true, err
 }
+
+// StopRows writes in tx what a stop by the user leaves: the calls of the run's replies no tool
+// message answers are answered as stopped, the pending messages failed, and the stop notice
+// stored. It returns the rows it changed and stored, in that order (a failed message as it now
+// is), for the run to cache and emit once the transaction commits: the store may run tx's
+// function more than once.
+func (d *Dispatcher) StopRows(tx weft.Tx) ([]*weft.Message, error) {
+	r := d.run
+	r.Sync()
+	all := r.Rows()
+	answered := map[string]bool{}
+	for _, m := range all {
+		if m.Role == weft.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var rows []*weft.Message
+	for _, m := range all {
+		if m.Status == weft.MessagePending {
+			failed := weft.MessageFailed
+			if err := tx.UpdateMessage(m.ID, weft.MessageChange{Status: &failed}); err != nil {
+				return nil, err
+			}
+			cp := *m
+			cp.Status = weft.MessageFailed
+			rows = append(rows, &cp)
+		}
+		if m.Role != weft.RoleAssistant || m.Status == weft.MessagePending {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if answered[c.ID] {
+				continue
+			}
+			tm := &weft.Message{Role: weft.RoleTool, Side: m.Side, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
+				Content: "Failed to execute tool: Execution stopped by user", Status: weft.MessageCompleted, RunID: r.RunID()}
+			if err := tx.InsertMessage(tm); err != nil {
+				return nil, err
+			}
+			done := d.Calls.Done(c, m.ID, r.Now())
+			done.ResultMessageID = tm.ID
+			if err := tx.PutToolCall(done); err != nil {
+				return nil, err
+			}
+			d.Calls.Note(done)
+			rows = append(rows, tm)
+		}
+	}
+	notice := &weft.Message{Role: weft.RoleSystem, Content: "Execution stopped by user.", Status: weft.MessageCompleted, RunID: r.RunID()}
+	if err := tx.InsertMessage(notice); err != nil {
+		return nil, err
+	}
+	return append(rows, notice), nil
+}
+
+// StopToolDone reports whether a stop tool completed side's turn in the last step of a run that
+// died before persisting the stop: the side's last top-level reply among rows called its stopTool,
+// whose committed result is a success. That turn is over; asking the model again would run the
+// stop tool (and any tool of the reply) a second time.
+func StopToolDone(rows []*weft.Message, side weft.Side, stopTool string) bool {
+	var reply *weft.Message
+	results := map[string]*weft.Message{}
+	for i := len(rows) - 1; i >= 0; i-- {
+		m := rows[i]
+		if m.Depth > 0 {
+			continue
+		}
+		if m.Role == weft.RoleTool {
+			results[m.ToolCallID] = m
+			continue
+		}
+		if len(m.ToolCalls) > 0 && m.Status == weft.MessageCompleted {
+			reply = m
+		}
+		break
+	}
+	if reply == nil || reply.WrittenBy() != side || stopTool == "" {
+		return false
+	}
+	for _, c := range reply.ToolCalls {
+		if res := results[c.ID]; c.Name == stopTool && res != nil && res.ToolStatus == weft.ToolSuccess {
+			return true
+		}
+	}
+	return false
+}
