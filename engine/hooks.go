@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 
 	"github.com/weft-agents/weft"
@@ -43,15 +42,3 @@ func (h *hookHost) Failed(hk *weft.Hook, err error) {
 }
 
 func asBlocked(err error, be **weft.BlockedError) bool { return errors.As(err, be) }
-
-// runThreadCreatedHooks runs after_thread_created with a State outside any run.
-func (e *Engine) runThreadCreatedHooks(ctx context.Context, t *weft.Thread, a *weft.Agent) error {
-	st := outsideState(e, t)
-	for _, h := range hooks.Select(e.reg, a.Hooks, weft.HookAfterThreadCreated) {
-		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
-		if err := hooks.Call(func() error { return f(ctx, st) }); err != nil {
-			e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", t.ID, "error", err)
-		}
-	}
-	return nil
-}

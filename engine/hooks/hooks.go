@@ -149,6 +149,17 @@ func (x Runner) RunStopped(ctx context.Context, set Set, info weft.StopInfo) {
 	}
 }
 
+// ThreadCreated runs after_thread_created outside any run, with ctx: set's State is the new
+// thread's. failed is told of each hook that fails; the others still run.
+func ThreadCreated(ctx context.Context, set Set, failed func(h *weft.Hook, err error)) {
+	for _, h := range set.Hooks {
+		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
+		if err := Call(func() error { return f(ctx, set.State) }); err != nil {
+			failed(h, err)
+		}
+	}
+}
+
 // SubagentCreated runs after_subagent_created with ctx: set's State is the run's thread's, child
 // the new thread's.
 func (x Runner) SubagentCreated(ctx context.Context, set Set, child weft.State) {
