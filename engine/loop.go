@@ -50,7 +50,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	}
 	// fx holds the tools' effects not applied yet: the resumed calls', then each step's. A stop
 	// asked for while no run held the thread (Stop, for a run that died) runs none of the calls
-	// left open: the stop answers them (stopRows).
+	// left open: the stop answers them (Dispatcher.StopRows).
 	var resumed bool
 	var fx toolEffects
 	if !r.state.Stopped {
