@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
@@ -30,47 +29,20 @@ func (e *Engine) EnvRequest(ctx context.Context, parentID, requestID string) (*E
 // missing_required_variables; an unknown or expired request is not found; a fulfilled one is a
 // conflict.
 func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env map[string]string) (*EnvFulfilled, error) {
-	req, err := dispatch.FindEnvRequest(ctx, (*threadsHost)(e), parentID, requestID)
-	if err != nil {
-		return nil, err
-	}
-	switch req.Status {
-	case "expired":
-		return nil, weft.Errorf(weft.ENotFound, "variables request %s has expired", requestID)
-	case "fulfilled":
-		return nil, weft.Errorf(weft.EConflict, "variables request %s was already fulfilled", requestID)
-	}
-	a, ok := e.reg.Agent(req.Agent)
-	if !ok {
-		return nil, weft.Errorf(weft.ENotFound, "agent %q is no longer defined", req.Agent)
-	}
-	r, err := e.loadRun(ctx, parentID)
-	if err != nil {
-		return nil, err
-	}
-	if env == nil {
-		env = map[string]string{}
-	}
-	// The child starts non-blocking (no call awaits it any more), and its registry row says so: a
-	// restart recovers it like any non-blocking child (Recover), and later messages do not block.
-	entry := req.Entry
-	entry.Blocking = ptr(false)
-	o := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
-	s := &scope{side: req.OwnerSide, offered: map[string]*offered{}}
-	child, fail := r.createChild(s, o, req.Args, weft.NewID("thr_"), env)
-	if fail != nil {
-		if fail.ErrorCode == "missing_required_variables" {
-			return nil, &weft.Error{Code: weft.EMissingVariables, Message: fail.Error}
+	return dispatch.ProvideEnv(ctx, (*threadsHost)(e), parentID, requestID, env, func(req *dispatch.StoredEnvRequest, entry weft.ToolEntry, env map[string]string) (*weft.Thread, func(), *weft.ToolResult, error) {
+		a, ok := e.reg.Agent(req.Agent)
+		if !ok {
+			return nil, nil, nil, weft.Errorf(weft.ENotFound, "agent %q is no longer defined", req.Agent)
 		}
-		return nil, weft.Errorf(weft.EInternal, "%s", fail.Error)
-	}
-	req.Status, req.ChildID = "fulfilled", child.ID
-	doc, _ := json.Marshal(req)
-	if err := e.tx(ctx, parentID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(dispatch.EnvRequestKey(requestID), doc) }); err != nil {
-		return nil, err
-	}
-	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled
-	explicit := resumable && req.Entry.Resumable.ParentCommunication == "explicit"
-	e.subagents.Start(child, a, req.OwnerSide, children.Mode{Continuable: resumable, Explicit: explicit})
-	return &EnvFulfilled{RequestID: requestID, ChildThreadID: child.ID, Reference: child.ID, Status: "success"}, nil
+		r, err := e.loadRun(ctx, parentID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		o := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
+		s := &scope{side: req.OwnerSide, offered: map[string]*offered{}}
+		child, fail := r.createChild(s, o, req.Args, weft.NewID("thr_"), env)
+		resumable := entry.Resumable != nil && entry.Resumable.Enabled
+		mode := children.Mode{Continuable: resumable, Explicit: resumable && entry.Resumable.ParentCommunication == "explicit"}
+		return child, func() { e.subagents.Start(child, a, req.OwnerSide, mode) }, fail, nil
+	})
 }

@@ -254,3 +254,47 @@ func PendingEnvRequest(ctx context.Context, h Threads, parentID, requestID strin
 	}
 	return &req.EnvRequest, nil
 }
+
+// ProvideEnv answers a variables request with env (Engine.ProvideEnv): create makes the child the
+// request waits for, non-blocking (its entry says so), with env in its own thread layer, and
+// returns it with the function that starts it; the request, stored fulfilled, names the child
+// before it starts. Values still missing are EMissingVariables; an unknown or expired request is
+// ENotFound; a fulfilled one is EConflict.
+func ProvideEnv(ctx context.Context, h Threads, parentID, requestID string, env map[string]string,
+	create func(req *StoredEnvRequest, entry weft.ToolEntry, env map[string]string) (child *weft.Thread, start func(), fail *weft.ToolResult, err error)) (*EnvFulfilled, error) {
+	req, err := FindEnvRequest(ctx, h, parentID, requestID)
+	if err != nil {
+		return nil, err
+	}
+	switch req.Status {
+	case "expired":
+		return nil, weft.Errorf(weft.ENotFound, "variables request %s has expired", requestID)
+	case "fulfilled":
+		return nil, weft.Errorf(weft.EConflict, "variables request %s was already fulfilled", requestID)
+	}
+	if env == nil {
+		env = map[string]string{}
+	}
+	// The child starts non-blocking (no call awaits it any more), and its registry row says so: a
+	// restart recovers it like any non-blocking child, and later messages do not block.
+	entry := req.Entry
+	blocking := false
+	entry.Blocking = &blocking
+	child, start, fail, err := create(req, entry, env)
+	if err != nil {
+		return nil, err
+	}
+	if fail != nil {
+		if fail.ErrorCode == "missing_required_variables" {
+			return nil, &weft.Error{Code: weft.EMissingVariables, Message: fail.Error}
+		}
+		return nil, weft.Errorf(weft.EInternal, "%s", fail.Error)
+	}
+	req.Status, req.ChildID = "fulfilled", child.ID
+	doc, _ := json.Marshal(req)
+	if err := h.Tx(ctx, parentID, false, func(tx weft.Tx) error { return tx.SetExecState(EnvRequestKey(requestID), doc) }); err != nil {
+		return nil, err
+	}
+	start()
+	return &EnvFulfilled{RequestID: requestID, ChildThreadID: child.ID, Reference: child.ID, Status: "success"}, nil
+}
