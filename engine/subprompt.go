@@ -167,7 +167,7 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	fail := func(err error) (weft.ToolResult, string, string, bool) {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
 	}
-	r.tools.Decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	r.tools.ApplyDecision(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
 	prep, errText := (*toolRun)(r).prepareCall(caller, c, false)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, "", true

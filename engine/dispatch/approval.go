@@ -174,24 +174,24 @@ func (d *Dispatcher) awaitApproval(s Scope, msg *weft.Message, calls []weft.Tool
 	return ErrAwaitApproval
 }
 
-// Decided applies a stored decision to a call about to run: approved calls run with the edited
+// ApplyDecision applies a stored decision to a call of s about to run: approved calls run with the edited
 // arguments, if any; a denied call gets its error result instead of running (done = true).
 // waiting: the call waits for a decision.
-func (d *Dispatcher) Decided(s Scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+func (d *Dispatcher) ApplyDecision(s Scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
 	if !s.NeedsApproval(c.Name) {
 		return weft.ToolResult{}, false, false
 	}
-	return d.decided(msg, c)
+	return d.applyDecision(msg, c)
 }
 
-// waits tells whether c, a call that needs approval, waits for a decision (Decided's waiting).
+// waits tells whether c, a call that needs approval, waits for a decision (ApplyDecision's waiting).
 func (d *Dispatcher) waits(msg *weft.Message, c *weft.ToolCall) bool {
-	_, _, waiting := d.decided(msg, c)
+	_, _, waiting := d.applyDecision(msg, c)
 	return waiting
 }
 
-// decided is Decided for a call that needs approval.
-func (d *Dispatcher) decided(msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+// applyDecision is ApplyDecision for a call that needs approval.
+func (d *Dispatcher) applyDecision(msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
 	if !d.run.CanAwait() {
 		// A resumable subagent's thread cannot be parked yet (its caller would not learn when the
 		// decision comes): the call is answered, never run unapproved. A blocking child parks with

@@ -36,9 +36,12 @@ type Scope interface {
 // the arguments, as a map, or as the model wrote them (Raw, with a nil Args) when the Go tool
 // takes them so.
 type Prepared struct {
+	// Tool is the run's offered tool, handed back to Run.Invoke.
 	Tool any
+	// Args are the validated arguments (nil when Raw holds them).
 	Args map[string]any
-	Raw  json.RawMessage
+	// Raw are the arguments as the model wrote them, when the Go tool takes them so.
+	Raw json.RawMessage
 }
 
 // Run is the run whose calls a Dispatcher runs: what the Dispatcher asks of the run loop — its
@@ -267,7 +270,7 @@ func (d *Dispatcher) runCall(ctx context.Context, s Scope, msg *weft.Message, c 
 	var denied weft.ToolResult
 	isDenied := false
 	if approval {
-		denied, isDenied, _ = d.decided(msg, &c)
+		denied, isDenied, _ = d.applyDecision(msg, &c)
 		res.Call = c // with the arguments a person approved
 		if err := d.startApproved(s, msg, c); err != nil {
 			return res, err
