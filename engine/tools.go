@@ -65,7 +65,6 @@ func (s *scope) Idempotent(name string) bool {
 	return false
 }
 
-func (t *toolRun) Context() context.Context   { return t.ctx }
 func (t *toolRun) Now() time.Time             { return t.r().now() }
 func (t *toolRun) RunID() string              { return t.id }
 func (t *toolRun) ThreadID() string           { return t.thread.ID }

@@ -47,8 +47,7 @@ type Prepared struct {
 // Run is the run whose calls a Dispatcher runs: what the Dispatcher asks of the run loop — its
 // state, its transactions and rows, its events and hooks, and the tools it offers.
 type Run interface {
-	// Context is the run's context; Now its clock; RunID and ThreadID name it.
-	Context() context.Context
+	// Now is the run's clock; RunID and ThreadID name it.
 	Now() time.Time
 	RunID() string
 	ThreadID() string

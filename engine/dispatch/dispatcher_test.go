@@ -60,7 +60,6 @@ type fakeRun struct {
 	stopped bool
 }
 
-func (r *fakeRun) Context() context.Context   { return context.Background() }
 func (r *fakeRun) Now() time.Time             { return time.Unix(1000, 0) }
 func (r *fakeRun) RunID() string              { return "run_1" }
 func (r *fakeRun) ThreadID() string           { return "thr_1" }
