@@ -94,7 +94,7 @@ func (ar *activeRun) runID() string {
 // boundary after it was queued and a transaction of the run saw the queue grow.
 func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 	for i := range qs {
-		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.taken(q.Seq) {
+		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.Taken(q.Seq) {
 			r.ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
 		}
 	}

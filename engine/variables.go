@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 )
@@ -50,7 +51,7 @@ func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redact.Re
 	red, err := e.secrets.Redactor(ctx, threadID)
 	if err != nil {
 		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
-		return keep
+		return journal.NoText
 	}
 	return red
 }
