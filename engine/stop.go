@@ -158,7 +158,7 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 // lease's release. A run that records its events records the message events of rows (the rows the
 // transaction stores) in it, and releases the lease in the transaction that records its last
 // events: this one when it is the run's last (last, from stopIsLast), which then also records
-// run_stopped; else finishEvents'.
+// run_stopped; else Journal.Finish's.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
 	now := r.now()
 	if !r.stopCounted {

@@ -34,7 +34,7 @@ type dispatcher struct {
 // nothing that runCall does before it emits tool_started can write, emit or refuse the call — no
 // hook applies, the call needs no approval, its arguments are valid, and the run is not being
 // stopped. The tool then starts with nothing waiting to be recorded: no commit of its own
-// (flushEvents) before it runs. A stop or shutdown that comes between the commit and the call
+// (Journal.Flush) before it runs. A stop or shutdown that comes between the commit and the call
 // leaves tool_started recorded for a call that then ends without running, as a crash between
 // that commit and the tool does.
 func (d *dispatcher) startsAtOnce(s *scope, msg *weft.Message, c weft.ToolCall) bool {
