@@ -39,7 +39,7 @@ type Config struct {
 	Clock weft.Clock
 	// Log reports events that could not be recorded.
 	Log *slog.Logger
-	// Subscribers and OnEvent receive the events published.
+	// Subscribers (required) and OnEvent (optional) receive the events published.
 	Subscribers *feed.Subscribers
 	OnEvent     func(Event)
 	// RecordEvents keeps every event except streamed text deltas in the thread's event log.
