@@ -204,7 +204,7 @@ func New(opt Options) (*Engine, error) {
 		Validator: e.validator}
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
 	e.commit = journal.NewCommitter(journal.Config{Store: e.store, Clock: e.clock, Log: e.log, Subscribers: e.subs,
-		OnEvent: e.opt.OnEvent, RecordEvents: e.opt.RecordEvents, Redactor: e.threadRedactor})
+		OnEvent: e.opt.OnEvent, RecordEvents: e.opt.RecordEvents, Secrets: e.secrets})
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

@@ -44,8 +44,14 @@ type Config struct {
 	OnEvent     func(Event)
 	// RecordEvents keeps every event except streamed text deltas in the thread's event log.
 	RecordEvents bool
-	// Redactor returns a thread's redactor (loaded outside any transaction).
-	Redactor func(ctx context.Context, threadID string) *redact.Redactor
+	// Secrets finds a thread's redactor (loaded outside any transaction).
+	Secrets Secrets
+}
+
+// Secrets finds threads' redactors (vars.Secrets).
+type Secrets interface {
+	// Redactor returns the redactor of the thread's secrets.
+	Redactor(ctx context.Context, threadID string) (*redact.Redactor, error)
 }
 
 // Committer writes threads and publishes their events (see the package comment). The engine holds
@@ -62,7 +68,7 @@ func (c *Committer) Records() bool { return c.cfg.RecordEvents }
 // writes. red is the thread's redactor; nil loads it first (never inside the transaction).
 func (c *Committer) Tx(ctx context.Context, threadID string, fence *weft.Fence, red *redact.Redactor, fn func(weft.Tx) error) error {
 	if red == nil {
-		red = c.cfg.Redactor(ctx, threadID)
+		red = c.Redactor(ctx, threadID)
 	}
 	if red.Empty() {
 		return c.cfg.Store.Tx(ctx, threadID, fence, fn) // no secret to redact
@@ -70,6 +76,17 @@ func (c *Committer) Tx(ctx context.Context, threadID string, fence *weft.Fence, 
 	return c.cfg.Store.Tx(ctx, threadID, fence, func(tx weft.Tx) error {
 		return fn(redactingTx{Tx: tx, red: red.String})
 	})
+}
+
+// Redactor returns the thread's redactor, which a transaction of the thread without one given
+// redacts with, or one that redacts nothing when it cannot be built.
+func (c *Committer) Redactor(ctx context.Context, threadID string) *redact.Redactor {
+	red, err := c.cfg.Secrets.Redactor(ctx, threadID)
+	if err != nil {
+		c.cfg.Log.Warn("no redactor for the thread", "thread", threadID, "error", err)
+		return NoText
+	}
+	return red
 }
 
 // redactingTx is the Tx the committer hands a transaction's function.

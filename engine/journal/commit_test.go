@@ -52,7 +52,7 @@ func (t captureTx) PushQueue(q *weft.QueuedMessage) error     { return t.note(q)
 func TestCommitterRedactsEveryWrite(t *testing.T) {
 	st := &captureStore{}
 	red := redact.New([]string{secret})
-	c := journal.NewCommitter(journal.Config{Store: st, Redactor: func(context.Context, string) *redact.Redactor { return red }})
+	c := journal.NewCommitter(journal.Config{Store: st, Secrets: secrets{red}})
 	enc, _ := json.Marshal(map[string]string{"token": secret}) // the secret as JSON text holds it
 	args := string(enc)
 	calls := []weft.ToolCall{{ID: "c1", Name: "t", Arguments: args}}
@@ -110,7 +110,7 @@ func TestCommitterRedactsEveryWrite(t *testing.T) {
 func TestCommitterWithoutSecretsWritesAsIs(t *testing.T) {
 	st := &captureStore{}
 	loaded := 0
-	c := journal.NewCommitter(journal.Config{Store: st, Redactor: func(context.Context, string) *redact.Redactor { loaded++; return redact.New() }})
+	c := journal.NewCommitter(journal.Config{Store: st, Secrets: countingSecrets{&loaded}})
 	for _, red := range []*redact.Redactor{nil, journal.NoText} {
 		err := c.Tx(context.Background(), "thr", nil, red, func(tx weft.Tx) error {
 			if _, ok := tx.(captureTx); !ok {
@@ -134,4 +134,17 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// secrets gives every thread red.
+type secrets struct{ red *redact.Redactor }
+
+func (s secrets) Redactor(context.Context, string) (*redact.Redactor, error) { return s.red, nil }
+
+// countingSecrets gives every thread no secret, counting the loads.
+type countingSecrets struct{ n *int }
+
+func (s countingSecrets) Redactor(context.Context, string) (*redact.Redactor, error) {
+	*s.n++
+	return redact.New(), nil
 }

@@ -33,15 +33,15 @@ func (j *Journal) Emit(typ string, data payload.Payload) {
 	j.c.Publish(ev)
 }
 
-// Observed tells whether events are wanted (Committer.Observed).
-func (j *Journal) Observed() bool { return j.c.Observed() }
+// observed tells whether events are wanted (Committer.Observed).
+func (j *Journal) observed() bool { return j.c.Observed() }
 
 // MessageEvent is the message event of a stored row: the row, its content redacted.
 func (j *Journal) MessageEvent(m weft.Message) Event { return j.Event("message", j.messageData(m)) }
 
 // EmitMessage emits the message event of a stored row, when events are wanted.
 func (j *Journal) EmitMessage(m weft.Message) {
-	if !j.Observed() {
+	if !j.observed() {
 		return
 	}
 	j.Emit("message", j.messageData(m))

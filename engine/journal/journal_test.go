@@ -44,8 +44,8 @@ func started(t *testing.T) (*journal.Journal, *host, weft.Store, *[]journal.Even
 	var published []journal.Event
 	red := redact.New([]string{secret})
 	c := journal.NewCommitter(journal.Config{Store: st, Clock: weft.SystemClock{}, RecordEvents: true, Subscribers: new(feed.Subscribers),
-		OnEvent:  func(ev journal.Event) { published = append(published, ev) },
-		Redactor: func(context.Context, string) *redact.Redactor { return red }})
+		OnEvent: func(ev journal.Event) { published = append(published, ev) },
+		Secrets: secrets{red}})
 	h := &host{red: red}
 	j := new(journal.Journal)
 	j.Init(&c, h, start.Thread, ctx, fence, start.Queued)
