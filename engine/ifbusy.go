@@ -135,7 +135,7 @@ func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
 	if after < 0 {
 		return nil, nil // the run stored nothing
 	}
-	rows, err := r.e.store.Messages(r.wctx, r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
+	rows, err := r.e.store.Messages(context.WithoutCancel(r.ctx), r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
 	if err != nil {
 		return nil, err
 	}

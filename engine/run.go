@@ -441,8 +441,6 @@ type run struct {
 	agent  *weft.Agent
 	state  runstate.State
 
-	// wctx is ctx without cancellation, for writes that must finish.
-	wctx context.Context
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
 	journal journal.Journal
 	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
@@ -491,9 +489,8 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
-	wctx := context.WithoutCancel(ctx)
-	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}}}
-	r.journal.Init(&e.commit, (*journalHost)(r), t, wctx, fence, start.Queued)
+	r := &run{e: e, ctx: ctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}}}
+	r.journal.Init(&e.commit, (*journalHost)(r), t, context.WithoutCancel(ctx), fence, start.Queued)
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {

@@ -420,7 +420,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
 		st := runState(d.r, nil)
-		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
+		if err := st.SetStatus(context.WithoutCancel(d.r.ctx), tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
 	}

@@ -41,6 +41,10 @@ type Journal struct {
 	releasing, released bool
 	// closed: the run wrote its last transaction (close).
 	closed bool
+	// hold: the transaction under way records the run's end (StageEnd); its events are published
+	// by PublishHeld, not at the commit. (Here, not in txWork: with the flags above it takes no
+	// word of its own, and the Journal sits in the run, whose size is counted.)
+	hold bool
 
 	// recMu serializes the transactions that record the outbox's events, the run's (txDrain) and
 	// a State's (StateTx, from a tool's goroutine), so that each event is recorded once and in
@@ -124,12 +128,12 @@ func (j *Journal) txDrain(fn func(weft.Tx) error) ([]*weft.Message, error) {
 	err := j.c.Tx(j.ctx, j.thread.ID, &j.fence, j.host.Redactor(), j.body)
 	// Taken out of cur while published: a subscriber's callback cannot reach this journal, but
 	// if it did, its transaction would not write into the events being published.
-	w := *cur
-	*cur = txWork{}
+	w, hold := *cur, j.hold
+	*cur, j.hold = txWork{}, false
 	if err == nil && len(w.pending) > 0 {
 		// Published in commit order; events emitted meanwhile wait for the next transaction.
 		j.committed(w.pending, w.recs, len(w.pending)-len(w.staged))
-		if w.hold {
+		if hold {
 			// The run's end: published once the run has noted its stop (PublishHeld), as its
 			// run_stopped was emitted after that before it was staged.
 			j.held = append(j.held, w.pending...)
@@ -206,15 +210,12 @@ type txWork struct {
 	// staged holds the events fn emitted for this run of the body only (Stage), recorded after
 	// the outbox's and dropped with a run that fails.
 	staged []Event
-	// hold: the transaction records the run's end (StageEnd); its events are published by
-	// PublishHeld, not at the commit.
-	hold bool
 }
 
 // txBody is the body of txDrain's transaction.
 func (j *Journal) txBody(tx weft.Tx) error {
 	cur := &j.cur
-	cur.staged, cur.hold = cur.staged[:0], false
+	cur.staged, j.hold = cur.staged[:0], false
 	if drained := cur.drained; len(drained) > 0 {
 		if _, err := tx.DrainQueue(j.drainedUpTo); err != nil {
 			return err
@@ -278,7 +279,7 @@ func (j *Journal) StageMessage(m *weft.Message) {
 // StageEnd is Stage for the events that end the run: the transaction's events are held once it
 // commits, for PublishHeld.
 func (j *Journal) StageEnd(ev Event) {
-	j.cur.hold = true
+	j.hold = true
 	j.Stage(ev)
 }
 
