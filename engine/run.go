@@ -490,7 +490,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
 	r := &run{e: e, ctx: ctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}}}
-	r.journal.Init(&e.commit, (*journalHost)(r), t, context.WithoutCancel(ctx), fence, start.Queued)
+	r.journal.Init(context.WithoutCancel(ctx), &e.commit, (*journalHost)(r), t, fence, start.Queued)
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {

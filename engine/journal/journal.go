@@ -75,8 +75,8 @@ type Host interface {
 }
 
 // Init readies j to write the run of host on thread t under fence: ctx is the run's context
-// without cancellation, queued the queue rows its start read.
-func (j *Journal) Init(c *Committer, host Host, t *weft.Thread, ctx context.Context, fence weft.Fence, queued []weft.QueuedMessage) {
+// without cancellation (its writes must finish), queued the queue rows its start read.
+func (j *Journal) Init(ctx context.Context, c *Committer, host Host, t *weft.Thread, fence weft.Fence, queued []weft.QueuedMessage) {
 	*j = Journal{c: c, host: host, thread: t, ctx: ctx, fence: fence, queued: queued}
 	j.body = j.txBody // bound once: a transaction allocates no closure
 }

@@ -48,7 +48,7 @@ func started(t *testing.T) (*journal.Journal, *host, weft.Store, *[]journal.Even
 		Secrets: secrets{red}})
 	h := &host{red: red}
 	j := new(journal.Journal)
-	j.Init(&c, h, start.Thread, ctx, fence, start.Queued)
+	j.Init(ctx, &c, h, start.Thread, fence, start.Queued)
 	return j, h, st, &published
 }
 
