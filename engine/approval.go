@@ -7,6 +7,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/payload"
 )
 
@@ -48,13 +49,13 @@ func (h *threadsHost) Now() time.Time    { return h.clock.Now() }
 
 func (h *threadsHost) Tx(ctx context.Context, threadID string, redact bool, fn func(weft.Tx) error) error {
 	if redact {
-		return (*Engine)(h).tx(ctx, threadID, nil, nil, fn)
+		return h.commit.Tx(ctx, threadID, nil, nil, fn)
 	}
-	return (*Engine)(h).tx(ctx, threadID, nil, keep, fn)
+	return h.commit.Tx(ctx, threadID, nil, journal.NoText, fn)
 }
 
 func (h *threadsHost) Emit(ctx context.Context, t *weft.Thread, kind string, data payload.Payload) {
-	(*Engine)(h).emitOutside(ctx, Event{Type: kind, ThreadID: t.ID, RootID: rootOf(t), Data: data})
+	h.commit.Outside(ctx, Event{Type: kind, ThreadID: t.ID, RootID: rootOf(t), Data: data})
 }
 
 func (h *threadsHost) DriveChild(ctx context.Context, child *weft.Thread) bool {

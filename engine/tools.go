@@ -72,7 +72,7 @@ func (t *toolRun) Redactor() *redact.Redactor { return t.red }
 func (t *toolRun) Stopping() bool             { return t.ar.stop.Load() || t.ctx.Err() != nil }
 func (t *toolRun) Interrupting() bool         { return t.r().interrupting() }
 func (t *toolRun) Sync()                      { t.r().sync() }
-func (t *toolRun) Observed() bool             { return t.e.observed() }
+func (t *toolRun) Observed() bool             { return t.e.commit.Observed() }
 
 func (t *toolRun) Suspended() error {
 	if t.r().suspending() {
@@ -83,7 +83,7 @@ func (t *toolRun) Suspended() error {
 
 func (t *toolRun) CanStartAtOnce(ds dispatch.Scope) bool {
 	r, s := t.r(), asScope(ds)
-	return r.e.opt.RecordEvents && r.e.observed() && s.depth == 0 && len(hooks.Applying(s.prompt.Hooks, r.agent.Hooks)) == 0 && len(r.agent.Hooks) == 0 &&
+	return r.e.opt.RecordEvents && r.e.commit.Observed() && s.depth == 0 && len(hooks.Applying(s.prompt.Hooks, r.agent.Hooks)) == 0 && len(r.agent.Hooks) == 0 &&
 		!r.stopRequested() && !r.interrupting() && !r.suspending()
 }
 
@@ -97,11 +97,11 @@ func (t *toolRun) Invoke(ctx context.Context, ds dispatch.Scope, p dispatch.Prep
 	r, s, tool := t.r(), asScope(ds), p.Tool.(*offered)
 	exec := &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 	st := exec.state()
-	if r.e.observed() && !started {
-		r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
+	if r.e.commit.Observed() && !started {
+		r.journal.Emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 	}
 	r.hooks.ToolCallStarted(hooks.Set{Hooks: exec.hooksAt(weft.HookToolCallStarted), State: st}, c)
-	if err := r.flushEvents(); err != nil {
+	if err := r.journal.Flush(); err != nil {
 		return res, false, false, err
 	}
 	res, parkedBy := t.invoke(ctx, s, st, tool, c, p.Args, p.Raw, msg)
@@ -156,7 +156,7 @@ func (t *toolRun) SessionTool(ds dispatch.Scope, name string) (*weft.SessionTool
 
 func (t *toolRun) ReportStatus(text string) {
 	st := runState(t.r(), nil)
-	if err := st.SetStatus(t.wctx, text); err != nil {
+	if err := st.SetStatus(context.WithoutCancel(t.ctx), text); err != nil {
 		t.e.log.Warn("subagent status not recorded", "thread", t.thread.ID, "error", err)
 	}
 }
@@ -193,17 +193,19 @@ func (t *toolRun) Tx(fn func(weft.Tx) error) error { return t.r().tx(fn) }
 func (t *toolRun) StoreQueued(m *weft.Message) error {
 	r := t.r()
 	return r.tx(func(tx weft.Tx) error {
-		if err := r.insertRecorded(tx, m); err != nil {
+		if err := r.journal.Insert(tx, m); err != nil {
 			return err
 		}
 		return tx.SetExecState(runstate.Key, r.state.Encode())
 	})
 }
 
-func (t *toolRun) Insert(tx weft.Tx, m *weft.Message) error { return t.r().insertRecorded(tx, m) }
-func (t *toolRun) StageMessage(m *weft.Message)             { t.journal.stageMessage(m) }
+func (t *toolRun) Insert(tx weft.Tx, m *weft.Message) error { return t.journal.Insert(tx, m) }
+func (t *toolRun) StageMessage(m *weft.Message)             { t.journal.StageMessage(m) }
 
-func (t *toolRun) Stage(kind string, data payload.Payload) { t.journal.stage(t.r().event(kind, data)) }
+func (t *toolRun) Stage(kind string, data payload.Payload) {
+	t.journal.Stage(t.journal.Event(kind, data))
+}
 
 func (t *toolRun) BeforeInsert(s dispatch.Scope, m *weft.Message) {
 	t.hooks.BeforeInsert(t.r().scopeHooks(asScope(s), weft.HookBeforeCreateMessage), m, t.red)
@@ -224,8 +226,8 @@ func (t *toolRun) DeleteRow(id string) {
 	t.rows = slices.DeleteFunc(t.rows, func(m *weft.Message) bool { return m.ID == id })
 }
 
-func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.r().emitUnrecorded(*m) }
-func (t *toolRun) Emit(kind string, data payload.Payload) { t.r().emit(kind, data) }
+func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.journal.Stored(*m) }
+func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind, data) }
 
 func (t *toolRun) KeepResult(callID string, res weft.ToolResult) {
 	t.e.sched.KeepResult(t.thread.ID, callID, res)

@@ -146,9 +146,10 @@ type Dispatcher struct {
 	Calls Calls
 	// queued are the tools Queue queued, run after the step's calls.
 	queued []queued
-	// startedID is the call whose tool_started the reply's transaction, or the previous call's
-	// result's, recorded (StartsAtOnce): runCall does not emit it again.
-	startedID string
+	// started is the call whose tool_started the reply's transaction, or the previous call's
+	// result's, recorded (StartsAtOnce): runCall does not emit it again. (A pointer to the call,
+	// not its id: the run that holds the Dispatcher fits its allocation size class.)
+	started *weft.ToolCall
 }
 
 type queued struct {
@@ -167,8 +168,8 @@ func (d *Dispatcher) Queue(name string, args json.RawMessage) {
 // Queued tells whether tools wait in the queue.
 func (d *Dispatcher) Queued() bool { return len(d.queued) > 0 }
 
-// Started records that the reply's transaction recorded the tool_started of the call callID.
-func (d *Dispatcher) Started(callID string) { d.startedID = callID }
+// Started records that the reply's transaction recorded the tool_started of call c.
+func (d *Dispatcher) Started(c *weft.ToolCall) { d.started = c }
 
 // Result is the outcome of one executed call.
 type Result struct {
@@ -252,8 +253,8 @@ func (d *Dispatcher) executeCall(s Scope, msg *weft.Message, c weft.ToolCall, ne
 func (d *Dispatcher) runCall(ctx context.Context, s Scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall, approval bool) (Result, error) {
 	r := d.run
 	res := Result{Call: c}
-	started := d.startedID == c.ID // its tool_started is recorded already (StartsAtOnce)
-	d.startedID = ""
+	started := d.started != nil && d.started.ID == c.ID // its tool_started is recorded already (StartsAtOnce)
+	d.started = nil
 	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
 	resultID := weft.NewID("msg_")
 	ran := false
@@ -314,7 +315,7 @@ func (d *Dispatcher) runCall(ctx context.Context, s Scope, msg *weft.Message, c 
 		return res, err
 	}
 	m, err := d.store(s, msg, c, res.Result, resultID, next, true)
-	completed := next != nil && d.startedID == next.ID // recorded with the next call's start
+	completed := next != nil && d.started != nil && d.started.ID == next.ID // recorded with the next call's start
 	if err != nil {
 		if ran {
 			// The tool ran: its result outlives a lost connection (resume stores it).
@@ -341,7 +342,7 @@ func (d *Dispatcher) StoreResult(s Scope, msg *weft.Message, c weft.ToolCall, re
 
 // store is StoreResult. completing: runCall stores the result of the call it ran, and emits its
 // tool_completed once stored, unless the result's transaction records it with next's tool_started
-// (startedID).
+// (started).
 func (d *Dispatcher) store(s Scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall, completing bool) (*weft.Message, error) {
 	r := d.run
 	status := res.Status // as the call ended: its tool_completed's
@@ -416,7 +417,7 @@ func (d *Dispatcher) store(s Scope, msg *weft.Message, c weft.ToolCall, res weft
 	}
 	r.AddRow(tm)
 	if staged {
-		d.startedID = next.ID
+		d.started = next
 	}
 	r.EmitUnrecorded(tm)
 	if s.Depth() > 0 {
