@@ -55,7 +55,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	var fx toolEffects
 	if !r.state.Stopped {
 		var err error
-		resumed, fx, err = (*toolRun)(r).resume()
+		resumed, fx, err = resumeTools(r)
 		r.terminated = fx.terminate
 		if errors.Is(err, errAwaitApproval) {
 			return fx, ended(r.stop(weft.StopAwaitingApproval, ""))

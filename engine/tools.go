@@ -29,8 +29,6 @@ type callResult = dispatch.Result
 // toolRun is a run as its tool dispatcher sees it (dispatch.Run): a conversion of *run.
 type toolRun run
 
-func (t *toolRun) r() *run { return (*run)(t) }
-
 // asScope returns the run's scope a dispatch.Scope is.
 func asScope(s dispatch.Scope) *scope { return s.(*scope) }
 
@@ -65,24 +63,24 @@ func (s *scope) Idempotent(name string) bool {
 	return false
 }
 
-func (t *toolRun) Now() time.Time             { return t.r().now() }
+func (t *toolRun) Now() time.Time             { return (*run)(t).now() }
 func (t *toolRun) RunID() string              { return t.id }
 func (t *toolRun) ThreadID() string           { return t.thread.ID }
 func (t *toolRun) Redactor() *redact.Redactor { return t.red }
 func (t *toolRun) Stopping() bool             { return t.ar.stop.Load() || t.ctx.Err() != nil }
-func (t *toolRun) Interrupting() bool         { return t.r().interrupting() }
-func (t *toolRun) Sync()                      { t.r().sync() }
+func (t *toolRun) Interrupting() bool         { return (*run)(t).interrupting() }
+func (t *toolRun) Sync()                      { (*run)(t).sync() }
 func (t *toolRun) Observed() bool             { return t.e.commit.Observed() }
 
 func (t *toolRun) Suspended() error {
-	if t.r().suspending() {
+	if (*run)(t).suspending() {
 		return errShutdown
 	}
 	return nil
 }
 
 func (t *toolRun) CanStartAtOnce(ds dispatch.Scope) bool {
-	r, s := t.r(), asScope(ds)
+	r, s := (*run)(t), asScope(ds)
 	return r.e.opt.RecordEvents && r.e.commit.Observed() && s.depth == 0 && len(hooks.Applying(s.prompt.Hooks, r.agent.Hooks)) == 0 && len(r.agent.Hooks) == 0 &&
 		!r.stopRequested() && !r.interrupting() && !r.suspending()
 }
@@ -94,7 +92,7 @@ func (t *toolRun) Prepare(s dispatch.Scope, c weft.ToolCall, rawOK bool) (dispat
 }
 
 func (t *toolRun) Invoke(ctx context.Context, ds dispatch.Scope, p dispatch.Prepared, c weft.ToolCall, msg *weft.Message, resultID string, started bool) (res weft.ToolResult, parked, removed bool, err error) {
-	r, s, tool := t.r(), asScope(ds), p.Tool.(*offered)
+	r, s, tool := (*run)(t), asScope(ds), p.Tool.(*offered)
 	exec := &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 	st := exec.state()
 	if r.e.commit.Observed() && !started {
@@ -155,7 +153,7 @@ func (t *toolRun) SessionTool(ds dispatch.Scope, name string) (*weft.SessionTool
 }
 
 func (t *toolRun) ReportStatus(text string) {
-	st := runState(t.r(), nil)
+	st := runState((*run)(t), nil)
 	if err := st.SetStatus(context.WithoutCancel(t.ctx), text); err != nil {
 		t.e.log.Warn("subagent status not recorded", "thread", t.thread.ID, "error", err)
 	}
@@ -163,7 +161,7 @@ func (t *toolRun) ReportStatus(text string) {
 
 // QueuedCall runs a queued tool: a registry tool, offered alone in a top-level scope of s's side.
 func (t *toolRun) QueuedCall(ds dispatch.Scope, name string, argsJSON json.RawMessage) (weft.ToolCall, weft.ToolResult) {
-	r, s := t.r(), asScope(ds)
+	r, s := (*run)(t), asScope(ds)
 	r.state.QueuedTools++
 	c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: name, Arguments: string(argsJSON)}
 	ctx := r.ctx
@@ -188,10 +186,10 @@ func (t *toolRun) QueuedCall(ds dispatch.Scope, name string, argsJSON json.RawMe
 	return c, res
 }
 
-func (t *toolRun) Tx(fn func(weft.Tx) error) error { return t.r().tx(fn) }
+func (t *toolRun) Tx(fn func(weft.Tx) error) error { return (*run)(t).tx(fn) }
 
 func (t *toolRun) StoreQueued(m *weft.Message) error {
-	r := t.r()
+	r := (*run)(t)
 	return r.tx(func(tx weft.Tx) error {
 		if err := r.journal.Insert(tx, m); err != nil {
 			return err
@@ -208,19 +206,19 @@ func (t *toolRun) Stage(kind string, data payload.Payload) {
 }
 
 func (t *toolRun) BeforeInsert(s dispatch.Scope, m *weft.Message) {
-	t.hooks.BeforeInsert(t.r().scopeHooks(asScope(s), weft.HookBeforeCreateMessage), m, t.red)
+	t.hooks.BeforeInsert((*run)(t).scopeHooks(asScope(s), weft.HookBeforeCreateMessage), m, t.red)
 }
 
 func (t *toolRun) AfterInsert(s dispatch.Scope, m *weft.Message) {
-	t.hooks.AfterInsert(t.r().scopeHooks(asScope(s), weft.HookAfterCreateMessage), m)
+	t.hooks.AfterInsert((*run)(t).scopeHooks(asScope(s), weft.HookAfterCreateMessage), m)
 }
 
 func (t *toolRun) StatFile(p string) (weft.FileInfo, error) {
 	return t.e.store.Files().Stat(t.ctx, t.thread.ID, p)
 }
 
-func (t *toolRun) AddRow(m *weft.Message)     { t.r().addRow(*m) }
-func (t *toolRun) ReplaceRow(m *weft.Message) { t.r().replaceRow(*m) }
+func (t *toolRun) AddRow(m *weft.Message)     { (*run)(t).addRow(*m) }
+func (t *toolRun) ReplaceRow(m *weft.Message) { (*run)(t).replaceRow(*m) }
 
 func (t *toolRun) DeleteRow(id string) {
 	t.rows = slices.DeleteFunc(t.rows, func(m *weft.Message) bool { return m.ID == id })
@@ -229,24 +227,18 @@ func (t *toolRun) DeleteRow(id string) {
 func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.journal.Stored(*m) }
 func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind, data) }
 
-func (t *toolRun) KeepResult(callID string, res weft.ToolResult) {
-	t.e.sched.KeepResult(t.thread.ID, callID, res)
-}
-func (t *toolRun) KeepNotRun(callID string) { t.e.sched.KeepNotRun(t.thread.ID, callID) }
-func (t *toolRun) TakeResult(callID string) (weft.ToolResult, bool, bool) {
-	return t.e.sched.TakeResult(t.thread.ID, callID)
-}
+func (t *toolRun) Kept() dispatch.Kept { return &t.e.sched }
 
 func (t *toolRun) Reattach(ctx context.Context, s dispatch.Scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, bool) {
-	return t.r().reattach(ctx, asScope(s), rec, c)
+	return (*run)(t).reattach(ctx, asScope(s), rec, c)
 }
 
 func (t *toolRun) ResumeSubPrompt(s dispatch.Scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, string, bool) {
-	return t.r().resumeSubPrompt(asScope(s), m, rec, c)
+	return (*run)(t).resumeSubPrompt(asScope(s), m, rec, c)
 }
 
 func (t *toolRun) ParkedCallers(s dispatch.Scope) []*weft.ToolCallRecord {
-	return t.r().parkedCallers(asScope(s))
+	return (*run)(t).parkedCallers(asScope(s))
 }
 
 func (t *toolRun) StoredCalls() ([]weft.ToolCallRecord, error) {
@@ -257,8 +249,7 @@ func (t *toolRun) Rows() []*weft.Message { return t.rows }
 // resumeTools finishes the tool calls a crashed or parked run left open (dispatch.Dispatcher.Resume),
 // each reply's in a new scope of its prompt. It returns whether anything was resumed, and the
 // effects the resumed calls asked for, whichever reply made them.
-func (t *toolRun) resume() (bool, toolEffects, error) {
-	r := t.r()
+func resumeTools(r *run) (bool, toolEffects, error) {
 	var fx *toolEffects // (allocated only when a reply is open: most runs resume nothing)
 	resumed, err := r.tools.Resume(func(m *weft.Message) (dispatch.Scope, bool, error) {
 		p, ok := r.e.reg.Prompt(m.Prompt)
@@ -375,7 +366,7 @@ func (t *toolRun) invoke(ctx context.Context, s *scope, st *threadstate.State, o
 			res, parked = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}, ""
 		}
 	}()
-	r, tg := t.r(), o.target
+	r, tg := (*run)(t), o.target
 	switch {
 	case o.lifecycle != "":
 		return r.callLifecycle(s, o, c, msg, args), ""

@@ -116,11 +116,9 @@ type Run interface {
 	EmitUnrecorded(m *weft.Message)
 	Emit(kind string, data payload.Payload)
 
-	// KeepResult keeps a result its transaction failed to store, for the resumed run;
-	// KeepNotRun keeps that a call marked running has not run; TakeResult takes what was kept.
-	KeepResult(callID string, res weft.ToolResult)
-	KeepNotRun(callID string)
-	TakeResult(callID string) (res weft.ToolResult, notRun, ok bool)
+	// Kept keeps, for the run that resumes the thread in this process, what a lost connection
+	// would lose of a call.
+	Kept() Kept
 	// Reattach answers a call that was running with its re-attached child's result;
 	// ResumeSubPrompt with its sub-prompt's nested run (ok false: neither applies). parked: what
 	// the call waits for still waits for decisions.
@@ -132,6 +130,15 @@ type Run interface {
 	// StoredCalls reads the thread's call records; Rows returns the run's top-level rows.
 	StoredCalls() ([]weft.ToolCallRecord, error)
 	Rows() []*weft.Message
+}
+
+// Kept is what a process keeps of its threads' calls when storing them failed (engine/sched's
+// Scheduler): a result its transaction failed to store (KeepResult), that a call marked running
+// has not run (KeepNotRun); the resumed run takes what was kept (TakeResult).
+type Kept interface {
+	KeepResult(threadID, callID string, res weft.ToolResult)
+	KeepNotRun(threadID, callID string)
+	TakeResult(threadID, callID string) (res weft.ToolResult, notRun, ok bool)
 }
 
 // ErrAwaitApproval stops a run before a call that waits for a decision.
@@ -319,11 +326,11 @@ func (d *Dispatcher) runCall(ctx context.Context, s Scope, msg *weft.Message, c 
 	if err != nil {
 		if ran {
 			// The tool ran: its result outlives a lost connection (resume stores it).
-			r.KeepResult(c.ID, res.Result)
+			r.Kept().KeepResult(r.ThreadID(), c.ID, res.Result)
 		}
 		if next != nil {
 			// Marked running by the transaction that failed, perhaps: its tool has not run.
-			r.KeepNotRun(next.ID)
+			r.Kept().KeepNotRun(r.ThreadID(), next.ID)
 		}
 		return res, err
 	}

@@ -116,11 +116,7 @@ func (r *fakeRun) EmitUnrecorded(*weft.Message) {}
 func (r *fakeRun) Emit(kind string, _ payload.Payload) {
 	r.events = append(r.events, kind)
 }
-func (r *fakeRun) KeepResult(string, weft.ToolResult) {}
-func (r *fakeRun) KeepNotRun(string)                  {}
-func (r *fakeRun) TakeResult(string) (weft.ToolResult, bool, bool) {
-	return weft.ToolResult{}, false, false
-}
+func (r *fakeRun) Kept() dispatch.Kept { return kept{} }
 func (r *fakeRun) Reattach(context.Context, dispatch.Scope, weft.ToolCallRecord, weft.ToolCall) (weft.ToolResult, string, bool) {
 	return weft.ToolResult{}, "", false
 }
@@ -266,4 +262,13 @@ func TestStopToolDone(t *testing.T) {
 			t.Errorf("%s: StopToolDone = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// kept keeps nothing: no store fails in these tests.
+type kept struct{}
+
+func (kept) KeepResult(string, string, weft.ToolResult) {}
+func (kept) KeepNotRun(string, string)                  {}
+func (kept) TakeResult(string, string) (weft.ToolResult, bool, bool) {
+	return weft.ToolResult{}, false, false
 }

@@ -109,7 +109,7 @@ func (d *Dispatcher) answerRunning(s Scope, m *weft.Message, rec weft.ToolCallRe
 		stored, err = d.StoreResult(s, m, c, res, resultID, next)
 		return true, err
 	}
-	res, notRun, ok := r.TakeResult(c.ID)
+	res, notRun, ok := r.Kept().TakeResult(r.ThreadID(), c.ID)
 	if ok && notRun {
 		// Its tool never ran: the transaction that marked it running lost its connection, and
 		// this process, which would have run it, resumes under the same lease.
@@ -120,7 +120,7 @@ func (d *Dispatcher) answerRunning(s Scope, m *weft.Message, rec weft.ToolCallRe
 		// lost process): it is stored now rather than run again or answered as interrupted.
 		stored, err = d.StoreResult(s, m, c, res, weft.NewID("msg_"), next)
 		if err != nil {
-			r.KeepResult(c.ID, res)
+			r.Kept().KeepResult(r.ThreadID(), c.ID, res)
 		}
 		return true, err
 	}
