@@ -22,12 +22,23 @@ import (
 const (
 	// qCalls reads the open calls for a Tx that did not read them with the row.
 	qCalls = `SELECT COALESCE(calls, '') FROM threads WHERE num = ?`
+	// qStoredCalls reads the ids of a thread's tool_calls rows, each followed by a NUL, while they
+	// are at most maxKeptCallIDs (else NULL).
+	qStoredCalls = `SELECT CASE WHEN count(*) <= ` + maxKeptCallIDsSQL + ` THEN COALESCE(group_concat(call_id || char(0), ''), '') END
+		FROM tool_calls WHERE thread_num = ?`
 	// qToolCallsAll lists a thread's tool_calls rows, each call's doc only when its status is one
 	// of ?2's (",a,b,": all when ''), and its open calls (the last row, call_id NULL): one
 	// statement, one snapshot.
 	qToolCallsAll = `SELECT call_id, seq, status, CASE WHEN ?2 = '' OR instr(?2, ',' || status || ',') > 0 THEN doc END
 		FROM tool_calls WHERE thread_num = ` + numOf1 + `
 		UNION ALL SELECT NULL, 0, '', calls FROM threads WHERE id = ?1 AND calls IS NOT NULL`
+)
+
+// maxKeptCallIDs bounds the ids of a thread's tool_calls rows the writer keeps with its row
+// (openCallsState.stored): a thread with more has each new call looked for in tool_calls.
+const (
+	maxKeptCallIDs    = 64
+	maxKeptCallIDsSQL = "64"
 )
 
 // maxOpenCalls bounds a row's open calls: a row write that would leave more moves them all to
@@ -106,6 +117,49 @@ type openCallsState struct {
 	col   string // the column as stored
 	moved string // the ids of col's entries since stored in tool_calls, each followed by "\x00"
 	exact bool   // moved is known (else each entry is looked for in tool_calls when decoded)
+	// stored holds the ids of the thread's tool_calls rows, each followed by a NUL, when
+	// storedKnown: a new call's put knows without a read that it is not one of them (a read
+	// through database/sql costs about as much as the insert the open call saves).
+	stored      string
+	storedKnown bool
+}
+
+// hasID reports whether list, ids each followed by a NUL, holds id.
+func hasID(list, id string) bool {
+	for len(list) > 0 {
+		i := strings.IndexByte(list, 0)
+		if i < 0 {
+			return false
+		}
+		if list[:i] == id {
+			return true
+		}
+		list = list[i+1:]
+	}
+	return false
+}
+
+// storedCall reports whether the thread's tool_calls has the call: from the ids kept, read once
+// while the thread's rows are few, or looked for.
+func (t *tx) storedCall(id string) (bool, error) {
+	if !t.calls.storedKnown {
+		var ids sql.NullString
+		if err := t.w.row(t.ctx, qStoredCalls, []any{&ids}, t.numArg); err != nil {
+			return false, err
+		}
+		t.calls.stored, t.calls.storedKnown = ids.String, ids.Valid
+	}
+	if t.calls.storedKnown {
+		return hasID(t.calls.stored, id), nil
+	}
+	var seq int64
+	switch err := t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.numArg, id); {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, err
+	}
+	return false, nil
 }
 
 // readCalls reads the open calls' column, unless the Tx has it.
@@ -189,11 +243,8 @@ func (t *tx) putOpenCall(c *weft.ToolCallRecord, doc []byte) (seq int64, ok bool
 	if err := t.readSeqs(); err != nil {
 		return 0, false, err
 	}
-	switch err := t.w.row(t.ctx, qToolCallSeq, []any{&seq}, t.numArg, c.CallID); {
-	case err == nil:
-		return 0, false, nil // in tool_calls
-	case !errors.Is(err, sql.ErrNoRows):
-		return 0, false, err
+	if stored, err := t.storedCall(c.CallID); err != nil || stored {
+		return 0, false, err // in tool_calls
 	}
 	seq = t.callSeq + 1
 	t.callSeq, t.seqsDirty = seq, true
@@ -259,5 +310,12 @@ func (t *tx) moveCall(c *openCall) error {
 		return t.fail("move call "+c.id, err)
 	}
 	c.moved = true
+	if t.calls.storedKnown && !hasID(t.calls.stored, c.id) {
+		if strings.Count(t.calls.stored, "\x00") >= maxKeptCallIDs {
+			t.calls.stored, t.calls.storedKnown = "", false
+		} else {
+			t.calls.stored += c.id + "\x00"
+		}
+	}
 	return nil
 }

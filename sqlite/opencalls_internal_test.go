@@ -99,7 +99,7 @@ func TestOpenCallsThroughATurn(t *testing.T) {
 	if s, err = Open(ctx, path, Options{Key: key}); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { s.Close() }()
 	listed(s, "done")
 	// The run's end writes the row: the stale entry goes, found stale in tool_calls (nothing kept).
 	idle := weft.ThreadIdle
@@ -136,6 +136,41 @@ func TestOpenCallsThroughATurn(t *testing.T) {
 	}
 	if open, stored := callRows(t, s, th.ID); open || stored["c2"] != "done" {
 		t.Errorf("after a second run: open calls in the row %v, tool_calls %v", open, stored)
+	}
+	// A new reply that names a stored call again (a model that numbers its calls per reply)
+	// changes that call, keeping its seq, whether the ids of tool_calls are kept or read.
+	for i, reopen := range []bool{false, true, false} {
+		if reopen {
+			s.Close()
+			if s, err = Open(ctx, path, Options{Key: key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, _, err = s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &weft.ToolCallRecord{CallID: "c1", Name: "t", Status: weft.CallRunning}
+		if err := s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error {
+			if err := tx.SetExecState("run", []byte(`{"step":2}`)); err != nil {
+				return err
+			}
+			if err := tx.PutToolCall(c); err != nil {
+				return err
+			}
+			return tx.ReleaseLease()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := s.ToolCalls(ctx, th.ID)
+		if err != nil || c.Seq != 1 || len(cs) != 2 || cs[0].CallID != "c1" || cs[0].Seq != 1 || cs[0].Status != weft.CallRunning {
+			t.Errorf("%d: c1 put again: seq %d; calls %+v, %v", i, c.Seq, cs, err)
+		}
+		if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			return tx.PutToolCall(&weft.ToolCallRecord{CallID: "c1", Name: "t", Status: weft.CallDone})
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

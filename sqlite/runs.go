@@ -380,6 +380,17 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 	}
 	// Which open calls went to tool_calls since is the writer's own knowledge: each must be there.
 	c.calls.read, c.calls.exact, c.calls.moved = kept.calls.read, kept.calls.exact, kept.calls.moved
+	if kept.calls.storedKnown {
+		var ids sql.NullString
+		if err := w.row(ctx, qStoredCalls, []any{&ids}, c.rowid); err != nil {
+			return err
+		}
+		split := func(s string) []string { l := strings.Split(s, "\x00"); slices.Sort(l); return l }
+		if !ids.Valid || !slices.Equal(split(ids.String), split(kept.calls.stored)) {
+			return fmt.Errorf("sqlite: thread %s: the kept ids of tool_calls %q are not the stored %q", threadID, kept.calls.stored, ids.String)
+		}
+		c.calls.stored, c.calls.storedKnown = kept.calls.stored, true
+	}
 	for id := range strings.SplitSeq(strings.TrimSuffix(kept.calls.moved, "\x00"), "\x00") {
 		var seq int64
 		if id == "" {
