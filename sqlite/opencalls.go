@@ -122,6 +122,7 @@ type openCallsState struct {
 	// through database/sql costs about as much as the insert the open call saves).
 	stored      string
 	storedKnown bool
+	storedMany  bool // the thread has more than maxKeptCallIDs: each new call is looked for
 }
 
 // hasID reports whether list, ids each followed by a NUL, holds id.
@@ -142,12 +143,12 @@ func hasID(list, id string) bool {
 // storedCall reports whether the thread's tool_calls has the call: from the ids kept, read once
 // while the thread's rows are few, or looked for.
 func (t *tx) storedCall(id string) (bool, error) {
-	if !t.calls.storedKnown {
+	if !t.calls.storedKnown && !t.calls.storedMany {
 		var ids sql.NullString
 		if err := t.w.row(t.ctx, qStoredCalls, []any{&ids}, t.numArg); err != nil {
 			return false, err
 		}
-		t.calls.stored, t.calls.storedKnown = ids.String, ids.Valid
+		t.calls.stored, t.calls.storedKnown, t.calls.storedMany = ids.String, ids.Valid, !ids.Valid
 	}
 	if t.calls.storedKnown {
 		return hasID(t.calls.stored, id), nil
@@ -312,7 +313,7 @@ func (t *tx) moveCall(c *openCall) error {
 	c.moved = true
 	if t.calls.storedKnown && !hasID(t.calls.stored, c.id) {
 		if strings.Count(t.calls.stored, "\x00") >= maxKeptCallIDs {
-			t.calls.stored, t.calls.storedKnown = "", false
+			t.calls.stored, t.calls.storedKnown, t.calls.storedMany = "", false, true
 		} else {
 			t.calls.stored += c.id + "\x00"
 		}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -213,5 +214,66 @@ func TestOpenCallsMigrated(t *testing.T) {
 	}
 	if cs, err := s.ToolCalls(ctx, th.ID); err != nil || len(cs) != 1 || cs[0].Status != weft.CallDone {
 		t.Errorf("migrated calls %+v, %v", cs, err)
+	}
+}
+
+// TestOpenCallsManyStored: a thread with more tool_calls rows than the writer keeps the ids of
+// looks each new call up; a call put again keeps its seq, a new one takes the next.
+func TestOpenCallsManyStored(t *testing.T) {
+	ctx := t.Context()
+	path, key := filepath.Join(t.TempDir(), "weft.db"), envcrypt.NewKey()
+	s, err := Open(ctx, path, Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	th := &weft.Thread{Agent: "a"}
+	if err := s.CreateThread(ctx, th, nil); err != nil {
+		t.Fatal(err)
+	}
+	put := func(id string) int64 {
+		t.Helper()
+		c := &weft.ToolCallRecord{CallID: id, Name: "t", Status: weft.CallRunning}
+		if err := s.Tx(ctx, th.ID, nil, func(tx weft.Tx) error {
+			if err := tx.SetExecState("run", []byte(`{"id":"`+id+`"}`)); err != nil {
+				return err
+			}
+			return tx.PutToolCall(c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return c.Seq
+	}
+	n := maxKeptCallIDs + 10
+	for i := range n {
+		if seq := put(fmt.Sprintf("c%03d", i)); seq != int64(i+1) {
+			t.Fatalf("call %d: seq %d", i, seq)
+		}
+	}
+	for i, reopen := range []bool{false, true} {
+		if reopen {
+			s.Close()
+			if s, err = Open(ctx, path, Options{Key: key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if seq := put(fmt.Sprintf("c%03d", 5+i)); seq != int64(6+i) {
+			t.Errorf("a stored call put again: seq %d, want %d", seq, 6+i)
+		}
+		if seq := put(fmt.Sprintf("new%d", i)); seq != int64(n+1+i) {
+			t.Errorf("a new call: seq %d, want %d", seq, n+1+i)
+		}
+	}
+	cs, err := s.ToolCalls(ctx, th.ID)
+	if err != nil || len(cs) != n+2 {
+		t.Fatalf("%d calls, %v; want %d", len(cs), err, n+2)
+	}
+	for i, c := range cs {
+		if c.Seq != int64(i+1) {
+			t.Errorf("call %d: %+v", i, c)
+		}
+	}
+	if _, stored := callRows(t, s, th.ID); len(stored) <= maxKeptCallIDs {
+		t.Errorf("only %d calls in tool_calls", len(stored))
 	}
 }

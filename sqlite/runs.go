@@ -379,7 +379,7 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		return err
 	}
 	// Which open calls went to tool_calls since is the writer's own knowledge: each must be there.
-	c.calls.read, c.calls.exact, c.calls.moved = kept.calls.read, kept.calls.exact, kept.calls.moved
+	c.calls.read, c.calls.exact, c.calls.moved, c.calls.storedMany = kept.calls.read, kept.calls.exact, kept.calls.moved, kept.calls.storedMany
 	if kept.calls.storedKnown {
 		var ids sql.NullString
 		if err := w.row(ctx, qStoredCalls, []any{&ids}, c.rowid); err != nil {
