@@ -286,6 +286,10 @@ type reply struct {
 	// staged: the transaction recorded startNow's tool_started.
 	staged   bool
 	startNow *weft.ToolCall
+	// finalState is the run state stored with a stop the reply's transaction stored. It and
+	// staged are set by the transaction's function, here rather than in variables it captures:
+	// each of those would be an allocation of its own.
+	finalState []byte
 }
 
 // replyOf builds the rows of the model's reply (S9), redacted, through the before-insert hooks.
@@ -356,7 +360,6 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
 		final = s.final(msg.Content)
 	}
-	var finalState []byte
 	prev := r.state
 	last := final != "" && r.stopIsLast(s)
 	// A reply whose one call starts at once records its message event and the call's
@@ -366,14 +369,13 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, msg, calls[0]) {
 		startNow = &calls[0]
 	}
-	staged := false
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
 		r.state.CompleteTurn(s.side, 0)
 		r.state.Side = s.side.Other()
 	}
 	err := r.tx(func(tx weft.Tx) error {
-		staged = false
+		w.staged = false
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
 		}
@@ -424,7 +426,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		if final != "" {
 			var err error
-			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
+			w.finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
 			return err
 		}
 		for _, m := range rows {
@@ -432,7 +434,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		if startNow != nil {
 			r.journal.stage(r.event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
-			staged = true
+			w.staged = true
 		}
 		return tx.SetExecState(runstate.Key, state)
 	})
@@ -448,9 +450,9 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	}
 	r.journal.saved = state
 	if final != "" {
-		r.journal.saved = finalState
+		r.journal.saved = w.finalState
 	}
-	w.staged, w.startNow = staged, startNow
+	w.startNow = startNow
 	return final, nil
 }
 

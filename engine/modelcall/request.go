@@ -33,9 +33,10 @@ type Requests struct {
 	buf []weft.LLMMessage
 }
 
-// Requests returns the builder of the requests of c's run: rows and state point at the run's own.
-func (c *Caller) Requests(store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) Requests {
-	return Requests{c: c, store: store, thread: thread, rows: rows, state: state, hooks: hr}
+// Init sets up q, in place (a run holds its builder), as the builder of the requests of c's run:
+// rows and state point at the run's own.
+func (q *Requests) Init(c *Caller, store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) {
+	q.c, q.store, q.thread, q.rows, q.state, q.hooks = c, store, thread, rows, state, hr
 }
 
 // Step is what a step's request is built from: its scope.
