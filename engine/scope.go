@@ -37,7 +37,7 @@ type scope struct {
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).
-	final func(text string) weft.StopReason
+	final finalPlan
 	// provider is the provider of the prompt's model: provider-executed results and reasoning
 	// blocks are replayed verbatim only to it.
 	provider string
