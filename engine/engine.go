@@ -18,6 +18,7 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/fork"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/sched"
@@ -119,6 +120,8 @@ type Engine struct {
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
+	// forks makes forks of threads (engine/fork).
+	forks fork.Forker
 }
 
 // rootCache remembers which threads are their own roots. A thread's root never changes, so a
@@ -200,6 +203,14 @@ func New(opt Options) (*Engine, error) {
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
+	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
+		e.roots.put(t)
+		e.emitAll(evs[:1])
+		e.emitAll(evs[1:])
+	}}
+	if e.opt.RecordEvents {
+		e.forks.Record = records
+	}
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}

@@ -3,9 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
-	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
@@ -326,20 +324,7 @@ func (j *journal) take(m *weft.Message, seq int64) {
 	j.drainedUpTo = max(j.drainedUpTo, seq)
 }
 
-// preview is a thread's preview of a message: its first 200 characters, trimmed. Only they are
-// decoded: converting a whole message to runes cost four times its size (80 MiB for a message of
-// 20 MiB).
-func preview(s string) string {
-	s = strings.TrimSpace(s)
-	end := 0
-	for n := 0; n < 200 && end < len(s); n++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	if end == len(s) {
-		return s
-	}
-	return string([]rune(s[:end])) // invalid UTF-8 replaced, as a conversion of all of s would
-}
+// preview is a thread's preview of a message (weft.PreviewOf).
+func preview(s string) string { return weft.PreviewOf(s) }
 
 func ptr[T any](v T) *T { return &v }
