@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/lease"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -300,8 +300,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
-	renewal := e.renewLease(runCtx, fence, cancel)
-	defer renewal.stop()
+	renewal := lease.Renew(runCtx, e.store, fence, e.opt.LeaseTTL, cancel)
+	defer renewal.Stop()
 
 	r, err = e.newRun(runCtx, ar, fence, start)
 	if err != nil {
@@ -368,67 +368,6 @@ func redactedCopy(m *weft.Message, red *redact.Redactor) *weft.Message {
 
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
 var errNothingQueued = errors.New("nothing queued")
-
-// renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
-// the lease cancels the run. Stop the renewal with stop.
-func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
-	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel, expires: time.Now().Add(e.opt.LeaseTTL)}
-	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
-	// renew resets l.t.
-	l.t = time.AfterFunc(math.MaxInt64, l.renew)
-	l.t.Reset(e.opt.LeaseTTL / 3)
-	return l
-}
-
-// leaseRenewal is a run's lease renewal: one allocation, whose methods are the timer's callback
-// and the stop.
-type leaseRenewal struct {
-	e      *Engine
-	ctx    context.Context
-	f      weft.Fence
-	cancel context.CancelCauseFunc
-
-	stopped atomic.Bool
-	t       *time.Timer
-	// expires is when the lease ends unless renewed, by this process's clock: only the timer's
-	// callback reads and writes it.
-	expires time.Time
-}
-
-func (l *leaseRenewal) renew() {
-	if l.ctx.Err() != nil {
-		return
-	}
-	ttl := l.e.opt.LeaseTTL
-	start := time.Now()
-	next := ttl / 3
-	if err := l.e.store.RenewLease(l.ctx, l.f, ttl); err != nil {
-		// An unavailable store (a lost connection, a database restarting) is not a lost lease:
-		// while the lease lasts, the renewal is tried again soon, and the run — a tool perhaps
-		// in the middle of its work — goes on. Past the lease's end, another process may take
-		// the thread: the run stops.
-		left := time.Until(l.expires)
-		if l.ctx.Err() == nil && (!weft.Unavailable(l.e.store, err) || left < ttl/10) {
-			l.cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
-			return
-		}
-		next = min(100*time.Millisecond, left/4)
-	} else {
-		l.expires = start.Add(ttl)
-	}
-	if !l.stopped.Load() {
-		l.t.Reset(next)
-		if l.stopped.Load() {
-			l.t.Stop() // stop ran meanwhile: its Stop may have come before this Reset
-		}
-	}
-}
-
-// stop ends the renewal: the timer does not fire again (a renewal under way finishes).
-func (l *leaseRenewal) stop() {
-	l.stopped.Store(true)
-	l.t.Stop()
-}
 
 // run is one run of a thread.
 type run struct {
