@@ -129,15 +129,15 @@ func (e *Engine) converse(ctx context.Context, threadID, root string, t *weft.Th
 	trigger := "continue"
 	var push *startPush // queued by the run's first transaction
 	if in.Message != nil {
-		q, err := e.queued(ctx, threadID, *in.Message)
+		q, err := e.intake.Check(ctx, threadID, *in.Message)
 		if err != nil {
 			return err
 		}
 		if len(in.Message.Attachments) > 0 || q.IfBusy == weft.IfBusyReject {
 			// Queued with its files, in a transaction of their own; a message that a run in
 			// progress refuses by its own push, which decides it (BeginRun's does not).
-			if err := e.push(ctx, q, in.Message.Attachments); err != nil {
-				return e.busyRun(threadID, err)
+			if err := e.intake.Push(ctx, q, in.Message.Attachments); err != nil {
+				return e.intake.Busy(threadID, err)
 			}
 		} else {
 			push = &startPush{q: q}

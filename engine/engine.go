@@ -19,6 +19,7 @@ import (
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/fork"
+	"github.com/weft-agents/weft/engine/intake"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/sched"
@@ -120,6 +121,8 @@ type Engine struct {
 
 	// roots remembers the roots of threads this process created or read.
 	roots rootCache
+	// intake checks and queues the messages posted to threads (engine/intake).
+	intake intake.Intake
 	// forks makes forks of threads (engine/fork).
 	forks fork.Forker
 }
@@ -203,6 +206,7 @@ func New(opt Options) (*Engine, error) {
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
+	e.intake = intake.Intake{Store: e.store, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
 		e.roots.put(t)
 		e.emitAll(evs[:1])
@@ -373,7 +377,7 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 // transaction that starts it, and Send returns after that commit; otherwise the next Run does
 // (Converse both queues and runs).
 func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
-	q, err := e.queued(ctx, threadID, m)
+	q, err := e.intake.Check(ctx, threadID, m)
 	if err != nil {
 		return "", err
 	}
@@ -388,124 +392,13 @@ func (e *Engine) Send(ctx context.Context, threadID string, m weft.NewMessage) (
 			return q.ID, nil
 		}
 	}
-	if err := e.push(ctx, q, m.Attachments); err != nil {
-		return "", e.busyRun(threadID, err)
+	if err := e.intake.Push(ctx, q, m.Attachments); err != nil {
+		return "", e.intake.Busy(threadID, err)
 	}
 	if e.sched.Serving() {
 		e.sched.Wake(ctx, threadID, "")
 	}
 	return q.ID, nil
-}
-
-// checkThreadLength refuses a message to a thread that reached Options.MaxThreadMessages (its newest
-// message's seq: one indexed read).
-func (e *Engine) checkThreadLength(ctx context.Context, threadID string) error {
-	limit := e.opt.MaxThreadMessages
-	if limit < 0 {
-		return nil
-	}
-	last, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: 1, Desc: true, MaxDepth: 1 << 20})
-	if err != nil || len(last) == 0 || last[0].Seq < int64(limit) {
-		return err
-	}
-	return e.tooLong(threadID, last[0].Seq)
-}
-
-// enqueue queues a message without waking anyone.
-func (e *Engine) enqueue(ctx context.Context, threadID string, m weft.NewMessage) (string, error) {
-	q, err := e.queued(ctx, threadID, m)
-	if err != nil {
-		return "", err
-	}
-	if err := e.push(ctx, q, m.Attachments); err != nil {
-		return "", err
-	}
-	return q.ID, nil
-}
-
-// queued checks a posted message and returns it as the queue will hold it (not yet queued).
-func (e *Engine) queued(ctx context.Context, threadID string, m weft.NewMessage) (*weft.QueuedMessage, error) {
-	if m.Role == "" {
-		m.Role = weft.RoleUser
-	}
-	switch m.Role {
-	case weft.RoleUser, weft.RoleAssistant, weft.RoleSystem:
-	default:
-		return nil, weft.Errorf(weft.EInvalid, "a posted message's role is user, assistant or system, not %q", m.Role)
-	}
-	if m.Content == "" && len(m.Attachments) == 0 {
-		return nil, weft.Errorf(weft.EInvalid, "a message needs content or attachments")
-	}
-	if err := weft.CheckNewMessage(m); err != nil {
-		return nil, err
-	}
-	if !m.IfBusy.Valid() {
-		return nil, weft.Errorf(weft.EInvalid, "if_busy is queue, reject, interrupt or rollback, not %q", m.IfBusy)
-	}
-	q := &weft.QueuedMessage{ID: weft.NewID("msg_"), ThreadID: threadID, Role: m.Role, Content: m.Content,
-		Silent: m.Silent, Metadata: m.Metadata, CreatedAt: e.clock.Now().UTC()}
-	if m.IfBusy != weft.IfBusyQueue {
-		q.IfBusy = m.IfBusy
-	}
-	if limit := e.opt.MaxThreadMessages; limit > 0 {
-		if len(m.Attachments) > 0 {
-			// Queued by a Tx with its files, which does not check the limit: read it first.
-			if err := e.checkThreadLength(ctx, threadID); err != nil {
-				return nil, err
-			}
-		} else {
-			q.MaxMessages = int64(limit) // checked by the push itself
-		}
-	}
-	return q, nil
-}
-
-// refusal explains a push the store refused for the thread's length (weft.ThreadFullError);
-// other errors are returned as they are.
-func (e *Engine) refusal(err error) error {
-	if err == nil {
-		return nil // (errors.As's target escapes: an allocation a run start otherwise)
-	}
-	var full *weft.ThreadFullError
-	if errors.As(err, &full) {
-		return e.tooLong(full.ThreadID, full.Messages)
-	}
-	return err
-}
-
-// tooLong is the error refusing a message to a thread holding n messages.
-func (e *Engine) tooLong(threadID string, n int64) error {
-	return weft.Errorf(weft.EInvalid, "thread %s holds %d messages; the limit is %d: start a new thread, or raise "+
-		"engine.Options.MaxThreadMessages (weft: WEFT_MAX_THREAD_MESSAGES)", threadID, n, e.opt.MaxThreadMessages)
-}
-
-// push queues q (with the files it attaches, stored first) and marks a run of the thread in this
-// engine, which takes it at its next boundary.
-func (e *Engine) push(ctx context.Context, q *weft.QueuedMessage, attachments []weft.ToolAttachment) error {
-	// PushQueue refuses an unknown or terminated thread atomically. A message with attachments is
-	// queued in the transaction that writes its files: a crash or a refusal leaves neither.
-	if len(attachments) > 0 {
-		t, err := e.store.Thread(ctx, q.ThreadID)
-		if err != nil {
-			return err
-		}
-		_, err = outsideState(e, t).StoreAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
-			q.Attachments = atts
-			return tx.PushQueue(q)
-		})
-		if err != nil {
-			return err
-		}
-	} else if err := e.store.PushQueue(ctx, q); err != nil {
-		return e.refusal(err)
-	}
-	// A run of the thread in this engine takes the message at its next boundary, or is followed
-	// by another run (runOnce checks once it is no longer registered); a run may have started
-	// without being registered yet: it checks the queue for an interrupting message once it is.
-	if run, _ := e.sched.Queued(q.ThreadID, q.IfBusy.Interrupts()); run != nil && q.IfBusy.Interrupts() {
-		run.(*activeRun).interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
-	}
-	return nil
 }
 
 // Terminate stops a thread for good: its run is stopped, its status becomes terminated, and it

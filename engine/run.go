@@ -170,7 +170,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 	}
 	if !ok {
 		if push != nil {
-			if err := e.push(ctx, push.q, nil); err != nil {
+			if err := e.intake.Push(ctx, push.q, nil); err != nil {
 				return nil, err
 			}
 			push = nil
@@ -257,7 +257,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		pq = push.q
 	}
 	fence, start, err := e.sched.BeginRun(ctx, threadID, pq)
-	err = e.refusal(err)
+	err = e.intake.Refusal(err)
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
@@ -319,7 +319,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if checkInterrupts {
 		// A message queued since BeginRun's transaction, before the registration, was queued for
 		// this run: one with weft.IfBusyInterrupt stops it now.
-		e.interruptQueued(runCtx, threadID, ar)
+		e.intake.Interrupt(runCtx, threadID, ar)
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
