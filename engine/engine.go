@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
@@ -24,7 +25,6 @@ import (
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
-	"github.com/weft-agents/weft/internal/logtally"
 	"github.com/weft-agents/weft/schema"
 	"github.com/weft-agents/weft/tokens"
 )
@@ -80,10 +80,8 @@ type Options struct {
 // only its rows in the store.
 type Engine struct {
 	reg *weft.Registry
-	// spent is what threads' own log rows spent, read incrementally: a budget is checked before
-	// every model call, and adding up every row each time made a turn of a thread with 2,000
-	// calls behind it take 18 ms instead of 0.33 (BenchmarkBudgetedTurn).
-	spent logtally.Tally[Spend]
+	// spent adds up what threads spent, for their budgets (engine/budget).
+	spent *budget.Ledger
 	// structured: some prompt declares an output schema (RunResult.Value is then looked up).
 	structured bool
 	store      weft.Store
@@ -179,7 +177,7 @@ func New(opt Options) (*Engine, error) {
 	if e.subs = opt.Subscribers; e.subs == nil {
 		e.subs = new(feed.Subscribers)
 	}
-	e.spent.Add = addSpend
+	e.spent = budget.NewLedger(e.store)
 	if e.clock == nil {
 		e.clock = weft.SystemClock{}
 	}
@@ -294,7 +292,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		if nt.Properties == nil {
 			nt.Properties = map[string]any{}
 		}
-		nt.Properties[budgetProperty] = *nt.Budget
+		nt.Properties[budget.Property] = *nt.Budget
 	}
 	_, user, instance, err := vars.Load(ctx, e.store, "", nt.UserID)
 	if err != nil {

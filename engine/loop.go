@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -129,8 +130,8 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	if errors.Is(err, errAwaitApproval) {
 		return ended(r.stop(weft.StopAwaitingApproval, ""))
 	}
-	if be := (*budgetError)(nil); errors.As(err, &be) {
-		return ended(r.stop(weft.StopBudgetExceeded, be.why))
+	if be := (*budget.Error)(nil); errors.As(err, &be) {
+		return ended(r.stop(weft.StopBudgetExceeded, be.Why))
 	}
 	if err != nil {
 		return ended(r.fail(err))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -141,7 +142,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 				r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, nil, err))
 			}
 		}
-		if errors.Is(err, errBudgetExceeded) || r.ctx.Err() != nil {
+		if errors.Is(err, budget.ErrExceeded) || r.ctx.Err() != nil {
 			return false, err
 		}
 		r.e.log.Warn("the summarizer failed: older messages are left out of the request instead", "thread", r.thread.ID,
