@@ -90,10 +90,13 @@ type Engine struct {
 	log        *slog.Logger
 	node       string
 
-	// derived caches what the engine derives from definitions, by a key whose type says what it
-	// is: *schema.Schema → *schema.Validator, *weft.Prompt → *toolset (scope.go), varTypesKey
-	// (an agent's name) → map[string]weft.VarType.
+	// derived caches what the engine derives from definitions: *weft.Prompt → *toolset
+	// (scope.go).
 	derived sync.Map
+	// validators compiles the definitions' schemas once each.
+	validators schema.Validators
+	// varTypes keeps the types of the variables each agent's graph declares (engine/vars).
+	varTypes *vars.Types
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
 	tokens tokens.Counter
 
@@ -202,8 +205,9 @@ func New(opt Options) (*Engine, error) {
 	e.subagents = children.New(e.children, e.store, e.reg, e.log)
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
-		Validator: e.validator}
-	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
+		Validator: e.validators.Of}
+	e.varTypes = vars.NewTypes(e.reg)
+	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
 	e.intake = intake.Intake{Store: e.store, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
 		e.roots.put(t)
@@ -224,34 +228,6 @@ func (e *Engine) Registry() *weft.Registry { return e.reg }
 
 // Store returns the engine's store.
 func (e *Engine) Store() weft.Store { return e.store }
-
-// validator returns the compiled validator of a schema, compiling it once.
-func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
-	if v, ok := e.derived.Load(s); ok {
-		return v.(*schema.Validator), nil
-	}
-	v, err := schema.Compile(s)
-	if err != nil {
-		return nil, err
-	}
-	e.derived.Store(s, v)
-	return v, nil
-}
-
-// varTypesKey is the derived cache's key of an agent's variable types (an agent's name).
-type varTypesKey string
-
-// varTypesOf returns the types of the variables an agent's graph declares (cached: definitions
-// are immutable after start). Not to be confused with declared tools, the command and http tools
-// of package declared (dispatch.DefinedTool).
-func (e *Engine) varTypesOf(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := e.derived.Load(varTypesKey(a.Name)); ok {
-		return v.(map[string]weft.VarType)
-	}
-	d := vars.DeclaredTypes(vars.NewGraph(e.reg, a, nil).Declared())
-	e.derived.Store(varTypesKey(a.Name), d)
-	return d
-}
 
 // NewThread describes a thread to create.
 type NewThread struct {
@@ -357,7 +333,7 @@ func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[stri
 	if !ok || p.RequiredSchema == nil {
 		return args, nil
 	}
-	v, err := e.validator(p.RequiredSchema)
+	v, err := e.validators.Of(p.RequiredSchema)
 	if err != nil {
 		return nil, fmt.Errorf("prompt %q: requiredSchema: %w", p.Name, err)
 	}

@@ -152,7 +152,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		args = merged
 	}
 	if p.RequiredSchema != nil {
-		v, err := e.validator(p.RequiredSchema)
+		v, err := e.validators.Of(p.RequiredSchema)
 		if err != nil {
 			return nil, err
 		}

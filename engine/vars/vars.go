@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
@@ -443,4 +444,25 @@ func Variables(reg *weft.Registry, a *weft.Agent) []DeclaredVariable {
 	}
 	slices.SortFunc(out, func(x, y DeclaredVariable) int { return strings.Compare(x.Name, y.Name) })
 	return out
+}
+
+// Types keeps the types of the variables each agent's graph declares (DeclaredTypes), by the
+// agent's name: definitions do not change once loaded. It is safe for concurrent use.
+type Types struct {
+	reg *weft.Registry
+	m   sync.Map // agent name → map[string]weft.VarType
+}
+
+// NewTypes returns the Types of a registry's agents.
+func NewTypes(reg *weft.Registry) *Types { return &Types{reg: reg} }
+
+// Of returns the types of the variables agent a's graph declares (the caller must not change
+// them). Not to be confused with declared tools, the command and http tools of package declared.
+func (ts *Types) Of(a *weft.Agent) map[string]weft.VarType {
+	if v, ok := ts.m.Load(a.Name); ok {
+		return v.(map[string]weft.VarType)
+	}
+	d := DeclaredTypes(NewGraph(ts.reg, a, nil).Declared())
+	ts.m.Store(a.Name, d)
+	return d
 }
