@@ -38,7 +38,7 @@ var errConsumerGone = errors.New("the caller stopped reading the conversation")
 // tree in this process see the same events.
 func (e *Engine) Converse(ctx context.Context, threadID string, in Input) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		root, t, err := e.inputRoot(ctx, threadID, in)
+		root, t, err := e.roots.Find(ctx, e.store, threadID, in.Message == nil)
 		if err != nil {
 			yield(Event{}, err)
 			return
@@ -106,22 +106,9 @@ func clearEvents(q []Event) []Event {
 	return q[:0]
 }
 
-// inputRoot returns the root of the thread's tree, and the thread when it had to read it. A
-// message needs only the root, to follow its tree: the run's BeginRun refuses it for a thread that
-// is unknown, terminated or full. A continue needs the thread's status.
-func (e *Engine) inputRoot(ctx context.Context, threadID string, in Input) (string, *weft.Thread, error) {
-	if in.Message != nil {
-		if root, known := e.roots.get(threadID); known {
-			return root, nil, nil
-		}
-	}
-	t, err := e.store.Thread(ctx, threadID)
-	if err != nil {
-		return "", nil, err
-	}
-	e.roots.put(t)
-	return rootOf(t), t, nil
-}
+// A message needs only the root of its thread's tree (roots.Cache.Find), to follow the tree: the
+// run's BeginRun refuses it for a thread that is unknown, terminated or full. A continue needs the
+// thread's status.
 
 // converse runs a conversation's work: the input's run here, then the tree until quiescent. t is
 // the thread as read (nil when the input is a message and the root was known).
@@ -223,7 +210,7 @@ func ignoreDone(ctx context.Context, err error) error {
 // runs build no event at all.
 func (e *Engine) Ask(ctx context.Context, threadID string, in Input) (*RunResult, error) {
 	res := &RunResult{}
-	root, t, err := e.inputRoot(ctx, threadID, in)
+	root, t, err := e.roots.Find(ctx, e.store, threadID, in.Message == nil)
 	if err != nil {
 		return res, err
 	}

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"maps"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/weft-agents/weft"
@@ -23,6 +21,7 @@ import (
 	"github.com/weft-agents/weft/engine/intake"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/roots"
 	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
@@ -121,50 +120,11 @@ type Engine struct {
 	children, reports childHost
 
 	// roots remembers the roots of threads this process created or read.
-	roots rootCache
+	roots roots.Cache
 	// intake checks and queues the messages posted to threads (engine/intake).
 	intake intake.Intake
 	// forks makes forks of threads (engine/fork).
 	forks fork.Forker
-}
-
-// rootCache remembers which threads are their own roots. A thread's root never changes, so a
-// conversation that knows it need not read the thread before its run (which reads it anyway). It
-// is a direct-mapped table of rootCacheSize hashes of thread ids (with a seed of this engine's),
-// allocated once (512 KiB, no pointers to scan): the threads it remembers cost no memory past the
-// table's however many go idle, and it takes no lock. A newer thread takes an older one's slot; the older one's next
-// conversation reads its thread, as does a child's (children are not remembered: their
-// conversations are rare). Two ids share a slot and a hash with probability 2⁻⁶⁴.
-type rootCache struct {
-	seed  maphash.Seed
-	slots []atomic.Uint64 // 0: empty
-}
-
-const rootCacheSize = 1 << 16
-
-func newRootCache() rootCache {
-	return rootCache{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, rootCacheSize)}
-}
-
-func (c *rootCache) slot(id string) (uint64, *atomic.Uint64) {
-	h := maphash.String(c.seed, id) | 1
-	return h, &c.slots[h%rootCacheSize]
-}
-
-func (c *rootCache) get(id string) (string, bool) {
-	h, s := c.slot(id)
-	if s.Load() != h {
-		return "", false
-	}
-	return id, true
-}
-
-func (c *rootCache) put(t *weft.Thread) {
-	if rootOf(t) != t.ID {
-		return
-	}
-	h, s := c.slot(t.ID)
-	s.Store(h)
 }
 
 // New returns an engine over a registry and a store.
@@ -176,7 +136,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("engine: a provider resolver or an override provider is required")
 	}
 	e := &Engine{reg: opt.Registry, store: opt.Store, opt: opt, clock: opt.Clock, log: opt.Logger, node: opt.NodeID,
-		roots: newRootCache()}
+		roots: roots.New()}
 	if e.subs = opt.Subscribers; e.subs == nil {
 		e.subs = new(feed.Subscribers)
 	}
@@ -210,7 +170,7 @@ func New(opt Options) (*Engine, error) {
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
 	e.intake = intake.Intake{Store: e.store, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
-		e.roots.put(t)
+		e.roots.Put(t)
 		e.emitAll(evs[:1])
 		e.emitAll(evs[1:])
 	}}
@@ -316,7 +276,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	if err := e.store.CreateThread(ctx, t, env); err != nil {
 		return nil, err
 	}
-	e.roots.put(t)
+	e.roots.Put(t)
 	e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
 	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
 		return t, err
