@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
@@ -446,23 +445,29 @@ func Variables(reg *weft.Registry, a *weft.Agent) []DeclaredVariable {
 	return out
 }
 
-// Types keeps the types of the variables each agent's graph declares (DeclaredTypes), by the
-// agent's name: definitions do not change once loaded. It is safe for concurrent use.
+// Types keeps the types of the variables each agent's graph declares (DeclaredTypes), computed
+// once for the agents of a registry: definitions do not change once loaded. It is read-only once
+// made, so safe for concurrent use.
 type Types struct {
 	reg *weft.Registry
-	m   sync.Map // agent name → map[string]weft.VarType
+	m   map[string]map[string]weft.VarType // by agent name
 }
 
 // NewTypes returns the Types of a registry's agents.
-func NewTypes(reg *weft.Registry) *Types { return &Types{reg: reg} }
+func NewTypes(reg *weft.Registry) *Types {
+	ts := &Types{reg: reg, m: map[string]map[string]weft.VarType{}}
+	for _, a := range reg.Agents() {
+		ts.m[a.Name] = DeclaredTypes(NewGraph(reg, a, nil).Declared())
+	}
+	return ts
+}
 
 // Of returns the types of the variables agent a's graph declares (the caller must not change
-// them). Not to be confused with declared tools, the command and http tools of package declared.
+// them); an agent the registry did not hold when the Types were made has them computed anew.
+// Not to be confused with declared tools, the command and http tools of package declared.
 func (ts *Types) Of(a *weft.Agent) map[string]weft.VarType {
-	if v, ok := ts.m.Load(a.Name); ok {
-		return v.(map[string]weft.VarType)
+	if d, ok := ts.m[a.Name]; ok {
+		return d
 	}
-	d := DeclaredTypes(NewGraph(ts.reg, a, nil).Declared())
-	ts.m.Store(a.Name, d)
-	return d
+	return DeclaredTypes(NewGraph(ts.reg, a, nil).Declared())
 }
