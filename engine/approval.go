@@ -236,7 +236,7 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if !ok {
 		return weft.Errorf(weft.EInvalid, "the call's prompt %q is no longer defined", msg.Prompt)
 	}
-	r, err := e.loadRunRows(ctx, threadID, false)
+	r, err := e.loadRun(ctx, threadID, false)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	if !ok {
 		return nil, weft.Errorf(weft.ENotFound, "agent %q is no longer defined", req.Agent)
 	}
-	r, err := e.loadRun(ctx, parentID)
+	r, err := e.loadRun(ctx, parentID, true)
 	if err != nil {
 		return nil, err
 	}

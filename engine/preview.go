@@ -93,7 +93,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	var r *run
 	if in.ThreadID != "" {
 		var err error
-		if r, err = e.loadRun(ctx, in.ThreadID); err != nil {
+		if r, err = e.loadRun(ctx, in.ThreadID, true); err != nil {
 			return nil, err
 		}
 		if len(in.Args) == 0 {

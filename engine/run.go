@@ -126,7 +126,7 @@ func (r *RunResult) Last() weft.StopInfo {
 // the thread is not stopped. It returns when the last run stops. Only one run per thread happens
 // at a time cluster-wide (the lease); a thread running elsewhere is weft.ErrLeaseHeld.
 func (e *Engine) Run(ctx context.Context, threadID string) (*RunResult, error) {
-	res, err := e.run(ctx, threadID, "message", "")
+	res, err := e.runPush(ctx, threadID, "message", "", nil)
 	return e.finish(ctx, threadID, res), err
 }
 
@@ -139,12 +139,8 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 	if t.Status == weft.ThreadTerminated {
 		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
-	res, err := e.run(ctx, threadID, "continue", side)
+	res, err := e.runPush(ctx, threadID, "continue", side, nil)
 	return e.finish(ctx, threadID, res), err
-}
-
-func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
-	return e.runPush(ctx, threadID, trigger, side, nil)
 }
 
 // startPush is a message the transaction starting a run queues (BeginRun's push), saving the
@@ -159,10 +155,10 @@ type startPush struct {
 	serve bool
 }
 
-// runPush is run that first queues push (from queued, when not nil). When the thread's turn is
-// free the message is queued by the transaction that starts the run, saving a commit; else it is
-// queued at once, for a run of the thread in this engine to take at its next boundary, and the
-// run waits for the turn.
+// runPush runs the thread (Run), first queueing push when not nil. When the thread's turn is free
+// the message is queued by the transaction that starts the run, saving a commit; else it is queued
+// at once, for a run of the thread in this engine to take at its next boundary, and the run waits
+// for the turn.
 func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
 	held, release, ok, err := e.sched.TryAcquire(ctx, threadID)
 	if err != nil {
@@ -459,14 +455,9 @@ func (r *run) wire() {
 	}
 }
 
-// loadRun loads a thread's run state without taking its lease (previews, redaction).
-func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
-	return e.loadRunRows(ctx, threadID, true)
-}
-
-// loadRunRows is loadRun, with the thread's rows only when rows is true (checking a call's
-// edited arguments needs none).
-func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*run, error) {
+// loadRun loads a thread's run state without taking its lease (previews, redaction), with the
+// thread's rows only when rows is true (checking a call's edited arguments needs none).
+func (e *Engine) loadRun(ctx context.Context, threadID string, rows bool) (*run, error) {
 	t, err := e.store.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func TestOneRedactorPerThread(t *testing.T) {
 		return th.ID
 	}
 	id := newThread(map[string]string{"TOKEN": "tok-41c0ffee"})
-	r, err := e.loadRun(ctx, id)
+	r, err := e.loadRun(ctx, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
