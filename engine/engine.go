@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -168,7 +166,7 @@ func New(opt Options) (*Engine, error) {
 		Validator: e.validators.Of}
 	e.varTypes = vars.NewTypes(e.reg)
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
-	e.intake = intake.Intake{Store: e.store, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
+	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
 		e.roots.Put(t)
 		e.emitAll(evs[:1])
@@ -189,89 +187,15 @@ func (e *Engine) Registry() *weft.Registry { return e.reg }
 // Store returns the engine's store.
 func (e *Engine) Store() weft.Store { return e.store }
 
-// NewThread describes a thread to create.
-type NewThread struct {
-	// Agent names the agent; required.
-	Agent string
-	// UserID owns the thread ("" for local use).
-	UserID string
-	// Env holds thread-layer values; EnvTypes gives the type of values not declared anywhere
-	// (undeclared, untyped values are stored as secret).
-	Env      map[string]string
-	EnvTypes map[string]weft.VarType
-	// Arguments are validated against side A's requiredSchema.
-	Arguments map[string]any
-	// Tags, Properties and Label annotate the thread.
-	Tags       []string
-	Properties map[string]any
-	Label      string
-	// Budget caps the thread's spend (its descendants' included), replacing its agent's.
-	Budget *weft.Budget
-}
+// NewThread describes a thread to create (intake.NewThread).
+type NewThread = intake.NewThread
 
 // CreateThread validates the arguments and the required variables of the agent's graph and stores
 // the thread; nothing is stored when either check fails.
 func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, error) {
-	a, ok := e.reg.Agent(nt.Agent)
-	if !ok {
-		return nil, weft.Errorf(weft.ENotFound, "no agent named %q", nt.Agent)
-	}
-	args, err := e.validateArguments(a, nt.Arguments)
+	t, a, env, err := e.intake.Thread(ctx, nt)
 	if err != nil {
 		return nil, err
-	}
-	if nt.Budget != nil {
-		if field, problem := nt.Budget.Check(); problem != "" {
-			return nil, weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
-		}
-		nt.Properties = maps.Clone(nt.Properties)
-		if nt.Properties == nil {
-			nt.Properties = map[string]any{}
-		}
-		nt.Properties[budget.Property] = *nt.Budget
-	}
-	_, user, instance, err := vars.Load(ctx, e.store, "", nt.UserID)
-	if err != nil {
-		return nil, err
-	}
-	g := vars.NewGraph(e.reg, a, nil)
-	decls := g.Declared()
-	declared := vars.DeclaredTypes(decls)
-	thread := map[string]weft.EnvValue{}
-	for k, v := range nt.Env {
-		t, ok := declared[k]
-		if !ok {
-			t = nt.EnvTypes[k]
-		}
-		if t == "" {
-			t = weft.VarSecret
-		}
-		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
-	}
-	view := &vars.View{Thread: thread, Agent: a.Env, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
-	// Optional entries count only when their flag resolves true.
-	g = vars.NewGraph(e.reg, a, func(flag string) bool {
-		v, ok := view.Lookup(flag)
-		return ok && vars.FlagOn(v.Value)
-	})
-	decls = g.Declared()
-	if missing := vars.Missing(decls, view); len(missing) > 0 {
-		return nil, &MissingVariablesError{Missing: missing}
-	}
-	now := e.clock.Now().UTC()
-	t := &weft.Thread{ID: weft.NewID("thr_"), Agent: a.Name, OriginAgent: a.Name, UserID: nt.UserID,
-		Label: nt.Label, Tags: nt.Tags, Properties: nt.Properties, Arguments: args, Status: weft.ThreadIdle,
-		CreatedAt: now, UpdatedAt: now, LastActivityAt: now}
-	t.RootID = t.ID
-	if t.Tags == nil {
-		t.Tags = []string{}
-	}
-	if t.Properties == nil {
-		t.Properties = map[string]any{}
-	}
-	env := make([]weft.EnvValue, 0, len(thread))
-	for _, v := range thread {
-		env = append(env, v)
 	}
 	if err := e.store.CreateThread(ctx, t, env); err != nil {
 		return nil, err
@@ -282,27 +206,6 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		return t, err
 	}
 	return t, nil
-}
-
-// validateArguments checks creation arguments against side A's requiredSchema, applying defaults.
-func (e *Engine) validateArguments(a *weft.Agent, args map[string]any) (map[string]any, error) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	p, ok := e.reg.Prompt(a.SideA.Prompt)
-	if !ok || p.RequiredSchema == nil {
-		return args, nil
-	}
-	v, err := e.validators.Of(p.RequiredSchema)
-	if err != nil {
-		return nil, fmt.Errorf("prompt %q: requiredSchema: %w", p.Name, err)
-	}
-	out, err := v.Validate(args)
-	if err != nil {
-		return nil, &weft.Error{Code: weft.EInvalid, Message: "invalid arguments", Err: err}
-	}
-	m, _ := out.(map[string]any)
-	return m, nil
 }
 
 // Send queues a message on a thread and returns its id once the message is durable. A user

@@ -1,6 +1,8 @@
-// Package intake accepts the messages posted to a thread: it checks a message (its role, content,
-// size and double-texting policy), builds it as the thread's queue holds it, queues it, and tells
-// a run of the thread in this process, which takes it at its next step boundary.
+// Package intake accepts what is posted to the engine: a thread to create, whose arguments, budget
+// and required variables it checks (Thread), and the messages posted to a thread. It checks a
+// message (its role, content, size and double-texting policy), builds it as the thread's queue
+// holds it, queues it, and tells a run of the thread in this process, which takes it at its next
+// step boundary.
 //
 // Double-texting is what a message sent while a run of its thread is in progress does
 // (weft.NewMessage.IfBusy); queue is the default. Reject is decided by the store, in the write
@@ -20,6 +22,7 @@ import (
 	"log/slog"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/schema"
 )
 
 // Run is a run in progress in this process, as a message queued on its thread reaches it.
@@ -45,10 +48,13 @@ type Host interface {
 	Running(threadID string) Run
 }
 
-// Intake checks and queues messages posted to threads.
+// Intake checks the threads to create, and checks and queues the messages posted to threads.
 type Intake struct {
 	// Store holds the threads and their queues.
 	Store weft.Store
+	// Registry holds the agents; Validators compiles their prompts' requiredSchemas once.
+	Registry   *weft.Registry
+	Validators *schema.Validators
 	// Clock dates the messages.
 	Clock weft.Clock
 	// Log receives the failures nobody is told of.
