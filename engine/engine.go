@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/fork"
 	"github.com/weft-agents/weft/engine/intake"
+	"github.com/weft-agents/weft/engine/lease"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/roots"
@@ -121,6 +122,8 @@ type Engine struct {
 	roots roots.Cache
 	// intake checks and queues the messages posted to threads (engine/intake).
 	intake intake.Intake
+	// leases renews the leases of the runs in progress (engine/lease).
+	leases lease.Renewer
 	// forks makes forks of threads (engine/fork).
 	forks fork.Forker
 }
@@ -167,6 +170,7 @@ func New(opt Options) (*Engine, error) {
 	e.varTypes = vars.NewTypes(e.reg)
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
 	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
+	e.leases = lease.Renewer{Store: e.store, TTL: e.opt.LeaseTTL}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
 		e.roots.Put(t)
 		e.emitAll(evs[:1])

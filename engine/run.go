@@ -11,7 +11,6 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/hooks"
-	"github.com/weft-agents/weft/engine/lease"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -296,7 +295,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
-	renewal := lease.Renew(runCtx, e.store, fence, e.opt.LeaseTTL, cancel)
+	renewal := e.leases.Renew(runCtx, fence, cancel)
 	defer renewal.Stop()
 
 	r, err = e.newRun(runCtx, ar, fence, start)

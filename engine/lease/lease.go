@@ -14,13 +14,20 @@ import (
 	"github.com/weft-agents/weft"
 )
 
+// Renewer renews the leases of a store's threads.
+type Renewer struct {
+	// Store holds the leases.
+	Store weft.Store
+	// TTL is how long a lease lasts between renewals.
+	TTL time.Duration
+}
+
 // Renewal is a run's lease renewal: one allocation, whose methods are the timer's callback and
 // the stop.
 type Renewal struct {
+	by     *Renewer
 	ctx    context.Context
-	store  weft.Store
 	f      weft.Fence
-	ttl    time.Duration
 	cancel context.CancelCauseFunc
 
 	stopped atomic.Bool
@@ -30,14 +37,14 @@ type Renewal struct {
 	expires time.Time
 }
 
-// Renew renews the lease f, which lasts ttl between renewals, every ttl/3 until Stop; losing the
-// lease cancels ctx's run with cancel (cause weft.ErrLeaseLost).
-func Renew(ctx context.Context, store weft.Store, f weft.Fence, ttl time.Duration, cancel context.CancelCauseFunc) *Renewal {
-	l := &Renewal{ctx: ctx, store: store, f: f, ttl: ttl, cancel: cancel, expires: time.Now().Add(ttl)}
+// Renew renews the lease f every TTL/3 until Stop; losing the lease cancels ctx's run with
+// cancel (cause weft.ErrLeaseLost).
+func (r *Renewer) Renew(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *Renewal {
+	l := &Renewal{by: r, ctx: ctx, f: f, cancel: cancel, expires: time.Now().Add(r.TTL)}
 	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
 	// renew resets l.t.
 	l.t = time.AfterFunc(math.MaxInt64, l.renew)
-	l.t.Reset(ttl / 3)
+	l.t.Reset(r.TTL / 3)
 	return l
 }
 
@@ -45,16 +52,16 @@ func (l *Renewal) renew() {
 	if l.ctx.Err() != nil {
 		return
 	}
-	ttl := l.ttl
+	ttl := l.by.TTL
 	start := time.Now()
 	next := ttl / 3
-	if err := l.store.RenewLease(l.ctx, l.f, ttl); err != nil {
+	if err := l.by.Store.RenewLease(l.ctx, l.f, ttl); err != nil {
 		// An unavailable store (a lost connection, a database restarting) is not a lost lease:
 		// while the lease lasts, the renewal is tried again soon, and the run — a tool perhaps
 		// in the middle of its work — goes on. Past the lease's end, another process may take
 		// the thread: the run stops.
 		left := time.Until(l.expires)
-		if l.ctx.Err() == nil && (!weft.Unavailable(l.store, err) || left < ttl/10) {
+		if l.ctx.Err() == nil && (!weft.Unavailable(l.by.Store, err) || left < ttl/10) {
 			l.cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
 			return
 		}
