@@ -13,6 +13,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/conversation"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/fork"
@@ -124,6 +125,8 @@ type Engine struct {
 	intake intake.Intake
 	// leases renews the leases of the runs in progress (engine/lease).
 	leases lease.Renewer
+	// conversations delivers inputs to threads and follows their trees (engine/conversation).
+	conversations conversation.Conversations
 	// forks makes forks of threads (engine/fork).
 	forks fork.Forker
 }
@@ -171,6 +174,8 @@ func New(opt Options) (*Engine, error) {
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
 	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.leases = lease.Renewer{Store: e.store, TTL: e.opt.LeaseTTL}
+	e.conversations = conversation.Conversations{Store: e.store, Clock: e.clock, Intake: &e.intake, Sched: &e.sched,
+		Subs: e.subs, Roots: &e.roots, Host: conversationHost{e}}
 	e.forks = fork.Forker{Store: e.store, Registry: e.reg, Clock: e.clock, Created: func(t *weft.Thread, evs [2]Event) {
 		e.roots.Put(t)
 		e.emitAll(evs[:1])
