@@ -11,12 +11,6 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 )
 
-// subagentProperty is the child thread property holding its registry row.
-const subagentProperty = children.RowProperty
-
-// resultProperty is the child thread property keeping its outcome once it is terminated.
-const resultProperty = children.ResultProperty
-
 // registryRow is a child's registry row as stored on the child thread.
 func registryRow(t *weft.Thread) (map[string]any, bool) { return children.Row(t) }
 
