@@ -172,7 +172,8 @@ func New(opt Options) (*Engine, error) {
 		Validator: e.validators.Of}
 	e.varTypes = vars.NewTypes(e.reg)
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
-	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log, MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
+	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log,
+		MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.leases = lease.Renewer{Store: e.store, TTL: e.opt.LeaseTTL}
 	e.conversations = conversation.Conversations{Store: e.store, Clock: e.clock, Intake: &e.intake, Sched: &e.sched,
 		Subs: e.subs, Roots: &e.roots, Host: conversationHost{e}}
