@@ -96,14 +96,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		}
 		decls := vars.NewGraph(e.reg, a, nil).Declared()
 		declared := vars.DeclaredTypes(decls)
-		thread := map[string]weft.EnvValue{}
-		for k, v := range in.Env {
-			t, ok := declared[k]
-			if !ok {
-				t = weft.VarSecret
-			}
-			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
-		}
+		thread := vars.ThreadLayer(in.Env, declared, nil)
 		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).

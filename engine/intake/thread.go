@@ -60,17 +60,7 @@ func (in *Intake) Thread(ctx context.Context, nt NewThread) (*weft.Thread, *weft
 	g := vars.NewGraph(in.Registry, a, nil)
 	decls := g.Declared()
 	declared := vars.DeclaredTypes(decls)
-	thread := map[string]weft.EnvValue{}
-	for k, v := range nt.Env {
-		t, ok := declared[k]
-		if !ok {
-			t = nt.EnvTypes[k]
-		}
-		if t == "" {
-			t = weft.VarSecret
-		}
-		thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
-	}
+	thread := vars.ThreadLayer(nt.Env, declared, nt.EnvTypes)
 	view := &vars.View{Thread: thread, Agent: a.Env, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 	// Optional entries count only when their flag resolves true.
 	g = vars.NewGraph(in.Registry, a, func(flag string) bool {

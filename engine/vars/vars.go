@@ -127,6 +127,23 @@ func Layer(vals []weft.EnvValue) map[string]weft.EnvValue {
 	return m
 }
 
+// ThreadLayer types the thread-layer values given to a new thread (or a render): each as declared,
+// else as types says, else secret.
+func ThreadLayer(env map[string]string, declared, types map[string]weft.VarType) map[string]weft.EnvValue {
+	layer := make(map[string]weft.EnvValue, len(env))
+	for k, v := range env {
+		t, ok := declared[k]
+		if !ok {
+			t = types[k]
+		}
+		if t == "" {
+			t = weft.VarSecret
+		}
+		layer[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+	}
+	return layer
+}
+
 // Graph collects what a thread's agent reaches: its side prompts, their enabled tool
 // entries, the tools and sub-prompts those reach (recursively), and the tools' `uses`. Subagent and
 // handoff targets are not part of it.
