@@ -2,7 +2,7 @@ package engine
 
 // The room's names (engine/children) under the names the files that call into it from outside
 // use — Recover (recover.go), Decide (approval.go), the tool set (context.go), the State
-// (statefamily.go) and Fork (fork.go) — until they call the room directly.
+// (statefamily.go) — until they call the room directly (engine/fork names its properties itself).
 
 import (
 	"context"

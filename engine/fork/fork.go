@@ -81,7 +81,7 @@ func (f *Forker) Fork(ctx context.Context, threadID, atID, owner string, before 
 	if before {
 		cut--
 	}
-	rows, unanswered := forkRows(all, cut)
+	rows, unanswered := copiedRows(all, cut)
 	calls, err := st.ToolCalls(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (f *Forker) Fork(ctx context.Context, threadID, atID, owner string, before 
 	if a, ok := f.Registry.Agent(orig.Agent); ok {
 		aiHuman = a.Kind() == weft.AIHuman
 	}
-	state := forkState(cur, all, rows, unanswered, cut, aiHuman)
+	state := cutState(cur, all, rows, unanswered, cut, aiHuman)
 
 	now := f.Clock.Now().UTC()
 	props := maps.Clone(orig.Properties)
@@ -137,7 +137,7 @@ func (f *Forker) Fork(ctx context.Context, threadID, atID, owner string, before 
 		if err := tx.SetExecState(runstate.Key, state.Encode()); err != nil {
 			return err
 		}
-		return writeFork(tx, rows, unanswered, calls, kv, files, recs, now)
+		return writeCopy(tx, rows, unanswered, calls, kv, files, recs, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork of thread %s at %s: %w", threadID, atID, err)
@@ -159,12 +159,12 @@ type unansweredCall struct {
 	parentID string
 }
 
-// forkRows picks the rows a fork copies from a thread's rows (all depths, in seq order): those with
+// copiedRows picks the rows a fork copies from a thread's rows (all depths, in seq order): those with
 // seq ≤ cut that are not pending, and besides them every result of a copied assistant row's calls
 // and every sub-prompt row under a copied row, so that no tool turn is cut in two. It returns them
 // in seq order, each with its log id cleared (log rows stay the original's), and, by the id of the
 // row after which it goes, the calls of copied rows that have no result anywhere.
-func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unansweredCall) {
+func copiedRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unansweredCall) {
 	in := make([]bool, len(all))
 	ids := map[string]bool{}
 	callers := map[string]string{} // call id → the id of the copied assistant row that made it
@@ -230,7 +230,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 	return rows, unanswered
 }
 
-// forkState is the run state of a fork cut at the original's seq cut, as the original's was when
+// cutState is the run state of a fork cut at the original's seq cut, as the original's was when
 // that row was its last, as far as the rows tell: the store keeps only the current state.
 //   - Each side's window (the rows before it are the side's past turns) is the current one when
 //     it is not after the cut; otherwise the side's last final reply (an assistant row without
@@ -242,7 +242,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 //     stops, the immediate subagents already started) is kept as it is now.
 //
 // Windows are seqs: they are translated to the fork's, whose rows are renumbered from 1.
-func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
+func cutState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
 	// The fork's seq of the original's: each copied row's place, answers to open calls included.
 	var origSeqs []int64 // by fork seq - 1: the original seq of the row, or that of the row it follows
 	for _, m := range rows {
@@ -306,16 +306,16 @@ func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[stri
 	return st
 }
 
-// forkFile is a file (or directory, data nil) a fork copies.
-type forkFile struct {
+// copiedFile is a file (or directory, data nil) a fork copies.
+type copiedFile struct {
 	info weft.FileInfo
 	data []byte
 }
 
 // readFiles reads a thread's whole filesystem, directories first.
-func readFiles(ctx context.Context, st weft.Store, threadID string) ([]forkFile, error) {
+func readFiles(ctx context.Context, st weft.Store, threadID string) ([]copiedFile, error) {
 	fs := st.Files()
-	var out []forkFile
+	var out []copiedFile
 	dirs := []string{"/"}
 	for len(dirs) > 0 {
 		dir := dirs[0]
@@ -326,7 +326,7 @@ func readFiles(ctx context.Context, st weft.Store, threadID string) ([]forkFile,
 		}
 		for _, fi := range entries {
 			if fi.IsDir {
-				out = append(out, forkFile{info: fi})
+				out = append(out, copiedFile{info: fi})
 				dirs = append(dirs, fi.Path)
 				continue
 			}
@@ -334,16 +334,16 @@ func readFiles(ctx context.Context, st weft.Store, threadID string) ([]forkFile,
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, forkFile{info: fi, data: data})
+			out = append(out, copiedFile{info: fi, data: data})
 		}
 	}
 	return out, nil
 }
 
-// writeFork writes a fork's copied part in its creating transaction: the rows (with a result for
+// writeCopy writes a fork's copied part in its creating transaction: the rows (with a result for
 // each unanswered call), the call records of the copied rows, KV, files and the fork's events.
-func writeFork(tx weft.Tx, rows []weft.Message, unanswered map[string][]unansweredCall, calls []weft.ToolCallRecord,
-	kv map[string]json.RawMessage, files []forkFile, events []weft.EventRecord, now time.Time) error {
+func writeCopy(tx weft.Tx, rows []weft.Message, unanswered map[string][]unansweredCall, calls []weft.ToolCallRecord,
+	kv map[string]json.RawMessage, files []copiedFile, events []weft.EventRecord, now time.Time) error {
 	copied := make(map[string]bool, len(rows))
 	answers := map[string]string{} // call id → the fork's result row for a call the original left open
 	var seqs [][2]int64            // (the original's seq, the fork's) of each copied row, in order
