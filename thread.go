@@ -1,10 +1,6 @@
 package weft
 
-import (
-	"strings"
-	"time"
-	"unicode/utf8"
-)
+import "time"
 
 // ThreadStatus is where a thread stands between and during runs.
 type ThreadStatus string
@@ -55,22 +51,6 @@ type Thread struct {
 	// ForkedFrom is where the thread was forked from (Engine.Fork); nil for a thread that was not.
 	// The original names none of its forks: they are listed by ThreadQuery.ForkedFrom.
 	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
-}
-
-// PreviewOf is a thread's preview of a message (Thread.Preview): its first 200 characters,
-// trimmed. Only they are decoded: converting a whole message to runes cost four times its size
-// (80 MiB for a message of 20 MiB).
-func PreviewOf(s string) string {
-	s = strings.TrimSpace(s)
-	end := 0
-	for n := 0; n < 200 && end < len(s); n++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	if end == len(s) {
-		return s
-	}
-	return string([]rune(s[:end])) // invalid UTF-8 replaced, as a conversion of all of s would
 }
 
 // ForkPoint is the place a fork was made at: a thread and one of its messages.

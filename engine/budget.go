@@ -6,6 +6,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/budget"
+	"github.com/weft-agents/weft/engine/journal"
 )
 
 // Spend is what a thread and its descendants spent on model calls (budget.Spend).
@@ -30,7 +31,7 @@ func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) 
 		return weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
 	}
 	var t *weft.Thread
-	err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
+	err := e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
 		cur, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return err

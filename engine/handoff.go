@@ -87,7 +87,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 			return err
 		}
 		if h.init.Content != "" || len(h.init.Attachments) > 0 {
-			if err := r.insertRecorded(tx, h.init); err != nil {
+			if err := r.journal.Insert(tx, h.init); err != nil {
 				return err
 			}
 		}
@@ -96,17 +96,17 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	if err != nil {
 		return err
 	}
-	r.journal.saved = state
+	r.journal.NoteSaved(state)
 	if h.init.ID != "" {
 		r.addRow(*h.init)
-		r.emitUnrecorded(*h.init)
+		r.journal.Stored(*h.init)
 	}
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.target
 	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
 	r.env.Agent, r.env.Declared = h.target.Env, r.e.varTypes.Of(h.target)
-	if r.e.observed() {
-		r.emit("handoff", Fields{"from_agent": from, "to_agent": name})
+	if r.e.commit.Observed() {
+		r.journal.Emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}
 	return nil
 }

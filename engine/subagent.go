@@ -160,7 +160,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	}
 	r.spawned.Store(true)
 	r.e.roots.Put(child)
-	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
+	r.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
 	r.e.children.emitSubagent(ctx, child, target.Name, "running", "created")
 	r.runSubagentCreatedHooks(child)
 	if err := r.e.subagents.QueueInit(ctx, sp); err != nil {
@@ -245,11 +245,11 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		}
 		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
 			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
-		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
+		if err := r.tx(func(tx weft.Tx) error { return r.journal.Insert(tx, m) }); err != nil {
 			return err
 		}
 		r.addRow(*m)
-		r.emitUnrecorded(*m)
+		r.journal.Stored(*m)
 		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}

@@ -39,11 +39,11 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 	}
 	if init != nil {
 		// Streamed as every row is: recorded with the row when the run records its events.
-		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, init) }); err != nil {
+		if err := r.tx(func(tx weft.Tx) error { return r.journal.Insert(tx, init) }); err != nil {
 			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 		}
 		r.addRow(*init)
-		r.emitUnrecorded(*init)
+		r.journal.Stored(*init)
 		s.nested = append(s.nested, *init)
 	}
 	return n.loop(1, nil)

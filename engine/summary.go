@@ -111,15 +111,15 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		}
 		r.e.log.Warn("the summarizer failed: older messages are left out of the request instead", "thread", r.thread.ID,
 			"prompt", s.prompt.Name, "summarizer", sp.Name, "error", r.red.Error(err))
-		if r.e.observed() {
-			r.emit("context_summary_failed", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "error": r.red.Error(err)})
+		if r.e.commit.Observed() {
+			r.journal.Emit("context_summary_failed", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "error": r.red.Error(err)})
 		}
 		return false, nil
 	}
 	row := window.NewSummary(id, text, s.side, s.prompt.Name, sp.Name, prev, rows, keep)
 	row.LogID, row.RunID = res.Log.ID, r.id
 	if err := r.tx(func(tx weft.Tx) error {
-		if err := r.insertRecorded(tx, row); err != nil {
+		if err := r.journal.Insert(tx, row); err != nil {
 			return err
 		}
 		return putLogs(tx, res.Logs)
@@ -130,9 +130,9 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, row, nil))
 	}
 	r.addRow(*row)
-	r.emitUnrecorded(*row)
-	if r.e.observed() {
-		r.emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
+	r.journal.Stored(*row)
+	if r.e.commit.Observed() {
+		r.journal.Emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
 			"folded_messages": len(rows), "through_seq": row.Metadata[window.MetaSummaryThrough],
 			"summary_messages": int(window.MetaInt(row, window.MetaSummaryMessages))})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
@@ -123,7 +124,7 @@ func (f *Forker) Fork(ctx context.Context, threadID, atID, owner string, before 
 	t.RootID = t.ID
 	for i := len(rows) - 1; i >= 0; i-- {
 		if m := rows[i]; m.Depth == 0 && (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && !m.Silent && m.Content != "" {
-			t.Preview = weft.PreviewOf(m.Content)
+			t.Preview = journal.Preview(m.Content)
 			break
 		}
 	}
