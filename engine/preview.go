@@ -70,8 +70,11 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	}
 	var r *run
 	if in.ThreadID != "" {
-		var err error
-		if r, err = e.loadRun(ctx, in.ThreadID, true); err != nil {
+		start, err := runstate.Read(ctx, e.store, in.ThreadID, true)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = e.newRun(ctx, nil, weft.Fence{}, start); err != nil {
 			return nil, err
 		}
 		if len(in.Args) == 0 {

@@ -413,7 +413,13 @@ type run struct {
 	trigger string
 }
 
+// newRun makes the run of a thread that starts from start: the run ar in progress, holding the
+// lease fence; or, with ar nil, a run that runs nothing (a preview, a check), from what
+// runstate.Read read.
 func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
+	if ar == nil {
+		ar = &activeRun{}
+	}
 	t := start.Thread
 	a, ok := e.reg.Agent(t.Agent)
 	if !ok {
@@ -445,31 +451,6 @@ func (r *run) wire() {
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
 	r.requests = requests{Requests: r.model.Requests(r.e.store, r.thread, &r.rows, &r.state, &r.hooks), r: r}
-}
-
-// loadRun loads a thread's run state without taking its lease (previews, redaction), with the
-// thread's rows only when rows is true (checking a call's edited arguments needs none).
-func (e *Engine) loadRun(ctx context.Context, threadID string, rows bool) (*run, error) {
-	t, err := e.store.Thread(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := e.store.ExecState(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	var msgs []weft.Message
-	if rows {
-		if msgs, err = e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1}); err != nil {
-			return nil, err
-		}
-	}
-	thread, user, instance, err := vars.Load(ctx, e.store, threadID, t.UserID)
-	if err != nil {
-		return nil, err
-	}
-	return e.newRun(ctx, &activeRun{}, weft.Fence{}, &weft.RunStart{Thread: t, ExecState: docs, Messages: msgs,
-		ThreadEnv: thread, UserEnv: user, InstanceEnv: instance})
 }
 
 // tx writes in one fenced transaction of this run (journal.Journal.Tx).
