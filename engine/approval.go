@@ -9,6 +9,7 @@ import (
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // Decision is a person's answer to a tool call that waits for approval.
@@ -88,7 +89,11 @@ func (h *threadsHost) CheckArguments(ctx context.Context, threadID string, rec *
 	if !ok {
 		return weft.Errorf(weft.EInvalid, "the call's prompt %q is no longer defined", msg.Prompt)
 	}
-	r, err := e.loadRunRows(ctx, threadID, false)
+	start, err := runstate.Read(ctx, e.store, threadID, false)
+	if err != nil {
+		return err
+	}
+	r, err := e.newRun(ctx, nil, weft.Fence{}, start)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // EnvRequest is a pending request for the variables a subagent needs before it can be created:
@@ -34,7 +35,11 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 		if !ok {
 			return nil, nil, nil, weft.Errorf(weft.ENotFound, "agent %q is no longer defined", req.Agent)
 		}
-		r, err := e.loadRun(ctx, parentID)
+		start, err := runstate.Read(ctx, e.store, parentID, true)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		r, err := e.newRun(ctx, nil, weft.Fence{}, start)
 		if err != nil {
 			return nil, nil, nil, err
 		}
