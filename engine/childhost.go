@@ -42,6 +42,9 @@ func (h childHost) Drive(child *weft.Thread, fn func()) {
 	h.e.sched.Drive(child.ID, orDefault(child.RootID, child.ID), fn)
 }
 
+// Driven tells whether a driver of this process runs the child now.
+func (h childHost) Driven(childID string) bool { return h.e.sched.Driven(childID) }
+
 // Watch calls fn with the child's report coordination, kept with its owner while it is not idle,
 // under the scheduler's lock (sched.Scheduler.Watch).
 func (h childHost) Watch(childID string, fn func(*children.Watch)) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -98,8 +99,8 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	// ag-ui-thread:ID, an eval run's), and a fork answering for the original's chat or run would
 	// change what the original is to them. A subagent's registry row and result belong to the
 	// subagent: a fork is a root thread.
-	delete(props, subagentProperty)
-	delete(props, resultProperty)
+	delete(props, children.RowProperty)
+	delete(props, children.ResultProperty)
 	point := &weft.ForkPoint{Thread: threadID, Message: atID, Before: before}
 	t := &weft.Thread{ID: weft.NewID("thr_"), Agent: orig.Agent, OriginAgent: orig.OriginAgent, UserID: owner,
 		Label: orig.Label, Tags: []string{}, Properties: props, Arguments: orig.Arguments,

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
@@ -96,7 +97,7 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		}
 		shared = kept
 	}
-	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
+	if row, ok := children.Row(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
 		// A child that reports explicitly gets notify_parent.
 		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
 			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}

@@ -161,7 +161,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	r.spawned.Store(true)
 	r.e.roots.put(child)
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
-	r.e.children.emitSubagent(ctx, child, target.Name, "running", "created")
+	childHost{r.e}.emitSubagent(ctx, child, target.Name, "running", "created")
 	r.runSubagentCreatedHooks(child)
 	if err := r.e.subagents.QueueInit(ctx, sp); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))

@@ -33,6 +33,8 @@ type Host interface {
 	// Drive runs fn in the background as a driver of the child: registered with the child's
 	// owner in this process until fn returns, and counted as work on its tree.
 	Drive(child *weft.Thread, fn func())
+	// Driven tells whether a driver of this process (Drive) runs the child now.
+	Driven(childID string) bool
 	// Watch calls fn with the child's report coordination, kept with the thread's owner in this
 	// process, under the owner's lock: fn must neither block nor do I/O. The watch is kept while
 	// it is not Idle.

@@ -35,6 +35,7 @@ func (h *fakeHost) RunOnce(context.Context, string, string) (weft.StopInfo, erro
 	return weft.StopInfo{}, ErrNotRun
 }
 func (h *fakeHost) Drive(_ *weft.Thread, fn func()) { fn() }
+func (h *fakeHost) Driven(string) bool              { return false }
 func (h *fakeHost) Watch(id string, fn func(*Watch)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
