@@ -72,7 +72,7 @@ func (d *dispatcher) awaitApproval(s *scope, msg *weft.Message, calls []weft.Too
 				"message_id": msg.ID, "depth": s.depth})
 		}
 	}
-	recs = append(recs, r.parkedCallers(s)...)
+	recs = append(recs, s.via.parkedRecords()...)
 	err := r.tx(func(tx weft.Tx) error {
 		for _, rec := range recs {
 			if err := tx.PutToolCall(rec); err != nil {

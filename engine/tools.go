@@ -310,7 +310,7 @@ func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State
 	case o.lifecycle != "":
 		return d.r.callLifecycle(s, o, c, msg, args), ""
 	case t.Prompt != nil:
-		return d.r.callSubPrompt(s, o, c, msg.ID, args, execOf(st).resultID)
+		return (&subCall{r: d.r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return d.r.startHandoff(s, o, args), ""
 	case t.Agent != nil:
