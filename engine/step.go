@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -38,7 +39,7 @@ type toolEffects struct {
 	// terminate is set by State.Terminate: the run stops after the step, the thread terminated.
 	terminate bool
 	// handoff is a handoff called in the step, applied after it.
-	handoff *pendingHandoff
+	handoff *children.AgentHandoff
 }
 
 // takeForced returns and clears the side ForceTurn chose.
