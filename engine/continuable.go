@@ -36,7 +36,8 @@ const (
 
 // offerLifecycle injects subagent_create, subagent_message (when the side owns a live child) and
 // subagents for the prompt's enabled continuable entries.
-func (r *run) offerLifecycle(s *scope, entries []continuableEntry) error {
+func (p parentRun) offerLifecycle(entries []continuableEntry) error {
+	r, s := p.r, p.s
 	names := make([]any, len(entries))
 	lines := make([]string, len(entries))
 	hasArgs := false
@@ -75,8 +76,8 @@ func (r *run) offerLifecycle(s *scope, entries []continuableEntry) error {
 }
 
 // callLifecycle runs an injected lifecycle tool.
-func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
-	p := lifecycleCall{r: r, s: s}
+func (p parentRun) callLifecycle(o *offered, args map[string]any) weft.ToolResult {
+	r := p.r
 	switch o.lifecycle {
 	case toolSubagentCreate:
 		return r.e.subagents.Create(p, o.continuable(), args)
@@ -102,20 +103,22 @@ func (o *offered) continuable() []children.Entry {
 	return entries
 }
 
-// lifecycleCall is a run's lifecycle tool call as engine/children's Parent.
-type lifecycleCall struct {
+// parentRun is a run, in the scope of a call, as the parent of the children engine/children runs
+// (its Parent): it calls agents listed as tools, starts immediate ones, and offers and answers the
+// lifecycle tools of continuable children.
+type parentRun struct {
 	r *run
 	s *scope
 }
 
-func (p lifecycleCall) Context() context.Context     { return p.r.ctx }
-func (p lifecycleCall) ThreadID() string             { return p.r.thread.ID }
-func (p lifecycleCall) Side() weft.Side              { return p.s.side }
-func (p lifecycleCall) Redact(text string) string    { return p.r.red.String(text) }
-func (p lifecycleCall) RedactError(err error) string { return p.r.red.Error(err) }
+func (p parentRun) Context() context.Context     { return p.r.ctx }
+func (p parentRun) ThreadID() string             { return p.r.thread.ID }
+func (p parentRun) Side() weft.Side              { return p.s.side }
+func (p parentRun) Redact(text string) string    { return p.r.red.String(text) }
+func (p parentRun) RedactError(err error) string { return p.r.red.Error(err) }
 
 // Create creates a child of the entry, its message, attachments and name arguments playing the
 // init roles.
-func (p lifecycleCall) Create(e children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
-	return p.r.createChild(p.s, continuableEntry{entry: e.Entry, agent: e.Agent}.offered(), args, id, nil)
+func (p parentRun) Create(e children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
+	return p.createChild(continuableEntry{entry: e.Entry, agent: e.Agent}.offered(), args, id, nil)
 }

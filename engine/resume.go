@@ -99,7 +99,7 @@ func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallR
 			r.obs.EndTool(end)
 		}()
 	}
-	if res, parked, ok := r.reattach(ctx, s, rec, c); ok {
+	if res, parked, ok := (parentRun{r, s}).reattach(ctx, rec, c); ok {
 		if parked != "" {
 			return true, errAwaitApproval // the child still waits for decisions
 		}

@@ -209,7 +209,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		s.specs = append(s.specs, o.spec)
 	}
 	if len(resumable) > 0 {
-		if err := r.offerLifecycle(s, resumable); err != nil {
+		if err := (parentRun{r, s}).offerLifecycle(resumable); err != nil {
 			return false, err
 		}
 	}

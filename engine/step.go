@@ -79,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	defer func() { out.effects = s.effects }()
 	s.toolCalled = r.state.ToolCalled
 	s.final = r.finalPlan(def, side)
-	if err := r.startImmediate(s, p, side); err != nil {
+	if err := (parentRun{r, s}).startImmediate(p, side); err != nil {
 		return stepOutcome{}, err
 	}
 	if r.e.observed() {

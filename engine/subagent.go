@@ -13,18 +13,18 @@ import (
 	"github.com/weft-agents/weft/engine/vars"
 )
 
-// callSubagent answers a call of a dual_ai agent listed as a tool (children.Room.Call). ctx is the
+// callAgent answers a call of a dual_ai agent listed as a tool (children.Room.Call). ctx is the
 // tool call's (carrying its trace: the child's run nests under the call); parked is the child's id
 // when it stopped awaiting approval: no result then, the call stays running.
-func (r *run) callSubagent(ctx context.Context, s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) (res weft.ToolResult, parked string) {
-	p := subagentCall{lifecycleCall{r, s}, ctx, o, c, msg, &parked}
-	res = r.e.subagents.Call(p, children.Entry{Entry: o.entry, Agent: o.target.Agent}, args)
+func (p parentRun) callAgent(ctx context.Context, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) (res weft.ToolResult, parked string) {
+	call := subagentCall{p, ctx, o, c, msg, &parked}
+	res = p.r.e.subagents.Call(call, children.Entry{Entry: o.entry, Agent: o.target.Agent}, args)
 	return res, parked
 }
 
 // subagentCall is a run's call of a subagent as engine/children's Caller.
 type subagentCall struct {
-	lifecycleCall
+	parentRun
 	ctx context.Context // the tool call's
 	o   *offered
 	c   weft.ToolCall
@@ -39,7 +39,7 @@ func (p subagentCall) Context() context.Context { return p.ctx }
 
 // Create creates the called agent's child, with the entry's init properties.
 func (p subagentCall) Create(_ children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
-	return p.r.createChild(p.s, p.o, args, id, nil)
+	return p.createChild(p.o, args, id, nil)
 }
 
 // Reserve records the reference on the call as its metadata, the call running.
@@ -71,8 +71,9 @@ type subagentMeta struct {
 
 // reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
 // it was created) resumes and its result answers the call; a child never created is created now.
-// ctx is the call's; parked is callSubagent's.
-func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, parked string, ok bool) {
+// ctx is the call's; parked is callAgent's.
+func (p parentRun) reattach(ctx context.Context, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, parked string, ok bool) {
+	r, s := p.r, p.s
 	var meta subagentMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.Ref == "" {
 		return weft.ToolResult{}, "", false
@@ -91,7 +92,7 @@ func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c
 			return weft.Failure(errText), "", true
 		}
 		var fail *weft.ToolResult
-		if child, fail = r.createChild(s, o, args, meta.Ref, nil); fail != nil {
+		if child, fail = p.createChild(o, args, meta.Ref, nil); fail != nil {
 			return *fail, "", true
 		}
 	}
@@ -102,7 +103,7 @@ func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c
 		}
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), "", true
 	}
-	res = r.e.subagents.Await(subagentCall{lifecycleCall{r, s}, ctx, o, c, nil, &parked}, child, o.target.Agent, true)
+	res = r.e.subagents.Await(subagentCall{p, ctx, o, c, nil, &parked}, child, o.target.Agent, true)
 	return res, parked, true
 }
 
@@ -111,7 +112,8 @@ func (r *run) reattach(ctx context.Context, s *scope, rec weft.ToolCallRecord, c
 // values included), then the thread with parent and root (children.Room.NewChild), the
 // after_subagent_created hooks and the init rows (children.Room.QueueInit). A non-nil result is
 // the error result; nothing is created then.
-func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, env map[string]string) (*weft.Thread, *weft.ToolResult) {
+func (p parentRun) createChild(o *offered, args map[string]any, id string, env map[string]string) (*weft.Thread, *weft.ToolResult) {
+	r, s := p.r, p.s
 	target, e := o.target.Agent, o.entry
 	ctx := context.WithoutCancel(r.ctx)
 	flag := func(name string) bool {
@@ -162,15 +164,16 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 	r.e.roots.put(child)
 	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
 	childHost{r.e}.emitSubagent(ctx, child, target.Name, "running", "created")
-	r.runSubagentCreatedHooks(child)
+	p.createdHooks(child)
 	if err := r.e.subagents.QueueInit(ctx, sp); err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	return child, nil
 }
 
-// runSubagentCreatedHooks runs the parent agent's after_subagent_created hooks.
-func (r *run) runSubagentCreatedHooks(child *weft.Thread) {
+// createdHooks runs the parent agent's after_subagent_created hooks.
+func (p parentRun) createdHooks(child *weft.Thread) {
+	r := p.r
 	hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterSubagentCreated)
 	if len(hs) == 0 {
 		return
@@ -195,7 +198,8 @@ const immediateMessage = "You were started automatically when this thread was cr
 // A blocking non-resumable result and any start error are stored as a synthetic call and its
 // result, so the model sees them; other outcomes are reported as usual. The start is recorded
 // before it happens: at most once per thread, even across a crash.
-func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
+func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
+	r, s := pr.r, pr.s
 	if slices.ContainsFunc(r.state.Immediate, func(k string) bool { return isImmediateKey(k, side, p.Name) }) {
 		return nil
 	}
@@ -233,11 +237,11 @@ func (r *run) startImmediate(s *scope, p *weft.Prompt, side weft.Side) error {
 		keep := false
 		if st.o.lifecycle != "" {
 			// A resumable immediate instance starts in the background; its outcome is reported.
-			res = r.e.subagents.StartImmediate(lifecycleCall{r, s}, st.o.continuable(), st.args)
+			res = r.e.subagents.StartImmediate(pr, st.o.continuable(), st.args)
 			keep = res.Status != weft.ToolSuccess
 		} else {
 			// (A blocking child that parks answers with no result: it is not awaited here.)
-			res, _ = r.callSubagent(r.ctx, s, st.o, c, nil, st.args)
+			res, _ = pr.callAgent(r.ctx, st.o, c, nil, st.args)
 			keep = weft.Flag(st.o.entry.Blocking, true) || res.Status != weft.ToolSuccess
 		}
 		if !keep {

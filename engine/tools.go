@@ -308,13 +308,13 @@ func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State
 	t := o.target
 	switch {
 	case o.lifecycle != "":
-		return d.r.callLifecycle(s, o, c, msg, args), ""
+		return parentRun{d.r, s}.callLifecycle(o, args), ""
 	case t.Prompt != nil:
 		return (&subCall{r: d.r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return d.r.startHandoff(s, o, args), ""
 	case t.Agent != nil:
-		return d.r.callSubagent(ctx, s, o, c, msg, args)
+		return parentRun{d.r, s}.callAgent(ctx, o, c, msg, args)
 	case t.MCP != nil:
 		mcp := dispatch.MCP{Client: d.r.e.opt.MCP, Log: d.r.e.log}
 		return mcp.Call(ctx, d.r.ctx, t, args, envLookup(s.env.With(s.prompt.Env, o.entry.Env))), ""
