@@ -195,9 +195,15 @@ const immediateMessage = "You were started automatically when this thread was cr
 
 // startImmediate starts, the first time a prompt becomes active for a side in this thread and
 // before its first model step, each enabled immediate subagent entry as if the model had called it.
-// A blocking non-resumable result and any start error are stored as a synthetic call and its
-// result, so the model sees them; other outcomes are reported as usual. The start is recorded
-// before it happens: at most once per thread, even across a crash.
+// A blocking non-resumable call and any start error are stored as a synthetic reply with the call
+// and its result, so the model sees them; other outcomes are reported as usual. The start is
+// recorded before it happens: at most once per thread, even across a crash.
+//
+// A blocking call's reply is stored before its child exists, so that its call record carries the
+// child's reference as a model's call does: when the child waits for a person, the call stays
+// running and the run parks with it (errAwaitApproval), and the resumed run re-attaches the call
+// to the child. The blocking starts after it are stored as replies with their call pending, which
+// the resumed run makes; the background starts still start now.
 func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 	r, s := pr.r, pr.s
 	if slices.ContainsFunc(r.state.Immediate, func(k string) bool { return isImmediateKey(k, side, p.Name) }) {
@@ -230,33 +236,58 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 	if err := r.saveState(); err != nil {
 		return err
 	}
+	reply := func(c weft.ToolCall) (*weft.Message, error) {
+		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
+			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
+		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
+			return nil, err
+		}
+		r.addRow(*m)
+		r.emitUnrecorded(*m)
+		return m, nil
+	}
+	parked := false
 	for _, st := range starts {
 		raw, _ := json.Marshal(st.args)
 		c := weft.ToolCall{ID: weft.NewID("call_"), Name: st.name, Arguments: string(raw)}
 		var res weft.ToolResult
-		keep := false
-		if st.o.lifecycle != "" {
+		var m *weft.Message
+		switch {
+		case st.o.lifecycle != "":
 			// A resumable immediate instance starts in the background; its outcome is reported.
-			res = r.e.subagents.StartImmediate(pr, st.o.continuable(), st.args)
-			keep = res.Status != weft.ToolSuccess
-		} else {
-			// (A blocking child that parks answers with no result: it is not awaited here.)
-			res, _ = pr.callAgent(r.ctx, st.o, c, nil, st.args)
-			keep = weft.Flag(st.o.entry.Blocking, true) || res.Status != weft.ToolSuccess
+			if res = r.e.subagents.StartImmediate(pr, st.o.continuable(), st.args); res.Status == weft.ToolSuccess {
+				continue
+			}
+		case !weft.Flag(st.o.entry.Blocking, true):
+			if res, _ = pr.callAgent(r.ctx, st.o, c, nil, st.args); res.Status == weft.ToolSuccess {
+				continue
+			}
+		default:
+			var err error
+			if m, err = reply(c); err != nil {
+				return err
+			}
+			if parked {
+				continue // made by the resumed run
+			}
+			var child string
+			if res, child = pr.callAgent(r.ctx, st.o, c, m, st.args); child != "" {
+				parked = true // the call stays running: its child waits for a person
+				continue
+			}
 		}
-		if !keep {
-			continue
+		if m == nil {
+			var err error
+			if m, err = reply(c); err != nil {
+				return err
+			}
 		}
-		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
-			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
-		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
-			return err
-		}
-		r.addRow(*m)
-		r.emitUnrecorded(*m)
 		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}
+	}
+	if parked {
+		return errAwaitApproval
 	}
 	return nil
 }
