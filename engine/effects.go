@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
 
 	"github.com/weft-agents/weft/engine/threadstate"
 )
@@ -16,9 +15,4 @@ type EffectReport = threadstate.DueEffects
 // carry metadata.scheduled_effect.
 func (e *Engine) RunDueEffects(ctx context.Context) (EffectReport, error) {
 	return threadstate.RunDue(ctx, stateHost{e}, e.node)
-}
-
-// NextEffectAt returns when the earliest pending effect is due (zero when none).
-func (e *Engine) NextEffectAt(ctx context.Context) (time.Time, error) {
-	return e.store.NextEffectAt(ctx)
 }
