@@ -86,6 +86,13 @@ func (h childHost) Terminate(ctx context.Context, threadID string) error {
 	return h.e.Terminate(ctx, threadID)
 }
 
+// Created remembers the child's root and tells the streams of its creation.
+func (h childHost) Created(ctx context.Context, child *weft.Thread) {
+	h.e.roots.put(child)
+	h.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
+	h.emitSubagent(ctx, child, child.Agent, "running", "created")
+}
+
 // EmitOutcome sends the child's parent a subagent event with its status and outcome's preview.
 func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult) {
 	if status == "" {

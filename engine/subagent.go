@@ -10,7 +10,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/hooks"
-	"github.com/weft-agents/weft/engine/vars"
 )
 
 // callAgent answers a call of a dual_ai agent listed as a tool (children.Room.Call). ctx is the
@@ -107,68 +106,38 @@ func (p parentRun) reattach(ctx context.Context, rec weft.ToolCallRecord, c weft
 	return res, parked, true
 }
 
-// createChild creates a subagent's thread and queues its initial rows: arguments
-// validated by the caller, required variables resolved through the child's layers (inherited
-// values included), then the thread with parent and root (children.Room.NewChild), the
-// after_subagent_created hooks and the init rows (children.Room.QueueInit). A non-nil result is
-// the error result; nothing is created then.
+// createChild creates a subagent's thread and queues its initial rows: arguments validated by
+// the caller, required variables resolved through the child's layers (children.Room.ResolveVars:
+// inherited values included; env are values given for the child), then the thread with parent
+// and root (children.Room.NewChild and Open), the after_subagent_created hooks and the init rows.
+// A non-nil result is the error result; nothing is created then.
 func (p parentRun) createChild(o *offered, args map[string]any, id string, env map[string]string) (*weft.Thread, *weft.ToolResult) {
 	r, s := p.r, p.s
-	target, e := o.target.Agent, o.entry
+	target := o.target.Agent
 	ctx := context.WithoutCancel(r.ctx)
-	flag := func(name string) bool {
-		v, ok := r.env.Lookup(name)
-		return ok && vars.FlagOn(v.Value)
-	}
-	decls := vars.NewGraph(r.e.reg, target, flag).Declared()
-	inherited, err := vars.Inherited(ctx, r.e.store, r.thread.ID, decls)
+	cv, err := r.e.subagents.ResolveVars(ctx, r.thread.ID, r.env, r.e.varTypesOf(target), target, env)
 	if err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	own := map[string]weft.EnvValue{}
-	for k, v := range env {
-		t := weft.VarSecret
-		if d, ok := decls[k]; ok && d.Type != "" {
-			t = d.Type
-		}
-		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
-	}
-	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypesOf(target)}
-	if missing := vars.Missing(decls, view); len(missing) > 0 {
+	if len(cv.Missing) > 0 {
 		if env != nil {
-			// Values were provided for a request and some are still missing.
-			names := make([]string, len(missing))
-			for i, m := range missing {
-				names[i] = m.Name
-			}
-			f := weft.Failure("missing required variables: " + strings.Join(names, ", "))
-			f.ErrorCode = "missing_required_variables"
-			return nil, &f
+			return nil, cv.MissingFailure() // values were provided for a request, and some are still missing
 		}
 		// Nothing is created: a pending request lets a person supply the values.
-		return nil, r.tools.requestEnv(s, o, args, decls, missing)
+		return nil, r.tools.requestEnv(s, o, args, cv.Declared, cv.Missing)
 	}
-	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, e, s.side, args, r.now())
+	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, o.entry, s.side, args, r.now())
 	if err != nil {
 		return nil, failure(err.Error())
 	}
-	child := sp.Thread
-	envRows := make([]weft.EnvValue, 0, len(own))
-	for _, v := range own {
-		envRows = append(envRows, v)
-	}
-	if err := r.e.store.CreateThread(ctx, child, envRows); err != nil {
+	err = r.e.subagents.Open(ctx, sp, cv.Own, func(child *weft.Thread) {
+		r.spawned.Store(true)
+		p.createdHooks(child)
+	})
+	if err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	r.spawned.Store(true)
-	r.e.roots.put(child)
-	r.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
-	childHost{r.e}.emitSubagent(ctx, child, target.Name, "running", "created")
-	p.createdHooks(child)
-	if err := r.e.subagents.QueueInit(ctx, sp); err != nil {
-		return nil, failure("Subagent could not be created: " + r.red.Error(err))
-	}
-	return child, nil
+	return sp.Thread, nil
 }
 
 // createdHooks runs the parent agent's after_subagent_created hooks.

@@ -52,6 +52,9 @@ type Host interface {
 	Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error
 	// Terminate terminates the thread and its descendants.
 	Terminate(ctx context.Context, threadID string) error
+	// Created tells the host that the child thread was created: the host remembers its root and
+	// tells the streams (a thread_created event, and the parent's subagent event).
+	Created(ctx context.Context, child *weft.Thread)
 	// EmitOutcome sends the child's parent a subagent event with the child's status and its
 	// outcome's preview; status "" is the child's status as stored (read only when events are
 	// wanted).
