@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -47,7 +46,7 @@ func (p subagentCall) Reserve(ref string) error {
 		return nil
 	}
 	r := p.r
-	meta, _ := json.Marshal(subagentMeta{Ref: ref})
+	meta, _ := json.Marshal(children.CallMeta{Ref: ref})
 	now := r.now()
 	rec := r.tools.calls.Of(p.c, p.msg.ID)
 	rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
@@ -63,46 +62,23 @@ func (p subagentCall) Reserve(ref string) error {
 // Park leaves the call running: the run stops with it until the child's calls are decided.
 func (p subagentCall) Park(childID string) { *p.parked = childID }
 
-// subagentMeta is the metadata of a blocking subagent call.
-type subagentMeta struct {
-	Ref string `json:"subagent_ref"`
-}
-
-// reattach answers, after a crash, a blocking subagent call whose child was recorded: the child (if
-// it was created) resumes and its result answers the call; a child never created is created now.
-// ctx is the call's; parked is callAgent's.
+// reattach answers, after a crash, a blocking subagent call whose child was recorded
+// (children.Room.Reattach): the child (if it was created) resumes and its result answers the
+// call; a child never created is created now. ctx is the call's; parked is callAgent's.
 func (p parentRun) reattach(ctx context.Context, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, parked string, ok bool) {
-	r, s := p.r, p.s
-	var meta subagentMeta
-	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.Ref == "" {
+	ref := children.CallRef(rec.Meta)
+	o, found := p.s.offered[c.Name]
+	if ref == "" || !found || o.target.Agent == nil {
 		return weft.ToolResult{}, "", false
 	}
-	o, ok := s.offered[c.Name]
-	if !ok || o.target.Agent == nil {
-		return weft.ToolResult{}, "", false
-	}
-	child, err := r.e.store.Thread(r.ctx, meta.Ref)
-	if err != nil {
-		if weft.ErrorCode(err) != weft.ENotFound {
-			return weft.Failure("Subagent could not be resumed: " + r.red.Error(err)), "", true
-		}
-		_, args, _, errText := r.tools.prepareCall(s, c, false)
+	create := func() (*weft.Thread, *weft.ToolResult) {
+		_, args, _, errText := p.r.tools.prepareCall(p.s, c, false)
 		if errText != "" {
-			return weft.Failure(errText), "", true
+			return nil, failure(errText)
 		}
-		var fail *weft.ToolResult
-		if child, fail = p.createChild(o, args, meta.Ref, nil); fail != nil {
-			return *fail, "", true
-		}
+		return p.createChild(o, args, ref, nil)
 	}
-	if child.Status == weft.ThreadTerminated {
-		// The child finished, but the parent died before storing its result.
-		if out, ok := children.Recorded(child); ok {
-			return out, "", true
-		}
-		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID)), "", true
-	}
-	res = r.e.subagents.Await(subagentCall{p, ctx, o, c, nil, &parked}, child, o.target.Agent, true)
+	res = p.r.e.subagents.Reattach(subagentCall{p, ctx, o, c, nil, &parked}, ref, o.target.Agent, create)
 	return res, parked, true
 }
 
