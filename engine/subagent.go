@@ -163,10 +163,10 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 	for _, sp := range s.specs {
 		o := s.offered[sp.Name]
 		switch {
-		case o.lifecycle == toolSubagentCreate:
+		case o.lifecycle == children.ToolCreate:
 			for _, re := range o.entries {
-				if weft.Flag(re.entry.Immediate, false) {
-					starts = append(starts, start{o, toolSubagentCreate, map[string]any{"agent": re.agent.Name, "message": immediateMessage}})
+				if weft.Flag(re.Entry.Immediate, false) {
+					starts = append(starts, start{o, children.ToolCreate, map[string]any{"agent": re.Agent.Name, "message": immediateMessage}})
 				}
 			}
 		case o.lifecycle == "" && o.target.Agent != nil && o.target.Agent.Kind() == weft.DualAI && weft.Flag(o.entry.Immediate, false):
@@ -200,7 +200,7 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 		switch {
 		case st.o.lifecycle != "":
 			// A resumable immediate instance starts in the background; its outcome is reported.
-			if res = r.e.subagents.StartImmediate(pr, st.o.continuable(), st.args); res.Status == weft.ToolSuccess {
+			if res = r.e.subagents.StartImmediate(pr, st.o.entries, st.args); res.Status == weft.ToolSuccess {
 				continue
 			}
 		case !weft.Flag(st.o.entry.Blocking, true):

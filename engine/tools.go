@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/declared"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -220,7 +221,7 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
 		for _, lo := range s.offered {
 			for _, re := range lo.entries {
-				if lo.lifecycle == toolSubagentCreate && re.agent.Name == c.Name {
+				if lo.lifecycle == children.ToolCreate && re.Agent.Name == c.Name {
 					return nil, nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
 				}
 			}
