@@ -140,7 +140,7 @@ const immediateMessage = "You were started automatically when this thread was cr
 
 // startImmediate starts, the first time a prompt becomes active for a side in this thread and
 // before its first model step, each enabled immediate subagent entry as if the model had called it.
-// A blocking non-resumable call and any start error are stored as a synthetic reply with the call
+// A blocking non-continuable call and any start error are stored as a synthetic reply with the call
 // and its result, so the model sees them; other outcomes are reported as usual. The start is
 // recorded before it happens: at most once per thread, even across a crash.
 //
@@ -199,7 +199,7 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 		var m *weft.Message
 		switch {
 		case st.o.lifecycle != "":
-			// A resumable immediate instance starts in the background; its outcome is reported.
+			// A continuable immediate instance starts in the background; its outcome is reported.
 			if res = r.e.subagents.StartImmediate(pr, st.o.entries, st.args); res.Status == weft.ToolSuccess {
 				continue
 			}

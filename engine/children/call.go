@@ -47,10 +47,11 @@ func (c *Room) Call(p Caller, e Entry, args map[string]any) weft.ToolResult {
 }
 
 // Await runs a blocking call's child until it stops and returns its result; the child is then
-// terminated. resume: the call is re-attached after a crash (RunChild).
-func (c *Room) Await(p Caller, child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
+// terminated. reattached: the call is re-attached after a crash or a decision, and the child's
+// run may have stopped unfinished (RunChild).
+func (c *Room) Await(p Caller, child *weft.Thread, target *weft.Agent, reattached bool) weft.ToolResult {
 	ctx := p.Context()
-	info, err := c.RunChild(ctx, child, resume)
+	info, err := c.RunChild(ctx, child, reattached)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, p.RedactError(err)))
 	}
