@@ -190,30 +190,12 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 	if err != nil {
 		return fail(err)
 	}
-	var replies []*weft.Message
-	answered := map[string]bool{}
-	for i := range rows {
-		row := &rows[i]
-		if row.Depth != s.depth || row.ParentID != s.parentID {
-			continue
-		}
-		r.noteRow(row)
-		s.nested = append(s.nested, *row)
-		switch {
-		case row.Role == weft.RoleTool:
-			answered[row.ToolCallID] = true
-		case row.Prompt != "":
-			replies = append(replies, row)
-		}
+	nr := children.ReadNested(rows, s.depth, s.parentID)
+	for i := range nr.Rows {
+		r.noteRow(&nr.Rows[i])
 	}
-	if len(replies) > 0 {
-		last := replies[len(replies)-1]
-		var pending []weft.ToolCall
-		for _, lc := range last.ToolCalls {
-			if !answered[lc.ID] {
-				pending = append(pending, lc)
-			}
-		}
+	s.nested = append(s.nested, nr.Rows...)
+	if last := nr.Last; last != nil {
 		if len(last.ToolCalls) == 0 {
 			// The nested run had ended; its caller had not stored the result yet.
 			if v, ok := last.Metadata["structured"]; ok {
@@ -221,13 +203,13 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 			}
 			return children.SubPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red.Error), meta.ResultID, "", true
 		}
-		if len(pending) > 0 {
+		if len(nr.Pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
 			for _, rec := range r.tools.calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.tools.resumeCalls(s, last, pending, status)
+			err := r.tools.resumeCalls(s, last, nr.Pending, status)
 			if errors.Is(err, errAwaitApproval) {
 				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}
@@ -236,7 +218,7 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 			}
 		}
 	}
-	res, parked = n.loop(len(replies)+1, n.calls())
+	res, parked = n.loop(nr.Replies+1, n.calls())
 	return res, meta.ResultID, parked, true
 }
 

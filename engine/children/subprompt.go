@@ -137,3 +137,44 @@ func SubPromptResult(name string, e weft.ToolEntry, final string, calls []SubCal
 	}
 	return weft.Success(strings.Join(parts, "\n\n"))
 }
+
+// Nested is a parked nested run as its stored rows show it.
+type Nested struct {
+	// Rows are its rows, in order.
+	Rows []weft.Message
+	// Replies counts its model replies; Last is the latest (nil when none).
+	Replies int
+	Last    *weft.Message
+	// Pending are Last's calls without a result.
+	Pending []weft.ToolCall
+}
+
+// ReadNested picks, out of a thread's rows after the caller's reply, those of the nested run at
+// depth whose rows hang under the tool message parentID.
+func ReadNested(rows []weft.Message, depth int, parentID string) Nested {
+	var n Nested
+	answered := map[string]bool{}
+	last := -1
+	for _, row := range rows {
+		if row.Depth != depth || row.ParentID != parentID {
+			continue
+		}
+		n.Rows = append(n.Rows, row)
+		switch {
+		case row.Role == weft.RoleTool:
+			answered[row.ToolCallID] = true
+		case row.Prompt != "":
+			n.Replies++
+			last = len(n.Rows) - 1
+		}
+	}
+	if last >= 0 {
+		n.Last = &n.Rows[last]
+		for _, c := range n.Last.ToolCalls {
+			if !answered[c.ID] {
+				n.Pending = append(n.Pending, c)
+			}
+		}
+	}
+	return n
+}
