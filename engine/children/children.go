@@ -7,7 +7,12 @@
 // The package does not run threads itself: a Host (the engine) runs them, commits their
 // transactions and keeps the per-thread coordination of this process. What a child reported, and
 // the reports held back for a call awaiting it, are kept in the child's run-state documents, so
-// that a process that starts after a crash sends exactly what was lost.
+// that a process that starts after a crash sends exactly what was lost (Recover).
+//
+// The room also keeps the rules of the other calls whose target is an agent or a prompt, which
+// create no child thread: a sub-prompt's nested run (its first message, step cap and result
+// string; the engine runs it in the caller's thread) and an agent handoff (HandOff: the thread
+// switches to another agent after the step).
 package children
 
 import (
