@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
@@ -128,16 +126,6 @@ func (p parentRun) createdHooks(child *weft.Thread) {
 	r.hooks.SubagentCreated(ctx, hooks.Set{Hooks: hs, State: parent}, outsideState(r.e, child))
 }
 
-// isImmediateKey reports whether k, an entry of runstate.State.Immediate, is side:prompt. (Compared in
-// place: the key is built only when it is recorded, not at every step.)
-func isImmediateKey(k string, side weft.Side, prompt string) bool {
-	s, name, ok := strings.Cut(k, ":")
-	return ok && s == string(side) && name == prompt
-}
-
-// immediateMessage is the initial message of an immediate subagent.
-const immediateMessage = "You were started automatically when this thread was created. Begin your task."
-
 // startImmediate starts, the first time a prompt becomes active for a side in this thread and
 // before its first model step, each enabled immediate subagent entry as if the model had called it.
 // A blocking non-continuable call and any start error are stored as a synthetic reply with the call
@@ -151,7 +139,7 @@ const immediateMessage = "You were started automatically when this thread was cr
 // the resumed run makes; the background starts still start now.
 func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 	r, s := pr.r, pr.s
-	if slices.ContainsFunc(r.state.Immediate, func(k string) bool { return isImmediateKey(k, side, p.Name) }) {
+	if children.ImmediateStarted(r.state.Immediate, side, p.Name) {
 		return nil
 	}
 	type start struct {
@@ -166,18 +154,18 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 		case o.lifecycle == children.ToolCreate:
 			for _, re := range o.entries {
 				if weft.Flag(re.Entry.Immediate, false) {
-					starts = append(starts, start{o, children.ToolCreate, map[string]any{"agent": re.Agent.Name, "message": immediateMessage}})
+					starts = append(starts, start{o, children.ToolCreate, map[string]any{"agent": re.Agent.Name, "message": children.ImmediateMessage}})
 				}
 			}
 		case o.lifecycle == "" && o.target.Agent != nil && o.target.Agent.Kind() == weft.DualAI && weft.Flag(o.entry.Immediate, false):
 			prop := orDefault(o.entry.InitUserMessageProperty, "message")
-			starts = append(starts, start{o, sp.Name, map[string]any{prop: immediateMessage}})
+			starts = append(starts, start{o, sp.Name, map[string]any{prop: children.ImmediateMessage}})
 		}
 	}
 	if len(starts) == 0 {
 		return nil
 	}
-	r.state.Immediate = append(r.state.Immediate, string(side)+":"+p.Name)
+	r.state.Immediate = append(r.state.Immediate, children.ImmediateKey(side, p.Name))
 	if err := r.saveState(); err != nil {
 		return err
 	}
