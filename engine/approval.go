@@ -67,8 +67,8 @@ func (d *dispatcher) awaitApproval(s *scope, msg *weft.Message, calls []weft.Too
 		rec.Status, rec.StartedAt = weft.CallAwaitingApproval, nil
 		rec.Meta = dispatch.WithApproval(rec.Meta, ApprovalState{Status: dispatch.Awaiting})
 		recs = append(recs, rec)
-		if r.e.observed() {
-			r.emit("approval_required", Fields{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
+		if r.e.commit.Observed() {
+			r.journal.Emit("approval_required", Fields{"call_id": c.ID, "name": c.Name, "arguments": r.red.String(c.Arguments),
 				"message_id": msg.ID, "depth": s.depth})
 		}
 	}
@@ -183,7 +183,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	}
 	a := d.State(e.clock.Now().UTC())
 	waiting := 0
-	err = e.tx(ctx, target, nil, nil, func(tx weft.Tx) error {
+	err = e.commit.Tx(ctx, target, nil, nil, func(tx weft.Tx) error {
 		// Read again under the thread's writer: two deciders of one call cannot both win.
 		cur, err := e.store.ToolCalls(ctx, target, weft.CallAwaitingApproval)
 		if err != nil {
@@ -203,7 +203,7 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	if err != nil {
 		return false, err
 	}
-	e.emitOutside(ctx, Event{Type: "approval_decided", ThreadID: threadID, RootID: rootOf(t),
+	e.commit.Outside(ctx, Event{Type: "approval_decided", ThreadID: threadID, RootID: rootOf(t),
 		Data: Fields{"call_id": callID, "name": rec.Name, "approved": d.Approve, "by": d.By}})
 	if waiting > 0 {
 		return false, nil

@@ -8,6 +8,7 @@ import (
 	"maps"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/journal"
 )
 
 // budgetProperty is the thread property holding the thread's own budget.
@@ -110,7 +111,7 @@ func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) 
 		return weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
 	}
 	var t *weft.Thread
-	err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
+	err := e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
 		cur, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return err

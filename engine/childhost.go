@@ -6,6 +6,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/journal"
 )
 
 // childHost is the engine as engine/children's Host: it runs the room's child threads, commits
@@ -53,7 +54,7 @@ func (h childHost) Watch(childID string, fn func(*children.Watch)) {
 
 // Tx commits fn in a transaction of the thread, unfenced and unredacted.
 func (h childHost) Tx(ctx context.Context, threadID string, fn func(weft.Tx) error) error {
-	return h.e.tx(ctx, threadID, nil, keep, fn)
+	return h.e.commit.Tx(ctx, threadID, nil, journal.NoText, fn)
 }
 
 // Redactor returns the function redacting the thread's secrets.
@@ -89,14 +90,14 @@ func (h childHost) Terminate(ctx context.Context, threadID string) error {
 // Created remembers the child's root and tells the streams of its creation.
 func (h childHost) Created(ctx context.Context, child *weft.Thread) {
 	h.e.roots.put(child)
-	h.e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
+	h.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
 	h.emitSubagent(ctx, child, child.Agent, "running", "created")
 }
 
 // EmitOutcome sends the child's parent a subagent event with its status and outcome's preview.
 func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult) {
 	if status == "" {
-		if !h.e.observed() {
+		if !h.e.commit.Observed() {
 			return
 		}
 		status = weft.ThreadIdle.SubagentStatus()
@@ -108,12 +109,12 @@ func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status s
 	if out.Status != weft.ToolSuccess {
 		text = out.Error
 	}
-	h.emitSubagent(ctx, child, child.Agent, status, preview(text))
+	h.emitSubagent(ctx, child, child.Agent, status, journal.Preview(text))
 }
 
 // emitSubagent sends child's parent a subagent event: the child's status and status text.
 func (h childHost) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	h.e.emitOutside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
+	h.e.commit.Outside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
 		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/journal"
 )
 
 // Client tools are tools a thread's client runs itself — an AG-UI front end's tools (package
@@ -36,7 +37,7 @@ func (e *Engine) SetClientTools(ctx context.Context, threadID string, tools []Cl
 		tools = nil
 	}
 	want, _ := json.Marshal(tools)
-	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
+	return e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
 		cur, err := e.store.Thread(ctx, threadID)
 		if err != nil {
 			return err
@@ -75,7 +76,7 @@ func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string,
 	}
 	// Through the committer: the client's result is redacted like any row (a secret the client
 	// echoes back never reaches the store).
-	err = e.tx(ctx, threadID, nil, nil, func(tx weft.Tx) error {
+	err = e.commit.Tx(ctx, threadID, nil, nil, func(tx weft.Tx) error {
 		recs, err := e.store.ToolCalls(ctx, threadID)
 		if err != nil {
 			return err

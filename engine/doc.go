@@ -3,8 +3,8 @@
 // weft.Provider, stores the reply with its pending tool calls, then runs the calls one at a time,
 // storing each result before the next starts. Every change of a run that must survive a crash is
 // one transaction of the thread, fenced by the run's lease; every transaction the engine opens
-// goes through its committer (Engine.tx), which redacts the thread's secrets from every row, call
-// record, log and event it writes. Providers and tools are called only after the transaction that
+// goes through its committer (engine/journal), which redacts the thread's secrets from every
+// row, call record, log and event it writes. Providers and tools are called only after the transaction that
 // makes their step resumable has committed, so a run that dies is resumed from its rows without
 // losing a message or running a non-idempotent tool twice.
 //

@@ -18,8 +18,8 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/modelcall"
-	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/logtally"
@@ -108,6 +108,9 @@ type Engine struct {
 
 	// subs are the in-process event subscribers (engine/feed; Options.Subscribers).
 	subs *feed.Subscribers
+	// commit is the committer: every transaction the engine opens, and every event it publishes,
+	// go through it (engine/journal).
+	commit journal.Committer
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
@@ -196,6 +199,8 @@ func New(opt Options) (*Engine, error) {
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validator}
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypesOf, e.models.Keys)
+	e.commit = journal.NewCommitter(journal.Config{Store: e.store, Clock: e.clock, Log: e.log, Subscribers: e.subs,
+		OnEvent: e.opt.OnEvent, RecordEvents: e.opt.RecordEvents, Secrets: e.secrets})
 	for _, p := range e.reg.Prompts() {
 		e.structured = e.structured || p.OutputSchema != nil
 	}
@@ -324,7 +329,7 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 		return nil, err
 	}
 	e.roots.put(t)
-	e.emitOutside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
+	e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
 	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
 		return t, err
 	}
@@ -525,7 +530,7 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 		}
 	}
 	status := weft.ThreadTerminated
-	if err := e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
+	if err := e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
 		for k, doc := range expired {
 			if err := tx.SetExecState(k, doc); err != nil {
 				return err
@@ -555,70 +560,4 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 			return nil
 		}
 	}
-}
-
-func (e *Engine) emit(ev Event) { e.emitAll([]Event{ev}) }
-
-// emitAll publishes events (a transaction's, in commit order): a subscriber is signalled once,
-// with all of them queued, so that it takes them in one batch.
-func (e *Engine) emitAll(evs []Event) {
-	if e.opt.OnEvent != nil {
-		for _, ev := range evs {
-			e.opt.OnEvent(ev)
-		}
-	}
-	if e.subs.Active() {
-		e.subs.PublishAll(evs)
-	}
-}
-
-// transient tells the event types that are never recorded: streamed deltas, whose text the
-// message event that follows carries whole.
-func transient(typ string) bool { return typ == "message_chunk" || typ == "reasoning_chunk" }
-
-// records encodes events for the event log, and keeps each one's encoding on it (Encoded). The
-// encodings share one buffer, each capped at its end.
-func records(evs []Event) []weft.EventRecord {
-	out := make([]weft.EventRecord, len(evs))
-	size := 0
-	for i := range evs {
-		size += payload.SizeHint(evs[i].Data)
-	}
-	buf := make([]byte, 0, size)
-	for i, ev := range evs {
-		start := len(buf)
-		var err error
-		if buf, err = payload.AppendJSON(buf, ev.Data); err != nil {
-			buf = buf[:start]
-			enc, _ := json.Marshal(map[string]any{"error": "unencodable payload: " + err.Error()})
-			buf = append(buf, enc...)
-		}
-		data := buf[start:len(buf):len(buf)]
-		out[i] = weft.EventRecord{Type: ev.Type, Data: data}
-		evs[i].Encoded = data
-	}
-	return out
-}
-
-// emitOutside publishes an event that no run's transaction carries (a thread created, a State
-// call outside a run, an effect's outcome): with RecordEvents it is first appended to the
-// thread's log in a transaction of its own.
-func (e *Engine) emitOutside(ctx context.Context, ev Event) {
-	if e.opt.RecordEvents && !transient(ev.Type) {
-		evs := []Event{ev}
-		recs := records(evs)
-		err := e.tx(context.WithoutCancel(ctx), ev.ThreadID, nil, keep, func(tx weft.Tx) error { return tx.AppendEvents(recs) })
-		if err != nil {
-			e.log.Warn("event not recorded", "thread", ev.ThreadID, "type", ev.Type, "error", err)
-		} else {
-			ev.Seq, ev.Encoded = recs[0].Seq, evs[0].Encoded
-		}
-	}
-	e.emit(ev)
-}
-
-// observed tells whether events are wanted: by OnEvent, the event log (RecordEvents keeps them
-// whether or not anyone listens) or a subscriber. When none wants them, runs build none.
-func (e *Engine) observed() bool {
-	return e.opt.OnEvent != nil || e.opt.RecordEvents || e.subs.Active()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -29,7 +30,7 @@ func (d *dispatcher) requestEnv(s *scope, o *offered, args map[string]any, decls
 	if err := r.tx(func(tx weft.Tx) error { return tx.SetExecState(dispatch.EnvRequestKey(req.RequestID), doc) }); err != nil {
 		return failure("Subagent could not be created: " + r.red.Error(err))
 	}
-	r.emit("env_required", Fields{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": req.Endpoint()})
+	r.journal.Emit("env_required", Fields{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": req.Endpoint()})
 	res := req.Result()
 	return &res
 }
@@ -97,7 +98,7 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	}
 	req.Status, req.ChildID = "fulfilled", child.ID
 	doc, _ := json.Marshal(req)
-	if err := e.tx(ctx, parentID, nil, keep, func(tx weft.Tx) error { return tx.SetExecState(dispatch.EnvRequestKey(requestID), doc) }); err != nil {
+	if err := e.commit.Tx(ctx, parentID, nil, journal.NoText, func(tx weft.Tx) error { return tx.SetExecState(dispatch.EnvRequestKey(requestID), doc) }); err != nil {
 		return nil, err
 	}
 	resumable := req.Entry.Resumable != nil && req.Entry.Resumable.Enabled

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -108,7 +109,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	t.RootID = t.ID
 	for i := len(rows) - 1; i >= 0; i-- {
 		if m := rows[i]; m.Depth == 0 && (m.Role == weft.RoleUser || m.Role == weft.RoleAssistant) && !m.Silent && m.Content != "" {
-			t.Preview = preview(m.Content)
+			t.Preview = journal.Preview(m.Content)
 			break
 		}
 	}
@@ -116,7 +117,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 		Data: Fields{"forked_from": point, "messages": len(rows)}}}
 	var recs []weft.EventRecord
 	if e.opt.RecordEvents {
-		recs = records(evs)
+		recs = journal.Records(evs)
 	}
 	err = e.store.CreateThreadTx(ctx, t, env, func(tx weft.Tx) error {
 		if err := tx.SetExecState(runstate.Key, state.Encode()); err != nil {
@@ -128,11 +129,11 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 		return nil, fmt.Errorf("fork of thread %s at %s: %w", threadID, atID, err)
 	}
 	e.roots.put(t)
-	e.emit(Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID, Data: Fields{"forked_from": point}})
+	e.commit.Publish(Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID, Data: Fields{"forked_from": point}})
 	if len(recs) > 0 {
 		evs[0].Seq = recs[0].Seq
 	}
-	e.emit(evs[0])
+	e.commit.Publish(evs[0])
 	return t, nil
 }
 

@@ -41,7 +41,7 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 			return err
 		}
 		if h.Init.Content != "" || len(h.Init.Attachments) > 0 {
-			if err := r.insertRecorded(tx, h.Init); err != nil {
+			if err := r.journal.Insert(tx, h.Init); err != nil {
 				return err
 			}
 		}
@@ -50,17 +50,17 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 	if err != nil {
 		return err
 	}
-	r.journal.saved = state
+	r.journal.NoteSaved(state)
 	if h.Init.ID != "" {
 		r.addRow(*h.Init)
-		r.emitUnrecorded(*h.Init)
+		r.journal.Stored(*h.Init)
 	}
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.Target
 	r.ceiling = max(250, h.Target.SideA.MaxSteps, h.Target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
 	r.env.Agent, r.env.Declared = h.Target.Env, r.e.varTypesOf(h.Target)
-	if r.e.observed() {
-		r.emit("handoff", Fields{"from_agent": from, "to_agent": name})
+	if r.e.commit.Observed() {
+		r.journal.Emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func (ar *activeRun) runID() string {
 // boundary after it was queued and a transaction of the run saw the queue grow.
 func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 	for i := range qs {
-		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.taken(q.Seq) {
+		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.Taken(q.Seq) {
 			r.ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
 		}
 	}
@@ -135,7 +135,7 @@ func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
 	if after < 0 {
 		return nil, nil // the run stored nothing
 	}
-	rows, err := r.e.store.Messages(r.wctx, r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
+	rows, err := r.e.store.Messages(context.WithoutCancel(r.ctx), r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	}
 	// An inbound user message clears the stop flag: it runs instead of being
 	// failed by the stop check before the queue is drained.
-	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.queued, func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
+	if r.state.Stopped && !r.ar.stop.Load() && slices.ContainsFunc(r.journal.Queued(), func(q weft.QueuedMessage) bool { return q.Role == weft.RoleUser }) {
 		r.state.Stopped = false
 	}
 	// fx holds the tools' effects not applied yet: the resumed calls', then each step's. A stop
@@ -67,8 +67,8 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 		trigger = "resume"
 		r.trigger = trigger
 	}
-	if r.e.observed() {
-		r.emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
+	if r.e.commit.Observed() {
+		r.journal.Emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
 	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
 		// The run died after the stop tool's result committed: the turn ends as it would have.
@@ -229,9 +229,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 
 // saveState persists the run state when it changed since it was last written.
 func (r *run) saveState() error {
-	drained, err := r.journal.saveState(&r.state)
-	r.stored(drained)
-	return err
+	return r.journal.SaveState(&r.state)
 }
 
 // suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
@@ -255,17 +253,17 @@ func (r *run) abortReason() weft.StopReason {
 // user/system → A, assistant → B. An inbound human message is a completed B turn.
 func (r *run) drain() error {
 	j := &r.journal
-	if j.queued == nil && r.steps > 0 {
+	if j.Queued() == nil && r.steps > 0 {
 		r.sync() // a message queued meanwhile is told through the mailbox (activeRun.Queued)
 		pushed := r.pushed
 		r.pushed = false
-		if pushed || j.waiting() {
-			if err := j.readQueue(r.ctx); err != nil {
+		if pushed || j.Waiting() {
+			if err := j.ReadQueue(r.ctx); err != nil {
 				return err
 			}
 		}
 	}
-	qs := j.unread()
+	qs := j.Unread()
 	if len(qs) == 0 || r.interruptedBy(qs) {
 		return nil
 	}
@@ -273,7 +271,7 @@ func (r *run) drain() error {
 	first := true
 	var last *weft.Message
 	for _, q := range qs {
-		if j.taken(q.Seq) {
+		if j.Taken(q.Seq) {
 			continue // its insert waits for the next transaction
 		}
 		r.ar.take(&q)
@@ -286,7 +284,7 @@ func (r *run) drain() error {
 			m.Side = weft.SideA
 		}
 		// Provisional seq until the insert assigns the real one (the run holds the lease).
-		m.Seq = r.lastSeq + int64(len(j.drained)) + 1
+		m.Seq = r.lastSeq + int64(j.Unstored()) + 1
 		if first {
 			first = false
 			if q.Role == weft.RoleAssistant {
@@ -295,7 +293,7 @@ func (r *run) drain() error {
 				r.state.Side = weft.SideA
 			}
 		}
-		j.take(m, q.Seq)
+		j.Take(m, q.Seq)
 		r.rows = append(r.rows, m)
 		last = m
 	}

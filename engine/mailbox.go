@@ -56,35 +56,37 @@ func (r *run) sync() {
 }
 
 // shared runs fn under the mailbox's lock (the activeRun's): how a State, on any goroutine, reads
-// what the run's goroutine changes under the same lock (postEnv).
-func (r *run) shared(fn func()) {
-	r.ar.mu.Lock()
-	defer r.ar.mu.Unlock()
+// what the run's goroutine changes under the same lock (envSet).
+func (ar *activeRun) shared(fn func()) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
 	fn()
 }
 
 // redactorNow returns the run's redactor for a caller on any goroutine.
 func (r *run) redactorNow() *redact.Redactor {
 	var red *redact.Redactor
-	r.shared(func() { red = r.red })
+	r.ar.shared(func() { red = r.red })
 	return red
 }
 
-// postRow, postReplace and postDelete carry a State's stored change of a row to the run's cache.
-func (r *run) postRow(m weft.Message) { r.ar.post(func(r *run) { r.cacheRow(m) }) }
+// The mailbox's messages of a State's changes (stateRun posts them). rowStored, rowReplaced and
+// rowDeleted carry a State's stored change of a row to the run's cache.
 
-func (r *run) postReplace(m weft.Message) { r.ar.post(func(r *run) { r.recacheRow(m) }) }
+func rowStored(m weft.Message) func(*run) { return func(r *run) { r.cacheRow(m) } }
 
-func (r *run) postDelete(id string) {
-	r.ar.post(func(r *run) {
+func rowReplaced(m weft.Message) func(*run) { return func(r *run) { r.recacheRow(m) } }
+
+func rowDeleted(id string) func(*run) {
+	return func(r *run) {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == id })
-	})
+	}
 }
 
-// postEnv carries a thread variable a State set: the run's env and its redactor follow it. The
+// envSet carries a thread variable a State set: the run's env and its redactor follow it. The
 // thread layer is replaced, not changed in place, as a State may be reading the old one.
-func (r *run) postEnv(v weft.EnvValue) {
-	r.ar.post(func(r *run) {
+func envSet(v weft.EnvValue) func(*run) {
+	return func(r *run) {
 		layer := maps.Clone(r.env.Thread)
 		if layer == nil {
 			layer = map[string]weft.EnvValue{}
@@ -93,28 +95,28 @@ func (r *run) postEnv(v weft.EnvValue) {
 		next := *r.env
 		next.Thread = layer
 		red := r.e.secrets.For(&next)
-		r.shared(func() {
+		r.ar.shared(func() {
 			r.env.Thread = layer
 			r.red = red
 		})
-	})
+	}
 }
 
-// postTool queues a tool a State asked for, to run after the step's calls.
-func (r *run) postTool(q queuedTool) {
-	r.ar.post(func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) })
+// toolQueued carries a tool a State asked for, to run after the step's calls.
+func toolQueued(q queuedTool) func(*run) {
+	return func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) }
 }
 
 // runMemory is a run's Execution.Memory, kept under the mailbox's lock.
 type runMemory struct{ r *run }
 
 func (m runMemory) Load(key string) (v any, ok bool) {
-	m.r.shared(func() { v, ok = m.r.memory[key] })
+	m.r.ar.shared(func() { v, ok = m.r.memory[key] })
 	return v, ok
 }
 
 func (m runMemory) Store(key string, v any) {
-	m.r.shared(func() {
+	m.r.ar.shared(func() {
 		if m.r.memory == nil {
 			m.r.memory = map[string]any{}
 		}
@@ -122,4 +124,4 @@ func (m runMemory) Store(key string, v any) {
 	})
 }
 
-func (m runMemory) Delete(key string) { m.r.shared(func() { delete(m.r.memory, key) }) }
+func (m runMemory) Delete(key string) { m.r.ar.shared(func() { delete(m.r.memory, key) }) }

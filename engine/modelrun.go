@@ -13,9 +13,9 @@ type modelRun run
 
 var _ modelcall.Run = (*modelRun)(nil)
 
-func (m *modelRun) Observed() bool                        { return m.e.observed() }
-func (m *modelRun) Emit(typ string, data payload.Payload) { (*run)(m).emit(typ, data) }
-func (m *modelRun) FlushEvents() error                    { return (*run)(m).flushEvents() }
+func (m *modelRun) Observed() bool                        { return m.e.commit.Observed() }
+func (m *modelRun) Emit(typ string, data payload.Payload) { m.journal.Emit(typ, data) }
+func (m *modelRun) FlushEvents() error                    { return m.journal.Flush() }
 func (m *modelRun) Sync()                                 { (*run)(m).sync() }
 func (m *modelRun) Interrupting() bool                    { return (*run)(m).interrupting() }
 

@@ -110,7 +110,8 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: runstate.State{Side: weft.SideA}, rowCache: rowCache{callIDs: map[string]bool{}}, journal: journal{e: e, threadID: "render", ctx: ctx}}
+			state: runstate.State{Side: weft.SideA}, rowCache: rowCache{callIDs: map[string]bool{}}}
+		r.journal.Init(ctx, &e.commit, (*journalHost)(r), r.thread, weft.Fence{}, nil)
 		r.wire()
 		_, user, instance, err := vars.Load(ctx, e.store, "", "")
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/redact"
 )
 
 // rowCache is a run's copy of the thread's top-level rows (completed and pending) in seq order,
@@ -87,11 +88,16 @@ func (rc *rowCache) recacheRow(m weft.Message) {
 	}
 }
 
-// stored notes the drained rows a transaction stored (with their seq now final) and publishes
-// them.
-func (r *run) stored(drained []*weft.Message) {
-	for _, m := range drained {
-		r.noteRow(m)
-		r.emitUnrecorded(*m) // (txBody recorded it when the run records its events)
+// journalHost is the run as its journal's host (journal.Host).
+type journalHost run
+
+func (h *journalHost) Redactor() *redact.Redactor { return (*run)(h).redactorNow() }
+
+// Drained notes the rows drained from the queue that a transaction stored, their seqs now final.
+func (h *journalHost) Drained(rows []*weft.Message) {
+	for _, m := range rows {
+		h.noteRow(m)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -234,7 +235,7 @@ func (e *Engine) Stop(ctx context.Context, threadID string) error {
 		return weft.Errorf(weft.EConflict, "thread %s is not running (status %s): nothing to stop", threadID, t.Status)
 	}
 	// Running elsewhere (or a run that died): set the flag the next run or resume honours.
-	return e.tx(ctx, threadID, nil, keep, func(tx weft.Tx) error {
+	return e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
 		s, err := runstate.Load(ctx, e.store, threadID)
 		if err != nil {
 			return err
@@ -291,7 +292,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		e.sched.Unregister(threadID)
 		if r != nil {
 			r.sync() // a message queued while the run was registered was told through its mailbox
-			more = r.pushed || r.journal.waiting()
+			more = r.pushed || r.journal.Waiting()
 		} else {
 			more = ar.mail.has.Load()
 		}
@@ -334,11 +335,11 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			tree.reply, tree.red = m, r.red
 		}
 	}
-	r.finishEvents()
+	r.journal.Finish()
 	if r.obs != nil {
 		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
-	released = r.journal.released
+	released = r.journal.Released()
 	r.requests.Release()
 	return info, r.model.Redactions(), false, err
 }
@@ -440,10 +441,8 @@ type run struct {
 	agent  *weft.Agent
 	state  runstate.State
 
-	// wctx is ctx without cancellation, for writes that must finish.
-	wctx context.Context
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
-	journal journal
+	journal journal.Journal
 	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
 	rowCache
 	// pushed: a message was queued on the thread since the run last read its queue (told through
@@ -490,9 +489,8 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
-	wctx := context.WithoutCancel(ctx)
-	r := &run{e: e, ctx: ctx, wctx: wctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}},
-		journal: journal{e: e, threadID: t.ID, ctx: wctx, fence: fence, queued: start.Queued}}
+	r := &run{e: e, ctx: ctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}}}
+	r.journal.Init(context.WithoutCancel(ctx), &e.commit, (*journalHost)(r), t, fence, start.Queued)
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
@@ -513,11 +511,6 @@ func (r *run) wire() {
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
 	r.requests = requests{Requests: r.model.Requests(r.e.store, r.thread, &r.rows, &r.state, &r.hooks), r: r}
-	r.journal.body = r.journal.txBody // bound once: a transaction allocates no closure
-	r.journal.red = r.redactorNow
-	if r.e.opt.RecordEvents {
-		r.journal.messageEvent = func(m weft.Message) Event { return r.event("message", r.messageData(m)) }
-	}
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).
@@ -550,11 +543,7 @@ func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*
 		ThreadEnv: thread, UserEnv: user, InstanceEnv: instance})
 }
 
-// tx writes in one fenced transaction of this run (journal.tx).
-func (r *run) tx(fn func(weft.Tx) error) error {
-	drained, err := r.journal.tx(fn)
-	r.stored(drained)
-	return err
-}
+// tx writes in one fenced transaction of this run (journal.Journal.Tx).
+func (r *run) tx(fn func(weft.Tx) error) error { return r.journal.Tx(fn) }
 
 func (r *run) now() time.Time { return r.e.clock.Now().UTC() }

@@ -261,7 +261,7 @@ func TestRunEndStoresQueuedMessage(t *testing.T) {
 // TestToolStartedInReplyTx: a run that records its events records a reply's one call's
 // tool_started, after the reply's message event, in the transaction that stores the reply, when nothing can act between that commit and the tool (no hook, no approval, valid
 // arguments): the tool runs without a commit of its own before it. Otherwise they wait for that
-// commit (flushEvents). Either way the log holds the same events in the same order, the
+// commit (Journal.Flush). Either way the log holds the same events in the same order, the
 // subscriber saw what the log holds, and bad arguments never get a tool_started.
 func TestToolStartedInReplyTx(t *testing.T) {
 	badArgs := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, chunk func(weft.Chunk)) (*weft.Response, error) {

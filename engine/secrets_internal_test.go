@@ -45,7 +45,7 @@ func TestOneRedactorPerThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read != r.red || e.threadRedactor(ctx, id) != r.red {
+	if read != r.red || e.commit.Redactor(ctx, id) != r.red {
 		t.Error("the read and the write outside a run built a Redactor of their own")
 	}
 	if twin, _ := e.secrets.Redactor(ctx, newThread(map[string]string{"OTHER_NAME": "tok-41c0ffee"})); twin != read {

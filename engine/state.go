@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/threadstate"
@@ -96,10 +97,10 @@ type stateHost struct{ *Engine }
 func (h stateHost) Now() time.Time    { return h.clock.Now() }
 func (h stateHost) Log() *slog.Logger { return h.log }
 func (h stateHost) Tx(ctx context.Context, threadID string, fence *weft.Fence, red *redact.Redactor, fn func(weft.Tx) error) error {
-	return h.tx(ctx, threadID, fence, red, fn)
+	return h.commit.Tx(ctx, threadID, fence, red, fn)
 }
-func (h stateHost) EmitOutside(ctx context.Context, ev Event) { h.emitOutside(ctx, ev) }
-func (h stateHost) Observed() bool                            { return h.observed() }
+func (h stateHost) EmitOutside(ctx context.Context, ev Event) { h.commit.Outside(ctx, ev) }
+func (h stateHost) Observed() bool                            { return h.commit.Observed() }
 func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owner weft.Side, text, kind string, atts []weft.ToolAttachment) error {
 	return h.subagents.Deliver(ctx, child, owner, text, kind, atts)
 }
@@ -115,38 +116,38 @@ type stateRun struct{ r *run }
 
 func (s stateRun) ID() string                         { return s.r.id }
 func (s stateRun) ThreadID() string                   { return s.r.thread.ID }
-func (s stateRun) Fence() *weft.Fence                 { return &s.r.journal.fence }
+func (s stateRun) Fence() *weft.Fence                 { return s.r.journal.Fence() }
 func (s stateRun) Redactor() *redact.Redactor         { return s.r.redactorNow() }
-func (s stateRun) Emit(typ string, data Payload)      { s.r.emit(typ, data) }
-func (s stateRun) EmitMessage(m weft.Message)         { s.r.emitMessage(m) }
-func (s stateRun) Records() bool                      { return s.r.journal.messageEvent != nil }
-func (s stateRun) PostRow(m weft.Message)             { s.r.postRow(m) }
-func (s stateRun) PostReplace(m weft.Message)         { s.r.postReplace(m) }
-func (s stateRun) PostDelete(id string)               { s.r.postDelete(id) }
-func (s stateRun) PostEnv(v weft.EnvValue)            { s.r.postEnv(v) }
+func (s stateRun) Emit(typ string, data Payload)      { s.r.journal.Emit(typ, data) }
+func (s stateRun) EmitMessage(m weft.Message)         { s.r.journal.EmitMessage(m) }
+func (s stateRun) Records() bool                      { return s.r.journal.Records() }
+func (s stateRun) PostRow(m weft.Message)             { s.r.ar.post(rowStored(m)) }
+func (s stateRun) PostReplace(m weft.Message)         { s.r.ar.post(rowReplaced(m)) }
+func (s stateRun) PostDelete(id string)               { s.r.ar.post(rowDeleted(id)) }
+func (s stateRun) PostEnv(v weft.EnvValue)            { s.r.ar.post(envSet(v)) }
 func (s stateRun) HookFailed(h *weft.Hook, err error) { s.r.hookFailed(h, err) }
 
 func (s stateRun) Env() vars.View {
 	var c vars.View
-	s.r.shared(func() { c = *s.r.env })
+	s.r.ar.shared(func() { c = *s.r.env })
 	return c
 }
 
 func (s stateRun) PostTool(name string, args json.RawMessage) {
-	s.r.postTool(queuedTool{name: name, args: args})
+	s.r.ar.post(toolQueued(queuedTool{name: name, args: args}))
 }
 
 func (s stateRun) RecordInsert(ctx context.Context, fn func(weft.Tx) error, m *weft.Message) error {
-	return s.r.journal.txState(ctx, fn, func() Event { return s.r.journal.messageEvent(*m) })
+	return s.r.journal.StateTx(ctx, fn, func() Event { return s.r.journal.MessageEvent(*m) })
 }
 
 func (s stateRun) RecordChange(ctx context.Context, fn func(weft.Tx) error, cur weft.Message, c weft.MessageChange) error {
-	row := changedRow(cur, c, s.r.redactorNow())
-	return s.r.journal.txState(ctx, fn, func() Event { return s.r.journal.messageEvent(row) })
+	row := journal.ChangedRow(cur, c, s.r.redactorNow())
+	return s.r.journal.StateTx(ctx, fn, func() Event { return s.r.journal.MessageEvent(row) })
 }
 
 func (s stateRun) RecordDelete(ctx context.Context, fn func(weft.Tx) error, id string) error {
-	return s.r.journal.txState(ctx, fn, func() Event { return s.r.event("message_deleted", Fields{"message_id": id}) })
+	return s.r.journal.StateTx(ctx, fn, func() Event { return s.r.journal.Event("message_deleted", Fields{"message_id": id}) })
 }
 
 func (s stateRun) Hooks(x threadstate.Exec, point weft.HookPoint) []*weft.Hook {

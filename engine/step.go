@@ -82,8 +82,8 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if err := (parentRun{r, s}).startImmediate(p, side); err != nil {
 		return stepOutcome{}, err
 	}
-	if r.e.observed() {
-		r.emit("step_started", StepStarted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name})
+	if r.e.commit.Observed() {
+		r.journal.Emit("step_started", StepStarted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name})
 	}
 	req, err := r.stepRequest(s)
 	if err != nil {
@@ -108,8 +108,8 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	if err := r.tools.runQueuedTools(s); err != nil {
 		return stepOutcome{}, err
 	}
-	if r.e.observed() {
-		r.emit("step_completed", StepCompleted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name, ToolCalls: len(calls)})
+	if r.e.commit.Observed() {
+		r.journal.Emit("step_completed", StepCompleted{RunID: r.id, Step: r.steps, Side: side, Prompt: p.Name, ToolCalls: len(calls)})
 	}
 	if out, ended := r.sessionEnd(def, results, s.fx); ended {
 		return out, nil
@@ -238,13 +238,13 @@ func (r *run) updateContent(msg *weft.Message, text string) error {
 		if err := tx.UpdateMessage(msg.ID, weft.MessageChange{Content: &text}); err != nil {
 			return err
 		}
-		r.journal.stageMessage(&updated)
+		r.journal.StageMessage(&updated)
 		return nil
 	})
 	if err == nil {
 		*msg = updated
 		r.replaceRow(*msg)
-		r.emitUnrecorded(*msg)
+		r.journal.Stored(*msg)
 	}
 	return err
 }
@@ -429,10 +429,10 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 			return err
 		}
 		for _, m := range rows {
-			r.journal.stageMessage(m)
+			r.journal.StageMessage(m)
 		}
 		if startNow != nil {
-			r.journal.stage(r.event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
+			r.journal.Stage(r.journal.Event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
 			staged = true
 		}
 		return tx.SetExecState(runstate.Key, state)
@@ -447,9 +447,9 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		return "", err
 	}
-	r.journal.saved = state
+	r.journal.NoteSaved(state)
 	if final != "" {
-		r.journal.saved = finalState
+		r.journal.NoteSaved(finalState)
 	}
 	w.staged, w.startNow = staged, startNow
 	return final, nil
@@ -470,11 +470,11 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	if w.staged {
 		r.tools.startedID = w.startNow.ID
 	}
-	r.emitUnrecorded(*msg)
+	r.journal.Stored(*msg)
 	for _, tm := range provided {
 		r.hooks.AfterInsert(r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
 		r.addRow(*tm)
-		r.emitUnrecorded(*tm)
+		r.journal.Stored(*tm)
 	}
 	if s.depth > 0 && len(provided) > 0 {
 		s.nested = append(s.nested, *msg)
@@ -485,7 +485,7 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	}
 	if emptyResult != nil {
 		r.addRow(*emptyResult)
-		r.emitUnrecorded(*emptyResult)
+		r.journal.Stored(*emptyResult)
 		if s.depth > 0 {
 			s.nested = append(s.nested, *msg, *emptyResult)
 		}
@@ -595,11 +595,11 @@ func (r *run) insertAssistant(side weft.Side, prompt, text string) error {
 	if side == weft.SideB {
 		m.Role = weft.RoleUser
 	}
-	if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
+	if err := r.tx(func(tx weft.Tx) error { return r.journal.Insert(tx, m) }); err != nil {
 		return err
 	}
 	r.addRow(*m)
-	r.emitUnrecorded(*m)
+	r.journal.Stored(*m)
 	return nil
 }
 

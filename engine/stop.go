@@ -55,9 +55,9 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	if reason == weft.StopInterrupted {
 		var by string
 		by, rollback = r.ar.interrupter()
-		if r.e.observed() {
+		if r.e.commit.Observed() {
 			// Recorded by the stop's transaction, before run_stopped.
-			r.emit("run_interrupted", Fields{"run_id": r.id, "message_id": by, "rollback": rollback})
+			r.journal.Emit("run_interrupted", Fields{"run_id": r.id, "message_id": by, "rollback": rollback})
 		}
 	}
 	var removed []string
@@ -89,9 +89,9 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 				if removed, err = r.rollbackRows(tx); err != nil {
 					return err
 				}
-				if r.e.opt.RecordEvents && r.e.observed() {
+				if r.e.opt.RecordEvents && r.e.commit.Observed() {
 					for _, id := range removed {
-						r.journal.stage(r.event("message_deleted", Fields{"message_id": id}))
+						r.journal.Stage(r.journal.Event("message_deleted", Fields{"message_id": id}))
 					}
 				}
 			}
@@ -108,9 +108,9 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	info.Seq = r.state.Stops
 	if err == nil && len(removed) > 0 {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return slices.Contains(removed, m.ID) })
-		if !r.e.opt.RecordEvents && r.e.observed() {
+		if !r.e.opt.RecordEvents && r.e.commit.Observed() {
 			for _, id := range removed {
-				r.emit("message_deleted", Fields{"message_id": id})
+				r.journal.Emit("message_deleted", Fields{"message_id": id})
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 			} else {
 				r.addRow(*m)
 			}
-			r.emitUnrecorded(*m)
+			r.journal.Stored(*m)
 		}
 	}
 	if r.e.watches.Active() {
@@ -131,10 +131,10 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 		}
 		r.e.watches.Note(r.thread.ID, info, r.model.Redactions(), reply)
 	}
-	if r.endRecorded() {
-		r.journal.publishHeld() // the stop's transaction recorded run_stopped
-	} else if r.e.observed() {
-		r.emit("run_stopped", r.runStopped(reason, text))
+	if r.journal.EndRecorded() {
+		r.journal.PublishHeld() // the stop's transaction recorded run_stopped
+	} else if r.e.commit.Observed() {
+		r.journal.Emit("run_stopped", r.runStopped(reason, text))
 	}
 	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
 		ctx := context.WithoutCancel(r.ctx)
@@ -158,7 +158,7 @@ func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, er
 // lease's release. A run that records its events records the message events of rows (the rows the
 // transaction stores) in it, and releases the lease in the transaction that records its last
 // events: this one when it is the run's last (last, from stopIsLast), which then also records
-// run_stopped; else finishEvents'.
+// run_stopped; else Journal.Finish's.
 func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
 	now := r.now()
 	if !r.stopCounted {
@@ -178,14 +178,14 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		// staged them); when the transaction is the run's last, run_stopped after them, and all
 		// of them held for publishHeld (stageEnd holds the transaction's events).
 		for _, m := range rows {
-			r.journal.stageMessage(m)
+			r.journal.StageMessage(m)
 		}
 		if !last {
 			return state, nil
 		}
-		r.journal.stageEnd(r.event("run_stopped", r.runStopped(reason, text)))
+		r.journal.StageEnd(r.journal.Event("run_stopped", r.runStopped(reason, text)))
 	}
-	return state, r.journal.release(tx)
+	return state, r.journal.Release(tx)
 }
 
 // runStopped is the payload of the run's run_stopped event.

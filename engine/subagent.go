@@ -172,11 +172,11 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 	reply := func(c weft.ToolCall) (*weft.Message, error) {
 		m := &weft.Message{ID: weft.NewID("msg_"), Role: weft.RoleAssistant, Side: side, Status: weft.MessageCompleted, Prompt: p.Name,
 			RunID: r.id, ToolCalls: []weft.ToolCall{c}, Metadata: map[string]any{"immediate": true}}
-		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, m) }); err != nil {
+		if err := r.tx(func(tx weft.Tx) error { return r.journal.Insert(tx, m) }); err != nil {
 			return nil, err
 		}
 		r.addRow(*m)
-		r.emitUnrecorded(*m)
+		r.journal.Stored(*m)
 		return m, nil
 	}
 	parked := false

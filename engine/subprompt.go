@@ -43,11 +43,11 @@ func (v *subCall) start(o *offered, args map[string]any) (res weft.ToolResult, p
 	}
 	if init != nil {
 		// Streamed as every row is: recorded with the row when the run records its events.
-		if err := r.tx(func(tx weft.Tx) error { return r.insertRecorded(tx, init) }); err != nil {
+		if err := r.tx(func(tx weft.Tx) error { return r.journal.Insert(tx, init) }); err != nil {
 			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 		}
 		r.addRow(*init)
-		r.emitUnrecorded(*init)
+		r.journal.Stored(*init)
 		n.s.nested = append(n.s.nested, *init)
 	}
 	return n.loop(1, nil)

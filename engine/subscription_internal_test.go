@@ -20,7 +20,7 @@ func TestAskBuildsNoEvents(t *testing.T) {
 	reg := weft.NewRegistry()
 	reg.AddModel(&weft.Model{Name: "fake", Provider: "fake", Model: "fake"})
 	reg.AddTool(weft.NewTool("probe", "Reports whether the engine is observed.", func(ctx context.Context, _ weft.State, _ struct{}) (weft.ToolResult, error) {
-		observedInTool = append(observedInTool, eng.observed())
+		observedInTool = append(observedInTool, eng.commit.Observed())
 		return weft.Success("ok"), nil
 	}))
 	reg.AddPrompt(&weft.Prompt{Name: "p", Model: "fake", Prompt: weft.Text("Probe."), Tools: []weft.ToolEntry{{Name: "probe"}}})

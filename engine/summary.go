@@ -146,8 +146,8 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		}
 		r.e.log.Warn("the summarizer failed: older messages are left out of the request instead", "thread", r.thread.ID,
 			"prompt", s.prompt.Name, "summarizer", sp.Name, "error", r.red.Error(err))
-		if r.e.observed() {
-			r.emit("context_summary_failed", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "error": r.red.Error(err)})
+		if r.e.commit.Observed() {
+			r.journal.Emit("context_summary_failed", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "error": r.red.Error(err)})
 		}
 		return false, nil
 	}
@@ -163,7 +163,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		row.Metadata[window.MetaSummaryKept] = keep.ID
 	}
 	if err := r.tx(func(tx weft.Tx) error {
-		if err := r.insertRecorded(tx, row); err != nil {
+		if err := r.journal.Insert(tx, row); err != nil {
 			return err
 		}
 		return putLogs(tx, res.Logs)
@@ -174,9 +174,9 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, row, nil))
 	}
 	r.addRow(*row)
-	r.emitUnrecorded(*row)
-	if r.e.observed() {
-		r.emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
+	r.journal.Stored(*row)
+	if r.e.commit.Observed() {
+		r.journal.Emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
 			"folded_messages": len(rows), "through_seq": last.Seq, "summary_messages": int(covered)})
 	}
 	s.summary = row

@@ -35,12 +35,12 @@ type dispatcher struct {
 // nothing that runCall does before it emits tool_started can write, emit or refuse the call — no
 // hook applies, the call needs no approval, its arguments are valid, and the run is not being
 // stopped. The tool then starts with nothing waiting to be recorded: no commit of its own
-// (flushEvents) before it runs. A stop or shutdown that comes between the commit and the call
+// (Journal.Flush) before it runs. A stop or shutdown that comes between the commit and the call
 // leaves tool_started recorded for a call that then ends without running, as a crash between
 // that commit and the tool does.
 func (d *dispatcher) startsAtOnce(s *scope, msg *weft.Message, c weft.ToolCall) bool {
 	r := d.r
-	if !r.e.opt.RecordEvents || !r.e.observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
+	if !r.e.opt.RecordEvents || !r.e.commit.Observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
 		s.needsApproval(c.Name) || r.stopRequested() || r.interrupting() || r.suspending() {
 		return false
 	}
@@ -165,11 +165,11 @@ func (d *dispatcher) runCall(ctx context.Context, s *scope, msg *weft.Message, c
 		}
 		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
 		st := exec.state()
-		if d.r.e.observed() && !started {
-			d.r.emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
+		if d.r.e.commit.Observed() && !started {
+			d.r.journal.Emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 		}
 		d.r.hooks.ToolCallStarted(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookToolCallStarted), State: st}, c)
-		if err := d.r.flushEvents(); err != nil {
+		if err := d.r.journal.Flush(); err != nil {
 			return res, err
 		}
 		var parked string
@@ -206,8 +206,8 @@ func (d *dispatcher) runCall(ctx context.Context, s *scope, msg *weft.Message, c
 		return res, err
 	}
 	res.msg = m
-	if d.r.e.observed() && !completed {
-		d.r.emit("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: res.result.Status})
+	if d.r.e.commit.Observed() && !completed {
+		d.r.journal.Emit("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: res.result.Status})
 	}
 	return res, nil
 }
@@ -388,7 +388,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 				return err
 			}
 		}
-		if err := d.r.insertRecorded(tx, tm); err != nil {
+		if err := d.r.journal.Insert(tx, tm); err != nil {
 			return err
 		}
 		if next != nil {
@@ -408,8 +408,8 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 		}
 		d.calls.Note(done)
 		if startNext {
-			d.r.journal.stage(d.r.event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
-			d.r.journal.stage(d.r.event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
+			d.r.journal.Stage(d.r.journal.Event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
+			d.r.journal.Stage(d.r.journal.Event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
 			staged = true
 		}
 		return nil
@@ -421,7 +421,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
 		// A subagent's sessionStatus call is its status text in the parent's registry.
 		st := runState(d.r, nil)
-		if err := st.SetStatus(d.r.wctx, tm.Content); err != nil {
+		if err := st.SetStatus(context.WithoutCancel(d.r.ctx), tm.Content); err != nil {
 			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
 		}
 	}
@@ -429,7 +429,7 @@ func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res wef
 	if staged {
 		d.startedID = next.ID
 	}
-	d.r.emitUnrecorded(*tm)
+	d.r.journal.Stored(*tm)
 	if s.depth > 0 {
 		s.nested = append(s.nested, *tm)
 	}
@@ -491,7 +491,7 @@ func (d *dispatcher) removeCall(msg *weft.Message, c weft.ToolCall) error {
 		if err := tx.UpdateMessage(msg.ID, weft.MessageChange{ToolCalls: &calls}); err != nil {
 			return err
 		}
-		d.r.journal.stageMessage(&updated) // streamed again, without the call
+		d.r.journal.StageMessage(&updated) // streamed again, without the call
 		return nil
 	})
 	if err != nil {
@@ -501,12 +501,12 @@ func (d *dispatcher) removeCall(msg *weft.Message, c weft.ToolCall) error {
 	d.r.replaceRow(*msg) // (after the mailbox's changes)
 	if deleted {
 		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
-		if d.r.e.observed() {
-			d.r.emit("message_deleted", Fields{"message_id": msg.ID})
+		if d.r.e.commit.Observed() {
+			d.r.journal.Emit("message_deleted", Fields{"message_id": msg.ID})
 		}
 		return nil
 	}
-	d.r.emitUnrecorded(*msg)
+	d.r.journal.Stored(*msg)
 	return nil
 }
 
@@ -550,7 +550,7 @@ func (d *dispatcher) runQueuedTools(s *scope) error {
 			tm.Content = "Failed to execute tool: " + d.r.red.String(res.Error)
 		}
 		err := d.r.tx(func(tx weft.Tx) error {
-			if err := d.r.insertRecorded(tx, tm); err != nil {
+			if err := d.r.journal.Insert(tx, tm); err != nil {
 				return err
 			}
 			return tx.SetExecState(runstate.Key, d.r.state.Encode())
@@ -562,7 +562,7 @@ func (d *dispatcher) runQueuedTools(s *scope) error {
 			return err
 		}
 		d.r.addRow(*tm)
-		d.r.emitUnrecorded(*tm)
+		d.r.journal.Stored(*tm)
 	}
 	return nil
 }

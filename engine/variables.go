@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -42,15 +41,4 @@ func (e *Engine) Redactor(ctx context.Context, threadID string) (func(string) st
 		return nil, err
 	}
 	return red.String, nil
-}
-
-// threadRedactor returns the thread's redactor, or one that redacts nothing when it cannot be
-// built.
-func (e *Engine) threadRedactor(ctx context.Context, threadID string) *redact.Redactor {
-	red, err := e.secrets.Redactor(ctx, threadID)
-	if err != nil {
-		e.log.Warn("no redactor for the thread", "thread", threadID, "error", err)
-		return keep
-	}
-	return red
 }

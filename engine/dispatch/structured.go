@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -44,23 +43,5 @@ func RedactValue(red *redact.Redactor, v any) any {
 // that was shown a secret must not get it written to disk). The calls run with the arguments as
 // the model sent them; calls is returned as is when nothing needs replacing.
 func RedactCalls(red *redact.Redactor, calls []weft.ToolCall) []weft.ToolCall {
-	return RedactCallsWith(calls, red.String)
-}
-
-// RedactCallsWith returns calls with their arguments redacted by red: calls itself when nothing
-// changed (the committer's redaction of rows, and RedactCalls).
-func RedactCallsWith(calls []weft.ToolCall, red func(string) string) []weft.ToolCall {
-	var out []weft.ToolCall
-	for i, c := range calls {
-		if r := red(c.Arguments); r != c.Arguments {
-			if out == nil {
-				out = slices.Clone(calls)
-			}
-			out[i].Arguments = r
-		}
-	}
-	if out == nil {
-		return calls
-	}
-	return out
+	return redact.Calls(calls, red.String)
 }

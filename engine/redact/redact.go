@@ -391,3 +391,21 @@ func (r *Redactor) Error(err error) string {
 	}
 	return r.String(err.Error())
 }
+
+// Calls returns calls with their arguments redacted by red: calls itself when nothing changed
+// (the committer's redaction of rows, and the calls a run stores).
+func Calls(calls []weft.ToolCall, red func(string) string) []weft.ToolCall {
+	var out []weft.ToolCall
+	for i, c := range calls {
+		if r := red(c.Arguments); r != c.Arguments {
+			if out == nil {
+				out = slices.Clone(calls)
+			}
+			out[i].Arguments = r
+		}
+	}
+	if out == nil {
+		return calls
+	}
+	return out
+}

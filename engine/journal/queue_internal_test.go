@@ -1,11 +1,11 @@
-package engine
+package journal
 
 import (
 	"strings"
 	"testing"
 )
 
-// TestPreviewLikeRuneConversion checks that preview, which decodes only the runes it keeps, gives
+// TestPreviewLikeRuneConversion checks that Preview, which decodes only the runes it keeps, gives
 // what converting the whole text gave: the first 200 runes, invalid UTF-8 replaced past 200.
 func TestPreviewLikeRuneConversion(t *testing.T) {
 	old := func(s string) string {
@@ -21,7 +21,7 @@ func TestPreviewLikeRuneConversion(t *testing.T) {
 		strings.Repeat("\xff", 250), strings.Repeat("a", 198) + "\xff\xfe\xfdz", "\xe2\x82" + strings.Repeat("b", 300),
 		strings.Repeat("x", 5<<20),
 	} {
-		if got, want := preview(s), old(s); got != want {
+		if got, want := Preview(s), old(s); got != want {
 			t.Errorf("preview of %d bytes: %q, want %q", len(s), got, want)
 		}
 	}
