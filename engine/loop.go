@@ -126,14 +126,8 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	out, err := r.step(p, side, def, *fx)
 	*fx = out.effects
 	r.terminated = r.terminated || fx.terminate
-	if errors.Is(err, errAwaitApproval) {
-		return ended(r.stop(weft.StopAwaitingApproval, ""))
-	}
-	if be := (*budgetError)(nil); errors.As(err, &be) {
-		return ended(r.stop(weft.StopBudgetExceeded, be.why))
-	}
 	if err != nil {
-		return ended(r.fail(err))
+		return ended(r.stepFailed(err))
 	}
 	return r.afterStep(side, out, fx)
 }
@@ -169,6 +163,18 @@ func (r *run) handlerBoundary(side weft.Side, def weft.AgentSide, fx *toolEffect
 		return ended(r.fail(err))
 	}
 	return nil
+}
+
+// stepFailed stops the run after a step that failed: awaiting an approval, over a budget, or
+// failed.
+func (r *run) stepFailed(err error) (weft.StopInfo, error) {
+	if errors.Is(err, errAwaitApproval) {
+		return r.stop(weft.StopAwaitingApproval, "")
+	}
+	if be := (*budgetError)(nil); errors.As(err, &be) {
+		return r.stop(weft.StopBudgetExceeded, be.why)
+	}
+	return r.fail(err)
 }
 
 // afterStep applies what a model step asked for: a handoff, a stop, a session's end, a forced
@@ -235,7 +241,11 @@ func (r *run) saveState() error {
 // suspending tells whether the run is being interrupted by a shutdown (at a step boundary, or
 // cancelled with errShutdown once the drain deadline passed).
 func (r *run) suspending() bool {
-	return r.suspend.Load() || errors.Is(context.Cause(r.ctx), errShutdown)
+	if r.suspend.Load() {
+		return true
+	}
+	cause := context.Cause(r.ctx)
+	return cause != nil && errors.Is(cause, errShutdown)
 }
 
 func (r *run) abortReason() weft.StopReason {

@@ -19,12 +19,15 @@ import (
 type outageStore struct {
 	*memstore.Store
 	beginDown, writesDown atomic.Bool
+	// refused counts the calls refused while down.
+	refused atomic.Int64
 }
 
 var errFull = fmt.Errorf("database or disk is full: %w", weft.ErrUnavailable)
 
 func (s *outageStore) BeginRun(ctx context.Context, threadID, node string, ttl time.Duration, push *weft.QueuedMessage) (weft.Fence, *weft.RunStart, error) {
 	if s.beginDown.Load() {
+		s.refused.Add(1)
 		return weft.Fence{}, nil, errFull
 	}
 	return s.Store.BeginRun(ctx, threadID, node, ttl, push)
@@ -32,6 +35,7 @@ func (s *outageStore) BeginRun(ctx context.Context, threadID, node string, ttl t
 
 func (s *outageStore) Tx(ctx context.Context, threadID string, fence *weft.Fence, fn func(weft.Tx) error) error {
 	if fence != nil && s.writesDown.Load() {
+		s.refused.Add(1)
 		return errFull
 	}
 	return s.Store.Tx(ctx, threadID, fence, fn)
@@ -39,6 +43,7 @@ func (s *outageStore) Tx(ctx context.Context, threadID string, fence *weft.Fence
 
 func (s *outageStore) ReleaseLease(ctx context.Context, f weft.Fence) error {
 	if s.writesDown.Load() {
+		s.refused.Add(1)
 		return errFull
 	}
 	return s.Store.ReleaseLease(ctx, f)
@@ -93,10 +98,17 @@ func TestRunStartFailureRetried(t *testing.T) {
 				st.beginDown.Store(false)
 			}
 			st.writesDown.Store(true)
+			refused := st.refused.Load()
 			if _, err := eng.Send(ctx, th.ID, weft.NewMessage{Role: weft.RoleUser, Content: "hello"}); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(500 * time.Millisecond) // passes fail meanwhile
+			// Passes fail meanwhile: two refused calls (the run's write, then the release of its lease
+			// or a retry) are waited for, where a fixed 500 ms was slept.
+			for down := time.Now(); st.refused.Load() < refused+2; time.Sleep(5 * time.Millisecond) {
+				if time.Since(down) > 5*time.Second {
+					t.Fatalf("%d calls refused in 5 s of outage, want 2", st.refused.Load()-refused)
+				}
+			}
 			st.beginDown.Store(false)
 			st.writesDown.Store(false)
 			back := time.Now()

@@ -13,14 +13,22 @@ type requests struct {
 	r *run
 }
 
-// step is what the request of s is built from (hooks: with the hooks of the request's points).
-func (q *requests) step(s *scope, hooks bool) modelcall.Step {
-	st := modelcall.Step{Scope: s.call(), Rendered: s.rendered, Args: s.args, Env: s.env, ToolCalled: s.toolCalled,
-		Specs: s.specs, Summary: s.summary}
-	if hooks {
-		st.SystemHooks = q.r.scopeHooks(s, weft.HookAfterSystemMessage)
-		st.FilterHooks = q.r.scopeHooks(s, weft.HookFilterMessages)
-		st.PrefilterHooks = q.r.scopeHooks(s, weft.HookPrefilterLLMHistory)
+// step is what the request of s is built from (hooks: with the hooks of the request's points):
+// s.req, filled at the scope's first request and kept for its next ones; what the scope changes
+// between them (the tools called, its tools, its summary) is copied in each time.
+func (q *requests) step(s *scope, hooks bool) *modelcall.Step {
+	st := &s.req
+	if st.Prompt == nil {
+		st.Scope, st.Rendered, st.Args, st.Env = s.call(), s.rendered, s.args, s.env
+	}
+	st.ToolCalled, st.Specs, st.Summary = s.toolCalled, s.specs, s.summary
+	if hooks && !s.reqHooks {
+		if len(q.r.scopeHookIDs(s)) > 0 {
+			st.SystemHooks = q.r.scopeHooks(s, weft.HookAfterSystemMessage)
+			st.FilterHooks = q.r.scopeHooks(s, weft.HookFilterMessages)
+			st.PrefilterHooks = q.r.scopeHooks(s, weft.HookPrefilterLLMHistory)
+		}
+		s.reqHooks = true
 	}
 	return st
 }
@@ -29,13 +37,12 @@ func (q *requests) step(s *scope, hooks bool) modelcall.Step {
 // under summarize it sets s.summary.
 func (q *requests) history(s *scope) []*weft.Message {
 	st := q.step(s, false)
-	rows := q.History(&st)
+	rows := q.History(st)
 	s.summary = st.Summary
 	return rows
 }
 
 // build assembles the request of s from rows (Requests.Build).
 func (q *requests) build(s *scope, rows []*weft.Message) (*weft.Request, error) {
-	st := q.step(s, true)
-	return q.Build(&st, rows)
+	return q.Build(q.step(s, true), rows)
 }

@@ -509,8 +509,9 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 func (r *run) wire() {
 	r.tools.r = r
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
-	r.model = r.e.models.Caller(r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
-	r.requests = requests{Requests: r.model.Requests(r.e.store, r.thread, &r.rows, &r.state, &r.hooks), r: r}
+	r.model.Init(&r.e.models, r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
+	r.requests.Init(&r.model, r.e.store, r.thread, &r.rows, &r.state, &r.hooks)
+	r.requests.r = r
 }
 
 // loadRun loads a thread's run state without taking its lease (previews, redaction).

@@ -8,6 +8,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/schema"
 )
@@ -37,7 +38,7 @@ type scope struct {
 	// toolCalled: a tool was called in the current turn (toolChoice required).
 	toolCalled bool
 	// final, at depth 0, tells whether a reply without calls ends the run (see finalPlan).
-	final func(text string) weft.StopReason
+	final finalPlan
 	// provider is the provider of the prompt's model: provider-executed results and reasoning
 	// blocks are replayed verbatim only to it.
 	provider string
@@ -51,6 +52,10 @@ type scope struct {
 	// summary is the summary row the scope's requests carry (context.strategy summarize), set by
 	// requests.history.
 	summary *weft.Message
+	// req is what the scope's requests are built from (requests.step), reqHooks whether it has
+	// their hooks.
+	req      modelcall.Step
+	reqHooks bool
 }
 
 // offered is a tool offered in a scope.

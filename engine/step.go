@@ -78,7 +78,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	s.effects = carried
 	defer func() { out.effects = s.effects }()
 	s.toolCalled = r.state.ToolCalled
-	s.final = r.finalPlan(def, side)
+	s.final = r.finalPlanOf(&def, side)
 	if err := (parentRun{r, s}).startImmediate(p, side); err != nil {
 		return stepOutcome{}, err
 	}
@@ -178,23 +178,37 @@ func sessionText(t *weft.SessionTool, res callResult) string {
 	return res.result.Result
 }
 
-// finalPlan returns, for a side whose completed turn hands over to a human, a function telling
-// whether a reply without tool calls completes the turn (and with which stop reason); nil when
-// the run goes on after the turn.
-func (r *run) finalPlan(def weft.AgentSide, side weft.Side) func(text string) weft.StopReason {
+// finalPlan tells, for a side whose completed turn hands over to a human, whether a reply
+// without tool calls completes the turn, and with which stop reason. The zero finalPlan, of a side
+// after which the run goes on, tells none does.
+type finalPlan struct {
+	// human: the other side, next, is a human (or no AI).
+	human bool
+	// onResponse: the side stops on a response; stopTool: it has a stop tool.
+	onResponse, stopTool bool
+}
+
+// finalPlanOf returns the finalPlan of side, acting as def.
+func (r *run) finalPlanOf(def *weft.AgentSide, side weft.Side) finalPlan {
 	next := r.agent.Side(side.Other())
 	if !(next.Human || !next.IsAI()) {
-		return nil
+		return finalPlan{}
 	}
-	return func(text string) weft.StopReason {
-		switch {
-		case def.StopsOnResponse() && strings.TrimSpace(text) != "":
-			return weft.StopOnResponse
-		case !def.StopsOnResponse() && def.StopTool == "":
-			return weft.StopOnResponse
-		}
+	return finalPlan{human: true, onResponse: def.StopsOnResponse(), stopTool: def.StopTool != ""}
+}
+
+// stop returns the stop reason of a reply of text without tool calls ("" when it does not complete
+// the turn, or the run goes on after it).
+func (f finalPlan) stop(text string) weft.StopReason {
+	switch {
+	case !f.human:
 		return ""
+	case f.onResponse && strings.TrimSpace(text) != "":
+		return weft.StopOnResponse
+	case !f.onResponse && !f.stopTool:
+		return weft.StopOnResponse
 	}
+	return ""
 }
 
 // turnCompletion decides whether the step completed the side's turn.
@@ -287,6 +301,10 @@ type reply struct {
 	// staged: the transaction recorded startNow's tool_started.
 	staged   bool
 	startNow *weft.ToolCall
+	// finalState is the run state stored with a stop the reply's transaction stored. It and
+	// staged are set by the transaction's function, here rather than in variables it captures:
+	// each of those would be an allocation of its own.
+	finalState []byte
 }
 
 // replyOf builds the rows of the model's reply (S9), redacted, through the before-insert hooks.
@@ -354,10 +372,9 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	final := weft.StopReason("")
 	msg, calls, provided, emptyResult, empty, res := w.msg, w.calls, w.provided, w.emptyResult, w.empty, w.res
 	r.sync()
-	if s.final != nil && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
-		final = s.final(msg.Content)
+	if s.final.human && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
+		final = s.final.stop(msg.Content)
 	}
-	var finalState []byte
 	prev := r.state
 	last := final != "" && r.stopIsLast(s)
 	// A reply whose one call starts at once records its message event and the call's
@@ -367,14 +384,13 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, msg, calls[0]) {
 		startNow = &calls[0]
 	}
-	staged := false
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
 		r.state.CompleteTurn(s.side, 0)
 		r.state.Side = s.side.Other()
 	}
 	err := r.tx(func(tx weft.Tx) error {
-		staged = false
+		w.staged = false
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
 		}
@@ -425,7 +441,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		if final != "" {
 			var err error
-			finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
+			w.finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
 			return err
 		}
 		for _, m := range rows {
@@ -433,7 +449,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		if startNow != nil {
 			r.journal.Stage(r.journal.Event("tool_started", ToolStarted{CallID: startNow.ID, Name: startNow.Name, Depth: s.depth}))
-			staged = true
+			w.staged = true
 		}
 		return tx.SetExecState(runstate.Key, state)
 	})
@@ -449,9 +465,9 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	}
 	r.journal.NoteSaved(state)
 	if final != "" {
-		r.journal.NoteSaved(finalState)
+		r.journal.NoteSaved(w.finalState)
 	}
-	w.staged, w.startNow = staged, startNow
+	w.startNow = startNow
 	return final, nil
 }
 

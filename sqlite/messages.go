@@ -138,7 +138,8 @@ func (s *Store) Message(ctx context.Context, threadID, id string) (weft.Message,
 	return m, nil
 }
 
-// ToolCalls lists a thread's tool calls with one of the given statuses (all when none), by seq.
+// ToolCalls lists a thread's tool calls with one of the given statuses (all when none), by seq:
+// its tool_calls rows and its row's open calls (opencalls.go), a stale entry left out.
 func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.CallStatus) ([]weft.ToolCallRecord, error) {
 	sts := ""
 	if len(status) > 0 {
@@ -150,26 +151,50 @@ func (s *Store) ToolCalls(ctx context.Context, threadID string, status ...weft.C
 		}
 		sts = b.String()
 	}
-	rows, err := s.query(ctx, `SELECT call_id, seq, status, doc FROM tool_calls
-		WHERE thread_num = `+numOf1+` AND (?2 = '' OR instr(?2, ',' || status || ',') > 0) ORDER BY seq`, threadID, sts)
+	rows, err := s.query(ctx, qToolCallsAll, threadID, sts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
 	}
 	defer rows.Close()
 	var out []weft.ToolCallRecord
+	stored := map[string]bool{}
+	var open []openCall
 	for rows.Next() {
 		c := weft.ToolCallRecord{ThreadID: threadID}
-		var doc string
-		err := rows.Scan(&c.CallID, &c.Seq, &c.Status, &doc)
-		if err == nil {
-			err = decodeCall(doc, &c)
+		var id, doc sql.NullString
+		err := rows.Scan(&id, &c.Seq, &c.Status, &doc)
+		switch {
+		case err != nil:
+		case !id.Valid: // the row's open calls
+			open, err = decodeOpenCalls(doc.String)
+		default:
+			c.CallID, stored[id.String] = id.String, true
+			if doc.Valid {
+				err = decodeCall(doc.String, &c)
+				out = append(out, c)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: thread %s: tool calls: %w", threadID, err)
+	}
+	for _, oc := range open {
+		if stored[oc.id] || sts != "" && !strings.Contains(sts, ","+oc.status+",") {
+			continue
+		}
+		c := weft.ToolCallRecord{ThreadID: threadID, CallID: oc.id, Seq: oc.seq, Status: weft.CallStatus(oc.status)}
+		if err := decodeCall(oc.doc, &c); err != nil {
+			return nil, fmt.Errorf("sqlite: thread %s: tool calls: open call %s: %w", threadID, oc.id, err)
+		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if len(open) > 0 {
+		slices.SortStableFunc(out, func(a, b weft.ToolCallRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+	return out, nil
 }
 
 // scanQueue scans rows of one doc column into queued messages of threadID.
@@ -513,28 +538,23 @@ func (t *tx) PutToolCall(c *weft.ToolCallRecord) error {
 	return nil
 }
 
-// putToolCall writes a call in one statement when it can: a record that carries the seq it is
-// stored with is updated in place, a new one inserted; otherwise the stored call is updated and
-// its seq read back.
+// putToolCall writes a call: an open one (opencalls.go) or a new one as an open call, which
+// flush writes with the row or moves to tool_calls; a call in tool_calls is updated in place, by
+// the seq it carries when it is stored with it, else by its id, its seq read back.
 func (t *tx) putToolCall(c *weft.ToolCallRecord, doc []byte) (int64, error) {
 	status := wordArg(string(c.Status))
-	if c.Seq > 0 {
+	if err := t.decodeCalls(); err != nil {
+		return 0, err
+	}
+	if c.Seq > 0 && t.openIndex(c.CallID) < 0 {
 		n, err := t.w.execN(t.ctx, qUpdateToolCallSeq, status, doc, t.numArg, c.CallID, c.Seq)
 		if err != nil || n > 0 {
 			return c.Seq, err
 		}
 	}
-	if err := t.readSeqs(); err != nil {
-		return 0, err
-	}
-	seq := t.callSeq + 1
-	n, err := t.w.execN(t.ctx, qInsertToolCall, t.numArg, c.CallID, seq, status, doc)
-	if err != nil {
-		return 0, err
-	}
-	if n > 0 {
-		t.callSeq, t.seqsDirty = seq, true
-		return seq, nil
+	seq, open, err := t.putOpenCall(c, doc)
+	if err != nil || open {
+		return seq, err
 	}
 	if _, err := t.w.exec(t.ctx, qUpdateToolCall, status, doc, t.numArg, c.CallID); err != nil {
 		return 0, err

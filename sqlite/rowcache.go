@@ -75,6 +75,7 @@ type cachedRow struct {
 	maxMsgID                          string // see tx.maxMsgID
 	maxMsgKnown                       bool
 	pendingActivity                   int64 // pending_activity_at (see tx.pendingActivity)
+	calls                             openCallsState
 	// eventSeq is the thread's last event seq when eventSeqKnown: a run that records events
 	// (engine.Options.RecordEvents) appends them in most of its Txs, each of which read it.
 	eventSeq      int64

@@ -43,7 +43,7 @@ const (
 	runStartRest     = `
 		(SELECT COALESCE(group_concat(doc, ''), '') FROM queue WHERE thread_id = t.id),` + runStartAround + `,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq,
-		COALESCE(t.inbox, ''), t.pending_activity_at
+		COALESCE(t.inbox, ''), t.pending_activity_at, COALESCE(t.calls, '')
 		FROM threads t WHERE t.id = ?`
 	// runStartAround is what a run starts from besides its thread's row, queue and history: the
 	// env of its scopes, whether it has children, and when effects are due.
@@ -337,9 +337,10 @@ func (s *Store) readRunStart(ctx context.Context, w *writer, threadID string, rs
 		l := &rd.lease
 		if err := row.Scan(&c.rowid, &c.doc, &l.owner, &l.token, &l.expires, &sets.exec, &sets.messages, &sets.queue,
 			&sets.env[0], &sets.env[1], &sets.env[2], &rs.Children, &rd.pending, &rd.claimed,
-			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity); err != nil {
+			&c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity, &c.calls.col); err != nil {
 			return rd, s.noThread(threadID, err)
 		}
+		c.calls.read, c.calls.exact = true, c.calls.col == ""
 		if rs.Thread, err = decodeThread(c.doc); err != nil {
 			return rd, fmt.Errorf("sqlite: thread %s: begin run: %w", threadID, err)
 		}
@@ -374,8 +375,30 @@ func checkIdleRow(ctx context.Context, w *writer, threadID string, kept cachedRo
 		return err
 	}
 	if err := row.Scan(&c.rowid, &c.doc, &c.owner, &c.token, &c.expires, &c.runState, &messages, &c.queue, &st.env[0], &st.env[1], &st.env[2],
-		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity); err != nil {
+		&stChildren, &stPending, &stClaimed, &c.msgSeq, &c.callSeq, &c.logSeq, &c.queueSeq, &c.inbox, &c.pendingActivity, &c.calls.col); err != nil {
 		return err
+	}
+	// Which open calls went to tool_calls since is the writer's own knowledge: each must be there.
+	c.calls.read, c.calls.exact, c.calls.moved, c.calls.storedMany = kept.calls.read, kept.calls.exact, kept.calls.moved, kept.calls.storedMany
+	if kept.calls.storedKnown {
+		var ids sql.NullString
+		if err := w.row(ctx, qStoredCalls, []any{&ids}, c.rowid); err != nil {
+			return err
+		}
+		split := func(s string) []string { l := strings.Split(s, "\x00"); slices.Sort(l); return l }
+		if !ids.Valid || !slices.Equal(split(ids.String), split(kept.calls.stored)) {
+			return fmt.Errorf("sqlite: thread %s: the kept ids of tool_calls %q are not the stored %q", threadID, kept.calls.stored, ids.String)
+		}
+		c.calls.stored, c.calls.storedKnown = kept.calls.stored, true
+	}
+	for id := range strings.SplitSeq(strings.TrimSuffix(kept.calls.moved, "\x00"), "\x00") {
+		var seq int64
+		if id == "" {
+			continue
+		}
+		if err := w.row(ctx, qToolCallSeq, []any{&seq}, c.rowid, id); err != nil {
+			return fmt.Errorf("sqlite: thread %s: kept open call %s moved to tool_calls: %w", threadID, id, err)
+		}
 	}
 	if kept.rowid == 0 {
 		c.rowid = 0 // not known: the row is found by id

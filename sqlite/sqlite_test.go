@@ -351,6 +351,13 @@ func TestThreadsNumbered(t *testing.T) {
 	if calls, _ := s.ToolCalls(ctx, "thr_b"); len(calls) != 2 || calls[1].Seq != 2 {
 		t.Errorf("calls after the run's step: %+v", calls)
 	}
+	// The step's call waits in the thread row (migration 0017) until a Tx changes it without
+	// writing the row, as a tool's result does: then it is in tool_calls with the migrated one.
+	if err := s.Tx(ctx, "thr_b", &fence, func(tx weft.Tx) error {
+		return tx.PutToolCall(&weft.ToolCallRecord{CallID: "call_2", Name: "lookup", Arguments: "{}", Status: weft.CallDone})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if l, err := s.Log(ctx, "thr_b", "log_3_thr_b"); err != nil || string(l.RequestBody) != `{"messages":["thr_b","more","again"]}` {
 		t.Errorf("new log: %s, %v", l.RequestBody, err)
 	}
@@ -853,6 +860,13 @@ func TestDeletesLeaveNoRows(t *testing.T) {
 				tx.SetKV("k", json.RawMessage(`1`)), tx.WriteFile(&weft.FileInfo{Path: "/dir/big.bin"}, big))
 		})
 		if err != nil {
+			t.Fatal(err)
+		}
+		// The call, open in the thread row, goes to tool_calls when it changes in a Tx that
+		// writes no row (migration 0017).
+		if err := s.Tx(ctx, th.ID, &fence, func(tx weft.Tx) error {
+			return tx.PutToolCall(&weft.ToolCallRecord{CallID: "c1", Name: "t", Status: weft.CallDone})
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

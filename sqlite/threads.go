@@ -107,7 +107,8 @@ func (s *Store) CreateThreadTx(ctx context.Context, t *weft.Thread, env []weft.E
 		if err != nil {
 			rowid = 0 // found by id
 		}
-		w.rows.putIdle(t.ID, cachedRow{rowid: rowid, doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}, maxMsgKnown: true})
+		w.rows.putIdle(t.ID, cachedRow{rowid: rowid, doc: string(doc), queueKnown: true, around: around{known: len(env) == 0}, maxMsgKnown: true,
+			calls: openCallsState{read: true, exact: true, storedKnown: true}})
 		if t.ParentID != "" {
 			w.rows.childAdded(t.ParentID)
 		}

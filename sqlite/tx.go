@@ -28,7 +28,7 @@ const (
 	// the thread, and one read of the thread row serves them all.
 	qTxStart = `SELECT t.num, t.lease_owner, t.lease_token, t.lease_expires_at,
 		max(t.msg_seq, COALESCE((SELECT MAX(seq) FROM messages WHERE thread_num = t.num), 0)), t.call_seq, t.log_seq, t.queue_seq, t.doc, t.run_state,
-		COALESCE(t.inbox, ''), t.pending_activity_at
+		COALESCE(t.inbox, ''), t.pending_activity_at, COALESCE(t.calls, '')
 		FROM threads t WHERE t.id = ?1`
 	// qInbox reads the message waiting in the thread row (migration 0007), for a Tx that drains the
 	// queue without having read the row.
@@ -47,13 +47,14 @@ const (
 	setRunState             // the run-state documents
 	setRelease              // the lease freed (ReleaseLease of the Tx's own thread)
 	setInbox                // the message waiting in the row drained
+	setCalls                // the open calls (opencalls.go)
 )
 
 // qUpdateThread holds the statement of each mask. Its parameters are plain ?, in the order of the
 // SET clauses below and the thread id last (flush appends the arguments in that order): modernc
 // allocates a string for every numbered parameter of every execution, and this statement is
 // written at the end of most transactions.
-var qUpdateThread = func() (q [256]string) {
+var qUpdateThread = func() (q [512]string) {
 	for mask := 1; mask < len(q); mask++ {
 		if mask&(setActivity|setPending) == setActivity|setPending {
 			continue // never both
@@ -82,6 +83,9 @@ var qUpdateThread = func() (q [256]string) {
 		}
 		if mask&setInbox != 0 {
 			set = append(set, "inbox = NULL")
+		}
+		if mask&setCalls != 0 {
+			set = append(set, "calls = ?")
 		}
 		q[mask] = "UPDATE threads SET " + strings.Join(set, ", ") + " WHERE id = ?"
 	}
@@ -140,8 +144,9 @@ func (s *Store) txIn(ctx context.Context, w *writer, threadID string, fence *wef
 			l.owner, l.token, l.expires = c.owner, c.token, c.expires
 			t.load(c)
 		} else if own {
-			err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox, &t.pendingActivity}, threadID)
+			err = w.row(ctx, qTxStart, []any{&t.rowid, &l.owner, &l.token, &l.expires, &t.msgSeq, &t.callSeq, &t.logSeq, &t.queueSeq, &t.doc, &t.runState.framed, &t.inbox, &t.pendingActivity, &t.calls.col}, threadID)
 			t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = err == nil, err == nil, err == nil, err == nil, err == nil
+			t.calls.read, t.calls.exact = err == nil, t.calls.col == ""
 		} else {
 			err = w.row(ctx, qTxFence, []any{&t.rowid, &t.pendingActivity, &l.owner, &l.token, &l.expires}, threadID, leaseThread)
 		}
@@ -196,7 +201,7 @@ func (t *tx) load(c cachedRow) {
 	t.msgSeq, t.callSeq, t.logSeq, t.queueSeq, t.doc, t.runState.framed = c.msgSeq, c.callSeq, c.logSeq, c.queueSeq, c.doc, c.runState
 	t.seqsRead, t.queueRead, t.docRead, t.runState.read, t.inboxRead = true, true, true, true, true
 	t.queued, t.queuedKnown, t.inbox = c.queue, c.queueKnown, c.inbox
-	t.around, t.pendingActivity = c.around, c.pendingActivity
+	t.around, t.pendingActivity, t.calls = c.around, c.pendingActivity, c.calls
 	t.maxMsgID, t.maxMsgKnown = c.maxMsgID, c.maxMsgKnown
 	if c.eventSeqKnown {
 		t.eventSeq = c.eventSeq
@@ -208,7 +213,7 @@ func (t *tx) row(owner string, token, expires int64) cachedRow {
 	return cachedRow{rowid: t.rowid, owner: owner, token: token, expires: expires,
 		msgSeq: t.msgSeq, callSeq: t.callSeq, logSeq: t.logSeq, queueSeq: t.queueSeq,
 		doc: t.doc, runState: t.runState.framed, inbox: t.inbox, queue: t.queued, queueKnown: t.queuedKnown, around: t.around,
-		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown, pendingActivity: t.pendingActivity,
+		maxMsgID: t.maxMsgID, maxMsgKnown: t.maxMsgKnown, pendingActivity: t.pendingActivity, calls: t.calls,
 		eventSeq: max(t.eventSeq, 0), eventSeqKnown: t.eventSeq >= 0}
 }
 
@@ -267,6 +272,12 @@ type tx struct {
 	// pendingActivity is the thread row's pending_activity_at (migration 0016), as read or as
 	// flush leaves it: the activity its run's steps left for the run's end to index (0: none).
 	pendingActivity int64
+	// calls is what the Tx knows of the row's open calls (opencalls.go); open their entries once
+	// decoded (openDecoded), callsDirty that the Tx put one of them.
+	calls       openCallsState
+	open        []openCall
+	openDecoded bool
+	callsDirty  bool
 	// idArg is id as a statement argument, boxed once: a string passed as an argument is copied
 	// to the heap at each statement otherwise, and a step's statements name the thread five to
 	// ten times.
@@ -289,7 +300,7 @@ func (t *tx) readSeqs() error {
 // counters the Tx advanced and the run state SetExecState changed, in one statement.
 func (t *tx) flush() error {
 	mask := 0
-	var buf [12]any // at most 6 fields, activity, 3 counters, the run state and the id
+	var buf [13]any // at most 6 fields, activity, 3 counters, the run state, the calls and the id
 	args := buf[:0]
 	if u := t.thread; u != nil {
 		th := &u.th
@@ -328,6 +339,12 @@ func (t *tx) flush() error {
 	}
 	if t.inboxDrained {
 		mask |= setInbox
+	}
+	if col, write, err := t.flushCalls(mask != 0); err != nil {
+		return err
+	} else if write {
+		mask |= setCalls
+		args = append(args, col)
 	}
 	if mask == 0 {
 		return nil

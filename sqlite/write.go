@@ -482,11 +482,11 @@ func hotWrites() []string {
 	out := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK",
 		qThreadExists, qTxThread, qTxFence, qTxStart, qSeqs, qQueueSeq, qInsertMsg, qMessageIDs, qUpdateMsg, qUpdateToolCall, qUpdateToolCallSeq, qToolCallSeq, qInsertToolCall,
 		qPutLog, qThreadDoc, qRunState, qSetKV, qDrainQueue, qDelQueue, qEventSeq, qAddEvent,
-		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qEndActivity, qQueued, qPushSeq, qPushSeqLast, qPushInsert}
-	// The thread row's writes that change its agent, label or tags (setNames) are rare and
-	// prepared when first used.
+		qRunStart, qRunStartKnown, qRunStartIdle, qLeaseState, qTakeLease, qTakeLeaseQueued, qTakeLeaseInbox, qInbox, qSetQueueSeq, qRenewLease, qReleaseLease, qEndActivity, qQueued, qPushSeq, qPushSeqLast, qPushInsert, qCalls, qStoredCalls}
+	// The thread row's writes that change its agent, label or tags (setNames) are rare, and those
+	// of its open calls (setCalls) are of few masks: they are prepared when first used.
 	for mask, q := range qUpdateThread {
-		if q != "" && mask&setNames == 0 {
+		if q != "" && mask&(setNames|setCalls) == 0 {
 			out = append(out, q)
 		}
 	}

@@ -794,3 +794,174 @@ func testTxPushQueue(t *testing.T, s weft.Store) {
 		t.Errorf("a refused message left its file: %v", err)
 	}
 }
+
+// testToolCallsInRun: a run's calls as its steps put them — with the thread's changes, in a Tx
+// that changes nothing else, a reply of many calls, a Tx that fails — list once each, with their
+// latest record and first seq, whether the run is under way or over.
+func testToolCallsInRun(t *testing.T, s weft.Store) {
+	ctx := t.Context()
+	th := newThread(t, s, nil)
+	f, _, err := s.BeginRun(ctx, th.ID, "node", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{} // call id -> status
+	seqs := map[string]int64{}  // call id -> the seq of its first put
+	var order []string
+	check := func(when string) {
+		t.Helper()
+		rs, err := s.ToolCalls(ctx, th.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		var got []string
+		for i, r := range rs {
+			got = append(got, r.CallID+":"+string(r.Status))
+			if r.Seq != seqs[r.CallID] || i > 0 && r.Seq <= rs[i-1].Seq || r.Name != "n_"+r.CallID || r.ThreadID != th.ID {
+				t.Errorf("%s: call %d: %+v", when, i, r)
+			}
+		}
+		var exp []string
+		for _, id := range order {
+			exp = append(exp, id+":"+want[id])
+		}
+		if !slices.Equal(got, exp) {
+			t.Errorf("%s: calls %v, want %v", when, got, exp)
+		}
+		for _, st := range []weft.CallStatus{weft.CallRunning, weft.CallDone} {
+			rs, err := s.ToolCalls(ctx, th.ID, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, id := range order {
+				if want[id] == string(st) {
+					n++
+				}
+			}
+			if len(rs) != n {
+				t.Errorf("%s: %d calls %s, want %d", when, len(rs), st, n)
+			}
+			for _, r := range rs {
+				if string(r.Status) != string(st) {
+					t.Errorf("%s: listed as %s: %+v", when, st, r)
+				}
+			}
+		}
+	}
+	// A store may assign a call's seq when the Tx commits: settle reads them after each Tx.
+	pending := map[string]*weft.ToolCallRecord{}
+	put := func(tx weft.Tx, id string, st weft.CallStatus) error {
+		c := &weft.ToolCallRecord{CallID: id, Name: "n_" + id, Arguments: "{}", Status: st}
+		if err := tx.PutToolCall(c); err != nil {
+			return err
+		}
+		if _, ok := want[id]; !ok {
+			order = append(order, id)
+		}
+		want[id], pending[id] = string(st), c
+		return nil
+	}
+	settle := func() {
+		t.Helper()
+		for id, c := range pending {
+			if first, ok := seqs[id]; !ok {
+				seqs[id] = c.Seq
+			} else if c.Seq != first {
+				t.Errorf("put %s again: seq %d, want its first %d", id, c.Seq, first)
+			}
+		}
+		clear(pending)
+	}
+	running := weft.ThreadRunning
+	step := func(fn func(tx weft.Tx) error) {
+		t.Helper()
+		mustTxFenced(t, s, th.ID, &f, fn)
+		settle()
+	}
+	// A reply with its call, the thread changed too; then its result alone.
+	step(func(tx weft.Tx) error {
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: &running}); err != nil {
+			return err
+		}
+		return put(tx, "a", weft.CallRunning)
+	})
+	check("the reply's call")
+	step(func(tx weft.Tx) error { return put(tx, "a", weft.CallDone) })
+	check("its result")
+	// A reply of twelve calls, each then done, some with the thread's changes.
+	step(func(tx weft.Tx) error {
+		if err := tx.SetExecState("run", json.RawMessage(`{"step":2}`)); err != nil {
+			return err
+		}
+		for i := range 12 {
+			if err := put(tx, fmt.Sprintf("b%02d", i), weft.CallRunning); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	check("a reply of twelve calls")
+	for i := range 12 {
+		step(func(tx weft.Tx) error {
+			if i%3 == 0 {
+				state := json.RawMessage(fmt.Sprintf(`{"step":%d}`, 3+i))
+				if err := tx.SetExecState("run", state); err != nil {
+					return err
+				}
+			}
+			return put(tx, fmt.Sprintf("b%02d", i), weft.CallDone)
+		})
+		check(fmt.Sprintf("call b%02d done", i))
+	}
+	// A Tx that fails leaves the calls as they were.
+	failed := errors.New("fail")
+	err = s.Tx(ctx, th.ID, &f, func(tx weft.Tx) error {
+		c := &weft.ToolCallRecord{CallID: "a", Name: "n_a", Arguments: "{}", Status: weft.CallRunning}
+		if err := tx.PutToolCall(c); err != nil {
+			return err
+		}
+		if err := tx.PutToolCall(&weft.ToolCallRecord{CallID: "z", Name: "n_z", Status: weft.CallRunning}); err != nil {
+			return err
+		}
+		if err := tx.SetExecState("run", json.RawMessage(`{"step":99}`)); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("failing Tx: %v", err)
+	}
+	check("after a failed Tx")
+	// A last reply's call, and the run's end with the thread's changes.
+	step(func(tx weft.Tx) error {
+		if err := tx.SetExecState("run", json.RawMessage(`{"step":100}`)); err != nil {
+			return err
+		}
+		return put(tx, "c", weft.CallRunning)
+	})
+	idle := weft.ThreadIdle
+	step(func(tx weft.Tx) error {
+		if err := put(tx, "c", weft.CallDone); err != nil {
+			return err
+		}
+		if err := tx.UpdateThread(weft.ThreadPatch{Status: &idle}); err != nil {
+			return err
+		}
+		return tx.ReleaseLease()
+	})
+	check("after the run")
+	// An unfenced Tx changes a call, with and without the thread's changes.
+	mustTx(t, s, th.ID, func(tx weft.Tx) error { return put(tx, "b03", weft.CallRunning) })
+	settle()
+	check("an unfenced change")
+	label := "l"
+	mustTx(t, s, th.ID, func(tx weft.Tx) error {
+		if err := tx.UpdateThread(weft.ThreadPatch{Label: &label}); err != nil {
+			return err
+		}
+		return put(tx, "d", weft.CallPending)
+	})
+	settle()
+	check("an unfenced new call with the thread's changes")
+}

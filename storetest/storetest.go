@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) weft.Store) {
 		{"MessageDefaultLimit", testMessageDefaultLimit},
 		{"MessageSeqConcurrent", testMessageSeqConcurrent},
 		{"ToolCalls", testToolCalls},
+		{"ToolCallsInRun", testToolCallsInRun},
 		{"QueueFIFO", testQueueFIFO},
 		{"QueueConcurrentDrain", testQueueConcurrentDrain},
 		{"DrainQueueUpTo", testDrainQueueUpTo},

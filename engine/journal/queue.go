@@ -56,8 +56,15 @@ func (j *Journal) Take(m *weft.Message, seq int64) {
 // 20 MiB).
 func Preview(s string) string {
 	s = strings.TrimSpace(s)
+	if len(s) <= 200 {
+		return s // no more runes than bytes: nothing to cut (nor to decode)
+	}
 	end := 0
 	for n := 0; n < 200 && end < len(s); n++ {
+		if s[end] < utf8.RuneSelf {
+			end++
+			continue
+		}
 		_, size := utf8.DecodeRuneInString(s[end:])
 		end += size
 	}

@@ -59,8 +59,13 @@ func (c *Caller) withFallbacks(s Scope, base *weft.Request, messageID string) (*
 		}
 		policy := m.Retry.WithDefaults()
 		// limit, once the model refused a request as too long, is the tokens its next request may
-		// take; it is made smaller once.
-		limit := 0
+		// take; it is made smaller once per step (shrunk). A model that declares no window starts
+		// from the limit an earlier refusal taught: else every step of a long thread would be sent
+		// whole first, to be refused again.
+		limit, shrunk := 0, false
+		if m.Capabilities.MaxContextTokens == 0 {
+			limit = c.m.Learned(m.Name)
+		}
 	attempts:
 		for n := 1; n <= policy.Attempts; n++ {
 			var fit window.Fitted
@@ -86,11 +91,11 @@ func (c *Caller) withFallbacks(s Scope, base *weft.Request, messageID string) (*
 				return nil, m, logs, err
 			}
 			if weft.ClassifyContextLength(pe).Type == weft.ErrContextLength {
-				if limit > 0 || s.Prompt.StrategyOf() == weft.ContextNone {
+				if shrunk || s.Prompt.StrategyOf() == weft.ContextNone {
 					break attempts // made smaller once already, or the prompt wants the error
 				}
 				// Once more, with the older messages that made it too long left out.
-				limit = max(1, fit.After*6/10)
+				limit, shrunk = max(1, fit.After*6/10), true
 				if m.Capabilities.MaxContextTokens == 0 {
 					c.m.limits.learn(m.Name, limit)
 				}

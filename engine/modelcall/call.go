@@ -77,7 +77,7 @@ type Result struct {
 	Logs []*weft.LogEntry
 }
 
-// Caller makes one run's model calls. The zero Caller is unusable: Models.Caller makes one.
+// Caller makes one run's model calls. The zero Caller is unusable: Init sets one up.
 type Caller struct {
 	// m is what the engine's calls share.
 	m *Models
@@ -96,10 +96,11 @@ type Caller struct {
 	ends map[*weft.LogEntry]time.Time
 }
 
-// Caller returns the caller of a run's model calls: env and red point at the run's own fields,
-// read when a call needs them.
-func (m *Models) Caller(ctx context.Context, run Run, threadID, runID string, env **vars.View, red **redact.Redactor) Caller {
-	return Caller{m: m, run: run, ctx: ctx, threadID: threadID, runID: runID, env: env, red: red}
+// Init sets up c, in place (a run holds its caller), as the caller of a run's model calls: env
+// and red point at the run's own fields, read when a call needs them.
+func (c *Caller) Init(m *Models, ctx context.Context, run Run, threadID, runID string, env **vars.View, red **redact.Redactor) {
+	c.m, c.run, c.ctx, c.threadID, c.runID, c.env, c.red = m, run, ctx, threadID, runID, env, red
+	c.lastLine, c.ends = 0, nil
 }
 
 // Redactions is the number of secrets the last-line pass found in the run's requests.

@@ -29,13 +29,16 @@ type Requests struct {
 	state  *runstate.State
 	// hooks runs the run's hooks.
 	hooks *hooks.Runner
-	// buf is the message buffer of the run's requests, reused step after step.
-	buf []weft.LLMMessage
+	// buf is the message buffer of the run's requests, reused step after step (nil until the
+	// first), and used how many of its messages the requests wrote: the rest are zero.
+	buf  *[]weft.LLMMessage
+	used int
 }
 
-// Requests returns the builder of the requests of c's run: rows and state point at the run's own.
-func (c *Caller) Requests(store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) Requests {
-	return Requests{c: c, store: store, thread: thread, rows: rows, state: state, hooks: hr}
+// Init sets up q, in place (a run holds its builder), as the builder of the requests of c's run:
+// rows and state point at the run's own.
+func (q *Requests) Init(c *Caller, store weft.Store, thread *weft.Thread, rows *[]*weft.Message, state *runstate.State, hr *hooks.Runner) {
+	q.c, q.store, q.thread, q.rows, q.state, q.hooks = c, store, thread, rows, state, hr
 }
 
 // Step is what a step's request is built from: its scope.
@@ -150,10 +153,10 @@ func (q *Requests) Build(s *Step, rows []*weft.Message) (*weft.Request, error) {
 	}
 	// A request is dead once its step is stored (providers and OnRequest must not keep it), so its
 	// message buffer is reused by the run's next step and then by other runs (reqBufs).
-	msgs := q.buf[:0]
-	if need := len(rows) + extra + 1; cap(msgs) < need {
-		msgs = getReqBuf(need)
+	if need := len(rows) + extra + 1; q.buf == nil || cap(*q.buf) < need {
+		q.buf, q.used = getReqBuf(need), 0
 	}
+	msgs := (*q.buf)[:0]
 	msgs = append(msgs, weft.LLMMessage{Role: weft.RoleSystem, Content: sys})
 	if s.Summary != nil && s.Depth == 0 {
 		msgs = append(msgs, window.SummaryMessage(s.Summary))
@@ -170,8 +173,11 @@ func (q *Requests) Build(s *Step, rows []*weft.Message) (*weft.Request, error) {
 	if s.Rendered != nil {
 		msgs = append(msgs, s.Rendered.Suffix...)
 	}
-	q.buf = msgs[:0]
-	msgs, err = q.hooks.Prefilter(s.PrefilterHooks, msgs)
+	*q.buf = msgs[:0] // msgs may have outgrown the buffer: the larger array is kept
+	q.use(len(msgs))
+	// The request's messages have no room past their end: whoever appends to them (a hook, a
+	// provider) gets a copy, and what the buffer holds past used stays zero.
+	msgs, err = q.hooks.Prefilter(s.PrefilterHooks, msgs[:len(msgs):len(msgs)])
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +256,7 @@ func (q *Requests) convert(s *Step, rows []*weft.Message, out []weft.LLMMessage)
 		}
 		q.attach(lm, m, recent)
 	}
+	q.use(len(out)) // before pairing, which may leave fewer
 	if !needsPairing(out[start:]) {
 		return out
 	}
@@ -314,28 +321,33 @@ func (q *Requests) attach(lm *weft.LLMMessage, m *weft.Message, recent bool) {
 }
 
 // Request message buffers outlive their run in a pool: a request is dead once its step is stored.
+// A pooled buffer is all zero (Release clears what its run wrote).
 var reqBufs sync.Pool // of *[]weft.LLMMessage
 
 // maxPooledReqBuf bounds the buffers kept, so that one very long thread does not pin its buffer.
 const maxPooledReqBuf = 1024
 
-func getReqBuf(need int) []weft.LLMMessage {
+func getReqBuf(need int) *[]weft.LLMMessage {
 	if p, ok := reqBufs.Get().(*[]weft.LLMMessage); ok && cap(*p) >= need {
-		return (*p)[:0]
+		return p
 	}
-	return make([]weft.LLMMessage, 0, max(need+need/2, 32))
+	b := make([]weft.LLMMessage, 0, max(need+need/2, 32))
+	return &b
 }
+
+// use notes that the requests wrote the first n messages of the buffer.
+func (q *Requests) use(n int) { q.used = max(q.used, n) }
 
 // Release gives the run's message buffer back to the requests of later runs, once the run's last
 // request is dead (its step stored).
 func (q *Requests) Release() {
-	b := q.buf
-	q.buf = nil
-	if b == nil || cap(b) > maxPooledReqBuf {
+	p, used := q.buf, q.used
+	q.buf, q.used = nil, 0
+	if p == nil || cap(*p) > maxPooledReqBuf {
 		return
 	}
-	b = b[:cap(b)]
-	clear(b) // drop the references to the run's messages
-	b = b[:0]
-	reqBufs.Put(&b)
+	b := (*p)[:cap(*p)]
+	clear(b[:min(used, len(b))]) // drop the references to the run's messages
+	*p = b[:0]
+	reqBufs.Put(p)
 }

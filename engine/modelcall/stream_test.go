@@ -44,8 +44,9 @@ func newCaller(t *testing.T, p weft.Provider, to weft.Timeouts) (*Caller, *fakeR
 		Override: p, LookupEnv: func(string) (string, bool) { return "", false }}
 	env, red := &vars.View{}, redact.New([]string{"s3cret"})
 	run := &fakeRun{}
-	c := ms.Caller(context.Background(), run, "thread", "run", &env, &red)
-	return &c, run, Scope{Prompt: &weft.Prompt{Name: "p", Model: "m"}, Side: weft.SideA}
+	c := &Caller{}
+	c.Init(ms, context.Background(), run, "thread", "run", &env, &red)
+	return c, run, Scope{Prompt: &weft.Prompt{Name: "p", Model: "m"}, Side: weft.SideA}
 }
 
 // TestStreamedChunksAreRedacted: deltas are emitted redacted, a secret split across chunks too,
