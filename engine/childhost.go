@@ -78,7 +78,7 @@ func (h childHost) Notify(ctx context.Context, threadID, root string, m weft.New
 
 // Enqueue queues m on the thread without waking anyone.
 func (h childHost) Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error {
-	_, err := h.e.enqueue(ctx, threadID, m)
+	_, err := h.e.intake.Enqueue(ctx, threadID, m)
 	return err
 }
 
@@ -89,7 +89,7 @@ func (h childHost) Terminate(ctx context.Context, threadID string) error {
 
 // Created remembers the child's root and tells the streams of its creation.
 func (h childHost) Created(ctx context.Context, child *weft.Thread) {
-	h.e.roots.put(child)
+	h.e.roots.Put(child)
 	h.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
 	h.emitSubagent(ctx, child, child.Agent, "running", "created")
 }

@@ -11,7 +11,7 @@ import (
 // has no value.
 func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolResult {
 	target := o.target.Agent
-	h, fail := r.e.subagents.HandOff(r.ctx, r.thread.ID, r.id, r.agent.Name, r.env, r.e.varTypesOf(target), target, o.entry, args)
+	h, fail := r.e.subagents.HandOff(r.ctx, r.thread.ID, r.id, r.agent.Name, r.env, r.e.varTypes.Of(target), target, o.entry, args)
 	if fail != nil {
 		return *fail
 	}
@@ -58,7 +58,7 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.Target
 	r.ceiling = max(250, h.Target.SideA.MaxSteps, h.Target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
-	r.env.Agent, r.env.Declared = h.Target.Env, r.e.varTypesOf(h.Target)
+	r.env.Agent, r.env.Declared = h.Target.Env, r.e.varTypes.Of(h.Target)
 	if r.e.commit.Observed() {
 		r.journal.Emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}

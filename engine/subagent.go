@@ -89,7 +89,7 @@ func (p parentRun) createChild(o *offered, args map[string]any, id string, env m
 	r, s := p.r, p.s
 	target := o.target.Agent
 	ctx := context.WithoutCancel(r.ctx)
-	cv, err := r.e.subagents.ResolveVars(ctx, r.thread.ID, r.env, r.e.varTypesOf(target), target, env)
+	cv, err := r.e.subagents.ResolveVars(ctx, r.thread.ID, r.env, r.e.varTypes.Of(target), target, env)
 	if err != nil {
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
