@@ -45,7 +45,7 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 		}
 		o := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
 		s := &scope{side: req.OwnerSide, offered: map[string]*offered{}}
-		child, fail := r.createChild(s, o, req.Args, weft.NewID("thr_"), env)
+		child, fail := parentRun{r, s}.createChild(o, req.Args, weft.NewID("thr_"), env)
 		resumable := entry.Resumable != nil && entry.Resumable.Enabled
 		mode := children.Mode{Continuable: resumable, Explicit: resumable && entry.Resumable.ParentCommunication == "explicit"}
 		return child, func() { e.subagents.Start(child, a, req.OwnerSide, mode) }, fail, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/declared"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/payload"
@@ -230,15 +231,15 @@ func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind,
 func (t *toolRun) Kept() dispatch.Kept { return &t.e.sched }
 
 func (t *toolRun) Reattach(ctx context.Context, s dispatch.Scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, bool) {
-	return (*run)(t).reattach(ctx, asScope(s), rec, c)
+	return parentRun{(*run)(t), asScope(s)}.reattach(ctx, rec, c)
 }
 
 func (t *toolRun) ResumeSubPrompt(s dispatch.Scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, string, bool) {
-	return (*run)(t).resumeSubPrompt(asScope(s), m, rec, c)
+	return (&subCall{r: (*run)(t), scope: asScope(s), msgID: m.ID, call: c}).resume(m, rec)
 }
 
 func (t *toolRun) ParkedCallers(s dispatch.Scope) []*weft.ToolCallRecord {
-	return (*run)(t).parkedCallers(asScope(s))
+	return asScope(s).via.parkedRecords()
 }
 
 func (t *toolRun) StoredCalls() ([]weft.ToolCallRecord, error) {
@@ -281,7 +282,7 @@ func (t *toolRun) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (p dispatch
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
 		for _, lo := range s.offered {
 			for _, re := range lo.entries {
-				if lo.lifecycle == toolSubagentCreate && re.agent.Name == c.Name {
+				if lo.lifecycle == children.ToolCreate && re.Agent.Name == c.Name {
 					return dispatch.Prepared{}, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
 				}
 			}
@@ -369,13 +370,13 @@ func (t *toolRun) invoke(ctx context.Context, s *scope, st *threadstate.State, o
 	r, tg := (*run)(t), o.target
 	switch {
 	case o.lifecycle != "":
-		return r.callLifecycle(s, o, c, msg, args), ""
+		return parentRun{r, s}.callLifecycle(o, args), ""
 	case tg.Prompt != nil:
-		return r.callSubPrompt(s, o, c, msg.ID, args, execOf(st).resultID)
+		return (&subCall{r: r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
 	case tg.Agent != nil && tg.Agent.Kind() == weft.AIHuman:
 		return r.startHandoff(s, o, args), ""
 	case tg.Agent != nil:
-		return r.callSubagent(ctx, s, o, c, msg, args)
+		return parentRun{r, s}.callAgent(ctx, o, c, msg, args)
 	case tg.MCP != nil:
 		mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
 		return mcp.Call(ctx, r.ctx, tg, args, envLookup(s.env.With(s.prompt.Env, o.entry.Env))), ""
