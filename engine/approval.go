@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
+	"github.com/weft-agents/weft/engine/runstate"
 )
 
 // Decision is a person's answer to a tool call that waits for approval.
@@ -236,7 +237,11 @@ func (e *Engine) checkEditedArguments(ctx context.Context, threadID string, rec 
 	if !ok {
 		return weft.Errorf(weft.EInvalid, "the call's prompt %q is no longer defined", msg.Prompt)
 	}
-	r, err := e.loadRunRows(ctx, threadID, false)
+	start, err := runstate.Read(ctx, e.store, threadID, false)
+	if err != nil {
+		return err
+	}
+	r, err := e.newRun(ctx, nil, weft.Fence{}, start)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (h childHost) Notify(ctx context.Context, threadID, root string, m weft.New
 
 // Enqueue queues m on the thread without waking anyone.
 func (h childHost) Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error {
-	_, err := h.e.enqueue(ctx, threadID, m)
+	_, err := h.e.intake.Enqueue(ctx, threadID, m)
 	return err
 }
 

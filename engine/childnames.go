@@ -2,7 +2,7 @@ package engine
 
 // The room's names (engine/children) under the names the files that call into it from outside
 // use — Recover (recover.go), Decide (approval.go), the tool set (context.go), the State
-// (statefamily.go) and Fork (fork.go) — until they call the room directly.
+// (statefamily.go) — until they call the room directly (engine/fork names its properties itself).
 
 import (
 	"context"
@@ -10,12 +10,6 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 )
-
-// subagentProperty is the child thread property holding its registry row.
-const subagentProperty = children.RowProperty
-
-// resultProperty is the child thread property keeping its outcome once it is terminated.
-const resultProperty = children.ResultProperty
 
 // registryRow is a child's registry row as stored on the child thread.
 func registryRow(t *weft.Thread) (map[string]any, bool) { return children.Row(t) }

@@ -8,6 +8,7 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/journal"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -76,7 +77,11 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	if !ok {
 		return nil, weft.Errorf(weft.ENotFound, "agent %q is no longer defined", req.Agent)
 	}
-	r, err := e.loadRun(ctx, parentID)
+	start, err := runstate.Read(ctx, e.store, parentID, true)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.newRun(ctx, nil, weft.Fence{}, start)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 		v, ok := r.env.Lookup(name)
 		return ok && vars.FlagOn(v.Value)
 	}
-	view := &vars.View{Thread: r.env.Thread, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypesOf(target)}
+	view := &vars.View{Thread: r.env.Thread, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypes.Of(target)}
 	if missing := vars.Missing(vars.NewGraph(r.e.reg, target, flag).Declared(), view); len(missing) > 0 {
 		names := make([]string, len(missing))
 		for i, m := range missing {
@@ -104,7 +104,7 @@ func (r *run) applyHandoff(h *pendingHandoff) error {
 	r.thread.Agent, r.thread.Arguments, r.agent = name, args, h.target
 	r.ceiling = max(250, h.target.SideA.MaxSteps, h.target.Side(weft.SideB).MaxSteps)
 	r.sideSteps = [2]int{}
-	r.env.Agent, r.env.Declared = h.target.Env, r.e.varTypesOf(h.target)
+	r.env.Agent, r.env.Declared = h.target.Env, r.e.varTypes.Of(h.target)
 	if r.e.commit.Observed() {
 		r.journal.Emit("handoff", Fields{"from_agent": from, "to_agent": name})
 	}

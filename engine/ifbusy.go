@@ -2,20 +2,20 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/intake"
 	"github.com/weft-agents/weft/engine/modelcall"
 )
 
 // Double-texting: what a message sent while a run of its thread is in progress does
-// (weft.NewMessage.IfBusy). Queue is the default. Reject is decided by the store, in the write
-// that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the message, then
-// tells the run: in this process through its activeRun (Engine.push), in another through the
-// store's notice of the push (sched's watch → schedHost.InterruptFromStore); a run registered after
-// either reads its queue (sched.Scheduler.Register); and a run that nothing told finds the message
-// at its next step boundary (run.interruptedBy). The run stops at once
+// (weft.NewMessage.IfBusy; engine/intake). Queue is the default. Reject is decided by the store,
+// in the write that would queue the message (weft.QueuedMessage.IfBusy). Interrupt queues the
+// message, then tells the run: in this process through its activeRun (intake.Intake.Push), in
+// another through the store's notice of the push (sched's watch → schedHost.InterruptFromStore);
+// a run registered after either reads its queue (sched.Scheduler.Register); and a run that
+// nothing told finds the message at its next step boundary (run.interruptedBy). The run stops at once
 // with weft.StopInterrupted: its model call is cancelled and its output discarded; a tool call
 // that started completes and its result is stored, the reply's calls not started yet are
 // answered without running; and the next run takes the message.
@@ -24,12 +24,12 @@ import (
 // weft.IfBusyInterrupt cut short.
 var errInterrupted = modelcall.ErrInterrupted
 
-// interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt, or
+// Interrupt asks the run to stop for the queued message id (weft.IfBusyInterrupt, or
 // weft.IfBusyRollback when rollback is set): its model call,
 // if one is in flight, is cancelled now, and the run stops at its next check. A message the run
 // has already taken into its context (take) interrupts nothing: the run answers it. It reports
 // whether the run was asked.
-func (ar *activeRun) interrupt(id string, rollback bool) bool {
+func (ar *activeRun) Interrupt(id string, rollback bool) bool {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	if ar.interruptBy != "" || slices.Contains(ar.taken, id) {
@@ -79,8 +79,8 @@ func (ar *activeRun) modelCall(cancel context.CancelCauseFunc) bool {
 	return true
 }
 
-// runID is the id of the run ("" before it started).
-func (ar *activeRun) runID() string {
+// ID is the id of the run ("" before it started).
+func (ar *activeRun) ID() string {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	return ar.id
@@ -95,7 +95,7 @@ func (ar *activeRun) runID() string {
 func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 	for i := range qs {
 		if q := &qs[i]; q.IfBusy.Interrupts() && !r.journal.Taken(q.Seq) {
-			r.ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
+			r.ar.Interrupt(q.ID, q.IfBusy == weft.IfBusyRollback)
 		}
 	}
 	return r.interrupting()
@@ -103,21 +103,6 @@ func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
-
-// interruptQueued interrupts the thread's run ar for the first message with weft.IfBusyInterrupt
-// in the queue that the run has not taken.
-func (e *Engine) interruptQueued(ctx context.Context, threadID string, ar *activeRun) {
-	queued, err := e.store.Queued(ctx, threadID)
-	if err != nil {
-		e.log.Warn("reading a queue for an interrupting message failed", "thread", threadID, "error", err)
-		return
-	}
-	for _, q := range queued {
-		if q.IfBusy.Interrupts() && ar.interrupt(q.ID, q.IfBusy == weft.IfBusyRollback) {
-			return
-		}
-	}
-}
 
 // rollbackRows deletes, in the interrupted run's stop transaction, the replies and tool results
 // the run stored at every depth (weft.IfBusyRollback), and returns their ids: the messages it
@@ -152,15 +137,34 @@ func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
 	return ids, nil
 }
 
-// busyRun completes the store's refusal of a message with weft.IfBusyReject with the id of the
-// run in progress when it runs in this process.
-func (e *Engine) busyRun(threadID string, err error) error {
-	var be *weft.BusyError
-	if !errors.As(err, &be) || be.RunID != "" {
+// intakeHost is the engine as engine/intake's Host.
+type intakeHost struct{ e *Engine }
+
+// QueueWithFiles stores the attachments and queues q in one transaction of its thread.
+func (h intakeHost) QueueWithFiles(ctx context.Context, q *weft.QueuedMessage, attachments []weft.ToolAttachment) error {
+	t, err := h.e.store.Thread(ctx, q.ThreadID)
+	if err != nil {
 		return err
 	}
-	if ar, _ := e.sched.Running(threadID).(*activeRun); ar != nil {
-		be.RunID = ar.runID()
-	}
+	_, err = outsideState(h.e, t).StoreAttachmentsThen(ctx, attachments, func(tx weft.Tx, atts []weft.Attachment) error {
+		q.Attachments = atts
+		return tx.PushQueue(q)
+	})
 	return err
+}
+
+// Queued tells the thread's run registered here that a message was queued (sched.Scheduler.Queued).
+func (h intakeHost) Queued(threadID string, interrupts bool) intake.Run {
+	if ar, _ := h.e.sched.Queued(threadID, interrupts); ar != nil {
+		return ar.(*activeRun)
+	}
+	return nil
+}
+
+// Running returns the thread's run in progress here.
+func (h intakeHost) Running(threadID string) intake.Run {
+	if ar, _ := h.e.sched.Running(threadID).(*activeRun); ar != nil {
+		return ar
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -171,8 +172,8 @@ func (r *run) stepFailed(err error) (weft.StopInfo, error) {
 	if errors.Is(err, errAwaitApproval) {
 		return r.stop(weft.StopAwaitingApproval, "")
 	}
-	if be := (*budgetError)(nil); errors.As(err, &be) {
-		return r.stop(weft.StopBudgetExceeded, be.why)
+	if be := (*budget.Error)(nil); errors.As(err, &be) {
+		return r.stop(weft.StopBudgetExceeded, be.Why)
 	}
 	return r.fail(err)
 }

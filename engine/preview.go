@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -57,29 +56,8 @@ type Rendered struct {
 }
 
 // ContextReport says what a request left out of its thread's history under the prompt's context
-// strategy, and why.
-type ContextReport struct {
-	// Strategy is the prompt's context strategy.
-	Strategy weft.ContextStrategy `json:"strategy"`
-	// Model is the prompt's model; Window its capabilities.maxContextTokens (0: unknown).
-	Model  string `json:"model,omitempty"`
-	Window int    `json:"window,omitempty"`
-	// Budget is the tokens the request may take; TokensBefore and TokensAfter its estimate before
-	// and after messages were left out (0 when nothing needed counting).
-	Budget       int `json:"budget,omitempty"`
-	TokensBefore int `json:"tokens_before,omitempty"`
-	TokensAfter  int `json:"tokens_after,omitempty"`
-	// Omitted is the number of messages left out so that the request fits.
-	Omitted int `json:"omitted_messages"`
-	// SummaryID is the summary row the request carries; Summarized the rows it stands for.
-	SummaryID  string `json:"summary_id,omitempty"`
-	Summarized int    `json:"summarized_messages,omitempty"`
-	// Pending is, under summarize, the rows the step folds into the summary (one summarizer call)
-	// before it sends the request; the request shown leaves them out.
-	Pending int `json:"pending_fold,omitempty"`
-	// Reason says all of it in a sentence.
-	Reason string `json:"reason"`
-}
+// strategy, and why (window.Report).
+type ContextReport = window.Report
 
 // Render returns the request the prompt would send, kept inside the model's window as a run
 // would keep it, and what was left out of it; it calls no model and stores nothing (`weft
@@ -92,8 +70,11 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	}
 	var r *run
 	if in.ThreadID != "" {
-		var err error
-		if r, err = e.loadRun(ctx, in.ThreadID); err != nil {
+		start, err := runstate.Read(ctx, e.store, in.ThreadID, true)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = e.newRun(ctx, nil, weft.Fence{}, start); err != nil {
 			return nil, err
 		}
 		if len(in.Args) == 0 {
@@ -119,14 +100,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		}
 		decls := vars.NewGraph(e.reg, a, nil).Declared()
 		declared := vars.DeclaredTypes(decls)
-		thread := map[string]weft.EnvValue{}
-		for k, v := range in.Env {
-			t, ok := declared[k]
-			if !ok {
-				t = weft.VarSecret
-			}
-			thread[k] = weft.EnvValue{Name: k, Value: v, Type: t}
-		}
+		thread := vars.ThreadLayer(in.Env, declared, nil)
 		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
@@ -153,7 +127,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		args = merged
 	}
 	if p.RequiredSchema != nil {
-		v, err := e.validator(p.RequiredSchema)
+		v, err := e.validators.Of(p.RequiredSchema)
 		if err != nil {
 			return nil, err
 		}
@@ -188,30 +162,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		fit := window.Fit(&e.tokens, p, req, m, 0)
 		rep.Budget, rep.TokensBefore, rep.TokensAfter, rep.Omitted = fit.Budget, fit.Before, fit.After, fit.Omitted
 	}
-	rep.Reason = rep.reason()
+	rep.Explain()
 	r.model.Redact(req)
 	return &Rendered{Request: req, Context: rep}, nil
-}
-
-// reason says in a sentence what the report holds.
-func (c ContextReport) reason() string {
-	var parts []string
-	switch {
-	case c.Strategy == weft.ContextNone:
-		parts = append(parts, "context.strategy none: the whole history is sent; a request past the window gets the provider's error")
-	case c.Window == 0:
-		parts = append(parts, fmt.Sprintf("model %s declares no capabilities.maxContextTokens: nothing is left out until the provider refuses a request as too long", c.Model))
-	case c.Omitted > 0:
-		parts = append(parts, fmt.Sprintf("%d older messages are left out so that the request fits model %s's window (%d → %d tokens of a budget of %d)",
-			c.Omitted, c.Model, c.TokensBefore, c.TokensAfter, c.Budget))
-	default:
-		parts = append(parts, fmt.Sprintf("nothing is left out: the request fits model %s's window (about %d tokens of a budget of %d)", c.Model, c.TokensAfter, c.Budget))
-	}
-	if c.SummaryID != "" {
-		parts = append(parts, fmt.Sprintf("the summary %s stands for %d earlier messages, which are not sent", c.SummaryID, c.Summarized))
-	}
-	if c.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d more messages fell out of the window: the step folds them into the summary (one summarizer call) before it sends the request", c.Pending))
-	}
-	return strings.Join(parts, "; ")
 }

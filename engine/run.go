@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,7 +126,7 @@ func (r *RunResult) Last() weft.StopInfo {
 // the thread is not stopped. It returns when the last run stops. Only one run per thread happens
 // at a time cluster-wide (the lease); a thread running elsewhere is weft.ErrLeaseHeld.
 func (e *Engine) Run(ctx context.Context, threadID string) (*RunResult, error) {
-	res, err := e.run(ctx, threadID, "message", "")
+	res, err := e.runPush(ctx, threadID, "message", "", nil)
 	return e.finish(ctx, threadID, res), err
 }
 
@@ -140,12 +139,8 @@ func (e *Engine) Continue(ctx context.Context, threadID string, side weft.Side) 
 	if t.Status == weft.ThreadTerminated {
 		return nil, fmt.Errorf("thread %s: %w", threadID, weft.ErrTerminated)
 	}
-	res, err := e.run(ctx, threadID, "continue", side)
+	res, err := e.runPush(ctx, threadID, "continue", side, nil)
 	return e.finish(ctx, threadID, res), err
-}
-
-func (e *Engine) run(ctx context.Context, threadID, trigger string, side weft.Side) (*RunResult, error) {
-	return e.runPush(ctx, threadID, trigger, side, nil)
 }
 
 // startPush is a message the transaction starting a run queues (BeginRun's push), saving the
@@ -160,10 +155,10 @@ type startPush struct {
 	serve bool
 }
 
-// runPush is run that first queues push (from queued, when not nil). When the thread's turn is
-// free the message is queued by the transaction that starts the run, saving a commit; else it is
-// queued at once, for a run of the thread in this engine to take at its next boundary, and the
-// run waits for the turn.
+// runPush runs the thread (Run), first queueing push when not nil. When the thread's turn is free
+// the message is queued by the transaction that starts the run, saving a commit; else it is queued
+// at once, for a run of the thread in this engine to take at its next boundary, and the run waits
+// for the turn.
 func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side weft.Side, push *startPush) (*RunResult, error) {
 	held, release, ok, err := e.sched.TryAcquire(ctx, threadID)
 	if err != nil {
@@ -171,7 +166,7 @@ func (e *Engine) runPush(ctx context.Context, threadID, trigger string, side wef
 	}
 	if !ok {
 		if push != nil {
-			if err := e.push(ctx, push.q, nil); err != nil {
+			if err := e.intake.Push(ctx, push.q, nil); err != nil {
 				return nil, err
 			}
 			push = nil
@@ -258,7 +253,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 		pq = push.q
 	}
 	fence, start, err := e.sched.BeginRun(ctx, threadID, pq)
-	err = e.refusal(err)
+	err = e.intake.Refusal(err)
 	stopped := err == nil && push != nil && push.serve && start.Thread.Status == weft.ThreadStopped
 	if stopped {
 		// Serve leaves a stopped thread alone: the lease goes back before the sender is told.
@@ -301,8 +296,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 			e.sched.GiveBackLease(context.WithoutCancel(ctx), fence)
 		}
 	}()
-	renewal := e.renewLease(runCtx, fence, cancel)
-	defer renewal.stop()
+	renewal := e.leases.Renew(runCtx, fence, cancel)
+	defer renewal.Stop()
 
 	r, err = e.newRun(runCtx, ar, fence, start)
 	if err != nil {
@@ -320,7 +315,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	if checkInterrupts {
 		// A message queued since BeginRun's transaction, before the registration, was queued for
 		// this run: one with weft.IfBusyInterrupt stops it now.
-		e.interruptQueued(runCtx, threadID, ar)
+		e.intake.Interrupt(runCtx, threadID, ar)
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
@@ -370,67 +365,6 @@ func redactedCopy(m *weft.Message, red *redact.Redactor) *weft.Message {
 // errNothingQueued: a message trigger found the queue already drained (by a run elsewhere).
 var errNothingQueued = errors.New("nothing queued")
 
-// renewLease renews the run's lease every TTL/3 on a timer (no goroutine while waiting); losing
-// the lease cancels the run. Stop the renewal with stop.
-func (e *Engine) renewLease(ctx context.Context, f weft.Fence, cancel context.CancelCauseFunc) *leaseRenewal {
-	l := &leaseRenewal{e: e, ctx: ctx, f: f, cancel: cancel, expires: time.Now().Add(e.opt.LeaseTTL)}
-	// Armed once l.t is set: with a short TTL the timer could fire before AfterFunc returned, and
-	// renew resets l.t.
-	l.t = time.AfterFunc(math.MaxInt64, l.renew)
-	l.t.Reset(e.opt.LeaseTTL / 3)
-	return l
-}
-
-// leaseRenewal is a run's lease renewal: one allocation, whose methods are the timer's callback
-// and the stop.
-type leaseRenewal struct {
-	e      *Engine
-	ctx    context.Context
-	f      weft.Fence
-	cancel context.CancelCauseFunc
-
-	stopped atomic.Bool
-	t       *time.Timer
-	// expires is when the lease ends unless renewed, by this process's clock: only the timer's
-	// callback reads and writes it.
-	expires time.Time
-}
-
-func (l *leaseRenewal) renew() {
-	if l.ctx.Err() != nil {
-		return
-	}
-	ttl := l.e.opt.LeaseTTL
-	start := time.Now()
-	next := ttl / 3
-	if err := l.e.store.RenewLease(l.ctx, l.f, ttl); err != nil {
-		// An unavailable store (a lost connection, a database restarting) is not a lost lease:
-		// while the lease lasts, the renewal is tried again soon, and the run — a tool perhaps
-		// in the middle of its work — goes on. Past the lease's end, another process may take
-		// the thread: the run stops.
-		left := time.Until(l.expires)
-		if l.ctx.Err() == nil && (!weft.Unavailable(l.e.store, err) || left < ttl/10) {
-			l.cancel(fmt.Errorf("%w: %v", weft.ErrLeaseLost, err))
-			return
-		}
-		next = min(100*time.Millisecond, left/4)
-	} else {
-		l.expires = start.Add(ttl)
-	}
-	if !l.stopped.Load() {
-		l.t.Reset(next)
-		if l.stopped.Load() {
-			l.t.Stop() // stop ran meanwhile: its Stop may have come before this Reset
-		}
-	}
-}
-
-// stop ends the renewal: the timer does not fire again (a renewal under way finishes).
-func (l *leaseRenewal) stop() {
-	l.stopped.Store(true)
-	l.t.Stop()
-}
-
 // run is one run of a thread.
 type run struct {
 	e      *Engine
@@ -479,7 +413,13 @@ type run struct {
 	trigger string
 }
 
+// newRun makes the run of a thread that starts from start: the run ar in progress, holding the
+// lease fence; or, with ar nil, a run that runs nothing (a preview, a check), from what
+// runstate.Read read.
 func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, start *weft.RunStart) (*run, error) {
+	if ar == nil {
+		ar = &activeRun{}
+	}
 	t := start.Thread
 	a, ok := e.reg.Agent(t.Agent)
 	if !ok {
@@ -512,36 +452,6 @@ func (r *run) wire() {
 	r.model.Init(&r.e.models, r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
 	r.requests.Init(&r.model, r.e.store, r.thread, &r.rows, &r.state, &r.hooks)
 	r.requests.r = r
-}
-
-// loadRun loads a thread's run state without taking its lease (previews, redaction).
-func (e *Engine) loadRun(ctx context.Context, threadID string) (*run, error) {
-	return e.loadRunRows(ctx, threadID, true)
-}
-
-// loadRunRows is loadRun, with the thread's rows only when rows is true (checking a call's
-// edited arguments needs none).
-func (e *Engine) loadRunRows(ctx context.Context, threadID string, rows bool) (*run, error) {
-	t, err := e.store.Thread(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := e.store.ExecState(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	var msgs []weft.Message
-	if rows {
-		if msgs, err = e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1}); err != nil {
-			return nil, err
-		}
-	}
-	thread, user, instance, err := vars.Load(ctx, e.store, threadID, t.UserID)
-	if err != nil {
-		return nil, err
-	}
-	return e.newRun(ctx, &activeRun{}, weft.Fence{}, &weft.RunStart{Thread: t, ExecState: docs, Messages: msgs,
-		ThreadEnv: thread, UserEnv: user, InstanceEnv: instance})
 }
 
 // tx writes in one fenced transaction of this run (journal.Journal.Tx).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/memstore"
 )
@@ -37,7 +38,11 @@ func TestOneRedactorPerThread(t *testing.T) {
 		return th.ID
 	}
 	id := newThread(map[string]string{"TOKEN": "tok-41c0ffee"})
-	r, err := e.loadRun(ctx, id)
+	start, err := runstate.Read(ctx, e.store, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.newRun(ctx, nil, weft.Fence{}, start)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (h schedHost) RecoverAll(ctx context.Context) error {
 func (h schedHost) InterruptFromStore(ctx context.Context, threadID string) {
 	// (The run, told of the message, reads the queue at its next boundary.)
 	if ar, _ := h.e.sched.Queued(threadID, true); ar != nil {
-		h.e.interruptQueued(ctx, threadID, ar.(*activeRun))
+		h.e.intake.Interrupt(ctx, threadID, ar.(*activeRun))
 	}
 }
 

@@ -131,7 +131,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		}
 		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
 	}
-	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypesOf(target)}
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: r.env.User, Instance: r.env.Instance, Declared: r.e.varTypes.Of(target)}
 	if missing := vars.Missing(decls, view); len(missing) > 0 {
 		if env != nil {
 			// Values were provided for a request and some are still missing.
@@ -159,7 +159,7 @@ func (r *run) createChild(s *scope, o *offered, args map[string]any, id string, 
 		return nil, failure("Subagent could not be created: " + r.red.Error(err))
 	}
 	r.spawned.Store(true)
-	r.e.roots.put(child)
+	r.e.roots.Put(child)
 	r.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": r.thread.ID}})
 	r.e.children.emitSubagent(ctx, child, target.Name, "running", "created")
 	r.runSubagentCreatedHooks(child)

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/budget"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -55,18 +55,7 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 	chunk = max(chunk, 256)
 	wrote := false
 	for start := 0; start < n; {
-		end, used := start, 0
-		units := window.RowUnits(rows[start:n])
-		for _, u := range units {
-			c := 0
-			for k := start + u[0]; k < start+u[1]; k++ {
-				c += cost[k]
-			}
-			if end > start && used+c > chunk {
-				break
-			}
-			end, used = start+u[1], used+c
-		}
+		end := window.ChunkEnd(rows, cost, start, n, chunk)
 		ok, err := r.summarize(s, sp, sys, rows[start:end], keep, target, chunk)
 		if err != nil {
 			return wrote, err
@@ -86,36 +75,12 @@ func (r *run) foldHistory(s *scope, req *weft.Request, rows []*weft.Message) (bo
 // nothing was stored but its log rows.
 func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Message, keep *weft.Message, target, chunk int) (bool, error) {
 	prev := s.summary
-	if prev != nil {
-		// A kept row the summary holds already is not folded again.
-		through := window.MetaInt(prev, window.MetaSummaryThrough)
-		fresh := rows[:0:0]
-		for _, m := range rows {
-			if m.Seq > through {
-				fresh = append(fresh, m)
-			}
-		}
-		if len(fresh) == 0 {
-			return true, nil
-		}
-		rows = fresh
+	input, rows := window.FoldInput(prev, rows, s.side, target, chunk)
+	if len(rows) == 0 {
+		return true, nil
 	}
-	var in strings.Builder
-	in.WriteString("Summary so far:\n")
-	if prev != nil {
-		in.WriteString(prev.Content)
-	} else {
-		in.WriteString("(none yet)")
-	}
-	in.WriteString("\n\nMessages that left the window, oldest first:\n")
-	// A row longer than the summarizer's window is cut: its head is what it can read.
-	limit := max(512, chunk*2)
-	for _, m := range rows {
-		window.WriteTranscript(&in, m, s.side, limit)
-	}
-	fmt.Fprintf(&in, "\nReply with the updated summary, at most %d words.", max(50, target*3/4))
 	id := weft.NewID("msg_")
-	req := &weft.Request{Messages: []weft.LLMMessage{{Role: weft.RoleSystem, Content: sys}, {Role: weft.RoleUser, Content: in.String()}},
+	req := &weft.Request{Messages: []weft.LLMMessage{{Role: weft.RoleSystem, Content: sys}, {Role: weft.RoleUser, Content: input}},
 		ToolChoice: weft.ToolChoiceNone, Prompt: sp.Name, Agent: r.thread.Agent, Side: s.side, Depth: s.depth}
 	ss := &scope{prompt: sp, depth: s.depth, side: s.side, env: s.env}
 	ss.fx = &ss.effects
@@ -141,7 +106,7 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 				r.obs.ModelCall(r.model.Record(ss.call(), req, res.Logs, nil, err))
 			}
 		}
-		if errors.Is(err, errBudgetExceeded) || r.ctx.Err() != nil {
+		if errors.Is(err, budget.ErrExceeded) || r.ctx.Err() != nil {
 			return false, err
 		}
 		r.e.log.Warn("the summarizer failed: older messages are left out of the request instead", "thread", r.thread.ID,
@@ -151,17 +116,8 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 		}
 		return false, nil
 	}
-	last := rows[len(rows)-1]
-	covered := int64(len(rows))
-	if prev != nil {
-		covered += window.MetaInt(prev, window.MetaSummaryMessages)
-	}
-	row := &weft.Message{ID: id, Role: weft.RoleSystem, Side: s.side, Content: text, Status: weft.MessageCompleted, Silent: true,
-		Prompt: sp.Name, LogID: res.Log.ID, RunID: r.id, Metadata: map[string]any{window.MetaSummary: true, window.MetaSummaryPrompt: s.prompt.Name,
-			window.MetaSummaryThrough: last.Seq, window.MetaSummaryThroughID: last.ID, window.MetaSummaryMessages: covered}}
-	if keep != nil && keep.Seq <= last.Seq {
-		row.Metadata[window.MetaSummaryKept] = keep.ID
-	}
+	row := window.NewSummary(id, text, s.side, s.prompt.Name, sp.Name, prev, rows, keep)
+	row.LogID, row.RunID = res.Log.ID, r.id
 	if err := r.tx(func(tx weft.Tx) error {
 		if err := r.journal.Insert(tx, row); err != nil {
 			return err
@@ -177,7 +133,8 @@ func (r *run) summarize(s *scope, sp *weft.Prompt, sys string, rows []*weft.Mess
 	r.journal.Stored(*row)
 	if r.e.commit.Observed() {
 		r.journal.Emit("context_summarized", Fields{"prompt": s.prompt.Name, "summarizer": sp.Name, "summary_id": row.ID,
-			"folded_messages": len(rows), "through_seq": last.Seq, "summary_messages": int(covered)})
+			"folded_messages": len(rows), "through_seq": row.Metadata[window.MetaSummaryThrough],
+			"summary_messages": int(window.MetaInt(row, window.MetaSummaryMessages))})
 	}
 	s.summary = row
 	return true, nil

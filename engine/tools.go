@@ -254,7 +254,7 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 		params = argsSchema(o.target.Tool.Args)
 	}
 	if t := o.target.Tool; rawOK && !bound && t != nil && t.Execute != nil && o.lifecycle == "" {
-		if v, err := d.r.e.validator(params); err == nil && v.AcceptsJSON(text) {
+		if v, err := d.r.e.validators.Of(params); err == nil && v.AcceptsJSON(text) {
 			// What decoding, validating and encoding would give the tool, the text already says.
 			if msg := d.missingVariable(s, o); msg != "" {
 				return nil, nil, nil, msg
@@ -266,7 +266,7 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 	if bound {
 		bindings = o.entry.Bindings
 	}
-	m, errText := dispatch.Arguments(c.Name, text, params, d.r.e.validator, bindings, s.args, s.strict)
+	m, errText := dispatch.Arguments(c.Name, text, params, d.r.e.validators.Of, bindings, s.args, s.strict)
 	if errText != "" {
 		return nil, nil, nil, errText
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/internal/jsonstr"
 )
 
@@ -134,6 +135,31 @@ func Load(ctx context.Context, st weft.Store, threadID string) (State, error) {
 		return s, fmt.Errorf("thread %s: corrupt run state: %w", threadID, err)
 	}
 	return s, nil
+}
+
+// Read reads what a run of the thread starts from (as Store.BeginRun returns it) without taking
+// its lease — for previews and checks, which run nothing: the thread, its run-state documents, its
+// env layers, and its top-level rows when rows is true.
+func Read(ctx context.Context, st weft.Store, threadID string, rows bool) (*weft.RunStart, error) {
+	t, err := st.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := st.ExecState(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []weft.Message
+	if rows {
+		if msgs, err = st.Messages(ctx, threadID, weft.MessageQuery{Limit: -1}); err != nil {
+			return nil, err
+		}
+	}
+	thread, user, instance, err := vars.Load(ctx, st, threadID, t.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return &weft.RunStart{Thread: t, ExecState: docs, Messages: msgs, ThreadEnv: thread, UserEnv: user, InstanceEnv: instance}, nil
 }
 
 // Encode is json.Marshal(s.doc()), written out: it runs in every step's transaction.

@@ -127,6 +127,23 @@ func Layer(vals []weft.EnvValue) map[string]weft.EnvValue {
 	return m
 }
 
+// ThreadLayer types the thread-layer values given to a new thread (or a render): each as declared,
+// else as types says, else secret.
+func ThreadLayer(env map[string]string, declared, types map[string]weft.VarType) map[string]weft.EnvValue {
+	layer := make(map[string]weft.EnvValue, len(env))
+	for k, v := range env {
+		t, ok := declared[k]
+		if !ok {
+			t = types[k]
+		}
+		if t == "" {
+			t = weft.VarSecret
+		}
+		layer[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+	}
+	return layer
+}
+
 // Graph collects what a thread's agent reaches: its side prompts, their enabled tool
 // entries, the tools and sub-prompts those reach (recursively), and the tools' `uses`. Subagent and
 // handoff targets are not part of it.
@@ -443,4 +460,31 @@ func Variables(reg *weft.Registry, a *weft.Agent) []DeclaredVariable {
 	}
 	slices.SortFunc(out, func(x, y DeclaredVariable) int { return strings.Compare(x.Name, y.Name) })
 	return out
+}
+
+// Types keeps the types of the variables each agent's graph declares (DeclaredTypes), computed
+// once for the agents of a registry: definitions do not change once loaded. It is read-only once
+// made, so safe for concurrent use.
+type Types struct {
+	reg *weft.Registry
+	m   map[string]map[string]weft.VarType // by agent name
+}
+
+// NewTypes returns the Types of a registry's agents.
+func NewTypes(reg *weft.Registry) *Types {
+	ts := &Types{reg: reg, m: map[string]map[string]weft.VarType{}}
+	for _, a := range reg.Agents() {
+		ts.m[a.Name] = DeclaredTypes(NewGraph(reg, a, nil).Declared())
+	}
+	return ts
+}
+
+// Of returns the types of the variables agent a's graph declares (the caller must not change
+// them); an agent the registry did not hold when the Types were made has them computed anew.
+// Not to be confused with declared tools, the command and http tools of package declared.
+func (ts *Types) Of(a *weft.Agent) map[string]weft.VarType {
+	if d, ok := ts.m[a.Name]; ok {
+		return d
+	}
+	return DeclaredTypes(NewGraph(ts.reg, a, nil).Declared())
 }

@@ -86,6 +86,11 @@ func TestMissing(t *testing.T) {
 			t.Errorf("Missing[%d] = %+v, want %+v", i, missing[i], want[i])
 		}
 	}
+	// Types keeps an agent's declared types: the same map each time.
+	types := vars.NewTypes(reg)
+	if first, again := types.Of(a), types.Of(a); first["REGION"] != weft.VarText || !sameMap(first, again) {
+		t.Errorf("Types.Of = %v, then %v", first, again)
+	}
 	err := &vars.MissingError{Missing: missing}
 	if got := err.Error(); got != "thread creation failed: missing required variables: KEY (tool search), REGION (prompt main)" {
 		t.Errorf("Error() = %q", got)
@@ -93,4 +98,13 @@ func TestMissing(t *testing.T) {
 	if got := vars.Missing(decls, &vars.View{Thread: vars.Layer([]weft.EnvValue{{Name: "KEY", Value: "k"}, {Name: "REGION", Value: "eu"}})}); len(got) != 0 {
 		t.Errorf("with values: Missing = %+v, want none", got)
 	}
+}
+
+// sameMap tells whether a and b are the same map (not merely equal ones).
+func sameMap(a, b map[string]weft.VarType) bool {
+	const probe = "__probe__"
+	a[probe] = weft.VarText
+	_, ok := b[probe]
+	delete(a, probe)
+	return ok
 }

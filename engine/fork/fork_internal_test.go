@@ -1,4 +1,4 @@
-package engine
+package fork
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestForkRenumbers(t *testing.T) {
 		{ID: "m7", Seq: 7, Role: weft.RoleUser, Side: weft.SideB, Content: "later", Status: weft.MessageCompleted},
 		{ID: "m8", Seq: 8, Role: weft.RoleTool, Side: weft.SideA, ToolCallID: "c2", Content: "r2", Status: weft.MessageCompleted},
 	}
-	rows, open := forkRows(all, 6) // at the first result
+	rows, open := copiedRows(all, 6) // at the first result
 	var ids []string
 	for _, m := range rows {
 		ids = append(ids, m.ID)
@@ -44,7 +44,7 @@ func TestForkRenumbers(t *testing.T) {
 	st, _ := memstore.New(memstore.Options{})
 	fork := &weft.Thread{Agent: "a"}
 	err := st.CreateThreadTx(ctx, fork, nil, func(tx weft.Tx) error {
-		return writeFork(tx, rows, open, nil, nil, nil, nil, time.Now())
+		return writeCopy(tx, rows, open, nil, nil, nil, nil, time.Now())
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,11 @@
-package engine
+// Package fork makes a new thread from another's history: Fork copies a thread up to one of its
+// top-level messages, in one transaction that creates the fork, and reads the original only. A
+// tool turn is never cut in two: the fork holds every result of an assistant message it copies,
+// and a call the original had not answered gets an error result. The fork's run state is derived
+// from the rows it holds (the store keeps only the original's current state). The package does
+// not import engine: Forker's Record and Created are how the engine records and publishes the
+// fork's events.
+package fork
 
 import (
 	"context"
@@ -9,7 +16,10 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/journal"
+	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/window"
 )
@@ -18,9 +28,25 @@ import (
 // when the fork was made (still running, or waiting for approval): the fork never runs it.
 const forkedCallResult = "Failed to execute tool: the thread was forked before this call finished"
 
+// Forker makes forks of the threads of a store.
+type Forker struct {
+	// Store holds the threads; Registry their agents (an ai_human agent's turns count differently).
+	Store    weft.Store
+	Registry *weft.Registry
+	// Clock dates the fork.
+	Clock weft.Clock
+	// Record encodes events for the fork's event log, written in the transaction that creates
+	// it; nil = events are not recorded.
+	Record func([]feed.Event) []weft.EventRecord
+	// Created is told of a fork once it is stored, with its events to publish in order:
+	// thread_created, then thread_forked (its Seq set when recorded).
+	Created func(t *weft.Thread, evs [2]feed.Event)
+}
+
 // Fork makes a new thread owned by owner from threadID's history up to and including the
-// top-level message atID, and returns it. The original is only read. What a fork copies, shares
-// and leaves behind is in docs/forks.md; in short:
+// top-level message atID (before: without atID itself, but still every result of a tool turn it
+// copies), and returns it. The original is only read. What a fork copies, shares and leaves
+// behind is in docs/forks.md; in short:
 //   - the messages up to atID keep their ids, sequence, content and times; a tool turn is never
 //     cut: a fork at an assistant message with tool calls, or at one of its results, holds every
 //     result of that message, and a call the original had not answered gets an error result;
@@ -32,23 +58,13 @@ const forkedCallResult = "Failed to execute tool: the thread was forked before t
 // The fork is stored in one transaction, with ForkedFrom set and a thread_forked event; it is
 // idle until a message or a continue runs it. An unknown message, or one inside a sub-prompt, is
 // ENotFound or EInvalid; a message still being written (pending) is EConflict.
-func (e *Engine) Fork(ctx context.Context, threadID, atID, owner string) (*weft.Thread, error) {
-	return e.fork(ctx, threadID, atID, owner, false)
-}
-
-// ForkBefore is Fork without the message beforeID itself: the fork holds what came before it
-// (but still every result of a tool turn it copies). Editing a user message forks before it and
-// sends the new text; retrying an assistant message forks before it and continues.
-func (e *Engine) ForkBefore(ctx context.Context, threadID, beforeID, owner string) (*weft.Thread, error) {
-	return e.fork(ctx, threadID, beforeID, owner, true)
-}
-
-func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before bool) (*weft.Thread, error) {
-	orig, err := e.store.Thread(ctx, threadID)
+func (f *Forker) Fork(ctx context.Context, threadID, atID, owner string, before bool) (*weft.Thread, error) {
+	st := f.Store
+	orig, err := st.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	at, err := e.store.Message(ctx, threadID, atID)
+	at, err := st.Message(ctx, threadID, atID)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +74,7 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	case at.Status == weft.MessagePending:
 		return nil, weft.Errorf(weft.EConflict, "thread %s: message %s is still being written", threadID, atID)
 	}
-	all, err := e.store.Messages(ctx, threadID, weft.MessageQuery{Limit: -1, MaxDepth: 1 << 20})
+	all, err := st.Messages(ctx, threadID, weft.MessageQuery{Limit: -1, MaxDepth: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -66,41 +82,41 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 	if before {
 		cut--
 	}
-	rows, unanswered := forkRows(all, cut)
-	calls, err := e.store.ToolCalls(ctx, threadID)
+	rows, unanswered := copiedRows(all, cut)
+	calls, err := st.ToolCalls(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	env, err := e.store.Env(ctx, weft.EnvThread, threadID)
+	env, err := st.Env(ctx, weft.EnvThread, threadID)
 	if err != nil {
 		return nil, err
 	}
-	kv, err := e.store.ListKV(ctx, threadID)
+	kv, err := st.ListKV(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	files, err := e.forkFiles(ctx, threadID)
+	files, err := readFiles(ctx, st, threadID)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := runstate.Load(ctx, e.store, threadID)
+	cur, err := runstate.Load(ctx, st, threadID)
 	if err != nil {
 		return nil, err
 	}
 	aiHuman := true
-	if a, ok := e.reg.Agent(orig.Agent); ok {
+	if a, ok := f.Registry.Agent(orig.Agent); ok {
 		aiHuman = a.Kind() == weft.AIHuman
 	}
-	state := forkState(cur, all, rows, unanswered, cut, aiHuman)
+	state := cutState(cur, all, rows, unanswered, cut, aiHuman)
 
-	now := e.clock.Now().UTC()
+	now := f.Clock.Now().UTC()
 	props := maps.Clone(orig.Properties)
 	// Tags are not copied: protocols and evals find a thread by its tags (ai-sdk-chat:ID,
 	// ag-ui-thread:ID, an eval run's), and a fork answering for the original's chat or run would
 	// change what the original is to them. A subagent's registry row and result belong to the
 	// subagent: a fork is a root thread.
-	delete(props, subagentProperty)
-	delete(props, resultProperty)
+	delete(props, children.RowProperty)
+	delete(props, children.ResultProperty)
 	point := &weft.ForkPoint{Thread: threadID, Message: atID, Before: before}
 	t := &weft.Thread{ID: weft.NewID("thr_"), Agent: orig.Agent, OriginAgent: orig.OriginAgent, UserID: owner,
 		Label: orig.Label, Tags: []string{}, Properties: props, Arguments: orig.Arguments,
@@ -112,27 +128,27 @@ func (e *Engine) fork(ctx context.Context, threadID, atID, owner string, before 
 			break
 		}
 	}
-	evs := []Event{{Type: "thread_forked", ThreadID: t.ID, RootID: t.ID,
-		Data: Fields{"forked_from": point, "messages": len(rows)}}}
+	evs := [2]feed.Event{{Type: "thread_created", ThreadID: t.ID, RootID: t.ID, Data: payload.Fields{"forked_from": point}},
+		{Type: "thread_forked", ThreadID: t.ID, RootID: t.ID, Data: payload.Fields{"forked_from": point, "messages": len(rows)}}}
 	var recs []weft.EventRecord
-	if e.opt.RecordEvents {
-		recs = journal.Records(evs)
+	if f.Record != nil {
+		recs = f.Record(evs[1:])
 	}
-	err = e.store.CreateThreadTx(ctx, t, env, func(tx weft.Tx) error {
+	err = st.CreateThreadTx(ctx, t, env, func(tx weft.Tx) error {
 		if err := tx.SetExecState(runstate.Key, state.Encode()); err != nil {
 			return err
 		}
-		return writeFork(tx, rows, unanswered, calls, kv, files, recs, now)
+		return writeCopy(tx, rows, unanswered, calls, kv, files, recs, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork of thread %s at %s: %w", threadID, atID, err)
 	}
-	e.roots.put(t)
-	e.commit.Publish(Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID, Data: Fields{"forked_from": point}})
 	if len(recs) > 0 {
-		evs[0].Seq = recs[0].Seq
+		evs[1].Seq = recs[0].Seq
 	}
-	e.commit.Publish(evs[0])
+	if f.Created != nil {
+		f.Created(t, evs)
+	}
 	return t, nil
 }
 
@@ -144,12 +160,12 @@ type unansweredCall struct {
 	parentID string
 }
 
-// forkRows picks the rows a fork copies from a thread's rows (all depths, in seq order): those with
+// copiedRows picks the rows a fork copies from a thread's rows (all depths, in seq order): those with
 // seq ≤ cut that are not pending, and besides them every result of a copied assistant row's calls
 // and every sub-prompt row under a copied row, so that no tool turn is cut in two. It returns them
 // in seq order, each with its log id cleared (log rows stay the original's), and, by the id of the
 // row after which it goes, the calls of copied rows that have no result anywhere.
-func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unansweredCall) {
+func copiedRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unansweredCall) {
 	in := make([]bool, len(all))
 	ids := map[string]bool{}
 	callers := map[string]string{} // call id → the id of the copied assistant row that made it
@@ -215,7 +231,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 	return rows, unanswered
 }
 
-// forkState is the run state of a fork cut at the original's seq cut, as the original's was when
+// cutState is the run state of a fork cut at the original's seq cut, as the original's was when
 // that row was its last, as far as the rows tell: the store keeps only the current state.
 //   - Each side's window (the rows before it are the side's past turns) is the current one when
 //     it is not after the cut; otherwise the side's last final reply (an assistant row without
@@ -227,7 +243,7 @@ func forkRows(all []weft.Message, cut int64) ([]weft.Message, map[string][]unans
 //     stops, the immediate subagents already started) is kept as it is now.
 //
 // Windows are seqs: they are translated to the fork's, whose rows are renumbered from 1.
-func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
+func cutState(cur runstate.State, all, rows []weft.Message, unanswered map[string][]unansweredCall, cut int64, aiHuman bool) runstate.State {
 	// The fork's seq of the original's: each copied row's place, answers to open calls included.
 	var origSeqs []int64 // by fork seq - 1: the original seq of the row, or that of the row it follows
 	for _, m := range rows {
@@ -291,16 +307,16 @@ func forkState(cur runstate.State, all, rows []weft.Message, unanswered map[stri
 	return st
 }
 
-// forkFile is a file (or directory, data nil) a fork copies.
-type forkFile struct {
+// copiedFile is a file (or directory, data nil) a fork copies.
+type copiedFile struct {
 	info weft.FileInfo
 	data []byte
 }
 
-// forkFiles reads a thread's whole filesystem, directories first.
-func (e *Engine) forkFiles(ctx context.Context, threadID string) ([]forkFile, error) {
-	fs := e.store.Files()
-	var out []forkFile
+// readFiles reads a thread's whole filesystem, directories first.
+func readFiles(ctx context.Context, st weft.Store, threadID string) ([]copiedFile, error) {
+	fs := st.Files()
+	var out []copiedFile
 	dirs := []string{"/"}
 	for len(dirs) > 0 {
 		dir := dirs[0]
@@ -311,7 +327,7 @@ func (e *Engine) forkFiles(ctx context.Context, threadID string) ([]forkFile, er
 		}
 		for _, fi := range entries {
 			if fi.IsDir {
-				out = append(out, forkFile{info: fi})
+				out = append(out, copiedFile{info: fi})
 				dirs = append(dirs, fi.Path)
 				continue
 			}
@@ -319,16 +335,16 @@ func (e *Engine) forkFiles(ctx context.Context, threadID string) ([]forkFile, er
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, forkFile{info: fi, data: data})
+			out = append(out, copiedFile{info: fi, data: data})
 		}
 	}
 	return out, nil
 }
 
-// writeFork writes a fork's copied part in its creating transaction: the rows (with a result for
+// writeCopy writes a fork's copied part in its creating transaction: the rows (with a result for
 // each unanswered call), the call records of the copied rows, KV, files and the fork's events.
-func writeFork(tx weft.Tx, rows []weft.Message, unanswered map[string][]unansweredCall, calls []weft.ToolCallRecord,
-	kv map[string]json.RawMessage, files []forkFile, events []weft.EventRecord, now time.Time) error {
+func writeCopy(tx weft.Tx, rows []weft.Message, unanswered map[string][]unansweredCall, calls []weft.ToolCallRecord,
+	kv map[string]json.RawMessage, files []copiedFile, events []weft.EventRecord, now time.Time) error {
 	copied := make(map[string]bool, len(rows))
 	answers := map[string]string{} // call id → the fork's result row for a call the original left open
 	var seqs [][2]int64            // (the original's seq, the fork's) of each copied row, in order
