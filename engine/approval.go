@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/runstate"
 )
@@ -72,7 +73,7 @@ func (d *dispatcher) awaitApproval(s *scope, msg *weft.Message, calls []weft.Too
 				"message_id": msg.ID, "depth": s.depth})
 		}
 	}
-	recs = append(recs, r.parkedCallers(s)...)
+	recs = append(recs, s.via.parkedRecords()...)
 	err := r.tx(func(tx weft.Tx) error {
 		for _, rec := range recs {
 			if err := tx.PutToolCall(rec); err != nil {
@@ -129,14 +130,14 @@ func (d *dispatcher) startApproved(s *scope, msg *weft.Message, c weft.ToolCall)
 // and reports to its parent when it stops, so it can wait for a person on its own (its parent
 // goes on) and report once the decided calls have run.
 func backgroundChild(t *weft.Thread) bool {
-	row, ok := registryRow(t)
+	row, ok := children.Row(t)
 	return ok && row["blocking"] == false
 }
 
 // blockingChild tells whether a thread is a blocking, non-resumable subagent: its parent's call
 // waits for it, so it can wait for a person too (the parent parks with it).
 func blockingChild(t *weft.Thread) bool {
-	row, ok := registryRow(t)
+	row, ok := children.Row(t)
 	return ok && row["blocking"] != false && row["resumable"] != true
 }
 
@@ -211,8 +212,8 @@ func (e *Engine) Decide(ctx context.Context, threadID, callID string, d Decision
 	// A background subagent goes on in a driver of its own, which reports its outcome to the
 	// parent when it stops, as the driver that started it would have.
 	if child, err := e.store.Thread(ctx, target); err == nil && backgroundChild(child) {
-		if a, owner, mode, ok := e.children.driveArgs(child); ok {
-			e.children.goDrive(context.WithoutCancel(ctx), child, a, owner, mode, true)
+		if a, owner, mode, ok := e.subagents.DriveArgs(child); ok {
+			e.subagents.Drive(context.WithoutCancel(ctx), child, a, owner, mode, true)
 			return true, nil
 		}
 	}

@@ -43,6 +43,9 @@ func (h childHost) Drive(child *weft.Thread, fn func()) {
 	h.e.sched.Drive(child.ID, orDefault(child.RootID, child.ID), fn)
 }
 
+// Driven tells whether a driver of this process runs the child now.
+func (h childHost) Driven(childID string) bool { return h.e.sched.Driven(childID) }
+
 // Watch calls fn with the child's report coordination, kept with its owner while it is not idle,
 // under the scheduler's lock (sched.Scheduler.Watch).
 func (h childHost) Watch(childID string, fn func(*children.Watch)) {
@@ -82,6 +85,13 @@ func (h childHost) Enqueue(ctx context.Context, threadID string, m weft.NewMessa
 // Terminate terminates the thread and its descendants.
 func (h childHost) Terminate(ctx context.Context, threadID string) error {
 	return h.e.Terminate(ctx, threadID)
+}
+
+// Created remembers the child's root and tells the streams of its creation.
+func (h childHost) Created(ctx context.Context, child *weft.Thread) {
+	h.e.roots.Put(child)
+	h.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
+	h.emitSubagent(ctx, child, child.Agent, "running", "created")
 }
 
 // EmitOutcome sends the child's parent a subagent event with its status and outcome's preview.

@@ -2,87 +2,51 @@ package engine
 
 import (
 	"context"
-	"strings"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
-	"github.com/weft-agents/weft/schema"
 )
 
-// continuableEntry is an enabled continuable agent entry of the acting prompt: a subagent entry
-// with resumable enabled, whose children stay alive after each run for later messages (nothing
-// to do with resuming a run after a crash, resume.go). The parent works with them through the
-// injected lifecycle tools below, which engine/children answers.
-type continuableEntry struct {
-	entry weft.ToolEntry
-	agent *weft.Agent
-}
+// A continuable entry is an enabled subagent entry of the acting prompt with resumable enabled,
+// whose children stay alive after each run for later messages (nothing to do with resuming a run
+// after a crash, resume.go). The parent works with them through the injected lifecycle tools
+// (children.LifecycleTools), which engine/children answers.
 
-// offered is the entry as a subagent target whose message, attachments and name arguments play
-// the init roles.
-func (re continuableEntry) offered() *offered {
-	e := re.entry
+// continuableOffered is a continuable entry as a subagent target whose message, attachments and
+// name arguments play the init roles.
+func continuableOffered(re children.Entry) *offered {
+	e := re.Entry
 	e.InitUserMessageProperty, e.InitAttachmentsProperty, e.InitAgentNameProperty = "message", "attachments", "name"
-	return &offered{entry: e, target: weft.Target{Kind: weft.EntryAgent, Name: re.agent.Name, Agent: re.agent}}
+	return &offered{entry: e, target: weft.Target{Kind: weft.EntryAgent, Name: re.Agent.Name, Agent: re.Agent}}
 }
-
-// The injected lifecycle tools of continuable subagents.
-const (
-	toolSubagentCreate  = "subagent_create"
-	toolSubagentMessage = "subagent_message"
-	toolSubagents       = "subagents"
-	toolNotifyParent    = "notify_parent"
-)
 
 // offerLifecycle injects subagent_create, subagent_message (when the side owns a live child) and
 // subagents for the prompt's enabled continuable entries.
-func (r *run) offerLifecycle(s *scope, entries []continuableEntry) error {
-	names := make([]any, len(entries))
-	lines := make([]string, len(entries))
-	hasArgs := false
-	for i, e := range entries {
-		names[i] = e.agent.Name
-		lines[i] = "- " + e.agent.Name + ": " + e.agent.ToolDescription
-		if p, ok := r.e.reg.Prompt(e.agent.SideA.Prompt); ok && p.RequiredSchema != nil {
-			hasArgs = true
-		}
-	}
-	props := []schema.Prop{schema.Field("agent", schema.Enum(names...)), schema.Field("message", schema.String()),
-		schema.OptionalField("name", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String()))}
-	if hasArgs {
-		props = append(props, schema.OptionalField("arguments", &schema.Schema{Type: "object"}))
-	}
-	add := func(name, desc string, params *schema.Schema) {
-		o := &offered{lifecycle: name, entries: entries, spec: weft.ToolSpec{Name: name, Description: desc, Parameters: params}}
-		if _, dup := s.offered[name]; !dup {
-			s.offered[name] = o
-			s.specs = append(s.specs, o.spec)
-		}
-	}
-	add(toolSubagentCreate, "Create a subagent instance. Available agents:\n"+strings.Join(lines, "\n"), schema.Object(props...))
-	check := append([]schema.Prop{schema.Field("agent", schema.String())}, props[1:]...)
-	s.offered[toolSubagentCreate].check = schema.Object(check...)
-	live, err := r.e.subagents.Live(r.ctx, r.thread.ID, s.side)
+func (p parentRun) offerLifecycle(entries []children.Entry) error {
+	r, s := p.r, p.s
+	specs, check, err := r.e.subagents.LifecycleTools(r.ctx, r.thread.ID, s.side, entries)
 	if err != nil {
 		return err
 	}
-	if len(live) > 0 {
-		add(toolSubagentMessage, "Send a message to a subagent instance you created.", schema.Object(schema.Field("referenceId", schema.String()),
-			schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String()))))
+	for _, spec := range specs {
+		if _, dup := s.offered[spec.Name]; !dup {
+			s.offered[spec.Name] = &offered{lifecycle: spec.Name, entries: entries, spec: spec}
+			s.specs = append(s.specs, spec)
+		}
 	}
-	add(toolSubagents, "List your subagent instances and their status.", schema.NoArgs())
+	s.offered[children.ToolCreate].check = check
 	return nil
 }
 
 // callLifecycle runs an injected lifecycle tool.
-func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Message, args map[string]any) weft.ToolResult {
-	p := lifecycleCall{r: r, s: s}
+func (p parentRun) callLifecycle(o *offered, args map[string]any) weft.ToolResult {
+	r := p.r
 	switch o.lifecycle {
-	case toolSubagentCreate:
-		return r.e.subagents.Create(p, o.continuable(), args)
-	case toolSubagentMessage:
+	case children.ToolCreate:
+		return r.e.subagents.Create(p, o.entries, args)
+	case children.ToolMessage:
 		return r.e.subagents.Message(p, args)
-	case toolNotifyParent:
+	case children.ToolNotifyParent:
 		st := runState(r, nil)
 		if err := st.NotifyParent(context.WithoutCancel(r.ctx), children.Text(args["message"]), children.AttachmentPaths(args["attachments"])...); err != nil {
 			return weft.Failure(r.red.Error(err))
@@ -93,29 +57,22 @@ func (r *run) callLifecycle(s *scope, o *offered, c weft.ToolCall, msg *weft.Mes
 	}
 }
 
-// continuable returns a lifecycle tool's entries as engine/children's.
-func (o *offered) continuable() []children.Entry {
-	entries := make([]children.Entry, len(o.entries))
-	for i, re := range o.entries {
-		entries[i] = children.Entry{Entry: re.entry, Agent: re.agent}
-	}
-	return entries
-}
-
-// lifecycleCall is a run's lifecycle tool call as engine/children's Parent.
-type lifecycleCall struct {
+// parentRun is a run, in the scope of a call, as the parent of the children engine/children runs
+// (its Parent): it calls agents listed as tools, starts immediate ones, and offers and answers the
+// lifecycle tools of continuable children.
+type parentRun struct {
 	r *run
 	s *scope
 }
 
-func (p lifecycleCall) Context() context.Context     { return p.r.ctx }
-func (p lifecycleCall) ThreadID() string             { return p.r.thread.ID }
-func (p lifecycleCall) Side() weft.Side              { return p.s.side }
-func (p lifecycleCall) Redact(text string) string    { return p.r.red.String(text) }
-func (p lifecycleCall) RedactError(err error) string { return p.r.red.Error(err) }
+func (p parentRun) Context() context.Context     { return p.r.ctx }
+func (p parentRun) ThreadID() string             { return p.r.thread.ID }
+func (p parentRun) Side() weft.Side              { return p.s.side }
+func (p parentRun) Redact(text string) string    { return p.r.red.String(text) }
+func (p parentRun) RedactError(err error) string { return p.r.red.Error(err) }
 
 // Create creates a child of the entry, its message, attachments and name arguments playing the
 // init roles.
-func (p lifecycleCall) Create(e children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
-	return p.r.createChild(p.s, continuableEntry{entry: e.Entry, agent: e.Agent}.offered(), args, id, nil)
+func (p parentRun) Create(e children.Entry, args map[string]any, id string) (*weft.Thread, *weft.ToolResult) {
+	return p.createChild(continuableOffered(e), args, id, nil)
 }

@@ -116,11 +116,9 @@ type Engine struct {
 	// watches are Ask's, of its thread's stops.
 	watches feed.StopWatches
 
-	// subagents runs child threads and carries their reports to their parents (engine/children).
+	// subagents runs child threads and carries their reports to their parents (engine/children),
+	// hosted by the engine (childhost.go).
 	subagents *children.Room
-	// children and reports are the engine as the room's host (childhost.go), under the names
-	// Recover and Decide use.
-	children, reports childHost
 
 	// roots remembers the roots of threads this process created or read.
 	roots roots.Cache
@@ -167,9 +165,7 @@ func New(opt Options) (*Engine, error) {
 		e.opt.MaxThreadMessages = weft.DefaultMaxThreadMessages
 	}
 	e.sched.Init(sched.Config{Store: e.store, Host: schedHost{e}, Clock: e.clock, Log: e.log, Node: e.node, LeaseTTL: e.opt.LeaseTTL})
-	e.children = childHost{e}
-	e.reports = e.children
-	e.subagents = children.New(e.children, e.store, e.reg, e.log)
+	e.subagents = children.New(childHost{e}, e.store, e.reg, e.log)
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
 		Validator: e.validators.Of}

@@ -94,7 +94,7 @@ func (e *Engine) ProvideEnv(ctx context.Context, parentID, requestID string, env
 	entry.Blocking = ptr(false)
 	o := &offered{entry: entry, target: weft.Target{Kind: weft.EntryAgent, Name: a.Name, Agent: a}}
 	s := &scope{side: req.OwnerSide, offered: map[string]*offered{}}
-	child, fail := r.createChild(s, o, req.Args, weft.NewID("thr_"), env)
+	child, fail := parentRun{r, s}.createChild(o, req.Args, weft.NewID("thr_"), env)
 	if fail != nil {
 		if fail.ErrorCode == "missing_required_variables" {
 			return nil, &weft.Error{Code: weft.EMissingVariables, Message: fail.Error}

@@ -99,14 +99,14 @@ func (d *dispatcher) answerRunning(s *scope, m *weft.Message, rec weft.ToolCallR
 			r.obs.EndTool(end)
 		}()
 	}
-	if res, parked, ok := r.reattach(ctx, s, rec, c); ok {
+	if res, parked, ok := (parentRun{r, s}).reattach(ctx, rec, c); ok {
 		if parked != "" {
 			return true, errAwaitApproval // the child still waits for decisions
 		}
 		stored, err = d.storeResult(s, m, c, res, weft.NewID("msg_"), next)
 		return true, err
 	}
-	if res, resultID, parked, ok := r.resumeSubPrompt(s, m, rec, c); ok {
+	if res, resultID, parked, ok := (&subCall{r: r, scope: s, msgID: m.ID, call: c}).resume(m, rec); ok {
 		if parked != "" {
 			return true, errAwaitApproval // the nested run still waits for decisions
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/vars"
@@ -65,7 +66,7 @@ type offered struct {
 	// lifecycle names an injected subagent lifecycle tool (subagent_create, …); entries are the
 	// enabled resumable entries it serves.
 	lifecycle string
-	entries   []continuableEntry
+	entries   []children.Entry
 	// check, when set, validates arguments instead of spec.Parameters (an unknown agent name gets
 	// the lifecycle tool's own error rather than an enum mismatch).
 	check *schema.Schema
@@ -101,15 +102,14 @@ func (r *run) newScope(p *weft.Prompt, depth int, side weft.Side, args map[strin
 		}
 		shared = kept
 	}
-	if row, ok := registryRow(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
+	if row, ok := children.Row(r.thread); ok && row["parent_communication"] == "explicit" && depth == 0 {
 		// A child that reports explicitly gets notify_parent.
-		o := &offered{lifecycle: toolNotifyParent, spec: weft.ToolSpec{Name: toolNotifyParent, Description: "Send a message to the agent that created you.",
-			Parameters: schema.Object(schema.Field("message", schema.String()), schema.OptionalField("attachments", schema.Array(schema.String())))}}
-		if _, dup := s.offered[toolNotifyParent]; !dup {
+		o := &offered{lifecycle: children.ToolNotifyParent, spec: children.NotifyParentSpec()}
+		if _, dup := s.offered[children.ToolNotifyParent]; !dup {
 			if shared {
 				s.offered, s.specs = maps.Clone(s.offered), slices.Clone(s.specs)
 			}
-			s.offered[toolNotifyParent] = o
+			s.offered[children.ToolNotifyParent] = o
 			s.specs = append(s.specs, o.spec)
 		}
 	}
@@ -139,7 +139,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		strict := (&weft.Request{Model: model, Options: p.ModelOptions}).Option("strictTools")
 		s.strict = strict == true
 	}
-	var resumable []continuableEntry
+	var resumable []children.Entry
 	for _, e := range entries {
 		if e.Optional != "" {
 			keep = false
@@ -193,7 +193,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		case t.Agent != nil && e.Resumable != nil && e.Resumable.Enabled:
 			// Resumable agents are reached through the injected lifecycle tools.
 			keep = false
-			resumable = append(resumable, continuableEntry{entry: e, agent: t.Agent})
+			resumable = append(resumable, children.Entry{Entry: e, Agent: t.Agent})
 			continue
 		case t.Agent != nil:
 			desc := t.Agent.ToolDescription
@@ -213,7 +213,7 @@ func (r *run) resolveTools(s *scope, entries []weft.ToolEntry, keep bool) (kept 
 		s.specs = append(s.specs, o.spec)
 	}
 	if len(resumable) > 0 {
-		if err := r.offerLifecycle(s, resumable); err != nil {
+		if err := (parentRun{r, s}).offerLifecycle(resumable); err != nil {
 			return false, err
 		}
 	}

@@ -105,7 +105,7 @@ func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owne
 	return h.subagents.Deliver(ctx, child, owner, text, kind, atts)
 }
 func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	h.children.emitSubagent(ctx, child, agent, status, text)
+	childHost{h.Engine}.emitSubagent(ctx, child, agent, status, text)
 }
 func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validators.Of(s) }
 func (h stateHost) EffectScheduled()                                      { h.sched.EffectScheduled() }

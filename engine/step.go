@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -38,7 +39,7 @@ type toolEffects struct {
 	// terminate is set by State.Terminate: the run stops after the step, the thread terminated.
 	terminate bool
 	// handoff is a handoff called in the step, applied after it.
-	handoff *pendingHandoff
+	handoff *children.AgentHandoff
 }
 
 // takeForced returns and clears the side ForceTurn chose.
@@ -78,7 +79,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 	defer func() { out.effects = s.effects }()
 	s.toolCalled = r.state.ToolCalled
 	s.final = r.finalPlanOf(&def, side)
-	if err := r.startImmediate(s, p, side); err != nil {
+	if err := (parentRun{r, s}).startImmediate(p, side); err != nil {
 		return stepOutcome{}, err
 	}
 	if r.e.commit.Observed() {

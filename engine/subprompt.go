@@ -9,30 +9,34 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
-	"github.com/weft-agents/weft/engine/redact"
 )
 
-// subPromptSteps caps a sub-prompt's nested run when it is not an agent side.
-const subPromptSteps = 25
+// subCall is a call of a prompt listed as a tool (a sub-prompt): it runs a nested run in the
+// caller's thread at depth+1 whose rows hang under the call's tool message and stay invisible to
+// the caller, and answers with one string shaped by the entry's include* keys (engine/children's
+// sub-prompt rules). A call inside the nested run that waits for approval marks the calls running
+// it (SubPromptMeta) in the transaction that parks the run, so that a resumed run goes on with the
+// nested run instead of answering the call as interrupted.
+type subCall struct {
+	r *run
+	// scope is the caller's scope, msgID the caller's reply holding call.
+	scope *scope
+	msgID string
+	call  weft.ToolCall
+	// resultID is the call's pre-allocated tool message id, the nested rows' parent.
+	resultID string
+}
 
-// callSubPrompt runs a prompt as a tool: a nested run in the caller's thread at depth+1 whose rows
-// hang under the caller's tool message and stay invisible to the caller; it loops until a reply
-// without tool calls and returns one string shaped by the entry's include* keys.
+// start runs the nested run of the call to o's prompt with args until a reply without tool calls.
 // When a call inside waits for a person's approval, the nested run parks with the caller's run
-// (parked is the nested rows' parent id, and there is no result) and resumeSubPrompt goes on from
-// its stored rows once it is decided.
-func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID string, args map[string]any, parentID string) (res weft.ToolResult, parked string) {
-	p := o.target.Prompt
-	e := o.entry
-	s, err := r.newScope(p, caller.depth+1, caller.side, args)
+// (parked is the nested rows' parent id, and there is no result) and resume goes on from its
+// stored rows once it is decided.
+func (v *subCall) start(o *offered, args map[string]any) (res weft.ToolResult, parked string) {
+	r, p := v.r, o.target.Prompt
+	n, err := v.nested(o, args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
 	}
-	// The nested rows hang under the caller's (pre-allocated) tool message id; its effects are the
-	// caller's step's.
-	s.parentID, s.fx, s.resumed = parentID, caller.fx, caller.resumed
-	s.via = &subCall{scope: caller, msgID: msgID, call: c, resultID: parentID}
-	n := nestedRun{r: r, caller: caller, s: s, e: e}
 	init, err := n.initMessage(args)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %v", p.Name, err)), ""
@@ -44,9 +48,21 @@ func (r *run) callSubPrompt(caller *scope, o *offered, c weft.ToolCall, msgID st
 		}
 		r.addRow(*init)
 		r.journal.Stored(*init)
-		s.nested = append(s.nested, *init)
+		n.s.nested = append(n.s.nested, *init)
 	}
 	return n.loop(1, nil)
+}
+
+// nested is the call's nested run in a new scope of o's prompt, its rows under the call's tool
+// message and its effects the caller's step's.
+func (v *subCall) nested(o *offered, args map[string]any) (nestedRun, error) {
+	caller := v.scope
+	s, err := v.r.newScope(o.target.Prompt, caller.depth+1, caller.side, args)
+	if err != nil {
+		return nestedRun{}, err
+	}
+	s.parentID, s.fx, s.resumed, s.via = v.resultID, caller.fx, caller.resumed, v
+	return nestedRun{r: v.r, caller: caller, s: s, e: o.entry}, nil
 }
 
 // nestedRun is a sub-prompt's nested run: the prompt a call of the caller's scope runs in scope s
@@ -58,15 +74,15 @@ type nestedRun struct {
 }
 
 // loop runs the nested run from the given step on; calls are the calls its earlier steps ran.
-// parked is callSubPrompt's.
-func (n nestedRun) loop(first int, calls []callResult) (res weft.ToolResult, parked string) {
+// parked is subCall.start's.
+func (n nestedRun) loop(first int, calls []children.SubCall) (res weft.ToolResult, parked string) {
 	r, s := n.r, n.s
 	p := s.prompt
 	var final string
 	var failure error
 	for step := first; ; step++ {
-		if step > subPromptSteps {
-			failure = fmt.Errorf("reached the step cap of %d", subPromptSteps)
+		if step > children.SubPromptSteps {
+			failure = fmt.Errorf("reached the step cap of %d", children.SubPromptSteps)
 			break
 		}
 		if r.stopRequested() {
@@ -98,7 +114,13 @@ func (n nestedRun) loop(first int, calls []callResult) (res weft.ToolResult, par
 		}
 		s.toolCalled = true
 		ran, err := r.tools.executeCalls(s, msg, stepCalls)
-		calls = append(calls, ran...)
+		for _, c := range ran {
+			sc := children.SubCall{Call: c.call, Result: c.result, Answered: c.msg != nil}
+			if c.msg != nil {
+				sc.Response = c.msg.Content
+			}
+			calls = append(calls, sc)
+		}
 		if errors.Is(err, errAwaitApproval) {
 			return weft.ToolResult{}, s.parentID
 		}
@@ -107,37 +129,22 @@ func (n nestedRun) loop(first int, calls []callResult) (res weft.ToolResult, par
 			break
 		}
 	}
-	return subPromptResult(p.Name, n.e, final, calls, failure, r.red), ""
+	return children.SubPromptResult(p.Name, n.e, final, calls, failure, r.red.Error), ""
 }
 
-// subCall is the call that runs a sub-prompt's nested run. A call inside that waits for approval
-// marks it (subPromptMeta) in the transaction that parks the run, so that a resumed run goes on
-// with the nested run instead of answering the call as interrupted.
-type subCall struct {
-	// scope is the caller's scope, msgID the caller's reply holding call.
-	scope *scope
-	msgID string
-	call  weft.ToolCall
-	// resultID is the call's pre-allocated tool message id, the nested rows' parent.
-	resultID string
-}
-
-// subPromptMeta is the metadata of a sub-prompt call whose nested run parked.
-type subPromptMeta struct {
-	ResultID string `json:"sub_prompt_result_id"`
-}
-
-// parkedCallers returns the records of the sub-prompt calls that run s, innermost first, marked
-// running with their nested run's parent id: the transaction parking a call inside stores them.
-func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
+// parkedRecords returns the records of the sub-prompt calls from v outwards, innermost first,
+// marked running with their nested run's parent id: the transaction parking a call inside the
+// nested run stores them. None when v is nil (a call at top level).
+func (v *subCall) parkedRecords() []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
-	for v := s.via; v != nil; v = v.scope.via {
+	for ; v != nil; v = v.scope.via {
+		r := v.r
 		rec := r.tools.calls.Of(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
 		}
-		m["sub_prompt_result_id"] = v.resultID
+		m[children.SubPromptResultKey] = v.resultID
 		rec.Meta, _ = json.Marshal(m)
 		if rec.Status != weft.CallRunning {
 			now := r.now()
@@ -148,14 +155,15 @@ func (r *run) parkedCallers(s *scope) []*weft.ToolCallRecord {
 	return recs
 }
 
-// resumeSubPrompt goes on, after a park or a restart, with the nested run of a sub-prompt call
-// that parked (its record names the nested rows' parent): the nested rows come from the store, the
-// open reply's calls are finished as resume finishes a top-level reply's, and the loop goes on
-// from the next step. ok false: the call is no parked sub-prompt call. The result is to be stored
-// under resultID, unless the nested run parks again (parked is then resultID, and there is no
-// result).
-func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (res weft.ToolResult, resultID, parked string, ok bool) {
-	var meta subPromptMeta
+// resume goes on, after a park or a restart, with the nested run of the call, of the caller's
+// reply m, that parked (its record rec names the nested rows' parent): the nested rows come from
+// the store, the open reply's calls are finished as resume finishes a top-level reply's, and the
+// loop goes on from the next step. ok false: the call is no parked sub-prompt call. The result is
+// to be stored under resultID, unless the nested run parks again (parked is then resultID, and
+// there is no result).
+func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.ToolResult, resultID, parked string, ok bool) {
+	r, caller, c := v.r, v.scope, v.call
+	var meta children.SubPromptMeta
 	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.ResultID == "" {
 		return weft.ToolResult{}, "", "", false
 	}
@@ -172,107 +180,61 @@ func (r *run) resumeSubPrompt(caller *scope, m *weft.Message, rec weft.ToolCallR
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, "", true
 	}
-	s, err := r.newScope(p, caller.depth+1, caller.side, args)
+	v.call, v.resultID = c, meta.ResultID
+	n, err := v.nested(o, args)
 	if err != nil {
 		return fail(err)
 	}
-	s.parentID, s.fx, s.resumed = meta.ResultID, caller.fx, caller.resumed
-	s.via = &subCall{scope: caller, msgID: m.ID, call: c, resultID: meta.ResultID}
-	n := nestedRun{r: r, caller: caller, s: s, e: e}
+	s := n.s
 	rows, err := r.e.store.Messages(r.ctx, r.thread.ID, weft.MessageQuery{Limit: -1, MaxDepth: s.depth, AfterSeq: m.Seq})
 	if err != nil {
 		return fail(err)
 	}
-	var replies []*weft.Message
-	answered := map[string]bool{}
-	for i := range rows {
-		row := &rows[i]
-		if row.Depth != s.depth || row.ParentID != s.parentID {
-			continue
-		}
-		r.noteRow(row)
-		s.nested = append(s.nested, *row)
-		switch {
-		case row.Role == weft.RoleTool:
-			answered[row.ToolCallID] = true
-		case row.Prompt != "":
-			replies = append(replies, row)
-		}
+	nr := children.ReadNested(rows, s.depth, s.parentID)
+	for i := range nr.Rows {
+		r.noteRow(&nr.Rows[i])
 	}
-	if len(replies) > 0 {
-		last := replies[len(replies)-1]
-		var pending []weft.ToolCall
-		for _, lc := range last.ToolCalls {
-			if !answered[lc.ID] {
-				pending = append(pending, lc)
-			}
-		}
+	s.nested = append(s.nested, nr.Rows...)
+	if last := nr.Last; last != nil {
 		if len(last.ToolCalls) == 0 {
 			// The nested run had ended; its caller had not stored the result yet.
 			if v, ok := last.Metadata["structured"]; ok {
 				return weft.Success(dispatch.CanonicalJSON(v)), meta.ResultID, "", true
 			}
-			return subPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red), meta.ResultID, "", true
+			return children.SubPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red.Error), meta.ResultID, "", true
 		}
-		if len(pending) > 0 {
+		if len(nr.Pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
 			for _, rec := range r.tools.calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.tools.resumeCalls(s, last, pending, status)
+			err := r.tools.resumeCalls(s, last, nr.Pending, status)
 			if errors.Is(err, errAwaitApproval) {
 				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}
 			if err != nil {
-				return subPromptResult(p.Name, e, "", n.calls(), err, r.red), meta.ResultID, "", true
+				return children.SubPromptResult(p.Name, e, "", n.calls(), err, r.red.Error), meta.ResultID, "", true
 			}
 		}
 	}
-	res, parked = n.loop(len(replies)+1, n.calls())
+	res, parked = n.loop(nr.Replies+1, n.calls())
 	return res, meta.ResultID, parked, true
 }
 
-// calls rebuilds, from the nested run's stored rows, the calls it ran for its result's tool and
-// error sections: the answered local calls of its replies, in order, with the arguments a person
-// approved.
-func (n nestedRun) calls() []callResult {
-	r, rows := n.r, n.s.nested
-	edited := map[string]string{}
+// calls rebuilds, from the nested run's stored rows, the calls it ran (children.SubCalls), with
+// the arguments a person approved.
+func (n nestedRun) calls() []children.SubCall {
+	r := n.r
+	approved := map[string]string{}
 	if recs, err := r.e.store.ToolCalls(r.ctx, r.thread.ID); err == nil {
 		for i := range recs {
 			if a := ApprovalOf(&recs[i]); a.Status == dispatch.Approved && len(a.Arguments) > 0 {
-				edited[recs[i].CallID] = string(a.Arguments)
+				approved[recs[i].CallID] = string(a.Arguments)
 			}
 		}
 	}
-	results := map[string]*weft.Message{}
-	for i := range rows {
-		if rows[i].Role == weft.RoleTool {
-			results[rows[i].ToolCallID] = &rows[i]
-		}
-	}
-	var calls []callResult
-	for _, reply := range rows {
-		if reply.Role == weft.RoleTool || reply.Prompt == "" || reply.Metadata["empty_reply"] == true {
-			continue
-		}
-		for _, c := range reply.ToolCalls {
-			tm, ok := results[c.ID]
-			if !ok || tm.Metadata["provider_executed"] == true {
-				continue
-			}
-			if args, ok := edited[c.ID]; ok {
-				c.Arguments = args
-			}
-			cr := callResult{call: c, msg: tm, result: weft.ToolResult{Status: tm.ToolStatus, Result: tm.Content}}
-			if tm.ToolStatus == weft.ToolError {
-				cr.result.Error = strings.TrimPrefix(tm.Content, "Failed to execute tool: ")
-			}
-			calls = append(calls, cr)
-		}
-	}
-	return calls
+	return children.SubCalls(n.s.nested, approved)
 }
 
 // history is the nested run's context: the caller's top-level history when the callee has
@@ -290,83 +252,18 @@ func (n nestedRun) history() []*weft.Message {
 	return rows
 }
 
-// initMessage builds the nested run's first user message: the initUserMessageProperty
-// value (string as is, else JSON) with the initAttachmentsProperty files attached; without an init
-// property, a non-templated callee with arguments gets them as JSON.
+// initMessage is the nested run's first message (children.SubPromptInit), from the caller's
+// other side; nil when it has neither content nor files.
 func (n nestedRun) initMessage(args map[string]any) (*weft.Message, error) {
-	r, s, e := n.r, n.s, n.e
-	var content string
-	switch {
-	case e.InitUserMessageProperty != "":
-		switch v := args[e.InitUserMessageProperty].(type) {
-		case nil:
-		case string:
-			content = v
-		default:
-			b, _ := json.Marshal(v)
-			content = string(b)
-		}
-	case len(args) > 0 && s.prompt.Template == nil:
-		b, _ := json.MarshalIndent(args, "", "  ")
-		content = "Arguments:\n" + string(b)
-	}
-	var atts []weft.Attachment
-	if e.InitAttachmentsProperty != "" {
-		var err error
-		if atts, err = children.Attachments(r.ctx, r.e.store, r.thread.ID, children.AttachmentPaths(args[e.InitAttachmentsProperty])); err != nil {
-			return nil, err
-		}
-	}
-	if content == "" && len(atts) == 0 {
-		return nil, nil
+	r, s := n.r, n.s
+	content, atts, err := children.SubPromptInit(r.ctx, r.e.store, r.thread.ID, n.e, args, s.prompt.Template != nil)
+	if err != nil || (content == "" && len(atts) == 0) {
+		return nil, err
 	}
 	role := weft.RoleUser
-	side := s.side.Other()
 	if s.side == weft.SideB {
 		role = weft.RoleAssistant
 	}
-	return &weft.Message{Role: role, Side: side, Content: content, Attachments: atts, Status: weft.MessageCompleted,
+	return &weft.Message{Role: role, Side: s.side.Other(), Content: content, Attachments: atts, Status: weft.MessageCompleted,
 		Depth: s.depth, ParentID: s.parentID, RunID: r.id}, nil
-}
-
-// subPromptResult shapes the nested run's outcome into one string: the final text, and the calls'
-// results and errors as the entry's include* keys ask.
-func subPromptResult(name string, e weft.ToolEntry, final string, calls []callResult, failure error, red *redact.Redactor) weft.ToolResult {
-	var parts []string
-	if failure == nil && weft.Flag(e.IncludeTextResponse, true) && strings.TrimSpace(final) != "" {
-		parts = append(parts, final)
-	}
-	if weft.Flag(e.IncludeToolCalls, true) && len(calls) > 0 {
-		var b strings.Builder
-		b.WriteString("Tool Executions:")
-		for _, c := range calls {
-			fmt.Fprintf(&b, "\nTool Call: %s(%s)", c.call.Name, c.call.Arguments)
-			if c.msg != nil {
-				fmt.Fprintf(&b, "\nTool Response: %s", c.msg.Content)
-			}
-		}
-		parts = append(parts, b.String())
-	}
-	if weft.Flag(e.IncludeErrors, true) {
-		var errs []string
-		for _, c := range calls {
-			if c.result.Status == weft.ToolError {
-				errs = append(errs, fmt.Sprintf("%s: %s", c.call.Name, c.result.Error))
-			}
-		}
-		if len(errs) > 0 {
-			parts = append(parts, "Errors:\n"+strings.Join(errs, "\n"))
-		}
-	}
-	if failure != nil {
-		head := fmt.Sprintf("Sub-prompt %q failed: %s", name, red.Error(failure))
-		if !weft.Flag(e.IncludeErrors, true) {
-			return weft.Failure(fmt.Sprintf("Sub-prompt %q failed.", name))
-		}
-		return weft.Failure(strings.Join(append([]string{head}, parts...), "\n\n"))
-	}
-	if len(parts) == 0 {
-		return weft.Success("Prompt executed successfully")
-	}
-	return weft.Success(strings.Join(parts, "\n\n"))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/declared"
+	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -220,7 +221,7 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
 		for _, lo := range s.offered {
 			for _, re := range lo.entries {
-				if lo.lifecycle == toolSubagentCreate && re.agent.Name == c.Name {
+				if lo.lifecycle == children.ToolCreate && re.Agent.Name == c.Name {
 					return nil, nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
 				}
 			}
@@ -308,13 +309,13 @@ func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State
 	t := o.target
 	switch {
 	case o.lifecycle != "":
-		return d.r.callLifecycle(s, o, c, msg, args), ""
+		return parentRun{d.r, s}.callLifecycle(o, args), ""
 	case t.Prompt != nil:
-		return d.r.callSubPrompt(s, o, c, msg.ID, args, execOf(st).resultID)
+		return (&subCall{r: d.r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
 	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
 		return d.r.startHandoff(s, o, args), ""
 	case t.Agent != nil:
-		return d.r.callSubagent(ctx, s, o, c, msg, args)
+		return parentRun{d.r, s}.callAgent(ctx, o, c, msg, args)
 	case t.MCP != nil:
 		mcp := dispatch.MCP{Client: d.r.e.opt.MCP, Log: d.r.e.log}
 		return mcp.Call(ctx, d.r.ctx, t, args, envLookup(s.env.With(s.prompt.Env, o.entry.Env))), ""

@@ -2,6 +2,7 @@ package children
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/weft-agents/weft"
@@ -46,10 +47,11 @@ func (c *Room) Call(p Caller, e Entry, args map[string]any) weft.ToolResult {
 }
 
 // Await runs a blocking call's child until it stops and returns its result; the child is then
-// terminated. resume: the call is re-attached after a crash (RunChild).
-func (c *Room) Await(p Caller, child *weft.Thread, target *weft.Agent, resume bool) weft.ToolResult {
+// terminated. reattached: the call is re-attached after a crash or a decision, and the child's
+// run may have stopped unfinished (RunChild).
+func (c *Room) Await(p Caller, child *weft.Thread, target *weft.Agent, reattached bool) weft.ToolResult {
 	ctx := p.Context()
-	info, err := c.RunChild(ctx, child, resume)
+	info, err := c.RunChild(ctx, child, reattached)
 	if err != nil {
 		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) could not run: %s", child.ID, p.RedactError(err)))
 	}
@@ -62,4 +64,44 @@ func (c *Room) Await(p Caller, child *weft.Thread, target *weft.Agent, resume bo
 	out.Result, out.Error = p.Redact(out.Result), p.Redact(out.Error)
 	c.Finish(context.WithoutCancel(ctx), child, out)
 	return out
+}
+
+// CallMeta is the record metadata of a blocking call of a dual_ai agent: the child's reference,
+// recorded before the child exists (Caller.Reserve).
+type CallMeta struct {
+	// Ref is the child's id.
+	Ref string `json:"subagent_ref"`
+}
+
+// CallRef is the child's reference a call record's metadata holds ("" when none).
+func CallRef(meta json.RawMessage) string {
+	var m CallMeta
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return ""
+	}
+	return m.Ref
+}
+
+// Reattach answers, after a crash, a blocking call of target whose record names its child ref:
+// the child runs on from where the crash left it (Await) and its result answers the call; a child
+// never created is created now (create, with the call's arguments); a terminated child answers
+// with the outcome it recorded, its parent having died before storing it.
+func (c *Room) Reattach(p Caller, ref string, target *weft.Agent, create func() (*weft.Thread, *weft.ToolResult)) weft.ToolResult {
+	child, err := c.store.Thread(p.Context(), ref)
+	if err != nil {
+		if weft.ErrorCode(err) != weft.ENotFound {
+			return weft.Failure("Subagent could not be resumed: " + p.RedactError(err))
+		}
+		var fail *weft.ToolResult
+		if child, fail = create(); fail != nil {
+			return *fail
+		}
+	}
+	if child.Status == weft.ThreadTerminated {
+		if out, ok := Recorded(child); ok {
+			return out
+		}
+		return weft.Failure(fmt.Sprintf("Subagent (reference: %s) was terminated before it reported a result.", child.ID))
+	}
+	return c.Await(p, child, target, true)
 }

@@ -7,7 +7,12 @@
 // The package does not run threads itself: a Host (the engine) runs them, commits their
 // transactions and keeps the per-thread coordination of this process. What a child reported, and
 // the reports held back for a call awaiting it, are kept in the child's run-state documents, so
-// that a process that starts after a crash sends exactly what was lost.
+// that a process that starts after a crash sends exactly what was lost (Recover).
+//
+// The room also keeps the rules of the other calls whose target is an agent or a prompt, which
+// create no child thread: a sub-prompt's nested run (its first message, step cap and result
+// string; the engine runs it in the caller's thread) and an agent handoff (HandOff: the thread
+// switches to another agent after the step).
 package children
 
 import (
@@ -33,6 +38,8 @@ type Host interface {
 	// Drive runs fn in the background as a driver of the child: registered with the child's
 	// owner in this process until fn returns, and counted as work on its tree.
 	Drive(child *weft.Thread, fn func())
+	// Driven tells whether a driver of this process (Drive) runs the child now.
+	Driven(childID string) bool
 	// Watch calls fn with the child's report coordination, kept with the thread's owner in this
 	// process, under the owner's lock: fn must neither block nor do I/O. The watch is kept while
 	// it is not Idle.
@@ -50,6 +57,9 @@ type Host interface {
 	Enqueue(ctx context.Context, threadID string, m weft.NewMessage) error
 	// Terminate terminates the thread and its descendants.
 	Terminate(ctx context.Context, threadID string) error
+	// Created tells the host that the child thread was created: the host remembers its root and
+	// tells the streams (a thread_created event, and the parent's subagent event).
+	Created(ctx context.Context, child *weft.Thread)
 	// EmitOutcome sends the child's parent a subagent event with the child's status and its
 	// outcome's preview; status "" is the child's status as stored (read only when events are
 	// wanted).

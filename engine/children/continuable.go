@@ -223,3 +223,22 @@ func (c *Room) StartImmediate(p Parent, entries []Entry, args map[string]any) we
 	}
 	return weft.Failure(fmt.Sprintf("Agent %q is not available for this prompt.", name))
 }
+
+// ImmediateMessage is the first message of an immediate subagent, started as if the parent's
+// model had called it the first time the parent's prompt became active.
+const ImmediateMessage = "You were started automatically when this thread was created. Begin your task."
+
+// ImmediateKey is what a thread's run state records (runstate.State.Immediate) once the
+// immediate subagents of a side's prompt were started: they start at most once per thread.
+func ImmediateKey(side weft.Side, prompt string) string { return string(side) + ":" + prompt }
+
+// ImmediateStarted tells whether keys record the start of the immediate subagents of side's
+// prompt. (Compared in place: a key is built only when it is recorded, not at every step.)
+func ImmediateStarted(keys []string, side weft.Side, prompt string) bool {
+	for _, k := range keys {
+		if s, name, ok := strings.Cut(k, ":"); ok && s == string(side) && name == prompt {
+			return true
+		}
+	}
+	return false
+}

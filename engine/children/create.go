@@ -3,9 +3,11 @@ package children
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/vars"
 )
 
 // Spec is a new child as a call's arguments make it, before it is created: its thread, and what
@@ -82,4 +84,68 @@ func (c *Room) QueueInit(ctx context.Context, sp *Spec) error {
 		init.Content = "Begin your task."
 	}
 	return c.host.Enqueue(ctx, child.ID, init)
+}
+
+// ChildVars are a new child's variables as ResolveVars finds them.
+type ChildVars struct {
+	// Own is the child's own thread layer: the values given for it.
+	Own []weft.EnvValue
+	// Declared are the variables its agent's graph declares.
+	Declared map[string]*vars.Declaration
+	// Missing are the required ones without a value in any layer.
+	Missing []vars.MissingVar
+}
+
+// ResolveVars resolves the variables of a new child of agent target, started by the parent
+// thread parentID whose variables are parent: through the values given for the child (its own
+// thread layer, each typed as the graph declares it, a secret otherwise; nil: none given), the
+// values the parent's threads pass down, the agent's layer, and the parent's user and instance
+// layers. declared are the types target's graph declares.
+func (c *Room) ResolveVars(ctx context.Context, parentID string, parent *vars.View, declared map[string]weft.VarType, target *weft.Agent, given map[string]string) (ChildVars, error) {
+	flag := func(name string) bool {
+		v, ok := parent.Lookup(name)
+		return ok && vars.FlagOn(v.Value)
+	}
+	decls := vars.NewGraph(c.reg, target, flag).Declared()
+	inherited, err := vars.Inherited(ctx, c.store, parentID, decls)
+	if err != nil {
+		return ChildVars{}, err
+	}
+	own := map[string]weft.EnvValue{}
+	for k, v := range given {
+		t := weft.VarSecret
+		if d, ok := decls[k]; ok && d.Type != "" {
+			t = d.Type
+		}
+		own[k] = weft.EnvValue{Name: k, Value: v, Type: t}
+	}
+	view := &vars.View{Thread: own, Inherited: inherited, Agent: target.Env, User: parent.User, Instance: parent.Instance, Declared: declared}
+	cv := ChildVars{Declared: decls, Missing: vars.Missing(decls, view), Own: make([]weft.EnvValue, 0, len(own))}
+	for _, v := range own {
+		cv.Own = append(cv.Own, v)
+	}
+	return cv, nil
+}
+
+// MissingFailure is the result of a call whose given values left required variables missing.
+func (v ChildVars) MissingFailure() *weft.ToolResult {
+	names := make([]string, len(v.Missing))
+	for i, m := range v.Missing {
+		names[i] = m.Name
+	}
+	f := weft.Failure("missing required variables: " + strings.Join(names, ", "))
+	f.ErrorCode = "missing_required_variables"
+	return &f
+}
+
+// Open creates the child thread sp describes, with its own variables, and queues its first rows
+// (QueueInit); created runs between the two, once the host was told (Host.Created): the caller's
+// hooks see the child before its first message.
+func (c *Room) Open(ctx context.Context, sp *Spec, own []weft.EnvValue, created func(child *weft.Thread)) error {
+	if err := c.store.CreateThread(ctx, sp.Thread, own); err != nil {
+		return err
+	}
+	c.host.Created(ctx, sp.Thread)
+	created(sp.Thread)
+	return c.QueueInit(ctx, sp)
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
-// RunChild runs a child until it stops and returns the stop: its queued messages, else (resume:
-// re-attaching after a crash) the run the crash interrupted, else — it had already stopped — the
-// stored stop reason.
-func (c *Room) RunChild(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, error) {
+// RunChild runs a child until it stops and returns the stop: its queued messages, else
+// (unfinished: re-attaching after a crash) the run the crash interrupted or that waited for a
+// person, else — it had already stopped — the stored stop reason.
+func (c *Room) RunChild(ctx context.Context, child *weft.Thread, unfinished bool) (weft.StopInfo, error) {
 	// A run of the child in this process (a background driver's) ends first: it drains our
 	// message, or leaves it queued for us.
 	held, release, err := c.host.Acquire(ctx, child.ID)
@@ -32,7 +32,7 @@ func (c *Room) RunChild(ctx context.Context, child *weft.Thread, resume bool) (w
 	switch {
 	case len(q) > 0:
 		info, stopped, err = c.host.RunHeld(held, child.ID, "message")
-	case resume && (t.Status == weft.ThreadRunning || t.Status == weft.ThreadAwaitingApproval):
+	case unfinished && (t.Status == weft.ThreadRunning || t.Status == weft.ThreadAwaitingApproval):
 		info, stopped, err = c.host.RunHeld(held, child.ID, "continue")
 	}
 	if err != nil {
@@ -59,20 +59,21 @@ func (c *Room) Start(child *weft.Thread, a *weft.Agent, owner weft.Side, mode Mo
 }
 
 // Drive runs a background child in a driver of the host's (Host.Drive) while it has work.
-// resume: the child's status says running because a crash interrupted its run, or its calls were
-// decided; only then is a run without queued messages started, and only as the first one.
-func (c *Room) Drive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode Mode, resume bool) {
-	c.host.Drive(child, func() { c.drive(ctx, child, a, owner, mode, resume) })
+// unfinished: the child's run may have stopped unfinished — a crash interrupted it (its status
+// says running), or its calls waiting for a person were decided; only then is a run without
+// queued messages started (a continue), and only as the first one.
+func (c *Room) Drive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode Mode, unfinished bool) {
+	c.host.Drive(child, func() { c.drive(ctx, child, a, owner, mode, unfinished) })
 }
 
 // drive runs a background child run by run while it has work, reporting each run's outcome
 // exactly once: whichever goroutine performs a run reports it, and a goroutine that finds the
 // child's queue empty once it has the child's turn leaves it (the run before took the messages
 // and reported).
-func (c *Room) drive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode Mode, resume bool) {
+func (c *Room) drive(ctx context.Context, child *weft.Thread, a *weft.Agent, owner weft.Side, mode Mode, unfinished bool) {
 	for {
-		info, ran, err := c.driveOnce(ctx, child, resume)
-		resume = false
+		info, ran, err := c.driveOnce(ctx, child, unfinished)
+		unfinished = false
 		if !ran {
 			return
 		}
@@ -103,7 +104,7 @@ func (c *Room) drive(ctx context.Context, child *weft.Thread, a *weft.Agent, own
 
 // driveOnce performs one run of a background child, holding its turn; ran is false when there
 // was nothing to run (or another process runs it).
-func (c *Room) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (weft.StopInfo, bool, error) {
+func (c *Room) driveOnce(ctx context.Context, child *weft.Thread, unfinished bool) (weft.StopInfo, bool, error) {
 	held, release, err := c.host.Acquire(ctx, child.ID)
 	if err != nil {
 		return weft.StopInfo{}, false, nil
@@ -120,7 +121,7 @@ func (c *Room) driveOnce(ctx context.Context, child *weft.Thread, resume bool) (
 	}
 	trigger := "message"
 	if len(q) == 0 {
-		if !resume || (t.Status != weft.ThreadRunning && t.Status != weft.ThreadAwaitingApproval) {
+		if !unfinished || (t.Status != weft.ThreadRunning && t.Status != weft.ThreadAwaitingApproval) {
 			return weft.StopInfo{}, false, nil
 		}
 		trigger = "continue" // a run a crash interrupted, or one whose calls were decided

@@ -34,7 +34,9 @@ func (h *fakeHost) RunHeld(context.Context, string, string) (weft.StopInfo, bool
 func (h *fakeHost) RunOnce(context.Context, string, string) (weft.StopInfo, error) {
 	return weft.StopInfo{}, ErrNotRun
 }
-func (h *fakeHost) Drive(_ *weft.Thread, fn func()) { fn() }
+func (h *fakeHost) Drive(_ *weft.Thread, fn func())       { fn() }
+func (h *fakeHost) Driven(string) bool                    { return false }
+func (h *fakeHost) Created(context.Context, *weft.Thread) {}
 func (h *fakeHost) Watch(id string, fn func(*Watch)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -79,7 +79,8 @@
 // # Recovery
 //
 // "Recover" names restart recovery: resuming the runs and queues a stopped process left
-// (engine.Engine.RecoverAll, which Serve calls first through the Host) and a kept lease's resume
+// (Recovery, which Serve calls first through the Host's RecoverAll), the recovery of a tree's
+// children that report on their own (engine/children's Room.Recover), and a kept lease's resume
 // (KeepLease). A thread passed from one worker or node to another is a transfer or a lease taken
 // over, never a recovery.
 package sched
