@@ -110,7 +110,7 @@ func TestPendingActivityMigrated(t *testing.T) {
 	s.Close()
 	// Back to the schema of migration 15, the rows kept.
 	db := rawDB(t, path)
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN calls`, `ALTER TABLE threads DROP COLUMN pending_activity_at`,
+	for _, q := range []string{`ALTER TABLE threads DROP COLUMN pad`, `ALTER TABLE threads DROP COLUMN calls`, `ALTER TABLE threads DROP COLUMN pending_activity_at`,
 		`DELETE FROM schema_migrations WHERE version >= 16`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -199,7 +199,7 @@ func TestOpenCallsMigrated(t *testing.T) {
 	}
 	s.Close()
 	db := rawDB(t, path)
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN calls`, `DELETE FROM schema_migrations WHERE version = 17`} {
+	for _, q := range []string{`ALTER TABLE threads DROP COLUMN pad`, `ALTER TABLE threads DROP COLUMN calls`, `DELETE FROM schema_migrations WHERE version >= 17`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

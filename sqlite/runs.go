@@ -56,11 +56,11 @@ const (
 		(SELECT MIN(claim_expires_at) FROM effects WHERE status = 'processing')`
 	// qRunStartIdle is qRunStart for a thread whose row and history the writer keeps (rowcache.go).
 	qRunStartIdle = `SELECT ` + runStartAround + ` FROM threads t WHERE t.id = ?`
-	qTakeLease    = `UPDATE threads SET lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	qTakeLease    = `UPDATE threads SET pad = NULL, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	// BeginRun's, with the queue counter of the message it queued (alone when the lease is held),
 	// and with the message itself when it waits in the row (migration 0007).
-	qTakeLeaseQueued = `UPDATE threads SET queue_seq = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
-	qTakeLeaseInbox  = `UPDATE threads SET queue_seq = ?, inbox = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	qTakeLeaseQueued = `UPDATE threads SET pad = NULL, queue_seq = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
+	qTakeLeaseInbox  = `UPDATE threads SET pad = NULL, queue_seq = ?, inbox = ?, lease_owner = ?, lease_token = ?, lease_expires_at = ? WHERE id = ?`
 	qSetQueueSeq     = `UPDATE threads SET queue_seq = ? WHERE id = ?`
 	qRenewLease      = `UPDATE threads SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND lease_token = ?`
 	qReleaseLease    = `UPDATE threads SET lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`

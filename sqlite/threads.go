@@ -11,6 +11,10 @@ import (
 	"github.com/weft-agents/weft/internal/storecontract"
 )
 
+// threadPad is the room a new thread's row holds for its first run (migration 0018), in bytes:
+// about the user's message BeginRun puts in it and an open call.
+const threadPad = "384"
+
 // Thread write statements. hotWrites lists those prepared at Open.
 const (
 	qThreadDoc = `SELECT doc FROM threads WHERE id = ?`
@@ -91,7 +95,7 @@ func (s *Store) CreateThreadTx(ctx context.Context, t *weft.Thread, env []weft.E
 		stored.Tags = tags
 		doc := threadDoc(&stored, props, args)
 		res, err := w.exec(ctx, `INSERT INTO threads (id, agent, user_id, parent_id, root_id, label, tags, status, preview,
-			created_at, last_activity_at, doc, forked_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, last_activity_at, doc, forked_from, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, zeroblob(`+threadPad+`))`,
 			t.ID, t.Agent, t.UserID, parent, t.RootID, t.Label, string(tagsJSON), string(t.Status), t.Preview,
 			nanos(t.CreatedAt), nanos(t.LastActivityAt), doc, forkedFrom)
 		if isConstraint(err, "UNIQUE") {
