@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
-	"github.com/weft-agents/weft/engine/journal"
 )
 
 // Client tools are tools a thread's client runs itself — an AG-UI front end's tools (package
@@ -30,34 +27,7 @@ func CheckClientTools(tools []ClientTool) error { return dispatch.CheckClientToo
 // SetClientTools replaces the thread's client tools (none clears them); CheckClientTools' errors.
 // The run that is going on offers the new set from its next step's scope on.
 func (e *Engine) SetClientTools(ctx context.Context, threadID string, tools []ClientTool) error {
-	if err := CheckClientTools(tools); err != nil {
-		return err
-	}
-	if len(tools) == 0 {
-		tools = nil
-	}
-	want, _ := json.Marshal(tools)
-	return e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
-		cur, err := e.store.Thread(ctx, threadID)
-		if err != nil {
-			return err
-		}
-		if have, _ := json.Marshal(ClientTools(cur)); bytes.Equal(have, want) {
-			return nil
-		}
-		props := maps.Clone(cur.Properties)
-		if props == nil {
-			props = map[string]any{}
-		}
-		if tools == nil {
-			delete(props, dispatch.ClientToolsProperty)
-		} else {
-			var v any
-			_ = json.Unmarshal(want, &v) // stored as plain JSON values, as a store gives them back
-			props[dispatch.ClientToolsProperty] = v
-		}
-		return tx.UpdateThread(weft.ThreadPatch{Properties: props})
-	})
+	return dispatch.SetClientTools(ctx, (*threadsHost)(e), threadID, tools)
 }
 
 // DeliverToolResult answers a call of one of the thread's client tools that waits for its client:
@@ -67,40 +37,7 @@ func (e *Engine) SetClientTools(ctx context.Context, threadID string, tools []Cl
 // is EConflict, an unknown one ENotFound, and a call of a tool that is not a client tool EInvalid
 // (a person decides it).
 func (e *Engine) DeliverToolResult(ctx context.Context, threadID, callID string, res weft.ToolResult, by string) (ready bool, err error) {
-	t, err := e.store.Thread(ctx, threadID)
-	if err != nil {
-		return false, err
-	}
-	if res.Status == "" {
-		res.Status = weft.ToolSuccess
-	}
-	// Through the committer: the client's result is redacted like any row (a secret the client
-	// echoes back never reaches the store).
-	err = e.commit.Tx(ctx, threadID, nil, nil, func(tx weft.Tx) error {
-		recs, err := e.store.ToolCalls(ctx, threadID)
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(recs, func(r weft.ToolCallRecord) bool { return r.CallID == callID })
-		if i < 0 {
-			return weft.Errorf(weft.ENotFound, "thread %s has no tool call %s", threadID, callID)
-		}
-		rec := recs[i]
-		if !slices.ContainsFunc(ClientTools(t), func(c ClientTool) bool { return c.Name == rec.Name }) {
-			return weft.Errorf(weft.EInvalid, "tool call %s is of %q, which is not a client tool of thread %s", callID, rec.Name, threadID)
-		}
-		if rec.Status != weft.CallAwaitingApproval {
-			return weft.Errorf(weft.EConflict, "tool call %s is not waiting for its client's result (status %s)", callID, rec.Status)
-		}
-		if !dispatch.KeepClientResult(&rec, res) {
-			return nil // a result given before (a retry after a crash, or a race): the first stands
-		}
-		return tx.PutToolCall(&rec)
-	})
-	if err != nil {
-		return false, err
-	}
-	return e.Decide(ctx, threadID, callID, Decision{Approve: true, By: by})
+	return dispatch.DeliverToolResult(ctx, (*threadsHost)(e), threadID, callID, res, by)
 }
 
 // offerClientTools offers a top-level scope the thread's client tools, after the prompt's own: a

@@ -17,6 +17,7 @@ import (
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/feed"
 	"github.com/weft-agents/weft/engine/fork"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/intake"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/lease"
@@ -213,8 +214,10 @@ func (e *Engine) CreateThread(ctx context.Context, nt NewThread) (*weft.Thread, 
 	}
 	e.roots.Put(t)
 	e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: t.ID, RootID: t.ID})
-	if err := e.runThreadCreatedHooks(ctx, t, a); err != nil {
-		return t, err
+	if hs := hooks.Select(e.reg, a.Hooks, weft.HookAfterThreadCreated); len(hs) > 0 {
+		hooks.ThreadCreated(ctx, hooks.Set{Hooks: hs, State: outsideState(e, t)}, func(h *weft.Hook, err error) {
+			e.log.Warn("hook failed", "hook", h.ID, "point", h.Point, "thread", t.ID, "error", err)
+		})
 	}
 	return t, nil
 }

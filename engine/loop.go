@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/budget"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -50,12 +51,12 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	}
 	// fx holds the tools' effects not applied yet: the resumed calls', then each step's. A stop
 	// asked for while no run held the thread (Stop, for a run that died) runs none of the calls
-	// left open: the stop answers them (stopRows).
+	// left open: the stop answers them (Dispatcher.StopRows).
 	var resumed bool
 	var fx toolEffects
 	if !r.state.Stopped {
 		var err error
-		resumed, fx, err = r.tools.resume()
+		resumed, fx, err = resumeTools(r)
 		r.terminated = fx.terminate
 		if errors.Is(err, errAwaitApproval) {
 			return fx, ended(r.stop(weft.StopAwaitingApproval, ""))
@@ -71,7 +72,7 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	if r.e.commit.Observed() {
 		r.journal.Emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
-	if side, ok := r.stopToolDone(); ok && forceSide == "" && !r.state.Stopped {
+	if side := r.state.Side; dispatch.StopToolDone(r.rows, side, r.agent.Side(side).StopTool) && forceSide == "" && !r.state.Stopped {
 		// The run died after the stop tool's result committed: the turn ends as it would have.
 		r.state.CompleteTurn(side, r.lastSeq)
 		r.state.Side = side.Other()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -103,8 +104,8 @@ func envSet(v weft.EnvValue) func(*run) {
 }
 
 // toolQueued carries a tool a State asked for, to run after the step's calls.
-func toolQueued(q queuedTool) func(*run) {
-	return func(r *run) { r.tools.queuedTools = append(r.tools.queuedTools, q) }
+func toolQueued(name string, args json.RawMessage) func(*run) {
+	return func(r *run) { r.tools.Queue(name, args) }
 }
 
 // runMemory is a run's Execution.Memory, kept under the mailbox's lock.

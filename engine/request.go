@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/modelcall"
 )
 
@@ -13,17 +14,17 @@ type requests struct {
 	r *run
 }
 
-// step is what the request of s is built from (hooks: with the hooks of the request's points):
+// step is what the request of s is built from (withHooks: with the hooks of the request's points):
 // s.req, filled at the scope's first request and kept for its next ones; what the scope changes
 // between them (the tools called, its tools, its summary) is copied in each time.
-func (q *requests) step(s *scope, hooks bool) *modelcall.Step {
+func (q *requests) step(s *scope, withHooks bool) *modelcall.Step {
 	st := &s.req
 	if st.Prompt == nil {
 		st.Scope, st.Rendered, st.Args, st.Env = s.call(), s.rendered, s.args, s.env
 	}
 	st.ToolCalled, st.Specs, st.Summary = s.toolCalled, s.specs, s.summary
-	if hooks && !s.reqHooks {
-		if len(q.r.scopeHookIDs(s)) > 0 {
+	if withHooks && !s.reqHooks {
+		if len(hooks.Applying(s.prompt.Hooks, q.r.agent.Hooks)) > 0 {
 			st.SystemHooks = q.r.scopeHooks(s, weft.HookAfterSystemMessage)
 			st.FilterHooks = q.r.scopeHooks(s, weft.HookFilterMessages)
 			st.PrefilterHooks = q.r.scopeHooks(s, weft.HookPrefilterLLMHistory)

@@ -99,5 +99,3 @@ func (h *journalHost) Drained(rows []*weft.Message) {
 		h.noteRow(m)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/modelcall"
@@ -396,7 +397,7 @@ type run struct {
 	memory map[string]any // Execution.Memory, under the mailbox's lock
 
 	// tools runs the run's tool calls.
-	tools dispatcher
+	tools dispatch.Dispatcher
 	// hooks runs the run's hooks.
 	hooks hooks.Runner
 	// model makes the run's model calls and counts the last-line redaction hits.
@@ -447,7 +448,7 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 
 // wire connects the run's collaborators to it and binds what its events and transactions reuse.
 func (r *run) wire() {
-	r.tools.r = r
+	r.tools.Bind((*toolRun)(r))
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model.Init(&r.e.models, r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
 	r.requests.Init(&r.model, r.e.store, r.thread, &r.rows, &r.state, &r.hooks)

@@ -12,5 +12,5 @@ func (r *run) stopIsLast(s *scope) bool {
 	if !r.e.opt.RecordEvents || !r.e.commit.Observed() || len(hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped)) > 0 {
 		return false
 	}
-	return s == nil || len(hooks.Select(r.e.reg, r.scopeHookIDs(s), weft.HookAfterCreateMessage)) == 0
+	return s == nil || len(hooks.Select(r.e.reg, hooks.Applying(s.prompt.Hooks, r.agent.Hooks), weft.HookAfterCreateMessage)) == 0
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -125,7 +126,7 @@ func (s stateRun) PostRow(m weft.Message)             { s.r.ar.post(rowStored(m)
 func (s stateRun) PostReplace(m weft.Message)         { s.r.ar.post(rowReplaced(m)) }
 func (s stateRun) PostDelete(id string)               { s.r.ar.post(rowDeleted(id)) }
 func (s stateRun) PostEnv(v weft.EnvValue)            { s.r.ar.post(envSet(v)) }
-func (s stateRun) HookFailed(h *weft.Hook, err error) { s.r.hookFailed(h, err) }
+func (s stateRun) HookFailed(h *weft.Hook, err error) { (*hookHost)(s.r).Failed(h, err) }
 
 func (s stateRun) Env() vars.View {
 	var c vars.View
@@ -134,7 +135,7 @@ func (s stateRun) Env() vars.View {
 }
 
 func (s stateRun) PostTool(name string, args json.RawMessage) {
-	s.r.ar.post(toolQueued(queuedTool{name: name, args: args}))
+	s.r.ar.post(toolQueued(name, args))
 }
 
 func (s stateRun) RecordInsert(ctx context.Context, fn func(weft.Tx) error, m *weft.Message) error {
@@ -151,6 +152,8 @@ func (s stateRun) RecordDelete(ctx context.Context, fn func(weft.Tx) error, id s
 }
 
 func (s stateRun) Hooks(x threadstate.Exec, point weft.HookPoint) []*weft.Hook {
-	ex, _ := x.(*execution)
-	return s.r.activeHooks(ex, point)
+	if ex, _ := x.(*execution); ex != nil {
+		return ex.hooksAt(point)
+	}
+	return hooks.Select(s.r.e.reg, s.r.agent.Hooks, point)
 }

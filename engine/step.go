@@ -101,11 +101,11 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		// The reply completed the turn and its transaction persisted the stop.
 		return stepOutcome{stop: final, stored: true}, nil
 	}
-	results, err := r.tools.executeCalls(s, msg, calls)
+	results, err := r.tools.Execute(s, msg, calls)
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if err := r.tools.runQueuedTools(s); err != nil {
+	if err := r.tools.RunQueued(s); err != nil {
 		return stepOutcome{}, err
 	}
 	if r.e.commit.Observed() {
@@ -151,7 +151,7 @@ func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffec
 			continue
 		}
 		for _, res := range results {
-			if res.call.Name == bound.tool.Name && res.result.Status == weft.ToolSuccess && !res.removed {
+			if res.Call.Name == bound.tool.Name && res.Result.Status == weft.ToolSuccess && !res.Removed {
 				return stepOutcome{session: bound.reason, stopText: sessionText(bound.tool, res)}, true
 			}
 		}
@@ -171,11 +171,11 @@ func (r *run) sessionEnd(def weft.AgentSide, results []callResult, fx *toolEffec
 // tool's result.
 func sessionText(t *weft.SessionTool, res callResult) string {
 	if t.MessageProperty != "" {
-		if v, ok := res.arg(t.MessageProperty).(string); ok {
+		if v, ok := res.Arg(t.MessageProperty).(string); ok {
 			return v
 		}
 	}
-	return res.result.Result
+	return res.Result.Result
 }
 
 // finalPlan tells, for a side whose completed turn hands over to a human, whether a reply
@@ -218,11 +218,11 @@ func (r *run) turnCompletion(def weft.AgentSide, msg *weft.Message, calls []weft
 	}
 	if def.StopTool != "" {
 		for _, res := range results {
-			if res.call.Name != def.StopTool || res.result.Status != weft.ToolSuccess || res.removed {
+			if res.Call.Name != def.StopTool || res.Result.Status != weft.ToolSuccess || res.Removed {
 				continue
 			}
 			if prop := def.StopToolResponseProperty; prop != "" {
-				if text, ok := res.arg(prop).(string); ok {
+				if text, ok := res.Arg(prop).(string); ok {
 					if err := r.updateContent(msg, text); err != nil {
 						return stepOutcome{}, err
 					}
@@ -372,7 +372,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	final := weft.StopReason("")
 	msg, calls, provided, emptyResult, empty, res := w.msg, w.calls, w.provided, w.emptyResult, w.empty, w.res
 	r.sync()
-	if s.final.human && len(calls) == 0 && !empty && len(r.tools.queuedTools) == 0 {
+	if s.final.human && len(calls) == 0 && !empty && !r.tools.Queued() {
 		final = s.final.stop(msg.Content)
 	}
 	prev := r.state
@@ -381,7 +381,7 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 	// tool_started in this transaction (startsAtOnce), which the tool would otherwise wait for
 	// a commit of their own to record.
 	var startNow *weft.ToolCall
-	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.startsAtOnce(s, msg, calls[0]) {
+	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.StartsAtOnce(s, msg, calls[0]) {
 		startNow = &calls[0]
 	}
 	if final != "" {
@@ -415,14 +415,14 @@ func (r *run) commitReply(s *scope, w *reply) (weft.StopReason, error) {
 		}
 		for i, c := range calls {
 			rec := &weft.ToolCallRecord{CallID: c.ID, MessageID: msg.ID, Name: c.Name, Arguments: r.red.String(c.Arguments),
-				Status: weft.CallPending, Idempotent: s.idempotent(c.Name)}
+				Status: weft.CallPending, Idempotent: s.Idempotent(c.Name)}
 			if i == 0 {
-				r.tools.markRunning(s, rec)
+				r.tools.MarkRunning(s, rec)
 			}
 			if err := tx.PutToolCall(rec); err != nil {
 				return err
 			}
-			r.tools.calls.Note(rec)
+			r.tools.Calls.Note(rec)
 		}
 		if emptyResult != nil {
 			if err := tx.InsertMessage(emptyResult); err != nil {
@@ -484,7 +484,7 @@ func (r *run) replied(s *scope, req *weft.Request, w *reply) (*weft.Message, []w
 	}
 	r.addRow(*msg)
 	if w.staged {
-		r.tools.startedID = w.startNow.ID
+		r.tools.Started(w.startNow)
 	}
 	r.journal.Stored(*msg)
 	for _, tm := range provided {

@@ -97,7 +97,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 			}
 			if reason == weft.StopAbortedByUser {
 				var err error
-				if rows, err = r.stopRows(tx); err != nil {
+				if rows, err = r.tools.StopRows(tx); err != nil {
 					return err
 				}
 			}
@@ -192,89 +192,4 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
 	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
 		LastLineRedactions: r.model.Redactions()}
-}
-
-// stopRows answers unanswered calls, fails the pending messages and stores the stop notice. It
-// returns the rows it changed and stored, in that order (a failed message as it now is), for the
-// caller to cache and emit once the transaction commits: the store may run it more than once.
-func (r *run) stopRows(tx weft.Tx) ([]*weft.Message, error) {
-	r.sync()
-	answered := map[string]bool{}
-	for _, m := range r.rows {
-		if m.Role == weft.RoleTool {
-			answered[m.ToolCallID] = true
-		}
-	}
-	var rows []*weft.Message
-	for _, m := range r.rows {
-		if m.Status == weft.MessagePending {
-			if err := tx.UpdateMessage(m.ID, weft.MessageChange{Status: ptr(weft.MessageFailed)}); err != nil {
-				return nil, err
-			}
-			failed := *m
-			failed.Status = weft.MessageFailed
-			rows = append(rows, &failed)
-		}
-		if m.Role != weft.RoleAssistant || m.Status == weft.MessagePending {
-			continue
-		}
-		for _, c := range m.ToolCalls {
-			if answered[c.ID] {
-				continue
-			}
-			tm := &weft.Message{Role: weft.RoleTool, Side: m.Side, Name: c.Name, ToolCallID: c.ID, ToolStatus: weft.ToolError,
-				Content: "Failed to execute tool: Execution stopped by user", Status: weft.MessageCompleted, RunID: r.id}
-			if err := tx.InsertMessage(tm); err != nil {
-				return nil, err
-			}
-			done := r.tools.calls.Done(c, m.ID, r.now())
-			done.ResultMessageID = tm.ID
-			if err := tx.PutToolCall(done); err != nil {
-				return nil, err
-			}
-			r.tools.calls.Note(done)
-			rows = append(rows, tm)
-		}
-	}
-	notice := &weft.Message{Role: weft.RoleSystem, Content: "Execution stopped by user.", Status: weft.MessageCompleted, RunID: r.id}
-	if err := tx.InsertMessage(notice); err != nil {
-		return nil, err
-	}
-	return append(rows, notice), nil
-}
-
-// stopToolDone reports the side whose turn a stop tool completed in the last step of a run that
-// died before persisting the stop: the side's last reply called its stopTool, whose committed
-// result is a success. That turn is over; asking the model again would run the stop tool (and
-// any tool of the reply) a second time.
-func (r *run) stopToolDone() (weft.Side, bool) {
-	var reply *weft.Message
-	results := map[string]*weft.Message{}
-	for i := len(r.rows) - 1; i >= 0; i-- {
-		m := r.rows[i]
-		if m.Depth > 0 {
-			continue
-		}
-		if m.Role == weft.RoleTool {
-			results[m.ToolCallID] = m
-			continue
-		}
-		if len(m.ToolCalls) > 0 && m.Status == weft.MessageCompleted {
-			reply = m
-		}
-		break
-	}
-	if reply == nil || reply.WrittenBy() != r.state.Side {
-		return "", false
-	}
-	def := r.agent.Side(r.state.Side)
-	if def.StopTool == "" {
-		return "", false
-	}
-	for _, c := range reply.ToolCalls {
-		if res := results[c.ID]; c.Name == def.StopTool && res != nil && res.ToolStatus == weft.ToolSuccess {
-			return r.state.Side, true
-		}
-	}
-	return "", false
 }

@@ -46,13 +46,13 @@ func (p subagentCall) Reserve(ref string) error {
 	r := p.r
 	meta, _ := json.Marshal(children.CallMeta{Ref: ref})
 	now := r.now()
-	rec := r.tools.calls.Of(p.c, p.msg.ID)
+	rec := r.tools.Calls.Of(p.c, p.msg.ID)
 	rec.Status, rec.Meta, rec.StartedAt = weft.CallRunning, meta, &now
 	return r.tx(func(tx weft.Tx) error {
 		if err := tx.PutToolCall(rec); err != nil {
 			return err
 		}
-		r.tools.calls.Note(rec)
+		r.tools.Calls.Note(rec)
 		return nil
 	})
 }
@@ -70,11 +70,11 @@ func (p parentRun) reattach(ctx context.Context, rec weft.ToolCallRecord, c weft
 		return weft.ToolResult{}, "", false
 	}
 	create := func() (*weft.Thread, *weft.ToolResult) {
-		_, args, _, errText := p.r.tools.prepareCall(p.s, c, false)
+		prep, errText := (*toolRun)(p.r).prepareCall(p.s, c, false)
 		if errText != "" {
 			return nil, failure(errText)
 		}
-		return p.createChild(o, args, ref, nil)
+		return p.createChild(o, prep.Args, ref, nil)
 	}
 	res = p.r.e.subagents.Reattach(subagentCall{p, ctx, o, c, nil, &parked}, ref, o.target.Agent, create)
 	return res, parked, true
@@ -98,7 +98,7 @@ func (p parentRun) createChild(o *offered, args map[string]any, id string, env m
 			return nil, cv.MissingFailure() // values were provided for a request, and some are still missing
 		}
 		// Nothing is created: a pending request lets a person supply the values.
-		return nil, r.tools.requestEnv(s, o, args, cv.Declared, cv.Missing)
+		return nil, r.tools.RequestEnv(o.target.Agent.Name, o.entry, s.side, args, cv.Declared, cv.Missing)
 	}
 	sp, err := r.e.subagents.NewChild(ctx, r.thread, id, target, o.entry, s.side, args, r.now())
 	if err != nil {
@@ -215,7 +215,7 @@ func (pr parentRun) startImmediate(p *weft.Prompt, side weft.Side) error {
 				return err
 			}
 		}
-		if _, err := r.tools.storeResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
+		if _, err := r.tools.StoreResult(s, m, c, res, weft.NewID("msg_"), nil); err != nil {
 			return err
 		}
 	}

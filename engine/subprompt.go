@@ -113,11 +113,11 @@ func (n nestedRun) loop(first int, calls []children.SubCall) (res weft.ToolResul
 			break
 		}
 		s.toolCalled = true
-		ran, err := r.tools.executeCalls(s, msg, stepCalls)
+		ran, err := r.tools.Execute(s, msg, stepCalls)
 		for _, c := range ran {
-			sc := children.SubCall{Call: c.call, Result: c.result, Answered: c.msg != nil}
-			if c.msg != nil {
-				sc.Response = c.msg.Content
+			sc := children.SubCall{Call: c.Call, Result: c.Result, Answered: c.Msg != nil}
+			if c.Msg != nil {
+				sc.Response = c.Msg.Content
 			}
 			calls = append(calls, sc)
 		}
@@ -139,7 +139,7 @@ func (v *subCall) parkedRecords() []*weft.ToolCallRecord {
 	var recs []*weft.ToolCallRecord
 	for ; v != nil; v = v.scope.via {
 		r := v.r
-		rec := r.tools.calls.Of(v.call, v.msgID)
+		rec := r.tools.Calls.Of(v.call, v.msgID)
 		m := map[string]any{}
 		if len(rec.Meta) > 0 {
 			_ = json.Unmarshal(rec.Meta, &m)
@@ -175,13 +175,13 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 	fail := func(err error) (weft.ToolResult, string, string, bool) {
 		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
 	}
-	r.tools.decided(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
-	_, args, _, errText := r.tools.prepareCall(caller, c, false)
+	r.tools.ApplyDecision(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
+	prep, errText := (*toolRun)(r).prepareCall(caller, c, false)
 	if errText != "" {
 		return weft.Failure(errText), meta.ResultID, "", true
 	}
 	v.call, v.resultID = c, meta.ResultID
-	n, err := v.nested(o, args)
+	n, err := v.nested(o, prep.Args)
 	if err != nil {
 		return fail(err)
 	}
@@ -206,10 +206,10 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 		if len(nr.Pending) > 0 {
 			s.toolCalled = true
 			status := map[string]weft.ToolCallRecord{}
-			for _, rec := range r.tools.calls.All() {
+			for _, rec := range r.tools.Calls.All() {
 				status[rec.CallID] = *rec
 			}
-			err := r.tools.resumeCalls(s, last, nr.Pending, status)
+			err := r.tools.ResumeCalls(s, last, nr.Pending, status)
 			if errors.Is(err, errAwaitApproval) {
 				return weft.ToolResult{}, meta.ResultID, s.parentID, true
 			}

@@ -7,222 +7,283 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/declared"
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/payload"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/threadstate"
 )
 
-// dispatcher runs a run's tool calls: strictly one at a time in the order the model returned them,
-// each result stored before the next call starts, then the tools queued with QueueTool.
-type dispatcher struct {
-	r *run
-	// calls are the tool-call records the run stored, as stored.
-	calls dispatch.Calls
-	// queuedTools are the tools QueueTool queued, run after the step's calls.
-	queuedTools []queuedTool
-	// startedID is the call whose tool_started the reply's transaction, or the previous call's
-	// result's, recorded (startsAtOnce): runCall does not emit it again.
-	startedID string
-}
-
-// startsAtOnce reports whether the reply's transaction records c's tool_started (and the reply's
-// message event before it) in a run that records its events: c is the reply's one call, and
-// nothing that runCall does before it emits tool_started can write, emit or refuse the call — no
-// hook applies, the call needs no approval, its arguments are valid, and the run is not being
-// stopped. The tool then starts with nothing waiting to be recorded: no commit of its own
-// (Journal.Flush) before it runs. A stop or shutdown that comes between the commit and the call
-// leaves tool_started recorded for a call that then ends without running, as a crash between
-// that commit and the tool does.
-func (d *dispatcher) startsAtOnce(s *scope, msg *weft.Message, c weft.ToolCall) bool {
-	r := d.r
-	if !r.e.opt.RecordEvents || !r.e.commit.Observed() || s.depth != 0 || len(r.scopeHookIDs(s)) > 0 || len(r.agent.Hooks) > 0 ||
-		s.needsApproval(c.Name) || r.stopRequested() || r.interrupting() || r.suspending() {
-		return false
-	}
-	if i := slices.IndexFunc(msg.ToolCalls, func(mc weft.ToolCall) bool { return mc.ID == c.ID }); i < 0 || i >= weft.MaxToolCallsPerReply {
-		return false // (runCall answers a call past the limit without running it)
-	}
-	_, _, _, errText := d.prepareCall(s, c, true)
-	return errText == ""
-}
-
-type queuedTool struct {
-	name string
-	args json.RawMessage
-}
+// The run's tool calls are run by engine/dispatch's Dispatcher (run.tools); toolRun is the run as
+// the Dispatcher sees it (dispatch.Run), and a scope is its dispatch.Scope. What stays here is
+// what only the run knows: the tools a scope offers and how each kind of target is called.
 
 // callResult is the outcome of one executed call.
-type callResult struct {
-	call   weft.ToolCall
-	args   map[string]any
-	raw    json.RawMessage // the arguments as the model wrote them, when a Go tool takes them so (args nil)
-	result weft.ToolResult
-	// removed: an after_tool_call hook returned nil; the call left the assistant message.
-	removed bool
-	msg     *weft.Message
+type callResult = dispatch.Result
+
+// toolRun is a run as its tool dispatcher sees it (dispatch.Run): a conversion of *run.
+type toolRun run
+
+// asScope returns the run's scope a dispatch.Scope is.
+func asScope(s dispatch.Scope) *scope { return s.(*scope) }
+
+func (s *scope) Depth() int       { return s.depth }
+func (s *scope) Side() weft.Side  { return s.side }
+func (s *scope) ParentID() string { return s.parentID }
+
+// Nest keeps a row of a sub-prompt's nested run.
+func (s *scope) Nest(m *weft.Message) { s.nested = append(s.nested, *m) }
+
+// NeedsApproval tells whether calls of the named offered tool wait for a decision: the prompt's
+// entry decides, else the tool's own setting.
+func (s *scope) NeedsApproval(name string) bool {
+	o, ok := s.offered[name]
+	if !ok {
+		return false
+	}
+	if o.entry.Approval != "" {
+		return o.entry.Approval == weft.ApprovalRequired
+	}
+	return o.target.Tool != nil && o.target.Tool.Approval == weft.ApprovalRequired
 }
 
-// arg returns the call's validated argument of that name (nil when absent).
-func (c *callResult) arg(name string) any {
-	if c.args == nil && c.raw != nil {
-		_ = json.Unmarshal(c.raw, &c.args) // accepted by AcceptsJSON: it decodes
+// Idempotent tells whether calls of the named offered tool may run again after a crash: the tool's
+// or the MCP server's declaration says so.
+func (s *scope) Idempotent(name string) bool {
+	if o, ok := s.offered[name]; ok && o.target.Tool != nil {
+		return o.target.Tool.Idempotent
+	} else if ok && o.target.MCP != nil {
+		return o.target.MCP.Idempotent
 	}
-	return c.args[name]
+	return false
 }
 
-// executeCalls runs a reply's calls strictly sequentially in returned order, each
-// persisted as a tool message before the next starts.
-func (d *dispatcher) executeCalls(s *scope, msg *weft.Message, calls []weft.ToolCall) ([]callResult, error) {
-	results := make([]callResult, 0, len(calls))
-	for i, c := range calls {
-		var next *weft.ToolCall
-		if i+1 < len(calls) {
-			next = &calls[i+1]
-		}
-		if _, _, waiting := d.decided(s, msg, &c); waiting {
-			return results, d.awaitApproval(s, msg, calls[i:])
-		}
-		res, err := d.executeCall(s, msg, c, next)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
+func (t *toolRun) Now() time.Time             { return (*run)(t).now() }
+func (t *toolRun) RunID() string              { return t.id }
+func (t *toolRun) ThreadID() string           { return t.thread.ID }
+func (t *toolRun) Redactor() *redact.Redactor { return t.red }
+func (t *toolRun) Stopping() bool             { return t.ar.stop.Load() || t.ctx.Err() != nil }
+func (t *toolRun) Interrupting() bool         { return (*run)(t).interrupting() }
+func (t *toolRun) Sync()                      { (*run)(t).sync() }
+func (t *toolRun) Observed() bool             { return t.e.commit.Observed() }
+
+func (t *toolRun) Suspended() error {
+	if (*run)(t).suspending() {
+		return errShutdown
 	}
-	return results, nil
+	return nil
 }
 
-// executeCall runs one call and stores its result. The call was marked running
-// by the last transaction before it (the reply's, or the previous call's result); its own result
-// transaction marks next running.
-func (d *dispatcher) executeCall(s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
-	if d.r.obs == nil {
-		return d.runCall(d.r.ctx, s, msg, c, next)
+func (t *toolRun) CanStartAtOnce(ds dispatch.Scope) bool {
+	r, s := (*run)(t), asScope(ds)
+	return r.e.opt.RecordEvents && r.e.commit.Observed() && s.depth == 0 && len(hooks.Applying(s.prompt.Hooks, r.agent.Hooks)) == 0 && len(r.agent.Hooks) == 0 &&
+		!r.stopRequested() && !r.interrupting() && !r.suspending()
+}
+
+func (t *toolRun) CanAwait() bool { return dispatch.CanAwait(t.thread) }
+
+func (t *toolRun) Prepare(s dispatch.Scope, c weft.ToolCall, rawOK bool) (dispatch.Prepared, string) {
+	return t.prepareCall(asScope(s), c, rawOK)
+}
+
+func (t *toolRun) Invoke(ctx context.Context, ds dispatch.Scope, p dispatch.Prepared, c weft.ToolCall, msg *weft.Message, resultID string, started bool) (res weft.ToolResult, parked, removed bool, err error) {
+	r, s, tool := (*run)(t), asScope(ds), p.Tool.(*offered)
+	exec := &execution{r: r, s: s, call: &c, entry: tool.entry, resultID: resultID}
+	st := exec.state()
+	if r.e.commit.Observed() && !started {
+		r.journal.Emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
 	}
-	tc := ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed}
-	if o, ok := s.offered[c.Name]; ok {
+	r.hooks.ToolCallStarted(hooks.Set{Hooks: exec.hooksAt(weft.HookToolCallStarted), State: st}, c)
+	if err := r.journal.Flush(); err != nil {
+		return res, false, false, err
+	}
+	res, parkedBy := t.invoke(ctx, s, st, tool, c, p.Args, p.Raw, msg)
+	r.sync() // what the tool's State changed, before its result is redacted and stored
+	if parkedBy != "" {
+		return res, true, false, nil
+	}
+	r.hooks.ToolCallDone(hooks.Set{Hooks: exec.hooksAt(weft.HookToolCallDone), State: st}, c, res)
+	replaced, keep := r.hooks.AfterToolCall(hooks.Set{Hooks: exec.hooksAt(hooks.AfterToolCallPoint(res)), State: st}, c, res)
+	if !keep {
+		return res, false, true, nil
+	}
+	return r.hooks.BeforeStore(hooks.Set{Hooks: exec.hooksAt(weft.HookBeforeStoreToolResult), State: st}, c, replaced), false, false, nil
+}
+
+func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) context.Context {
+	if t.obs == nil {
+		return t.ctx
+	}
+	s := asScope(ds)
+	tc := ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed || running}
+	if o, ok := s.offered[c.Name]; ok && !running {
 		tc.Description = o.spec.Description
 		if o.target.MCP != nil {
 			tc.MCPServer = o.target.MCP.Name
 		}
 	}
-	// The call's context carries its trace: a blocking subagent's run nests under it.
-	ctx := d.r.obs.StartTool(d.r.ctx, tc)
-	res, err := d.runCall(ctx, s, msg, c, next)
-	end := ToolEnd{Committed: err == nil && (res.msg != nil || res.removed), Status: res.result.Status}
-	if res.msg != nil {
-		end.Status, end.Result = res.msg.ToolStatus, res.msg.Content
-	}
-	d.r.obs.EndTool(end)
-	return res, err
+	return t.obs.StartTool(t.ctx, tc)
 }
 
-// runCall is executeCall; the tool runs with ctx (the run's, carrying the call's trace).
-func (d *dispatcher) runCall(ctx context.Context, s *scope, msg *weft.Message, c weft.ToolCall, next *weft.ToolCall) (callResult, error) {
-	res := callResult{call: c}
-	started := d.startedID == c.ID // its tool_started is recorded already (startsAtOnce)
-	d.startedID = ""
-	// The tool message id is allocated first: a sub-prompt's rows name it as their parent.
-	resultID := weft.NewID("msg_")
-	var tool *offered
-	var exec *execution
-	if d.r.suspending() {
-		return res, errShutdown
+func (t *toolRun) EndTool(committed bool, status weft.ToolStatus, result string) {
+	if t.obs != nil {
+		t.obs.EndTool(ToolEnd{Committed: committed, Status: status, Result: result})
 	}
-	overLimit := false
-	for i, mc := range msg.ToolCalls {
-		if mc.ID == c.ID {
-			overLimit = i >= weft.MaxToolCallsPerReply
+}
+
+// SessionTool returns the session binding (sessionStop, sessionFail or sessionStatus) of a tool on
+// the acting side at top level, or nil; status: it is the side's sessionStatus in a subagent.
+func (t *toolRun) SessionTool(ds dispatch.Scope, name string) (*weft.SessionTool, bool) {
+	s := asScope(ds)
+	if s.depth != 0 {
+		return nil, false
+	}
+	def := t.agent.Side(s.side)
+	for _, b := range []*weft.SessionTool{def.SessionStop, def.SessionFail, def.SessionStatus} {
+		if b != nil && b.Name == name {
+			return b, b == def.SessionStatus && t.thread.ParentID != ""
 		}
 	}
-	denied, isDenied, _ := d.decided(s, msg, &c)
-	res.call = c // with the arguments a person approved
-	if err := d.startApproved(s, msg, c); err != nil {
-		return res, err
+	return nil, false
+}
+
+func (t *toolRun) ReportStatus(text string) {
+	st := runState((*run)(t), nil)
+	if err := st.SetStatus(context.WithoutCancel(t.ctx), text); err != nil {
+		t.e.log.Warn("subagent status not recorded", "thread", t.thread.ID, "error", err)
 	}
-	switch {
-	case d.r.ar.stop.Load() || d.r.ctx.Err() != nil:
-		res.result = weft.Failure("Execution stopped by user")
-	case d.r.interrupting() && s.depth == 0:
-		// A new message interrupts the run: the calls of the reply not started yet are
-		// answered without running (the one that started completed).
-		res.result = weft.Failure("Not run: a new message from the user interrupted the run")
-	case overLimit:
-		res.result = weft.Failure(fmt.Sprintf("Not run: a reply may make %d tool calls at most; call the rest in your next reply.",
-			weft.MaxToolCallsPerReply))
-	case isDenied:
-		res.result = denied
-	default:
-		var errText string
-		tool, res.args, res.raw, errText = d.prepareCall(s, c, true)
-		if errText != "" {
-			res.result = weft.Failure(errText)
-			break
-		}
-		exec = &execution{r: d.r, s: s, call: &c, entry: tool.entry, resultID: resultID}
-		st := exec.state()
-		if d.r.e.commit.Observed() && !started {
-			d.r.journal.Emit("tool_started", ToolStarted{CallID: c.ID, Name: c.Name, Depth: s.depth})
-		}
-		d.r.hooks.ToolCallStarted(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookToolCallStarted), State: st}, c)
-		if err := d.r.journal.Flush(); err != nil {
-			return res, err
-		}
-		var parked string
-		res.result, parked = d.invoke(ctx, s, st, tool, c, res.args, res.raw, msg)
-		d.r.sync() // what the tool's State changed, before its result is redacted and stored
-		if parked != "" {
-			return res, errAwaitApproval // the call stays running; its child waits for decisions
-		}
-		d.r.hooks.ToolCallDone(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookToolCallDone), State: st}, c, res.result)
-		replaced, keep := d.r.hooks.AfterToolCall(hooks.Set{Hooks: d.r.activeHooks(exec, hooks.AfterToolCallPoint(res.result)), State: st}, c, res.result)
-		if !keep {
-			res.removed = true
-			return res, d.removeCall(msg, c)
-		}
-		res.result = replaced
-		res.result = d.r.hooks.BeforeStore(hooks.Set{Hooks: d.r.activeHooks(exec, weft.HookBeforeStoreToolResult), State: st}, c, res.result)
+}
+
+// QueuedCall runs a queued tool: a registry tool, offered alone in a top-level scope of s's side.
+func (t *toolRun) QueuedCall(ds dispatch.Scope, name string, argsJSON json.RawMessage) (weft.ToolCall, weft.ToolResult) {
+	r, s := (*run)(t), asScope(ds)
+	r.state.QueuedTools++
+	c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: name, Arguments: string(argsJSON)}
+	ctx := r.ctx
+	if r.obs != nil {
+		ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
 	}
-	if d.r.suspending() {
-		// A shutdown interrupted the call: nothing is stored, and the resumed run treats the call
-		// as a crash would have left it (an idempotent tool runs again).
-		return res, errShutdown
+	tool, ok := r.e.reg.Tool(name)
+	if !ok {
+		return c, weft.Failure(fmt.Sprintf("Tool %q is not defined", name))
 	}
-	m, err := d.store(s, msg, c, res.result, resultID, next, true)
-	completed := next != nil && d.startedID == next.ID // recorded with the next call's start
-	if err != nil {
-		if exec != nil {
-			// The tool ran: its result outlives a lost connection (resume stores it).
-			d.r.e.sched.KeepResult(d.r.thread.ID, c.ID, res.result)
+	qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env, fx: s.fx}
+	o := &offered{entry: weft.ToolEntry{Name: name}, target: weft.Target{Kind: weft.EntryTool, Name: name, Tool: tool},
+		spec: weft.ToolSpec{Name: name, Description: tool.Description, Parameters: argsSchema(tool.Args)}}
+	qs.offered[name] = o
+	qs.specs = []weft.ToolSpec{o.spec}
+	p, errText := t.prepareCall(qs, c, true)
+	if errText != "" {
+		return c, weft.Failure(errText)
+	}
+	exec := &execution{r: r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
+	res, _ := t.invoke(ctx, qs, exec.state(), o, c, p.Args, p.Raw, &weft.Message{}) // (a registry tool: nothing parks)
+	return c, res
+}
+
+func (t *toolRun) Tx(fn func(weft.Tx) error) error { return (*run)(t).tx(fn) }
+
+func (t *toolRun) StoreQueued(m *weft.Message) error {
+	r := (*run)(t)
+	return r.tx(func(tx weft.Tx) error {
+		if err := r.journal.Insert(tx, m); err != nil {
+			return err
 		}
-		if next != nil {
-			// Marked running by the transaction that failed, perhaps: its tool has not run.
-			d.r.e.sched.KeepNotRun(d.r.thread.ID, next.ID)
+		return tx.SetExecState(runstate.Key, r.state.Encode())
+	})
+}
+
+func (t *toolRun) Insert(tx weft.Tx, m *weft.Message) error { return t.journal.Insert(tx, m) }
+func (t *toolRun) StageMessage(m *weft.Message)             { t.journal.StageMessage(m) }
+
+func (t *toolRun) Stage(kind string, data payload.Payload) {
+	t.journal.Stage(t.journal.Event(kind, data))
+}
+
+func (t *toolRun) BeforeInsert(s dispatch.Scope, m *weft.Message) {
+	t.hooks.BeforeInsert((*run)(t).scopeHooks(asScope(s), weft.HookBeforeCreateMessage), m, t.red)
+}
+
+func (t *toolRun) AfterInsert(s dispatch.Scope, m *weft.Message) {
+	t.hooks.AfterInsert((*run)(t).scopeHooks(asScope(s), weft.HookAfterCreateMessage), m)
+}
+
+func (t *toolRun) StatFile(p string) (weft.FileInfo, error) {
+	return t.e.store.Files().Stat(t.ctx, t.thread.ID, p)
+}
+
+func (t *toolRun) AddRow(m *weft.Message)     { (*run)(t).addRow(*m) }
+func (t *toolRun) ReplaceRow(m *weft.Message) { (*run)(t).replaceRow(*m) }
+
+func (t *toolRun) DeleteRow(id string) {
+	t.rows = slices.DeleteFunc(t.rows, func(m *weft.Message) bool { return m.ID == id })
+}
+
+func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.journal.Stored(*m) }
+func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind, data) }
+
+func (t *toolRun) Kept() dispatch.Kept { return &t.e.sched }
+
+func (t *toolRun) Reattach(ctx context.Context, s dispatch.Scope, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, bool) {
+	return parentRun{(*run)(t), asScope(s)}.reattach(ctx, rec, c)
+}
+
+func (t *toolRun) ResumeSubPrompt(s dispatch.Scope, m *weft.Message, rec weft.ToolCallRecord, c weft.ToolCall) (weft.ToolResult, string, string, bool) {
+	return (&subCall{r: (*run)(t), scope: asScope(s), msgID: m.ID, call: c}).resume(m, rec)
+}
+
+func (t *toolRun) ParkedCallers(s dispatch.Scope) []*weft.ToolCallRecord {
+	return asScope(s).via.parkedRecords()
+}
+
+func (t *toolRun) StoredCalls() ([]weft.ToolCallRecord, error) {
+	return t.e.store.ToolCalls(t.ctx, t.thread.ID)
+}
+func (t *toolRun) Rows() []*weft.Message { return t.rows }
+
+// resumeTools finishes the tool calls a crashed or parked run left open (dispatch.Dispatcher.Resume),
+// each reply's in a new scope of its prompt. It returns whether anything was resumed, and the
+// effects the resumed calls asked for, whichever reply made them.
+func resumeTools(r *run) (bool, toolEffects, error) {
+	var fx *toolEffects // (allocated only when a reply is open: most runs resume nothing)
+	resumed, err := r.tools.Resume(func(m *weft.Message) (dispatch.Scope, bool, error) {
+		p, ok := r.e.reg.Prompt(m.Prompt)
+		if !ok {
+			return nil, false, nil
 		}
-		return res, err
+		s, err := r.newScope(p, 0, m.WrittenBy(), r.thread.Arguments)
+		if err != nil {
+			return nil, false, err
+		}
+		if fx == nil {
+			fx = new(toolEffects)
+		}
+		s.fx, s.resumed = fx, true
+		return s, true, nil
+	})
+	if fx == nil {
+		return resumed, toolEffects{}, err
 	}
-	res.msg = m
-	if d.r.e.commit.Observed() && !completed {
-		d.r.journal.Emit("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: res.result.Status})
-	}
-	return res, nil
+	return resumed, *fx, err
 }
 
 // prepareCall resolves, parses and validates a call; a non-empty errText is the error result.
 // With rawOK, arguments a Go tool can take as the model wrote them (schema.Validator.AcceptsJSON)
 // come back as raw, with a nil map: they are neither decoded nor encoded again.
-func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offered, args map[string]any, raw json.RawMessage, errText string) {
+func (t *toolRun) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (p dispatch.Prepared, errText string) {
 	o, ok := s.offered[c.Name]
 	if !ok && s.prompt.ToolChoice != weft.ToolChoiceNone {
 		// A resumable subagent is offered through the lifecycle tools, not under its own name.
 		for _, lo := range s.offered {
 			for _, re := range lo.entries {
 				if lo.lifecycle == children.ToolCreate && re.Agent.Name == c.Name {
-					return nil, nil, nil, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
+					return dispatch.Prepared{}, fmt.Sprintf("%q must be started with subagent_create.", c.Name)
 				}
 			}
 		}
@@ -239,11 +300,11 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 		if list == "" {
 			list = "none"
 		}
-		return nil, nil, nil, fmt.Sprintf("Tool %q is not available for this prompt. Available tools: %s", c.Name, list)
+		return dispatch.Prepared{}, fmt.Sprintf("Tool %q is not available for this prompt. Available tools: %s", c.Name, list)
 	}
 	text, errText := dispatch.ArgumentsText(c.Arguments)
 	if errText != "" {
-		return nil, nil, nil, errText
+		return dispatch.Prepared{}, errText
 	}
 	params := o.spec.Parameters
 	if o.check != nil {
@@ -254,32 +315,32 @@ func (d *dispatcher) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (o *offe
 		// Bound parameters come from the prompt's arguments; the tool's full schema validates.
 		params = argsSchema(o.target.Tool.Args)
 	}
-	if t := o.target.Tool; rawOK && !bound && t != nil && t.Execute != nil && o.lifecycle == "" {
-		if v, err := d.r.e.validators.Of(params); err == nil && v.AcceptsJSON(text) {
+	if tool := o.target.Tool; rawOK && !bound && tool != nil && tool.Execute != nil && o.lifecycle == "" {
+		if v, err := t.e.validators.Of(params); err == nil && v.AcceptsJSON(text) {
 			// What decoding, validating and encoding would give the tool, the text already says.
-			if msg := d.missingVariable(s, o); msg != "" {
-				return nil, nil, nil, msg
+			if msg := missingVariable(s, o); msg != "" {
+				return dispatch.Prepared{}, msg
 			}
-			return o, nil, json.RawMessage(text), ""
+			return dispatch.Prepared{Tool: o, Raw: json.RawMessage(text)}, ""
 		}
 	}
 	var bindings map[string]string
 	if bound {
 		bindings = o.entry.Bindings
 	}
-	m, errText := dispatch.Arguments(c.Name, text, params, d.r.e.validators.Of, bindings, s.args, s.strict)
+	m, errText := dispatch.Arguments(c.Name, text, params, t.e.validators.Of, bindings, s.args, s.strict)
 	if errText != "" {
-		return nil, nil, nil, errText
+		return dispatch.Prepared{}, errText
 	}
-	if msg := d.missingVariable(s, o); msg != "" {
-		return nil, nil, nil, msg
+	if msg := missingVariable(s, o); msg != "" {
+		return dispatch.Prepared{}, msg
 	}
-	return o, m, nil, ""
+	return dispatch.Prepared{Tool: o, Args: m}, ""
 }
 
 // missingVariable returns the error text for a required variable of the call's tool that the
 // prompt's env does not set ("" when none is missing).
-func (d *dispatcher) missingVariable(s *scope, o *offered) string {
+func missingVariable(s *scope, o *offered) string {
 	t := o.target.Tool
 	if t == nil {
 		return ""
@@ -300,27 +361,27 @@ func (d *dispatcher) missingVariable(s *scope, o *offered) string {
 // parked names what stopped awaiting approval inside the call — a blocking child (its thread id)
 // or a sub-prompt's nested run (its result message id): the call parks the run too, and res is
 // not a result.
-func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult, parked string) {
+func (t *toolRun) invoke(ctx context.Context, s *scope, st *threadstate.State, o *offered, c weft.ToolCall, args map[string]any, raw json.RawMessage, msg *weft.Message) (res weft.ToolResult, parked string) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, parked = weft.ToolResult{Status: weft.ToolError, Error: fmt.Sprintf("tool panicked: %v", p), Stack: string(debug.Stack())}, ""
 		}
 	}()
-	t := o.target
+	r, tg := (*run)(t), o.target
 	switch {
 	case o.lifecycle != "":
-		return parentRun{d.r, s}.callLifecycle(o, args), ""
-	case t.Prompt != nil:
-		return (&subCall{r: d.r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
-	case t.Agent != nil && t.Agent.Kind() == weft.AIHuman:
-		return d.r.startHandoff(s, o, args), ""
-	case t.Agent != nil:
-		return parentRun{d.r, s}.callAgent(ctx, o, c, msg, args)
-	case t.MCP != nil:
-		mcp := dispatch.MCP{Client: d.r.e.opt.MCP, Log: d.r.e.log}
-		return mcp.Call(ctx, d.r.ctx, t, args, envLookup(s.env.With(s.prompt.Env, o.entry.Env))), ""
-	case t.Tool != nil && t.Tool.ExecutionMode == weft.ExecProvider:
-		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", t.Name, t.Tool.ExecutionProvider)), ""
+		return parentRun{r, s}.callLifecycle(o, args), ""
+	case tg.Prompt != nil:
+		return (&subCall{r: r, scope: s, msgID: msg.ID, call: c, resultID: execOf(st).resultID}).start(o, args)
+	case tg.Agent != nil && tg.Agent.Kind() == weft.AIHuman:
+		return r.startHandoff(s, o, args), ""
+	case tg.Agent != nil:
+		return parentRun{r, s}.callAgent(ctx, o, c, msg, args)
+	case tg.MCP != nil:
+		mcp := dispatch.MCP{Client: r.e.opt.MCP, Log: r.e.log}
+		return mcp.Call(ctx, r.ctx, tg, args, envLookup(s.env.With(s.prompt.Env, o.entry.Env))), ""
+	case tg.Tool != nil && tg.Tool.ExecutionMode == weft.ExecProvider:
+		return weft.Failure(fmt.Sprintf("Tool %q is executed by the provider %q and cannot run locally.", tg.Name, tg.Tool.ExecutionProvider)), ""
 	}
 	if raw == nil {
 		raw, _ = json.Marshal(args)
@@ -328,139 +389,13 @@ func (d *dispatcher) invoke(ctx context.Context, s *scope, st *threadstate.State
 			raw = []byte("{}")
 		}
 	}
-	h := t.Tool.Execute
-	if h == nil && (t.Tool.Command != nil || t.Tool.HTTP != nil) {
-		h = d.definedTool(t.Tool)
+	h := tg.Tool.Execute
+	if h == nil && (tg.Tool.Command != nil || tg.Tool.HTTP != nil) {
+		// A command or http tool declared in definitions (package declared), given what only the
+		// run knows: the project root, its redactor and why it ended.
+		h = dispatch.DefinedTool(tg.Tool, declared.Options{Root: r.e.reg.Root, Redact: r.red.String, RunErr: r.ctx.Err})
 	}
-	return dispatch.RunTool(ctx, d.r.ctx, st, t.Name, t.Tool, h, raw), ""
-}
-
-// definedTool is the handler of a command or http tool declared in definitions (package
-// declared), given what only the run knows: the project root, its redactor and why it ended.
-func (d *dispatcher) definedTool(t *weft.Tool) weft.ToolHandler {
-	return dispatch.DefinedTool(t, declared.Options{Root: d.r.e.reg.Root, Redact: d.r.red.String, RunErr: d.r.ctx.Err})
-}
-
-// storeResult persists a call's tool message with its new attachments and marks the call done, in
-// one transaction; next, when set, is marked running by it.
-func (d *dispatcher) storeResult(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall) (*weft.Message, error) {
-	return d.store(s, msg, c, res, id, next, false)
-}
-
-// store is storeResult. completing: runCall stores the result of the call it ran, and emits its
-// tool_completed once stored, unless the result's transaction records it with next's tool_started
-// (startedID).
-func (d *dispatcher) store(s *scope, msg *weft.Message, c weft.ToolCall, res weft.ToolResult, id string, next *weft.ToolCall, completing bool) (*weft.Message, error) {
-	status := res.Status // as the call ended: its tool_completed's
-	res = dispatch.ToStore(res, d.r.red)
-	tm := &weft.Message{ID: id, Role: weft.RoleTool, Side: s.side, Name: c.Name, ToolCallID: c.ID,
-		ToolStatus: res.Status, Status: weft.MessageCompleted, Depth: s.depth, ParentID: msg.ParentID, RunID: d.r.id}
-	if s.depth > 0 {
-		tm.ParentID = s.parentID
-	}
-	session := d.sessionTool(s, c.Name)
-	prop := ""
-	if session != nil {
-		prop = session.MessageProperty // a bound session tool's message is this argument
-	}
-	tm.Content = dispatch.ResultContent(res, c.Arguments, prop)
-	tm.Metadata = dispatch.ResultMeta(res, d.r.red)
-	files, refs, err := dispatch.Attachments(res.Attachments, d.r.now, func(p string) (weft.FileInfo, error) {
-		return d.r.e.store.Files().Stat(d.r.ctx, d.r.thread.ID, p)
-	})
-	if err != nil {
-		tm.ToolStatus = weft.ToolError
-		tm.Content = "Failed to execute tool: " + err.Error()
-		files, refs = nil, nil
-	}
-	dispatch.AddAttachments(tm, files, refs, session == nil)
-	d.r.hooks.BeforeInsert(d.r.scopeHooks(s, weft.HookBeforeCreateMessage), tm, d.r.red)
-	now := d.r.now()
-	// The next call starts at once: this transaction records what runCall would emit before it
-	// (this result's message, the call's tool_completed, the next one's tool_started), and the
-	// next call runs with nothing left to commit first (startsAtOnce).
-	startNext := completing && next != nil && session == nil && d.startsAtOnce(s, msg, *next)
-	staged := false
-	err = d.r.tx(func(tx weft.Tx) error {
-		staged = false
-		for _, f := range files {
-			if err := tx.WriteFile(&f.Info, f.Data); err != nil {
-				return err
-			}
-		}
-		if err := d.r.journal.Insert(tx, tm); err != nil {
-			return err
-		}
-		if next != nil {
-			rec := d.calls.Of(*next, msg.ID)
-			rec.Idempotent = s.idempotent(next.Name)
-			if d.markRunning(s, rec) {
-				if err := tx.PutToolCall(rec); err != nil {
-					return err
-				}
-				d.calls.Note(rec)
-			}
-		}
-		done := d.calls.Done(c, msg.ID, now)
-		done.ResultMessageID, done.Idempotent = tm.ID, s.idempotent(c.Name)
-		if err := tx.PutToolCall(done); err != nil {
-			return err
-		}
-		d.calls.Note(done)
-		if startNext {
-			d.r.journal.Stage(d.r.journal.Event("tool_completed", ToolCompleted{CallID: c.ID, Name: c.Name, Depth: s.depth, Status: status}))
-			d.r.journal.Stage(d.r.journal.Event("tool_started", ToolStarted{CallID: next.ID, Name: next.Name, Depth: s.depth}))
-			staged = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	d.r.hooks.AfterInsert(d.r.scopeHooks(s, weft.HookAfterCreateMessage), tm)
-	if def := d.r.agent.Side(s.side); session != nil && session == def.SessionStatus && res.Status == weft.ToolSuccess && d.r.thread.ParentID != "" {
-		// A subagent's sessionStatus call is its status text in the parent's registry.
-		st := runState(d.r, nil)
-		if err := st.SetStatus(context.WithoutCancel(d.r.ctx), tm.Content); err != nil {
-			d.r.e.log.Warn("subagent status not recorded", "thread", d.r.thread.ID, "error", err)
-		}
-	}
-	d.r.addRow(*tm)
-	if staged {
-		d.startedID = next.ID
-	}
-	d.r.journal.Stored(*tm)
-	if s.depth > 0 {
-		s.nested = append(s.nested, *tm)
-	}
-	return tm, nil
-}
-
-// sessionTool returns the session binding (sessionStop, sessionFail or sessionStatus) of a tool on
-// the acting side at top level, or nil.
-func (d *dispatcher) sessionTool(s *scope, name string) *weft.SessionTool {
-	if s.depth != 0 {
-		return nil
-	}
-	def := d.r.agent.Side(s.side)
-	for _, b := range []*weft.SessionTool{def.SessionStop, def.SessionFail, def.SessionStatus} {
-		if b != nil && b.Name == name {
-			return b
-		}
-	}
-	return nil
-}
-
-// markRunning marks a non-idempotent call running: after a crash such a call is
-// not re-run but answered as interrupted. An idempotent call stays pending (it is re-run either
-// way). It reports whether the record changed.
-func (d *dispatcher) markRunning(s *scope, rec *weft.ToolCallRecord) bool {
-	if !dispatch.MarksRunning(rec, s.needsApproval(rec.Name)) {
-		return false
-	}
-	now := d.r.now()
-	rec.Status, rec.StartedAt = weft.CallRunning, &now
-	return true
+	return dispatch.RunTool(ctx, r.ctx, st, tg.Name, tg.Tool, h, raw), ""
 }
 
 // orDefault returns s, or def when s is empty.
@@ -469,100 +404,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// removeCall drops a call from its assistant message after a hook returned nil;
-// an assistant message left empty is deleted.
-func (d *dispatcher) removeCall(msg *weft.Message, c weft.ToolCall) error {
-	calls := slices.DeleteFunc(slices.Clone(msg.ToolCalls), func(x weft.ToolCall) bool { return x.ID == c.ID })
-	deleted := len(calls) == 0 && strings.TrimSpace(msg.Content) == ""
-	updated := *msg
-	updated.ToolCalls = calls
-	now := d.r.now()
-	err := d.r.tx(func(tx weft.Tx) error {
-		done := d.calls.Done(c, msg.ID, now)
-		if err := tx.PutToolCall(done); err != nil {
-			return err
-		}
-		d.calls.Note(done)
-		if deleted {
-			return tx.DeleteMessage(msg.ID)
-		}
-		if err := tx.UpdateMessage(msg.ID, weft.MessageChange{ToolCalls: &calls}); err != nil {
-			return err
-		}
-		d.r.journal.StageMessage(&updated) // streamed again, without the call
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	*msg = updated
-	d.r.replaceRow(*msg) // (after the mailbox's changes)
-	if deleted {
-		d.r.rows = slices.DeleteFunc(d.r.rows, func(m *weft.Message) bool { return m.ID == msg.ID })
-		if d.r.e.commit.Observed() {
-			d.r.journal.Emit("message_deleted", Fields{"message_id": msg.ID})
-		}
-		return nil
-	}
-	d.r.journal.Stored(*msg)
-	return nil
-}
-
-// runQueuedTools runs tools queued with QueueTool after the current calls:
-// their messages (tool_call_id queued_<n>) have no matching call and are not shown to the model.
-func (d *dispatcher) runQueuedTools(s *scope) error {
-	d.r.sync()
-	for len(d.queuedTools) > 0 {
-		q := d.queuedTools[0]
-		d.queuedTools = d.queuedTools[1:]
-		d.r.state.QueuedTools++
-		c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", d.r.state.QueuedTools), Name: q.name, Arguments: string(q.args)}
-		ctx := d.r.ctx
-		if d.r.obs != nil {
-			ctx = d.r.obs.StartTool(ctx, ToolCall{Call: c})
-		}
-		t, ok := d.r.e.reg.Tool(q.name)
-		var res weft.ToolResult
-		if !ok {
-			res = weft.Failure(fmt.Sprintf("Tool %q is not defined", q.name))
-		} else {
-			qs := &scope{prompt: s.prompt, depth: 0, side: s.side, offered: map[string]*offered{}, env: s.env, fx: s.fx}
-			o := &offered{entry: weft.ToolEntry{Name: q.name}, target: weft.Target{Kind: weft.EntryTool, Name: q.name, Tool: t},
-				spec: weft.ToolSpec{Name: q.name, Description: t.Description, Parameters: argsSchema(t.Args)}}
-			qs.offered[q.name] = o
-			qs.specs = []weft.ToolSpec{o.spec}
-			_, args, raw, errText := d.prepareCall(qs, c, true)
-			if errText != "" {
-				res = weft.Failure(errText)
-			} else {
-				exec := &execution{r: d.r, s: qs, call: &c, entry: o.entry, resultID: weft.NewID("msg_")}
-				st := exec.state()
-				res, _ = d.invoke(ctx, qs, st, o, c, args, raw, &weft.Message{}) // (a registry tool: nothing parks)
-			}
-		}
-		tm := &weft.Message{Role: weft.RoleTool, Side: s.side, Name: q.name, ToolCallID: c.ID, ToolStatus: res.Status,
-			Status: weft.MessageCompleted, RunID: d.r.id, Metadata: map[string]any{"queued": true}}
-		if res.Status == weft.ToolSuccess {
-			tm.Content = orDefault(strings.TrimSpace(d.r.red.String(res.Result)), "Tool executed successfully")
-		} else {
-			tm.Content = "Failed to execute tool: " + d.r.red.String(res.Error)
-		}
-		err := d.r.tx(func(tx weft.Tx) error {
-			if err := d.r.journal.Insert(tx, tm); err != nil {
-				return err
-			}
-			return tx.SetExecState(runstate.Key, d.r.state.Encode())
-		})
-		if d.r.obs != nil {
-			d.r.obs.EndTool(ToolEnd{Committed: err == nil, Status: tm.ToolStatus, Result: tm.Content})
-		}
-		if err != nil {
-			return err
-		}
-		d.r.addRow(*tm)
-		d.r.journal.Stored(*tm)
-	}
-	return nil
 }

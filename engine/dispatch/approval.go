@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/payload"
 )
 
 // Decision is a person's answer to a tool call that waits for approval.
@@ -127,4 +129,93 @@ func DecideCall(rec *weft.ToolCallRecord, a ApprovalState, waiting []weft.ToolCa
 	up.Status = weft.CallPending
 	up.Meta = WithApproval(rec.Meta, a)
 	return up, others, nil
+}
+
+// awaitApproval stops before call i of msg's calls: every call from i on that needs approval and
+// has no decision is stored awaiting_approval, with an approval_required event each, in one
+// transaction. The calls after them keep their order: they run once all are decided. In a
+// sub-prompt's nested run, the same transaction marks the sub-prompt calls that run it
+// (Run.ParkedCallers), so that the resumed run goes on with the nested run.
+func (d *Dispatcher) awaitApproval(s Scope, msg *weft.Message, calls []weft.ToolCall) error {
+	r := d.run
+	var recs []*weft.ToolCallRecord
+	for _, c := range calls {
+		if !s.NeedsApproval(c.Name) {
+			continue
+		}
+		rec := d.Calls.Of(c, msg.ID)
+		a := ApprovalOf(rec)
+		if a.Status == Approved || a.Status == Denied {
+			continue
+		}
+		rec.Status, rec.StartedAt = weft.CallAwaitingApproval, nil
+		rec.Meta = WithApproval(rec.Meta, ApprovalState{Status: Awaiting})
+		recs = append(recs, rec)
+		if r.Observed() {
+			r.Emit("approval_required", payload.Fields{"call_id": c.ID, "name": c.Name, "arguments": r.Redactor().String(c.Arguments),
+				"message_id": msg.ID, "depth": s.Depth()})
+		}
+	}
+	recs = append(recs, r.ParkedCallers(s)...)
+	err := r.Tx(func(tx weft.Tx) error {
+		for _, rec := range recs {
+			if err := tx.PutToolCall(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		d.Calls.Note(rec)
+	}
+	return ErrAwaitApproval
+}
+
+// ApplyDecision applies a stored decision to a call of s about to run: approved calls run with the edited
+// arguments, if any; a denied call gets its error result instead of running (done = true).
+// waiting: the call waits for a decision.
+func (d *Dispatcher) ApplyDecision(s Scope, msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+	if !s.NeedsApproval(c.Name) {
+		return weft.ToolResult{}, false, false
+	}
+	return d.applyDecision(msg, c)
+}
+
+// waits tells whether c, a call that needs approval, waits for a decision (ApplyDecision's waiting).
+func (d *Dispatcher) waits(msg *weft.Message, c *weft.ToolCall) bool {
+	_, _, waiting := d.applyDecision(msg, c)
+	return waiting
+}
+
+// applyDecision is ApplyDecision for a call that needs approval.
+func (d *Dispatcher) applyDecision(msg *weft.Message, c *weft.ToolCall) (res weft.ToolResult, done, waiting bool) {
+	if !d.run.CanAwait() {
+		// A resumable subagent's thread cannot be parked yet (its caller would not learn when the
+		// decision comes): the call is answered, never run unapproved. A blocking child parks with
+		// its parent; a background child parks alone; a sub-prompt's nested run parks with its
+		// caller's run.
+		return weft.Failure(fmt.Sprintf("Tool %q needs a person's approval, which a subagent cannot wait for; "+
+			"the calling prompt must call it.", c.Name)), true, false
+	}
+	return Decided(d.Calls.Of(*c, msg.ID), c)
+}
+
+// startApproved marks an approved non-idempotent call running before it runs, as the transaction
+// before a call does for calls that need no approval: a crash while it runs then answers it as
+// interrupted instead of running it again. c's tool needs approval.
+func (d *Dispatcher) startApproved(s Scope, msg *weft.Message, c weft.ToolCall) error {
+	rec := d.Calls.Of(c, msg.ID)
+	if ApprovalOf(rec).Status != Approved || rec.Status != weft.CallPending || !MarksRunning(rec, true) {
+		return nil
+	}
+	now := d.run.Now()
+	rec.Status, rec.StartedAt = weft.CallRunning, &now
+	if err := d.run.Tx(func(tx weft.Tx) error { return tx.PutToolCall(rec) }); err != nil {
+		return err
+	}
+	d.Calls.Note(rec)
+	return nil
 }

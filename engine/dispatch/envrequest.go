@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/vars"
 )
 
@@ -145,4 +146,21 @@ func LoadEnvRequest(docs map[string]json.RawMessage, parentID, requestID string,
 		req.Status = "expired"
 	}
 	return &req, nil
+}
+
+// RequestEnv stores a pending request for the missing variables of the subagent that entry, called
+// with args on side, would create, and returns the error result that names it (error_code
+// subagent_env_required).
+func (d *Dispatcher) RequestEnv(agent string, entry weft.ToolEntry, side weft.Side, args map[string]any,
+	decls map[string]*vars.Declaration, missing []vars.MissingVar) *weft.ToolResult {
+	r := d.run
+	req := NewEnvRequest(r.ThreadID(), agent, r.Now(), entry, args, side, decls, missing)
+	doc, _ := json.Marshal(req)
+	if err := r.Tx(func(tx weft.Tx) error { return tx.SetExecState(EnvRequestKey(req.RequestID), doc) }); err != nil {
+		res := weft.Failure("Subagent could not be created: " + r.Redactor().Error(err))
+		return &res
+	}
+	r.Emit("env_required", payload.Fields{"request_id": req.RequestID, "agent": req.Agent, "missing": req.Missing, "endpoint": req.Endpoint()})
+	res := req.Result()
+	return &res
 }

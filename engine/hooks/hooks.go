@@ -31,6 +31,15 @@ func Select(reg *weft.Registry, ids []string, point weft.HookPoint) []*weft.Hook
 	return out
 }
 
+// Applying returns the ids of the hooks that apply in a prompt: the prompt's own `hooks` when set
+// (even empty), else its agent's.
+func Applying(prompt, agent []string) []string {
+	if prompt != nil {
+		return prompt
+	}
+	return agent
+}
+
 // Call runs fn, turning a panic into an error.
 func Call(fn func() error) (err error) {
 	defer func() {
@@ -136,6 +145,17 @@ func (x Runner) RunStopped(ctx context.Context, set Set, info weft.StopInfo) {
 		f, _ := weft.HookFunc[weft.RunStoppedFunc](*h)
 		if err := Call(func() error { return f(ctx, set.State, info) }); err != nil {
 			x.host.Failed(h, err)
+		}
+	}
+}
+
+// ThreadCreated runs after_thread_created outside any run, with ctx: set's State is the new
+// thread's. failed is told of each hook that fails; the others still run.
+func ThreadCreated(ctx context.Context, set Set, failed func(h *weft.Hook, err error)) {
+	for _, h := range set.Hooks {
+		f, _ := weft.HookFunc[weft.ThreadCreatedFunc](*h)
+		if err := Call(func() error { return f(ctx, set.State) }); err != nil {
+			failed(h, err)
 		}
 	}
 }

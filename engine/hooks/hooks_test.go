@@ -111,3 +111,38 @@ func TestFilterMessagesGetsCopies(t *testing.T) {
 		t.Error("without hooks the rows are returned as they are")
 	}
 }
+
+// TestThreadCreatedRunsEveryHook: every after_thread_created hook runs; a failing one is reported
+// and the next still runs.
+func TestThreadCreatedRunsEveryHook(t *testing.T) {
+	var ran []string
+	var failed failures
+	set := hooks.Set{Hooks: []*weft.Hook{
+		{ID: "fails", Point: weft.HookAfterThreadCreated, Fn: weft.ThreadCreatedFunc(func(context.Context, weft.State) error {
+			ran = append(ran, "fails")
+			return errors.New("no")
+		})},
+		{ID: "b", Point: weft.HookAfterThreadCreated, Fn: weft.ThreadCreatedFunc(func(context.Context, weft.State) error {
+			ran = append(ran, "b")
+			return nil
+		})},
+	}}
+	hooks.ThreadCreated(context.Background(), set, failed.Failed)
+	if strings.Join(ran, ",") != "fails,b" || len(failed) != 1 || failed[0] != "fails: no" {
+		t.Errorf("ran %q, failed %q", ran, failed)
+	}
+}
+
+// TestApplying: a prompt's own hooks apply when set, even empty; else its agent's.
+func TestApplying(t *testing.T) {
+	agent := []string{"a"}
+	if got := hooks.Applying(nil, agent); len(got) != 1 || got[0] != "a" {
+		t.Errorf("unset = %q, want the agent's", got)
+	}
+	if got := hooks.Applying([]string{}, agent); got == nil || len(got) != 0 {
+		t.Errorf("empty = %q, want none", got)
+	}
+	if got := hooks.Applying([]string{"p"}, agent); len(got) != 1 || got[0] != "p" {
+		t.Errorf("set = %q, want the prompt's", got)
+	}
+}
