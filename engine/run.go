@@ -14,6 +14,7 @@ import (
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/modelcall"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
@@ -320,7 +321,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
-		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
+		r.obs = obs.StartRun(runCtx, observe.RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
 			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.models.AgentProvider(r.agent), Redact: r.red.String})
 		r.model.KeepEnds()
 	}
@@ -333,7 +334,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	r.journal.Finish()
 	if r.obs != nil {
-		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
+		r.obs.End(observe.RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
 	released = r.journal.Released()
 	r.requests.Release()
@@ -410,7 +411,7 @@ type run struct {
 	suspend atomic.Bool
 
 	// obs observes the run (Options.Observer; nil = off); trigger is what started the run.
-	obs     RunObserver
+	obs     observe.RunObserver
 	trigger string
 }
 

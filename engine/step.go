@@ -10,6 +10,7 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -62,7 +63,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried t
 	if r.obs == nil {
 		return r.runStep(p, side, def, carried)
 	}
-	r.obs.StartStep(StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
+	r.obs.StartStep(observe.StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
 	out, err := r.runStep(p, side, def, carried)
 	r.obs.EndStep(err)
 	return out, err

@@ -14,6 +14,7 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -121,7 +122,7 @@ func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) co
 		return t.ctx
 	}
 	s := asScope(ds)
-	tc := ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed || running}
+	tc := observe.ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed || running}
 	if o, ok := s.offered[c.Name]; ok && !running {
 		tc.Description = o.spec.Description
 		if o.target.MCP != nil {
@@ -133,7 +134,7 @@ func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) co
 
 func (t *toolRun) EndTool(committed bool, status weft.ToolStatus, result string) {
 	if t.obs != nil {
-		t.obs.EndTool(ToolEnd{Committed: committed, Status: status, Result: result})
+		t.obs.EndTool(observe.ToolEnd{Committed: committed, Status: status, Result: result})
 	}
 }
 
@@ -167,7 +168,7 @@ func (t *toolRun) QueuedCall(ds dispatch.Scope, name string, argsJSON json.RawMe
 	c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: name, Arguments: string(argsJSON)}
 	ctx := r.ctx
 	if r.obs != nil {
-		ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
+		ctx = r.obs.StartTool(ctx, observe.ToolCall{Call: c})
 	}
 	tool, ok := r.e.reg.Tool(name)
 	if !ok {
