@@ -33,7 +33,7 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 	from := r.agent.Name
 	r.state = runstate.State{}
 	r.sync()
-	r.state.EndSession(r.lastSeq)
+	r.state.EndSession(r.cache.LastSeq)
 	state := r.state.Encode()
 	name := h.Target.Name
 	err := r.tx(func(tx weft.Tx) error {

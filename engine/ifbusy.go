@@ -111,7 +111,7 @@ func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
 	r.sync()
 	after := int64(-1)
-	for _, m := range r.rows {
+	for _, m := range r.cache.Rows {
 		if m.RunID == r.id {
 			after = m.Seq - 1
 			break

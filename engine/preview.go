@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/rowcache"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/engine/window"
@@ -91,7 +92,7 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: runstate.State{Side: weft.SideA}, rowCache: rowCache{callIDs: map[string]bool{}}}
+			state: runstate.State{Side: weft.SideA}, cache: rowcache.New()}
 		r.journal.Init(ctx, &e.commit, (*journalHost)(r), r.thread, weft.Fence{}, nil)
 		r.wire()
 		_, user, instance, err := vars.Load(ctx, e.store, "", "")

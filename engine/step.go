@@ -573,13 +573,13 @@ func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 	r.sync()
 	out := make([]weft.ToolCall, len(in))
 	for i, c := range in {
-		if c.ID == "" || r.callIDs[c.ID] {
+		if c.ID == "" || r.cache.CallIDs[c.ID] {
 			c.ID = r.freshCallID()
 		}
 		if c.Arguments == "" {
 			c.Arguments = "{}"
 		}
-		r.callIDs[c.ID] = true
+		r.cache.CallIDs[c.ID] = true
 		out[i] = c
 	}
 	return out
@@ -588,7 +588,7 @@ func (r *run) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 func (r *run) freshCallID() string {
 	r.sync()
 	id := "call_" + strings.TrimPrefix(weft.NewID(""), "")
-	r.callIDs[id] = true
+	r.cache.CallIDs[id] = true
 	return id
 }
 
@@ -640,8 +640,8 @@ func (r *run) repeatedError() string {
 	const n = 8
 	r.sync()
 	var texts []string
-	for i := len(r.rows) - 1; i >= 0 && len(texts) < n; i-- {
-		m := r.rows[i]
+	for i := len(r.cache.Rows) - 1; i >= 0 && len(texts) < n; i-- {
+		m := r.cache.Rows[i]
 		if m.Role != weft.RoleTool {
 			continue
 		}
@@ -659,9 +659,9 @@ func (r *run) repeatedError() string {
 		}
 	}
 	var last string
-	for i := len(r.rows) - 1; i >= 0; i-- {
-		if r.rows[i].Role == weft.RoleTool {
-			last = r.rows[i].Content
+	for i := len(r.cache.Rows) - 1; i >= 0; i-- {
+		if r.cache.Rows[i].Role == weft.RoleTool {
+			last = r.cache.Rows[i].Content
 			break
 		}
 	}

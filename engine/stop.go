@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/hooks"
@@ -107,7 +106,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	}
 	info.Seq = r.state.Stops
 	if err == nil && len(removed) > 0 {
-		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return slices.Contains(removed, m.ID) })
+		r.cache.Delete(removed...)
 		if !r.e.opt.RecordEvents && r.e.commit.Observed() {
 			for _, id := range removed {
 				r.journal.Emit("message_deleted", Fields{"message_id": id})
@@ -150,7 +149,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 // session's reason. The next inbound message starts a new session.
 func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
 	r.sync()
-	r.state.EndSession(r.lastSeq)
+	r.state.EndSession(r.cache.LastSeq)
 	return r.stop(reason, text)
 }
 

@@ -192,7 +192,7 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 	}
 	nr := children.ReadNested(rows, s.depth, s.parentID)
 	for i := range nr.Rows {
-		r.noteRow(&nr.Rows[i])
+		r.cache.Note(&nr.Rows[i])
 	}
 	s.nested = append(s.nested, nr.Rows...)
 	if last := nr.Last; last != nil {

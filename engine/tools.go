@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -222,9 +221,7 @@ func (t *toolRun) StatFile(p string) (weft.FileInfo, error) {
 func (t *toolRun) AddRow(m *weft.Message)     { (*run)(t).addRow(*m) }
 func (t *toolRun) ReplaceRow(m *weft.Message) { (*run)(t).replaceRow(*m) }
 
-func (t *toolRun) DeleteRow(id string) {
-	t.rows = slices.DeleteFunc(t.rows, func(m *weft.Message) bool { return m.ID == id })
-}
+func (t *toolRun) DeleteRow(id string) { t.cache.Delete(id) }
 
 func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.journal.Stored(*m) }
 func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind, data) }
@@ -246,7 +243,7 @@ func (t *toolRun) ParkedCallers(s dispatch.Scope) []*weft.ToolCallRecord {
 func (t *toolRun) StoredCalls() ([]weft.ToolCallRecord, error) {
 	return t.e.store.ToolCalls(t.ctx, t.thread.ID)
 }
-func (t *toolRun) Rows() []*weft.Message { return t.rows }
+func (t *toolRun) Rows() []*weft.Message { return t.cache.Rows }
 
 // resumeTools finishes the tool calls a crashed or parked run left open (dispatch.Dispatcher.Resume),
 // each reply's in a new scope of its prompt. It returns whether anything was resumed, and the
