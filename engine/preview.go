@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/rowcache"
@@ -24,9 +22,6 @@ type PreviewInput struct {
 	// ThreadID, when set, renders the next step of that thread: its history and acting side.
 	ThreadID string
 }
-
-// sampler is implemented by template prompts that have sample arguments.
-type sampler interface{ SampleArgs() map[string]any }
 
 // previewKey marks the context of a preview (previewing).
 type previewKey struct{}
@@ -105,38 +100,14 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
-		var own []vars.MissingVar
-		for _, m := range vars.Missing(decls, r.env) {
-			if slices.Contains(m.DeclaredBy, "prompt "+p.Name) {
-				own = append(own, m)
-			}
-		}
-		if len(own) > 0 {
+		if own := vars.MissingBy(decls, r.env, "prompt "+p.Name); len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
 		r.red = e.secrets.For(r.env)
 	}
-	args := in.Args
-	if sp, ok := p.Template.(sampler); ok {
-		merged := map[string]any{}
-		for k, v := range sp.SampleArgs() {
-			merged[k] = v
-		}
-		for k, v := range args {
-			merged[k] = v
-		}
-		args = merged
-	}
-	if p.RequiredSchema != nil {
-		v, err := e.validators.Of(p.RequiredSchema)
-		if err != nil {
-			return nil, err
-		}
-		out, err := v.Validate(args)
-		if err != nil {
-			return nil, &weft.Error{Code: weft.EInvalid, Message: fmt.Sprintf("arguments of prompt %q", p.Name), Err: err}
-		}
-		args, _ = out.(map[string]any)
+	args, err := e.intake.RenderArguments(p, in.Args)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.newScope(p, 0, r.state.Side, args)
 	if err != nil {

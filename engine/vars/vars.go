@@ -312,6 +312,12 @@ func Missing(decls map[string]*Declaration, view *View) []MissingVar {
 	return out
 }
 
+// MissingBy lists the Missing variables that by requires (a declarer as MissingVar.DeclaredBy
+// names it: "prompt helper").
+func MissingBy(decls map[string]*Declaration, view *View, by string) []MissingVar {
+	return slices.DeleteFunc(Missing(decls, view), func(m MissingVar) bool { return !slices.Contains(m.DeclaredBy, by) })
+}
+
 // MissingVar is a required variable without a value, with the definitions that require it.
 type MissingVar struct {
 	Name       string   `json:"name"`
