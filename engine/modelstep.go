@@ -201,7 +201,7 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 		}
 		if final != "" {
 			var err error
-			out.finalState, err = r.persistStop(tx, weft.ThreadAwaitingHuman, final, "", last, rows...)
+			out.finalState, err = runStop{r, final, ""}.persist(tx, weft.ThreadAwaitingHuman, last, rows...)
 			return err
 		}
 		for _, m := range rows {
