@@ -14,6 +14,14 @@ import (
 // How a run ends: a stop's reason stored with the thread's status, the rows a stop stores or
 // changes, and the run_stopped event.
 
+// runStop is a stop of a run: the reason the run stops with and the text that tells why (the
+// stop's error, a session's result).
+type runStop struct {
+	r      *run
+	reason weft.StopReason
+	text   string
+}
+
 // fail stops the run with step_error.
 func (r *run) fail(err error) (weft.StopInfo, error) {
 	if errors.Is(err, weft.ErrLeaseLost) || errors.Is(context.Cause(r.ctx), weft.ErrLeaseLost) {
@@ -39,12 +47,13 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
 // after_run_stopped hooks.
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
-	return r.stopAfter(reason, text, false)
+	return runStop{r, reason, text}.end(false)
 }
 
-// stopAfter is stop; stored says that the step that ended the run already stored the stop with
-// its reply (commitReply), which leaves the rest to do.
-func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.StopInfo, error) {
+// end ends the run with the stop; stored says that the step that ended the run already stored the
+// stop with its reply (modelStep.commit), which leaves the rest to do.
+func (st runStop) end(stored bool) (weft.StopInfo, error) {
+	r, reason, text := st.r, st.reason, st.text
 	if r.suspending() {
 		// A shutdown interrupts the run without stopping it: its status stays running and the
 		// lease is released, so the next start resumes it as after a crash.
@@ -101,7 +110,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 					return err
 				}
 			}
-			_, err := r.persistStop(tx, status, reason, text, last, rows...)
+			_, err := st.persist(tx, status, last, rows...)
 			return err
 		})
 	}
@@ -134,7 +143,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	if r.journal.EndRecorded() {
 		r.journal.PublishHeld() // the stop's transaction recorded run_stopped
 	} else if r.e.commit.Observed() {
-		r.journal.Emit("run_stopped", r.runStopped(reason, text))
+		r.journal.Emit("run_stopped", st.event())
 	}
 	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
 		ctx := context.WithoutCancel(r.ctx)
@@ -146,20 +155,22 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	return info, nil
 }
 
-// endSession ends the session: turn counters reset, the run stops with the
-// session's reason. The next inbound message starts a new session.
-func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
+// endSession ends the session: turn counters reset, the run stops with the session's reason. The
+// next inbound message starts a new session.
+func (st runStop) endSession() (weft.StopInfo, error) {
+	r := st.r
 	r.sync()
 	r.state.EndSession(r.lastSeq)
-	return r.stop(reason, text)
+	return st.end(false)
 }
 
-// persistStop writes a stop: thread status and reason, run state (returned as written), and the
+// persist writes the stop: thread status and reason, run state (returned as written), and the
 // lease's release. A run that records its events records the message events of rows (the rows the
 // transaction stores) in it, and releases the lease in the transaction that records its last
 // events: this one when it is the run's last (last, from stopIsLast), which then also records
 // run_stopped; else Journal.Finish's.
-func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
+func (st runStop) persist(tx weft.Tx, status weft.ThreadStatus, last bool, rows ...*weft.Message) ([]byte, error) {
+	r, reason := st.r, st.reason
 	now := r.now()
 	if !r.stopCounted {
 		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
@@ -183,13 +194,14 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		if !last {
 			return state, nil
 		}
-		r.journal.StageEnd(r.journal.Event("run_stopped", r.runStopped(reason, text)))
+		r.journal.StageEnd(r.journal.Event("run_stopped", st.event()))
 	}
 	return state, r.journal.Release(tx)
 }
 
-// runStopped is the payload of the run's run_stopped event.
-func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
-	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
+// event is the payload of the stop's run_stopped event.
+func (st runStop) event() RunStopped {
+	r := st.r
+	return RunStopped{RunID: r.id, Reason: st.reason, Side: r.state.Side, Error: st.text, Steps: r.steps, Seq: r.state.Stops,
 		LastLineRedactions: r.model.Redactions()}
 }
