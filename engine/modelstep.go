@@ -128,14 +128,15 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 	var out struct {
 		// staged: the transaction recorded startNow's tool_started.
 		staged bool
-		// finalState is the run state stored with the stop the transaction stored.
+		// finalState is the run state stored with the stop the transaction stored, encoded, and
+		// stopped that state.
 		finalState []byte
+		stopped    runstate.State
 	}
 	r.sync()
 	if s.final.human && len(calls) == 0 && !empty && !r.tools.Queued() {
 		final = s.final.stop(msg.Content)
 	}
-	prev := r.state
 	last := final != "" && r.stopIsLast(s)
 	// A reply whose one call starts at once records its message event and the call's
 	// tool_started in this transaction (startsAtOnce), which the tool would otherwise wait for
@@ -144,18 +145,18 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 	if final == "" && len(provided) == 0 && emptyResult == nil && len(calls) == 1 && r.tools.StartsAtOnce(s, msg, calls[0]) {
 		startNow = &calls[0]
 	}
+	// next is the run state a stop in this transaction stores; the run's state changes only once
+	// the transaction has committed.
+	next := r.state
 	if final != "" {
 		// The reply completes the turn and a human is next: the stop goes into this transaction.
-		r.state.CompleteTurn(s.side, 0)
-		r.state.Side = s.side.Other()
+		next.CompleteTurn(s.side, 0)
+		next.Side = s.side.Other()
 	}
 	err := r.tx(func(tx weft.Tx) error {
 		out.staged = false
 		if err := tx.InsertMessage(msg); err != nil {
 			return err
-		}
-		if final != "" {
-			r.state.Of(s.side).Window = msg.Seq
 		}
 		for _, tm := range provided {
 			if err := tx.InsertMessage(tm); err != nil {
@@ -201,7 +202,9 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 		}
 		if final != "" {
 			var err error
-			out.finalState, err = runStop{r, final, ""}.persist(tx, weft.ThreadAwaitingHuman, last, rows...)
+			out.stopped = next // this attempt's copy
+			out.stopped.Of(s.side).Window = msg.Seq
+			out.finalState, err = runStop{r, final, ""}.persist(tx, &out.stopped, weft.ThreadAwaitingHuman, last, rows...)
 			return err
 		}
 		for _, m := range rows {
@@ -214,7 +217,6 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 		return tx.SetExecState(runstate.Key, state)
 	})
 	if err != nil {
-		r.state = prev
 		r.model.ForgetEnds()
 		if len(calls) > 0 {
 			// The transaction may have committed with the first call marked running (its answer
@@ -225,6 +227,7 @@ func (ms *modelStep) commit() (weft.StopReason, error) {
 	}
 	r.journal.NoteSaved(state)
 	if final != "" {
+		r.state = out.stopped
 		r.journal.NoteSaved(out.finalState)
 	}
 	if out.staged {

@@ -71,10 +71,11 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 	}
 	var removed []string
 	status := weft.ThreadIdle
+	next := r.state // the run state the stop stores
 	switch {
 	case reason == weft.StopAbortedByUser:
 		status = weft.ThreadStopped
-		r.state.Stopped = true
+		next.Stopped = true
 	case r.terminated:
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
@@ -91,8 +92,10 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 	if !stored || reason == "" {
 		// (The final step of a turn persists its stop together with its reply.)
 		last := r.stopIsLast(nil)
+		base, stopped := next, next
 		err = r.tx(func(tx weft.Tx) error {
 			rows, removed = rows[:0], nil
+			stopped = base // this attempt's copy
 			if rollback {
 				var err error
 				if removed, err = r.rollbackRows(tx); err != nil {
@@ -110,11 +113,19 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 					return err
 				}
 			}
-			_, err := st.persist(tx, status, last, rows...)
+			_, err := st.persist(tx, &stopped, status, last, rows...)
 			return err
 		})
+		if err == nil {
+			next = stopped
+		}
 	}
-	info.Seq = r.state.Stops
+	if err == nil {
+		// The state the stop committed (or, when the step's transaction stored the stop, the
+		// state it left), and no other: a stop that failed to commit changes nothing.
+		r.state = next
+	}
+	info.Seq = next.Stops
 	if err == nil && len(removed) > 0 {
 		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return slices.Contains(removed, m.ID) })
 		if !r.e.opt.RecordEvents && r.e.commit.Observed() {
@@ -169,18 +180,18 @@ func (st runStop) endSession() (weft.StopInfo, error) {
 // transaction stores) in it, and releases the lease in the transaction that records its last
 // events: this one when it is the run's last (last, from stopIsLast), which then also records
 // run_stopped; else Journal.Finish's.
-func (st runStop) persist(tx weft.Tx, status weft.ThreadStatus, last bool, rows ...*weft.Message) ([]byte, error) {
+//
+// next is the run state the stop stores, the caller's copy for this attempt of the transaction
+// (a store may run a transaction's function again, weft.Store.Tx): persist counts the stop in it,
+// and the caller makes it the run's state once the transaction has committed.
+func (st runStop) persist(tx weft.Tx, next *runstate.State, status weft.ThreadStatus, last bool, rows ...*weft.Message) ([]byte, error) {
 	r, reason := st.r, st.reason
 	now := r.now()
-	if !r.stopCounted {
-		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
-		r.state.Stops++
-		r.stopCounted = true
-	}
+	next.Stops++
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
 		return nil, err
 	}
-	state := r.state.Encode()
+	state := next.Encode()
 	if err := tx.SetExecState(runstate.Key, state); err != nil {
 		return nil, err
 	}
@@ -194,14 +205,17 @@ func (st runStop) persist(tx weft.Tx, status weft.ThreadStatus, last bool, rows 
 		if !last {
 			return state, nil
 		}
-		r.journal.StageEnd(r.journal.Event("run_stopped", st.event()))
+		r.journal.StageEnd(r.journal.Event("run_stopped", st.eventOf(next)))
 	}
 	return state, r.journal.Release(tx)
 }
 
-// event is the payload of the stop's run_stopped event.
-func (st runStop) event() RunStopped {
+// event is the payload of the stop's run_stopped event, once the run's state holds the stop.
+func (st runStop) event() RunStopped { return st.eventOf(&st.r.state) }
+
+// eventOf is the payload of the stop's run_stopped event with the run state state.
+func (st runStop) eventOf(state *runstate.State) RunStopped {
 	r := st.r
-	return RunStopped{RunID: r.id, Reason: st.reason, Side: r.state.Side, Error: st.text, Steps: r.steps, Seq: r.state.Stops,
+	return RunStopped{RunID: r.id, Reason: st.reason, Side: state.Side, Error: st.text, Steps: r.steps, Seq: state.Stops,
 		LastLineRedactions: r.model.Redactions()}
 }
