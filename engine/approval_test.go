@@ -411,48 +411,66 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 // TestApprovalInBlockingSubagent: a blocking subagent's call that needs approval parks the child
 // and its parent (whose call stays running); the call is listed and decided through the parent,
 // whose continue runs the child on: the tool runs once and the parent gets the child's result.
+// The same holds for an immediate blocking subagent, which parks the child and its parent before
+// the parent's first model step, as a call the parent's model made would: its synthetic call stays
+// running with the child's reference and the parent's model reads the child's result.
 func TestApprovalInBlockingSubagent(t *testing.T) {
-	reg := subagentRegistry(weft.ToolEntry{}, nil)
-	ran := 0
-	reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
-		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
-			ran++
-			return weft.Success("refunded"), nil
-		})})
-	rp, _ := reg.Prompt("reviewer")
-	rp.Tools = append(rp.Tools, weft.ToolEntry{Name: "refund"})
-	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
-		last := req.Messages[len(req.Messages)-1]
-		switch {
-		case req.Prompt == "reviewer" && last.Role == weft.RoleTool:
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "approve", Arguments: `{"summary":` + strconvQuote(last.Text()) + `}`}}}, nil
-		case req.Prompt == "reviewer":
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
-		case last.Role == weft.RoleTool:
-			return &weft.Response{Text: "Child said: " + last.Text()}, nil
-		}
-		return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "p1", Name: "review", Arguments: `{"message":"Refund please"}`}}}, nil
-	})
-	eng, st := newEngine(t, reg, model, nil)
-	ctx := context.Background()
-	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
-	if err != nil || res.Last().Reason != weft.StopAwaitingApproval || ran != 0 {
-		t.Fatalf("%+v %v, ran %d", res, err, ran)
-	}
-	parent, _ := st.Thread(ctx, th.ID)
-	pending, _ := eng.PendingApprovals(ctx, th.ID)
-	if parent.Status != weft.ThreadAwaitingApproval || len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID == th.ID {
-		t.Fatalf("parent %s, pending %+v", parent.Status, pending)
-	}
-	if ready, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
-		t.Fatalf("Decide: %v %v", ready, err)
-	}
-	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := lastText(t, st, th.ID); ran != 1 || got != "Child said: refunded" {
-		t.Errorf("ran %d, answer %q", ran, got)
+	yes := true
+	for _, tc := range []struct {
+		name  string
+		entry weft.ToolEntry
+		first *weft.Response // the parent's first reply when no tool result is last
+	}{
+		{"called", weft.ToolEntry{}, &weft.Response{ToolCalls: []weft.ToolCall{{ID: "p1", Name: "review", Arguments: `{"message":"Refund please"}`}}}},
+		{"immediate", weft.ToolEntry{Immediate: &yes}, &weft.Response{Text: "No result from the child."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := subagentRegistry(tc.entry, nil)
+			ran := 0
+			reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
+				Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
+					ran++
+					return weft.Success("refunded"), nil
+				})})
+			rp, _ := reg.Prompt("reviewer")
+			rp.Tools = append(rp.Tools, weft.ToolEntry{Name: "refund"})
+			model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
+				last := req.Messages[len(req.Messages)-1]
+				switch {
+				case req.Prompt == "reviewer" && last.Role == weft.RoleTool:
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "approve", Arguments: `{"summary":` + strconvQuote(last.Text()) + `}`}}}, nil
+				case req.Prompt == "reviewer":
+					return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
+				case last.Role == weft.RoleTool:
+					return &weft.Response{Text: "Child said: " + last.Text()}, nil
+				}
+				return tc.first, nil
+			})
+			eng, st := newEngine(t, reg, model, nil)
+			ctx := context.Background()
+			th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
+			if err != nil || res.Last().Reason != weft.StopAwaitingApproval || ran != 0 {
+				t.Fatalf("%+v %v, ran %d", res, err, ran)
+			}
+			parent, _ := st.Thread(ctx, th.ID)
+			pending, _ := eng.PendingApprovals(ctx, th.ID)
+			if parent.Status != weft.ThreadAwaitingApproval || len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID == th.ID {
+				t.Fatalf("parent %s, pending %+v", parent.Status, pending)
+			}
+			if ready, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
+				t.Fatalf("Decide: %v %v", ready, err)
+			}
+			if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := lastText(t, st, th.ID); ran != 1 || got != "Child said: refunded" {
+				t.Errorf("ran %d, answer %q", ran, got)
+			}
+			if kids, n, _ := st.Threads(ctx, weft.ThreadQuery{ParentID: th.ID}); n != 1 {
+				t.Errorf("children: %d %v", n, kids)
+			}
+		})
 	}
 }
 
@@ -904,60 +922,6 @@ func TestApprovalInSubPromptCrashAfterDecision(t *testing.T) {
 				t.Errorf("the call never ran, and its result does not say it was interrupted: %q", lastText(t, mem, th.ID))
 			}
 		})
-	}
-}
-
-// TestApprovalInImmediateBlockingSubagent: an immediate blocking subagent whose call needs
-// approval parks the child and its parent before the parent's first model step, as a call the
-// parent's model made would: its synthetic call stays running with the child's reference, is
-// decided through the parent, and the parent's continue runs the child on; the tool runs once and
-// the parent's model reads the child's result.
-func TestApprovalInImmediateBlockingSubagent(t *testing.T) {
-	yes := true
-	reg := subagentRegistry(weft.ToolEntry{Immediate: &yes}, nil)
-	ran := 0
-	reg.AddTool(&weft.Tool{Name: "refund", Description: "Refund.", Approval: weft.ApprovalRequired,
-		Execute: weft.ToolFunc(func(ctx context.Context, st weft.State, _ json.RawMessage) (weft.ToolResult, error) {
-			ran++
-			return weft.Success("refunded"), nil
-		})})
-	rp, _ := reg.Prompt("reviewer")
-	rp.Tools = append(rp.Tools, weft.ToolEntry{Name: "refund"})
-	model := weft.ProviderFunc(func(ctx context.Context, req *weft.Request, _ func(weft.Chunk)) (*weft.Response, error) {
-		last := req.Messages[len(req.Messages)-1]
-		switch {
-		case req.Prompt == "reviewer" && last.Role == weft.RoleTool:
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "s1", Name: "approve", Arguments: `{"summary":` + strconvQuote(last.Text()) + `}`}}}, nil
-		case req.Prompt == "reviewer":
-			return &weft.Response{ToolCalls: []weft.ToolCall{{ID: "r1", Name: "refund", Arguments: `{}`}}}, nil
-		case last.Role == weft.RoleTool:
-			return &weft.Response{Text: "Child said: " + last.Text()}, nil
-		}
-		return &weft.Response{Text: "No result from the child."}, nil
-	})
-	eng, st := newEngine(t, reg, model, nil)
-	ctx := context.Background()
-	th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
-	res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: "Go"}})
-	if err != nil || res.Last().Reason != weft.StopAwaitingApproval || ran != 0 {
-		t.Fatalf("%+v %v, ran %d", res, err, ran)
-	}
-	parent, _ := st.Thread(ctx, th.ID)
-	pending, _ := eng.PendingApprovals(ctx, th.ID)
-	if parent.Status != weft.ThreadAwaitingApproval || len(pending) != 1 || pending[0].CallID != "r1" || pending[0].ThreadID == th.ID {
-		t.Fatalf("parent %s, pending %+v", parent.Status, pending)
-	}
-	if ready, err := eng.Decide(ctx, th.ID, "r1", engine.Decision{Approve: true}); err != nil || !ready {
-		t.Fatalf("Decide: %v %v", ready, err)
-	}
-	if _, err := eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := lastText(t, st, th.ID); ran != 1 || got != "Child said: refunded" {
-		t.Errorf("ran %d, answer %q", ran, got)
-	}
-	if kids, n, _ := st.Threads(ctx, weft.ThreadQuery{ParentID: th.ID}); n != 1 {
-		t.Errorf("children: %d %v", n, kids)
 	}
 }
 

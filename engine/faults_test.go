@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,6 +308,119 @@ func TestClockJumps(t *testing.T) {
 			}
 			if tc.jump > 0 && !strings.Contains(last.Content, "interrupted") {
 				t.Errorf("the taken-over call was not answered as interrupted: %q", last.Content)
+			}
+		})
+	}
+}
+
+// retryStore runs the function of every fenced transaction twice, as weft.Store.Tx allows a store
+// to: the first time in a transaction it then rolls back, the second for real.
+type retryStore struct {
+	weft.Store
+	retried atomic.Int32
+}
+
+var errRetry = errors.New("retry")
+
+func (s *retryStore) Tx(ctx context.Context, id string, f *weft.Fence, fn func(weft.Tx) error) error {
+	if f == nil {
+		return s.Store.Tx(ctx, id, f, fn)
+	}
+	if err := s.Store.Tx(ctx, id, f, func(tx weft.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errRetry
+	}); !errors.Is(err, errRetry) {
+		return err
+	}
+	s.retried.Add(1)
+	return s.Store.Tx(ctx, id, f, fn)
+}
+
+// TestRetriedTransactionsChangeStateOnce: a store that runs every transaction's function a second
+// time (weft.Store.Tx allows it) changes nothing a run keeps: each stop is counted once in the
+// stored run state and in run_stopped's Seq, a stop stored with the step's reply and one stored by
+// a transaction of its own alike; the tool runs once a turn; and the answer reads each result once.
+func TestRetriedTransactionsChangeStateOnce(t *testing.T) {
+	for _, approval := range []bool{false, true} {
+		t.Run(fmt.Sprintf("approval=%v", approval), func(t *testing.T) {
+			var charges atomic.Int32
+			charge := countTool("charge", &charges)
+			if approval {
+				charge.Approval = weft.ApprovalRequired
+			}
+			reg := registry([]*weft.Tool{charge, countTool("lookup", new(atomic.Int32))}, nil)
+			mem, err := memstore.New(memstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mem.Close()
+			st := &retryStore{Store: mem}
+			var mu sync.Mutex
+			var seqs []int
+			eng, err := engine.New(engine.Options{Registry: reg, Store: st, Override: modelByHistory, OnEvent: func(ev engine.Event) {
+				if d, ok := ev.Data.(engine.RunStopped); ok {
+					mu.Lock()
+					seqs = append(seqs, d.Seq)
+					mu.Unlock()
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			th, _ := eng.CreateThread(ctx, engine.NewThread{Agent: "assistant"})
+			const turns = 3
+			for i := range turns {
+				res, err := eng.Ask(ctx, th.ID, engine.Input{Message: &weft.NewMessage{Content: fmt.Sprint("pay ", i)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if approval {
+					if res.Last().Reason != weft.StopAwaitingApproval {
+						t.Fatalf("turn %d: %+v", i, res.Last())
+					}
+					pending, _ := eng.PendingApprovals(ctx, th.ID)
+					if len(pending) != 1 {
+						t.Fatalf("turn %d: pending %+v", i, pending)
+					}
+					if _, err := eng.Decide(ctx, th.ID, pending[0].CallID, engine.Decision{Approve: true}); err != nil {
+						t.Fatal(err)
+					}
+					if res, err = eng.Ask(ctx, th.ID, engine.Input{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := lastText(t, st, th.ID); res.Last().Reason != weft.StopOnResponse || got != "final: charge ok | lookup ok" {
+					t.Fatalf("turn %d: %+v, answer %q", i, res.Last(), got)
+				}
+			}
+			stops := turns
+			if approval {
+				stops *= 2
+			}
+			docs, err := st.ExecState(ctx, th.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var state struct {
+				Stops int `json:"stops"`
+			}
+			for _, doc := range docs {
+				if err := json.Unmarshal(doc, &state); err == nil && state.Stops > 0 {
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := make([]int, stops)
+			for i := range want {
+				want[i] = i + 1
+			}
+			if state.Stops != stops || fmt.Sprint(seqs) != fmt.Sprint(want) || charges.Load() != turns || st.retried.Load() == 0 {
+				t.Errorf("stored stops %d, run_stopped seqs %v (want %d stops), charged %d times in %d turns, %d transactions retried",
+					state.Stops, seqs, stops, charges.Load(), turns, st.retried.Load())
 			}
 		})
 	}

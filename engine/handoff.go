@@ -31,10 +31,11 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 		args[k] = v
 	}
 	from := r.agent.Name
-	r.state = runstate.State{}
+	// The target starts a new session: its run state replaces the run's once the handoff commits.
+	var next runstate.State
 	r.sync()
-	r.state.EndSession(r.cache.LastSeq)
-	state := r.state.Encode()
+	next.EndSession(r.cache.LastSeq)
+	state := next.Encode()
 	name := h.Target.Name
 	err := r.tx(func(tx weft.Tx) error {
 		if err := tx.UpdateThread(weft.ThreadPatch{Agent: &name, Arguments: args}); err != nil {
@@ -50,6 +51,7 @@ func (r *run) applyHandoff(h *children.AgentHandoff) error {
 	if err != nil {
 		return err
 	}
+	r.state = next
 	r.journal.NoteSaved(state)
 	if h.Init.ID != "" {
 		r.addRow(*h.Init)

@@ -105,7 +105,7 @@ func (r *run) boundary(fx *toolEffects) *ending {
 	def := r.agent.Side(side)
 	// S4: the session's turn cap.
 	if n := r.agent.MaxSessionTurns; n > 0 && r.state.MinTurns() >= n {
-		return ended(r.endSession(weft.StopMaxSessionTurn, ""))
+		return ended(runStop{r, weft.StopMaxSessionTurn, ""}.endSession())
 	}
 	// S5: a human side parks the run.
 	if def.Human || !def.IsAI() {
@@ -191,10 +191,10 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 		return nil
 	}
 	if out.stop != "" {
-		return ended(r.stopAfter(out.stop, out.stopText, out.stored))
+		return ended(runStop{r, out.stop, out.stopText}.end(out.stored))
 	}
 	if out.session != "" {
-		return ended(r.endSession(out.session, out.stopText))
+		return ended(runStop{r, out.session, out.stopText}.endSession())
 	}
 	if r.terminated {
 		return ended(r.stop(weft.StopAborted, "thread terminated"))

@@ -387,8 +387,6 @@ type run struct {
 	pushed bool
 	// spawned: the run created a child thread (a subagent).
 	spawned atomic.Bool
-	// stopCounted: the run's stop is counted in state.Stops.
-	stopCounted bool
 
 	steps     int
 	sideSteps [2]int

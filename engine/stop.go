@@ -13,6 +13,14 @@ import (
 // How a run ends: a stop's reason stored with the thread's status, the rows a stop stores or
 // changes, and the run_stopped event.
 
+// runStop is a stop of a run: the reason the run stops with and the text that tells why (the
+// stop's error, a session's result).
+type runStop struct {
+	r      *run
+	reason weft.StopReason
+	text   string
+}
+
 // fail stops the run with step_error.
 func (r *run) fail(err error) (weft.StopInfo, error) {
 	if errors.Is(err, weft.ErrLeaseLost) || errors.Is(context.Cause(r.ctx), weft.ErrLeaseLost) {
@@ -38,12 +46,13 @@ func (r *run) fail(err error) (weft.StopInfo, error) {
 // stop ends the run: persists state, status and stop reason in one transaction, then runs the
 // after_run_stopped hooks.
 func (r *run) stop(reason weft.StopReason, text string) (weft.StopInfo, error) {
-	return r.stopAfter(reason, text, false)
+	return runStop{r, reason, text}.end(false)
 }
 
-// stopAfter is stop; stored says that the step that ended the run already stored the stop with
-// its reply (commitReply), which leaves the rest to do.
-func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.StopInfo, error) {
+// end ends the run with the stop; stored says that the step that ended the run already stored the
+// stop with its reply (modelStep.commit), which leaves the rest to do.
+func (st runStop) end(stored bool) (weft.StopInfo, error) {
+	r, reason, text := st.r, st.reason, st.text
 	if r.suspending() {
 		// A shutdown interrupts the run without stopping it: its status stays running and the
 		// lease is released, so the next start resumes it as after a crash.
@@ -61,10 +70,11 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	}
 	var removed []string
 	status := weft.ThreadIdle
+	next := r.state // the run state the stop stores
 	switch {
 	case reason == weft.StopAbortedByUser:
 		status = weft.ThreadStopped
-		r.state.Stopped = true
+		next.Stopped = true
 	case r.terminated:
 		status = weft.ThreadTerminated
 	case reason == weft.StopAwaitingHuman || reason == weft.StopOnResponse || reason == weft.StopTool:
@@ -81,8 +91,10 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	if !stored || reason == "" {
 		// (The final step of a turn persists its stop together with its reply.)
 		last := r.stopIsLast(nil)
+		base, stopped := next, next
 		err = r.tx(func(tx weft.Tx) error {
 			rows, removed = rows[:0], nil
+			stopped = base // this attempt's copy
 			if rollback {
 				var err error
 				if removed, err = r.rollbackRows(tx); err != nil {
@@ -100,11 +112,19 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 					return err
 				}
 			}
-			_, err := r.persistStop(tx, status, reason, text, last, rows...)
+			_, err := st.persist(tx, &stopped, status, last, rows...)
 			return err
 		})
+		if err == nil {
+			next = stopped
+		}
 	}
-	info.Seq = r.state.Stops
+	if err == nil {
+		// The state the stop committed (or, when the step's transaction stored the stop, the
+		// state it left), and no other: a stop that failed to commit changes nothing.
+		r.state = next
+	}
+	info.Seq = next.Stops
 	if err == nil && len(removed) > 0 {
 		r.cache.Delete(removed...)
 		if !r.e.opt.RecordEvents && r.e.commit.Observed() {
@@ -133,7 +153,7 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	if r.journal.EndRecorded() {
 		r.journal.PublishHeld() // the stop's transaction recorded run_stopped
 	} else if r.e.commit.Observed() {
-		r.journal.Emit("run_stopped", r.runStopped(reason, text))
+		r.journal.Emit("run_stopped", st.event())
 	}
 	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
 		ctx := context.WithoutCancel(r.ctx)
@@ -145,30 +165,32 @@ func (r *run) stopAfter(reason weft.StopReason, text string, stored bool) (weft.
 	return info, nil
 }
 
-// endSession ends the session: turn counters reset, the run stops with the
-// session's reason. The next inbound message starts a new session.
-func (r *run) endSession(reason weft.StopReason, text string) (weft.StopInfo, error) {
+// endSession ends the session: turn counters reset, the run stops with the session's reason. The
+// next inbound message starts a new session.
+func (st runStop) endSession() (weft.StopInfo, error) {
+	r := st.r
 	r.sync()
 	r.state.EndSession(r.cache.LastSeq)
-	return r.stop(reason, text)
+	return st.end(false)
 }
 
-// persistStop writes a stop: thread status and reason, run state (returned as written), and the
+// persist writes the stop: thread status and reason, run state (returned as written), and the
 // lease's release. A run that records its events records the message events of rows (the rows the
 // transaction stores) in it, and releases the lease in the transaction that records its last
 // events: this one when it is the run's last (last, from stopIsLast), which then also records
 // run_stopped; else Journal.Finish's.
-func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.StopReason, text string, last bool, rows ...*weft.Message) ([]byte, error) {
+//
+// next is the run state the stop stores, the caller's copy for this attempt of the transaction
+// (a store may run a transaction's function again, weft.Store.Tx): persist counts the stop in it,
+// and the caller makes it the run's state once the transaction has committed.
+func (st runStop) persist(tx weft.Tx, next *runstate.State, status weft.ThreadStatus, last bool, rows ...*weft.Message) ([]byte, error) {
+	r, reason := st.r, st.reason
 	now := r.now()
-	if !r.stopCounted {
-		// Counted once: a store may run the transaction's function again (weft.Store.Tx).
-		r.state.Stops++
-		r.stopCounted = true
-	}
+	next.Stops++
 	if err := tx.UpdateThread(weft.ThreadPatch{Status: &status, StopReason: &reason, LastActivityAt: &now}); err != nil {
 		return nil, err
 	}
-	state := r.state.Encode()
+	state := next.Encode()
 	if err := tx.SetExecState(runstate.Key, state); err != nil {
 		return nil, err
 	}
@@ -182,13 +204,17 @@ func (r *run) persistStop(tx weft.Tx, status weft.ThreadStatus, reason weft.Stop
 		if !last {
 			return state, nil
 		}
-		r.journal.StageEnd(r.journal.Event("run_stopped", r.runStopped(reason, text)))
+		r.journal.StageEnd(r.journal.Event("run_stopped", st.eventOf(next)))
 	}
 	return state, r.journal.Release(tx)
 }
 
-// runStopped is the payload of the run's run_stopped event.
-func (r *run) runStopped(reason weft.StopReason, text string) RunStopped {
-	return RunStopped{RunID: r.id, Reason: reason, Side: r.state.Side, Error: text, Steps: r.steps, Seq: r.state.Stops,
+// event is the payload of the stop's run_stopped event, once the run's state holds the stop.
+func (st runStop) event() RunStopped { return st.eventOf(&st.r.state) }
+
+// eventOf is the payload of the stop's run_stopped event with the run state state.
+func (st runStop) eventOf(state *runstate.State) RunStopped {
+	r := st.r
+	return RunStopped{RunID: r.id, Reason: st.reason, Side: state.Side, Error: st.text, Steps: r.steps, Seq: state.Stops,
 		LastLineRedactions: r.model.Redactions()}
 }

@@ -94,7 +94,8 @@ func (n nestedRun) loop(first int, calls []children.SubCall) (res weft.ToolResul
 			failure = err
 			break
 		}
-		msg, stepCalls, _, err := r.modelStep(s, req, s.parentID)
+		ms := modelStep{r: r, s: s, parentID: s.parentID}
+		msg, stepCalls, _, err := ms.call(req)
 		if err != nil {
 			failure = err
 			break
