@@ -76,28 +76,19 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(in.Args) == 0 {
 			in.Args = r.thread.Arguments
 		}
-		// The next step of the side this prompt drives (a human side due next means the AI side
-		// after the human's message).
-		if def := r.agent.Side(r.state.Side); def.Prompt != p.Name {
-			other := r.state.Side.Other()
-			if r.agent.Side(other).Prompt == p.Name || !def.IsAI() {
-				r.state.Side = other
-			}
-		}
+		// The next step of the side this prompt drives.
+		r.state.Side = runstate.RenderSide(r.agent, r.state.Side, p.Name)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
 			state: runstate.State{Side: weft.SideA}, cache: rowcache.New()}
 		r.journal.Init(ctx, &e.commit, (*journalHost)(r), r.thread, weft.Fence{}, nil)
 		r.wire()
-		_, user, instance, err := vars.Load(ctx, e.store, "", "")
+		env, decls, err := vars.RenderView(ctx, e.store, e.reg, a, in.Env)
 		if err != nil {
 			return nil, err
 		}
-		decls := vars.NewGraph(e.reg, a, nil).Declared()
-		declared := vars.DeclaredTypes(decls)
-		thread := vars.ThreadLayer(in.Env, declared, nil)
-		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
+		r.env = env
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
 		if own := vars.MissingBy(decls, r.env, "prompt "+p.Name); len(own) > 0 {
