@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"maps"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/budget"
@@ -27,8 +26,8 @@ func (r *run) checkBudget() error { return r.e.spent.Check(r.ctx, r.thread, r.ag
 // SetBudget sets a thread's own budget, replacing its agent's. A paused thread goes on when it is
 // continued (at once while the engine serves, if the new budget allows).
 func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) error {
-	if field, problem := b.Check(); problem != "" {
-		return weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
+	if err := budget.Valid(b); err != nil {
+		return err
 	}
 	var t *weft.Thread
 	err := e.commit.Tx(ctx, threadID, nil, journal.NoText, func(tx weft.Tx) error {
@@ -37,12 +36,7 @@ func (e *Engine) SetBudget(ctx context.Context, threadID string, b weft.Budget) 
 			return err
 		}
 		t = cur
-		props := maps.Clone(cur.Properties)
-		if props == nil {
-			props = map[string]any{}
-		}
-		props[budget.Property] = b
-		return tx.UpdateThread(weft.ThreadPatch{Properties: props})
+		return tx.UpdateThread(budget.Patch(cur, b))
 	})
 	if err != nil {
 		return err

@@ -91,29 +91,14 @@ func (h childHost) Terminate(ctx context.Context, threadID string) error {
 func (h childHost) Created(ctx context.Context, child *weft.Thread) {
 	h.e.roots.Put(child)
 	h.e.commit.Outside(ctx, Event{Type: "thread_created", ThreadID: child.ID, RootID: child.RootID, Data: Fields{"parent_id": child.ParentID}})
-	h.emitSubagent(ctx, child, child.Agent, "running", "created")
+	h.EmitSubagent(ctx, child, child.Agent, "running", "created")
 }
 
-// EmitOutcome sends the child's parent a subagent event with its status and outcome's preview.
-func (h childHost) EmitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult) {
-	if status == "" {
-		if !h.e.commit.Observed() {
-			return
-		}
-		status = weft.ThreadIdle.SubagentStatus()
-		if t, err := h.e.store.Thread(ctx, child.ID); err == nil {
-			status = t.Status.SubagentStatus()
-		}
-	}
-	text := out.Result
-	if out.Status != weft.ToolSuccess {
-		text = out.Error
-	}
-	h.emitSubagent(ctx, child, child.Agent, status, journal.Preview(text))
-}
+// Observed tells whether events are wanted.
+func (h childHost) Observed() bool { return h.e.commit.Observed() }
 
-// emitSubagent sends child's parent a subagent event: the child's status and status text.
-func (h childHost) emitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
+// EmitSubagent sends child's parent a subagent event: the child's status and status text.
+func (h childHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
 	h.e.commit.Outside(ctx, Event{Type: "subagent", ThreadID: child.ParentID, RootID: rootOf(child),
 		Data: Fields{"reference": child.ID, "agent": agent, "status": status, "status_text": text}})
 }

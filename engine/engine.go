@@ -22,6 +22,7 @@ import (
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/lease"
 	"github.com/weft-agents/weft/engine/modelcall"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/roots"
 	"github.com/weft-agents/weft/engine/sched"
 	"github.com/weft-agents/weft/engine/vars"
@@ -73,7 +74,7 @@ type Options struct {
 	RecordEvents bool
 	// Observer is told how runs proceed, for traces and metrics (package otel); nil = off, at no
 	// cost.
-	Observer Observer
+	Observer observe.Observer
 }
 
 // Engine runs threads. It holds no per-thread goroutine or memory between runs: an idle thread is

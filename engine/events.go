@@ -41,8 +41,8 @@ type Feed = feed.Feed
 // (weft.Notifier), another process's committed events wake the subscription, which reads them
 // from the store.
 //
-// Subscribe is Follow read by an iterator; a consumer that waits on other things as well (a
-// stream's keep-alive timer) uses Follow.
+// Subscribe is Follow read by an iterator (feed.Feed.All); a consumer that waits on other things
+// as well (a stream's keep-alive timer) uses Follow.
 func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		f, err := e.Follow(ctx, threadID, after)
@@ -50,27 +50,7 @@ func (e *Engine) Subscribe(ctx context.Context, threadID string, after int64) it
 			yield(Event{}, err)
 			return
 		}
-		defer f.Close()
-		var batch []Event
-		for {
-			select {
-			case <-f.Ready():
-			case <-ctx.Done():
-				return
-			}
-			batch, err = f.Next(ctx, batch[:0])
-			for _, ev := range batch {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(Event{}, err)
-				}
-				return
-			}
-		}
+		f.All(ctx)(yield)
 	}
 }
 

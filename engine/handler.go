@@ -28,7 +28,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	mark := r.state.Of(side).Handler
 	r.sync()
 	var rows []weft.Message
-	for _, m := range r.rows {
+	for _, m := range r.cache.Rows {
 		if m.Seq > mark && m.Depth == 0 && m.Status == weft.MessageCompleted && m.Role == inbound {
 			rows = append(rows, *m)
 		}
@@ -42,7 +42,7 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 	}
 	r.steps++
 	r.sideSteps[runstate.SideIndex(side)]++
-	before := r.lastSeq
+	before := r.cache.LastSeq
 	s := &scope{prompt: &weft.Prompt{Name: "handler:" + h.Name}, side: side, offered: map[string]*offered{}, env: r.env,
 		effects: carried}
 	s.fx = &s.effects
@@ -61,5 +61,5 @@ func (r *run) handlerTurn(side weft.Side, def weft.AgentSide, carried toolEffect
 		return false, s.effects, err
 	}
 	r.sync()
-	return r.lastSeq == before && len(q) == 0, s.effects, nil
+	return r.cache.LastSeq == before && len(q) == 0, s.effects, nil
 }

@@ -23,18 +23,12 @@ func (r *run) startHandoff(s *scope, o *offered, args map[string]any) weft.ToolR
 // side A, turn counters reset, arguments merged, the init message stored; the run goes on with no
 // side switch or turn count.
 func (r *run) applyHandoff(h *children.AgentHandoff) error {
-	args := map[string]any{}
-	for k, v := range r.thread.Arguments {
-		args[k] = v
-	}
-	for k, v := range h.Args {
-		args[k] = v
-	}
+	args := h.Arguments(r.thread.Arguments)
 	from := r.agent.Name
 	// The target starts a new session: its run state replaces the run's once the handoff commits.
 	var next runstate.State
 	r.sync()
-	next.EndSession(r.lastSeq)
+	next.EndSession(r.cache.LastSeq)
 	state := next.Encode()
 	name := h.Target.Name
 	err := r.tx(func(tx weft.Tx) error {

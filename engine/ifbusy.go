@@ -104,37 +104,11 @@ func (r *run) interruptedBy(qs []weft.QueuedMessage) bool {
 // interrupting reports that a message with weft.IfBusyInterrupt stops the run.
 func (r *run) interrupting() bool { return r.ar.interrupted.Load() }
 
-// rollbackRows deletes, in the interrupted run's stop transaction, the replies and tool results
-// the run stored at every depth (weft.IfBusyRollback), and returns their ids: the messages it
-// took from the queue and its context summaries stay. It reads them from
-// the store: a sub-prompt's rows are not all in the run's cache.
+// rollbackRows deletes, in the interrupted run's stop transaction, the rows the run stored at
+// every depth (weft.IfBusyRollback; intake.Rollback), and returns their ids.
 func (r *run) rollbackRows(tx weft.Tx) ([]string, error) {
 	r.sync()
-	after := int64(-1)
-	for _, m := range r.rows {
-		if m.RunID == r.id {
-			after = m.Seq - 1
-			break
-		}
-	}
-	if after < 0 {
-		return nil, nil // the run stored nothing
-	}
-	rows, err := r.e.store.Messages(context.WithoutCancel(r.ctx), r.thread.ID, weft.MessageQuery{AfterSeq: after, MaxDepth: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, m := range rows {
-		if m.RunID != r.id || (m.Role != weft.RoleAssistant && m.Role != weft.RoleTool) {
-			continue
-		}
-		if err := tx.DeleteMessage(m.ID); err != nil {
-			return nil, err
-		}
-		ids = append(ids, m.ID)
-	}
-	return ids, nil
+	return intake.Rollback(context.WithoutCancel(r.ctx), r.e.store, tx, r.thread.ID, r.id, r.cache.Rows)
 }
 
 // intakeHost is the engine as engine/intake's Host.

@@ -72,9 +72,9 @@ func (r *run) begin(trigger string, forceSide weft.Side) (toolEffects, *ending) 
 	if r.e.commit.Observed() {
 		r.journal.Emit("run_started", RunStarted{RunID: r.id, Trigger: trigger, Side: r.state.Side})
 	}
-	if side := r.state.Side; dispatch.StopToolDone(r.rows, side, r.agent.Side(side).StopTool) && forceSide == "" && !r.state.Stopped {
+	if side := r.state.Side; dispatch.StopToolDone(r.cache.Rows, side, r.agent.Side(side).StopTool) && forceSide == "" && !r.state.Stopped {
 		// The run died after the stop tool's result committed: the turn ends as it would have.
-		r.state.CompleteTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.cache.LastSeq)
 		r.state.Side = side.Other()
 		if nd := r.agent.Side(r.state.Side); nd.Human || !nd.IsAI() {
 			return fx, ended(r.stop(weft.StopTool, ""))
@@ -151,7 +151,7 @@ func (r *run) handlerBoundary(side weft.Side, def weft.AgentSide, fx *toolEffect
 	}
 	if !idle {
 		r.sync()
-		r.state.CompleteTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.cache.LastSeq)
 	}
 	if next := fx.takeForced(); next != "" {
 		r.state.Side = next
@@ -203,7 +203,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 		// Execution.ForceTurn: the chosen side acts next; a human side parks the run.
 		if out.turnDone {
 			r.sync()
-			r.state.CompleteTurn(side, r.lastSeq)
+			r.state.CompleteTurn(side, r.cache.LastSeq)
 		}
 		r.state.Side = next
 		if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
@@ -217,7 +217,7 @@ func (r *run) afterStep(side weft.Side, out stepOutcome, fx *toolEffects) *endin
 	// S12: turn completion.
 	if out.turnDone {
 		r.sync()
-		r.state.CompleteTurn(side, r.lastSeq)
+		r.state.CompleteTurn(side, r.cache.LastSeq)
 		next := side.Other()
 		if nd := r.agent.Side(next); nd.Human || !nd.IsAI() {
 			reason := weft.StopOnResponse
@@ -296,7 +296,7 @@ func (r *run) drain() error {
 			m.Side = weft.SideA
 		}
 		// Provisional seq until the insert assigns the real one (the run holds the lease).
-		m.Seq = r.lastSeq + int64(j.Unstored()) + 1
+		m.Seq = r.cache.LastSeq + int64(j.Unstored()) + 1
 		if first {
 			first = false
 			if q.Role == weft.RoleAssistant {
@@ -306,7 +306,7 @@ func (r *run) drain() error {
 			}
 		}
 		j.Take(m, q.Seq)
-		r.rows = append(r.rows, m)
+		r.cache.Rows = append(r.cache.Rows, m)
 		last = m
 	}
 	if first {

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"maps"
-	"slices"
 	"sync/atomic"
 
 	"github.com/weft-agents/weft"
@@ -17,7 +16,7 @@ import (
 // change here, and the run applies what was posted, in order, on its own goroutine (run.sync)
 // before it reads or changes a cache or looks at its queue. It belongs to the activeRun, which
 // exists (and may be told of a message) before the run is made, and is guarded by its lock
-// (activeRun.mu). Only the run's goroutine touches rows, lastSeq, callIDs, the env's thread layer,
+// (activeRun.mu). Only the run's goroutine touches its row cache, the env's thread layer,
 // red and the queued tools; a State on another goroutine reads red and the env through shared,
 // under the same lock.
 type mailbox struct {
@@ -74,13 +73,13 @@ func (r *run) redactorNow() *redact.Redactor {
 // The mailbox's messages of a State's changes (stateRun posts them). rowStored, rowReplaced and
 // rowDeleted carry a State's stored change of a row to the run's cache.
 
-func rowStored(m weft.Message) func(*run) { return func(r *run) { r.cacheRow(m) } }
+func rowStored(m weft.Message) func(*run) { return func(r *run) { r.cache.Insert(m) } }
 
-func rowReplaced(m weft.Message) func(*run) { return func(r *run) { r.recacheRow(m) } }
+func rowReplaced(m weft.Message) func(*run) { return func(r *run) { r.cache.Replace(m) } }
 
 func rowDeleted(id string) func(*run) {
 	return func(r *run) {
-		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return m.ID == id })
+		r.cache.Delete(id)
 	}
 }
 

@@ -340,13 +340,13 @@ func (ms *modelStep) uniqueCallIDs(in []weft.ToolCall) []weft.ToolCall {
 	r.sync()
 	out := make([]weft.ToolCall, len(in))
 	for i, c := range in {
-		if c.ID == "" || r.callIDs[c.ID] {
+		if c.ID == "" || r.cache.CallIDs[c.ID] {
 			c.ID = ms.freshCallID()
 		}
 		if c.Arguments == "" {
 			c.Arguments = "{}"
 		}
-		r.callIDs[c.ID] = true
+		r.cache.CallIDs[c.ID] = true
 		out[i] = c
 	}
 	return out
@@ -357,7 +357,7 @@ func (ms *modelStep) freshCallID() string {
 	r := ms.r
 	r.sync()
 	id := "call_" + strings.TrimPrefix(weft.NewID(""), "")
-	r.callIDs[id] = true
+	r.cache.CallIDs[id] = true
 	return id
 }
 

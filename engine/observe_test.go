@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/weft-agents/weft/engine/observe"
+	"github.com/weft-agents/weft/validate"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine"
@@ -15,7 +17,7 @@ import (
 	"github.com/weft-agents/weft/scripted"
 )
 
-// recordingObserver writes what an engine.Observer hears as lines, indented by nesting.
+// recordingObserver writes what an observe.Observer hears as lines, indented by nesting.
 type recordingObserver struct {
 	mu    sync.Mutex
 	lines []string
@@ -23,7 +25,7 @@ type recordingObserver struct {
 
 func (o *recordingObserver) add(s string) { o.mu.Lock(); o.lines = append(o.lines, s); o.mu.Unlock() }
 
-func (o *recordingObserver) StartRun(ctx context.Context, info engine.RunInfo) engine.RunObserver {
+func (o *recordingObserver) StartRun(ctx context.Context, info observe.RunInfo) observe.RunObserver {
 	o.add("run " + info.Agent)
 	return &recordingRun{o: o, depth: 1, redact: info.Redact}
 }
@@ -36,7 +38,7 @@ type recordingRun struct {
 
 func (r *recordingRun) add(s string) { r.o.add(strings.Repeat("  ", r.depth) + s) }
 
-func (r *recordingRun) StartStep(s engine.StepInfo) {
+func (r *recordingRun) StartStep(s observe.StepInfo) {
 	r.add(fmt.Sprintf("step %d %s", s.Step, s.Prompt))
 	r.depth++
 }
@@ -44,7 +46,7 @@ func (r *recordingRun) EndStep(err error) {
 	r.depth--
 	r.add(fmt.Sprintf("end step err=%v", err != nil))
 }
-func (r *recordingRun) ModelCall(c engine.ModelCall) {
+func (r *recordingRun) ModelCall(c observe.ModelCall) {
 	var parts []string
 	for _, a := range c.Attempts {
 		s := a.Log.Model
@@ -65,12 +67,12 @@ func (r *recordingRun) ModelCall(c engine.ModelCall) {
 	}
 	r.add(fmt.Sprintf("model %s depth=%d attempts=%s reply=%s input=%d", c.Prompt, c.Depth, strings.Join(parts, ","), reply, len(c.Input)))
 }
-func (r *recordingRun) StartTool(ctx context.Context, c engine.ToolCall) context.Context {
+func (r *recordingRun) StartTool(ctx context.Context, c observe.ToolCall) context.Context {
 	r.add("tool " + c.Call.Name + " " + r.redact(c.Call.Arguments))
 	r.depth++
 	return ctx
 }
-func (r *recordingRun) EndTool(e engine.ToolEnd) {
+func (r *recordingRun) EndTool(e observe.ToolEnd) {
 	r.depth--
 	if !e.Committed {
 		r.add("end tool (not committed)")
@@ -78,7 +80,7 @@ func (r *recordingRun) EndTool(e engine.ToolEnd) {
 	}
 	r.add(fmt.Sprintf("end tool %s %s", e.Status, r.redact(e.Result)))
 }
-func (r *recordingRun) End(e engine.RunEnd) {
+func (r *recordingRun) End(e observe.RunEnd) {
 	r.depth--
 	r.add(fmt.Sprintf("end run %s trigger=%s steps=%d", e.Stop.Reason, e.Trigger, e.Stop.Steps))
 }

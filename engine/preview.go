@@ -2,10 +2,9 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/rowcache"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 	"github.com/weft-agents/weft/engine/window"
@@ -23,9 +22,6 @@ type PreviewInput struct {
 	// ThreadID, when set, renders the next step of that thread: its history and acting side.
 	ThreadID string
 }
-
-// sampler is implemented by template prompts that have sample arguments.
-type sampler interface{ SampleArgs() map[string]any }
 
 // previewKey marks the context of a preview (previewing).
 type previewKey struct{}
@@ -80,62 +76,29 @@ func (e *Engine) Render(ctx context.Context, in PreviewInput) (*Rendered, error)
 		if len(in.Args) == 0 {
 			in.Args = r.thread.Arguments
 		}
-		// The next step of the side this prompt drives (a human side due next means the AI side
-		// after the human's message).
-		if def := r.agent.Side(r.state.Side); def.Prompt != p.Name {
-			other := r.state.Side.Other()
-			if r.agent.Side(other).Prompt == p.Name || !def.IsAI() {
-				r.state.Side = other
-			}
-		}
+		// The next step of the side this prompt drives.
+		r.state.Side = runstate.RenderSide(r.agent, r.state.Side, p.Name)
 	} else {
 		a := &weft.Agent{Name: "render", SideA: weft.AgentSide{Prompt: p.Name}}
 		r = &run{e: e, ctx: ctx, ar: &activeRun{}, thread: &weft.Thread{ID: "render", Agent: a.Name}, agent: a,
-			state: runstate.State{Side: weft.SideA}, rowCache: rowCache{callIDs: map[string]bool{}}}
+			state: runstate.State{Side: weft.SideA}, cache: rowcache.New()}
 		r.journal.Init(ctx, &e.commit, (*journalHost)(r), r.thread, weft.Fence{}, nil)
 		r.wire()
-		_, user, instance, err := vars.Load(ctx, e.store, "", "")
+		env, decls, err := vars.RenderView(ctx, e.store, e.reg, a, in.Env)
 		if err != nil {
 			return nil, err
 		}
-		decls := vars.NewGraph(e.reg, a, nil).Declared()
-		declared := vars.DeclaredTypes(decls)
-		thread := vars.ThreadLayer(in.Env, declared, nil)
-		r.env = &vars.View{Thread: thread, User: vars.Layer(user), Instance: vars.Layer(instance), Declared: declared}
+		r.env = env
 		// The prompt's own required variables are missing as weft run would find them (tools'
 		// variables are read when a tool runs, not to render the prompt).
-		var own []vars.MissingVar
-		for _, m := range vars.Missing(decls, r.env) {
-			if slices.Contains(m.DeclaredBy, "prompt "+p.Name) {
-				own = append(own, m)
-			}
-		}
-		if len(own) > 0 {
+		if own := vars.MissingBy(decls, r.env, "prompt "+p.Name); len(own) > 0 {
 			return nil, &MissingVariablesError{Missing: own}
 		}
 		r.red = e.secrets.For(r.env)
 	}
-	args := in.Args
-	if sp, ok := p.Template.(sampler); ok {
-		merged := map[string]any{}
-		for k, v := range sp.SampleArgs() {
-			merged[k] = v
-		}
-		for k, v := range args {
-			merged[k] = v
-		}
-		args = merged
-	}
-	if p.RequiredSchema != nil {
-		v, err := e.validators.Of(p.RequiredSchema)
-		if err != nil {
-			return nil, err
-		}
-		out, err := v.Validate(args)
-		if err != nil {
-			return nil, &weft.Error{Code: weft.EInvalid, Message: fmt.Sprintf("arguments of prompt %q", p.Name), Err: err}
-		}
-		args, _ = out.(map[string]any)
+	args, err := e.intake.RenderArguments(p, in.Args)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.newScope(p, 0, r.state.Side, args)
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 	"github.com/weft-agents/weft/engine/hooks"
 	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/modelcall"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/redact"
+	"github.com/weft-agents/weft/engine/rowcache"
 	"github.com/weft-agents/weft/engine/runstate"
 	"github.com/weft-agents/weft/engine/vars"
 )
@@ -320,7 +322,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	r.trigger = trigger
 	if obs := e.opt.Observer; obs != nil {
-		r.obs = obs.StartRun(runCtx, RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
+		r.obs = obs.StartRun(runCtx, observe.RunInfo{RunID: r.id, ThreadID: threadID, RootID: orDefault(r.thread.RootID, threadID),
 			ParentID: r.thread.ParentID, Agent: r.agent.Name, Provider: e.models.AgentProvider(r.agent), Redact: r.red.String})
 		r.model.KeepEnds()
 	}
@@ -333,7 +335,7 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 	}
 	r.journal.Finish()
 	if r.obs != nil {
-		r.obs.End(RunEnd{Stop: info, Trigger: r.trigger, Err: err})
+		r.obs.End(observe.RunEnd{Stop: info, Trigger: r.trigger, Err: err})
 	}
 	released = r.journal.Released()
 	r.requests.Release()
@@ -344,8 +346,8 @@ func (e *Engine) runOnce(ctx context.Context, threadID, trigger string, forceSid
 // it (nil when it stored none).
 func (r *run) lastReply() *weft.Message {
 	r.sync()
-	for i := len(r.rows) - 1; i >= 0; i-- {
-		m := r.rows[i]
+	for i := len(r.cache.Rows) - 1; i >= 0; i-- {
+		m := r.cache.Rows[i]
 		if m.RunID != r.id {
 			return nil // rows before the run's own
 		}
@@ -378,8 +380,8 @@ type run struct {
 
 	// journal writes the run's changes: its transactions, the queue it drains, its events.
 	journal journal.Journal
-	// rowCache caches the thread's top-level messages (completed and pending) in seq order.
-	rowCache
+	// cache is the thread's top-level messages (completed and pending) in seq order.
+	cache rowcache.Cache
 	// pushed: a message was queued on the thread since the run last read its queue (told through
 	// the mailbox, ar.mail: activeRun.Queued, activeRun.interrupt).
 	pushed bool
@@ -408,7 +410,7 @@ type run struct {
 	suspend atomic.Bool
 
 	// obs observes the run (Options.Observer; nil = off); trigger is what started the run.
-	obs     RunObserver
+	obs     observe.RunObserver
 	trigger string
 }
 
@@ -428,14 +430,14 @@ func (e *Engine) newRun(ctx context.Context, ar *activeRun, fence weft.Fence, st
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: corrupt run state: %w", t.ID, err)
 	}
-	r := &run{e: e, ctx: ctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, rowCache: rowCache{callIDs: map[string]bool{}}}
+	r := &run{e: e, ctx: ctx, ar: ar, id: weft.NewID("run_"), thread: t, agent: a, state: s, cache: rowcache.New()}
 	r.journal.Init(context.WithoutCancel(ctx), &e.commit, (*journalHost)(r), t, fence, start.Queued)
 	r.wire()
 	r.ceiling = max(250, a.SideA.MaxSteps, a.Side(weft.SideB).MaxSteps)
 	if start.Rows != nil {
-		r.shareRows(start.Rows)
+		r.cache.Share(start.Rows)
 	} else {
-		r.addRows(start.Messages)
+		r.cache.Add(start.Messages)
 	}
 	if r.env, err = e.secrets.View(ctx, t, a, start.ThreadEnv, start.UserEnv, start.InstanceEnv); err != nil {
 		return nil, err
@@ -449,7 +451,7 @@ func (r *run) wire() {
 	r.tools.Bind((*toolRun)(r))
 	r.hooks = hooks.NewRunner(r.ctx, (*hookHost)(r))
 	r.model.Init(&r.e.models, r.ctx, (*modelRun)(r), r.thread.ID, r.id, &r.env, &r.red)
-	r.requests.Init(&r.model, r.e.store, r.thread, &r.rows, &r.state, &r.hooks)
+	r.requests.Init(&r.model, r.e.store, r.thread, &r.cache.Rows, &r.state, &r.hooks)
 	r.requests.r = r
 }
 

@@ -106,7 +106,7 @@ func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owne
 	return h.subagents.Deliver(ctx, child, owner, text, kind, atts)
 }
 func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
-	childHost{h.Engine}.emitSubagent(ctx, child, agent, status, text)
+	childHost{h.Engine}.EmitSubagent(ctx, child, agent, status, text)
 }
 func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validators.Of(s) }
 func (h stateHost) EffectScheduled()                                      { h.sched.EffectScheduled() }

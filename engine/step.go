@@ -7,6 +7,7 @@ import (
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/children"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -59,7 +60,7 @@ func (r *run) step(p *weft.Prompt, side weft.Side, def weft.AgentSide, carried t
 	if r.obs == nil {
 		return r.runStep(p, side, def, carried)
 	}
-	r.obs.StartStep(StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
+	r.obs.StartStep(observe.StepInfo{Step: r.steps + 1, Side: side, Prompt: p.Name})
 	out, err := r.runStep(p, side, def, carried)
 	r.obs.EndStep(err)
 	return out, err
@@ -117,7 +118,7 @@ func (r *run) runStep(p *weft.Prompt, side weft.Side, def weft.AgentSide, carrie
 		return out, nil
 	}
 	r.sync()
-	if reason := repeatedError(r.rows); reason != "" {
+	if reason := repeatedError(r.cache.Rows); reason != "" {
 		if err := r.insertAssistant(side, p.Name, reason); err != nil {
 			return stepOutcome{}, err
 		}

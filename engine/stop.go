@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/hooks"
@@ -127,7 +126,7 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 	}
 	info.Seq = next.Stops
 	if err == nil && len(removed) > 0 {
-		r.rows = slices.DeleteFunc(r.rows, func(m *weft.Message) bool { return slices.Contains(removed, m.ID) })
+		r.cache.Delete(removed...)
 		if !r.e.opt.RecordEvents && r.e.commit.Observed() {
 			for _, id := range removed {
 				r.journal.Emit("message_deleted", Fields{"message_id": id})
@@ -171,7 +170,7 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 func (st runStop) endSession() (weft.StopInfo, error) {
 	r := st.r
 	r.sync()
-	r.state.EndSession(r.lastSeq)
+	r.state.EndSession(r.cache.LastSeq)
 	return st.end(false)
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,16 +140,7 @@ func (v *subCall) parkedRecords() []*weft.ToolCallRecord {
 	for ; v != nil; v = v.scope.via {
 		r := v.r
 		rec := r.tools.Calls.Of(v.call, v.msgID)
-		m := map[string]any{}
-		if len(rec.Meta) > 0 {
-			_ = json.Unmarshal(rec.Meta, &m)
-		}
-		m[children.SubPromptResultKey] = v.resultID
-		rec.Meta, _ = json.Marshal(m)
-		if rec.Status != weft.CallRunning {
-			now := r.now()
-			rec.Status, rec.StartedAt = weft.CallRunning, &now
-		}
+		children.MarkParked(rec, v.resultID, r.now())
 		recs = append(recs, rec)
 	}
 	return recs
@@ -164,8 +154,8 @@ func (v *subCall) parkedRecords() []*weft.ToolCallRecord {
 // there is no result).
 func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.ToolResult, resultID, parked string, ok bool) {
 	r, caller, c := v.r, v.scope, v.call
-	var meta children.SubPromptMeta
-	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil || meta.ResultID == "" {
+	resultID = children.ParkedSubPrompt(&rec)
+	if resultID == "" {
 		return weft.ToolResult{}, "", "", false
 	}
 	o, found := caller.offered[c.Name]
@@ -174,14 +164,14 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 	}
 	p, e := o.target.Prompt, o.entry
 	fail := func(err error) (weft.ToolResult, string, string, bool) {
-		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), meta.ResultID, "", true
+		return weft.Failure(fmt.Sprintf("Sub-prompt %q failed: %s", p.Name, r.red.Error(err))), resultID, "", true
 	}
 	r.tools.ApplyDecision(caller, m, &c) // with the arguments a person approved, if the call itself needed approval
 	prep, errText := (*toolRun)(r).prepareCall(caller, c, false)
 	if errText != "" {
-		return weft.Failure(errText), meta.ResultID, "", true
+		return weft.Failure(errText), resultID, "", true
 	}
-	v.call, v.resultID = c, meta.ResultID
+	v.call, v.resultID = c, resultID
 	n, err := v.nested(o, prep.Args)
 	if err != nil {
 		return fail(err)
@@ -193,16 +183,16 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 	}
 	nr := children.ReadNested(rows, s.depth, s.parentID)
 	for i := range nr.Rows {
-		r.noteRow(&nr.Rows[i])
+		r.cache.Note(&nr.Rows[i])
 	}
 	s.nested = append(s.nested, nr.Rows...)
 	if last := nr.Last; last != nil {
 		if len(last.ToolCalls) == 0 {
 			// The nested run had ended; its caller had not stored the result yet.
 			if v, ok := last.Metadata["structured"]; ok {
-				return weft.Success(dispatch.CanonicalJSON(v)), meta.ResultID, "", true
+				return weft.Success(dispatch.CanonicalJSON(v)), resultID, "", true
 			}
-			return children.SubPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red.Error), meta.ResultID, "", true
+			return children.SubPromptResult(p.Name, e, last.Content, n.calls(), nil, r.red.Error), resultID, "", true
 		}
 		if len(nr.Pending) > 0 {
 			s.toolCalled = true
@@ -212,15 +202,15 @@ func (v *subCall) resume(m *weft.Message, rec weft.ToolCallRecord) (res weft.Too
 			}
 			err := r.tools.ResumeCalls(s, last, nr.Pending, status)
 			if errors.Is(err, errAwaitApproval) {
-				return weft.ToolResult{}, meta.ResultID, s.parentID, true
+				return weft.ToolResult{}, resultID, s.parentID, true
 			}
 			if err != nil {
-				return children.SubPromptResult(p.Name, e, "", n.calls(), err, r.red.Error), meta.ResultID, "", true
+				return children.SubPromptResult(p.Name, e, "", n.calls(), err, r.red.Error), resultID, "", true
 			}
 		}
 	}
 	res, parked = n.loop(nr.Replies+1, n.calls())
-	return res, meta.ResultID, parked, true
+	return res, resultID, parked, true
 }
 
 // calls rebuilds, from the nested run's stored rows, the calls it ran (children.SubCalls), with
@@ -253,18 +243,13 @@ func (n nestedRun) history() []*weft.Message {
 	return rows
 }
 
-// initMessage is the nested run's first message (children.SubPromptInit), from the caller's
-// other side; nil when it has neither content nor files.
+// initMessage is the nested run's first message (children.SubPromptInit, SubPromptFirst); nil
+// when it has neither content nor files.
 func (n nestedRun) initMessage(args map[string]any) (*weft.Message, error) {
 	r, s := n.r, n.s
 	content, atts, err := children.SubPromptInit(r.ctx, r.e.store, r.thread.ID, n.e, args, s.prompt.Template != nil)
-	if err != nil || (content == "" && len(atts) == 0) {
+	if err != nil {
 		return nil, err
 	}
-	role := weft.RoleUser
-	if s.side == weft.SideB {
-		role = weft.RoleAssistant
-	}
-	return &weft.Message{Role: role, Side: s.side.Other(), Content: content, Attachments: atts, Status: weft.MessageCompleted,
-		Depth: s.depth, ParentID: s.parentID, RunID: r.id}, nil
+	return children.SubPromptFirst(content, atts, s.side, s.depth, s.parentID, r.id), nil
 }

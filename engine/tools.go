@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/weft-agents/weft/engine/children"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/hooks"
+	"github.com/weft-agents/weft/engine/observe"
 	"github.com/weft-agents/weft/engine/payload"
 	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
@@ -121,7 +121,7 @@ func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) co
 		return t.ctx
 	}
 	s := asScope(ds)
-	tc := ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed || running}
+	tc := observe.ToolCall{Call: c, Depth: s.depth, Resumed: s.resumed || running}
 	if o, ok := s.offered[c.Name]; ok && !running {
 		tc.Description = o.spec.Description
 		if o.target.MCP != nil {
@@ -133,7 +133,7 @@ func (t *toolRun) StartTool(ds dispatch.Scope, c weft.ToolCall, running bool) co
 
 func (t *toolRun) EndTool(committed bool, status weft.ToolStatus, result string) {
 	if t.obs != nil {
-		t.obs.EndTool(ToolEnd{Committed: committed, Status: status, Result: result})
+		t.obs.EndTool(observe.ToolEnd{Committed: committed, Status: status, Result: result})
 	}
 }
 
@@ -167,7 +167,7 @@ func (t *toolRun) QueuedCall(ds dispatch.Scope, name string, argsJSON json.RawMe
 	c := weft.ToolCall{ID: fmt.Sprintf("queued_%d", r.state.QueuedTools), Name: name, Arguments: string(argsJSON)}
 	ctx := r.ctx
 	if r.obs != nil {
-		ctx = r.obs.StartTool(ctx, ToolCall{Call: c})
+		ctx = r.obs.StartTool(ctx, observe.ToolCall{Call: c})
 	}
 	tool, ok := r.e.reg.Tool(name)
 	if !ok {
@@ -221,9 +221,7 @@ func (t *toolRun) StatFile(p string) (weft.FileInfo, error) {
 func (t *toolRun) AddRow(m *weft.Message)     { (*run)(t).addRow(*m) }
 func (t *toolRun) ReplaceRow(m *weft.Message) { (*run)(t).replaceRow(*m) }
 
-func (t *toolRun) DeleteRow(id string) {
-	t.rows = slices.DeleteFunc(t.rows, func(m *weft.Message) bool { return m.ID == id })
-}
+func (t *toolRun) DeleteRow(id string) { t.cache.Delete(id) }
 
 func (t *toolRun) EmitUnrecorded(m *weft.Message)         { t.journal.Stored(*m) }
 func (t *toolRun) Emit(kind string, data payload.Payload) { t.journal.Emit(kind, data) }
@@ -245,7 +243,7 @@ func (t *toolRun) ParkedCallers(s dispatch.Scope) []*weft.ToolCallRecord {
 func (t *toolRun) StoredCalls() ([]weft.ToolCallRecord, error) {
 	return t.e.store.ToolCalls(t.ctx, t.thread.ID)
 }
-func (t *toolRun) Rows() []*weft.Message { return t.rows }
+func (t *toolRun) Rows() []*weft.Message { return t.cache.Rows }
 
 // resumeTools finishes the tool calls a crashed or parked run left open (dispatch.Dispatcher.Resume),
 // each reply's in a new scope of its prompt. It returns whether anything was resumed, and the

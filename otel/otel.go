@@ -1,7 +1,7 @@
 // Package otel reports Weft's runs to OpenTelemetry: a span per run, step, model call attempt and
 // tool call, named and described with the GenAI semantic conventions (semconv v1.41.0), and the
 // GenAI client metrics for token usage and operation duration, plus a cost counter
-// (docs/observability.md). It implements engine.Observer; Setup builds it from the standard
+// (docs/observability.md). It implements observe.Observer; Setup builds it from the standard
 // OTEL_* environment with OTLP/HTTP exporters.
 package otel
 
@@ -21,7 +21,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/weft-agents/weft"
-	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/engine/observe"
 )
 
 // ScopeName is the instrumentation scope of Weft's spans and metrics.
@@ -70,7 +70,7 @@ type Options struct {
 	CaptureContent bool
 }
 
-// Observer reports runs to OpenTelemetry (engine.Observer).
+// Observer reports runs to OpenTelemetry (observe.Observer).
 type Observer struct {
 	tp       trace.TracerProvider
 	tracer   trace.Tracer
@@ -127,14 +127,14 @@ type frame struct {
 // call …), which the engine opens and closes in order from the run's goroutine.
 type runObserver struct {
 	o      *Observer
-	info   engine.RunInfo
+	info   observe.RunInfo
 	conv   attribute.KeyValue
 	stack  []frame
 	redact func(string) string
 }
 
 // StartRun opens the run's span, an invoke_agent span.
-func (o *Observer) StartRun(ctx context.Context, info engine.RunInfo) engine.RunObserver {
+func (o *Observer) StartRun(ctx context.Context, info observe.RunInfo) observe.RunObserver {
 	conv := semconv.GenAIConversationID(info.ThreadID)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), conv,
 		AttrRunID.String(info.RunID), AttrThreadID.String(info.ThreadID), AttrRootID.String(info.RootID)}
@@ -167,7 +167,7 @@ func (r *runObserver) pop() frame {
 }
 
 // StartStep opens a step's span under the run's.
-func (r *runObserver) StartStep(s engine.StepInfo) {
+func (r *runObserver) StartStep(s observe.StepInfo) {
 	ctx, span := r.o.tracer.Start(r.top().ctx, "step", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		AttrStep.Int(s.Step), AttrSide.String(string(s.Side)), AttrPrompt.String(s.Prompt), r.conv))
 	r.push(frame{ctx, span})
@@ -184,7 +184,7 @@ func (r *runObserver) EndStep(err error) {
 
 // ModelCall records a span per attempt (retries and fallbacks are siblings, numbered by
 // weft.attempt, each naming the attempt it retries) and the attempt's metrics.
-func (r *runObserver) ModelCall(c engine.ModelCall) {
+func (r *runObserver) ModelCall(c observe.ModelCall) {
 	parent := r.top().ctx
 	for i, a := range c.Attempts {
 		l := a.Log
@@ -306,7 +306,7 @@ const maxMetricSets = 1024
 
 // StartTool opens an execute_tool span under the current step (or tool call, for a sub-prompt's
 // calls); the tool runs with ctx carrying it.
-func (r *runObserver) StartTool(ctx context.Context, c engine.ToolCall) context.Context {
+func (r *runObserver) StartTool(ctx context.Context, c observe.ToolCall) context.Context {
 	attrs := append(make([]attribute.KeyValue, 0, 12), semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Call.Name),
 		semconv.GenAIToolCallID(c.Call.ID), r.conv, AttrDepth.Int(c.Depth))
 	if c.MCPServer != "" {
@@ -333,7 +333,7 @@ func (r *runObserver) StartTool(ctx context.Context, c engine.ToolCall) context.
 
 // EndTool closes the tool call's span once its result is committed; an uncommitted call's span
 // is dropped (never ended, so never exported): the run that stores its result reports it.
-func (r *runObserver) EndTool(end engine.ToolEnd) {
+func (r *runObserver) EndTool(end observe.ToolEnd) {
 	f := r.pop()
 	if !end.Committed {
 		return
@@ -350,7 +350,7 @@ func (r *runObserver) EndTool(end engine.ToolEnd) {
 }
 
 // End closes the run's span (and any span a failure left open).
-func (r *runObserver) End(end engine.RunEnd) {
+func (r *runObserver) End(end observe.RunEnd) {
 	for len(r.stack) > 1 {
 		f := r.pop()
 		f.span.End()

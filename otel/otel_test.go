@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/weft-agents/weft/validate"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weft-agents/weft/engine/observe"
+	"github.com/weft-agents/weft/validate"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -109,7 +111,7 @@ func flakyModel() weft.Provider {
 	})
 }
 
-func newEngine(t *testing.T, reg *weft.Registry, st weft.Store, model weft.Provider, obs engine.Observer) *engine.Engine {
+func newEngine(t *testing.T, reg *weft.Registry, st weft.Store, model weft.Provider, obs observe.Observer) *engine.Engine {
 	t.Helper()
 	if d := validate.Registry(reg); d.HasErrors() {
 		t.Fatal(d.Err())

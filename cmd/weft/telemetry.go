@@ -8,7 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weft-agents/weft/engine"
+	"github.com/weft-agents/weft/engine/observe"
 	wotel "github.com/weft-agents/weft/otel"
 )
 
@@ -19,7 +19,7 @@ const flushTimeout = 5 * time.Second
 // It returns the engine's observer (nil: export is off, the default) and a function flushing what
 // is left; call it before the process exits. A variable asking for what weft cannot export is a
 // usage error naming it.
-func telemetry(ctx context.Context, log *slog.Logger) (engine.Observer, func(), error) {
+func telemetry(ctx context.Context, log *slog.Logger) (observe.Observer, func(), error) {
 	cfg, err := wotel.ConfigFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, func() {}, exit(exitUsage, err)
@@ -42,7 +42,7 @@ func telemetry(ctx context.Context, log *slog.Logger) (engine.Observer, func(), 
 
 // tracerOf is the tracer provider of an observer telemetry returned, for the MCP server's spans;
 // nil when export is off.
-func tracerOf(obs engine.Observer) trace.TracerProvider {
+func tracerOf(obs observe.Observer) trace.TracerProvider {
 	if o, ok := obs.(*wotel.Observer); ok && o != nil {
 		return o.TracerProvider()
 	}

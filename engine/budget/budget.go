@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/internal/logtally"
@@ -140,4 +141,22 @@ func add(sp *Spend, l *weft.LogEntry) {
 	} else if l.InputTokens+l.OutputTokens > 0 {
 		sp.UnknownCostCalls++
 	}
+}
+
+// Valid refuses a budget a thread cannot be given (EInvalid, naming the field at fault).
+func Valid(b weft.Budget) error {
+	if field, problem := b.Check(); problem != "" {
+		return weft.Errorf(weft.EInvalid, "budget.%s: %s", field, problem)
+	}
+	return nil
+}
+
+// Patch is the change of thread t that gives it its own budget b, replacing its agent's.
+func Patch(t *weft.Thread, b weft.Budget) weft.ThreadPatch {
+	props := maps.Clone(t.Properties)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props[Property] = b
+	return weft.ThreadPatch{Properties: props}
 }

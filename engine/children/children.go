@@ -60,10 +60,10 @@ type Host interface {
 	// Created tells the host that the child thread was created: the host remembers its root and
 	// tells the streams (a thread_created event, and the parent's subagent event).
 	Created(ctx context.Context, child *weft.Thread)
-	// EmitOutcome sends the child's parent a subagent event with the child's status and its
-	// outcome's preview; status "" is the child's status as stored (read only when events are
-	// wanted).
-	EmitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult)
+	// Observed tells whether events are wanted.
+	Observed() bool
+	// EmitSubagent sends the child's parent a subagent event: the child's status and status text.
+	EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string)
 }
 
 // ErrNotRun is RunOnce's error when the run did not happen here: another run took the thread's

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/weft-agents/weft"
+	"github.com/weft-agents/weft/engine/journal"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -141,12 +142,31 @@ func (c *Room) driveOnce(ctx context.Context, child *weft.Thread, unfinished boo
 // with the child's status after it and its outcome's preview, as Finish's for a child that ends.
 // The child stays alive for later messages.
 func (c *Room) Stopped(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
-	c.host.EmitOutcome(ctx, child, "", out)
+	c.emitOutcome(ctx, child, "", out)
+}
+
+// emitOutcome sends the child's parent a subagent event with the child's status and its
+// outcome's preview; status "" is the child's status as stored (read only when events are wanted).
+func (c *Room) emitOutcome(ctx context.Context, child *weft.Thread, status string, out weft.ToolResult) {
+	if status == "" {
+		if !c.host.Observed() {
+			return
+		}
+		status = weft.ThreadIdle.SubagentStatus()
+		if t, err := c.store.Thread(ctx, child.ID); err == nil {
+			status = t.Status.SubagentStatus()
+		}
+	}
+	text := out.Result
+	if out.Status != weft.ToolSuccess {
+		text = out.Error
+	}
+	c.host.EmitSubagent(ctx, child, child.Agent, status, journal.Preview(text))
 }
 
 // Finish records a non-continuable child's outcome on it and terminates it.
 func (c *Room) Finish(ctx context.Context, child *weft.Thread, out weft.ToolResult) {
-	defer c.host.EmitOutcome(ctx, child, "terminated", out)
+	defer c.emitOutcome(ctx, child, "terminated", out)
 	props := map[string]any{}
 	if t, err := c.store.Thread(ctx, child.ID); err == nil {
 		for k, v := range t.Properties {

@@ -3,6 +3,7 @@ package children
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/weft-agents/weft"
@@ -21,6 +22,16 @@ type AgentHandoff struct {
 	// Init is the target's first message, from side B: the call's message argument and the
 	// thread's files its attachments argument names; stored only with content or files.
 	Init *weft.Message
+}
+
+// Arguments are the thread's arguments after the handoff: args, the call's over them.
+func (h *AgentHandoff) Arguments(args map[string]any) map[string]any {
+	out := maps.Clone(args)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, h.Args)
+	return out
 }
 
 // HandOff prepares a handoff, called with args through entry e, of a thread whose agent is from

@@ -72,10 +72,10 @@ func (h *fakeHost) Notify(_ context.Context, _, _ string, m weft.NewMessage) err
 	h.sent = append(h.sent, m)
 	return nil
 }
-func (h *fakeHost) Enqueue(context.Context, string, weft.NewMessage) error { return nil }
-func (h *fakeHost) Terminate(context.Context, string) error                { return nil }
-func (h *fakeHost) EmitOutcome(context.Context, *weft.Thread, string, weft.ToolResult) {
-}
+func (h *fakeHost) Enqueue(context.Context, string, weft.NewMessage) error             { return nil }
+func (h *fakeHost) Terminate(context.Context, string) error                            { return nil }
+func (h *fakeHost) Observed() bool                                                     { return false }
+func (h *fakeHost) EmitSubagent(context.Context, *weft.Thread, string, string, string) {}
 
 func newRoom(t *testing.T) (*Room, *fakeHost, *weft.Thread) {
 	t.Helper()

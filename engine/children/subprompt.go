@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weft-agents/weft"
 )
@@ -27,6 +28,46 @@ const SubPromptResultKey = "sub_prompt_result_id"
 type SubPromptMeta struct {
 	// ResultID is the call's tool message id, the nested rows' parent (SubPromptResultKey).
 	ResultID string `json:"sub_prompt_result_id"`
+}
+
+// ParkedSubPrompt returns the tool message id under which the nested run of a parked sub-prompt
+// call hangs, from the call's record (SubPromptResultKey); "" when the call is no parked
+// sub-prompt call.
+func ParkedSubPrompt(rec *weft.ToolCallRecord) string {
+	var meta SubPromptMeta
+	if len(rec.Meta) == 0 || json.Unmarshal(rec.Meta, &meta) != nil {
+		return ""
+	}
+	return meta.ResultID
+}
+
+// MarkParked marks the record of a sub-prompt call whose nested run parks: running since now
+// (unless it already was), its metadata naming resultID, the nested rows' parent.
+func MarkParked(rec *weft.ToolCallRecord, resultID string, now time.Time) {
+	m := map[string]any{}
+	if len(rec.Meta) > 0 {
+		_ = json.Unmarshal(rec.Meta, &m)
+	}
+	m[SubPromptResultKey] = resultID
+	rec.Meta, _ = json.Marshal(m)
+	if rec.Status != weft.CallRunning {
+		rec.Status, rec.StartedAt = weft.CallRunning, &now
+	}
+}
+
+// SubPromptFirst is a nested run's first message (SubPromptInit's content and files), written as
+// by the side other than the one the nested run acts for, at its depth under its parent; nil when
+// it has neither content nor files.
+func SubPromptFirst(content string, atts []weft.Attachment, side weft.Side, depth int, parentID, runID string) *weft.Message {
+	if content == "" && len(atts) == 0 {
+		return nil
+	}
+	role := weft.RoleUser
+	if side == weft.SideB {
+		role = weft.RoleAssistant
+	}
+	return &weft.Message{Role: role, Side: side.Other(), Content: content, Attachments: atts, Status: weft.MessageCompleted,
+		Depth: depth, ParentID: parentID, RunID: runID}
 }
 
 // SubPromptInit is the content and files of a nested run's first message: the entry's

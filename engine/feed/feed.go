@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"iter"
 
 	"github.com/weft-agents/weft"
 )
@@ -113,4 +114,34 @@ func (f *Feed) page(ctx context.Context, dst []Event) (_ []Event, more bool, _ e
 	}
 	f.behind = false
 	return dst, false, nil
+}
+
+// All yields f's events as Next gives them, waiting on Ready, until ctx ends or the consumer
+// stops; an error of Next ends it (unless ctx ended). f is closed when All returns: a Feed read
+// by an iterator (engine.Engine.Subscribe).
+func (f *Feed) All(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		defer f.Close()
+		var batch []Event
+		var err error
+		for {
+			select {
+			case <-f.Ready():
+			case <-ctx.Done():
+				return
+			}
+			batch, err = f.Next(ctx, batch[:0])
+			for _, ev := range batch {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(Event{}, err)
+				}
+				return
+			}
+		}
+	}
 }

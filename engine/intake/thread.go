@@ -109,3 +109,33 @@ func (in *Intake) arguments(a *weft.Agent, args map[string]any) (map[string]any,
 	m, _ := out.(map[string]any)
 	return m, nil
 }
+
+// sampler is implemented by template prompts that have sample arguments.
+type sampler interface{ SampleArgs() map[string]any }
+
+// RenderArguments returns the arguments a render of prompt p uses (`weft render`): args, over the
+// prompt's sample arguments when it has some (a template prompt's missing inputs take their
+// samples), validated against its requiredSchema with defaults applied.
+func (in *Intake) RenderArguments(p *weft.Prompt, args map[string]any) (map[string]any, error) {
+	if sp, ok := p.Template.(sampler); ok {
+		merged := maps.Clone(sp.SampleArgs())
+		if merged == nil {
+			merged = map[string]any{}
+		}
+		maps.Copy(merged, args)
+		args = merged
+	}
+	if p.RequiredSchema == nil {
+		return args, nil
+	}
+	v, err := in.Validators.Of(p.RequiredSchema)
+	if err != nil {
+		return nil, err
+	}
+	out, err := v.Validate(args)
+	if err != nil {
+		return nil, &weft.Error{Code: weft.EInvalid, Message: fmt.Sprintf("arguments of prompt %q", p.Name), Err: err}
+	}
+	args, _ = out.(map[string]any)
+	return args, nil
+}

@@ -12,7 +12,7 @@ import (
 
 // Under context.strategy summarize the oldest rows that do not fit are folded into a summary row
 // before a top-level step; what to fold, and which prompt writes the summary, are decided here
-// (the engine calls the summarizer and stores the row).
+// (summarize.go calls the summarizer; the run stores the row).
 
 // Summarizer returns the prompt that writes the summaries of s's prompt, and its system text
 // rendered with env: the prompt's context.summarizer, else the declared prompt named

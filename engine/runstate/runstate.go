@@ -213,3 +213,15 @@ func appendIntField(b []byte, key string, v int64) []byte {
 	}
 	return strconv.AppendInt(append(b, key...), v, 10)
 }
+
+// RenderSide is the side whose next step a render of prompt p shows in a thread of agent a whose
+// next side is next: the side p drives (a human side due next means the AI side after the
+// human's message).
+func RenderSide(a *weft.Agent, next weft.Side, p string) weft.Side {
+	if def := a.Side(next); def.Prompt != p {
+		if other := next.Other(); a.Side(other).Prompt == p || !def.IsAI() {
+			return other
+		}
+	}
+	return next
+}

@@ -312,6 +312,25 @@ func Missing(decls map[string]*Declaration, view *View) []MissingVar {
 	return out
 }
 
+// RenderView is the View of a render without a thread (`weft render`) of agent a: the user and
+// instance layers from st, env as the thread layer (typed as declared), with the declarations of
+// a's prompts and tools.
+func RenderView(ctx context.Context, st weft.Store, reg *weft.Registry, a *weft.Agent, env map[string]string) (*View, map[string]*Declaration, error) {
+	_, user, instance, err := Load(ctx, st, "", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	decls := NewGraph(reg, a, nil).Declared()
+	declared := DeclaredTypes(decls)
+	return &View{Thread: ThreadLayer(env, declared, nil), User: Layer(user), Instance: Layer(instance), Declared: declared}, decls, nil
+}
+
+// MissingBy lists the Missing variables that by requires (a declarer as MissingVar.DeclaredBy
+// names it: "prompt helper").
+func MissingBy(decls map[string]*Declaration, view *View, by string) []MissingVar {
+	return slices.DeleteFunc(Missing(decls, view), func(m MissingVar) bool { return !slices.Contains(m.DeclaredBy, by) })
+}
+
 // MissingVar is a required variable without a value, with the definitions that require it.
 type MissingVar struct {
 	Name       string   `json:"name"`

@@ -1,4 +1,8 @@
-package engine
+// Package observe is what an observer of runs hears, for traces and metrics: the Observer a
+// process hands the engine (Options.Observer), the RunObserver it starts per run, and the
+// descriptions of runs, steps, model calls and tool calls it is told of. Package otel implements
+// it with OpenTelemetry.
+package observe
 
 import (
 	"context"
@@ -8,7 +12,7 @@ import (
 )
 
 // Observer is told how runs proceed, for traces and metrics (package otel implements it with
-// OpenTelemetry). Options.Observer nil turns observation off: the engine then makes no call and
+// OpenTelemetry). An engine without one turns observation off: the engine then makes no call and
 // allocates nothing for it.
 //
 // What an observer hears is durable. A model call is reported once the transaction that stores its
