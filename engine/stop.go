@@ -115,13 +115,12 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 			_, err := st.persist(tx, &stopped, status, last, rows...)
 			return err
 		})
-		if err == nil {
-			next = stopped
-		}
+		next = stopped
 	}
 	if err == nil {
 		// The state the stop committed (or, when the step's transaction stored the stop, the
-		// state it left), and no other: a stop that failed to commit changes nothing.
+		// state it left): a stop that failed to commit leaves the run's state as it was, though
+		// its report and run_stopped still carry the number it was to have.
 		r.state = next
 	}
 	info.Seq = next.Stops
@@ -153,7 +152,7 @@ func (st runStop) end(stored bool) (weft.StopInfo, error) {
 	if r.journal.EndRecorded() {
 		r.journal.PublishHeld() // the stop's transaction recorded run_stopped
 	} else if r.e.commit.Observed() {
-		r.journal.Emit("run_stopped", st.event())
+		r.journal.Emit("run_stopped", st.event(&next))
 	}
 	if hs := hooks.Select(r.e.reg, r.agent.Hooks, weft.HookAfterRunStopped); len(hs) > 0 {
 		ctx := context.WithoutCancel(r.ctx)
@@ -204,16 +203,13 @@ func (st runStop) persist(tx weft.Tx, next *runstate.State, status weft.ThreadSt
 		if !last {
 			return state, nil
 		}
-		r.journal.StageEnd(r.journal.Event("run_stopped", st.eventOf(next)))
+		r.journal.StageEnd(r.journal.Event("run_stopped", st.event(next)))
 	}
 	return state, r.journal.Release(tx)
 }
 
-// event is the payload of the stop's run_stopped event, once the run's state holds the stop.
-func (st runStop) event() RunStopped { return st.eventOf(&st.r.state) }
-
-// eventOf is the payload of the stop's run_stopped event with the run state state.
-func (st runStop) eventOf(state *runstate.State) RunStopped {
+// event is the payload of the stop's run_stopped event with the run state state.
+func (st runStop) event(state *runstate.State) RunStopped {
 	r := st.r
 	return RunStopped{RunID: r.id, Reason: st.reason, Side: state.Side, Error: st.text, Steps: r.steps, Seq: state.Stops,
 		LastLineRedactions: r.model.Redactions()}
