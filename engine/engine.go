@@ -91,11 +91,9 @@ type Engine struct {
 	log        *slog.Logger
 	node       string
 
-	// derived caches what the engine derives from definitions: *weft.Prompt → *toolset
-	// (scope.go).
+	// derived caches what the engine derives from definitions, which do not change once loaded:
+	// *weft.Prompt → *toolset (scope.go), *schema.Schema → *schema.Validator (validator).
 	derived sync.Map
-	// validators compiles the definitions' schemas once each.
-	validators schema.Validators
 	// varTypes keeps the types of the variables each agent's graph declares (engine/vars).
 	varTypes *vars.Types
 	// tokens counts requests' tokens for their models' windows, remembering the texts it saw.
@@ -170,12 +168,12 @@ func New(opt Options) (*Engine, error) {
 	e.subagents = children.New(childHost{e}, e.store, e.reg, e.log)
 	e.models = modelcall.Models{Registry: e.reg, Clock: e.clock, Tokens: &e.tokens, Logger: e.log, Override: e.opt.Override,
 		Providers: e.opt.Providers, LookupEnv: e.opt.LookupEnv, OnRequest: e.opt.OnRequest, OnTrace: e.opt.OnTrace,
-		Validator: e.validators.Of}
+		Validator: e.validator}
 	e.varTypes = vars.NewTypes(e.reg)
 	e.secrets = vars.NewSecrets(e.reg, e.store, e.varTypes.Of, e.models.Keys)
 	e.commit = journal.NewCommitter(journal.Config{Store: e.store, Clock: e.clock, Log: e.log, Subscribers: e.subs,
 		OnEvent: e.opt.OnEvent, RecordEvents: e.opt.RecordEvents, Secrets: e.secrets})
-	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validators: &e.validators, Clock: e.clock, Log: e.log,
+	e.intake = intake.Intake{Store: e.store, Registry: e.reg, Validator: e.validator, Clock: e.clock, Log: e.log,
 		MaxThreadMessages: e.opt.MaxThreadMessages, Host: intakeHost{e}}
 	e.leases = lease.Renewer{Store: e.store, TTL: e.opt.LeaseTTL}
 	e.conversations = conversation.Conversations{Store: e.store, Clock: e.clock, Intake: &e.intake, Sched: &e.sched,
@@ -315,4 +313,17 @@ func (e *Engine) Terminate(ctx context.Context, threadID string) error {
 			return nil
 		}
 	}
+}
+
+// validator returns the Validator of a definition's schema s, compiled the first time.
+func (e *Engine) validator(s *schema.Schema) (*schema.Validator, error) {
+	if v, ok := e.derived.Load(s); ok {
+		return v.(*schema.Validator), nil
+	}
+	v, err := schema.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	e.derived.Store(s, v)
+	return v, nil
 }

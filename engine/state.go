@@ -108,7 +108,7 @@ func (h stateHost) DeliverToParent(ctx context.Context, child *weft.Thread, owne
 func (h stateHost) EmitSubagent(ctx context.Context, child *weft.Thread, agent, status, text string) {
 	childHost{h.Engine}.EmitSubagent(ctx, child, agent, status, text)
 }
-func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validators.Of(s) }
+func (h stateHost) Validator(s *schema.Schema) (*schema.Validator, error) { return h.validator(s) }
 func (h stateHost) EffectScheduled()                                      { h.sched.EffectScheduled() }
 
 // stateRun is a run as a State sees it (threadstate.Run): what the State changes reaches the

@@ -314,7 +314,7 @@ func (t *toolRun) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (p dispatch
 		params = argsSchema(o.target.Tool.Args)
 	}
 	if tool := o.target.Tool; rawOK && !bound && tool != nil && tool.Execute != nil && o.lifecycle == "" {
-		if v, err := t.e.validators.Of(params); err == nil && v.AcceptsJSON(text) {
+		if v, err := t.e.validator(params); err == nil && v.AcceptsJSON(text) {
 			// What decoding, validating and encoding would give the tool, the text already says.
 			if msg := missingVariable(s, o); msg != "" {
 				return dispatch.Prepared{}, msg
@@ -326,7 +326,7 @@ func (t *toolRun) prepareCall(s *scope, c weft.ToolCall, rawOK bool) (p dispatch
 	if bound {
 		bindings = o.entry.Bindings
 	}
-	m, errText := dispatch.Arguments(c.Name, text, params, t.e.validators.Of, bindings, s.args, s.strict)
+	m, errText := dispatch.Arguments(c.Name, text, params, t.e.validator, bindings, s.args, s.strict)
 	if errText != "" {
 		return dispatch.Prepared{}, errText
 	}

@@ -52,9 +52,10 @@ type Host interface {
 type Intake struct {
 	// Store holds the threads and their queues.
 	Store weft.Store
-	// Registry holds the agents; Validators compiles their prompts' requiredSchemas once.
-	Registry   *weft.Registry
-	Validators *schema.Validators
+	// Registry holds the agents.
+	Registry *weft.Registry
+	// Validator returns the compiled Validator of a prompt's requiredSchema.
+	Validator func(*schema.Schema) (*schema.Validator, error)
 	// Clock dates the messages.
 	Clock weft.Clock
 	// Log receives the failures nobody is told of.

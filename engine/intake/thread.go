@@ -98,7 +98,7 @@ func (in *Intake) arguments(a *weft.Agent, args map[string]any) (map[string]any,
 	if !ok || p.RequiredSchema == nil {
 		return args, nil
 	}
-	v, err := in.Validators.Of(p.RequiredSchema)
+	v, err := in.Validator(p.RequiredSchema)
 	if err != nil {
 		return nil, fmt.Errorf("prompt %q: requiredSchema: %w", p.Name, err)
 	}
@@ -128,7 +128,7 @@ func (in *Intake) RenderArguments(p *weft.Prompt, args map[string]any) (map[stri
 	if p.RequiredSchema == nil {
 		return args, nil
 	}
-	v, err := in.Validators.Of(p.RequiredSchema)
+	v, err := in.Validator(p.RequiredSchema)
 	if err != nil {
 		return nil, err
 	}
