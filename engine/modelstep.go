@@ -7,6 +7,7 @@ import (
 	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/dispatch"
 	"github.com/weft-agents/weft/engine/modelcall"
+	"github.com/weft-agents/weft/engine/redact"
 	"github.com/weft-agents/weft/engine/runstate"
 )
 
@@ -64,7 +65,7 @@ func (ms *modelStep) build(res *modelcall.Result, msgID string) {
 	resp := res.Resp
 	calls := ms.uniqueCallIDs(resp.ToolCalls)
 	msg := &weft.Message{ID: msgID, Role: weft.RoleAssistant, Side: s.side, Content: r.red.String(resp.Text),
-		ToolCalls: dispatch.RedactCalls(r.red, calls), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
+		ToolCalls: redact.Calls(calls, r.red.String), Status: weft.MessageCompleted, Depth: s.depth, ParentID: parentID, Prompt: s.prompt.Name,
 		LogID: res.Log.ID, RunID: r.id}
 	if s.prompt.Reasoning == nil || !s.prompt.Reasoning.Exclude {
 		msg.Reasoning = r.red.String(resp.Reasoning)

@@ -201,7 +201,7 @@ func TestResults(t *testing.T) {
 	}
 }
 
-// TestStructured: a structured value is encoded compactly; stored values and calls are redacted.
+// TestStructured: a structured value is encoded compactly; stored values are redacted.
 func TestStructured(t *testing.T) {
 	if got := dispatch.CanonicalJSON(map[string]any{"a": "<b>"}); got != `{"a":"<b>"}` {
 		t.Fatalf("canonical = %s", got)
@@ -210,13 +210,6 @@ func TestStructured(t *testing.T) {
 	v := dispatch.RedactValue(red, map[string]any{"k": []any{"s3cret"}}).(map[string]any)
 	if v["k"].([]any)[0] == "s3cret" {
 		t.Fatal("value not redacted")
-	}
-	calls := []weft.ToolCall{{ID: "a", Arguments: `{}`}}
-	if got := dispatch.RedactCalls(red, calls); &got[0] != &calls[0] {
-		t.Fatal("calls copied though nothing needed redacting")
-	}
-	if got := dispatch.RedactCalls(red, []weft.ToolCall{{ID: "a", Arguments: `"s3cret"`}}); strings.Contains(got[0].Arguments, "s3cret") {
-		t.Fatal("arguments not redacted")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/weft-agents/weft"
 	"github.com/weft-agents/weft/engine/redact"
 )
 
@@ -37,11 +36,4 @@ func RedactValue(red *redact.Redactor, v any) any {
 		return out
 	}
 	return v
-}
-
-// RedactCalls returns the calls as they are stored: arguments with red's secrets replaced (a model
-// that was shown a secret must not get it written to disk). The calls run with the arguments as
-// the model sent them; calls is returned as is when nothing needs replacing.
-func RedactCalls(red *redact.Redactor, calls []weft.ToolCall) []weft.ToolCall {
-	return redact.Calls(calls, red.String)
 }

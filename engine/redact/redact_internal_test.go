@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/weft-agents/weft"
 )
 
 // TestRedactorEncodings: a secret is replaced in every encoding a row, an event, a log body or a
@@ -110,4 +112,17 @@ func FuzzRedactor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCalls: calls' arguments are redacted, and calls come back as they are when nothing needed
+// redacting.
+func TestCalls(t *testing.T) {
+	red := New([]string{"s3cret"})
+	calls := []weft.ToolCall{{ID: "a", Arguments: `{}`}}
+	if got := Calls(calls, red.String); &got[0] != &calls[0] {
+		t.Fatal("calls copied though nothing needed redacting")
+	}
+	if got := Calls([]weft.ToolCall{{ID: "a", Arguments: `"s3cret"`}}, red.String); strings.Contains(got[0].Arguments, "s3cret") {
+		t.Fatal("arguments not redacted")
+	}
 }
